@@ -1,0 +1,9 @@
+#pragma once
+// core/: errors, status/result, spans, the counter-based RNG. Standard C++ only.
+#include <gmi/core/cuda_try.hpp>
+#include <gmi/core/error.hpp>
+#include <gmi/core/hd.hpp>
+#include <gmi/core/rng.hpp>
+#include <gmi/core/span.hpp>
+#include <gmi/core/status.hpp>
+#include <gmi/core/version.hpp>

@@ -1,0 +1,5 @@
+#pragma once
+// cuda/: RAII wrappers over the CUDA runtime and driver (streams, events, buffers, graphs, green contexts) and
+// NVML loaded at run time.
+#include <gmi/cuda/check.hpp>
+#include <gmi/cuda/device.hpp>
