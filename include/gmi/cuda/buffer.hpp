@@ -117,21 +117,29 @@ class pinned_buffer {
   std::size_t size_ = 0;
 };
 
-// Asynchronous copies on a stream; sizes must match (config_error otherwise).
-template <class T>
-void copy(device_span<T> dst, host_span<const T> src, cudaStream_t s) {
-  gmi::require(dst.size() == src.size(), "copy to device: element count", src.size(), "== destination size " + std::to_string(dst.size()));
-  GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size_bytes(), cudaMemcpyHostToDevice, s));
+// Asynchronous copies on a stream between spans of the same element type (the source may be const); sizes must
+// match (config_error otherwise).
+namespace detail {
+template <class Dst, class Src, class DstSpace, class SrcSpace>
+void copy_spans(memory_span<Dst, DstSpace> dst, memory_span<Src, SrcSpace> src, cudaMemcpyKind kind, cudaStream_t s,
+                const char* what) {
+  static_assert(std::is_same_v<std::remove_const_t<Src>, Dst>, "gmi::cuda::copy: element types differ");
+  gmi::require(dst.size() == src.size(), what, src.size(), "== destination size " + std::to_string(dst.size()));
+  if (src.size()) GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size_bytes(), kind, s));
 }
-template <class T>
-void copy(host_span<T> dst, device_span<const T> src, cudaStream_t s) {
-  gmi::require(dst.size() == src.size(), "copy to host: element count", src.size(), "== destination size " + std::to_string(dst.size()));
-  GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size_bytes(), cudaMemcpyDeviceToHost, s));
+}  // namespace detail
+
+template <class Dst, class Src>
+void copy(device_span<Dst> dst, host_span<Src> src, cudaStream_t s) {
+  detail::copy_spans(dst, src, cudaMemcpyHostToDevice, s, "copy to device: element count");
 }
-template <class T>
-void copy(device_span<T> dst, device_span<const T> src, cudaStream_t s) {
-  gmi::require(dst.size() == src.size(), "device copy: element count", src.size(), "== destination size " + std::to_string(dst.size()));
-  GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size_bytes(), cudaMemcpyDeviceToDevice, s));
+template <class Dst, class Src>
+void copy(host_span<Dst> dst, device_span<Src> src, cudaStream_t s) {
+  detail::copy_spans(dst, src, cudaMemcpyDeviceToHost, s, "copy to host: element count");
+}
+template <class Dst, class Src>
+void copy(device_span<Dst> dst, device_span<Src> src, cudaStream_t s) {
+  detail::copy_spans(dst, src, cudaMemcpyDeviceToDevice, s, "device copy: element count");
 }
 
 }  // namespace gmi::cuda
