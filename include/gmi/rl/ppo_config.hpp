@@ -1,0 +1,64 @@
+#pragma once
+// PPO hyperparameters (rl_games names where they exist), validated in one place with "got X, need Y" messages.
+
+#include <cmath>
+#include <string>
+
+#include <gmi/core/error.hpp>
+
+namespace gmi::rl {
+
+enum class lr_schedule { constant, adaptive_kl };
+
+struct ppo_config {
+  int horizon = 16;                 // steps per environment per iteration
+  int minibatch = 8192;             // samples per gradient step (capped at horizon * num_envs)
+  int epochs = 8;                   // passes over the rollout per iteration
+  float clip = 0.2f;                // surrogate ratio clip (epsilon)
+  float gamma = 0.99f;
+  float lambda = 0.95f;             // GAE
+  float learning_rate = 3e-4f;
+  float max_grad_norm = 1.0f;       // <= 0 disables clipping
+  float value_coef = 0.5f;          // weight of the value loss
+  float entropy_coef = 0.0f;
+  bool clip_value = false;          // PPO2-style clipped value loss
+  float value_clip = 0.2f;
+  bool normalize_advantage = true;  // over the whole rollout
+  bool normalize_obs = true;        // running mean/std of observations
+  bool bootstrap_truncation = true; // reward += gamma * V(final state) when the time limit cuts an episode
+  lr_schedule schedule = lr_schedule::constant;
+  float kl_target = 0.016f;         // adaptive-KL schedule (rl_games rule: /1.5 above 2x, *1.5 below x/2)
+  float min_learning_rate = 1e-6f;
+  float max_learning_rate = 1e-2f;
+
+  // Throws config_error naming the first bad field.
+  void validate() const {
+    auto finite_positive = [](float v) { return std::isfinite(v) && v > 0; };
+    gmi::require(horizon >= 1 && horizon <= 4096, "ppo.horizon", horizon, "1..4096");
+    gmi::require(minibatch >= 1, "ppo.minibatch", minibatch, ">= 1");
+    gmi::require(epochs >= 1 && epochs <= 1000, "ppo.epochs", epochs, "1..1000");
+    gmi::require(finite_positive(clip) && clip < 1, "ppo.clip", clip, "in (0, 1)");
+    gmi::require(gamma > 0 && gamma <= 1, "ppo.gamma", gamma, "in (0, 1]");
+    gmi::require(lambda >= 0 && lambda <= 1, "ppo.lambda", lambda, "in [0, 1]");
+    gmi::require(finite_positive(learning_rate) && learning_rate < 1, "ppo.learning_rate", learning_rate, "in (0, 1)");
+    gmi::require(std::isfinite(max_grad_norm), "ppo.max_grad_norm", max_grad_norm, "finite (<= 0 disables clipping)");
+    gmi::require(std::isfinite(value_coef) && value_coef >= 0, "ppo.value_coef", value_coef, ">= 0");
+    gmi::require(std::isfinite(entropy_coef) && entropy_coef >= 0, "ppo.entropy_coef", entropy_coef, ">= 0");
+    gmi::require(finite_positive(value_clip), "ppo.value_clip", value_clip, "> 0");
+    gmi::require(finite_positive(kl_target), "ppo.kl_target", kl_target, "> 0");
+    gmi::require(finite_positive(min_learning_rate) && min_learning_rate <= max_learning_rate, "ppo.min_learning_rate",
+                 min_learning_rate, "> 0 and <= max_learning_rate (" + std::to_string(max_learning_rate) + ")");
+    gmi::require(learning_rate >= min_learning_rate && learning_rate <= max_learning_rate, "ppo.learning_rate",
+                 learning_rate, "within [min_learning_rate, max_learning_rate]");
+  }
+};
+
+// The adaptive-KL rule of rl_games: shrink the step when the policy moved too far, grow it when it barely moved.
+inline float next_learning_rate(const ppo_config& c, float current, float kl) {
+  if (c.schedule != lr_schedule::adaptive_kl) return current;
+  if (kl > 2.0f * c.kl_target) return std::fmax(current / 1.5f, c.min_learning_rate);
+  if (kl < 0.5f * c.kl_target) return std::fmin(current * 1.5f, c.max_learning_rate);
+  return current;
+}
+
+}  // namespace gmi::rl

@@ -1,0 +1,83 @@
+#pragma once
+// The PPO loss of one sample and its gradient with respect to the policy's outputs (mean, log-std, value), for a
+// diagonal Gaussian policy. Callers scale by 1 / minibatch size and back-propagate through the network.
+
+#include <cmath>
+
+#include <gmi/core/hd.hpp>
+
+namespace gmi::rl {
+
+struct ppo_sample_terms {
+  float policy_loss;  // -min(r A, clip(r) A)
+  float value_loss;   // (v - R)^2, or the clipped variant's max
+  float entropy;
+  float ratio;
+  float approx_kl;    // (r - 1) - log r, Schulman's low-variance estimator
+  bool clipped;       // the clipped branch was taken (no policy gradient)
+};
+
+// log N(a; mu, exp(log_std)) summed over ActDim dimensions.
+template <int ActDim>
+GMI_HD inline float gaussian_log_prob(const float* action, const float* mu, const float* log_std) {
+  constexpr float half_log_2pi = 0.91893853320467274178f;
+  float lp = 0.0f;
+  for (int j = 0; j < ActDim; ++j) {
+    const float z = (action[j] - mu[j]) * expf(-log_std[j]);
+    lp += -0.5f * z * z - log_std[j] - half_log_2pi;
+  }
+  return lp;
+}
+
+template <int ActDim>
+GMI_HD inline float gaussian_entropy(const float* log_std) {
+  constexpr float half_log_2pie = 1.41893853320467274178f;  // 0.5 + 0.5 log 2 pi
+  float h = 0.0f;
+  for (int j = 0; j < ActDim; ++j) h += half_log_2pie + log_std[j];
+  return h;
+}
+
+// Computes the terms and d(loss)/d(mu), d(loss)/d(log_std), d(loss)/d(value) for
+// loss = policy_loss + value_coef * value_loss - entropy_coef * entropy, all multiplied by `scale`.
+template <int ActDim>
+GMI_HD inline ppo_sample_terms ppo_sample_gradient(const float* action, const float* mu, const float* log_std, float value,
+                                                   float old_log_prob, float old_value, float advantage, float target,
+                                                   float clip, float value_coef, float entropy_coef, bool clip_value,
+                                                   float value_clip, float scale, float* d_mu, float* d_log_std,
+                                                   float* d_value) {
+  ppo_sample_terms t{};
+  const float lp = gaussian_log_prob<ActDim>(action, mu, log_std);
+  const float log_ratio = lp - old_log_prob;
+  t.ratio = expf(log_ratio);
+  t.approx_kl = (t.ratio - 1.0f) - log_ratio;
+  const float unclipped = t.ratio * advantage;
+  const float clipped_ratio = fminf(fmaxf(t.ratio, 1.0f - clip), 1.0f + clip);
+  const float clipped = clipped_ratio * advantage;
+  t.clipped = clipped < unclipped;
+  t.policy_loss = -fminf(unclipped, clipped);
+  const float d_log_prob = t.clipped ? 0.0f : -advantage * t.ratio;  // d policy_loss / d log_prob
+
+  t.entropy = gaussian_entropy<ActDim>(log_std);
+  for (int j = 0; j < ActDim; ++j) {
+    const float inv_var = expf(-2.0f * log_std[j]);
+    const float diff = action[j] - mu[j];
+    d_mu[j] = scale * d_log_prob * diff * inv_var;
+    d_log_std[j] = scale * (d_log_prob * (diff * diff * inv_var - 1.0f) - entropy_coef);
+  }
+
+  const float err = value - target;
+  if (clip_value) {
+    const float v_clipped = old_value + fminf(fmaxf(value - old_value, -value_clip), value_clip);
+    const float err_clipped = v_clipped - target;
+    const bool use_clipped = err_clipped * err_clipped > err * err;
+    t.value_loss = use_clipped ? err_clipped * err_clipped : err * err;
+    const bool inside = fabsf(value - old_value) < value_clip;
+    *d_value = scale * value_coef * (use_clipped ? (inside ? 2.0f * err_clipped : 0.0f) : 2.0f * err);
+  } else {
+    t.value_loss = err * err;
+    *d_value = scale * value_coef * 2.0f * err;
+  }
+  return t;
+}
+
+}  // namespace gmi::rl

@@ -1,0 +1,57 @@
+#include <doctest/doctest.h>
+
+#include <gmi/rl/ppo_loss.hpp>
+
+#include <array>
+#include <cmath>
+
+namespace {
+constexpr int act = 2;
+struct inputs {
+  std::array<float, act> a{0.3f, -0.7f}, mu{0.1f, -0.2f}, log_std{-0.3f, 0.2f};
+  float value = 0.4f, old_lp = 0, old_value = 0.35f, adv = 0.8f, target = 1.1f;
+};
+float loss(const inputs& in, bool clip_value) {
+  float dm[act], dl[act], dv;
+  const auto t = gmi::rl::ppo_sample_gradient<act>(in.a.data(), in.mu.data(), in.log_std.data(), in.value, in.old_lp,
+                                                   in.old_value, in.adv, in.target, 0.2f, 0.5f, 0.01f, clip_value,
+                                                   0.2f, 1.0f, dm, dl, &dv);
+  return t.policy_loss + 0.5f * t.value_loss - 0.01f * t.entropy;
+}
+}  // namespace
+
+TEST_SUITE("cpu") {
+  TEST_CASE("rl.ppo_loss.gradient_matches_finite_differences") {
+    for (bool clip_value : {false, true}) {
+      for (float old_shift : {0.0f, 0.5f, -0.5f}) {  // ratio inside and outside the clip range
+        inputs in;
+        in.old_lp = gmi::rl::gaussian_log_prob<act>(in.a.data(), in.mu.data(), in.log_std.data()) + old_shift;
+        float dm[act], dl[act], dv;
+        gmi::rl::ppo_sample_gradient<act>(in.a.data(), in.mu.data(), in.log_std.data(), in.value, in.old_lp,
+                                          in.old_value, in.adv, in.target, 0.2f, 0.5f, 0.01f, clip_value, 0.2f, 1.0f,
+                                          dm, dl, &dv);
+        const float h = 1e-3f;
+        auto numeric = [&](float& x) {
+          const float keep = x;
+          x = keep + h;
+          const float up = loss(in, clip_value);
+          x = keep - h;
+          const float down = loss(in, clip_value);
+          x = keep;
+          return (up - down) / (2 * h);
+        };
+        for (int j = 0; j < act; ++j) {
+          CHECK(dm[j] == doctest::Approx(numeric(in.mu[j])).epsilon(2e-2).scale(1e-3));
+          CHECK(dl[j] == doctest::Approx(numeric(in.log_std[j])).epsilon(2e-2).scale(1e-3));
+        }
+        CHECK(dv == doctest::Approx(numeric(in.value)).epsilon(2e-2).scale(1e-3));
+      }
+    }
+  }
+
+  TEST_CASE("rl.ppo_loss.log_prob_and_entropy_closed_forms") {
+    const float a[1] = {1.0f}, mu[1] = {0.0f}, ls[1] = {0.0f};
+    CHECK(gmi::rl::gaussian_log_prob<1>(a, mu, ls) == doctest::Approx(-0.5 - 0.9189385332));
+    CHECK(gmi::rl::gaussian_entropy<1>(ls) == doctest::Approx(1.4189385332));
+  }
+}
