@@ -1,0 +1,37 @@
+#pragma once
+// The progress line of long runs: iteration, throughput tiers, mean return and time left, on one line.
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace gmi::metrics {
+
+// "1.23M", "456k", "12.3G": rates and counts at a glance.
+inline std::string si(double v) {
+  char buf[32];
+  const double a = std::fabs(v);
+  if (a >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", v / 1e9);
+  else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
+  else if (a >= 1e3) std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+// "1:02:03" or "4:05"; "?" when unknown.
+inline std::string clock_text(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const long s = std::lround(seconds);
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
+  return buf;
+}
+
+// Seconds left to reach `goal` at the current average rate since the start.
+inline double eta_seconds(double done, double goal, double elapsed) {
+  if (done <= 0 || elapsed <= 0 || goal <= done) return 0;
+  return (goal - done) * elapsed / done;
+}
+
+}  // namespace gmi::metrics
