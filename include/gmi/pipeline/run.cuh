@@ -1,0 +1,306 @@
+#pragma once
+// gmi::run<Pipeline>(argc, argv): the launcher a user's main() returns. Reads flags, picks the device (a GPU when
+// present, host threads otherwise, or as told), measures the env-step and serving tiers once, then trains (or
+// serves) with a progress line, JSON-lines metrics, stops when solved or at the step limit, and leaves cleanly
+// on SIGINT/SIGTERM. This first cut runs one GMI (partition::none); more GMIs arrive behind the same flags.
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <gmi/cuda/device.hpp>
+#include <gmi/cuda/stream.hpp>
+#include <gmi/envs/registry.hpp>
+#include <gmi/exec/cuda.cuh>
+#include <gmi/metrics/jsonl.hpp>
+#include <gmi/metrics/progress.hpp>
+#include <gmi/metrics/run_info.hpp>
+#include <gmi/pipeline/pipeline.hpp>
+#include <gmi/rl/env_batch.cuh>
+#include <gmi/rl/ppo.cuh>
+#include <gmi/runtime/flags.hpp>
+#include <gmi/trainers/ppo.hpp>
+
+namespace gmi {
+
+struct run_options {
+  int num_envs = 512;
+  std::uint64_t seed = 1;
+  std::string device = "auto";  // auto | gpu | host
+  int gpu = 0;
+  int gmis_per_gpu = 1;
+  std::string partition = "none";
+  double max_env_steps = 50e6;
+  double max_seconds = 3600;
+  double target_return = std::numeric_limits<double>::quiet_NaN();
+  int min_episodes = 32;  // finished episodes a "solved" decision must rest on
+  double log_interval = 1.0;
+  std::string metrics_path;
+  double serve_seconds = 3.0;
+  int serve_steps_per_launch = 100;
+  bool quiet = false;
+  rl::ppo_config ppo;
+};
+
+namespace detail {
+
+inline std::atomic<int> stop_signal{0};
+extern "C" inline void on_stop_signal(int sig) { stop_signal.store(sig); }
+
+template <class Env>
+constexpr int default_num_envs() {
+  if constexpr (requires { Env::name; }) return envs::paper_num_envs<Env>();
+  else return 512;
+}
+template <class Env>
+constexpr double default_target_return() {
+  if constexpr (requires { Env::solved_return; }) return Env::solved_return;
+  else return std::numeric_limits<double>::quiet_NaN();
+}
+
+struct random_actions_fn {
+  float* actions;
+  std::uint64_t seed;
+  std::uint64_t round;
+  GMI_HD void operator()(std::size_t k) const {
+    gmi::rng r(seed, k, round);
+    actions[k] = r.uniform(-1.0f, 1.0f);
+  }
+};
+
+// Env-step tier: every environment stepped with uniform random actions in [-1, 1], no policy.
+template <class Env, class Policy>
+double measure_env_tier(int num_envs, std::uint64_t seed, const Policy& policy, double seconds) {
+  rl::env_batch<Env, Policy> envs(num_envs, seed ^ 0xE5E5ull, typename Env::params{}, policy);
+  using array = typename rl::env_batch<Env, Policy>::template span<float>;
+  const std::size_t n = static_cast<std::size_t>(num_envs);
+  auto make = [&](std::size_t count) {
+    if constexpr (Policy::on_device) return cuda::device_buffer<float>(count);
+    else return std::vector<float>(count);
+  };
+  auto actions = make(n * Env::act_dim), obs = make(n * Env::obs_dim), rewards = make(n);
+  auto make_u8 = [&]() {
+    if constexpr (Policy::on_device) return cuda::device_buffer<std::uint8_t>(n);
+    else return std::vector<std::uint8_t>(n);
+  };
+  auto term = make_u8(), trunc = make_u8();
+  CUstream_st* stream = nullptr;
+  if constexpr (Policy::on_device) stream = policy.stream;
+  using span_u8 = typename rl::env_batch<Env, Policy>::template span<std::uint8_t>;
+  using span_cf = typename rl::env_batch<Env, Policy>::template span<const float>;
+  envs.reset(array(obs.data(), obs.size()), stream);
+  auto step_batch = [&](std::uint64_t round) {
+    exec::for_each(policy, actions.size(), random_actions_fn{actions.data(), seed, round});
+    envs.step(span_cf(actions.data(), actions.size()), array(obs.data(), obs.size()),
+              array(rewards.data(), rewards.size()), span_u8(term.data(), n), span_u8(trunc.data(), n), stream);
+  };
+  for (int k = 0; k < 10; ++k) step_batch(k);
+  exec::synchronize(policy);
+  std::uint64_t steps = 0, round = 10;
+  const auto t0 = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    for (int k = 0; k < 50; ++k) step_batch(round++);
+    exec::synchronize(policy);
+    steps += 50;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return static_cast<double>(steps) * num_envs / elapsed;
+}
+
+// Serving tier: policy inference + sampling + env step, nothing stored.
+template <class Trainer>
+double measure_serve_tier(Trainer& t, int steps_per_launch, double seconds) {
+  t.serve(steps_per_launch);
+  t.synchronize();
+  std::uint64_t steps = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    for (int k = 0; k < 4; ++k) t.serve(steps_per_launch);
+    t.synchronize();
+    steps += 4ull * steps_per_launch;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return static_cast<double>(steps) * t.num_envs() / elapsed;
+}
+
+template <class Pipeline, class Policy>
+int run_with(const run_options& o, const Policy& policy, const std::string& device_text) {
+  using Env = typename Pipeline::env;
+  using engine = typename Pipeline::template engine<Policy>;
+  const metrics::run_info run = metrics::describe_run();
+  metrics::jsonl_log log = o.metrics_path.empty() ? metrics::jsonl_log{} : metrics::jsonl_log(o.metrics_path);
+  const char* task = [] {
+    if constexpr (requires { Env::name; }) return static_cast<const char*>(Env::name);
+    else return "custom";
+  }();
+  std::printf("gmi: %s | %s | partition %s | 1 GMI on %s | %d envs | seed %llu\n", task,
+              Pipeline::layout_type::name, Pipeline::partition_type::name, device_text.c_str(), o.num_envs,
+              static_cast<unsigned long long>(o.seed));
+
+  engine trainer(o.num_envs, o.seed, o.ppo, typename Env::params{}, policy);
+  const double tier_seconds = Pipeline::layout_type::trains ? 0.3 : o.serve_seconds;
+  const double env_rate = measure_env_tier<Env>(o.num_envs, o.seed, policy, tier_seconds);
+  const double serve_rate = measure_serve_tier(trainer, o.serve_steps_per_launch, tier_seconds);
+  trainer.episodes();  // the tier runs' episodes are not the training curve
+  nlohmann::json base = {{"run_id", run.run_id}, {"task", task},          {"impl", "gmi"},
+                         {"device", run.device}, {"num_envs", o.num_envs}, {"seed", o.seed},
+                         {"layout", Pipeline::layout_type::name}, {"partition", Pipeline::partition_type::name},
+                         {"git", run.git}};
+  std::printf("gmi: env-step %s steps/s | serving %s steps/s (policy + sampling + env)\n", metrics::si(env_rate).c_str(),
+              metrics::si(serve_rate).c_str());
+  if constexpr (!Pipeline::layout_type::trains) {
+    nlohmann::json line = base;
+    line.update({{"event", "serving"}, {"env_steps_per_s", env_rate}, {"serve_steps_per_s", serve_rate}});
+    log.write(line);
+    return 0;
+  } else {
+    const double target = o.target_return;
+    const auto t0 = std::chrono::steady_clock::now();
+    double last_log = 0, window_return = 0, window_length = 0, window_episodes = 0;
+    double last_mean = std::numeric_limits<double>::quiet_NaN();
+    std::uint64_t last_log_iteration = 0;
+    bool solved = false;
+    std::string stop_reason = "step limit";
+    for (;;) {
+      trainer.iterate();
+      const double steps = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration();
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const bool limit = steps >= o.max_env_steps || elapsed >= o.max_seconds;
+      const int sig = stop_signal.load();
+      if (elapsed - last_log >= o.log_interval || limit || sig) {
+        const auto eps = trainer.episodes();  // waits for the queued iterations
+        const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const auto losses = trainer.losses();
+        window_return += eps.return_sum;
+        window_length += eps.length_sum;
+        window_episodes += static_cast<double>(eps.episodes);
+        if (window_episodes >= o.min_episodes) {
+          last_mean = window_return / window_episodes;
+          const double mean_length = window_length / window_episodes;
+          solved = std::isfinite(target) && last_mean >= target;
+          window_return = window_length = window_episodes = 0;
+          base["mean_length"] = mean_length;
+        }
+        const double rate = steps / now;
+        const double eta = metrics::eta_seconds(steps, o.max_env_steps, now);
+        if (!o.quiet) {
+          std::printf("iter %6llu | steps %s | env %s/s | serve %s/s | train %s samples/s | return %s | kl %.4f | lr %.1e | %s | ETA %s\n",
+                      static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
+                      metrics::si(env_rate).c_str(), metrics::si(serve_rate).c_str(), metrics::si(rate).c_str(),
+                      std::isfinite(last_mean) ? metrics::si(last_mean).c_str() : "-", losses.approx_kl,
+                      losses.learning_rate, metrics::clock_text(now).c_str(), metrics::clock_text(eta).c_str());
+          std::fflush(stdout);
+        }
+        nlohmann::json line = base;
+        line.update({{"iteration", trainer.iteration()},
+                     {"env_steps", steps},
+                     {"wall_s", now},
+                     {"env_steps_per_s", env_rate},
+                     {"serve_steps_per_s", serve_rate},
+                     {"train_samples_per_s", rate},
+                     {"mean_return", std::isfinite(last_mean) ? nlohmann::json(last_mean) : nlohmann::json()},
+                     {"policy_loss", losses.policy_loss},
+                     {"value_loss", losses.value_loss},
+                     {"entropy", losses.entropy},
+                     {"approx_kl", losses.approx_kl},
+                     {"clip_fraction", losses.clip_fraction},
+                     {"learning_rate", losses.learning_rate}});
+        log.write(line);
+        last_log = now;
+        last_log_iteration = trainer.iteration();
+        if (solved || limit || sig) {
+          if (solved) stop_reason = "solved";
+          else if (sig) stop_reason = std::string("signal ") + std::to_string(sig);
+          else if (elapsed >= o.max_seconds) stop_reason = "time limit";
+          nlohmann::json end = base;
+          end.update({{"event", "end"}, {"reason", stop_reason}, {"iteration", trainer.iteration()},
+                      {"env_steps", steps}, {"wall_s", now}, {"mean_return", std::isfinite(last_mean) ? nlohmann::json(last_mean) : nlohmann::json()},
+                      {"train_samples_per_s", rate}});
+          log.write(end);
+          std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", stop_reason.c_str(),
+                      metrics::si(steps).c_str(), now, std::isfinite(last_mean) ? metrics::si(last_mean).c_str() : "-",
+                      std::isfinite(target) ? metrics::si(target).c_str() : "none");
+          (void)last_log_iteration;
+          return sig ? 128 + sig : 0;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+template <class Pipeline>
+int run(int argc, char** argv) {
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  using Env = typename Pipeline::env;
+  run_options o;
+  o.num_envs = detail::default_num_envs<Env>();
+  o.target_return = detail::default_target_return<Env>();
+  CLI::App app{"gmi pipeline: " + std::string(Pipeline::layout_type::name) + " layout", argc > 0 ? argv[0] : "gmi"};
+  app.add_option("--num-envs", o.num_envs, "environments per GMI")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of environments, policy sampling, initial weights and shuffles")->capture_default_str();
+  app.add_option("--device", o.device, "where to run")->check(CLI::IsMember({"auto", "gpu", "host"}))->capture_default_str();
+  app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU")->check(CLI::Range(1, 1))->capture_default_str();
+  app.add_option("--partition", o.partition, "partition backend (must match the pipeline type)")
+      ->check(CLI::IsMember({std::string(Pipeline::partition_type::name)}))->capture_default_str();
+  app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds of training")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");
+  app.add_option("--min-episodes", o.min_episodes, "episodes a mean return must cover")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--log-interval", o.log_interval, "seconds between progress lines")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
+  app.add_option("--metrics", o.metrics_path, "append JSON-lines metrics to this file");
+  app.add_option("--serve-seconds", o.serve_seconds, "serving layout: seconds to measure")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--horizon", o.ppo.horizon, "PPO steps per environment per iteration")->capture_default_str();
+  app.add_option("--minibatch", o.ppo.minibatch, "PPO minibatch size")->capture_default_str();
+  app.add_option("--epochs", o.ppo.epochs, "PPO epochs per iteration")->capture_default_str();
+  app.add_option("--lr", o.ppo.learning_rate, "Adam learning rate")->capture_default_str();
+  app.add_option("--clip", o.ppo.clip, "PPO ratio clip")->capture_default_str();
+  app.add_option("--gamma", o.ppo.gamma, "discount")->capture_default_str();
+  app.add_option("--lambda", o.ppo.lambda, "GAE lambda")->capture_default_str();
+  app.add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus weight")->capture_default_str();
+  app.add_option("--value-coef", o.ppo.value_coef, "value loss weight")->capture_default_str();
+  app.add_option("--max-grad-norm", o.ppo.max_grad_norm, "gradient-norm clip (<= 0: off)")->capture_default_str();
+  std::string schedule = "constant";
+  app.add_option("--lr-schedule", schedule, "learning-rate schedule")->check(CLI::IsMember({"constant", "adaptive"}))->capture_default_str();
+  app.add_flag("--quiet", o.quiet, "no progress lines");
+  if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
+  o.ppo.schedule = schedule == "adaptive" ? rl::lr_schedule::adaptive_kl : rl::lr_schedule::constant;
+
+  std::signal(SIGINT, detail::on_stop_signal);
+  std::signal(SIGTERM, detail::on_stop_signal);
+  try {
+    o.ppo.validate();
+    const auto gpus = cuda::device_count();
+    const bool use_gpu = o.device == "gpu" || (o.device == "auto" && gpus.has_value());
+    if (use_gpu) {
+      if (!gpus) throw gmi::config_error(gmi::got_need("--device", "gpu", "a CUDA device (" + gpus.error().message() + ")"));
+      gmi::require(o.gpu < *gpus, "--gpu", o.gpu, "< " + std::to_string(*gpus) + " (visible CUDA devices)");
+      GMI_CUDA_TRY(cudaSetDevice(o.gpu));
+      const auto info = cuda::describe_device(o.gpu);
+      cuda::stream stream;
+      return detail::run_with<Pipeline>(o, exec::cuda{.stream = stream.get()},
+                                        info.name + " (" + std::to_string(info.sm_count) + " SMs)");
+    }
+    const std::string why = gpus ? std::string("host threads (asked for)") : "host threads (" + gpus.error().message() + ")";
+    return detail::run_with<Pipeline>(o, exec::host{}, why);
+  } catch (const gmi::config_error& e) {
+    std::fprintf(stderr, "%s: %s\n", app.get_name().c_str(), e.what());
+    return 2;
+  } catch (const gmi::error& e) {
+    std::fprintf(stderr, "%s: %s\n", app.get_name().c_str(), e.describe().c_str());
+    return 1;
+  }
+}
+
+}  // namespace gmi

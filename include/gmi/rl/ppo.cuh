@@ -1,0 +1,229 @@
+#pragma once
+// The CUDA half of gmi::rl::ppo_trainer: one thread per environment collects its whole rollout column (weights
+// in shared memory); one thread per sample forms its gradient, warps sum their 32 samples by shuffles (a fixed
+// tree, so results do not vary between runs) into one row each, and a second kernel adds the rows in order.
+// After a first eager iteration, the whole iteration is captured as a CUDA graph and replayed.
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include <gmi/cuda/check.hpp>
+#include <gmi/exec/cuda.cuh>
+#include <gmi/nn/adam.cuh>
+#include <gmi/nn/normalizer.cuh>
+#include <gmi/rl/env_batch.cuh>
+#include <gmi/rl/ppo.hpp>
+
+namespace gmi::rl::detail {
+
+// Weights fit the default 48 KiB of dynamic shared memory: copy them there once per block.
+template <class Net>
+inline constexpr bool params_in_shared = Net::param_count * sizeof(float) <= 48 * 1024;
+
+template <class Net>
+__device__ inline const float* stage_params(const float* params, float* shared) {
+  if constexpr (params_in_shared<Net>) {
+    for (int q = threadIdx.x; q < Net::param_count; q += blockDim.x) shared[q] = params[q];
+    __syncthreads();
+    return shared;
+  } else {
+    return params;
+  }
+}
+
+template <class E, class Net>
+__global__ static void ppo_collect_kernel(ppo_rollout_view<E, Net> v, const float* params) {
+  extern __shared__ float shared_params[];
+  const float* p = stage_params<Net>(params, shared_params);
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < static_cast<std::size_t>(v.num_envs)) v.collect(i, p);
+}
+
+template <class E, class Net>
+__global__ static void ppo_serve_kernel(ppo_rollout_view<E, Net> v, const float* params, int steps) {
+  extern __shared__ float shared_params[];
+  const float* p = stage_params<Net>(params, shared_params);
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < static_cast<std::size_t>(v.num_envs)) v.serve(i, p, steps);
+}
+
+// mean and 1 / (std + 1e-8) (unbiased std, as torch's) of n advantages, in one block, in double.
+__global__ static void ppo_advantage_stats_kernel(const float* adv, std::uint32_t n, float* stats) {
+  __shared__ double sums[1024];
+  double s = 0;
+  for (std::uint32_t k = threadIdx.x; k < n; k += blockDim.x) s += adv[k];
+  sums[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) sums[threadIdx.x] += sums[threadIdx.x + w];
+    __syncthreads();
+  }
+  const double mean = sums[0] / n;
+  __syncthreads();
+  double q = 0;
+  for (std::uint32_t k = threadIdx.x; k < n; k += blockDim.x) q += (adv[k] - mean) * (adv[k] - mean);
+  sums[threadIdx.x] = q;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) sums[threadIdx.x] += sums[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const double std = n > 1 ? sqrt(sums[0] / (n - 1)) : 0.0;
+    stats[0] = static_cast<float>(mean);
+    stats[1] = static_cast<float>(1.0 / (std + 1e-8));
+  }
+}
+
+// Sums a value over the warp with a fixed butterfly and lets lane 0 store it: each warp owns one row, and every
+// parameter gets exactly one add per sample, so a store suffices.
+struct warp_row_store {
+  __device__ void operator()(float* where, float value) const {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+    if ((threadIdx.x & 31) == 0) *where = value;
+  }
+};
+
+template <class Net>
+__global__ static void ppo_gradient_kernel(ppo_minibatch_view<Net> mb, const float* params, float* rows,
+                                           const std::uint64_t* iteration, int epoch, int epochs) {
+  extern __shared__ float shared_params[];
+  const float* p = stage_params<Net>(params, shared_params);
+  constexpr int row = Net::param_count + term_count;
+  mb.shuffle_round = *iteration * static_cast<std::uint64_t>(epochs) + static_cast<std::uint64_t>(epoch);
+  const std::uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+  const std::size_t warp = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  float* r = rows + warp * row;
+  mb.accumulate(k, k < mb.count, p, r, r + Net::param_count, warp_row_store{});
+}
+
+// out[q] = sum over warp rows w of rows[w][q], in row order; the loss terms also go to the iteration's log.
+__global__ static void ppo_sum_rows_kernel(const float* rows, std::size_t warps, int row, int param_count, float* out,
+                                           float* term_log) {
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q >= row) return;
+  float s = 0.0f;
+  for (std::size_t w = 0; w < warps; ++w) s += rows[w * row + q];
+  out[q] = s;
+  if (q >= param_count) term_log[q - param_count] = s;
+}
+
+__global__ static void ppo_adapt_lr_kernel(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
+  const float kl = terms[term_kl];
+  float next = *lr;
+  if (kl > 2.0f * kl_target) next = fmaxf(next / 1.5f, min_lr);
+  else if (kl < 0.5f * kl_target) next = fminf(next * 1.5f, max_lr);
+  *lr = next;
+}
+
+__global__ static void ppo_count_iteration_kernel(std::uint64_t* iteration) { *iteration += 1; }
+
+template <class E, class Net>
+struct ppo_device_ops {
+  using trainer = ppo_trainer<E, Net, exec::cuda>;
+  static constexpr int row = trainer::row;
+  static constexpr int gradient_block = 256;
+
+  std::size_t max_warps;
+  cuda::device_buffer<float> rows;
+  cuda::device_buffer<std::uint64_t> iteration;
+  cudaGraphExec_t graph = nullptr;
+  bool warmed_up = false;
+
+  explicit ppo_device_ops(trainer& t)
+      : max_warps((t.minibatch_ + gradient_block - 1) / gradient_block * (gradient_block / 32)),
+        rows(max_warps * row),
+        iteration(1) {
+    iteration.fill_bytes(0, t.policy_.stream);
+  }
+  ppo_device_ops(const ppo_device_ops&) = delete;
+  ppo_device_ops& operator=(const ppo_device_ops&) = delete;
+  ~ppo_device_ops() {
+    if (graph) cudaGraphExecDestroy(graph);
+  }
+
+  static constexpr std::size_t shared_bytes() {
+    return params_in_shared<Net> ? Net::param_count * sizeof(float) : 0;
+  }
+  static unsigned env_block(std::size_t n) { return n <= 4096 ? 32u : 128u; }
+
+  void collect(trainer& t) {
+    const unsigned block = env_block(t.n_);
+    ppo_collect_kernel<E, Net><<<static_cast<unsigned>((t.n_ + block - 1) / block), block, shared_bytes(),
+                                 t.policy_.stream>>>(t.rollout_view(), t.params_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+
+  void serve(trainer& t, int steps) {
+    const unsigned block = env_block(t.n_);
+    ppo_serve_kernel<E, Net><<<static_cast<unsigned>((t.n_ + block - 1) / block), block, shared_bytes(),
+                               t.policy_.stream>>>(t.rollout_view(), t.params_.data(), steps);
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+
+  // Every kernel of one iteration, in order, on the trainer's stream (capturable: no host work depends on data).
+  void enqueue(trainer& t) {
+    const cudaStream_t s = t.policy_.stream;
+    collect(t);
+    if (t.config_.normalize_advantage) {
+      ppo_advantage_stats_kernel<<<1, 1024, 0, s>>>(t.advantages_.data(), static_cast<std::uint32_t>(t.total_),
+                                                    t.advantage_stats_.data());
+      GMI_CUDA_TRY(cudaGetLastError());
+    }
+    for (int e = 0; e < t.config_.epochs; ++e) {
+      for (std::size_t b = 0; b < t.minibatches_; ++b) {
+        const auto mb = t.minibatch_view(0, e, b);
+        const unsigned blocks = (mb.count + gradient_block - 1) / gradient_block;
+        const std::size_t warps = static_cast<std::size_t>(blocks) * (gradient_block / 32);
+        ppo_gradient_kernel<Net><<<blocks, gradient_block, shared_bytes(), s>>>(mb, t.params_.data(), rows.data(),
+                                                                               iteration.data(), e, t.config_.epochs);
+        GMI_CUDA_TRY(cudaGetLastError());
+        float* terms = t.term_log_.data() + (e * t.minibatches_ + b) * term_count;
+        ppo_sum_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(rows.data(), warps, row, Net::param_count,
+                                                              t.grads_.data(), terms);
+        GMI_CUDA_TRY(cudaGetLastError());
+        t.adam_.step(device_span<float>(t.params_.data(), Net::param_count),
+                     device_span<const float>(t.grads_.data(), Net::param_count));
+        if (t.config_.schedule == lr_schedule::adaptive_kl) {
+          ppo_adapt_lr_kernel<<<1, 1, 0, s>>>(terms, t.adam_.lr_device(), t.config_.kl_target,
+                                              t.config_.min_learning_rate, t.config_.max_learning_rate);
+          GMI_CUDA_TRY(cudaGetLastError());
+        }
+      }
+    }
+    t.obs_norm_.update(device_span<const float>(t.obs_.data(), t.obs_.size()));
+    ppo_count_iteration_kernel<<<1, 1, 0, s>>>(iteration.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+
+  void iterate(trainer& t) {
+    const cudaStream_t s = t.policy_.stream;
+    if (!warmed_up) {  // the first iteration runs eagerly: lazy module loading stays out of the capture
+      enqueue(t);
+      GMI_CUDA_TRY(cudaStreamSynchronize(s));
+      warmed_up = true;
+      return;
+    }
+    if (!graph) {
+      cudaGraph_t g = nullptr;
+      GMI_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      try {
+        enqueue(t);
+      } catch (...) {
+        cudaStreamEndCapture(s, &g);
+        if (g) cudaGraphDestroy(g);
+        throw;
+      }
+      GMI_CUDA_TRY(cudaStreamEndCapture(s, &g));
+      const cudaError_t e = cudaGraphInstantiate(&graph, g, 0);
+      cudaGraphDestroy(g);
+      GMI_CUDA_TRY(e);
+    }
+    GMI_CUDA_TRY(cudaGraphLaunch(graph, s));
+  }
+};
+
+}  // namespace gmi::rl::detail

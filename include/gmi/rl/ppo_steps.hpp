@@ -1,0 +1,149 @@
+#pragma once
+// The two per-item functions of PPO, written once for a host loop and a device thread: collect one
+// environment's rollout column (normalize -> policy -> sample -> env step -> truncation bootstrap, then GAE),
+// and add one sample's loss gradient into a gradient row through an adder (plain += on the host, a warp
+// reduction on the device).
+
+#include <cstddef>
+#include <cstdint>
+
+#include <gmi/core/hd.hpp>
+#include <gmi/core/rng.hpp>
+#include <gmi/nn/normalizer.hpp>
+#include <gmi/rl/env_batch.hpp>
+#include <gmi/rl/gae.hpp>
+#include <gmi/rl/ppo_loss.hpp>
+#include <gmi/rl/shuffle.hpp>
+
+namespace gmi::rl {
+
+// Loss terms accumulated beside the gradient, per minibatch (means over its samples).
+enum ppo_term : int { term_policy = 0, term_value, term_entropy, term_kl, term_clipped, term_count };
+
+// Rollout arrays are [horizon][num_envs] (values: horizon + 1 rows); observations are stored raw and
+// normalized with the statistics frozen for the iteration, so collection and update see the same inputs.
+template <gmi::env E, class Net>
+struct ppo_rollout_view {
+  static constexpr int obs_dim = E::obs_dim, act_dim = E::act_dim;
+  static_assert(Net::obs_dim == E::obs_dim && Net::act_dim == E::act_dim,
+                "gmi::rl::ppo: the network's obs_dim/act_dim must equal the environment's");
+
+  env_batch_view<E> env;
+  nn::normalizer_view obs_norm;
+  float* current_obs;  // [num_envs][obs_dim], raw
+  float* obs;          // [horizon][num_envs][obs_dim], raw
+  float* actions;      // [horizon][num_envs][act_dim]
+  float* log_probs;    // [horizon][num_envs]
+  float* values;       // [horizon + 1][num_envs]
+  float* rewards;      // [horizon][num_envs], truncation bootstrap included
+  std::uint8_t* ends;  // [horizon][num_envs], terminated or truncated
+  float* advantages;   // [horizon][num_envs]
+  float* returns;      // [horizon][num_envs]
+  std::uint64_t* policy_rng_blocks;  // [num_envs]
+  std::uint64_t policy_seed;
+  int num_envs;
+  int horizon;
+  float gamma;
+  float lambda;
+  bool bootstrap_truncation;
+
+  GMI_HD void collect(std::size_t i, const float* params) const {
+    float o[obs_dim], on[obs_dim], a[act_dim], mu[act_dim], final_obs[obs_dim];
+    for (int k = 0; k < obs_dim; ++k) o[k] = current_obs[i * obs_dim + k];
+    gmi::rng r(policy_seed, i, policy_rng_blocks[i]);
+    const std::size_t n = static_cast<std::size_t>(num_envs);
+    for (int t = 0; t < horizon; ++t) {
+      const std::size_t at = static_cast<std::size_t>(t) * n + i;
+      obs_norm.normalize(o, on);
+      float v, logp;
+      Net::forward(params, on, mu, &v);
+      Net::head::sample(mu, Net::log_std(params), r, a, &logp);
+      for (int k = 0; k < obs_dim; ++k) obs[at * obs_dim + k] = o[k];
+      for (int k = 0; k < act_dim; ++k) actions[at * act_dim + k] = a[k];
+      log_probs[at] = logp;
+      values[at] = v;
+      const step_result s = env.step_one(i, a, o, final_obs);
+      float reward = s.reward;
+      if (s.truncated && bootstrap_truncation) {
+        float fn[obs_dim], fmu[act_dim], fv;
+        obs_norm.normalize(final_obs, fn);
+        Net::forward(params, fn, fmu, &fv);
+        reward += gamma * fv;
+      }
+      rewards[at] = reward;
+      ends[at] = (s.terminated || s.truncated) ? 1 : 0;
+    }
+    obs_norm.normalize(o, on);
+    float v_last;
+    Net::forward(params, on, mu, &v_last);
+    values[static_cast<std::size_t>(horizon) * n + i] = v_last;
+    for (int k = 0; k < obs_dim; ++k) current_obs[i * obs_dim + k] = o[k];
+    policy_rng_blocks[i] = r.block();
+    gae_column(static_cast<int>(i), num_envs, horizon, gamma, lambda, rewards, ends, values, advantages, returns);
+  }
+
+  // Serving: `steps` steps of policy + env for environment i, nothing stored (the serving tier's work).
+  GMI_HD void serve(std::size_t i, const float* params, int steps) const {
+    float o[obs_dim], on[obs_dim], a[act_dim], mu[act_dim];
+    for (int k = 0; k < obs_dim; ++k) o[k] = current_obs[i * obs_dim + k];
+    gmi::rng r(policy_seed, i, policy_rng_blocks[i]);
+    for (int t = 0; t < steps; ++t) {
+      obs_norm.normalize(o, on);
+      float v, logp;
+      Net::forward(params, on, mu, &v);
+      Net::head::sample(mu, Net::log_std(params), r, a, &logp);
+      env.step_one(i, a, o, nullptr);
+    }
+    for (int k = 0; k < obs_dim; ++k) current_obs[i * obs_dim + k] = o[k];
+    policy_rng_blocks[i] = r.block();
+  }
+};
+
+// One minibatch of the update: samples perm(begin + k) for k < count.
+template <class Net>
+struct ppo_minibatch_view {
+  static constexpr int obs_dim = Net::obs_dim, act_dim = Net::act_dim;
+
+  const float* obs;
+  const float* actions;
+  const float* log_probs;
+  const float* values;
+  const float* advantages;
+  const float* returns;
+  const float* advantage_stats;  // mean, 1 / (std + 1e-8) of the whole rollout (used if normalize_advantage)
+  nn::normalizer_view obs_norm;
+  std::uint32_t total;           // horizon * num_envs
+  std::uint64_t shuffle_seed;
+  std::uint64_t shuffle_round;   // a new permutation every epoch
+  std::uint32_t begin;
+  std::uint32_t count;
+  float clip, value_coef, entropy_coef, value_clip;
+  bool clip_value, normalize_advantage;
+
+  // Adds sample k's gradient of the minibatch-mean loss into grads (Net::param_count) and its loss terms into
+  // terms (term_count), each through add(where, value). Inactive samples (active == false) add zeros, so every
+  // thread of a warp makes the same calls (what a warp-reducing adder needs).
+  template <class Add>
+  GMI_HD void accumulate(std::uint32_t k, bool active, const float* params, float* grads, float* terms, Add add) const {
+    const feistel_permutation perm(total, shuffle_seed, shuffle_round);
+    const std::uint32_t j = active ? perm(begin + k) : 0;
+    const float scale = active ? 1.0f / static_cast<float>(count) : 0.0f;
+    float on[obs_dim], mu[act_dim], acts[Net::acts_size], dz[Net::acts_size];
+    float d_mu[act_dim], d_log_std[act_dim], d_value, v;
+    obs_norm.normalize(obs + static_cast<std::size_t>(j) * obs_dim, on);
+    Net::forward(params, on, mu, &v, acts);
+    float advantage = advantages[j];
+    if (normalize_advantage) advantage = (advantage - advantage_stats[0]) * advantage_stats[1];
+    const ppo_sample_terms t = ppo_sample_gradient<act_dim>(
+        actions + static_cast<std::size_t>(j) * act_dim, mu, Net::log_std(params), v, log_probs[j], values[j],
+        advantage, returns[j], clip, value_coef, entropy_coef, clip_value, value_clip, scale, d_mu, d_log_std, &d_value);
+    Net::backward(params, on, acts, d_mu, d_value, d_log_std, grads, dz, nullptr, add);
+    add(terms + term_policy, scale * t.policy_loss);
+    add(terms + term_value, scale * t.value_loss);
+    add(terms + term_entropy, scale * t.entropy);
+    add(terms + term_kl, scale * t.approx_kl);
+    add(terms + term_clipped, t.clipped ? scale : 0.0f);
+  }
+};
+
+}  // namespace gmi::rl
