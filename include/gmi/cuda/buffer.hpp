@@ -32,7 +32,7 @@ class device_buffer {
   device_buffer() = default;
   explicit device_buffer(std::size_t count) : size_(count) {
     if (count) {
-      const cudaError_t e = cudaMalloc(&data_, detail::checked_bytes(count, sizeof(T)));
+      const cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&data_), detail::checked_bytes(count, sizeof(T)));
       if (e == cudaErrorMemoryAllocation) {
         cudaGetLastError();
         std::size_t free_bytes = 0, total = 0;
@@ -117,19 +117,20 @@ class pinned_buffer {
   std::size_t size_ = 0;
 };
 
-// Asynchronous copies on a stream; sizes must match (config_error otherwise).
+// Asynchronous copies on a stream; sizes must match (config_error otherwise). T is taken from the destination
+// only, so a span of T (or a buffer) converts to the const source without spelling the type.
 template <class T>
-void copy(device_span<T> dst, host_span<const T> src, cudaStream_t s) {
+void copy(device_span<T> dst, host_span<const std::type_identity_t<T>> src, cudaStream_t s) {
   gmi::require(dst.size() == src.size(), "copy to device: element count", src.size(), "== destination size " + std::to_string(dst.size()));
   GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size_bytes(), cudaMemcpyHostToDevice, s));
 }
 template <class T>
-void copy(host_span<T> dst, device_span<const T> src, cudaStream_t s) {
+void copy(host_span<T> dst, device_span<const std::type_identity_t<T>> src, cudaStream_t s) {
   gmi::require(dst.size() == src.size(), "copy to host: element count", src.size(), "== destination size " + std::to_string(dst.size()));
   GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size_bytes(), cudaMemcpyDeviceToHost, s));
 }
 template <class T>
-void copy(device_span<T> dst, device_span<const T> src, cudaStream_t s) {
+void copy(device_span<T> dst, device_span<const std::type_identity_t<T>> src, cudaStream_t s) {
   gmi::require(dst.size() == src.size(), "device copy: element count", src.size(), "== destination size " + std::to_string(dst.size()));
   GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size_bytes(), cudaMemcpyDeviceToDevice, s));
 }
