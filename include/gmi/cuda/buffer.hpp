@@ -32,7 +32,7 @@ class device_buffer {
   device_buffer() = default;
   explicit device_buffer(std::size_t count) : size_(count) {
     if (count) {
-      const cudaError_t e = cudaMalloc(&data_, detail::checked_bytes(count, sizeof(T)));
+      const cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&data_), detail::checked_bytes(count, sizeof(T)));
       if (e == cudaErrorMemoryAllocation) {
         cudaGetLastError();
         std::size_t free_bytes = 0, total = 0;
@@ -117,29 +117,22 @@ class pinned_buffer {
   std::size_t size_ = 0;
 };
 
-// Asynchronous copies on a stream between spans of the same element type (the source may be const); sizes must
-// match (config_error otherwise).
-namespace detail {
-template <class Dst, class Src, class DstSpace, class SrcSpace>
-void copy_spans(memory_span<Dst, DstSpace> dst, memory_span<Src, SrcSpace> src, cudaMemcpyKind kind, cudaStream_t s,
-                const char* what) {
-  static_assert(std::is_same_v<std::remove_const_t<Src>, Dst>, "gmi::cuda::copy: element types differ");
-  gmi::require(dst.size() == src.size(), what, src.size(), "== destination size " + std::to_string(dst.size()));
-  if (src.size()) GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size_bytes(), kind, s));
+// Asynchronous copies on a stream; sizes must match (config_error otherwise). T is taken from the destination
+// only, so a span of T (or a buffer) converts to the const source without spelling the type.
+template <class T>
+void copy(device_span<T> dst, host_span<const std::type_identity_t<T>> src, cudaStream_t s) {
+  gmi::require(dst.size() == src.size(), "copy to device: element count", src.size(), "== destination size " + std::to_string(dst.size()));
+  GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size_bytes(), cudaMemcpyHostToDevice, s));
 }
-}  // namespace detail
-
-template <class Dst, class Src>
-void copy(device_span<Dst> dst, host_span<Src> src, cudaStream_t s) {
-  detail::copy_spans(dst, src, cudaMemcpyHostToDevice, s, "copy to device: element count");
+template <class T>
+void copy(host_span<T> dst, device_span<const std::type_identity_t<T>> src, cudaStream_t s) {
+  gmi::require(dst.size() == src.size(), "copy to host: element count", src.size(), "== destination size " + std::to_string(dst.size()));
+  GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size_bytes(), cudaMemcpyDeviceToHost, s));
 }
-template <class Dst, class Src>
-void copy(host_span<Dst> dst, device_span<Src> src, cudaStream_t s) {
-  detail::copy_spans(dst, src, cudaMemcpyDeviceToHost, s, "copy to host: element count");
-}
-template <class Dst, class Src>
-void copy(device_span<Dst> dst, device_span<Src> src, cudaStream_t s) {
-  detail::copy_spans(dst, src, cudaMemcpyDeviceToDevice, s, "device copy: element count");
+template <class T>
+void copy(device_span<T> dst, device_span<const std::type_identity_t<T>> src, cudaStream_t s) {
+  gmi::require(dst.size() == src.size(), "device copy: element count", src.size(), "== destination size " + std::to_string(dst.size()));
+  GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size_bytes(), cudaMemcpyDeviceToDevice, s));
 }
 
 }  // namespace gmi::cuda
