@@ -1,0 +1,159 @@
+#pragma once
+// adam<exec::cuda>: Adam with global gradient-norm clipping as three kernels on the policy's stream (per-block
+// sums of squares, one block finishing the norm, the step count and bias corrections, then the element-wise
+// update). Nothing waits on the host, and lr, the step count and the norm live in device memory, so a
+// captured CUDA graph replays correctly and a device-side schedule may write lr_device(). Needs nvcc.
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <gmi/core/span.hpp>
+#include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/check.hpp>
+#include <gmi/exec/policy.hpp>
+#include <gmi/nn/adam.hpp>
+
+namespace gmi::nn {
+
+namespace detail {
+
+struct adam_device_state {
+  double norm;       // gradient norm of the last step, before clipping
+  float scale;       // clipping factor of the last step
+  float lr;
+  float bc1;         // 1 - beta1^t
+  float bc2_sqrt;    // sqrt(1 - beta2^t)
+  long long step;    // t
+};
+
+inline constexpr int adam_block = 256;
+inline constexpr int adam_norm_blocks = 256;  // fixed, so the norm's summation order never changes
+
+__device__ inline double block_sum(double v, double* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int w = static_cast<int>(blockDim.x) / 2; w > 0; w /= 2) {
+    if (static_cast<int>(threadIdx.x) < w) shared[threadIdx.x] += shared[threadIdx.x + w];
+    __syncthreads();
+  }
+  return shared[0];
+}
+
+__global__ static void adam_sumsq_kernel(const float* GMI_RESTRICT g, std::size_t n, double* GMI_RESTRICT partials) {
+  __shared__ double shared[adam_block];
+  double s = 0;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    s += static_cast<double>(g[i]) * g[i];
+  const double total = block_sum(s, shared);
+  if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+// One block of adam_norm_blocks threads. max_norm <= 0: no clipping.
+__global__ static void adam_finalize_kernel(const double* GMI_RESTRICT partials, adam_device_state* st, float beta1,
+                                            float beta2, float max_norm) {
+  __shared__ double shared[adam_norm_blocks];
+  const double sumsq = block_sum(partials[threadIdx.x], shared);
+  if (threadIdx.x != 0) return;
+  const double norm = sqrt(sumsq);
+  double scale = 1.0;
+  if (max_norm > 0) {
+    const double c = static_cast<double>(max_norm) / (norm + 1e-6);
+    scale = c < 1.0 ? c : 1.0;
+  }
+  st->norm = norm;
+  st->scale = static_cast<float>(scale);
+  st->step += 1;
+  const double t = static_cast<double>(st->step);
+  st->bc1 = static_cast<float>(1.0 - pow(static_cast<double>(beta1), t));
+  st->bc2_sqrt = static_cast<float>(sqrt(1.0 - pow(static_cast<double>(beta2), t)));
+}
+
+__global__ static void adam_update_kernel(float* GMI_RESTRICT p, const float* GMI_RESTRICT g, float* GMI_RESTRICT m,
+                                          float* GMI_RESTRICT v, std::size_t n, const adam_device_state* st,
+                                          float beta1, float beta2, float eps) {
+  const float scale = st->scale, lr = st->lr, bc1 = st->bc1, bc2_sqrt = st->bc2_sqrt;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    adam_element(p[i], g[i] * scale, m[i], v[i], lr, beta1, beta2, eps, bc1, bc2_sqrt);
+}
+
+__global__ static void adam_set_lr_kernel(adam_device_state* st, float lr) { st->lr = lr; }
+
+}  // namespace detail
+
+template <>
+class adam<exec::cuda> {
+ public:
+  adam(adam_config config, std::size_t param_count, exec::cuda policy)
+      : config_(config), policy_(policy), n_(param_count), m_(param_count), v_(param_count),
+        partials_(detail::adam_norm_blocks), state_(1) {
+    config_.validate();
+    m_.fill_bytes(0, policy_.stream);
+    v_.fill_bytes(0, policy_.stream);
+    state_.fill_bytes(0, policy_.stream);
+    set_lr(config_.lr);
+  }
+
+  // Clips by the global norm of grads (grads are not modified), then updates params. Asynchronous.
+  void step(device_span<float> params, device_span<const float> grads) {
+    gmi::require(params.size() == n_, "adam step: params size", params.size(), "== " + std::to_string(n_));
+    gmi::require(grads.size() == n_, "adam step: grads size", grads.size(), "== " + std::to_string(n_));
+    const cudaStream_t s = policy_.stream;
+    detail::adam_sumsq_kernel<<<detail::adam_norm_blocks, detail::adam_block, 0, s>>>(grads.data(), n_,
+                                                                                     partials_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    detail::adam_finalize_kernel<<<1, detail::adam_norm_blocks, 0, s>>>(
+        partials_.data(), state_.data(), config_.beta1, config_.beta2,
+        config_.max_grad_norm ? *config_.max_grad_norm : 0.0f);
+    GMI_CUDA_TRY(cudaGetLastError());
+    const unsigned blocks = static_cast<unsigned>(
+        std::min<std::size_t>((n_ + detail::adam_block - 1) / detail::adam_block, 4096));
+    if (blocks > 0) {
+      detail::adam_update_kernel<<<blocks, detail::adam_block, 0, s>>>(params.data(), grads.data(), m_.data(),
+                                                                       v_.data(), n_, state_.data(), config_.beta1,
+                                                                       config_.beta2, config_.eps);
+      GMI_CUDA_TRY(cudaGetLastError());
+    }
+    ++steps_;
+  }
+
+  // Takes effect from the next step queued on the stream.
+  void set_lr(float lr) {
+    gmi::require(std::isfinite(lr) && lr > 0, "adam lr", lr, "> 0");
+    config_.lr = lr;
+    detail::adam_set_lr_kernel<<<1, 1, 0, policy_.stream>>>(state_.data(), lr);
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+  // Where the step reads lr from, for schedules computed on the device.
+  [[nodiscard]] float* lr_device() const noexcept { return &state_.data()->lr; }
+
+  // The norm (before clipping) of the last step's gradients; waits for the stream.
+  [[nodiscard]] double grad_norm() const {
+    detail::adam_device_state st{};
+    GMI_CUDA_TRY(cudaMemcpyAsync(&st, state_.data(), sizeof st, cudaMemcpyDeviceToHost, policy_.stream));
+    GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
+    return st.norm;
+  }
+
+  [[nodiscard]] const adam_config& config() const noexcept { return config_; }
+  [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
+  [[nodiscard]] device_span<const float> first_moment() const noexcept { return {m_.data(), n_}; }
+  [[nodiscard]] device_span<const float> second_moment() const noexcept { return {v_.data(), n_}; }
+
+ private:
+  adam_config config_;
+  exec::cuda policy_;
+  std::size_t n_;
+  cuda::device_buffer<float> m_, v_;
+  cuda::device_buffer<double> partials_;
+  cuda::device_buffer<detail::adam_device_state> state_;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace gmi::nn

@@ -1,0 +1,161 @@
+#pragma once
+// running_mean_std<exec::cuda>: the running statistics in device memory, updated from a device batch by a
+// kernel (per-feature batch moments, Welford per lane then merged in lane order: deterministic) and one block
+// merging them into the record [count | mean | M2]. Needs nvcc.
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <gmi/core/span.hpp>
+#include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/check.hpp>
+#include <gmi/exec/policy.hpp>
+#include <gmi/nn/normalizer.hpp>
+
+namespace gmi::nn {
+
+namespace detail {
+
+inline constexpr int moments_features = 32;  // threadIdx.x: consecutive features, coalesced reads of a row
+inline constexpr int moments_lanes = 16;     // threadIdx.y: sample lanes
+
+// batch = [n | mean | M2] of x[n][dim].
+__global__ static void batch_moments_kernel(const float* GMI_RESTRICT x, std::size_t n, int dim,
+                                            double* GMI_RESTRICT batch) {
+  __shared__ double sc[moments_lanes][moments_features], sm[moments_lanes][moments_features],
+      sq[moments_lanes][moments_features];
+  const int f = static_cast<int>(blockIdx.x) * moments_features + static_cast<int>(threadIdx.x);
+  const int lane = static_cast<int>(threadIdx.y);
+  double c = 0, mean = 0, m2 = 0;
+  if (f < dim) {
+    for (std::size_t s = lane; s < n; s += moments_lanes) {
+      const double v = x[s * dim + f];
+      c += 1;
+      const double d = v - mean;
+      mean += d / c;
+      m2 += d * (v - mean);
+    }
+  }
+  sc[lane][threadIdx.x] = c;
+  sm[lane][threadIdx.x] = mean;
+  sq[lane][threadIdx.x] = m2;
+  __syncthreads();
+  if (lane != 0 || f >= dim) return;
+  for (int k = 1; k < moments_lanes; ++k) {
+    merge_moments(c, mean, m2, sc[k][threadIdx.x], sm[k][threadIdx.x], sq[k][threadIdx.x]);
+    c += sc[k][threadIdx.x];
+  }
+  batch[1 + f] = mean;
+  batch[1 + dim + f] = m2;
+  if (f == 0) batch[0] = static_cast<double>(n);
+}
+
+// One block: stats = merge(stats, other); float caches refreshed. The count is read before anyone writes it.
+__global__ static void merge_stats_kernel(double* stats, const double* GMI_RESTRICT other, int dim, double epsilon,
+                                          float* GMI_RESTRICT mean_f, float* GMI_RESTRICT std_f) {
+  const double ca = stats[0], cb = other ? other[0] : 0.0;
+  __syncthreads();
+  for (int f = static_cast<int>(threadIdx.x); f < dim; f += static_cast<int>(blockDim.x)) {
+    if (other) merge_moments(ca, stats[1 + f], stats[1 + dim + f], cb, other[1 + f], other[1 + dim + f]);
+    float_stats(ca + cb, stats[1 + f], stats[1 + dim + f], epsilon, mean_f[f], std_f[f]);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) stats[0] = ca + cb;
+}
+
+__global__ static void normalize_kernel(normalizer_view v, const float* GMI_RESTRICT x, float* GMI_RESTRICT y,
+                                        std::size_t total) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride)
+    y[i] = v.normalize(static_cast<int>(i % static_cast<std::size_t>(v.dim)), x[i]);
+}
+
+}  // namespace detail
+
+template <>
+class running_mean_std<exec::cuda> {
+ public:
+  running_mean_std(int dim, normalizer_config config, exec::cuda policy)
+      : dim_(dim), config_(config), policy_(policy) {
+    gmi::require(dim >= 1, "normalizer dim", dim, ">= 1");
+    config_.validate();
+    const std::size_t record = 1 + 2 * static_cast<std::size_t>(dim);
+    stats_ = cuda::device_buffer<double>(record);
+    batch_ = cuda::device_buffer<double>(record);
+    cache_ = cuda::device_buffer<float>(2 * static_cast<std::size_t>(dim));
+    stats_.fill_bytes(0, policy_.stream);
+    refresh(nullptr);
+  }
+
+  [[nodiscard]] int dim() const noexcept { return dim_; }
+  // The record [count | mean | M2] in device memory, what another instance merges.
+  [[nodiscard]] device_span<const double> stats() const noexcept { return {stats_.data(), stats_.size()}; }
+  // A host copy of the record; waits for the stream.
+  [[nodiscard]] std::vector<double> stats_on_host() const {
+    std::vector<double> out(stats_.size());
+    GMI_CUDA_TRY(cudaMemcpyAsync(out.data(), stats_.data(), stats_.size_bytes(), cudaMemcpyDeviceToHost, policy_.stream));
+    GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
+    return out;
+  }
+
+  // Folds a batch x[n][dim] (device memory) in. Asynchronous.
+  void update(device_span<const float> x) {
+    gmi::require(x.size() % std::size_t(dim_) == 0, "normalizer update: batch size", x.size(),
+                 "a multiple of dim " + std::to_string(dim_));
+    const std::size_t n = x.size() / dim_;
+    if (n == 0) return;
+    const dim3 block(detail::moments_features, detail::moments_lanes);
+    const unsigned grid = static_cast<unsigned>((dim_ + detail::moments_features - 1) / detail::moments_features);
+    detail::batch_moments_kernel<<<grid, block, 0, policy_.stream>>>(x.data(), n, dim_, batch_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    refresh(batch_.data());
+  }
+
+  // Merges another record [count | mean | M2] of the same dim, in device memory.
+  void merge(device_span<const double> other) {
+    gmi::require(other.size() == stats_.size(), "normalizer merge: record size", other.size(),
+                 "== 1 + 2 * dim = " + std::to_string(stats_.size()));
+    refresh(other.data());
+  }
+
+  // Replaces the statistics with a record in device memory.
+  void assign(device_span<const double> record) {
+    gmi::require(record.size() == stats_.size(), "normalizer assign: record size", record.size(),
+                 "== 1 + 2 * dim = " + std::to_string(stats_.size()));
+    GMI_CUDA_TRY(cudaMemcpyAsync(stats_.data(), record.data(), stats_.size_bytes(), cudaMemcpyDeviceToDevice,
+                                 policy_.stream));
+    refresh(nullptr);
+  }
+
+  // Device pointers: pass by value to a kernel and call normalize(i, x) per element.
+  [[nodiscard]] normalizer_view view() const noexcept {
+    return {cache_.data(), cache_.data() + dim_, dim_, config_.clip};
+  }
+
+  void normalize(device_span<const float> x, device_span<float> y) const {
+    gmi::require(y.size() == x.size(), "normalizer normalize: output size", y.size(), "== input size " + std::to_string(x.size()));
+    if (x.empty()) return;
+    const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((x.size() + 255) / 256, 4096));
+    detail::normalize_kernel<<<blocks, 256, 0, policy_.stream>>>(view(), x.data(), y.data(), x.size());
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+
+ private:
+  void refresh(const double* other) {
+    detail::merge_stats_kernel<<<1, 256, 0, policy_.stream>>>(stats_.data(), other, dim_, config_.epsilon,
+                                                              cache_.data(), cache_.data() + dim_);
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+
+  int dim_;
+  normalizer_config config_;
+  exec::cuda policy_;
+  cuda::device_buffer<double> stats_, batch_;
+  cuda::device_buffer<float> cache_;  // mean_f[dim] then std_f[dim]
+};
+
+}  // namespace gmi::nn

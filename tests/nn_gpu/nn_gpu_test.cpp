@@ -1,0 +1,166 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <gmi/core/rng.hpp>
+
+#include "kernels.hpp"
+
+namespace {
+using namespace gmi::nn;
+
+std::vector<float> uniform(std::size_t n, std::uint64_t seed, float lo = -1, float hi = 1) {
+  gmi::rng g(seed, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g.uniform(lo, hi);
+  return v;
+}
+
+// torch.nn.Linear's default range, U(-1/sqrt(in), 1/sqrt(in)), so activations stay O(1) through wide layers.
+template <class Net>
+std::vector<float> init_params(std::uint64_t seed) {
+  using L = typename Net::layers;
+  std::vector<float> p(Net::param_count);
+  for (int l = 0; l < L::count; ++l) {
+    const float r = 1.0f / std::sqrt(float(L::width(l)));
+    const auto w = uniform(L::layer_params(l), seed + l, -r, r);
+    std::copy(w.begin(), w.end(), p.begin() + L::weight_offset(l));
+  }
+  return p;
+}
+
+// max |a - b| / max |b|
+double rel_err(const std::vector<float>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num = std::max(num, std::abs(double(a[i]) - b[i]));
+    den = std::max(den, std::abs(b[i]));
+  }
+  return num / std::max(den, 1e-30);
+}
+
+struct reference {
+  std::vector<double> out, d_params, d_x;
+};
+
+// The host path in double, from the same float inputs.
+template <class Net>
+reference host_reference(const std::vector<float>& params, const std::vector<float>& x,
+                         const std::vector<float>& d_out) {
+  using D = typename Net::template rebind<double>;
+  const std::vector<double> p(params.begin(), params.end()), xd(x.begin(), x.end()), g(d_out.begin(), d_out.end());
+  const std::size_t n = x.size() / Net::in;
+  reference r{std::vector<double>(n * Net::out), std::vector<double>(Net::param_count), std::vector<double>(n * Net::in)};
+  std::vector<double> acts(n * Net::activation_size);
+  batch_mlp<D, gmi::exec::host> b;
+  using cs = gmi::host_span<const double>;
+  using ms = gmi::host_span<double>;
+  b.forward(cs(p.data(), p.size()), cs(xd.data(), xd.size()), ms(r.out.data(), r.out.size()), ms(acts.data(), acts.size()));
+  b.backward(cs(p.data(), p.size()), cs(xd.data(), xd.size()), cs(acts.data(), acts.size()), cs(g.data(), g.size()),
+             ms(r.d_params.data(), r.d_params.size()), ms(r.d_x.data(), r.d_x.size()));
+  return r;
+}
+
+template <class Net>
+void check_path(nn_gpu::run_kind kind, std::size_t n, const char* want_path, double tol) {
+  const auto params = init_params<Net>(100);
+  const auto x = uniform(n * Net::in, 200, -2, 2);
+  const auto d_out = uniform(n * Net::out, 300);
+  const auto gpu = nn_gpu::run_mlp(kind, params, x, d_out);
+  const auto ref = host_reference<Net>(params, x, d_out);
+  CHECK(gpu.path == std::string(want_path));
+  const double e_out = rel_err(gpu.out, ref.out), e_inf = rel_err(gpu.out_inference, ref.out),
+               e_dp = rel_err(gpu.d_params, ref.d_params), e_dx = rel_err(gpu.d_x, ref.d_x);
+  MESSAGE(want_path << ": relative errors out " << e_out << ", inference " << e_inf << ", d_params " << e_dp
+                    << ", d_x " << e_dx << " (tolerance " << tol << ")");
+  CHECK(e_out < tol);
+  CHECK(e_inf < tol);
+  CHECK(e_dp < tol);
+  CHECK(e_dx < tol);
+}
+}  // namespace
+
+TEST_SUITE("gpu") {
+  TEST_CASE("nn_gpu.mlp.fused_path_equals_host") {
+    check_path<nn_gpu::small_net>(nn_gpu::run_kind::small_auto, 1000, "fused_fp32", 1e-5);
+    check_path<nn_gpu::tanh_net>(nn_gpu::run_kind::tanh_auto, 777, "fused_fp32", 1e-5);
+  }
+
+  TEST_CASE("nn_gpu.mlp.gemm_fp32_path_equals_host") {
+    check_path<nn_gpu::small_net>(nn_gpu::run_kind::small_gemm_fp32, 1000, "gemm_fp32", 1e-5);
+    check_path<nn_gpu::wide_net>(nn_gpu::run_kind::wide_fp32, 300, "gemm_fp32", 1e-5);
+  }
+
+  TEST_CASE("nn_gpu.mlp.gemm_tf32_path_equals_host") {
+    check_path<nn_gpu::ant_net>(nn_gpu::run_kind::ant_auto, 1000, "gemm_tf32", 3e-3);
+    check_path<nn_gpu::wide_net>(nn_gpu::run_kind::wide_tf32, 300, "gemm_tf32", 3e-3);
+  }
+
+  TEST_CASE("nn_gpu.adam.kernel_equals_host") {
+    const std::size_t n = 10007;
+    adam_config cfg{.lr = 1e-2f, .max_grad_norm = 1.0f};
+    const auto p0 = uniform(n, 1);
+    std::vector<std::vector<float>> grads = {uniform(n, 2), uniform(n, 3, -0.001f, 0.001f), uniform(n, 4, -3, 1)};
+    double gpu_norm = 0;
+    const auto gpu = nn_gpu::run_adam(cfg, 3e-3f, p0, grads, gpu_norm);
+    adam<gmi::exec::host> host(cfg, n);
+    std::vector<float> p = p0;
+    double norm = 0;
+    for (std::size_t k = 0; k < grads.size(); ++k) {
+      norm = host.step({p.data(), n}, {grads[k].data(), n});
+      if (k == 0) host.set_lr(3e-3f);
+    }
+    CHECK(gpu_norm == doctest::Approx(norm).epsilon(1e-9));
+    std::vector<double> ref(p.begin(), p.end());
+    CHECK(rel_err(gpu, ref) < 1e-6);
+  }
+
+  TEST_CASE("nn_gpu.normalizer.kernel_equals_host") {
+    const int dim = 37;
+    auto a = uniform(3001 * dim, 5, -4, 9), b = uniform(1234 * dim, 6, 0, 2);
+    for (std::size_t s = 0; s < 3001; ++s) a[s * dim + 3] += 500.0f;
+    const auto probe = uniform(10 * dim, 7, -10, 10);
+    const auto gpu = nn_gpu::run_normalizer(dim, a, b, probe);
+    running_mean_std<gmi::exec::host> host(dim);
+    host.update({a.data(), a.size()});
+    host.update({b.data(), b.size()});
+    const auto want = host.stats();
+    REQUIRE(gpu.stats_sequential.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CHECK(gpu.stats_sequential[i] == doctest::Approx(want[i]).epsilon(1e-10));
+      CHECK(gpu.stats_merged[i] == doctest::Approx(want[i]).epsilon(1e-10));
+    }
+    std::vector<float> y(probe.size());
+    host.normalize({probe.data(), probe.size()}, {y.data(), y.size()});
+    for (std::size_t i = 0; i < y.size(); ++i) CHECK(gpu.normalized[i] == doctest::Approx(y[i]).epsilon(1e-6));
+  }
+
+  TEST_CASE("nn_gpu.actor_critic.per_sample_device_calls_equal_host") {
+    using ac = nn_gpu::cartpole_ac;
+    const int n = 3000;
+    auto params = uniform(ac::param_count, 8, -0.4f, 0.4f);
+    params[ac::log_std_offset] = -0.3f;
+    const auto obs = uniform(n * ac::obs_dim, 9, -1, 1);
+    const auto gpu = nn_gpu::run_actor_critic_per_sample(params, obs, 77);
+    std::vector<double> d_ref(ac::param_count, 0.0);
+    using acd = ac::rebind<double>;
+    const std::vector<double> pd(params.begin(), params.end());
+    for (int i = 0; i < n; ++i) {
+      gmi::rng g(77, static_cast<std::uint64_t>(i));
+      float a, lp, v;
+      ac::act(params.data(), obs.data() + i * ac::obs_dim, g, &a, &lp, &v);
+      CHECK(gpu.actions[i] == doctest::Approx(a).epsilon(1e-4));
+      CHECK(gpu.logp[i] == doctest::Approx(lp).epsilon(1e-4));
+      CHECK(gpu.values[i] == doctest::Approx(v).epsilon(1e-5));
+      const std::vector<double> od(obs.begin() + i * ac::obs_dim, obs.begin() + (i + 1) * ac::obs_dim);
+      double mu[1], vd, acts[acd::acts_size], dz[acd::acts_size];
+      acd::forward(pd.data(), od.data(), mu, &vd, acts);
+      const double d_ls[1] = {1.0};
+      acd::backward(pd.data(), od.data(), acts, mu, 1.0, d_ls, d_ref.data(), dz);
+    }
+    CHECK(rel_err(gpu.d_params, d_ref) < 1e-5);
+  }
+}
