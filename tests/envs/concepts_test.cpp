@@ -1,0 +1,67 @@
+#include <doctest/doctest.h>
+
+#include <gmi/concepts/env.hpp>
+#include <gmi/envs/registry.hpp>
+#include <gmi/rl/env_batch.hpp>
+
+namespace {
+struct no_tag {
+  static constexpr int obs_dim = 1, act_dim = 1;
+  struct params { int max_steps = 1; };
+  struct state { float x; };
+  static void reset(state&, gmi::rng&, const params&) {}
+  static gmi::transition step(state&, const float*, gmi::rng&, const params&) { return {0, false}; }
+  static void observe(const state&, float*, const params&) {}
+};
+struct tagged : no_tag {
+  using env_concept = gmi::env_tag;
+};
+struct no_time_limit : tagged {
+  struct params {};
+};
+struct wrong_step : tagged {
+  static float step(state&, const float*, gmi::rng&, const params&) { return 0; }
+};
+}  // namespace
+
+static_assert(!gmi::env<int>);
+static_assert(!gmi::env<no_tag>);
+static_assert(gmi::env<tagged>);
+static_assert(!gmi::env<no_time_limit>);
+static_assert(!gmi::env<wrong_step>);
+static_assert(gmi::check_env<gmi::envs::cartpole>());
+static_assert(gmi::batch_env<gmi::rl::env_batch<gmi::envs::cartpole>>);
+static_assert(gmi::check_batch_env<gmi::rl::env_batch<gmi::envs::shadow_hand_proxy>>());
+static_assert(!gmi::batch_env<gmi::envs::cartpole>);
+static_assert(std::is_same_v<gmi::rl::env_batch<gmi::envs::cartpole>::memory_space, gmi::host_memory>);
+
+TEST_SUITE("cpu") {
+  TEST_CASE("envs.registry.sizes_match_the_paper_table") {
+    struct sizes {
+      std::string_view name;
+      int obs, act;
+    };
+    const sizes table[] = {{"cartpole", 4, 1},          {"pendulum", 3, 1},        {"ball_balance", 24, 3},
+                           {"quadcopter", 21, 12},      {"ingenuity", 13, 6},      {"ant_proxy", 60, 8},
+                           {"anymal_proxy", 48, 12},    {"humanoid_proxy", 108, 21}, {"franka_cabinet_proxy", 23, 9},
+                           {"shadow_hand_proxy", 211, 20}};
+    CHECK(gmi::envs::task_names.size() == std::size(table));
+    for (const auto& t : table) {
+      CAPTURE(t.name);
+      const auto dims = gmi::envs::visit_task(t.name, []<class T>() { return std::pair{T::obs_dim, T::act_dim}; });
+      CHECK(dims.first == t.obs);
+      CHECK(dims.second == t.act);
+    }
+  }
+
+  TEST_CASE("envs.registry.unknown_name_lists_the_known_ones") {
+    try {
+      gmi::envs::visit_task("cartpol", []<class T>() {});
+      FAIL("no exception");
+    } catch (const gmi::config_error& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find("task: got \"cartpol\"") != std::string::npos);
+      CHECK(msg.find("shadow_hand_proxy") != std::string::npos);
+    }
+  }
+}
