@@ -21,6 +21,7 @@
 #include <gmi/exec/host.hpp>
 #include <gmi/exec/policy.hpp>
 #include <gmi/nn/adam.hpp>
+#include <gmi/nn/mlp.hpp>
 #include <gmi/nn/normalizer.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/ppo_config.hpp>
@@ -35,11 +36,10 @@ struct ppo_losses {
 };
 
 namespace detail {
-// The CUDA half of the trainer, defined in ppo.cuh.
+// The CUDA half of the trainer, defined in ppo.cuh (a trainer on exec::cuda without that header fails to compile
+// with ppo_device_ops incomplete: include <gmi/rl/ppo.cuh> in a .cu file).
 template <class E, class Net>
-struct ppo_device_ops {
-  static_assert(sizeof(E) == 0, "gmi::rl::ppo_trainer with gmi::exec::cuda needs #include <gmi/rl/ppo.cuh> in a .cu file");
-};
+struct ppo_device_ops;
 
 // A seed for the policy's sampling streams that never equals the environments' (seed, i) streams.
 inline std::uint64_t policy_stream_seed(std::uint64_t seed) { return seed * 0x9E3779B97F4A7C15ull + 0x5851F42D4C957F2Dull; }
