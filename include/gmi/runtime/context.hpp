@@ -1,0 +1,321 @@
+#pragma once
+// The GMI programming API of the paper (Listing 1) for code running inside a GMI: ids, GPU binding, groups,
+// heartbeats, and send / recv / allreduce over the run's shared-memory segment (correct, not fast: the
+// device-buffer communicators live in comm/). One thread per GMI uses a context.
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <gmi/core/error.hpp>
+#include <gmi/runtime/identity.hpp>
+#include <gmi/runtime/segment.hpp>
+
+namespace gmi::runtime {
+
+enum class reduce_op { sum, max, min };
+
+class context {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  // A context for `id` over `seg` (shared: thread GMIs of one process use one mapping). Marks the GMI running.
+  context(identity id, std::shared_ptr<const segment> seg) : id_(std::move(id)), seg_(std::move(seg)) {
+    gmi::require(seg_ != nullptr, "context segment", "null", "the run's segment");
+    gmi::require(seg_->world() == id_.world, "GMI_WORLD", id_.world,
+                 "the segment's world " + std::to_string(seg_->world()));
+    pending_.resize(static_cast<std::size_t>(id_.world));
+    seg_->slot(id_.rank).pid.store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
+    heartbeat();
+    seg_->set_state(id_.rank, gmi_state::running);
+  }
+  context(const context&) = delete;
+  context& operator=(const context&) = delete;
+  // Pushes out what is still queued for live peers (bounded), then marks the GMI finished unless failed.
+  ~context() {
+    try {
+      flush(std::chrono::milliseconds(500));
+    } catch (...) {  // peers gone: nothing more to deliver
+    }
+    if (seg_->state(id_.rank) == gmi_state::running) seg_->set_state(id_.rank, gmi_state::finished);
+  }
+
+  // --- ids and placement
+  [[nodiscard]] const identity& id() const noexcept { return id_; }
+  [[nodiscard]] int rank() const noexcept { return id_.rank; }
+  [[nodiscard]] int world() const noexcept { return id_.world; }
+  [[nodiscard]] int gpu() const noexcept { return id_.gpu; }
+  [[nodiscard]] int slice() const noexcept { return id_.slice; }
+  [[nodiscard]] const std::vector<std::string>& roles() const noexcept { return id_.roles; }
+
+  // The paper's set_GPU: makes this GMI's device current on the calling thread (its local ordinal, which the
+  // partition chose: 0 under MPS/MIG where CUDA_VISIBLE_DEVICES names one device).
+  void set_gpu() const {
+    gmi::require(id_.gpu >= 0, "set_gpu on", id_.describe(), "a GMI placed on a GPU");
+    if (const cudaError_t e = cudaSetDevice(id_.local_device); e != cudaSuccess) {
+      cudaGetLastError();
+      throw gmi::cuda_error(static_cast<int>(e), "cudaSetDevice(" + std::to_string(id_.local_device) + ") for " +
+                                                     id_.describe() + ": " + cudaGetErrorName(e));
+    }
+  }
+
+  // The paper's get_group: the ranks of group `g` of the run.
+  [[nodiscard]] const std::vector<int>& group(int g) const {
+    gmi::require(g >= 0 && static_cast<std::size_t>(g) < id_.groups.size(), "group", g,
+                 "0.." + std::to_string(static_cast<int>(id_.groups.size()) - 1) + " (groups of the run)");
+    return id_.groups[static_cast<std::size_t>(g)];
+  }
+  // Every rank of the run, 0..world-1.
+  [[nodiscard]] std::vector<int> all() const {
+    std::vector<int> r(static_cast<std::size_t>(id_.world));
+    for (int i = 0; i < id_.world; ++i) r[static_cast<std::size_t>(i)] = i;
+    return r;
+  }
+
+  // --- liveness
+  // Tells the supervisor this GMI is making progress; call it from the GMI's main loop (a GMI whose heartbeat
+  // stops for longer than the supervisor's timeout is declared hung). Waits inside recv beat on their own.
+  void heartbeat() const noexcept { seg_->slot(id_.rank).heartbeat.fetch_add(1, std::memory_order_release); }
+  // The supervisor is tearing the run down: return soon.
+  [[nodiscard]] bool stop_requested() const noexcept { return seg_->stop_requested(); }
+
+  // How long send/recv/allreduce wait for a peer before throwing comm_error.
+  void set_timeout(std::chrono::milliseconds t) noexcept { timeout_ = t; }
+  [[nodiscard]] std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+
+  // --- point to point
+  // The paper's send(data, dst), asynchronous: copies the message and returns at once; bytes that do not fit in
+  // the ring yet go out during later calls on this context (recv, send, allreduce, flush, the destructor).
+  void send(std::span<const std::byte> data, int dst) {
+    check_peer_rank(dst, "send to");
+    std::vector<std::byte> framed(sizeof(std::uint64_t) + data.size());
+    const std::uint64_t n = data.size();
+    std::memcpy(framed.data(), &n, sizeof n);
+    if (!data.empty()) std::memcpy(framed.data() + sizeof n, data.data(), data.size());
+    auto& q = pending_[static_cast<std::size_t>(dst)];
+    q.push_back({std::move(framed), 0});
+    progress();
+  }
+  template <class T>
+    requires std::is_trivially_copyable_v<T>
+  void send(std::span<const T> data, int dst) {
+    send(std::as_bytes(data), dst);
+  }
+  template <class T>
+    requires std::is_trivially_copyable_v<T>
+  void send(const std::vector<T>& data, int dst) {
+    send(std::span<const T>(data), dst);
+  }
+
+  // The paper's recv(src), synchronous: the next message from `src`. Throws comm_error when `src` dies or
+  // finishes without sending, or after timeout().
+  [[nodiscard]] std::vector<std::byte> recv(int src) {
+    check_peer_rank(src, "recv from");
+    std::uint64_t n = 0;
+    read_exact(src, reinterpret_cast<std::byte*>(&n), sizeof n);
+    std::vector<std::byte> out(n);
+    read_exact(src, out.data(), n);
+    return out;
+  }
+  template <class T>
+    requires std::is_trivially_copyable_v<T>
+  [[nodiscard]] std::vector<T> recv_as(int src) {
+    const std::vector<std::byte> bytes = recv(src);
+    if (bytes.size() % sizeof(T) != 0) {
+      throw gmi::comm_error("recv from GMI " + std::to_string(src) + ": got " + std::to_string(bytes.size()) +
+                            " bytes, need a multiple of " + std::to_string(sizeof(T)));
+    }
+    std::vector<T> out(bytes.size() / sizeof(T));
+    if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+    return out;
+  }
+
+  // Waits until everything sent so far is in the peers' rings (or `limit` passes: comm_error).
+  void flush(std::chrono::milliseconds limit) {
+    const auto deadline = clock::now() + limit;
+    while (progress()) {
+      if (clock::now() > deadline) throw gmi::comm_error(id_.describe() + ": flush timed out with messages queued");
+      wait_a_little();
+    }
+  }
+  void flush() { flush(timeout_); }
+
+  // --- collectives
+  // The paper's allreduce(data, group): every member ends with the element-wise reduction of all members' data.
+  // Reduce to the group's lowest rank in rank order (the result does not depend on arrival order), then send
+  // the result back. All members must call it with the same group and size.
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  void allreduce(std::span<T> data, const std::vector<int>& members, reduce_op op = reduce_op::sum) {
+    std::vector<int> sorted = members;
+    std::sort(sorted.begin(), sorted.end());
+    gmi::require(std::binary_search(sorted.begin(), sorted.end(), id_.rank), "allreduce group of " + id_.describe(),
+                 detail::join_ints(sorted, ','), "a group that contains rank " + std::to_string(id_.rank));
+    const int root = sorted.front();
+    if (id_.rank == root) {
+      for (std::size_t m = 1; m < sorted.size(); ++m) {
+        const std::vector<T> part = recv_as<T>(sorted[m]);
+        if (part.size() != data.size()) {
+          throw gmi::comm_error("allreduce: GMI " + std::to_string(sorted[m]) + " sent " +
+                                std::to_string(part.size()) + " elements, need " + std::to_string(data.size()));
+        }
+        for (std::size_t i = 0; i < data.size(); ++i) data[i] = combine(data[i], part[i], op);
+      }
+      for (std::size_t m = 1; m < sorted.size(); ++m) send(std::span<const T>(data.data(), data.size()), sorted[m]);
+      flush();
+    } else {
+      send(std::span<const T>(data.data(), data.size()), root);
+      const std::vector<T> result = recv_as<T>(root);
+      if (result.size() != data.size()) {
+        throw gmi::comm_error("allreduce: root GMI " + std::to_string(root) + " sent " +
+                              std::to_string(result.size()) + " elements, need " + std::to_string(data.size()));
+      }
+      std::copy(result.begin(), result.end(), data.begin());
+    }
+  }
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  void allreduce(std::span<T> data, int group_index, reduce_op op = reduce_op::sum) {
+    allreduce(data, group(group_index), op);
+  }
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  void allreduce(std::vector<T>& data, const std::vector<int>& members, reduce_op op = reduce_op::sum) {
+    allreduce(std::span<T>(data), members, op);
+  }
+
+  // Returns when every member of `members` has reached the barrier.
+  void barrier(const std::vector<int>& members) {
+    int one = 1;
+    allreduce(std::span<int>(&one, 1), members);
+  }
+
+ private:
+  struct outgoing {
+    std::vector<std::byte> bytes;
+    std::size_t sent = 0;
+  };
+
+  template <class T>
+  static T combine(T a, T b, reduce_op op) {
+    switch (op) {
+      case reduce_op::max: return a > b ? a : b;
+      case reduce_op::min: return a < b ? a : b;
+      default: return static_cast<T>(a + b);
+    }
+  }
+
+  void check_peer_rank(int peer, const char* what) const {
+    gmi::require(peer >= 0 && peer < id_.world && peer != id_.rank, std::string(what) + " (" + id_.describe() + ")",
+                 peer, "another rank in 0.." + std::to_string(id_.world - 1));
+  }
+
+  // Moves queued bytes into the peers' rings; true while anything is still queued.
+  bool progress() {
+    bool left = false;
+    const std::uint64_t cap = seg_->ring_capacity();
+    for (int dst = 0; dst < id_.world; ++dst) {
+      auto& q = pending_[static_cast<std::size_t>(dst)];
+      if (q.empty()) continue;
+      auto& ring = seg_->ring(id_.rank, dst);
+      unsigned char* data = seg_->ring_data(id_.rank, dst);
+      std::uint64_t head = ring.head.load(std::memory_order_relaxed);
+      const std::uint64_t tail = ring.tail.load(std::memory_order_acquire);
+      std::uint64_t room = cap - (head - tail);
+      while (!q.empty() && room > 0) {
+        outgoing& m = q.front();
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(room, m.bytes.size() - m.sent));
+        copy_in(data, cap, head, m.bytes.data() + m.sent, n);
+        head += n;
+        room -= n;
+        m.sent += n;
+        if (m.sent == m.bytes.size()) q.pop_front();
+      }
+      ring.head.store(head, std::memory_order_release);
+      if (!q.empty()) left = true;
+    }
+    return left;
+  }
+
+  static void copy_in(unsigned char* data, std::uint64_t cap, std::uint64_t at, const std::byte* from, std::size_t n) {
+    const std::size_t off = static_cast<std::size_t>(at & (cap - 1));
+    const std::size_t first = std::min<std::size_t>(n, cap - off);
+    std::memcpy(data + off, from, first);
+    std::memcpy(data, from + first, n - first);
+  }
+  static void copy_out(const unsigned char* data, std::uint64_t cap, std::uint64_t at, std::byte* to, std::size_t n) {
+    const std::size_t off = static_cast<std::size_t>(at & (cap - 1));
+    const std::size_t first = std::min<std::size_t>(n, cap - off);
+    std::memcpy(to, data + off, first);
+    std::memcpy(to + first, data, n - first);
+  }
+
+  void read_exact(int src, std::byte* to, std::size_t n) {
+    auto& ring = seg_->ring(src, id_.rank);
+    const unsigned char* data = seg_->ring_data(src, id_.rank);
+    const std::uint64_t cap = seg_->ring_capacity();
+    auto deadline = clock::now() + timeout_;
+    while (n > 0) {
+      const std::uint64_t tail = ring.tail.load(std::memory_order_relaxed);
+      const std::uint64_t head = ring.head.load(std::memory_order_acquire);
+      if (head != tail) {
+        const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(head - tail, n));
+        copy_out(data, cap, tail, to, take);
+        ring.tail.store(tail + take, std::memory_order_release);
+        to += take;
+        n -= take;
+        deadline = clock::now() + timeout_;  // progress: the timeout is per stall, not per message
+        spins_ = 0;
+        continue;
+      }
+      progress();  // our own queued sends may be what the peer waits for
+      heartbeat();
+      const gmi_state peer = seg_->state(src);
+      if (peer == gmi_state::failed || peer == gmi_state::dead) {
+        throw gmi::comm_error("recv from GMI " + std::to_string(src) + " in " + id_.describe() + ": the peer is dead");
+      }
+      if (peer == gmi_state::finished && ring.head.load(std::memory_order_acquire) == tail) {
+        throw gmi::comm_error("recv from GMI " + std::to_string(src) + " in " + id_.describe() +
+                              ": the peer finished without sending");
+      }
+      if (seg_->stop_requested()) {
+        throw gmi::comm_error("recv from GMI " + std::to_string(src) + " in " + id_.describe() +
+                              ": the run is being torn down");
+      }
+      if (clock::now() > deadline) {
+        throw gmi::comm_error("recv from GMI " + std::to_string(src) + " in " + id_.describe() + ": timed out after " +
+                              std::to_string(timeout_.count()) + " ms with no data");
+      }
+      wait_a_little();
+    }
+  }
+
+  // Spin briefly, then sleep: no futex across processes (libstdc++'s atomic wait is process-private).
+  void wait_a_little() {
+    if (++spins_ < 64) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    if (spins_ > 1'000'000) spins_ = 64;
+  }
+
+  identity id_;
+  std::shared_ptr<const segment> seg_;
+  std::vector<std::deque<outgoing>> pending_;
+  std::chrono::milliseconds timeout_{30'000};
+  unsigned spins_ = 0;
+};
+
+}  // namespace gmi::runtime
