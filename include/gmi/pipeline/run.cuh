@@ -271,7 +271,7 @@ int run(int argc, char** argv) {
   app.add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus weight")->capture_default_str();
   app.add_option("--value-coef", o.ppo.value_coef, "value loss weight")->capture_default_str();
   app.add_option("--max-grad-norm", o.ppo.max_grad_norm, "gradient-norm clip (<= 0: off)")->capture_default_str();
-  std::string schedule = "constant";
+  std::string schedule = "adaptive";
   app.add_option("--lr-schedule", schedule, "learning-rate schedule")->check(CLI::IsMember({"constant", "adaptive"}))->capture_default_str();
   app.add_flag("--quiet", o.quiet, "no progress lines");
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;

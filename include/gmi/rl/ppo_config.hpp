@@ -26,8 +26,10 @@ struct ppo_config {
   bool normalize_advantage = true;  // over the whole rollout
   bool normalize_obs = true;        // running mean/std of observations
   bool bootstrap_truncation = true; // reward += gamma * V(final state) when the time limit cuts an episode
-  lr_schedule schedule = lr_schedule::constant;
-  float kl_target = 0.016f;         // adaptive-KL schedule (rl_games rule: /1.5 above 2x, *1.5 below x/2)
+  // rl_games' default for Isaac Gym tasks: the step size follows the policy's KL (/1.5 above 2x target, *1.5
+  // below target/2). lr_schedule::constant with learning_rate 3e-4 is the anchor's setting.
+  lr_schedule schedule = lr_schedule::adaptive_kl;
+  float kl_target = 0.016f;
   float min_learning_rate = 1e-6f;
   float max_learning_rate = 1e-2f;
 

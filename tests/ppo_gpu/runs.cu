@@ -1,0 +1,67 @@
+#include "runs.hpp"
+
+#include <algorithm>
+
+#include <gmi/agents/gaussian_mlp.hpp>
+#include <gmi/cuda/stream.hpp>
+#include <gmi/envs/cartpole.hpp>
+#include <gmi/rl/ppo.cuh>
+
+namespace {
+using net = gmi::agents::gaussian_mlp<>::network<4, 1>;
+
+template <class Policy>
+ppo_run_result run(const Policy& policy, int num_envs, unsigned long long seed, int iterations, int minibatch, int epochs,
+                   bool stop_when_solved) {
+  gmi::rl::ppo_config c;
+  c.minibatch = minibatch;
+  c.epochs = epochs;
+  gmi::rl::ppo_trainer<gmi::envs::cartpole, net, Policy> t(num_envs, seed, c, {}, policy);
+  ppo_run_result r{};
+  auto to_host = [&](auto span) {
+    std::vector<float> out(span.size());
+    if constexpr (Policy::on_device) {
+      GMI_CUDA_TRY(cudaMemcpy(out.data(), span.data(), span.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    } else {
+      std::copy(span.begin(), span.end(), out.begin());
+    }
+    return out;
+  };
+  r.best_return = 0;
+  for (int i = 0; i < iterations; ++i) {
+    t.iterate();
+    if (i == 0) {
+      t.synchronize();
+      const auto v = t.rollout_view();
+      const std::size_t n = static_cast<std::size_t>(num_envs) * c.horizon;
+      r.first_values = to_host(gmi::memory_span<float, typename decltype(t)::memory_space>(v.values, n + num_envs));
+      r.first_rewards = to_host(gmi::memory_span<float, typename decltype(t)::memory_space>(v.rewards, n));
+    }
+    if (stop_when_solved && i % 5 == 4) {
+      const auto e = t.episodes();
+      if (e.episodes >= 32) r.best_return = std::max(r.best_return, e.mean_return());
+      if (r.best_return >= 450) {
+        r.iterations = i + 1;
+        break;
+      }
+    }
+    r.iterations = i + 1;
+  }
+  t.synchronize();
+  r.params = to_host(t.params());
+  const auto l = t.losses();
+  r.policy_loss = l.policy_loss;
+  r.value_loss = l.value_loss;
+  r.approx_kl = l.approx_kl;
+  return r;
+}
+}  // namespace
+
+ppo_run_result run_cartpole_ppo(bool on_gpu, int num_envs, unsigned long long seed, int iterations, int minibatch,
+                                int epochs, bool stop_when_solved) {
+  if (on_gpu) {
+    gmi::cuda::stream s;
+    return run(gmi::exec::cuda{.stream = s.get()}, num_envs, seed, iterations, minibatch, epochs, stop_when_solved);
+  }
+  return run(gmi::exec::host{}, num_envs, seed, iterations, minibatch, epochs, stop_when_solved);
+}

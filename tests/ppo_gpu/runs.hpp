@@ -1,0 +1,16 @@
+#pragma once
+// Host-callable runs of the CUDA PPO trainer for the doctest file (compiled by g++).
+#include <vector>
+
+struct ppo_run_result {
+  std::vector<float> params;          // after the iterations
+  std::vector<float> first_values;    // values of the first collection (horizon + 1 rows)
+  std::vector<float> first_rewards;
+  double policy_loss, value_loss, approx_kl;
+  double best_return;                 // best windowed mean return seen
+  int iterations;
+};
+
+// iterations of PPO on Cartpole; on_gpu false runs the same on host threads.
+ppo_run_result run_cartpole_ppo(bool on_gpu, int num_envs, unsigned long long seed, int iterations, int minibatch,
+                                int epochs, bool stop_when_solved);
