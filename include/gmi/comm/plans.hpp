@@ -52,8 +52,8 @@ inline std::vector<plan_cost> plan_costs(int n, int m, double cost_ip, double co
   require(cost_rp >= 0, "plan cost_rp", cost_rp, ">= 0 (a profiled time)");
   std::vector<plan_cost> out;
   const double nm = static_cast<double>(n) * m;
-  out.push_back({plan_kind::ip_only, 0, n == 1 ? (m - 1.0) / m * cost_ip : (nm - 1) / (m * (n - 1.0)) * cost_ip});
-  plan_cost rp{plan_kind::rp_only, 0, 2 * cost_rp};
+  out.push_back({plan_kind::ip_only, 0, n == 1 ? (m - 1.0) / m * cost_ip : (nm - 1) / (m * (n - 1.0)) * cost_ip, true, {}});
+  plan_cost rp{plan_kind::rp_only, 0, 2 * cost_rp, true, {}};
   if (m > n) {
     rp.valid = false;
     rp.why_invalid = "m = " + std::to_string(m) + " GMIs per GPU > n = " + std::to_string(n) + " GPUs";
@@ -61,7 +61,7 @@ inline std::vector<plan_cost> plan_costs(int n, int m, double cost_ip, double co
   out.push_back(rp);
   if (n > 1) {
     for (int k = 1; k <= m; ++k) {
-      out.push_back({plan_kind::hybrid, k, (static_cast<double>(k) / n + m - k) * cost_ip + cost_rp});
+      out.push_back({plan_kind::hybrid, k, (static_cast<double>(k) / n + m - k) * cost_ip + cost_rp, true, {}});
     }
   }
   return out;
