@@ -96,7 +96,13 @@ class hierarchical_allreduce {
     chunk_floats_ = o_.chunk_bytes ? o_.chunk_bytes / sizeof(float)
                                    : (bytes <= (8u << 20) ? count : std::max<std::size_t>((8u << 20) / 4, (count + 3) / 4));
     chunk_floats_ = std::max<std::size_t>(64, (chunk_floats_ + 63) / 64 * 64);  // chunks keep 256-byte alignment
-    if (o_.local_rank == 0) setup_leader(); else setup_member();
+    try {
+      if (o_.local_rank == 0) setup_leader(); else setup_member();
+    } catch (const gmi::error& e) {
+      if (segment_.data()) barrier_.mark_broken(e.what());  // the GPU's other GMIs fail now, not at their timeout
+      if (leaders_) leaders_->abort();
+      throw;
+    }
   }
   hierarchical_allreduce(const hierarchical_allreduce&) = delete;
   hierarchical_allreduce& operator=(const hierarchical_allreduce&) = delete;

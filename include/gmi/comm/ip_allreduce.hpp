@@ -80,8 +80,9 @@ class group_barrier {
     }
     throw_if_broken();
   }
-  [[nodiscard]] bool broken() const noexcept { return c_->broken.load(std::memory_order_acquire) != 0; }
+  [[nodiscard]] bool broken() const noexcept { return c_ && c_->broken.load(std::memory_order_acquire) != 0; }
   void mark_broken(const std::string& why) noexcept {
+    if (!c_) return;
     std::uint32_t expected = 0;
     if (c_->broken.compare_exchange_strong(expected, 2, std::memory_order_acq_rel)) {
       const std::size_t n = std::min(why.size(), sizeof(c_->reason) - 1);
