@@ -8,6 +8,10 @@
 
 using namespace std::chrono_literals;
 
+#define GMI_STR2(x) #x
+#define GMI_STR(x) GMI_STR2(x)
+#define GMI_NAME(rest) "comm_multigpu" GMI_STR(GMI_TEST_GPUS) rest
+
 namespace {
 constexpr int gpus = GMI_TEST_GPUS;
 // Floats: 4 B, 12 B, 4 KB + 4, odd, 1 MB + 20, 16 MB, 256 MB.
@@ -15,7 +19,7 @@ const std::string all_sizes = "1,3,1025,4097,262149,4194304,67108864";
 }  // namespace
 
 TEST_SUITE("multigpu") {
-TEST_CASE("comm_multigpu.hierarchical.matches_reference" * doctest::timeout(600)) {
+TEST_CASE(GMI_NAME(".hierarchical.matches_reference") * doctest::timeout(600)) {
   for (int m : {1, 2, 4}) {
     CAPTURE(gpus);
     CAPTURE(m);
@@ -24,7 +28,7 @@ TEST_CASE("comm_multigpu.hierarchical.matches_reference" * doctest::timeout(600)
   }
 }
 
-TEST_CASE("comm_multigpu.hierarchical.two_hosts_over_sockets" * doctest::timeout(600)) {
+TEST_CASE(GMI_NAME(".hierarchical.two_hosts_over_sockets") * doctest::timeout(600)) {
   // Each GPU a "host": NCCL's socket transport over loopback, and distinct host ids so NCCL treats the GPUs
   // as separate nodes. cuda-notes 4: NVIDIA/nccl#2057 may break this combination; the next subcase keeps
   // only the distinct host ids.
@@ -47,7 +51,7 @@ TEST_CASE("comm_multigpu.hierarchical.two_hosts_over_sockets" * doctest::timeout
   }
 }
 
-TEST_CASE("comm_multigpu.hierarchical.sizes_that_differ_across_gpus" * doctest::timeout(120)) {
+TEST_CASE(GMI_NAME(".hierarchical.sizes_that_differ_across_gpus") * doctest::timeout(120)) {
   // The leader of the last GPU has one float more: every GMI of every GPU gets an error.
   const int m = 2;
   const auto r = gmi_test::run_workers(
@@ -58,7 +62,7 @@ TEST_CASE("comm_multigpu.hierarchical.sizes_that_differ_across_gpus" * doctest::
   CHECK(r.seconds < 60);
 }
 
-TEST_CASE("comm_multigpu.hierarchical.leader_killed_mid_collective" * doctest::timeout(120)) {
+TEST_CASE(GMI_NAME(".hierarchical.leader_killed_mid_collective") * doctest::timeout(120)) {
   const int m = 2;
   const int victim = (gpus - 1) * m;  // the last GPU's leader, inside NCCL's collective
   const auto r = gmi_test::run_workers(
