@@ -1,0 +1,263 @@
+// gmi.bench.reduce: (i) intra-GPU reduce over m GMIs' buffers (one kernel) vs the paper's CPU-staged IP path
+// (device -> shared host memory, CPU sum, back), m = 2, 4, 8; (ii) hierarchical allreduce of m GMIs per GPU
+// x n GPUs (one process per GMI, CUDA IPC + NCCL among leaders) vs one flat NCCL allreduce of the same bytes
+// with one rank per GPU. JSON result lines (bench-spec) on stdout.
+// Usage: gmi.bench.reduce [intra] [hier] [gpus=n] [reps=20]; workers are this binary re-executed with worker=...
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmi/comm/hierarchical.cuh>
+#include <gmi/metrics/run_info.hpp>
+#include <gmi/metrics/summary.hpp>
+
+extern char** environ;
+namespace comm = gmi::comm;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+std::map<std::string, std::string> args;
+long long arg(const char* k, long long d) { return args.count(k) ? std::stoll(args[k]) : d; }
+
+void emit(const gmi::metrics::run_info& run, const std::string& impl, const std::string& metric,
+          const gmi::metrics::summary& s, nlohmann::json extra) {
+  auto line = gmi::metrics::result_line(run, "reduce", impl, metric, s);
+  for (auto& [k, v] : extra.items()) line[k] = v;
+  std::cout << line.dump() << std::endl;
+}
+
+// (i) One process: m buffers of one GPU. The kernel is the one the hierarchical leader runs on IPC-mapped
+// buffers; the IP path is m threads staging through one shared-memory ip_allreduce group.
+void bench_intra(const gmi::metrics::run_info& run, int reps) {
+  GMI_CUDA_TRY(cudaSetDevice(0));
+  for (std::size_t bytes : {std::size_t{1} << 20, std::size_t{16} << 20, std::size_t{64} << 20}) {
+    const std::size_t count = bytes / 4;
+    for (int m : {2, 4, 8}) {
+      std::vector<gmi::cuda::device_buffer<float>> bufs;
+      std::vector<const float*> in;
+      std::vector<float*> out;
+      for (int k = 0; k < m; ++k) {
+        bufs.emplace_back(count);
+        bufs.back().fill_bytes(0, nullptr);
+        in.push_back(bufs.back().data());
+        out.push_back(bufs.back().data());
+      }
+      GMI_CUDA_TRY(cudaDeviceSynchronize());
+      gmi::cuda::stream s;
+      gmi::cuda::event a(gmi::cuda::event::timing::enabled), b(gmi::cuda::event::timing::enabled);
+      std::vector<double> dev;
+      for (int r = 0; r < reps + 3; ++r) {
+        a.record(s);
+        comm::reduce_broadcast(in, out, count, s);  // the one-GPU hierarchical step: sum, every GMI gets it
+        b.record(s);
+        b.synchronize();
+        if (r >= 3) dev.push_back(elapsed_ms(a, b) * 1e-3);
+      }
+      // CPU-staged: each GMI (a thread with its own stream) copies to its shm slot, the GMIs sum, copy back.
+      const std::string tag = comm::unique_tag("benchip");
+      auto group0 = comm::ip_allreduce::create(tag, m, bytes);
+      std::vector<double> ip;
+      std::vector<std::thread> threads;
+      for (int k = 0; k < m; ++k) {
+        threads.emplace_back([&, k] {
+          GMI_CUDA_TRY(cudaSetDevice(0));
+          auto g = k == 0 ? std::move(group0) : comm::ip_allreduce::open(tag, k);
+          gmi::cuda::stream ts;
+          // The staging slots are pageable shm; registering them gives the copies DMA speed (the paper's best case).
+          auto slot = g.stage<float>(count);
+          GMI_CUDA_TRY(cudaHostRegister(slot.data(), bytes, cudaHostRegisterDefault));
+          for (int r = 0; r < reps + 3; ++r) {
+            g.finish();
+            const auto t0 = clock_type::now();
+            GMI_CUDA_TRY(cudaMemcpyAsync(slot.data(), bufs[k].data(), bytes, cudaMemcpyDeviceToHost, ts));
+            ts.synchronize();
+            auto result = g.reduce<float>(count);
+            GMI_CUDA_TRY(cudaMemcpyAsync(bufs[k].data(), result.data(), bytes, cudaMemcpyHostToDevice, ts));
+            ts.synchronize();
+            g.finish();
+            if (k == 0 && r >= 3) ip.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+          }
+          cudaHostUnregister(slot.data());
+        });
+      }
+      for (auto& t : threads) t.join();
+      const auto sd = gmi::metrics::summarize(dev), si = gmi::metrics::summarize(ip);
+      const nlohmann::json cfg = {{"case", "intra_gpu"}, {"gmis_per_gpu", m}, {"bytes", bytes}, {"gpus_used", 1}};
+      emit(run, "gmi", "latency_s", sd, cfg);
+      emit(run, "ip_cpu_staged", "latency_s", si, cfg);
+      auto cfg2 = cfg;
+      cfg2["speedup_vs_ip"] = si.median / sd.median;
+      emit(run, "gmi", "bytes_per_s", {bytes / sd.median, bytes / sd.max, bytes / sd.min, sd.reps}, cfg2);
+      emit(run, "ip_cpu_staged", "bytes_per_s", {bytes / si.median, bytes / si.max, bytes / si.min, si.reps}, cfg);
+    }
+  }
+}
+
+// A worker: one GMI (hier) or one flat NCCL rank (flat). Rank 0 prints its per-rep times on stdout as
+// "times t1 t2 ..."; every rep starts after a shm barrier so all ranks start together.
+int worker(const std::string& kind) {
+  const std::string tag = args["tag"];
+  const int gpus = static_cast<int>(arg("gpus", 1)), m = static_cast<int>(arg("per_gpu", 1));
+  const int rank = static_cast<int>(arg("rank", 0)), reps = static_cast<int>(arg("reps", 20));
+  const std::size_t count = static_cast<std::size_t>(arg("bytes", 1 << 20)) / 4;
+  const int gpu = rank / m, local = rank % m, world = gpus * m;
+  GMI_CUDA_TRY(cudaSetDevice(gpu));
+  auto barrier = rank == 0 ? comm::ip_allreduce::create(tag + "-b", world, 64) : comm::ip_allreduce::open(tag + "-b", rank);
+  std::unique_ptr<comm::nccl_communicator> nc;
+  std::optional<comm::nccl_id_exchange> ids;
+  if (gpus > 1 && local == 0) {
+    comm::nccl_id id;
+    if (gpu == 0) {
+      ids = comm::nccl_id_exchange::create(tag + "-id");
+      id = comm::nccl_id::generate();
+      ids->publish(id, 1);
+    } else {
+      ids = comm::nccl_id_exchange::open(tag + "-id");
+      id = ids->receive(1);
+    }
+    nc = std::make_unique<comm::nccl_communicator>(gpus, id, gpu);
+  }
+  gmi::cuda::device_buffer<float> buf(count);
+  buf.fill_bytes(0, nullptr);
+  gmi::cuda::stream s;
+  std::optional<comm::hierarchical_allreduce> h;
+  if (kind == "hier") {
+    comm::hierarchical_options o;
+    o.tag = tag + "-g" + std::to_string(gpu);
+    o.local_rank = local;
+    o.local_size = m;
+    h.emplace(o, buf.data(), count, nc.get());
+  }
+  std::vector<double> times;
+  for (int r = 0; r < reps + 5; ++r) {
+    barrier.finish();
+    const auto t0 = clock_type::now();
+    if (h) {
+      h->allreduce(s);
+    } else if (nc) {
+      nc->allreduce(buf.data(), buf.data(), count, s);
+      nc->synchronize(s);
+    }
+    s.synchronize();
+    barrier.finish();  // the collective is done when the slowest rank is done
+    if (r >= 5) times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+  }
+  if (rank == 0) {
+    std::printf("times");
+    for (double t : times) std::printf(" %.9g", t);
+    std::printf("\n");
+  }
+  barrier.finish();
+  return 0;
+}
+
+// Runs `world` workers of this binary; returns rank 0's times.
+std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t bytes, int reps) {
+  const std::string tag = comm::unique_tag("bench");
+  int pipefd[2];
+  if (::pipe(pipefd) != 0) throw gmi::comm_error("pipe failed");
+  std::vector<pid_t> pids;
+  for (int r = 0; r < gpus * m; ++r) {
+    std::vector<std::string> a{"/proc/self/exe", "worker=" + kind, "tag=" + tag, "gpus=" + std::to_string(gpus),
+                               "per_gpu=" + std::to_string(m), "rank=" + std::to_string(r),
+                               "bytes=" + std::to_string(bytes), "reps=" + std::to_string(reps)};
+    std::vector<char*> argv;
+    for (auto& x : a) argv.push_back(x.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (r == 0) posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+    posix_spawn_file_actions_addclose(&fa, pipefd[0]);
+    pid_t pid = -1;
+    static const std::string self = [] {
+      char path[4096];
+      const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+      return std::string(path, n > 0 ? n : 0);
+    }();
+    posix_spawn(&pid, self.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    pids.push_back(pid);
+  }
+  ::close(pipefd[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) out.append(buf, n);
+  ::close(pipefd[0]);
+  bool ok = true;
+  for (pid_t p : pids) {
+    int st = 0;
+    ::waitpid(p, &st, 0);
+    ok = ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+  std::vector<double> times;
+  const auto at = out.find("times");
+  if (!ok || at == std::string::npos) throw gmi::comm_error("bench workers failed (" + kind + ")");
+  std::istringstream in(out.substr(at + 5));
+  for (double t; in >> t;) times.push_back(t);
+  return times;
+}
+
+void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus) {
+  for (int n = 1; n <= max_gpus; n *= 2) {
+    for (std::size_t bytes : {std::size_t{1} << 20, std::size_t{16} << 20, std::size_t{256} << 20}) {
+      std::optional<gmi::metrics::summary> flat;
+      if (n > 1) {
+        flat = gmi::metrics::summarize(spawn("flat", n, 1, bytes, reps));
+        const nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", 1}, {"gpus_used", n}, {"bytes", bytes}};
+        emit(run, "nccl_flat", "latency_s", *flat, cfg);
+        emit(run, "nccl_flat", "bytes_per_s", {bytes / flat->median, bytes / flat->max, bytes / flat->min, flat->reps}, cfg);
+      }
+      for (int m : {1, 2, 4, 8}) {
+        if (n == 1 && m == 1) continue;
+        const auto s = gmi::metrics::summarize(spawn("hier", n, m, bytes, reps));
+        nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", m}, {"gpus_used", n}, {"bytes", bytes}};
+        if (flat) cfg["ratio_to_nccl_flat"] = s.median / flat->median;
+        emit(run, "gmi", "latency_s", s, cfg);
+        emit(run, "gmi", "bytes_per_s", {bytes / s.median, bytes / s.max, bytes / s.min, s.reps}, cfg);
+      }
+    }
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  comm::disable_nvls();
+  bool intra = false, hier = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto eq = a.find('=');
+    if (eq != std::string::npos) args[a.substr(0, eq)] = a.substr(eq + 1);
+    intra = intra || a == "intra";
+    hier = hier || a == "hier";
+  }
+  try {
+    if (args.count("worker")) return worker(args["worker"]);
+    if (!intra && !hier) intra = hier = true;
+    const auto n = gmi::cuda::device_count();
+    if (!n || *n < 1) {
+      std::fprintf(stderr, "gmi.bench.reduce: no GPU (%s)\n", n.error().message().c_str());
+      return 77;
+    }
+    comm::cleanup_stale_segments();
+    const auto run = gmi::metrics::describe_run();
+    const int reps = static_cast<int>(arg("reps", 20));
+    if (intra) bench_intra(run, reps);
+    if (hier) bench_hier(run, reps, static_cast<int>(std::min<long long>(arg("gpus", *n), *n)));
+    return 0;
+  } catch (const gmi::error& e) {
+    std::fprintf(stderr, "gmi.bench.reduce: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,68 @@
+// One GPU: the intra-GPU reduce kernel, the hierarchical allreduce between MPS-style GMI processes (CUDA IPC)
+// and between green-context GMI threads (plain pointers), and its faults (sizes that differ, a GMI killed).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "kernels.hpp"
+#include "spawn_util.hpp"
+
+#include <gmi/comm/shm_segment.hpp>
+
+using namespace std::chrono_literals;
+
+TEST_SUITE("gpu") {
+TEST_CASE("comm_gpu.reduce_kernel.matches_host_sum") {
+  for (int m : {1, 2, 3, 8, 16}) {
+    for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{5}, std::size_t{1023},
+                              std::size_t{(1 << 20) + 1}}) {
+      for (std::size_t offset : {std::size_t{0}, std::size_t{1}}) {
+        CAPTURE(m);
+        CAPTURE(count);
+        CAPTURE(offset);
+        CHECK(gmi_test::reduce_kernel_error(m, count, offset) < 1e-4 * m);
+      }
+    }
+  }
+}
+
+TEST_CASE("comm_gpu.hierarchical.green_context_threads" * doctest::timeout(120)) {
+  for (int m : {2, 4}) {
+    bool green = false;
+    std::string error;
+    CAPTURE(m);
+    CHECK(gmi_test::threads_hierarchical(m, (1 << 18) + 3, 3, green, error) == 0);
+    CHECK(error.empty());
+    MESSAGE("GMI threads ran in " << (green ? "green contexts" : "the primary context (no green contexts here)"));
+  }
+}
+
+TEST_CASE("comm_gpu.hierarchical.ipc_processes" * doctest::timeout(300)) {
+  for (int m : {2, 4, 8}) {
+    CAPTURE(m);
+    const auto r = gmi_test::run_workers(
+        gmi_test::hier_args(gmi::comm::unique_tag("ipc"), 1, m, "1,3,4,1000,4097,262147,4194304"), {}, 240s);
+    for (int c : r.codes) CHECK(c == 0);
+  }
+}
+
+TEST_CASE("comm_gpu.hierarchical.sizes_that_differ_fail_everywhere" * doctest::timeout(120)) {
+  const auto r = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("mis"), 1, 3, "1000", {"mismatch_rank=2", "timeout_ms=10000"}), {}, 60s);
+  for (int c : r.codes) CHECK(c == 0);  // 0 = the expected comm_error was seen
+  CHECK(r.seconds < 15);
+}
+
+TEST_CASE("comm_gpu.hierarchical.gmi_killed_mid_collective" * doctest::timeout(120)) {
+  const auto r = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("die"), 1, 3, "262144",
+                          {"die_rank=2", "die_round=1", "rounds=3", "timeout_ms=10000"}),
+      {}, 60s);
+  REQUIRE(r.codes.size() == 3);
+  CHECK(r.codes[0] == 0);
+  CHECK(r.codes[1] == 0);
+  CHECK(r.codes[2] == -SIGKILL);
+  CHECK(r.seconds < 30);
+  CHECK(gmi::comm::cleanup_stale_segments() >= 0);  // whatever the dead GMI left is removable
+}
+}

@@ -1,0 +1,116 @@
+// gmi.test.comm_worker: one GMI of a hierarchical-allreduce test, started as its own process by the GPU tests
+// (MPS-style GMIs: one process each, CUDA IPC between those of a GPU, NCCL between the GPUs' leaders).
+// Usage: gmi.test.comm_worker tag=T gpus=n per_gpu=m rank=r sizes=a,b,c [rounds=2] [timeout_ms=20000]
+//        [mismatch_rank=-1] [die_rank=-1] [die_round=0]
+// Exit: 0 all sums right (or, when a fault is injected, the expected error seen); 2 wrong sums; 3 unexpected error.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmi/comm/hierarchical.cuh>
+
+namespace {
+__global__ void fill(float* x, std::size_t n, int rank, int round) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) {
+    x[i] = static_cast<float>(rank + 1) + 0.25f * static_cast<float>(i % 7) + static_cast<float>(round);
+  }
+}
+// Every value is a multiple of 0.25 below 2^20, so the sums are exact in fp32 whatever the order.
+__global__ void count_wrong(const float* x, std::size_t n, int ranks, int round, unsigned long long* wrong) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) {
+    const float want = static_cast<float>(ranks * (ranks + 1) / 2) +
+                       static_cast<float>(ranks) * (0.25f * static_cast<float>(i % 7) + static_cast<float>(round));
+    if (x[i] != want) atomicAdd(wrong, 1ull);
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  std::map<std::string, std::string> a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    const auto eq = s.find('=');
+    if (eq != std::string::npos) a[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  auto num = [&](const char* k, long long d) { return a.count(k) ? std::stoll(a[k]) : d; };
+  const std::string tag = a["tag"];
+  const int gpus = static_cast<int>(num("gpus", 1)), per_gpu = static_cast<int>(num("per_gpu", 1));
+  const int rank = static_cast<int>(num("rank", 0)), rounds = static_cast<int>(num("rounds", 2));
+  const int mismatch_rank = static_cast<int>(num("mismatch_rank", -1));
+  const int die_rank = static_cast<int>(num("die_rank", -1)), die_round = static_cast<int>(num("die_round", 0));
+  const auto timeout = gmi::comm::milliseconds(num("timeout_ms", 20000));
+  const bool fault = mismatch_rank >= 0 || die_rank >= 0;
+  std::vector<std::size_t> sizes;
+  {
+    std::stringstream ss(a["sizes"]);
+    for (std::string t; std::getline(ss, t, ',');) sizes.push_back(std::stoull(t));
+  }
+  const int gpu = rank / per_gpu, local = rank % per_gpu, world = gpus * per_gpu;
+  try {
+    GMI_CUDA_TRY(cudaSetDevice(gpu));
+    std::unique_ptr<gmi::comm::nccl_communicator> leaders;
+    std::optional<gmi::comm::nccl_id_exchange> ids;
+    if (gpus > 1 && local == 0) {
+      gmi::comm::nccl_id id;
+      if (gpu == 0) {
+        ids = gmi::comm::nccl_id_exchange::create(tag + "-ncclid");
+        id = gmi::comm::nccl_id::generate();
+        ids->publish(id, 1);
+      } else {
+        ids = gmi::comm::nccl_id_exchange::open(tag + "-ncclid", timeout);
+        id = ids->receive(1, timeout);
+      }
+      leaders = std::make_unique<gmi::comm::nccl_communicator>(gpus, id, gpu, gmi::comm::nccl_options{timeout});
+    }
+    gmi::cuda::stream stream;
+    gmi::cuda::device_buffer<unsigned long long> wrong(1);
+    std::size_t total_wrong = 0;
+    for (std::size_t s = 0; s < sizes.size(); ++s) {
+      const std::size_t count = sizes[s] + (rank == mismatch_rank ? 1 : 0);
+      gmi::cuda::device_buffer<float> buf(count);
+      gmi::comm::hierarchical_options o;
+      o.tag = tag + "-g" + std::to_string(gpu) + "-s" + std::to_string(s);
+      o.local_rank = local;
+      o.local_size = per_gpu;
+      o.mode = gmi::comm::sharing::ipc;
+      o.timeout = timeout;
+      gmi::comm::hierarchical_allreduce h(o, buf.data(), count, leaders.get());
+      for (int round = 0; round < rounds; ++round) {
+        if (rank == die_rank && round == die_round) ::raise(SIGKILL);
+        fill<<<256, 256, 0, stream>>>(buf.data(), count, rank, round);
+        h.allreduce(stream);
+        wrong.fill_bytes(0, stream);
+        count_wrong<<<256, 256, 0, stream>>>(buf.data(), count, world, round, wrong.data());
+        unsigned long long w = 0;
+        GMI_CUDA_TRY(cudaMemcpyAsync(&w, wrong.data(), sizeof w, cudaMemcpyDeviceToHost, stream));
+        stream.synchronize();
+        if (w) std::fprintf(stderr, "[worker %d] %zu floats round %d: %llu wrong\n", rank, count, round, w);
+        total_wrong += w;
+      }
+      // Nobody frees a buffer another GMI of the GPU still maps: a world-wide step before the next size.
+      std::vector<float> one(1, 1.f);
+      static std::optional<gmi::comm::ip_allreduce> world_group;
+      if (!world_group) {
+        world_group = rank == 0 ? gmi::comm::ip_allreduce::create(tag + "-world", world, 64)
+                                : gmi::comm::ip_allreduce::open(tag + "-world", rank, timeout);
+      }
+      world_group->allreduce<float>(one, timeout);
+    }
+    if (fault) {
+      std::fprintf(stderr, "[worker %d] no error although a fault was injected\n", rank);
+      return 3;
+    }
+    return total_wrong ? 2 : 0;
+  } catch (const gmi::error& e) {
+    std::fprintf(stderr, "[worker %d] %s\n", rank, e.what());
+    return fault ? 0 : 3;
+  }
+}

@@ -1,0 +1,79 @@
+// n GPUs x m GMIs (GMI_TEST_GPUS = n): the hierarchical allreduce against the exact reference sum for sizes
+// from 4 bytes to 256 MB (odd sizes included), a "two-host" run with NCCL on its socket transport, and faults.
+#include <doctest/doctest.h>
+
+#include "spawn_util.hpp"
+
+#include <gmi/comm/shm_segment.hpp>
+
+using namespace std::chrono_literals;
+
+#define GMI_STR2(x) #x
+#define GMI_STR(x) GMI_STR2(x)
+#define GMI_NAME(rest) "comm_multigpu" GMI_STR(GMI_TEST_GPUS) rest
+
+namespace {
+constexpr int gpus = GMI_TEST_GPUS;
+// Floats: 4 B, 12 B, 4 KB + 4, odd, 1 MB + 20, 16 MB, 256 MB.
+const std::string all_sizes = "1,3,1025,4097,262149,4194304,67108864";
+}  // namespace
+
+TEST_SUITE("multigpu") {
+TEST_CASE(GMI_NAME(".hierarchical.matches_reference") * doctest::timeout(600)) {
+  for (int m : {1, 2, 4}) {
+    CAPTURE(gpus);
+    CAPTURE(m);
+    const auto r = gmi_test::run_workers(gmi_test::hier_args(gmi::comm::unique_tag("mg"), gpus, m, all_sizes), {}, 300s);
+    for (int c : r.codes) CHECK(c == 0);
+  }
+}
+
+TEST_CASE(GMI_NAME(".hierarchical.two_hosts_over_sockets") * doctest::timeout(600)) {
+  // Each GPU a "host": NCCL's socket transport over loopback, and distinct host ids so NCCL treats the GPUs
+  // as separate nodes. cuda-notes 4: NVIDIA/nccl#2057 may break this combination; the next subcase keeps
+  // only the distinct host ids.
+  const int m = 2;
+  for (bool sockets : {true, false}) {
+    CAPTURE(sockets);
+    std::vector<std::vector<std::string>> env;
+    for (int r = 0; r < gpus * m; ++r) {
+      std::vector<std::string> e{"NCCL_HOSTID=gmi-host-" + std::to_string(r / m)};
+      if (sockets) {
+        for (const char* v : {"NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1", "NCCL_NET=Socket", "NCCL_SOCKET_IFNAME=lo"})
+          e.emplace_back(v);
+      }
+      env.push_back(e);
+    }
+    const auto r = gmi_test::run_workers(
+        gmi_test::hier_args(gmi::comm::unique_tag(sockets ? "sock" : "hostid"), gpus, m, "1,4097,262149,4194304"), env,
+        300s);
+    for (int c : r.codes) CHECK(c == 0);
+  }
+}
+
+TEST_CASE(GMI_NAME(".hierarchical.sizes_that_differ_across_gpus") * doctest::timeout(120)) {
+  // The leader of the last GPU has one float more: every GMI of every GPU gets an error.
+  const int m = 2;
+  const auto r = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("mgmis"), gpus, m, "1000",
+                          {"mismatch_rank=" + std::to_string((gpus - 1) * m), "timeout_ms=10000"}),
+      {}, 90s);
+  for (int c : r.codes) CHECK(c == 0);
+  CHECK(r.seconds < 60);
+}
+
+TEST_CASE(GMI_NAME(".hierarchical.leader_killed_mid_collective") * doctest::timeout(120)) {
+  const int m = 2;
+  const int victim = (gpus - 1) * m;  // the last GPU's leader, inside NCCL's collective
+  const auto r = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("mgdie"), gpus, m, "4194304",
+                          {"die_rank=" + std::to_string(victim), "die_round=1", "rounds=3", "timeout_ms=10000"}),
+      {}, 90s);
+  for (int i = 0; i < static_cast<int>(r.codes.size()); ++i) {
+    CAPTURE(i);
+    if (i == victim) CHECK(r.codes[i] == -SIGKILL);
+    else CHECK(r.codes[i] == 0);  // every survivor saw an error (NCCL abort or broken group), none hung
+  }
+  CHECK(r.seconds < 60);
+}
+}
