@@ -2,10 +2,15 @@
 
 #include <gmi/agents/gaussian_mlp.hpp>
 #include <gmi/envs/cartpole.hpp>
+#include <gmi/rl/checkpoint.hpp>
 #include <gmi/rl/ppo.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 using net = gmi::agents::gaussian_mlp<>::network<4, 1>;
@@ -74,5 +79,42 @@ TEST_SUITE("cpu") {
     }
     MESSAGE("best mean return " << best << " after " << t.iteration() << " iterations");
     CHECK(best >= 450);
+  }
+}
+
+TEST_SUITE("cpu") {
+  TEST_CASE("ppo.checkpoint.resume_continues_the_same_curve") {
+    const auto path = std::filesystem::temp_directory_path() / ("gmi-ppo-" + std::to_string(::getpid()) + ".gmi");
+    trainer straight(64, 3, small_config());
+    for (int i = 0; i < 5; ++i) straight.iterate();
+
+    trainer first(64, 3, small_config());
+    for (int i = 0; i < 2; ++i) first.iterate();
+    gmi::rl::save(first.save_state(), path);
+    trainer resumed(64, 3, small_config());
+    resumed.load_state(gmi::rl::load(path));
+    CHECK(resumed.iteration() == 2);
+    for (int i = 0; i < 3; ++i) resumed.iterate();
+    CHECK(params_of(resumed) == params_of(straight));
+    CHECK(resumed.losses().value_loss == straight.losses().value_loss);
+    std::filesystem::remove(path);
+  }
+
+  TEST_CASE("ppo.checkpoint.refuses_another_configuration") {
+    trainer a(64, 3, small_config());
+    a.iterate();
+    const auto ck = a.save_state();
+    trainer other(32, 3, small_config());
+    CHECK_THROWS_WITH_AS(other.load_state(ck), "checkpoint num_envs: got 64, need 32 (this run's number of environments)",
+                         gmi::config_error);
+  }
+
+  TEST_CASE("ppo.checkpoint.policy_tensors_have_pytorch_shapes") {
+    trainer a(64, 3, small_config());
+    const auto ck = a.policy_tensors();
+    CHECK(ck.at("body.0.weight").shape == std::vector<std::uint64_t>{32, 4});
+    CHECK(ck.at("body.1.weight").shape == std::vector<std::uint64_t>{32, 32});
+    CHECK(ck.at("heads.weight").shape == std::vector<std::uint64_t>{2, 32});
+    CHECK(ck.at("log_std").count() == 1);
   }
 }

@@ -36,6 +36,8 @@ TEST_SUITE("gpu") {
     CHECK(std::isfinite(a.value_loss));
   }
 
+  TEST_CASE("ppo_gpu.resume_continues_the_same_curve" * doctest::timeout(120)) { CHECK(gpu_resume_matches_straight_run()); }
+
   TEST_CASE("ppo_gpu.solves_cartpole" * doctest::timeout(300)) {
     const auto r = run_cartpole_ppo(true, 512, 1, 400, 8192, 8, true);
     MESSAGE("GPU PPO: best mean return " << r.best_return << " after " << r.iterations << " iterations");

@@ -57,6 +57,19 @@ ppo_run_result run(const Policy& policy, int num_envs, unsigned long long seed, 
 }
 }  // namespace
 
+bool gpu_resume_matches_straight_run() {
+  gmi::cuda::stream s;
+  const gmi::exec::cuda on{.stream = s.get()};
+  gmi::rl::ppo_config c;
+  gmi::rl::ppo_trainer<gmi::envs::cartpole, net, gmi::exec::cuda> straight(512, 4, c, {}, on), first(512, 4, c, {}, on),
+      resumed(512, 4, c, {}, on);
+  for (int i = 0; i < 6; ++i) straight.iterate();
+  for (int i = 0; i < 3; ++i) first.iterate();
+  resumed.load_state(first.save_state());
+  for (int i = 0; i < 3; ++i) resumed.iterate();
+  return straight.save_state().get_f32("policy.params") == resumed.save_state().get_f32("policy.params");
+}
+
 ppo_run_result run_cartpole_ppo(bool on_gpu, int num_envs, unsigned long long seed, int iterations, int minibatch,
                                 int epochs, bool stop_when_solved) {
   if (on_gpu) {

@@ -14,3 +14,6 @@ struct ppo_run_result {
 // iterations of PPO on Cartpole; on_gpu false runs the same on host threads.
 ppo_run_result run_cartpole_ppo(bool on_gpu, int num_envs, unsigned long long seed, int iterations, int minibatch,
                                 int epochs, bool stop_when_solved);
+
+// 6 iterations straight vs 3, save_state, load_state into a fresh trainer, 3 more: the same weights?
+bool gpu_resume_matches_straight_run();

@@ -146,6 +146,34 @@ class adam<exec::cuda> {
   [[nodiscard]] device_span<const float> first_moment() const noexcept { return {m_.data(), n_}; }
   [[nodiscard]] device_span<const float> second_moment() const noexcept { return {v_.data(), n_}; }
 
+  // Moments, step and lr, read after the queued work (waits for the stream).
+  [[nodiscard]] adam_state export_state() const {
+    adam_state s;
+    s.m.resize(n_);
+    s.v.resize(n_);
+    detail::adam_device_state st{};
+    GMI_CUDA_TRY(cudaMemcpyAsync(s.m.data(), m_.data(), n_ * sizeof(float), cudaMemcpyDeviceToHost, policy_.stream));
+    GMI_CUDA_TRY(cudaMemcpyAsync(s.v.data(), v_.data(), n_ * sizeof(float), cudaMemcpyDeviceToHost, policy_.stream));
+    GMI_CUDA_TRY(cudaMemcpyAsync(&st, state_.data(), sizeof st, cudaMemcpyDeviceToHost, policy_.stream));
+    GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
+    s.step = st.step;
+    s.lr = st.lr;
+    return s;
+  }
+  void import_state(const adam_state& s) {
+    gmi::require(s.m.size() == n_ && s.v.size() == n_, "adam state: moment sizes", s.m.size(), "== " + std::to_string(n_));
+    detail::adam_device_state st{};
+    st.lr = s.lr;
+    st.step = s.step;
+    st.scale = 1.0f;
+    GMI_CUDA_TRY(cudaMemcpyAsync(m_.data(), s.m.data(), n_ * sizeof(float), cudaMemcpyHostToDevice, policy_.stream));
+    GMI_CUDA_TRY(cudaMemcpyAsync(v_.data(), s.v.data(), n_ * sizeof(float), cudaMemcpyHostToDevice, policy_.stream));
+    GMI_CUDA_TRY(cudaMemcpyAsync(state_.data(), &st, sizeof st, cudaMemcpyHostToDevice, policy_.stream));
+    GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
+    config_.lr = s.lr;
+    steps_ = s.step;
+  }
+
  private:
   adam_config config_;
   exec::cuda policy_;

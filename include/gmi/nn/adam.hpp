@@ -57,6 +57,13 @@ GMI_HD inline void adam_element(float& p, float g, float& m, float& v, float lr,
 }
 }  // namespace detail
 
+// Everything an Adam optimizer needs to continue exactly where it stopped (what a checkpoint stores).
+struct adam_state {
+  std::vector<float> m, v;  // first and second moments
+  std::int64_t step = 0;    // t of the bias corrections
+  float lr = 0;
+};
+
 template <class Policy>
 class adam {
   static_assert(!std::is_same_v<Policy, Policy>,
@@ -103,6 +110,16 @@ class adam<exec::host> {
   [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
   [[nodiscard]] host_span<const float> first_moment() const noexcept { return {m_.data(), m_.size()}; }
   [[nodiscard]] host_span<const float> second_moment() const noexcept { return {v_.data(), v_.size()}; }
+
+  [[nodiscard]] adam_state export_state() const { return {m_, v_, steps_, config_.lr}; }
+  void import_state(const adam_state& s) {
+    gmi::require(s.m.size() == m_.size() && s.v.size() == v_.size(), "adam state: moment sizes", s.m.size(),
+                 "== " + std::to_string(m_.size()));
+    m_ = s.m;
+    v_ = s.v;
+    steps_ = s.step;
+    set_lr(s.lr);
+  }
 
  private:
   adam_config config_;

@@ -46,6 +46,9 @@ struct run_options {
   double serve_seconds = 3.0;
   int serve_steps_per_launch = 100;
   bool quiet = false;
+  std::string checkpoint_path;  // save here (and <path>.safetensors with the policy's weights)
+  int checkpoint_every = 0;     // iterations between saves; 0: at the end only
+  std::string resume_path;
   rl::ppo_config ppo;
 };
 
@@ -146,11 +149,33 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
               Pipeline::layout_type::name, Pipeline::partition_type::name, device_text.c_str(), o.num_envs,
               static_cast<unsigned long long>(o.seed));
 
-  engine trainer(o.num_envs, o.seed, o.ppo, typename Env::params{}, policy);
+  // The two lower tiers are measured on engines of their own, so the training run starts from the seed's state.
   const double tier_seconds = Pipeline::layout_type::trains ? 0.3 : o.serve_seconds;
   const double env_rate = measure_env_tier<Env>(o.num_envs, o.seed, policy, tier_seconds);
-  const double serve_rate = measure_serve_tier(trainer, o.serve_steps_per_launch, tier_seconds);
-  trainer.episodes();  // the tier runs' episodes are not the training curve
+  const double serve_rate = [&] {
+    engine tier(o.num_envs, o.seed, o.ppo, typename Env::params{}, policy);
+    return measure_serve_tier(tier, o.serve_steps_per_launch, tier_seconds);
+  }();
+  engine trainer(o.num_envs, o.seed, o.ppo, typename Env::params{}, policy);
+  std::uint64_t resumed_at = 0;
+  if (!o.resume_path.empty()) {
+    trainer.load_state(rl::load(o.resume_path));
+    resumed_at = trainer.iteration();
+    std::printf("gmi: resumed from %s at iteration %llu\n", o.resume_path.c_str(),
+                static_cast<unsigned long long>(resumed_at));
+  }
+  auto save_checkpoint = [&] {
+    if (o.checkpoint_path.empty()) return;
+    rl::checkpoint ck = trainer.save_state();
+    ck.meta["git"] = run.git;
+    ck.meta["run_id"] = run.run_id;
+    rl::save(ck, o.checkpoint_path);
+    rl::export_safetensors(trainer.policy_tensors(), o.checkpoint_path + ".safetensors");
+    if (!o.quiet) {
+      std::printf("gmi: checkpoint %s (+ .safetensors) at iteration %llu\n", o.checkpoint_path.c_str(),
+                  static_cast<unsigned long long>(trainer.iteration()));
+    }
+  };
   nlohmann::json base = {{"run_id", run.run_id}, {"task", task},          {"impl", "gmi"},
                          {"device", run.device}, {"num_envs", o.num_envs}, {"seed", o.seed},
                          {"layout", Pipeline::layout_type::name}, {"partition", Pipeline::partition_type::name},
@@ -172,7 +197,10 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
     std::string stop_reason = "step limit";
     for (;;) {
       trainer.iterate();
-      const double steps = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration();
+      if (o.checkpoint_every > 0 && trainer.iteration() % static_cast<std::uint64_t>(o.checkpoint_every) == 0) {
+        save_checkpoint();
+      }
+      const double steps = static_cast<double>(trainer.iteration() - resumed_at) * trainer.samples_per_iteration();
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const bool limit = steps >= o.max_env_steps || elapsed >= o.max_seconds;
       const int sig = stop_signal.load();
@@ -226,6 +254,7 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
                       {"env_steps", steps}, {"wall_s", now}, {"mean_return", std::isfinite(last_mean) ? nlohmann::json(last_mean) : nlohmann::json()},
                       {"train_samples_per_s", rate}});
           log.write(end);
+          save_checkpoint();
           std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", stop_reason.c_str(),
                       metrics::si(steps).c_str(), now, std::isfinite(last_mean) ? metrics::si(last_mean).c_str() : "-",
                       std::isfinite(target) ? metrics::si(target).c_str() : "none");
@@ -274,6 +303,9 @@ int run(int argc, char** argv) {
   std::string schedule = "adaptive";
   app.add_option("--lr-schedule", schedule, "learning-rate schedule")->check(CLI::IsMember({"constant", "adaptive"}))->capture_default_str();
   app.add_flag("--quiet", o.quiet, "no progress lines");
+  app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
+  app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(CLI::NonNegativeNumber);
+  app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint")->check(CLI::ExistingFile);
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
   o.ppo.schedule = schedule == "adaptive" ? rl::lr_schedule::adaptive_kl : rl::lr_schedule::constant;
 

@@ -319,6 +319,16 @@ class env_batch {
             params_, seed_, n_};
   }
 
+  // Calls f(name, span) for every array that makes up the environments' state (what a checkpoint stores to
+  // continue the same trajectories): states, RNG counters, episode lengths and running returns.
+  template <class F>
+  void visit_state(F&& f) {
+    f("env.state_words", span<std::uint32_t>(states_.data(), states_.size()));
+    f("env.rng_blocks", span<std::uint64_t>(rng_blocks_.data(), rng_blocks_.size()));
+    f("env.lengths", span<std::int32_t>(lengths_.data(), lengths_.size()));
+    f("env.returns", span<float>(returns_.data(), returns_.size()));
+  }
+
   // Starts a new episode in every environment and writes the first observations (num_envs x obs_dim).
   // The RNG streams continue where they were, so a reset after some steps gives new initial states.
   void reset(span<float> obs, CUstream_st* stream = nullptr) {

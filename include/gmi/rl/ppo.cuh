@@ -145,6 +145,11 @@ struct ppo_device_ops {
     if (graph) cudaGraphExecDestroy(graph);
   }
 
+  void set_iteration(trainer& t, std::uint64_t value) {
+    GMI_CUDA_TRY(cudaMemcpyAsync(iteration.data(), &value, sizeof value, cudaMemcpyHostToDevice, t.policy_.stream));
+    GMI_CUDA_TRY(cudaStreamSynchronize(t.policy_.stream));
+  }
+
   static constexpr std::size_t shared_bytes() {
     return params_in_shared<Net> ? Net::param_count * sizeof(float) : 0;
   }
@@ -194,7 +199,7 @@ struct ppo_device_ops {
         }
       }
     }
-    t.obs_norm_.update(device_span<const float>(t.obs_.data(), t.obs_.size()));
+    t.update_statistics();
     ppo_count_iteration_kernel<<<1, 1, 0, s>>>(iteration.data());
     GMI_CUDA_TRY(cudaGetLastError());
   }

@@ -23,6 +23,7 @@
 #include <gmi/nn/adam.hpp>
 #include <gmi/nn/mlp.hpp>
 #include <gmi/nn/normalizer.hpp>
+#include <gmi/rl/checkpoint.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/ppo_config.hpp>
 #include <gmi/rl/ppo_steps.hpp>
@@ -90,6 +91,7 @@ class ppo_trainer {
         minibatch_(std::min<std::size_t>(static_cast<std::size_t>(config.minibatch), total_)),
         minibatches_((total_ + minibatch_ - 1) / minibatch_),
         obs_norm_(obs_dim, nn::normalizer_config{}, policy),
+        value_norm_(1, nn::normalizer_config{1e6f, 1e-5f}, policy),
         adam_(nn::adam_config{config.learning_rate, 0.9f, 0.999f, 1e-8f,
                               config.max_grad_norm > 0 ? std::optional<float>(config.max_grad_norm) : std::nullopt},
               Net::param_count, policy) {
@@ -193,10 +195,83 @@ class ppo_trainer {
   [[nodiscard]] adam_type& optimizer() noexcept { return adam_; }
   [[nodiscard]] env_batch<E, P>& envs() noexcept { return envs_; }
 
+  // The whole training state: weights, Adam, normalizers, every environment's state and RNG counter, the policy's
+  // sampling counters and the iteration count. Loading it into a trainer built with the same task, network and
+  // num_envs continues the same curve (bit for bit on one backend). Waits for queued work.
+  [[nodiscard]] checkpoint save_state() {
+    synchronize();
+    checkpoint ck;
+    ck.meta = {{"format", "gmi ppo trainer"},  {"task", task_name()},       {"obs_dim", obs_dim},
+               {"act_dim", act_dim},            {"param_count", param_count}, {"num_envs", n_},
+               {"seed", seed_},                 {"iteration", iteration_},    {"horizon", config_.horizon},
+               {"backend", P::on_device ? "cuda" : "host"}};
+    ck.add("policy.params", to_host(params_.data(), params_.size()));
+    const nn::adam_state a = adam_.export_state();
+    ck.add("adam.m", a.m);
+    ck.add("adam.v", a.v);
+    ck.add_scalar<std::int64_t>("adam.step", a.step);
+    ck.add_scalar<float>("adam.lr", a.lr);
+    ck.add("obs_norm.stats", to_host(obs_norm_.stats().data(), obs_norm_.stats().size()));
+    ck.add("value_norm.stats", to_host(value_norm_.stats().data(), value_norm_.stats().size()));
+    envs_.visit_state([&](const char* name, auto span) { ck.add(name, to_host(span.data(), span.size())); });
+    ck.add("policy.rng_blocks", to_host(policy_rng_.data(), policy_rng_.size()));
+    ck.add("policy.current_obs", to_host(current_obs_.data(), current_obs_.size()));
+    ck.add_scalar<std::uint64_t>("trainer.iteration", iteration_);
+    return ck;
+  }
+
+  void load_state(const checkpoint& ck) {
+    auto need = [&](const char* key, auto value, const char* why) {
+      if (!ck.meta.contains(key) || ck.meta[key] != nlohmann::json(value)) {
+        throw gmi::config_error(std::string("checkpoint ") + key + ": got " +
+                                (ck.meta.contains(key) ? ck.meta[key].dump() : std::string("nothing")) + ", need " +
+                                std::to_string(value) + " (" + why + ")");
+      }
+    };
+    need("obs_dim", obs_dim, "this task's observation size");
+    need("act_dim", act_dim, "this task's action size");
+    need("param_count", param_count, "the network this program was built with");
+    need("num_envs", n_, "this run's number of environments");
+    synchronize();
+    from_host(params_.data(), ck.get<float>("policy.params", params_.size(), "the network this program was built with"));
+    adam_.import_state({ck.get<float>("adam.m", params_.size()), ck.get<float>("adam.v", params_.size()),
+                        ck.get_scalar<std::int64_t>("adam.step"), ck.get_scalar<float>("adam.lr")});
+    assign_stats(obs_norm_, ck.get<double>("obs_norm.stats", obs_norm_.stats().size()));
+    assign_stats(value_norm_, ck.get<double>("value_norm.stats", value_norm_.stats().size()));
+    envs_.visit_state([&](const char* name, auto span) {
+      using T = std::remove_cv_t<typename decltype(span)::element_type>;
+      from_host(span.data(), ck.get<T>(name, span.size(), "this run's number of environments"));
+    });
+    from_host(policy_rng_.data(), ck.get<std::uint64_t>("policy.rng_blocks", policy_rng_.size()));
+    from_host(current_obs_.data(), ck.get<float>("policy.current_obs", current_obs_.size()));
+    iteration_ = ck.get_scalar<std::uint64_t>("trainer.iteration");
+    if constexpr (P::on_device) device_->set_iteration(*this, iteration_);
+    synchronize();
+  }
+
+  // The policy's weights as PyTorch-style named tensors (body.<l>.weight [out, in], body.<l>.bias, heads.weight
+  // [act + 1, hidden] (mean rows, then the value row), heads.bias, log_std), for export_safetensors.
+  [[nodiscard]] checkpoint policy_tensors() {
+    using layers = typename Net::net::layers;
+    const std::vector<float> p = to_host(params_.data(), params_.size());
+    checkpoint ck;
+    ck.meta = {{"format", "pt"}, {"task", task_name()}, {"layout", "weight [out, in] row-major; heads = mean rows then value"}};
+    for (int l = 0; l < layers::count; ++l) {
+      const int in = layers::width(l), out = layers::width(l + 1);
+      const std::string base = l + 1 == layers::count ? std::string("heads") : "body." + std::to_string(l);
+      ck.add(base + ".weight", std::vector<float>(p.begin() + layers::weight_offset(l), p.begin() + layers::weight_offset(l) + in * out),
+             {static_cast<std::uint64_t>(out), static_cast<std::uint64_t>(in)});
+      ck.add(base + ".bias", std::vector<float>(p.begin() + layers::bias_offset(l), p.begin() + layers::bias_offset(l) + out));
+    }
+    ck.add("log_std", std::vector<float>(p.begin() + Net::log_std_offset, p.begin() + Net::log_std_offset + act_dim));
+    return ck;
+  }
+
   // The view a fused kernel or host loop collects through (valid while *this lives).
   [[nodiscard]] ppo_rollout_view<E, Net> rollout_view() const {
     auto* self = const_cast<ppo_trainer*>(this);
-    return {envs_.view(),        obs_norm_.view(),          self->current_obs_.data(), self->obs_.data(),
+    return {envs_.view(),        obs_norm_.view(),          value_norm_.view(),       config_.normalize_value,
+            self->current_obs_.data(), self->obs_.data(),
             self->actions_.data(), self->log_probs_.data(), self->values_.data(),    self->rewards_.data(),
             self->ends_.data(),  self->advantages_.data(),  self->returns_.data(),   self->policy_rng_.data(),
             detail::policy_stream_seed(seed_), static_cast<int>(n_), config_.horizon, config_.gamma, config_.lambda,
@@ -215,6 +290,8 @@ class ppo_trainer {
             returns_.data(),
             advantage_stats_.data(),
             obs_norm_.view(),
+            value_norm_.view(),
+            config_.normalize_value,
             static_cast<std::uint32_t>(total_),
             detail::shuffle_stream_seed(seed_),
             it * static_cast<std::uint64_t>(config_.epochs) + static_cast<std::uint64_t>(epoch),
@@ -231,6 +308,42 @@ class ppo_trainer {
  private:
   friend struct detail::ppo_device_ops<E, Net>;
   static constexpr std::size_t host_chunk = 64;  // samples per host gradient row: fixed, so sums do not depend on threads
+
+  static std::string task_name() {
+    if constexpr (requires { E::name; }) return E::name;
+    else return "custom";
+  }
+
+  template <class T>
+  std::vector<T> to_host(const T* p, std::size_t n) {
+    std::vector<T> out(n);
+    if constexpr (P::on_device) {
+      GMI_CUDA_TRY(cudaMemcpyAsync(out.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost, policy_.stream));
+      GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
+    } else {
+      std::copy(p, p + n, out.begin());
+    }
+    return out;
+  }
+  template <class T>
+  void from_host(T* p, const std::vector<T>& values) {
+    if constexpr (P::on_device) {
+      GMI_CUDA_TRY(cudaMemcpyAsync(p, values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice, policy_.stream));
+      GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
+    } else {
+      std::copy(values.begin(), values.end(), p);
+    }
+  }
+  void assign_stats(normalizer_type& norm, const std::vector<double>& record) {
+    if constexpr (P::on_device) {
+      cuda::device_buffer<double> d(record.size());
+      from_host(d.data(), record);
+      norm.assign(device_span<const double>(d.data(), d.size()));
+      GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
+    } else {
+      norm.assign(host_span<const double>(record.data(), record.size()));
+    }
+  }
 
   float current_learning_rate() {
     if constexpr (P::on_device) {
@@ -282,7 +395,15 @@ class ppo_trainer {
         }
       }
     }
-    obs_norm_.update(host_span<const float>(obs_.data(), obs_.size()));
+    update_statistics();
+  }
+
+  // After the update: the observation and return statistics take in this rollout (frozen during it, so
+  // collection and update saw the same normalization).
+  void update_statistics() {
+    using cspan = memory_span<const float, memory_space>;
+    if (config_.normalize_obs) obs_norm_.update(cspan(obs_.data(), obs_.size()));
+    if (config_.normalize_value) value_norm_.update(cspan(returns_.data(), returns_.size()));
   }
 
   ppo_config config_;
@@ -291,6 +412,7 @@ class ppo_trainer {
   env_batch<E, P> envs_;
   std::size_t n_, total_, minibatch_, minibatches_;
   normalizer_type obs_norm_;
+  normalizer_type value_norm_;
   adam_type adam_;
   array<float> params_, current_obs_, obs_, actions_, log_probs_, values_, rewards_, advantages_, returns_;
   array<std::uint8_t> ends_;

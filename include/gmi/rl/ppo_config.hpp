@@ -25,6 +25,7 @@ struct ppo_config {
   float value_clip = 0.2f;
   bool normalize_advantage = true;  // over the whole rollout
   bool normalize_obs = true;        // running mean/std of observations
+  bool normalize_value = true;      // the value head predicts returns normalized by their running mean/std
   bool bootstrap_truncation = true; // reward += gamma * V(final state) when the time limit cuts an episode
   // rl_games' default for Isaac Gym tasks: the step size follows the policy's KL (/1.5 above 2x target, *1.5
   // below target/2). lr_schedule::constant with learning_rate 3e-4 is the anchor's setting.

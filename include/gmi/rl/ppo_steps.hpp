@@ -30,6 +30,8 @@ struct ppo_rollout_view {
 
   env_batch_view<E> env;
   nn::normalizer_view obs_norm;
+  nn::normalizer_view value_norm;  // the value head predicts normalized returns when normalize_value is set
+  bool normalize_value;
   float* current_obs;  // [num_envs][obs_dim], raw
   float* obs;          // [horizon][num_envs][obs_dim], raw
   float* actions;      // [horizon][num_envs][act_dim]
@@ -47,6 +49,9 @@ struct ppo_rollout_view {
   float lambda;
   bool bootstrap_truncation;
 
+  // The value in return units.
+  GMI_HD float value_of(float head) const { return normalize_value ? value_norm.denormalize(0, head) : head; }
+
   GMI_HD void collect(std::size_t i, const float* params) const {
     float o[obs_dim], on[obs_dim], a[act_dim], mu[act_dim], final_obs[obs_dim];
     for (int k = 0; k < obs_dim; ++k) o[k] = current_obs[i * obs_dim + k];
@@ -61,14 +66,14 @@ struct ppo_rollout_view {
       for (int k = 0; k < obs_dim; ++k) obs[at * obs_dim + k] = o[k];
       for (int k = 0; k < act_dim; ++k) actions[at * act_dim + k] = a[k];
       log_probs[at] = logp;
-      values[at] = v;
+      values[at] = value_of(v);
       const step_result s = env.step_one(i, a, o, final_obs);
       float reward = s.reward;
       if (s.truncated && bootstrap_truncation) {
         float fn[obs_dim], fmu[act_dim], fv;
         obs_norm.normalize(final_obs, fn);
         Net::forward(params, fn, fmu, &fv);
-        reward += gamma * fv;
+        reward += gamma * value_of(fv);
       }
       rewards[at] = reward;
       ends[at] = (s.terminated || s.truncated) ? 1 : 0;
@@ -76,7 +81,7 @@ struct ppo_rollout_view {
     obs_norm.normalize(o, on);
     float v_last;
     Net::forward(params, on, mu, &v_last);
-    values[static_cast<std::size_t>(horizon) * n + i] = v_last;
+    values[static_cast<std::size_t>(horizon) * n + i] = value_of(v_last);
     for (int k = 0; k < obs_dim; ++k) current_obs[i * obs_dim + k] = o[k];
     policy_rng_blocks[i] = r.block();
     gae_column(static_cast<int>(i), num_envs, horizon, gamma, lambda, rewards, ends, values, advantages, returns);
@@ -112,6 +117,8 @@ struct ppo_minibatch_view {
   const float* returns;
   const float* advantage_stats;  // mean, 1 / (std + 1e-8) of the whole rollout (used if normalize_advantage)
   nn::normalizer_view obs_norm;
+  nn::normalizer_view value_norm;
+  bool normalize_value;
   std::uint32_t total;           // horizon * num_envs
   std::uint64_t shuffle_seed;
   std::uint64_t shuffle_round;   // a new permutation every epoch
@@ -134,9 +141,12 @@ struct ppo_minibatch_view {
     Net::forward(params, on, mu, &v, acts);
     float advantage = advantages[j];
     if (normalize_advantage) advantage = (advantage - advantage_stats[0]) * advantage_stats[1];
+    // With value normalization the loss compares the head with normalized targets (rl_games' normalize_value).
+    const float old_value = normalize_value ? value_norm.normalize(0, values[j]) : values[j];
+    const float target = normalize_value ? value_norm.normalize(0, returns[j]) : returns[j];
     const ppo_sample_terms t = ppo_sample_gradient<act_dim>(
-        actions + static_cast<std::size_t>(j) * act_dim, mu, Net::log_std(params), v, log_probs[j], values[j],
-        advantage, returns[j], clip, value_coef, entropy_coef, clip_value, value_clip, scale, d_mu, d_log_std, &d_value);
+        actions + static_cast<std::size_t>(j) * act_dim, mu, Net::log_std(params), v, log_probs[j], old_value,
+        advantage, target, clip, value_coef, entropy_coef, clip_value, value_clip, scale, d_mu, d_log_std, &d_value);
     Net::backward(params, on, acts, d_mu, d_value, d_log_std, grads, dz, nullptr, add);
     add(terms + term_policy, scale * t.policy_loss);
     add(terms + term_value, scale * t.value_loss);
