@@ -14,6 +14,7 @@
 #include <gmi/cuda/graph.hpp>
 #include <gmi/exec/cuda.cuh>
 #include <gmi/nn/mlp.cuh>
+#include <gmi/nn/normalizer.cuh>
 #include <gmi/nn/normalizer.hpp>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/ppo.hpp>
