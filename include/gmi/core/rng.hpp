@@ -74,7 +74,10 @@ class rng {
       buffer_ = next_block();
       used_ = 0;
     }
-    return buffer_.v[used_++];
+    // Selects instead of buffer_.v[used_]: a run-time index into a register array sends it to local memory.
+    const std::uint32_t x = used_ == 0 ? buffer_.v[0] : used_ == 1 ? buffer_.v[1] : used_ == 2 ? buffer_.v[2] : buffer_.v[3];
+    ++used_;
+    return x;
   }
 
   GMI_HD float uniform() { return u32_to_unit(next_u32()); }
