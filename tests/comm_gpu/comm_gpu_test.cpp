@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <string>
 
 #include "kernels.hpp"
 #include "spawn_util.hpp"
@@ -32,8 +33,10 @@ TEST_CASE("comm_gpu.hierarchical.green_context_threads" * doctest::timeout(120))
     std::string error;
     CAPTURE(m);
     CHECK(gmi_test::threads_hierarchical(m, (1 << 18) + 3, 3, green, error) == 0);
-    CHECK(error.empty());
-    MESSAGE("GMI threads ran in " << (green ? "green contexts" : "the primary context (no green contexts here)"));
+    CHECK_MESSAGE(error.empty(), "errors of the GMI threads: " << error);
+    // std::string: doctest prints a const char* as a pointer.
+    MESSAGE("GMI threads ran in "
+            << std::string(green ? "green contexts" : "the primary context (no green contexts here)"));
   }
 }
 

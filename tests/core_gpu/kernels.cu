@@ -10,7 +10,7 @@ namespace gmi_test {
 namespace {
 
 __global__ void draw_kernel(std::uint64_t seed, std::uint64_t stream, int count, std::uint32_t* u32, float* uniform,
-                            float* normal) {
+                            float* normal, float* uniform_range) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   gmi::rng a(seed, stream);
   for (int i = 0; i < count; ++i) u32[i] = a.next_u32();
@@ -18,6 +18,8 @@ __global__ void draw_kernel(std::uint64_t seed, std::uint64_t stream, int count,
   for (int i = 0; i < count; ++i) uniform[i] = b.uniform();
   gmi::rng c(seed, stream);
   for (int i = 0; i < count; ++i) normal[i] = c.normal();
+  gmi::rng d(seed, stream);
+  for (int i = 0; i < count; ++i) uniform_range[i] = d.uniform(-0.2f, 0.3f);
 }
 
 template <class T>
@@ -34,10 +36,10 @@ device_draws rng_draws_on_device(std::uint64_t seed, std::uint64_t stream, int c
   gmi::cuda::stream s;
   const auto n = static_cast<std::size_t>(count);
   gmi::cuda::device_buffer<std::uint32_t> u32(n);
-  gmi::cuda::device_buffer<float> uniform(n), normal(n);
-  draw_kernel<<<1, 1, 0, s>>>(seed, stream, count, u32.data(), uniform.data(), normal.data());
+  gmi::cuda::device_buffer<float> uniform(n), normal(n), uniform_range(n);
+  draw_kernel<<<1, 1, 0, s>>>(seed, stream, count, u32.data(), uniform.data(), normal.data(), uniform_range.data());
   GMI_CUDA_TRY(cudaGetLastError());
-  return {to_host(u32, s), to_host(uniform, s), to_host(normal, s)};
+  return {to_host(u32, s), to_host(uniform, s), to_host(normal, s), to_host(uniform_range, s)};
 }
 
 std::vector<int> for_each_visits(std::size_t n) {

@@ -1,10 +1,12 @@
-// gmi::rng gives the same stream on host and device: integers and uniforms bit for bit, normals within the
-// math libraries' rounding.
+// gmi::rng gives the same stream on host and device: integers and uniforms (uniform(lo, hi) too) bit for bit,
+// normals within the math libraries' rounding.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <utility>
 
 #include <gmi/core/rng.hpp>
@@ -36,6 +38,24 @@ TEST_SUITE("gpu") {
       float worst = 0;
       for (int i = 0; i < count; ++i) worst = std::max(worst, std::fabs(c.normal() - device.normal[i]));
       CHECK(worst <= 1e-5f);
+
+      gmi::rng d(seed, stream);
+      int range_mismatches = 0, first = -1;
+      float first_host = 0, first_device = 0;
+      for (int i = 0; i < count; ++i) {
+        const float h = d.uniform(-0.2f, 0.3f);
+        if (h != device.uniform_range[i] && first < 0) {
+          first = i;
+          first_host = h;
+          first_device = device.uniform_range[i];
+        }
+        range_mismatches += h != device.uniform_range[i];
+      }
+      char where[160];
+      std::snprintf(where, sizeof where, "uniform(-0.2, 0.3): first mismatch at draw %d: host %.9g, device %.9g", first,
+                    double(first_host), double(first_device));
+      INFO(std::string(where));
+      CHECK(range_mismatches == 0);
     }
   }
 }

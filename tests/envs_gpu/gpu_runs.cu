@@ -25,10 +25,13 @@ void append(std::vector<T>& out, const gmi::cuda::device_buffer<T>& d, cudaStrea
 }
 }  // namespace
 
-trajectory run_gpu(std::string_view task, int n, int steps, std::uint64_t seed, std::uint64_t action_seed) {
+trajectory run_gpu(std::string_view task, int n, int steps, std::uint64_t seed, std::uint64_t action_seed,
+                   int max_steps) {
   return gmi::envs::visit_task(task, [&]<class T>() {
     gmi::cuda::stream stream;
-    gmi::rl::env_batch<T, gmi::exec::cuda> b(n, seed, {}, gmi::exec::cuda{stream.get()});
+    typename T::params params{};
+    if (max_steps > 0) params.max_steps = max_steps;
+    gmi::rl::env_batch<T, gmi::exec::cuda> b(n, seed, params, gmi::exec::cuda{stream.get()});
     gmi::cuda::device_buffer<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
     gmi::cuda::device_buffer<std::uint8_t> te(n), tr(n);
     trajectory out;

@@ -1,5 +1,7 @@
 #include "partition_gpu/kernels.hpp"
 
+#include <gmi/cuda/check.hpp>
+
 namespace {
 
 __global__ void spin_record_sm_kernel(long long cycles, int* sm_of_block) {
@@ -17,8 +19,17 @@ __global__ void spin_record_sm_kernel(long long cycles, int* sm_of_block) {
 
 namespace gmi_test {
 
+constexpr int spin_threads = 128;
+
 void spin_record_sm(cudaStream_t s, int blocks, long long cycles, int* sm_of_block) {
-  spin_record_sm_kernel<<<blocks, 128, 0, s>>>(cycles, sm_of_block);
+  spin_record_sm_kernel<<<blocks, spin_threads, 0, s>>>(cycles, sm_of_block);
+  GMI_CUDA_TRY(cudaGetLastError());
+}
+
+int spin_record_sm_blocks_per_sm() {
+  int blocks = 0;
+  GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, spin_record_sm_kernel, spin_threads, 0));
+  return blocks;
 }
 
 }  // namespace gmi_test

@@ -57,6 +57,10 @@ struct hierarchical_options {
 namespace detail {
 struct hier_member {
   alignas(64) std::atomic<std::uint64_t> ready_gen;
+  // The last generation whose done event this GMI has waited on (enqueued the wait for): after that the leader
+  // may destroy the event. detached: this GMI's handle is gone (it will wait on nothing more).
+  std::atomic<std::uint64_t> consumed_gen;
+  std::atomic<std::uint32_t> detached;
   std::atomic<std::int32_t> pid;
   std::atomic<std::uint32_t> attached;
   std::uint64_t count;
@@ -107,6 +111,33 @@ class hierarchical_allreduce {
   hierarchical_allreduce(const hierarchical_allreduce&) = delete;
   hierarchical_allreduce& operator=(const hierarchical_allreduce&) = delete;
 
+  // The leader owns the done event every member waits on: a member that saw the last generation's done_gen but
+  // has not yet enqueued its cudaStreamWaitEvent would use a destroyed event (cudaErrorInvalidResourceHandle,
+  // or undefined behaviour for an IPC event), so the leader waits until each member has consumed the last
+  // generation or detached (bounded; not when the group is broken or a member died).
+  ~hierarchical_allreduce() {
+    if (!segment_.data()) return;
+    if (is_leader()) {
+      try {
+        bounded_wait(
+            [&] {
+              if (barrier_.broken()) return true;
+              for (int r = 1; r < o_.local_size; ++r) {
+                const auto& m = c()->member[r];
+                if (m.consumed_gen.load(std::memory_order_acquire) < generation_ &&
+                    m.detached.load(std::memory_order_acquire) == 0)
+                  return false;
+              }
+              return true;
+            },
+            [&] { check_group(); }, o_.timeout, segment_.name() + ": leader waiting for its GMIs to finish");
+      } catch (...) {  // broken, dead or timed out: nobody is left to use the event, or nothing more can be done
+      }
+    } else {
+      c()->member[o_.local_rank].detached.store(1, std::memory_order_release);
+    }
+  }
+
   [[nodiscard]] bool is_leader() const noexcept { return o_.local_rank == 0; }
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
   [[nodiscard]] std::size_t chunk_bytes() const noexcept { return chunk_floats_ * sizeof(float); }
@@ -131,11 +162,15 @@ class hierarchical_allreduce {
   void check_group() { barrier_.check_peers(); }
 
   void setup_leader() {
-    segment_ = shm_segment::create(o_.tag, sizeof(detail::hier_control));
-    auto* ctl = new (segment_.data()) detail::hier_control{};
-    ctl->members = static_cast<std::uint32_t>(o_.local_size);
-    ctl->mode = static_cast<std::uint32_t>(o_.mode);
-    ctl->group.ranks = ctl->members;
+    // The control block is built before the segment is marked ready: a member opening it earlier would read
+    // members == 0, or write its fields only to have them zeroed by this constructor.
+    segment_ = shm_segment::create(o_.tag, sizeof(detail::hier_control), [&](void* p, std::size_t) {
+      auto* fresh = new (p) detail::hier_control{};
+      fresh->members = static_cast<std::uint32_t>(o_.local_size);
+      fresh->mode = static_cast<std::uint32_t>(o_.mode);
+      fresh->group.ranks = fresh->members;
+    });
+    auto* ctl = c();
     barrier_ = detail::group_barrier(&ctl->group, segment_.name());
     ctl->group.pids[0].store(::getpid());
     done_event_ = shared_event::create();
@@ -233,6 +268,7 @@ class hierarchical_allreduce {
                  [&] { check_group(); }, o_.timeout, segment_.name() + ": GMI waiting for its leader's allreduce");
     barrier_.throw_if_broken();
     done_event_.wait_on(stream);
+    c()->member[o_.local_rank].consumed_gen.store(g, std::memory_order_release);
     if (o_.blocking) wait_stream(stream);
   }
 

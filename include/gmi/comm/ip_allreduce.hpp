@@ -121,10 +121,12 @@ class ip_allreduce {
     require(ranks >= 1 && ranks <= max_group_ranks, "ip_allreduce ranks", ranks, "1.." + std::to_string(max_group_ranks));
     ip_allreduce g;
     const std::size_t slot = (max_bytes + 127) / 128 * 128;
-    g.segment_ = shm_segment::create(tag, detail::group_control_bytes + slot * (ranks + 1));
-    auto* c = new (g.segment_.data()) detail::group_control{};
-    c->ranks = static_cast<std::uint32_t>(ranks);
-    c->slot_bytes = slot;
+    // Built before the segment is marked ready: an opener reads ranks and slot_bytes at once.
+    g.segment_ = shm_segment::create(tag, detail::group_control_bytes + slot * (ranks + 1), [&](void* p, std::size_t) {
+      auto* c = new (p) detail::group_control{};
+      c->ranks = static_cast<std::uint32_t>(ranks);
+      c->slot_bytes = slot;
+    });
     g.attach(0);
     return g;
   }

@@ -107,6 +107,14 @@ class shm_segment {
 
   // Creates gmi-<uid>-<tag> with payload_bytes of zeroed payload; fails if the name exists and its owner is alive.
   static shm_segment create(std::string_view tag, std::size_t payload_bytes) {
+    return create(tag, payload_bytes, [](void*, std::size_t) {});
+  }
+
+  // As above, and init(payload, payload_bytes) builds the payload's control structures before the segment is
+  // marked ready: open() waits for ready, so no opener sees (or writes into) a payload still being built.
+  // If init throws, the segment is removed and the exception propagates.
+  template <class Init>
+  static shm_segment create(std::string_view tag, std::size_t payload_bytes, Init&& init) {
     namespace bip = boost::interprocess;
     shm_segment s;
     s.name_ = segment_name(tag);
@@ -128,6 +136,7 @@ class shm_segment {
     h->owner_pid = static_cast<std::int32_t>(::getpid());
     h->header_bytes = detail::segment_header_bytes;
     h->payload_bytes = payload_bytes;
+    init(s.data(), payload_bytes);  // on a throw, s's destructor removes the name
     h->ready.store(1, std::memory_order_release);
     return s;
   }

@@ -233,8 +233,10 @@ class shm_ring {
  public:
   static shm_ring create(std::string_view tag, std::uint32_t capacity, std::uint32_t slot_bytes) {
     shm_ring r;
-    r.segment_ = shm_segment::create(tag, spsc_ring::bytes_needed(capacity, slot_bytes));
-    r.ring_ = spsc_ring::format(r.segment_.data(), r.segment_.size(), capacity, slot_bytes, r.segment_.name());
+    // Formatted before the segment is marked ready, so open() never meets an unformatted ring.
+    r.segment_ = shm_segment::create(tag, spsc_ring::bytes_needed(capacity, slot_bytes), [&](void* p, std::size_t bytes) {
+      r.ring_ = spsc_ring::format(p, bytes, capacity, slot_bytes, segment_name(tag));
+    });
     return r;
   }
   static shm_ring open(std::string_view tag, milliseconds timeout = default_timeout()) {

@@ -1,8 +1,8 @@
 #pragma once
 // Counter-based random numbers (Philox4x32-10, Salmon et al., SC'11): the draw is a pure function of
 // (seed, stream, counter), so every environment gets its own stream from one seed, and host threads and
-// CUDA kernels produce the same integers bit for bit (uniform floats too; normals within float rounding
-// of the math library, see docs/architecture.md).
+// CUDA kernels produce the same integers bit for bit (uniform floats too, uniform(lo, hi) included; normals
+// within float rounding of the math library, see docs/architecture.md).
 
 #include <cmath>
 #include <cstdint>
@@ -81,7 +81,16 @@ class rng {
   }
 
   GMI_HD float uniform() { return u32_to_unit(next_u32()); }
-  GMI_HD float uniform(float lo, float hi) { return lo + (hi - lo) * uniform(); }
+  // lo + (hi - lo) * u with the multiply and the add rounded separately on both sides: nvcc would otherwise
+  // contract them into one FMA (rounded once), and the device draw would differ from the host's by an ulp.
+  // (A host build with FMA contraction enabled, e.g. -march=native with -ffp-contract=fast, would differ too.)
+  GMI_HD float uniform(float lo, float hi) {
+#if GMI_IN_DEVICE_CODE
+    return __fadd_rn(lo, __fmul_rn(hi - lo, uniform()));
+#else
+    return lo + (hi - lo) * uniform();
+#endif
+  }
 
   // Standard normal by Box-Muller from two words.
   GMI_HD float normal() {
