@@ -9,6 +9,7 @@
 #include <gmi/gmi.hpp>
 #include <gmi/envs/anchor_proxy.hpp>
 #include <gmi/rl/batched_serving.cuh>
+#include <gmi/rl/episode_window.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -158,12 +159,16 @@ void solve(bench_context& b, Policy on, const std::string& device_name, int max_
       }
       const auto t0 = clock_type::now();
       cartpole_trainer<Policy> t(512, seed, c, {}, on);
+      gmi::rl::episode_window window(32);  // the same decision as gmi::run
       bool done = false;
       while (!done && seconds_since(t0) < max_seconds) {
         for (int k = 0; k < 5; ++k) t.iterate();
-        const auto e = t.episodes();  // waits; every 5 iterations
-        done = e.episodes >= 32 && e.mean_return() >= 450;
+        if (const auto e = t.poll_episodes()) {
+          if (const auto mean = window.add(*e)) done = *mean >= 450;
+        }
+        t.request_episodes();
       }
+      t.synchronize();
       if (done) ++solved;
       seconds.push_back(done ? seconds_since(t0) : std::numeric_limits<double>::infinity());
       iterations.push_back(static_cast<double>(t.iteration()));

@@ -24,6 +24,7 @@
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/pipeline/pipeline.hpp>
 #include <gmi/rl/env_batch.cuh>
+#include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/ppo.cuh>
 #include <gmi/runtime/flags.hpp>
 #include <gmi/trainers/ppo.hpp>
@@ -190,9 +191,8 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
   } else {
     const double target = o.target_return;
     const auto t0 = std::chrono::steady_clock::now();
-    double last_log = 0, window_return = 0, window_length = 0, window_episodes = 0;
-    double last_mean = std::numeric_limits<double>::quiet_NaN();
-    std::uint64_t last_log_iteration = 0;
+    double last_log = 0;
+    rl::episode_window window(static_cast<std::uint64_t>(o.min_episodes));
     bool solved = false;
     std::string stop_reason = "step limit";
     for (;;) {
@@ -200,24 +200,22 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
       if (o.checkpoint_every > 0 && trainer.iteration() % static_cast<std::uint64_t>(o.checkpoint_every) == 0) {
         save_checkpoint();
       }
+      // Every 5 iterations: fold in the statistics that arrived and ask for the next (never stalls the stream).
+      if (trainer.iteration() % 5 == 0) {
+        if (const auto e = trainer.poll_episodes()) {
+          if (const auto mean = window.add(*e)) solved = std::isfinite(target) && *mean >= target;
+        }
+        trainer.request_episodes();
+      }
       const double steps = static_cast<double>(trainer.iteration() - resumed_at) * trainer.samples_per_iteration();
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const bool limit = steps >= o.max_env_steps || elapsed >= o.max_seconds;
       const int sig = stop_signal.load();
-      if (elapsed - last_log >= o.log_interval || limit || sig) {
-        const auto eps = trainer.episodes();  // waits for the queued iterations
+      if (elapsed - last_log >= o.log_interval || limit || sig || solved) {
+        const auto losses = trainer.losses();  // waits for the queued iterations
         const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const auto losses = trainer.losses();
-        window_return += eps.return_sum;
-        window_length += eps.length_sum;
-        window_episodes += static_cast<double>(eps.episodes);
-        if (window_episodes >= o.min_episodes) {
-          last_mean = window_return / window_episodes;
-          const double mean_length = window_length / window_episodes;
-          solved = std::isfinite(target) && last_mean >= target;
-          window_return = window_length = window_episodes = 0;
-          base["mean_length"] = mean_length;
-        }
+        const double last_mean = window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
+        if (window.last_length()) base["mean_length"] = *window.last_length();
         const double rate = steps / now;
         const double eta = metrics::eta_seconds(steps, o.max_env_steps, now);
         if (!o.quiet) {
@@ -244,7 +242,6 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
                      {"learning_rate", losses.learning_rate}});
         log.write(line);
         last_log = now;
-        last_log_iteration = trainer.iteration();
         if (solved || limit || sig) {
           if (solved) stop_reason = "solved";
           else if (sig) stop_reason = std::string("signal ") + std::to_string(sig);
@@ -258,7 +255,6 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
           std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", stop_reason.c_str(),
                       metrics::si(steps).c_str(), now, std::isfinite(last_mean) ? metrics::si(last_mean).c_str() : "-",
                       std::isfinite(target) ? metrics::si(target).c_str() : "none");
-          (void)last_log_iteration;
           return sig ? 128 + sig : 0;
         }
       }

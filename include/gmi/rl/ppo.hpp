@@ -177,6 +177,22 @@ class ppo_trainer {
     return out;
   }
 
+  // Asynchronous episode statistics: request_episodes() queues a reduction and a copy on the stream (one request
+  // in flight at a time; a second request while one is pending does nothing); poll_episodes() returns it once the
+  // stream got there, never waiting.
+  void request_episodes() {
+    if (episodes_pending_) return;
+    if constexpr (P::on_device) envs_.request_stats(policy_.stream);
+    else envs_.request_stats();
+    episodes_pending_ = true;
+  }
+  std::optional<episode_stats> poll_episodes() {
+    if (!episodes_pending_) return std::nullopt;
+    auto s = envs_.poll_stats();
+    if (s) episodes_pending_ = false;
+    return s;
+  }
+
   // Finished-episode statistics since the last call (waits on exec::cuda).
   episode_stats episodes() {
     if constexpr (P::on_device) return envs_.read_stats(policy_.stream);
@@ -422,6 +438,7 @@ class ppo_trainer {
   // Only the CUDA instantiation holds device state (its type is complete only with ppo.cuh).
   std::conditional_t<P::on_device, std::unique_ptr<detail::ppo_device_ops<E, Net>>, char> device_{};
   std::uint64_t iteration_ = 0;
+  bool episodes_pending_ = false;
 };
 
 }  // namespace gmi::rl
