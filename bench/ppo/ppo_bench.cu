@@ -163,7 +163,7 @@ void solve(bench_context& b, Policy on, const std::string& device_name, int max_
       bool done = false;
       while (!done && seconds_since(t0) < max_seconds) {
         for (int k = 0; k < 5; ++k) t.iterate();
-        if (const auto e = t.poll_episodes()) {
+        if (const auto e = t.wait_episodes()) {
           if (const auto mean = window.add(*e)) done = *mean >= 450;
         }
         t.request_episodes();

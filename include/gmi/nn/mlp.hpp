@@ -100,8 +100,9 @@ struct mlp {
   GMI_HD static void forward_from(const T* params, const T* in_vec, T* buf, T* other, T* y, T* acts) {
     constexpr int I = Layers::width(L);
     constexpr int O = Layers::width(L + 1);
-    [[maybe_unused]] constexpr int unroll_o = I * O <= full_unroll_limit ? O : 1;
-    [[maybe_unused]] constexpr int unroll_i = I * O <= full_unroll_limit ? I : 4;
+    // Above the limit: inputs unrolled while they fit in registers, outputs four at a time (independent chains).
+    [[maybe_unused]] constexpr int unroll_o = I * O <= full_unroll_limit ? O : 4;
+    [[maybe_unused]] constexpr int unroll_i = I * O <= full_unroll_limit || I <= 64 ? I : 4;
     const T* W = params + Layers::weight_offset(L);
     const T* bias = params + Layers::bias_offset(L);
     T* dst = (L == count - 1) ? y : buf;
@@ -155,8 +156,9 @@ struct mlp {
   GMI_HD static void grads_from(const T* x, const T* acts, const T* dz, T* d_params, Add& add) {
     constexpr int I = Layers::width(L);
     constexpr int O = Layers::width(L + 1);
-    [[maybe_unused]] constexpr int unroll_o = I * O <= full_unroll_limit ? O : 1;
-    [[maybe_unused]] constexpr int unroll_i = I * O <= full_unroll_limit ? I : 4;
+    // Above the limit: inputs unrolled while they fit in registers, outputs four at a time (independent chains).
+    [[maybe_unused]] constexpr int unroll_o = I * O <= full_unroll_limit ? O : 4;
+    [[maybe_unused]] constexpr int unroll_i = I * O <= full_unroll_limit || I <= 64 ? I : 4;
     const T* in_vec = L == 0 ? x : acts + Layers::activation_offset(L == 0 ? 0 : L - 1);
     const T* dz_l = dz + Layers::activation_offset(L);
     T* dW = d_params + Layers::weight_offset(L);

@@ -200,9 +200,10 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
       if (o.checkpoint_every > 0 && trainer.iteration() % static_cast<std::uint64_t>(o.checkpoint_every) == 0) {
         save_checkpoint();
       }
-      // Every 5 iterations: fold in the statistics that arrived and ask for the next (never stalls the stream).
+      // Every 5 iterations: fold in the statistics asked for 5 iterations ago (the device is busy with the 5
+      // queued since, so this wait costs it nothing and keeps the host at most 10 iterations ahead), ask again.
       if (trainer.iteration() % 5 == 0) {
-        if (const auto e = trainer.poll_episodes()) {
+        if (const auto e = trainer.wait_episodes()) {
           if (const auto mean = window.add(*e)) solved = std::isfinite(target) && *mean >= target;
         }
         trainer.request_episodes();

@@ -388,6 +388,16 @@ class env_batch {
       return to_stats(host_total_);
     }
   }
+  // Waits for the last request's result (nullopt when none is pending).
+  std::optional<episode_stats> wait_stats() {
+    if constexpr (P::on_device) {
+      auto* r = std::get_if<detail::device_stats_readout>(&readout_);
+      if (!r || !r->pending) return std::nullopt;
+      r->ready.synchronize();
+    }
+    return poll_stats();
+  }
+
   // Requests and waits (for tests and end-of-run summaries).
   episode_stats read_stats(CUstream_st* stream = nullptr) {
     request_stats(stream);

@@ -192,6 +192,13 @@ class ppo_trainer {
     if (s) episodes_pending_ = false;
     return s;
   }
+  // Waits for the pending request. Called a few iterations after request_episodes(), it also bounds how far the
+  // host runs ahead of the device while the device stays busy with the iterations queued since.
+  std::optional<episode_stats> wait_episodes() {
+    if (!episodes_pending_) return std::nullopt;
+    episodes_pending_ = false;
+    return envs_.wait_stats();
+  }
 
   // Finished-episode statistics since the last call (waits on exec::cuda).
   episode_stats episodes() {
