@@ -7,7 +7,7 @@ anchor=${2:-shared/anchors/torch_isaacgym_style.py}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-')
-git=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git=${GMI_GIT_REVISION:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 run_id="$(date -u +%Y-%m-%dT%H:%M:%SZ)-${device}-${git}"
 mkdir -p "$root/bench/results"
 out="$root/bench/results/$(date -u +%Y-%m-%d)-${device}.jsonl"

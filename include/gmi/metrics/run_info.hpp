@@ -8,6 +8,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <random>
 #include <string>
@@ -32,6 +33,8 @@ struct run_info {
 // Describes this machine; run ids look like 2026-11-21T10:00:00Z-h200-ab12cd (time, device, random tag).
 inline run_info describe_run() {
   run_info info;
+  // A copy of the tree without .git (a GPU machine) gets the revision from the environment instead.
+  if (const char* rev = std::getenv("GMI_GIT_REVISION"); rev && *rev) info.git = rev;
   if (const auto n = gmi::cuda::device_count(); n) {
     info.gpus = *n;
     info.device = gmi::cuda::describe_device(0).name;
