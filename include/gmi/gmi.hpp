@@ -2,7 +2,13 @@
 // gmi: the umbrella header. Every layer's host headers; under nvcc also the kernel headers (.cuh) and the
 // launcher gmi::run, which instantiates the CUDA paths.
 #include <gmi/agents/gaussian_mlp.hpp>
+#include <gmi/comm/device_share.hpp>
+#include <gmi/comm/ip_allreduce.hpp>
+#include <gmi/comm/nccl.hpp>
 #include <gmi/comm/none.hpp>
+#include <gmi/comm/plans.hpp>
+#include <gmi/comm/shm_segment.hpp>
+#include <gmi/comm/spsc_ring.hpp>
 #include <gmi/concepts/agent.hpp>
 #include <gmi/concepts/env.hpp>
 #include <gmi/core/core.hpp>
@@ -12,14 +18,19 @@
 #include <gmi/layout/layouts.hpp>
 #include <gmi/metrics/metrics.hpp>
 #include <gmi/nn/nn.hpp>
-#include <gmi/partition/none.hpp>
+#include <gmi/partition/partition.hpp>
 #include <gmi/pipeline/pipeline.hpp>
 #include <gmi/rl/checkpoint.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/ppo.hpp>
+#include <gmi/rl/episode_window.hpp>
 #include <gmi/runtime/flags.hpp>
+#include <gmi/runtime/runtime.hpp>
 #include <gmi/trainers/ppo.hpp>
 #if defined(__CUDACC__)
+#include <gmi/comm/hierarchical.cuh>
+#include <gmi/comm/intra_gpu_reduce.cuh>
+#include <gmi/rl/batched_serving.cuh>
 #include <gmi/pipeline/run.cuh>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/ppo.cuh>
