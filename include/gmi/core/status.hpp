@@ -33,6 +33,14 @@ class status {
   std::string message_;
 };
 
+// Turns a failed status into the error a setup step throws: invalid -> config_error (the user's value is wrong),
+// anything else -> gmi::error. Does nothing for ok.
+inline void throw_unless_ok(const status& st, std::source_location where = std::source_location::current()) {
+  if (st.is_ok()) return;
+  if (st.value() == status::code::invalid) throw config_error(st.message(), where);
+  throw error(st.message(), where);
+}
+
 template <class T>
 class result {
  public:

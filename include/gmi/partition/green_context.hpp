@@ -83,10 +83,7 @@ struct green_context {
   class session {
    public:
     explicit session(config c) : cfg_(std::move(c)) {
-      if (gmi::status st = can_implement(cfg_); !st) {
-        if (st.value() == gmi::status::code::invalid) throw gmi::config_error(st.message());
-        throw gmi::error(st.message());
-      }
+      gmi::throw_unless_ok(can_implement(cfg_));
       for (int g : cfg_.gpus) {
         const int sms = cfg_.sms_per_gmi > 0 ? cfg_.sms_per_gmi : largest_slice(g, cfg_.gmis_per_gpu);
         splits_.push_back(gmi::cuda::split_sm(g, cfg_.gmis_per_gpu, sms));

@@ -104,10 +104,7 @@ struct mig {
   class session {
    public:
     explicit session(config c) : cfg_(std::move(c)) {
-      if (gmi::status st = can_implement(cfg_); !st) {
-        if (st.value() == gmi::status::code::invalid) throw gmi::config_error(st.message());
-        throw gmi::error(st.message());
-      }
+      gmi::throw_unless_ok(can_implement(cfg_));
       for (int g : cfg_.gpus) {
         auto d = gmi::cuda::nvml::mig_devices(g).value();
         d.resize(static_cast<std::size_t>(cfg_.gmis_per_gpu));

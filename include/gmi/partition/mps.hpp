@@ -116,10 +116,7 @@ struct mps {
   class session {
    public:
     explicit session(config c) : cfg_(std::move(c)) {
-      if (gmi::status st = can_implement(cfg_); !st) {
-        if (st.value() == gmi::status::code::invalid) throw gmi::config_error(st.message());
-        throw gmi::error(st.message());
-      }
+      gmi::throw_unless_ok(can_implement(cfg_));
       control_ = *find_control(cfg_.control_program);
       if (cfg_.run_id.empty()) cfg_.run_id = std::to_string(getpid());
       root_ = "/tmp/gmi-mps-" + std::to_string(getuid()) + "-" + cfg_.run_id;
