@@ -81,7 +81,9 @@ class batched_server {
   void step() {
     forward_.forward(device_span<const float>(params_.data(), Net::net::param_count),
                      device_span<const float>(inputs_.data(), inputs_.size()), outputs_.span());
-    exec::for_each(policy_, n_,
+    // 32-thread blocks: one environment's step is long (a 211-wide state), so spread 4096 envs over 128 SMs
+    // instead of 16 (ncu: 287 us per step with 256-thread blocks at 1.7% SM throughput).
+    exec::for_each(exec::cuda{.stream = policy_.stream, .block_size = 32}, n_,
                    detail::sample_and_step_fn<E, Net>{envs_.view(), params_.data(), outputs_.data(), inputs_.data(),
                                                       norm_.view(), detail::policy_stream_seed(seed_),
                                                       policy_blocks_.data()});
