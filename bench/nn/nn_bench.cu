@@ -56,7 +56,7 @@ void emit(const char* bench, const char* task, const char* path, std::size_t n, 
                 "{\"run_id\": \"%s\", \"bench\": \"%s\", \"task\": \"%s\", \"impl\": \"gmi\", \"path\": \"%s\", "
                 "\"num_envs\": %zu, \"gmis_per_gpu\": 1, \"partition\": \"none\", \"gpus\": 1, \"device\": \"%s\", "
                 "\"metric\": \"%s\", \"median\": %.6g, \"min\": %.6g, \"max\": %.6g, \"reps\": %d, \"git\": \"%s\"}",
-                g_run_id.c_str(), bench, task, path, n, g_device.c_str(), metric, med, lo, hi, reps, GMI_GIT);
+                g_run_id.c_str(), bench, task, path, n, g_device.c_str(), metric, med, lo, hi, reps, GMI_GIT_REVISION);
   std::puts(line);
   std::fflush(stdout);
   if (g_file) g_file << line << '\n' << std::flush;
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   char stamp[64];
   const std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  g_run_id = std::string(stamp) + "-nn-" + GMI_GIT;
+  g_run_id = std::string(stamp) + "-nn-" + GMI_GIT_REVISION;
   if (argc > 1) g_file.open(argv[1], std::ios::app);
   for (std::size_t n : {512u, 4096u, 16384u}) bench_net<cartpole_net>("cartpole", n);
   for (std::size_t n : {4096u, 16384u}) bench_net<ant_net>("ant", n);
