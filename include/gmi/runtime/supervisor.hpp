@@ -137,6 +137,33 @@ inline std::optional<std::string> check_heartbeat(const segment& seg, int rank, 
   return std::nullopt;
 }
 
+// The supervision loop of both GMI groups: stop on the launcher's signal, else poll every GMI (poll(rank, now,
+// failed) returns whether it still runs and sets `failed` when it failed) until all have ended or one failed.
+// The caller keeps its signal_guard alive through the teardown that follows.
+template <class Poll>
+std::optional<failure> supervise(const launch_spec& spec, std::size_t count, Poll poll) {
+  for (;;) {
+    if (const int sig = launcher_signal.load(); sig != 0 && spec.handle_signals) {
+      return failure{-1, "received " + signal_name(sig), "launcher received " + signal_name(sig)};
+    }
+    bool any_running = false;
+    const auto now = std::chrono::steady_clock::now();
+    for (std::size_t r = 0; r < count; ++r) {
+      std::optional<failure> failed;
+      any_running = poll(static_cast<int>(r), now, failed) || any_running;
+      if (failed) return failed;
+    }
+    if (!any_running) return std::nullopt;
+    std::this_thread::sleep_for(spec.poll_interval);
+  }
+}
+
+// wait_or_throw of both groups: the one line of the first failure as gmi_failed.
+inline run_report throw_on_failure(run_report r) {
+  if (r.first_failure) throw gmi_failed(*r.first_failure);
+  return r;
+}
+
 }  // namespace detail
 
 // GMIs as child processes. The constructor validates the spec, removes stale segments of dead launchers,
@@ -185,32 +212,19 @@ class process_group {
   run_report wait() {
     if (done_) return report_;
     detail::signal_guard signals(spec_.handle_signals);
-    std::optional<failure> failed;
-    while (!failed) {
-      if (const int sig = detail::launcher_signal.load(); sig != 0 && spec_.handle_signals) {
-        failed = failure{-1, "received " + detail::signal_name(sig), "launcher received " + detail::signal_name(sig)};
-        break;
-      }
-      bool any_alive = false;
-      const auto now = std::chrono::steady_clock::now();
-      for (std::size_t r = 0; r < children_.size() && !failed; ++r) {
-        child& c = children_[r];
-        if (c.reaped) continue;
-        int status = 0;
-        const pid_t got = waitpid(c.pid, &status, WNOHANG);
-        if (got == c.pid) {
-          record_exit(static_cast<int>(r), status);
-          if (!children_[r].exit.clean) failed = fail(static_cast<int>(r), children_[r].exit.how, true);
-          continue;
-        }
-        any_alive = true;
-        if (auto hung = detail::check_heartbeat(*seg_, static_cast<int>(r), c.watch, spec_, now)) {
-          failed = fail(static_cast<int>(r), *hung, false);
-        }
-      }
-      if (!any_alive && !failed) break;
-      if (!failed) std::this_thread::sleep_for(spec_.poll_interval);
-    }
+    const std::optional<failure> failed = detail::supervise(
+        spec_, children_.size(), [&](int r, auto now, std::optional<failure>& fail_out) {
+          child& c = children_[r];
+          if (c.reaped) return false;
+          int status = 0;
+          if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
+            record_exit(r, status);
+            if (!children_[r].exit.clean) fail_out = fail(r, children_[r].exit.how, true);
+            return false;
+          }
+          if (auto hung = detail::check_heartbeat(*seg_, r, c.watch, spec_, now)) fail_out = fail(r, *hung, false);
+          return true;
+        });
     if (failed) {
       teardown(*failed);
     } else {
@@ -220,11 +234,7 @@ class process_group {
   }
 
   // wait(), throwing gmi_failed with the one line when the run failed.
-  run_report wait_or_throw() {
-    run_report r = wait();
-    if (r.first_failure) throw gmi_failed(*r.first_failure);
-    return r;
-  }
+  run_report wait_or_throw() { return detail::throw_on_failure(wait()); }
 
  private:
   struct child {
@@ -393,30 +403,19 @@ class thread_group {
   run_report wait() {
     if (done_) return report_;
     detail::signal_guard signals(spec_.handle_signals);
-    std::optional<failure> failed;
-    while (!failed) {
-      if (const int sig = detail::launcher_signal.load(); sig != 0 && spec_.handle_signals) {
-        failed = failure{-1, "received " + detail::signal_name(sig), "launcher received " + detail::signal_name(sig)};
-        break;
-      }
-      bool any_running = false;
-      const auto now = std::chrono::steady_clock::now();
-      for (std::size_t r = 0; r < states_.size() && !failed; ++r) {
-        const int rank = static_cast<int>(r);
-        thread_state& st = *states_[r];
-        if (st.ended.load(std::memory_order_acquire)) {
-          if (st.threw) failed = make_failure(rank, "threw: " + st.error);
-          continue;
-        }
-        any_running = true;
-        if (auto hung = detail::check_heartbeat(*seg_, rank, watches_[r], spec_, now)) {
-          seg_->set_state(rank, gmi_state::dead);
-          failed = make_failure(rank, *hung);
-        }
-      }
-      if (!any_running && !failed) break;
-      if (!failed) std::this_thread::sleep_for(spec_.poll_interval);
-    }
+    const std::optional<failure> failed = detail::supervise(
+        spec_, states_.size(), [&](int rank, auto now, std::optional<failure>& fail_out) {
+          thread_state& st = *states_[rank];
+          if (st.ended.load(std::memory_order_acquire)) {
+            if (st.threw) fail_out = make_failure(rank, "threw: " + st.error);
+            return false;
+          }
+          if (auto hung = detail::check_heartbeat(*seg_, rank, watches_[rank], spec_, now)) {
+            seg_->set_state(rank, gmi_state::dead);
+            fail_out = make_failure(rank, *hung);
+          }
+          return true;
+        });
     if (failed) {
       teardown(*failed);
     } else {
@@ -426,11 +425,7 @@ class thread_group {
     return report_;
   }
 
-  run_report wait_or_throw() {
-    run_report r = wait();
-    if (r.first_failure) throw gmi_failed(*r.first_failure);
-    return r;
-  }
+  run_report wait_or_throw() { return detail::throw_on_failure(wait()); }
 
  private:
   struct thread_state {
