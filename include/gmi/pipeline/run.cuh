@@ -2,7 +2,8 @@
 // gmi::run<Pipeline>(argc, argv): the launcher a user's main() returns. Reads flags, picks the device (a GPU when
 // present, host threads otherwise, or as told), measures the env-step and serving tiers once, then trains (or
 // serves) with a progress line, JSON-lines metrics, stops when solved or at the step limit, and leaves cleanly
-// on SIGINT/SIGTERM. This first cut runs one GMI (partition::none); more GMIs arrive behind the same flags.
+// on SIGINT/SIGTERM. With several GMIs (--gmis-per-gpu, --gpus) or a partition (--partition), the serving
+// layout runs on every GMI of every GPU through runtime::run_gmis and reports per-GMI and total throughput.
 
 #include <cuda_runtime_api.h>
 
@@ -23,10 +24,12 @@
 #include <gmi/metrics/progress.hpp>
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/pipeline/pipeline.hpp>
+#include <gmi/pipeline/serving_gmis.hpp>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/ppo.cuh>
 #include <gmi/runtime/flags.hpp>
+#include <gmi/runtime/gmis.hpp>
 #include <gmi/trainers/ppo.hpp>
 
 namespace gmi {
@@ -36,8 +39,12 @@ struct run_options {
   std::uint64_t seed = 1;
   std::string device = "auto";  // auto | gpu | host
   int gpu = 0;
+  std::string gpus = "1";  // how many GPUs from --gpu on, or "all"
   int gmis_per_gpu = 1;
   std::string partition = "none";
+  std::string launch = "auto";
+  std::optional<int> mps_percentage;
+  int sms_per_gmi = 0;
   double max_env_steps = 50e6;
   double max_seconds = 3600;
   double target_return = std::numeric_limits<double>::quiet_NaN();
@@ -147,7 +154,7 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
     else return "custom";
   }();
   std::printf("gmi: %s | %s | partition %s | 1 GMI on %s | %d envs | seed %llu\n", task,
-              Pipeline::layout_type::name, Pipeline::partition_type::name, device_text.c_str(), o.num_envs,
+              Pipeline::layout_type::name, o.partition.c_str(), device_text.c_str(), o.num_envs,
               static_cast<unsigned long long>(o.seed));
 
   // The two lower tiers are measured on engines of their own, so the training run starts from the seed's state.
@@ -179,7 +186,7 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
   };
   nlohmann::json base = {{"run_id", run.run_id}, {"task", task},          {"impl", "gmi"},
                          {"device", run.device}, {"num_envs", o.num_envs}, {"seed", o.seed},
-                         {"layout", Pipeline::layout_type::name}, {"partition", Pipeline::partition_type::name},
+                         {"layout", Pipeline::layout_type::name}, {"partition", o.partition},
                          {"git", run.git}};
   std::printf("gmi: env-step %s steps/s | serving %s steps/s (policy + sampling + env)\n", metrics::si(env_rate).c_str(),
               metrics::si(serve_rate).c_str());
@@ -263,6 +270,97 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
   }
 }
 
+template <class Env>
+const char* task_name() {
+  if constexpr (requires { Env::name; }) return static_cast<const char*>(Env::name);
+  else return "custom";
+}
+
+// The GPUs a run uses: --gpus N from --gpu on, or every visible one.
+inline std::vector<int> chosen_gpus(const run_options& o, int visible) {
+  int count = 0;
+  if (o.gpus == "all") {
+    count = visible - o.gpu;
+  } else {
+    try {
+      std::size_t used = 0;
+      count = std::stoi(o.gpus, &used);
+      if (used != o.gpus.size()) count = 0;
+    } catch (const std::exception&) {
+      count = 0;
+    }
+    gmi::require(count >= 1, "--gpus", o.gpus, "a positive count or \"all\"");
+  }
+  gmi::require(o.gpu + count <= visible, "--gpu + --gpus", std::to_string(o.gpu) + " + " + std::to_string(count),
+               "<= " + std::to_string(visible) + " (visible CUDA devices)");
+  std::vector<int> out;
+  for (int g = 0; g < count; ++g) out.push_back(o.gpu + g);
+  return out;
+}
+
+// The serving layout on every GMI of every GPU (or, in a GMI process, this GMI's part of it).
+template <class Pipeline>
+int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
+  using Env = typename Pipeline::env;
+  using engine = typename Pipeline::template engine<exec::cuda>;
+  if constexpr (Pipeline::layout_type::trains) {
+    throw gmi::config_error(gmi::got_need(
+        "GMIs for layout " + std::string(Pipeline::layout_type::name),
+        std::to_string(cfg.world()) + " (partition " + cfg.partition + ")",
+        "1 GMI with partition none: synchronous training across GMIs is not in this version; serve on many GMIs "
+        "with gmi::layout::serving"));
+  } else {
+    const bool launcher = !runtime::this_gmi().has_value();
+    const metrics::run_info run = metrics::describe_run();
+    const char* task = task_name<Env>();
+    if (launcher) {
+      std::printf("gmi: %s | serving | partition %s (%s) | %d GMIs = %zu GPU(s) x %d | %d envs per GMI | seed %llu\n",
+                  task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.world(),
+                  cfg.gpus.size(), cfg.gmis_per_gpu, o.num_envs, static_cast<unsigned long long>(o.seed));
+      std::fflush(stdout);
+    }
+    const auto outcome = runtime::run_gmis(cfg, [&](runtime::context& ctx, runtime::binding& b) {
+      engine e(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), o.ppo,
+               typename Env::params{}, exec::cuda{.stream = b.stream()});
+      serve_and_report(ctx, b, e, o.serve_seconds, o.serve_steps_per_launch, &stop_signal);
+    });
+    if (!outcome.report) return outcome.exit_code;  // a GMI process: its launcher reports
+    const gmi_serving_total t = collect_serving(*outcome.report);
+    if (!o.quiet) {
+      for (const auto& g : t.per_gmi) {
+        std::printf("  GMI %d (GPU %d, slice %d) | %s | %s steps/s\n", g.rank, g.gpu, g.slice, g.binding.c_str(),
+                    metrics::si(g.steps_per_s).c_str());
+      }
+    }
+    std::string util = "GPM n/a";
+    if (t.sm_active) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "SM activity %.0f%%, occupancy %.0f%% (GPM)", *t.sm_active, t.sm_occupancy.value_or(0));
+      util = buf;
+    } else if (!t.gpm_note.empty()) {
+      util = "GPM n/a: " + t.gpm_note;
+    }
+    std::printf("gmi: total %s steps/s over %zu GMIs (%lld envs) | %s\n", metrics::si(t.steps_per_s).c_str(),
+                t.per_gmi.size(), t.total_envs, util.c_str());
+    if (!o.metrics_path.empty()) {
+      nlohmann::json per = nlohmann::json::array();
+      for (const auto& g : t.per_gmi) per.push_back(g);
+      nlohmann::json line = {{"run_id", run.run_id},       {"task", task},
+                             {"impl", "gmi"},              {"device", run.device},
+                             {"event", "serving"},         {"layout", "serving"},
+                             {"partition", cfg.partition}, {"gmi_processes", cfg.processes()},
+                             {"gpus", cfg.gpus.size()},    {"gmis_per_gpu", cfg.gmis_per_gpu},
+                             {"num_envs", o.num_envs},     {"seed", o.seed},
+                             {"git", run.git},             {"serve_steps_per_s", t.steps_per_s},
+                             {"per_gmi", per}};
+      if (t.sm_active) line["sm_active_pct"] = *t.sm_active;
+      if (t.sm_occupancy) line["sm_occupancy_pct"] = *t.sm_occupancy;
+      metrics::jsonl_log(o.metrics_path).write(line);
+    }
+    return stop_signal.load() ? 128 + stop_signal.load() : 0;
+  }
+}
+
 }  // namespace detail
 
 template <class Pipeline>
@@ -277,9 +375,18 @@ int run(int argc, char** argv) {
   app.add_option("--seed", o.seed, "seed of environments, policy sampling, initial weights and shuffles")->capture_default_str();
   app.add_option("--device", o.device, "where to run")->check(CLI::IsMember({"auto", "gpu", "host"}))->capture_default_str();
   app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU")->check(CLI::Range(1, 1))->capture_default_str();
-  app.add_option("--partition", o.partition, "partition backend (must match the pipeline type)")
-      ->check(CLI::IsMember({std::string(Pipeline::partition_type::name)}))->capture_default_str();
+  o.partition = Pipeline::partition_type::name;
+  app.add_option("--gpus", o.gpus, "GPUs to use from --gpu on: a count or \"all\"")->capture_default_str();
+  app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU (the backend sets the upper bound)")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--partition", o.partition, "partition backend (default: the pipeline's)")
+      ->check(CLI::IsMember({"none", "mps", "green_context", "mig"}))->capture_default_str();
+  app.add_option("--launch", o.launch, "GMIs as threads or processes (mps/mig: processes; green_context: threads)")
+      ->check(CLI::IsMember({"auto", "threads", "processes"}))->capture_default_str();
+  app.add_option("--mps-percentage", o.mps_percentage, "MPS active-thread percentage per GMI (default 100 / GMIs per GPU)")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--sms-per-gmi", o.sms_per_gmi, "green_context: SMs per GMI (0: the largest equal slice)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds of training")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");
@@ -315,17 +422,37 @@ int run(int argc, char** argv) {
     if (use_gpu) {
       if (!gpus) throw gmi::config_error(gmi::got_need("--device", "gpu", "a CUDA device (" + gpus.error().message() + ")"));
       gmi::require(o.gpu < *gpus, "--gpu", o.gpu, "< " + std::to_string(*gpus) + " (visible CUDA devices)");
+      const std::vector<int> chosen = detail::chosen_gpus(o, *gpus);
+      const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == "processes" ||
+                           runtime::this_gmi().has_value();
+      if (several) {
+        runtime::gmis_config cfg;
+        cfg.partition = o.partition;
+        cfg.gpus = chosen;
+        cfg.gmis_per_gpu = o.gmis_per_gpu;
+        cfg.launch = o.launch;
+        cfg.mps_percentage = o.mps_percentage;
+        cfg.sms_per_gmi = o.sms_per_gmi;
+        return detail::run_on_gmis<Pipeline>(o, cfg);
+      }
       GMI_CUDA_TRY(cudaSetDevice(o.gpu));
       const auto info = cuda::describe_device(o.gpu);
       cuda::stream stream;
       return detail::run_with<Pipeline>(o, exec::cuda{.stream = stream.get()},
                                         info.name + " (" + std::to_string(info.sm_count) + " SMs)");
     }
+    if (o.gmis_per_gpu > 1 || o.partition != "none" || o.gpus != "1") {
+      throw gmi::config_error(gmi::got_need("--gmis-per-gpu/--partition/--gpus on", "host threads",
+                                            "a GPU (several GMIs run on GPUs; the host runs one)"));
+    }
     const std::string why = gpus ? std::string("host threads (asked for)") : "host threads (" + gpus.error().message() + ")";
     return detail::run_with<Pipeline>(o, exec::host{}, why);
   } catch (const gmi::config_error& e) {
     std::fprintf(stderr, "%s: %s\n", app.get_name().c_str(), e.what());
     return 2;
+  } catch (const runtime::gmi_failed& e) {
+    std::fprintf(stderr, "%s: %s\n", app.get_name().c_str(), e.what());
+    return 1;
   } catch (const gmi::error& e) {
     std::fprintf(stderr, "%s: %s\n", app.get_name().c_str(), e.describe().c_str());
     return 1;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -81,6 +82,14 @@ class context {
     std::vector<int> r(static_cast<std::size_t>(id_.world));
     for (int i = 0; i < id_.world; ++i) r[static_cast<std::size_t>(i)] = i;
     return r;
+  }
+
+  // What this GMI reports to its launcher (run_report::results[rank] after the run): a short text, usually one
+  // JSON object, up to 1023 bytes; the last call wins.
+  void report(std::string_view text) const {
+    gmi::require(text.size() < detail::result_bytes, "GMI report size", text.size(),
+                 "< " + std::to_string(detail::result_bytes) + " bytes");
+    seg_->set_result(id_.rank, text);
   }
 
   // --- liveness

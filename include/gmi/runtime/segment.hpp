@@ -32,8 +32,9 @@ enum class gmi_state : std::uint32_t { starting = 0, running = 1, finished = 2, 
 namespace detail {
 
 inline constexpr std::uint64_t segment_magic = 0x31696d672d696d67ULL;  // "gmi-gmi1"
-inline constexpr std::uint32_t segment_version = 1;
+inline constexpr std::uint32_t segment_version = 2;
 inline constexpr std::size_t message_bytes = 224;
+inline constexpr std::size_t result_bytes = 1024;
 
 struct segment_header {
   std::uint64_t magic;
@@ -51,6 +52,7 @@ struct alignas(64) gmi_slot {
   std::atomic<std::uint32_t> state;
   std::atomic<std::int32_t> pid;
   char message[message_bytes];  // why the GMI failed, written by the GMI itself before it exits
+  char result[result_bytes];    // what the GMI reports to its launcher (context::report), read after the run
 };
 
 // Producer writes head, consumer writes tail; both only grow (bytes ever written / read).
@@ -220,6 +222,16 @@ class segment {
   }
   [[nodiscard]] std::string message(int rank) const {
     const auto& m = slot(rank).message;
+    return std::string(m, strnlen(m, sizeof m));
+  }
+  void set_result(int rank, std::string_view text) const noexcept {
+    auto& m = slot(rank).result;
+    const std::size_t n = std::min(text.size(), sizeof m - 1);
+    std::memcpy(m, text.data(), n);
+    m[n] = '\0';
+  }
+  [[nodiscard]] std::string result(int rank) const {
+    const auto& m = slot(rank).result;
     return std::string(m, strnlen(m, sizeof m));
   }
 

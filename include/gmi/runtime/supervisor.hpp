@@ -48,6 +48,7 @@ struct gmi_exit {
 struct run_report {
   std::optional<failure> first_failure;  // empty: every GMI finished cleanly
   std::vector<gmi_exit> exits;           // by rank
+  std::vector<std::string> results;      // by rank: what each GMI reported (context::report), empty if nothing
   std::string run_id, shm_name;
   std::vector<int> not_stopped;          // thread GMIs that ignored the stop flag and were left detached
   double seconds = 0;
@@ -329,6 +330,7 @@ class process_group {
 
   void finish() {
     for (const auto& c : children_) report_.exits.push_back(c.exit);
+    for (std::size_t r = 0; r < children_.size(); ++r) report_.results.push_back(seg_->result(static_cast<int>(r)));
     report_.run_id = run_id_;
     report_.shm_name = seg_->name();
     report_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -469,6 +471,7 @@ class thread_group {
       e.clean = ended && !states_[r]->threw;
       e.how = !ended ? "still running (detached)" : states_[r]->threw ? "threw: " + states_[r]->error : "returned";
       report_.exits.push_back(std::move(e));
+      report_.results.push_back(seg_->result(static_cast<int>(r)));
     }
     report_.run_id = run_id_;
     report_.shm_name = seg_->name();

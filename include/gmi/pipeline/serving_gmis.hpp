@@ -1,0 +1,177 @@
+#pragma once
+// The serving layout on many GMIs: what each GMI does (serve_and_report: warm up, wait for every GMI at a
+// barrier, serve for a fixed time, report its steps) and how the launcher adds the reports up
+// (collect_serving: per-GMI rates, total = all steps / the longest GMI window, since every window starts at
+// the same barrier). Several windows (repetitions) run back to back in one launch, each behind its own barrier,
+// so a benchmark pays process and daemon start-up once. The GMI of slice 0 on each GPU also samples GPM SM
+// activity over its windows, the utilization figure that tells a busy GPU from one that merely runs a kernel.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gmi/core/error.hpp>
+#include <gmi/cuda/gpm.hpp>
+#include <gmi/runtime/context.hpp>
+#include <gmi/runtime/gmis.hpp>
+#include <gmi/runtime/supervisor.hpp>
+
+namespace gmi {
+
+struct gmi_serving_result {
+  int rank = 0, gpu = 0, slice = 0, num_envs = 0, sm_count = 0;
+  std::vector<std::uint64_t> steps;  // per environment, one entry per window
+  std::vector<double> seconds;       // this GMI's windows, each from a common barrier
+  double steps_per_s = 0;            // median window: steps * num_envs / seconds
+  std::string binding;       // "MPS client, 12% = 16 SMs"
+  std::optional<double> sm_active, sm_occupancy;  // GPM over the window (slice 0 of each GPU), percent
+  std::string gpm_note;      // why there is no GPM figure
+};
+
+inline void to_json(nlohmann::json& j, const gmi_serving_result& r) {
+  j = {{"rank", r.rank},   {"gpu", r.gpu},         {"slice", r.slice},     {"num_envs", r.num_envs},
+       {"sms", r.sm_count}, {"steps", r.steps},     {"seconds", r.seconds}, {"steps_per_s", r.steps_per_s},
+       {"binding", r.binding}};
+  if (r.sm_active) j["sm_active_pct"] = *r.sm_active;
+  if (r.sm_occupancy) j["sm_occupancy_pct"] = *r.sm_occupancy;
+  if (!r.gpm_note.empty()) j["gpm_note"] = r.gpm_note;
+}
+inline void from_json(const nlohmann::json& j, gmi_serving_result& r) {
+  r.rank = j.at("rank");
+  r.gpu = j.at("gpu");
+  r.slice = j.at("slice");
+  r.num_envs = j.at("num_envs");
+  r.sm_count = j.at("sms");
+  r.steps = j.at("steps").get<std::vector<std::uint64_t>>();
+  r.seconds = j.at("seconds").get<std::vector<double>>();
+  r.steps_per_s = j.at("steps_per_s");
+  r.binding = j.at("binding");
+  if (j.contains("sm_active_pct")) r.sm_active = j["sm_active_pct"].get<double>();
+  if (j.contains("sm_occupancy_pct")) r.sm_occupancy = j["sm_occupancy_pct"].get<double>();
+  if (j.contains("gpm_note")) r.gpm_note = j["gpm_note"];
+}
+
+// Inside a GMI: `engine` (anything with serve(steps), synchronize(), num_envs()) serves `windows` times for
+// `seconds`, each window after a barrier with every GMI of the run, heartbeating; `stop` (optional) ends it
+// early. Reports the result.
+template <class Engine>
+gmi_serving_result serve_and_report(runtime::context& ctx, const runtime::binding& b, Engine& engine, double seconds,
+                                    int steps_per_launch, const std::atomic<int>* stop = nullptr, int windows = 1) {
+  gmi::require(windows >= 1 && windows <= 20, "serving windows", windows, "1..20 (the report holds 20)");
+  engine.serve(steps_per_launch);  // warm-up: graph capture, module loading
+  engine.synchronize();
+  ctx.heartbeat();
+  gmi_serving_result r;
+  r.rank = ctx.rank();
+  r.gpu = ctx.gpu();
+  r.slice = ctx.slice();
+  r.num_envs = engine.num_envs();
+  r.sm_count = b.sm_count();
+  r.binding = b.describe();
+  std::optional<cuda::gpm::sampler> gpm;
+  if (ctx.slice() == 0) {
+    if (b.nvml_index() < 0) {
+      r.gpm_note = "no NVML index for this device";
+    } else {
+      gpm.emplace(b.nvml_index());
+    }
+  }
+  using clock = std::chrono::steady_clock;
+  std::vector<double> rates;
+  for (int w = 0; w < windows; ++w) {
+    ctx.barrier(ctx.all());
+    if (gpm && w == 0) {
+      if (const gmi::status st = gpm->start(); !st) {
+        r.gpm_note = st.message();
+        gpm.reset();
+      }
+    }
+    std::uint64_t steps = 0;
+    const auto t0 = clock::now();
+    double elapsed = 0;
+    bool stopped = false;
+    while (elapsed < seconds) {
+      for (int k = 0; k < 4; ++k) engine.serve(steps_per_launch);
+      engine.synchronize();
+      steps += 4ull * static_cast<std::uint64_t>(steps_per_launch);
+      ctx.heartbeat();
+      elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+      stopped = ctx.stop_requested() || (stop && stop->load() != 0);
+      if (stopped) break;
+    }
+    r.steps.push_back(steps);
+    r.seconds.push_back(elapsed);
+    rates.push_back(static_cast<double>(steps) * r.num_envs / elapsed);
+    if (stopped) break;
+  }
+  std::sort(rates.begin(), rates.end());
+  r.steps_per_s = rates[rates.size() / 2];
+  if (gpm) {
+    if (auto a = gpm->finish()) {
+      r.sm_active = a->sm_active;
+      r.sm_occupancy = a->sm_occupancy;
+    } else {
+      r.gpm_note = a.error().message();
+    }
+  }
+  ctx.report(nlohmann::json(r).dump());
+  return r;
+}
+
+struct gmi_serving_total {
+  std::vector<gmi_serving_result> per_gmi;  // by rank
+  std::vector<double> window_steps_per_s;   // per window: every GMI's steps over the longest GMI's time
+  double steps_per_s = 0;                   // the median window
+  long long total_envs = 0;
+  std::optional<double> sm_active, sm_occupancy;  // mean over the GPUs that have a GPM figure
+  std::string gpm_note;
+};
+
+// In the launcher, after the run: the GMIs' reports added up. Throws gmi::error when a GMI reported nothing.
+inline gmi_serving_total collect_serving(const runtime::run_report& report) {
+  gmi_serving_total t;
+  double active = 0, occupancy = 0;
+  int gpm_count = 0;
+  std::size_t windows = SIZE_MAX;
+  for (std::size_t r = 0; r < report.results.size(); ++r) {
+    if (report.results[r].empty()) throw gmi::error("GMI " + std::to_string(r) + " ended without a serving report");
+    auto one = nlohmann::json::parse(report.results[r]).get<gmi_serving_result>();
+    windows = std::min(windows, one.steps.size());
+    t.total_envs += one.num_envs;
+    if (one.sm_active) {
+      active += *one.sm_active;
+      occupancy += one.sm_occupancy.value_or(0);
+      ++gpm_count;
+    } else if (!one.gpm_note.empty() && t.gpm_note.empty()) {
+      t.gpm_note = one.gpm_note;
+    }
+    t.per_gmi.push_back(std::move(one));
+  }
+  for (std::size_t w = 0; w < windows && !t.per_gmi.empty(); ++w) {
+    double longest = 0, env_steps = 0;
+    for (const auto& g : t.per_gmi) {
+      longest = std::max(longest, g.seconds[w]);
+      env_steps += static_cast<double>(g.steps[w]) * g.num_envs;
+    }
+    t.window_steps_per_s.push_back(longest > 0 ? env_steps / longest : 0);
+  }
+  if (!t.window_steps_per_s.empty()) {
+    std::vector<double> sorted = t.window_steps_per_s;
+    std::sort(sorted.begin(), sorted.end());
+    t.steps_per_s = sorted[sorted.size() / 2];
+  }
+  if (gpm_count) {
+    t.sm_active = active / gpm_count;
+    t.sm_occupancy = occupancy / gpm_count;
+  }
+  return t;
+}
+
+}  // namespace gmi

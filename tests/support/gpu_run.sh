@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# GPU integration check of a gmi binary: gpu_run.sh <expected exit> <output regex> <command> [args...]
+# Skips visibly (exit 77) without a GPU. Passes when the command exits with the expected code, its output
+# matches the regex, and it left nothing behind: no /dev/shm segment of this user's runs, no MPS daemon or
+# server of ours (pipe directories /tmp/gmi-mps-<uid>-*), no process of its group.
+set -uo pipefail
+expect_rc=$1 regex=$2
+shift 2
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "[gmi] SKIPPED: no GPU (nvidia-smi -L failed)"
+  exit 77
+fi
+uid=$(id -u)
+shm_before=$(ls /dev/shm 2>/dev/null | grep -c "^gmi-${uid}-" || true)
+out=$(timeout 300 "$@" 2>&1)
+rc=$?
+echo "$out"
+fail=0
+if [ "$rc" != "$expect_rc" ]; then echo "gpu_run: exit code: got $rc, need $expect_rc"; fail=1; fi
+if ! grep -Eq -- "$regex" <<<"$out"; then echo "gpu_run: output does not match '$regex'"; fail=1; fi
+sleep 0.2
+shm_after=$(ls /dev/shm 2>/dev/null | grep -c "^gmi-${uid}-" || true)
+if [ "$shm_after" -gt "$shm_before" ]; then echo "gpu_run: /dev/shm segments left: $shm_after (before: $shm_before)"; fail=1; fi
+if pgrep -u "$uid" -f "nvidia-cuda-mps" >/dev/null 2>&1; then
+  for pid in $(pgrep -u "$uid" -f "nvidia-cuda-mps"); do
+    if tr '\0' '\n' < /proc/$pid/environ 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=/tmp/gmi-mps-${uid}-"; then
+      echo "gpu_run: MPS process $pid of a gmi run is still alive"; fail=1
+    fi
+  done
+fi
+exit $fail
