@@ -414,4 +414,86 @@ result<std::string> read_string(device_t d, Fn fn, const char* call) {
                              ") is not among NVML's devices (a MIG device? see mig_devices)");
 }
 
+// --- GPU pairs (added for plan/topology): NVLink peer-to-peer and the PCIe path between two GPUs. Self-contained:
+// the two symbols are looked up here, next to the library the class above already loaded.
+
+// nvmlGpuTopologyLevel_t: the closest common ancestor of two GPUs, as `nvidia-smi topo -m` names it.
+enum class pcie_path : int {
+  same_board = 0,          // NVML_TOPOLOGY_INTERNAL (two GPUs of one board)
+  single_switch = 10,      // PIX: one PCIe switch
+  multiple_switches = 20,  // PXB: several PCIe switches, no host bridge
+  host_bridge = 30,        // PHB: a PCIe host bridge
+  numa_node = 40,          // NODE: host bridges of one NUMA node
+  system = 50,             // SYS: across NUMA nodes (SMP interconnect)
+};
+
+[[nodiscard]] inline const char* pcie_path_name(pcie_path p) {
+  switch (p) {
+    case pcie_path::same_board: return "same board";
+    case pcie_path::single_switch: return "PIX";
+    case pcie_path::multiple_switches: return "PXB";
+    case pcie_path::host_bridge: return "PHB";
+    case pcie_path::numa_node: return "NODE";
+    case pcie_path::system: return "SYS";
+  }
+  return "unknown";
+}
+
+namespace detail {
+
+struct pair_functions {
+  return_t (*p2p_status)(device_t, device_t, int, int*) = nullptr;  // nvmlDeviceGetP2PStatus(a, b, caps index, status)
+  return_t (*common_ancestor)(device_t, device_t, int*) = nullptr;  // nvmlDeviceGetTopologyCommonAncestor
+};
+
+inline const pair_functions& pair_fn() {
+  static const pair_functions fns = [] {
+    pair_functions out;
+    if (!lib().available()) return out;
+    // RTLD_NOLOAD: the handle of the copy library::instance() opened (never closed, like that one).
+    void* handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!handle) return out;
+    out.p2p_status = reinterpret_cast<decltype(out.p2p_status)>(dlsym(handle, "nvmlDeviceGetP2PStatus"));
+    out.common_ancestor =
+        reinterpret_cast<decltype(out.common_ancestor)>(dlsym(handle, "nvmlDeviceGetTopologyCommonAncestor"));
+    return out;
+  }();
+  return fns;
+}
+
+inline constexpr int p2p_caps_index_nvlink = 2;  // NVML_P2P_CAPS_INDEX_NVLINK
+inline constexpr int p2p_status_ok = 0;          // NVML_P2P_STATUS_OK
+
+}  // namespace detail
+
+// Whether NVML GPUs `a` and `b` reach each other peer-to-peer over NVLink (directly or through NVSwitch).
+[[nodiscard]] inline result<bool> nvlink_p2p(int a, int b) {
+  auto da = detail::handle(a);
+  if (!da) return da.error();
+  auto db = detail::handle(b);
+  if (!db) return db.error();
+  const auto& fn = detail::pair_fn();
+  if (!fn.p2p_status) return detail::missing("nvmlDeviceGetP2PStatus");
+  int st = -1;  // nvmlGpuP2PStatus_t
+  if (const detail::return_t r = fn.p2p_status(*da, *db, detail::p2p_caps_index_nvlink, &st); r != detail::NVML_SUCCESS) {
+    return detail::lib().to_status(r, "nvmlDeviceGetP2PStatus");
+  }
+  return st == detail::p2p_status_ok;
+}
+
+// The PCIe path between NVML GPUs `a` and `b` (their closest common ancestor).
+[[nodiscard]] inline result<pcie_path> common_ancestor(int a, int b) {
+  auto da = detail::handle(a);
+  if (!da) return da.error();
+  auto db = detail::handle(b);
+  if (!db) return db.error();
+  const auto& fn = detail::pair_fn();
+  if (!fn.common_ancestor) return detail::missing("nvmlDeviceGetTopologyCommonAncestor");
+  int level = 0;  // nvmlGpuTopologyLevel_t
+  if (const detail::return_t r = fn.common_ancestor(*da, *db, &level); r != detail::NVML_SUCCESS) {
+    return detail::lib().to_status(r, "nvmlDeviceGetTopologyCommonAncestor");
+  }
+  return static_cast<pcie_path>(level);
+}
+
 }  // namespace gmi::cuda::nvml
