@@ -1,8 +1,12 @@
 // gmi.bench.reduce: (i) intra-GPU reduce over m GMIs' buffers (one kernel) vs the paper's CPU-staged IP path
 // (device -> shared host memory, CPU sum, back), m = 2, 4, 8; (ii) hierarchical allreduce of m GMIs per GPU
 // x n GPUs (one process per GMI, CUDA IPC + NCCL among leaders) vs one flat NCCL allreduce of the same bytes
-// with one rank per GPU. JSON result lines (bench-spec) on stdout.
-// Usage: gmi.bench.reduce [intra] [hier] [gpus=n] [reps=20]; workers are this binary re-executed with worker=...
+// with one rank per GPU. JSON result lines (bench-spec) on stdout; per-stage host timings of the leader of GPU 0
+// and of its first member on stderr ("[breakdown] ..." lines, medians in microseconds).
+// Usage: gmi.bench.reduce [intra] [hier] [gpus=n] [reps=20] [handshake=both|automatic|host|device] [m=k] [bytes=b]
+// (m, bytes: run only that GMIs-per-GPU count / size in hier)
+// (both: each m > 1 case with the automatic handshake, impl "gmi", and with the host one, "gmi_host_handshake");
+// workers are this binary re-executed with worker=...
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -106,7 +110,8 @@ void bench_intra(const gmi::metrics::run_info& run, int reps) {
 }
 
 // A worker: one GMI (hier) or one flat NCCL rank (flat). Rank 0 prints its per-rep times on stdout as
-// "times t1 t2 ..."; every rep starts after a shm barrier so all ranks start together.
+// "times t1 t2 ..."; every rep starts after a shm barrier so all ranks start together. The leader of GPU 0
+// and its first member print their stage medians on stderr.
 int worker(const std::string& kind) {
   const std::string tag = args["tag"];
   const int gpus = static_cast<int>(arg("gpus", 1)), m = static_cast<int>(arg("per_gpu", 1));
@@ -138,10 +143,16 @@ int worker(const std::string& kind) {
     o.tag = tag + "-g" + std::to_string(gpu);
     o.local_rank = local;
     o.local_size = m;
+    const std::string hs = args.count("handshake") ? args["handshake"] : "automatic";
+    o.sync = hs == "host" ? comm::handshake::host : hs == "device" ? comm::handshake::device : comm::handshake::automatic;
     h.emplace(o, buf.data(), count, nc.get());
   }
   std::vector<double> times;
+  // Stages, microseconds: waiting at the start barrier, the call (host wait, enqueue, device wait inside it),
+  // the stream synchronize after it, waiting at the end barrier for the slowest rank.
+  std::vector<double> start_b, call, host_wait, enqueue, device_wait, sync, end_b;
   for (int r = 0; r < reps + 5; ++r) {
+    const auto tb = clock_type::now();
     barrier.finish();
     const auto t0 = clock_type::now();
     if (h) {
@@ -150,21 +161,49 @@ int worker(const std::string& kind) {
       nc->allreduce(buf.data(), buf.data(), count, s);
       nc->synchronize(s);
     }
+    const auto t1 = clock_type::now();
     s.synchronize();
+    const auto t2 = clock_type::now();
     barrier.finish();  // the collective is done when the slowest rank is done
-    if (r >= 5) times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+    const auto t3 = clock_type::now();
+    if (r >= 5) {
+      times.push_back(std::chrono::duration<double>(t3 - t0).count());
+      const auto us = [](auto d) { return std::chrono::duration<double, std::micro>(d).count(); };
+      start_b.push_back(us(t0 - tb));
+      call.push_back(us(t1 - t0));
+      sync.push_back(us(t2 - t1));
+      end_b.push_back(us(t3 - t2));
+      if (h) {
+        host_wait.push_back(h->last_timing().host_wait_us);
+        enqueue.push_back(h->last_timing().enqueue_us);
+        device_wait.push_back(h->last_timing().device_wait_us);
+      }
+    }
   }
   if (rank == 0) {
     std::printf("times");
     for (double t : times) std::printf(" %.9g", t);
     std::printf("\n");
+    std::fflush(stdout);
+  }
+  if (rank == 0 || (h && rank == 1)) {
+    const auto med = [](const std::vector<double>& v) { return v.empty() ? 0.0 : gmi::metrics::summarize(v).median; };
+    const std::string who = !h ? "flat rank 0" : rank == 0 ? "leader of GPU 0" : "member 1 of GPU 0";
+    const char* hs = !h ? "-" : h->sync() == comm::handshake::device ? "device" : "host";
+    std::fprintf(stderr,
+                 "[breakdown] %s handshake=%s gpus=%d per_gpu=%d bytes=%zu %s, median us: call %.1f (host_wait %.1f "
+                 "+ enqueue %.1f + device_wait %.1f) | stream_sync %.1f | end_barrier %.1f | start_barrier %.1f | "
+                 "rep %.1f\n",
+                 kind.c_str(), hs, gpus, m, count * 4, who.c_str(), med(call), med(host_wait), med(enqueue),
+                 med(device_wait), med(sync), med(end_b), med(start_b), med(times) * 1e6);
   }
   barrier.finish();
   return 0;
 }
 
 // Runs `world` workers of this binary; returns rank 0's times.
-std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t bytes, int reps) {
+std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t bytes, int reps,
+                          const std::string& handshake = "automatic") {
   const std::string tag = comm::unique_tag("bench");
   int pipefd[2];
   if (::pipe(pipefd) != 0) throw gmi::comm_error("pipe failed");
@@ -172,7 +211,8 @@ std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t 
   for (int r = 0; r < gpus * m; ++r) {
     std::vector<std::string> a{"/proc/self/exe", "worker=" + kind, "tag=" + tag, "gpus=" + std::to_string(gpus),
                                "per_gpu=" + std::to_string(m), "rank=" + std::to_string(r),
-                               "bytes=" + std::to_string(bytes), "reps=" + std::to_string(reps)};
+                               "bytes=" + std::to_string(bytes), "reps=" + std::to_string(reps),
+                               "handshake=" + handshake};
     std::vector<char*> argv;
     for (auto& x : a) argv.push_back(x.data());
     argv.push_back(nullptr);
@@ -209,9 +249,10 @@ std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t 
   return times;
 }
 
-void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus) {
+void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const std::string& mode) {
   for (int n = 1; n <= max_gpus; n *= 2) {
     for (std::size_t bytes : {std::size_t{1} << 20, std::size_t{16} << 20, std::size_t{256} << 20}) {
+      if (args.count("bytes") && arg("bytes", 0) != static_cast<long long>(bytes)) continue;
       std::optional<gmi::metrics::summary> flat;
       if (n > 1) {
         flat = gmi::metrics::summarize(spawn("flat", n, 1, bytes, reps));
@@ -221,11 +262,19 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus) {
       }
       for (int m : {1, 2, 4, 8}) {
         if (n == 1 && m == 1) continue;
-        const auto s = gmi::metrics::summarize(spawn("hier", n, m, bytes, reps));
-        nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", m}, {"gpus_used", n}, {"bytes", bytes}};
-        if (flat) cfg["ratio_to_nccl_flat"] = s.median / flat->median;
-        emit(run, "gmi", "latency_s", s, cfg);
-        emit(run, "gmi", "bytes_per_s", {bytes / s.median, bytes / s.max, bytes / s.min, s.reps}, cfg);
+        if (args.count("m") && arg("m", 0) != m) continue;
+        std::vector<std::pair<std::string, std::string>> variants;  // impl, handshake
+        if (m == 1 || mode == "automatic" || mode == "both") variants.emplace_back("gmi", "automatic");
+        if (m > 1 && (mode == "host" || mode == "both")) variants.emplace_back("gmi_host_handshake", "host");
+        if (m > 1 && mode == "device") variants.emplace_back("gmi_device_handshake", "device");
+        for (const auto& [impl, handshake] : variants) {
+          const auto s = gmi::metrics::summarize(spawn("hier", n, m, bytes, reps, handshake));
+          nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", m}, {"gpus_used", n}, {"bytes", bytes}};
+          if (m > 1) cfg["handshake"] = handshake;
+          if (flat) cfg["ratio_to_nccl_flat"] = s.median / flat->median;
+          emit(run, impl, "latency_s", s, cfg);
+          emit(run, impl, "bytes_per_s", {bytes / s.median, bytes / s.max, bytes / s.min, s.reps}, cfg);
+        }
       }
     }
   }
@@ -254,7 +303,12 @@ int main(int argc, char** argv) {
     const auto run = gmi::metrics::describe_run();
     const int reps = static_cast<int>(arg("reps", 20));
     if (intra) bench_intra(run, reps);
-    if (hier) bench_hier(run, reps, static_cast<int>(std::min<long long>(arg("gpus", *n), *n)));
+    const std::string mode = args.count("handshake") ? args["handshake"] : "both";
+    if (mode != "both" && mode != "automatic" && mode != "host" && mode != "device") {
+      std::fprintf(stderr, "gmi.bench.reduce: handshake=%s; need both, automatic, host or device\n", mode.c_str());
+      return 2;
+    }
+    if (hier) bench_hier(run, reps, static_cast<int>(std::min<long long>(arg("gpus", *n), *n)), mode);
     return 0;
   } catch (const gmi::error& e) {
     std::fprintf(stderr, "gmi.bench.reduce: %s\n", e.what());

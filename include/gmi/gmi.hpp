@@ -2,6 +2,7 @@
 // gmi: the umbrella header. Every layer's host headers; under nvcc also the kernel headers (.cuh) and the
 // launcher gmi::run, which instantiates the CUDA paths.
 #include <gmi/agents/gaussian_mlp.hpp>
+#include <gmi/comm/channel.hpp>
 #include <gmi/comm/device_share.hpp>
 #include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/nccl.hpp>
@@ -9,6 +10,7 @@
 #include <gmi/comm/plans.hpp>
 #include <gmi/comm/shm_segment.hpp>
 #include <gmi/comm/spsc_ring.hpp>
+#include <gmi/comm/weights_channel.hpp>
 #include <gmi/concepts/agent.hpp>
 #include <gmi/concepts/env.hpp>
 #include <gmi/core/core.hpp>
@@ -20,10 +22,13 @@
 #include <gmi/nn/nn.hpp>
 #include <gmi/partition/partition.hpp>
 #include <gmi/pipeline/pipeline.hpp>
+#include <gmi/pipeline/serving_gmis.hpp>
+#include <gmi/plan/explorer.hpp>
 #include <gmi/rl/checkpoint.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/ppo.hpp>
 #include <gmi/rl/episode_window.hpp>
+#include <gmi/runtime/gmis.hpp>
 #include <gmi/runtime/flags.hpp>
 #include <gmi/runtime/runtime.hpp>
 #include <gmi/trainers/ppo.hpp>

@@ -1,7 +1,8 @@
 // gmi.test.comm_worker: one GMI of a hierarchical-allreduce test, started as its own process by the GPU tests
 // (MPS-style GMIs: one process each, CUDA IPC between those of a GPU, NCCL between the GPUs' leaders).
 // Usage: gmi.test.comm_worker tag=T gpus=n per_gpu=m rank=r sizes=a,b,c [rounds=2] [timeout_ms=20000]
-//        [mismatch_rank=-1] [die_rank=-1] [die_round=0]
+//        [mismatch_rank=-1] [die_rank=-1] [die_round=0] [handshake=automatic|host|device] [blocking=1]
+//        [expect_handshake=host|device] (exit 4 when the group chose another)
 // Exit: 0 all sums right (or, when a fault is injected, the expected error seen); 2 wrong sums; 3 unexpected error.
 #include <signal.h>
 #include <unistd.h>
@@ -48,6 +49,9 @@ int main(int argc, char** argv) {
   const int die_rank = static_cast<int>(num("die_rank", -1)), die_round = static_cast<int>(num("die_round", 0));
   const auto timeout = gmi::comm::milliseconds(num("timeout_ms", 20000));
   const bool fault = mismatch_rank >= 0 || die_rank >= 0;
+  const std::string handshake = a.count("handshake") ? a["handshake"] : "automatic";
+  const bool blocking = num("blocking", 1) != 0;
+  const std::string expect_handshake = a["expect_handshake"];
   std::vector<std::size_t> sizes;
   {
     std::stringstream ss(a["sizes"]);
@@ -82,7 +86,17 @@ int main(int argc, char** argv) {
       o.local_size = per_gpu;
       o.mode = gmi::comm::sharing::ipc;
       o.timeout = timeout;
+      o.blocking = blocking;
+      o.sync = handshake == "host"     ? gmi::comm::handshake::host
+               : handshake == "device" ? gmi::comm::handshake::device
+                                       : gmi::comm::handshake::automatic;
       gmi::comm::hierarchical_allreduce h(o, buf.data(), count, leaders.get());
+      const char* chosen = h.sync() == gmi::comm::handshake::device ? "device" : "host";
+      if (s == 0 && rank == 0) std::fprintf(stderr, "[worker 0] handshake %s\n", chosen);
+      if (!expect_handshake.empty() && per_gpu > 1 && expect_handshake != chosen) {
+        std::fprintf(stderr, "[worker %d] handshake %s, expected %s\n", rank, chosen, expect_handshake.c_str());
+        return 4;
+      }
       for (int round = 0; round < rounds; ++round) {
         if (rank == die_rank && round == die_round) ::raise(SIGKILL);
         fill<<<256, 256, 0, stream>>>(buf.data(), count, rank, round);
@@ -95,6 +109,7 @@ int main(int argc, char** argv) {
         if (w) std::fprintf(stderr, "[worker %d] %zu floats round %d: %llu wrong\n", rank, count, round, w);
         total_wrong += w;
       }
+      if (!blocking) h.wait(stream);
       // Nobody frees a buffer another GMI of the GPU still maps: a world-wide step before the next size.
       std::vector<float> one(1, 1.f);
       static std::optional<gmi::comm::ip_allreduce> world_group;

@@ -37,6 +37,10 @@ TEST_SUITE("cpu") {
     c.pinned_mem_limit.clear();
     c.active_thread_percentage.reset();
     CHECK(c.percentage() == 25);  // 100 / 4
+    c.gmis_per_gpu = 8;
+    CHECK(c.percentage() == 13);  // 100 / 8 rounded up
+    c.gmis_per_gpu = 3;
+    CHECK(c.percentage() == 34);
   }
 
   TEST_CASE("partition.mps.missing_binary") {

@@ -78,7 +78,7 @@ TEST_SUITE("gpu") {
       gmi::runtime::process_group g(client_spec(s, n, out, "report"));
       const auto r = g.wait();
       REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.first_failure->message));
-      const auto [lo, hi] = gp::mps::expected_sms(s.device_sm_count(0), 100 / n);
+      const auto [lo, hi] = gp::mps::expected_sms(s.device_sm_count(0), c.percentage());
       for (int rank = 0; rank < n; ++rank) {
         std::ifstream in(out + "/rank" + std::to_string(rank) + ".txt");
         int enabled = 0, sms = 0, total = 0;
@@ -86,7 +86,7 @@ TEST_SUITE("gpu") {
         CHECK(enabled == 1);
         CHECK(sms >= lo);
         CHECK(sms <= hi);
-        MESSAGE(n, " clients at ", 100 / n, "%: GMI ", rank, " sees ", sms, " of ", total, " SMs");
+        MESSAGE(n, " clients at ", c.percentage(), "%: GMI ", rank, " sees ", sms, " of ", total, " SMs");
       }
       s.quit();
       CHECK(s.daemon_processes(0).empty());

@@ -21,11 +21,14 @@ if ! grep -Eq -- "$regex" <<<"$out"; then echo "gpu_run: output does not match '
 sleep 0.2
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c "^gmi-${uid}-" || true)
 if [ "$shm_after" -gt "$shm_before" ]; then echo "gpu_run: /dev/shm segments left: $shm_after (before: $shm_before)"; fail=1; fi
-if pgrep -u "$uid" -f "nvidia-cuda-mps" >/dev/null 2>&1; then
-  for pid in $(pgrep -u "$uid" -f "nvidia-cuda-mps"); do
-    if tr '\0' '\n' < /proc/$pid/environ 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=/tmp/gmi-mps-${uid}-"; then
-      echo "gpu_run: MPS process $pid of a gmi run is still alive"; fail=1
-    fi
+# MPS processes of a gmi run (pipe directory /tmp/gmi-mps-<uid>-*) still alive; a daemon that was told to quit
+# may take a moment to exit, so allow it 3 s.
+ours() {
+  for pid in $(pgrep -u "$uid" -f "nvidia-cuda-mps" 2>/dev/null); do
+    (tr '\0' '\n' < "/proc/$pid/environ") 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=/tmp/gmi-mps-${uid}-" && echo "$pid"
   done
-fi
+}
+for _ in $(seq 30); do [ -z "$(ours)" ] && break; sleep 0.1; done
+left=$(ours)
+if [ -n "$left" ]; then echo "gpu_run: MPS processes of a gmi run still alive: $left"; fail=1; fi
 exit $fail

@@ -2,13 +2,17 @@
 // gmi::comm::hierarchical<Inter>: the allreduce of flat float gradients over m GMIs on each of n GPUs.
 // (a) the GPU's leader GMI sums the m buffers with one kernel, (b) the leaders allreduce across GPUs with
 // NCCL on their own stream, (c) the leader writes the result into every GMI's buffer; large buffers go in
-// chunks so (a), (b) and (c) of different chunks overlap. NCCL never sees two ranks on one GPU.
+// chunks so (a), (b) and (c) of different chunks overlap. NCCL never sees two ranks on one GPU. Between MPS
+// GMI processes the handshake is device-side (stream memory operations on pinned shared flags), so no host
+// waits for another on the per-call path; see docs/comm.md for the steps and their waits.
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -44,6 +48,15 @@ enum class sharing {
   ipc,         // MPS GMIs as processes: CUDA IPC memory and event handles through shared memory
 };
 
+// How a GMI and its leader tell each other "my gradient is on the device" and "the sum is in your buffer".
+enum class handshake {
+  automatic,  // device with sharing::ipc where the driver has stream memory operations, else host
+  host,       // CUDA events plus generation counters in shared memory; each side's host waits (spinning) for the other
+  device,     // stream memory operations on flags in pinned shared memory: the streams wait, no host waits at all
+              // (sharing::ipc only: streams of one process may share a hardware queue, and a wait queued
+              // ahead of its write there would never finish)
+};
+
 struct hierarchical_options {
   std::string tag;          // names this GPU's group; the same on every GMI of the GPU, unique per run and GPU
   int local_rank = 0;       // 0 is the GPU's leader
@@ -52,6 +65,15 @@ struct hierarchical_options {
   milliseconds timeout = default_timeout();
   std::size_t chunk_bytes = 0;  // 0: one chunk up to 8 MiB, else max(8 MiB, bytes / 4) (GMI_HIER_CHUNK_BYTES overrides)
   bool blocking = true;         // allreduce returns after the result is in this GMI's buffer (errors surface there)
+  handshake sync = handshake::automatic;  // the leader's choice holds for the group (GMI_HIER_HANDSHAKE=host|device)
+};
+
+// Host-side timings of this GMI's last allreduce call, in microseconds (for diagnosis; a few clock reads).
+struct hier_call_timing {
+  double host_wait_us = 0;    // waiting on the host for the other side (host handshake; 0 with device)
+  double enqueue_us = 0;      // enqueueing the device work (waits, kernels, NCCL, flag writes, events)
+  double device_wait_us = 0;  // waiting for the device to finish (blocking calls)
+  double total_us = 0;
 };
 
 namespace detail {
@@ -74,11 +96,48 @@ struct hier_control {
   std::atomic<std::uint32_t> setup_state;  // 0 pending, 1 ready (errors go through the barrier's broken flag)
   std::uint32_t members;
   std::uint32_t mode;
+  std::uint32_t device_handshake;  // the leader's choice: 1 device, 0 host
   ipc_event_handle done_event;
   std::uint64_t raw_done_event;
   hier_member member[max_local_gmis];
   group_control group;  // broken flag, reason, pids (shared with ip_allreduce's liveness checks)
 };
+// The device handshake's flags, in pages of their own that every process registers with CUDA (mapped): streams
+// write and wait on them with cuStreamWriteValue32/cuStreamWaitValue32, hosts read them and, when the group
+// breaks, release every queued wait by writing them. 32-bit generations compared cyclically (GEQ).
+struct hier_flag {
+  alignas(128) std::atomic<std::uint32_t> v;
+};
+struct hier_flags {
+  hier_flag ready[max_local_gmis];  // GMI r's last generation whose gradient is on the device
+  hier_flag done;                   // the last generation whose sum is in every GMI's buffer
+  hier_flag abort;                  // non-zero: kernels touch no buffer (the group broke)
+};
+static_assert(sizeof(std::atomic<std::uint32_t>) == 4 && std::atomic<std::uint32_t>::is_always_lock_free);
+inline constexpr std::size_t hier_page = 4096;
+inline constexpr std::size_t hier_flags_bytes = (sizeof(hier_flags) + hier_page - 1) / hier_page * hier_page;
+// Flags start on the first page boundary after the control block (data() has the same page offset everywhere).
+inline constexpr std::size_t hier_segment_bytes = sizeof(hier_control) + hier_page + hier_flags_bytes;
+inline hier_flags* hier_flags_in(void* data) {
+  const auto at = (reinterpret_cast<std::uintptr_t>(data) + sizeof(hier_control) + hier_page - 1) / hier_page * hier_page;
+  return reinterpret_cast<hier_flags*>(at);
+}
+
+// cuStreamWaitValue32 / cuStreamWriteValue32 through the runtime's driver entry points (no link to libcuda).
+struct stream_memops {
+  using wait_fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  using write_fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  wait_fn wait = nullptr;
+  write_fn write = nullptr;
+  static const stream_memops& get() {
+    static const stream_memops m{cuda::detail::driver_entry<wait_fn>("cuStreamWaitValue32"),
+                                 cuda::detail::driver_entry<write_fn>("cuStreamWriteValue32")};
+    return m;
+  }
+  [[nodiscard]] bool available() const noexcept { return wait && write; }
+};
+// A generation far ahead of any queued wait: written into every flag to release waits when the group breaks.
+inline constexpr std::uint32_t hier_release_ahead = 1u << 30;
 }  // namespace detail
 
 // One GMI's handle on the hierarchical allreduce. Build it on every GMI of every GPU with the same count.
@@ -96,28 +155,57 @@ class hierarchical_allreduce {
     require(leaders == nullptr || o_.local_rank == 0, "hierarchical NCCL communicator on local rank", o_.local_rank,
             "only the leader (local rank 0)");
     if (const char* c = std::getenv("GMI_HIER_CHUNK_BYTES")) o_.chunk_bytes = std::stoull(c);
+    if (const char* h = std::getenv("GMI_HIER_HANDSHAKE"); h && *h) {
+      const std::string v = h;
+      if (v == "host") o_.sync = handshake::host;
+      else if (v == "device") o_.sync = handshake::device;
+      else if (v == "automatic") o_.sync = handshake::automatic;
+      else throw config_error(got_need("GMI_HIER_HANDSHAKE", v, "host, device or automatic"));
+    }
+    if (o_.sync == handshake::device && o_.mode != sharing::ipc) {
+      throw config_error(got_need("hierarchical handshake", "device with sharing::in_process",
+                                  "sharing::ipc (streams of one process may share a hardware queue, where a "
+                                  "device-side wait queued ahead of its write never finishes); use host"));
+    }
     const std::size_t bytes = count * sizeof(float);
     chunk_floats_ = o_.chunk_bytes ? o_.chunk_bytes / sizeof(float)
                                    : (bytes <= (8u << 20) ? count : std::max<std::size_t>((8u << 20) / 4, (count + 3) / 4));
     chunk_floats_ = std::max<std::size_t>(64, (chunk_floats_ + 63) / 64 * 64);  // chunks keep 256-byte alignment
+    single_ = leaders_ == nullptr || count_ <= chunk_floats_;
     try {
       if (o_.local_rank == 0) setup_leader(); else setup_member();
     } catch (const gmi::error& e) {
-      if (segment_.data()) barrier_.mark_broken(e.what());  // the GPU's other GMIs fail now, not at their timeout
+      if (segment_.data()) break_group(e.what());  // the GPU's other GMIs fail now, not at their timeout
       if (leaders_) leaders_->abort();
+      unregister_flags();
       throw;
     }
   }
   hierarchical_allreduce(const hierarchical_allreduce&) = delete;
   hierarchical_allreduce& operator=(const hierarchical_allreduce&) = delete;
 
-  // The leader owns the done event every member waits on: a member that saw the last generation's done_gen but
-  // has not yet enqueued its cudaStreamWaitEvent would use a destroyed event (cudaErrorInvalidResourceHandle,
-  // or undefined behaviour for an IPC event), so the leader waits until each member has consumed the last
-  // generation or detached (bounded; not when the group is broken or a member died).
+  // Host handshake: the leader owns the done event every member waits on: a member that saw the last
+  // generation's done_gen but has not yet enqueued its cudaStreamWaitEvent would use a destroyed event, so the
+  // leader waits until each member has consumed the last generation or detached. Device handshake: each GMI
+  // waits until its stream is past its last wait on the flags, then unregisters them. All bounded; a broken
+  // group first releases every queued device wait.
   ~hierarchical_allreduce() {
     if (!segment_.data()) return;
-    if (is_leader()) {
+    if (device_ && generation_ > 0 && tail_) {
+      const auto tail_done = [&] { return tail_->ready(); };
+      try {
+        if (barrier_.broken()) release_device_waits();
+        bounded_wait(tail_done, [&] { check_group(); }, o_.timeout, msg_device_);
+      } catch (...) {
+        release_device_waits();
+        try {
+          bounded_wait(tail_done, [] {}, milliseconds(2000), msg_device_);
+        } catch (...) {
+          flags_leaked_ = true;  // the stream may still read the pages: keep them pinned (the process is failing)
+        }
+      }
+    }
+    if (is_leader() && !device_) {
       try {
         bounded_wait(
             [&] {
@@ -130,54 +218,158 @@ class hierarchical_allreduce {
               }
               return true;
             },
-            [&] { check_group(); }, o_.timeout, segment_.name() + ": leader waiting for its GMIs to finish");
+            [&] { check_group(); }, o_.timeout, segment_.name() + ": leader waiting for its GMIs to finish",
+            long_wait());
       } catch (...) {  // broken, dead or timed out: nobody is left to use the event, or nothing more can be done
       }
-    } else {
+    } else if (!is_leader()) {
       c()->member[o_.local_rank].detached.store(1, std::memory_order_release);
     }
+    unregister_flags();
   }
 
   [[nodiscard]] bool is_leader() const noexcept { return o_.local_rank == 0; }
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
   [[nodiscard]] std::size_t chunk_bytes() const noexcept { return chunk_floats_ * sizeof(float); }
   [[nodiscard]] bool broken() const noexcept { return barrier_.broken(); }
+  // The handshake the group's leader chose (host or device).
+  [[nodiscard]] handshake sync() const noexcept { return device_ ? handshake::device : handshake::host; }
+  [[nodiscard]] const hier_call_timing& last_timing() const noexcept { return timing_; }
 
   // In place: this GMI's buffer becomes the sum over every GMI of every GPU. The buffer's producer must have
-  // enqueued its writes on `stream`; later work on `stream` sees the result.
+  // enqueued its writes on `stream`; later work on `stream` sees the result. Non-blocking calls return once
+  // the work is enqueued; call wait(stream) where the result is needed on the host (errors surface there).
   void allreduce(cudaStream_t stream) {
+    const auto t0 = clock::now();
     const std::uint64_t g = ++generation_;
     try {
-      if (is_leader()) run_leader(stream, g); else run_member(stream, g);
+      if (is_leader()) run_leader(stream, g, t0); else run_member(stream, g, t0);
     } catch (const gmi::error& e) {
-      barrier_.mark_broken(e.what());
+      break_group(e.what());
       if (leaders_) leaders_->abort();  // the other GPUs' leaders then fail at their deadline, not hang
       throw;
     }
   }
 
+  // Bounded wait (dead peers and NCCL errors checked) until `stream` has finished its work; throws if the group
+  // broke. A blocking allreduce ends with this.
+  void wait(cudaStream_t stream) {
+    try {
+      wait_device(stream);
+    } catch (const gmi::error& e) {
+      break_group(e.what());
+      if (leaders_) leaders_->abort();
+      throw;
+    }
+  }
+
  private:
+  using clock = std::chrono::steady_clock;
+  static double us(clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
   detail::hier_control* c() const { return static_cast<detail::hier_control*>(segment_.data()); }
 
-  void check_group() { barrier_.check_peers(); }
+  // Every wait's health check: a dead GMI or a broken group also releases the device waits of this process.
+  void check_group() {
+    try {
+      barrier_.check_peers();
+    } catch (...) {
+      release_device_waits();
+      throw;
+    }
+  }
+  void break_group(const std::string& why) noexcept {
+    barrier_.mark_broken(why);
+    release_device_waits();
+  }
+  // Kernels behind a released wait skip their buffers (abort first), then every flag jumps far ahead.
+  void release_device_waits() noexcept {
+    if (!flags_) return;
+    flags_->abort.v.store(1, std::memory_order_seq_cst);
+    const auto ahead = static_cast<std::uint32_t>(generation_) + detail::hier_release_ahead;
+    for (auto& f : flags_->ready) f.v.store(ahead, std::memory_order_seq_cst);
+    flags_->done.v.store(ahead, std::memory_order_seq_cst);
+  }
+
+  // Maps this process's view of the flag pages into the device's address space.
+  void register_flags() {
+    flags_ = detail::hier_flags_in(segment_.data());
+    GMI_CUDA_TRY(cudaHostRegister(flags_, detail::hier_flags_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
+    registered_ = true;
+    void* dev = nullptr;
+    GMI_CUDA_TRY(cudaHostGetDevicePointer(&dev, flags_, 0));
+    auto* d = static_cast<detail::hier_flags*>(dev);
+    for (int r = 0; r < max_local_gmis; ++r) ready_dev_[r] = reinterpret_cast<CUdeviceptr>(&d->ready[r].v);
+    done_dev_ = reinterpret_cast<CUdeviceptr>(&d->done.v);
+    abort_dev_ = reinterpret_cast<const volatile std::uint32_t*>(&d->abort.v);
+  }
+  void unregister_flags() noexcept {
+    if (registered_ && !flags_leaked_) cudaHostUnregister(flags_);
+    registered_ = false;
+  }
+  // Whether this device runs stream memory operations on the flags (one write and one wait on a scratch stream).
+  bool probe_memops() {
+    const auto& ops = detail::stream_memops::get();
+    if (!ops.available()) return false;
+    cuda::stream s;
+    const CUstream cs = s.get();
+    if (ops.write(cs, done_dev_, 0, CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS) return false;
+    if (ops.wait(cs, done_dev_, 0, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) return false;
+    return cudaStreamSynchronize(cs) == cudaSuccess;
+  }
+  void flag_write(cudaStream_t s, CUdeviceptr at, std::uint64_t g) {
+    GMI_CUDA_TRY(detail::stream_memops::get().write(s, at, static_cast<std::uint32_t>(g), CU_STREAM_WRITE_VALUE_DEFAULT));
+  }
+  void flag_wait(cudaStream_t s, CUdeviceptr at, std::uint64_t g) {
+    GMI_CUDA_TRY(detail::stream_memops::get().wait(s, at, static_cast<std::uint32_t>(g), CU_STREAM_WAIT_VALUE_GEQ));
+  }
+
+  void setup_messages() {
+    msg_members_ = segment_.name() + ": leader waiting for the GPU's gradients";
+    msg_leader_ = segment_.name() + ": GMI waiting for its leader's allreduce";
+    msg_device_ = segment_.name() + ": waiting for the allreduce on the device";
+  }
 
   void setup_leader() {
     // The control block is built before the segment is marked ready: a member opening it earlier would read
     // members == 0, or write its fields only to have them zeroed by this constructor.
-    segment_ = shm_segment::create(o_.tag, sizeof(detail::hier_control), [&](void* p, std::size_t) {
+    segment_ = shm_segment::create(o_.tag, detail::hier_segment_bytes, [&](void* p, std::size_t) {
       auto* fresh = new (p) detail::hier_control{};
       fresh->members = static_cast<std::uint32_t>(o_.local_size);
       fresh->mode = static_cast<std::uint32_t>(o_.mode);
       fresh->group.ranks = fresh->members;
+      new (detail::hier_flags_in(p)) detail::hier_flags{};
     });
+    setup_messages();
     auto* ctl = c();
     barrier_ = detail::group_barrier(&ctl->group, segment_.name());
     ctl->group.pids[0].store(::getpid());
-    done_event_ = shared_event::create();
-    if (o_.mode == sharing::ipc) ctl->done_event = done_event_.export_handle();
-    ctl->raw_done_event = reinterpret_cast<std::uint64_t>(done_event_.get());
+    // The handshake: device where asked for or possible (ipc, several GMIs, stream memory operations work).
+    if (o_.mode == sharing::ipc && o_.local_size > 1 && o_.sync != handshake::host) {
+      try {
+        register_flags();
+        device_ = probe_memops();
+      } catch (const cuda_error&) {
+        if (o_.sync == handshake::device) throw;
+        device_ = false;
+      }
+      if (!device_ && o_.sync == handshake::device) {
+        throw config_error(got_need("hierarchical handshake", "device, but stream memory operations (cuStreamWaitValue32 "
+                                    "on registered host memory) fail on this device", "host or automatic"));
+      }
+      if (!device_) {
+        unregister_flags();
+        flags_ = nullptr;
+        cudaGetLastError();  // a failed probe leaves no sticky error; keep it out of later checks
+      }
+    }
+    ctl->device_handshake = device_ ? 1 : 0;
+    if (!device_) {
+      done_event_ = shared_event::create();
+      if (o_.mode == sharing::ipc) ctl->done_event = done_event_.export_handle();
+      ctl->raw_done_event = reinterpret_cast<std::uint64_t>(done_event_.get());
+    }
     ctl->member[0].count = count_;
-    own_ready_ = cuda::event();
     // Wait for every member to attach, then map their buffers and events.
     bounded_wait(
         [&] {
@@ -186,10 +378,11 @@ class hierarchical_allreduce {
           }
           return true;
         },
-        [&] { check_group(); }, o_.timeout, segment_.name() + ": leader waiting for the GPU's GMIs to attach");
-    inputs_.assign(o_.local_size, nullptr);
-    inputs_[0] = buffer_;
-    member_buffers_.clear();
+        [&] { check_group(); }, o_.timeout, segment_.name() + ": leader waiting for the GPU's GMIs to attach",
+        long_wait());
+    std::vector<const float*> inputs(o_.local_size, nullptr);
+    std::vector<float*> members;
+    inputs[0] = buffer_;
     for (int r = 1; r < o_.local_size; ++r) {
       auto& m = ctl->member[r];
       if (m.count != count_) {
@@ -202,23 +395,47 @@ class hierarchical_allreduce {
       if (o_.mode == sharing::ipc) {
         mappings_.emplace_back(m.buffer);
         p = mappings_.back().as<float>();
-        member_ready_.push_back(shared_event::open(m.ready_event));
+        if (!device_) member_ready_.push_back(shared_event::open(m.ready_event));
       } else {
         p = reinterpret_cast<float*>(m.raw_buffer);
         member_ready_.push_back(shared_event::borrow(reinterpret_cast<cudaEvent_t>(m.raw_event)));
       }
-      inputs_[r] = p;
-      member_buffers_.push_back(p);
+      inputs[r] = p;
+      members.push_back(p);
     }
-    reduce_stream_.emplace();
-    nccl_stream_.emplace();
-    bcast_stream_.emplace();
+    // The kernels' arguments, once: (a) every buffer into the leader's, (c) the leader's into every member's,
+    // and with one GPU every buffer into every buffer.
+    const auto* skip = device_ ? abort_dev_ : nullptr;
+    sum_all_ = {};
+    reduce_ = {};
+    bcast_ = {};
+    for (int k = 0; k < o_.local_size; ++k) {
+      sum_all_.in[k] = inputs[k];
+      sum_all_.out[k] = const_cast<float*>(inputs[k]);
+      reduce_.in[k] = inputs[k];
+    }
+    sum_all_.inputs = sum_all_.outputs = reduce_.inputs = o_.local_size;
+    reduce_.out[0] = buffer_;
+    reduce_.outputs = 1;
+    bcast_.in[0] = buffer_;
+    bcast_.inputs = 1;
+    for (std::size_t k = 0; k < members.size(); ++k) bcast_.out[k] = members[k];
+    bcast_.outputs = static_cast<int>(members.size());
+    sum_all_.count = reduce_.count = bcast_.count = count_;
+    sum_all_.skip_if_set = reduce_.skip_if_set = bcast_.skip_if_set = skip;
+    if (!single_) {
+      reduce_stream_.emplace();
+      nccl_stream_.emplace();
+      bcast_stream_.emplace();
+    }
     if (leaders_) check_sizes_across_gpus();
+    if (device_) tail_.emplace();
     ctl->setup_state.store(1, std::memory_order_release);
   }
 
   void setup_member() {
     segment_ = shm_segment::open(o_.tag, o_.timeout);
+    setup_messages();
     auto* ctl = c();
     barrier_ = detail::group_barrier(&ctl->group, segment_.name());
     require(ctl->members == static_cast<std::uint32_t>(o_.local_size), "hierarchical local_size", o_.local_size,
@@ -236,21 +453,29 @@ class hierarchical_allreduce {
     }
     m.attached.store(1, std::memory_order_release);
     bounded_wait([&] { return ctl->setup_state.load(std::memory_order_acquire) == 1 || barrier_.broken(); },
-                 [&] { check_group(); }, o_.timeout, segment_.name() + ": GMI waiting for its leader's setup");
+                 [&] { check_group(); }, o_.timeout, segment_.name() + ": GMI waiting for its leader's setup",
+                 long_wait());
     barrier_.throw_if_broken();
-    done_event_ = o_.mode == sharing::ipc ? shared_event::open(ctl->done_event)
-                                          : shared_event::borrow(reinterpret_cast<cudaEvent_t>(ctl->raw_done_event));
+    device_ = ctl->device_handshake == 1;
+    if (device_) {
+      register_flags();
+      tail_.emplace();
+    } else {
+      done_event_ = o_.mode == sharing::ipc ? shared_event::open(ctl->done_event)
+                                            : shared_event::borrow(reinterpret_cast<cudaEvent_t>(ctl->raw_done_event));
+    }
   }
 
   // Leaders agree on the element count before the first collective (a mismatch would corrupt or hang NCCL).
   void check_sizes_across_gpus() {
+    cuda::stream s;
     cuda::device_buffer<std::int64_t> v(2);
     const std::int64_t host[2] = {static_cast<std::int64_t>(count_), -static_cast<std::int64_t>(count_)};
     std::int64_t back[2] = {0, 0};
-    GMI_CUDA_TRY(cudaMemcpyAsync(v.data(), host, sizeof host, cudaMemcpyHostToDevice, *nccl_stream_));
-    leaders_->allreduce(v.data(), v.data(), 2, ncclInt64, ncclMax, *nccl_stream_);
-    GMI_CUDA_TRY(cudaMemcpyAsync(back, v.data(), sizeof back, cudaMemcpyDeviceToHost, *nccl_stream_));
-    leaders_->synchronize(*nccl_stream_, o_.timeout);
+    GMI_CUDA_TRY(cudaMemcpyAsync(v.data(), host, sizeof host, cudaMemcpyHostToDevice, s));
+    leaders_->allreduce(v.data(), v.data(), 2, ncclInt64, ncclMax, s);
+    GMI_CUDA_TRY(cudaMemcpyAsync(back, v.data(), sizeof back, cudaMemcpyDeviceToHost, s));
+    leaders_->synchronize(s, o_.timeout);
     if (back[0] != -back[1]) {
       const std::string why = got_need("hierarchical allreduce: buffer floats across GPUs", "from " +
                                            std::to_string(-back[1]) + " to " + std::to_string(back[0]),
@@ -260,72 +485,138 @@ class hierarchical_allreduce {
     }
   }
 
-  void run_member(cudaStream_t stream, std::uint64_t g) {
-    barrier_.throw_if_broken();
-    ready_event_.record(stream);
-    c()->member[o_.local_rank].ready_gen.store(g, std::memory_order_release);
-    bounded_wait([&] { return c()->done_gen.load(std::memory_order_acquire) >= g || barrier_.broken(); },
-                 [&] { check_group(); }, o_.timeout, segment_.name() + ": GMI waiting for its leader's allreduce");
-    barrier_.throw_if_broken();
-    done_event_.wait_on(stream);
-    c()->member[o_.local_rank].consumed_gen.store(g, std::memory_order_release);
-    if (o_.blocking) wait_stream(stream);
+  static detail::reduce_args slice(detail::reduce_args a, std::size_t off, std::size_t n) {
+    for (int k = 0; k < a.inputs; ++k) a.in[k] += off;
+    for (int k = 0; k < a.outputs; ++k) a.out[k] += off;
+    a.count = n;
+    return a;
   }
 
-  void run_leader(cudaStream_t stream, std::uint64_t g) {
-    barrier_.throw_if_broken();
-    own_ready_->record(stream);
-    own_ready_->wait_on(*reduce_stream_);
-    bounded_wait(
-        [&] {
-          for (int r = 1; r < o_.local_size; ++r) {
-            if (c()->member[r].ready_gen.load(std::memory_order_acquire) < g) return false;
-          }
-          return true;
-        },
-        [&] { check_group(); }, o_.timeout, segment_.name() + ": leader waiting for the GPU's gradients");
-    for (auto& e : member_ready_) e.wait_on(*reduce_stream_);
+  // The whole buffer in one go on one stream: (a), (b), (c) in order, or one kernel with one GPU.
+  void enqueue_single(cudaStream_t s) {
+    if (!leaders_) {
+      detail::launch_reduce(sum_all_, s);
+      return;
+    }
+    if (o_.local_size > 1) detail::launch_reduce(reduce_, s);  // (a)
+    leaders_->allreduce(buffer_, buffer_, count_, s);           // (b)
+    if (o_.local_size > 1) detail::launch_reduce(bcast_, s);   // (c)
+  }
+  // Chunks on three streams so (a), (b) and (c) of different chunks overlap; reduce_stream_ must already be
+  // ordered after the GMIs' gradients. Returns the stream the last step is on.
+  cudaStream_t enqueue_chunks() {
     // The previous round's broadcast reads the leader's buffer: the next reduce must not overwrite it early.
     GMI_CUDA_TRY(cudaEventRecord(bcast_done_.get(), *bcast_stream_));
     bcast_done_.wait_on(*reduce_stream_);
-
-    if (!leaders_) {
-      // One GPU: nothing to overlap with; one kernel reads every buffer once and writes every buffer once.
-      std::vector<float*> outs(inputs_.size());
-      for (std::size_t k = 0; k < inputs_.size(); ++k) outs[k] = const_cast<float*>(inputs_[k]);
-      reduce_broadcast(inputs_, outs, count_, *reduce_stream_);
-      done_event_.record(*reduce_stream_);
-      GMI_CUDA_TRY(cudaEventRecord(bcast_done_.get(), *reduce_stream_));
-      bcast_done_.wait_on(*bcast_stream_);
-    } else {
-      for (std::size_t off = 0; off < count_; off += chunk_floats_) {
-        const std::size_t n = std::min(chunk_floats_, count_ - off);
-        std::vector<const float*> in(inputs_.size());
-        for (std::size_t k = 0; k < inputs_.size(); ++k) in[k] = inputs_[k] + off;
-        if (inputs_.size() > 1) reduce_into(in, buffer_ + off, n, *reduce_stream_);  // (a)
-        reduced_.record(*reduce_stream_);
-        reduced_.wait_on(*nccl_stream_);
-        leaders_->allreduce(buffer_ + off, buffer_ + off, n, *nccl_stream_);  // (b)
-        summed_.record(*nccl_stream_);
-        summed_.wait_on(*bcast_stream_);
-        if (!member_buffers_.empty()) {  // (c)
-          std::vector<float*> outs(member_buffers_.size());
-          for (std::size_t k = 0; k < outs.size(); ++k) outs[k] = member_buffers_[k] + off;
-          const float* src[1] = {buffer_ + off};
-          reduce_broadcast(src, outs, n, *bcast_stream_);
-        }
-      }
-      done_event_.record(*bcast_stream_);
+    for (std::size_t off = 0; off < count_; off += chunk_floats_) {
+      const std::size_t n = std::min(chunk_floats_, count_ - off);
+      if (o_.local_size > 1) detail::launch_reduce(slice(reduce_, off, n), *reduce_stream_);  // (a)
+      reduced_.record(*reduce_stream_);
+      reduced_.wait_on(*nccl_stream_);
+      leaders_->allreduce(buffer_ + off, buffer_ + off, n, *nccl_stream_);  // (b)
+      summed_.record(*nccl_stream_);
+      summed_.wait_on(*bcast_stream_);
+      if (o_.local_size > 1) detail::launch_reduce(slice(bcast_, off, n), *bcast_stream_);  // (c)
     }
-    c()->done_gen.store(g, std::memory_order_release);
-    done_event_.wait_on(stream);
-    if (o_.blocking) {
-      if (leaders_) leaders_->synchronize(stream, o_.timeout);
-      else wait_stream(stream);
-    }
+    return *bcast_stream_;
   }
 
-  void wait_stream(cudaStream_t stream) {
+  void run_member(cudaStream_t stream, std::uint64_t g, clock::time_point t0) {
+    barrier_.throw_if_broken();
+    auto& me = c()->member[o_.local_rank];
+    clock::time_point t1;
+    if (device_) {
+      // The stream says "ready" and waits for "done" itself: nothing on this host waits for the leader.
+      if (!o_.blocking) check_peers_now_and_then();
+      flag_write(stream, ready_dev_[o_.local_rank], g);
+      t1 = clock::now();
+      flag_wait(stream, done_dev_, g);
+      tail_->record(stream);
+    } else {
+      ready_event_.record(stream);
+      me.ready_gen.store(g, std::memory_order_release);
+      bounded_wait([&] { return c()->done_gen.load(std::memory_order_acquire) >= g || barrier_.broken(); },
+                   [&] { check_group(); }, o_.timeout, msg_leader_);
+      t1 = clock::now();
+      barrier_.throw_if_broken();
+      done_event_.wait_on(stream);
+      me.consumed_gen.store(g, std::memory_order_release);
+    }
+    finish_call(stream, t0, t1);
+  }
+
+  void run_leader(cudaStream_t stream, std::uint64_t g, clock::time_point t0) {
+    barrier_.throw_if_broken();
+    clock::time_point t1 = t0;
+    const bool members = o_.local_size > 1;
+    if (device_) {
+      if (!o_.blocking) check_peers_now_and_then();
+      cudaStream_t first = stream;
+      if (!single_) {
+        own_ready_.record(stream);
+        own_ready_.wait_on(*reduce_stream_);
+        first = *reduce_stream_;
+      }
+      for (int r = 1; r < o_.local_size; ++r) flag_wait(first, ready_dev_[r], g);
+      cudaStream_t last = stream;
+      if (single_) enqueue_single(stream); else last = enqueue_chunks();
+      flag_write(last, done_dev_, g);
+      if (!single_) {
+        own_done_.record(last);
+        own_done_.wait_on(stream);
+      }
+      tail_->record(stream);
+    } else {
+      cudaStream_t first = stream;
+      if (!single_) {
+        own_ready_.record(stream);
+        own_ready_.wait_on(*reduce_stream_);
+        first = *reduce_stream_;
+      }
+      if (members) {
+        bounded_wait(
+            [&] {
+              for (int r = 1; r < o_.local_size; ++r) {
+                if (c()->member[r].ready_gen.load(std::memory_order_acquire) < g) return false;
+              }
+              return true;
+            },
+            [&] { check_group(); }, o_.timeout, msg_members_);
+        t1 = clock::now();
+        for (auto& e : member_ready_) e.wait_on(first);
+      }
+      cudaStream_t last = stream;
+      if (single_) enqueue_single(stream); else last = enqueue_chunks();
+      if (members) done_event_.record(last);
+      if (members && !single_) done_event_.wait_on(stream);
+      else if (!single_) {
+        own_done_.record(last);
+        own_done_.wait_on(stream);
+      }
+      c()->done_gen.store(g, std::memory_order_release);
+    }
+    finish_call(stream, t0, t1);
+  }
+
+  void finish_call(cudaStream_t stream, clock::time_point t0, clock::time_point t1) {
+    const auto t2 = clock::now();
+    if (o_.blocking) wait_device(stream);
+    const auto t3 = clock::now();
+    timing_.host_wait_us = us(t1 - t0);
+    timing_.enqueue_us = us(t2 - t1);
+    timing_.device_wait_us = us(t3 - t2);
+    timing_.total_us = us(t3 - t0);
+  }
+
+  // Dead peers, in non-blocking calls (which have no wait of their own), at most once a millisecond.
+  void check_peers_now_and_then() {
+    const auto now = clock::now();
+    if (now < next_peer_check_) return;
+    next_peer_check_ = now + std::chrono::milliseconds(1);
+    check_group();
+  }
+
+  void wait_device(cudaStream_t stream) {
     bounded_wait(
         [&] {
           const cudaError_t e = cudaStreamQuery(stream);
@@ -333,7 +624,12 @@ class hierarchical_allreduce {
           GMI_CUDA_TRY(e);
           return true;
         },
-        [&] { check_group(); }, o_.timeout, segment_.name() + ": waiting for the allreduce on the device");
+        [&] {
+          check_group();
+          if (leaders_) leaders_->check_async();
+        },
+        o_.timeout, msg_device_);
+    barrier_.throw_if_broken();  // a released device wait leaves garbage: never report it as a result
   }
 
   hierarchical_options o_;
@@ -341,18 +637,28 @@ class hierarchical_allreduce {
   std::size_t count_ = 0;
   nccl_communicator* leaders_ = nullptr;
   std::size_t chunk_floats_ = 0;
+  bool single_ = true;  // one chunk on the caller's stream (always with one GPU)
+  bool device_ = false;
   std::uint64_t generation_ = 0;
   shm_segment segment_;
   detail::group_barrier barrier_;
+  std::string msg_members_, msg_leader_, msg_device_;
+  hier_call_timing timing_;
+  clock::time_point next_peer_check_{};
+  // device handshake
+  detail::hier_flags* flags_ = nullptr;
+  bool registered_ = false, flags_leaked_ = false;
+  CUdeviceptr ready_dev_[max_local_gmis] = {};
+  CUdeviceptr done_dev_ = 0;
+  const volatile std::uint32_t* abort_dev_ = nullptr;
+  std::optional<cuda::event> tail_;  // after this GMI's last queued flag operation
   // leader
-  std::vector<const float*> inputs_;
-  std::vector<float*> member_buffers_;
   std::vector<ipc_mapping> mappings_;
   std::vector<shared_event> member_ready_;
-  std::optional<cuda::event> own_ready_;
+  detail::reduce_args sum_all_{}, reduce_{}, bcast_{};
   std::optional<cuda::stream> reduce_stream_, nccl_stream_, bcast_stream_;
-  cuda::event reduced_, summed_, bcast_done_;
-  // both
+  cuda::event own_ready_, own_done_, reduced_, summed_, bcast_done_;
+  // both (host handshake)
   shared_event done_event_;
   shared_event ready_event_;
 };

@@ -23,12 +23,22 @@ struct reduce_args {
   int inputs;
   int outputs;
   std::size_t count;
+  // When set (a word in mapped host memory): a kernel that finds it non-zero touches no buffer. The
+  // hierarchical allreduce sets it when its group breaks, so work already queued behind a device-side wait
+  // that the host then releases never reads the buffer of a GMI that died.
+  const volatile std::uint32_t* skip_if_set;
 };
 
 // Each thread reads element i of every input before writing element i of every output, so an output may
 // also be an input (in-place reduce).
 template <bool Vectorised>
-__global__ void reduce_broadcast_kernel(reduce_args a) {
+__global__ static void reduce_broadcast_kernel(reduce_args a) {
+  if (a.skip_if_set) {
+    __shared__ int skip;
+    if (threadIdx.x == 0) skip = *a.skip_if_set != 0;
+    __syncthreads();
+    if (skip) return;
+  }
   const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
   const std::size_t first = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
   std::size_t scalar_begin = 0;
@@ -53,39 +63,43 @@ __global__ void reduce_broadcast_kernel(reduce_args a) {
     for (int k = 0; k < a.outputs; ++k) a.out[k][i] = s;
   }
 }
+
+// Launches the kernel on prepared arguments (no checks, no allocation: the per-call path of the hierarchical
+// allreduce, whose arguments are checked once at setup).
+inline void launch_reduce(const reduce_args& a, cudaStream_t stream) {
+  if (a.count == 0) return;
+  bool aligned = true;
+  for (int k = 0; k < a.inputs; ++k) aligned = aligned && reinterpret_cast<std::uintptr_t>(a.in[k]) % 16 == 0;
+  for (int k = 0; k < a.outputs; ++k) aligned = aligned && reinterpret_cast<std::uintptr_t>(a.out[k]) % 16 == 0;
+  constexpr int threads = 256;
+  const std::size_t work = aligned ? (a.count + 3) / 4 : a.count;
+  // Enough blocks to fill an H100/H200 several times over; the grid-stride loop covers the rest.
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((work + threads - 1) / threads, 2048));
+  if (aligned) {
+    reduce_broadcast_kernel<true><<<blocks, threads, 0, stream>>>(a);
+  } else {
+    reduce_broadcast_kernel<false><<<blocks, threads, 0, stream>>>(a);
+  }
+  GMI_CUDA_TRY(cudaGetLastError());
+}
 }  // namespace detail
 
 // outputs[j][i] = sum_k inputs[k][i] for i < count, on the stream. Up to max_local_gmis of each.
 inline void reduce_broadcast(std::span<const float* const> inputs, std::span<float* const> outputs, std::size_t count,
                              cudaStream_t stream) {
-  require(!inputs.empty() && inputs.size() <= max_local_gmis, "intra-GPU reduce inputs", inputs.size(),
-          "1.." + std::to_string(max_local_gmis));
-  require(!outputs.empty() && outputs.size() <= max_local_gmis, "intra-GPU reduce outputs", outputs.size(),
-          "1.." + std::to_string(max_local_gmis));
-  if (count == 0) return;
+  if (inputs.empty() || inputs.size() > max_local_gmis) {
+    throw config_error(got_need("intra-GPU reduce inputs", inputs.size(), "1.." + std::to_string(max_local_gmis)));
+  }
+  if (outputs.empty() || outputs.size() > max_local_gmis) {
+    throw config_error(got_need("intra-GPU reduce outputs", outputs.size(), "1.." + std::to_string(max_local_gmis)));
+  }
   detail::reduce_args a{};
-  bool aligned = true;
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    a.in[k] = inputs[k];
-    aligned = aligned && reinterpret_cast<std::uintptr_t>(inputs[k]) % 16 == 0;
-  }
-  for (std::size_t k = 0; k < outputs.size(); ++k) {
-    a.out[k] = outputs[k];
-    aligned = aligned && reinterpret_cast<std::uintptr_t>(outputs[k]) % 16 == 0;
-  }
+  for (std::size_t k = 0; k < inputs.size(); ++k) a.in[k] = inputs[k];
+  for (std::size_t k = 0; k < outputs.size(); ++k) a.out[k] = outputs[k];
   a.inputs = static_cast<int>(inputs.size());
   a.outputs = static_cast<int>(outputs.size());
   a.count = count;
-  constexpr int threads = 256;
-  const std::size_t work = aligned ? (count + 3) / 4 : count;
-  // Enough blocks to fill an H100/H200 several times over; the grid-stride loop covers the rest.
-  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((work + threads - 1) / threads, 2048));
-  if (aligned) {
-    detail::reduce_broadcast_kernel<true><<<blocks, threads, 0, stream>>>(a);
-  } else {
-    detail::reduce_broadcast_kernel<false><<<blocks, threads, 0, stream>>>(a);
-  }
-  GMI_CUDA_TRY(cudaGetLastError());
+  detail::launch_reduce(a, stream);
 }
 
 // out[i] = sum_k inputs[k][i] (out may be one of the inputs).

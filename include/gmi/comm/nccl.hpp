@@ -9,6 +9,8 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include <gmi/comm/none.hpp>
@@ -144,7 +147,7 @@ struct launch_env {
   int rank = 0, world = 1;
   int local_rank = 0, local_world = 1;
   std::string source;  // "openmpi", "slurm", "torchrun"
-  std::string job;     // a key for rendezvous file names: job id, run id or master port
+  std::string job;     // a key for rendezvous file names: job id, run id or master address and port
 };
 
 namespace detail {
@@ -152,35 +155,131 @@ inline std::optional<int> env_int(const char* name) {
   const char* v = std::getenv(name);
   if (!v || !*v) return std::nullopt;
   char* end = nullptr;
+  errno = 0;
   const long x = std::strtol(v, &end, 10);
-  if (*end != '\0') throw config_error(got_need(name, v, "an integer"));
+  if (*end != '\0' || errno == ERANGE || x < INT_MIN || x > INT_MAX) throw config_error(got_need(name, v, "an integer"));
   return static_cast<int>(x);
 }
 inline std::string env_str(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
 }
+// Both variables of a pair, or neither: one alone is a broken launch environment, not "no launcher".
+inline std::optional<std::pair<int, int>> env_pair(const std::string& source, const char* first, const char* second) {
+  const auto a = env_int(first), b = env_int(second);
+  if (a.has_value() != b.has_value()) {
+    throw config_error(got_need(source + " launch variables", std::string(a ? first : second) + " set, " +
+                                                                  (a ? second : first) + " unset",
+                                "both " + std::string(first) + " and " + second + ", or neither"));
+  }
+  if (!a) return std::nullopt;
+  return std::pair{*a, *b};
+}
+// The task count of one node in Slurm's list format: "4(x2),3" is 4, 4, 3 for nodes 0, 1, 2.
+inline int slurm_tasks_on_node(const std::string& list, int node) {
+  auto bad = [&] {
+    return config_error(got_need("SLURM_TASKS_PER_NODE", list, "counts like 4(x2),3 covering SLURM_NODEID " +
+                                                                   std::to_string(node)));
+  };
+  std::size_t at = 0;
+  int first_node = 0;
+  while (at < list.size()) {
+    std::size_t used = 0;
+    int count = 0, repeat = 1;
+    try {
+      count = std::stoi(list.substr(at), &used);
+    } catch (...) {
+      throw bad();
+    }
+    at += used;
+    if (list.compare(at, 2, "(x") == 0) {
+      const std::size_t close = list.find(')', at);
+      if (close == std::string::npos) throw bad();
+      try {
+        repeat = std::stoi(list.substr(at + 2, close - at - 2));
+      } catch (...) {
+        throw bad();
+      }
+      at = close + 1;
+    }
+    if (count < 1 || repeat < 1) throw bad();
+    if (node >= first_node && node < first_node + repeat) return count;
+    first_node += repeat;
+    if (at < list.size() && list[at++] != ',') throw bad();
+  }
+  throw bad();
+}
 }  // namespace detail
 
+// The launcher this process was started by. The innermost launcher wins: torchrun and mpirun are often started
+// under Slurm (srun torchrun ..., mpirun inside sbatch), and their processes inherit Slurm's variables, which
+// then describe the launcher's task, not this process. Recognised (rank and world size are needed, the rest
+// optional):
+//   torchrun: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR + MASTER_PORT (needed), TORCHELASTIC_RUN_ID
+//   OpenMPI:  OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, OMPI_MCA_ess_base_jobid or PMIX_NAMESPACE
+//   Slurm:    SLURM_PROCID, SLURM_NTASKS (or SLURM_NPROCS), SLURM_LOCALID, SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE with
+//             SLURM_NODEID, SLURM_JOB_ID, SLURM_STEP_ID
+// A variable without its partner, a non-integer or a rank outside its world throws one config_error naming it.
 inline std::optional<launch_env> detect_launcher() {
   using detail::env_int;
+  using detail::env_pair;
   using detail::env_str;
   launch_env e;
-  if (auto r = env_int("OMPI_COMM_WORLD_RANK"), w = env_int("OMPI_COMM_WORLD_SIZE"); r && w) {
-    e = {*r, *w, env_int("OMPI_COMM_WORLD_LOCAL_RANK").value_or(0), env_int("OMPI_COMM_WORLD_LOCAL_SIZE").value_or(1),
-         "openmpi", env_str("OMPI_MCA_ess_base_jobid")};
-  } else if (auto r2 = env_int("SLURM_PROCID"), w2 = env_int("SLURM_NTASKS"); r2 && w2) {
-    e = {*r2, *w2, env_int("SLURM_LOCALID").value_or(0), env_int("SLURM_NTASKS_PER_NODE").value_or(1), "slurm",
-         env_str("SLURM_JOB_ID") + "." + env_str("SLURM_STEP_ID")};
-  } else if (auto r3 = env_int("RANK"), w3 = env_int("WORLD_SIZE"); r3 && w3) {
-    e = {*r3, *w3, env_int("LOCAL_RANK").value_or(0), env_int("LOCAL_WORLD_SIZE").value_or(1), "torchrun",
-         env_str("TORCHELASTIC_RUN_ID").empty() ? env_str("MASTER_PORT") : env_str("TORCHELASTIC_RUN_ID")};
+  if (const auto rw = env_pair("torchrun", "RANK", "WORLD_SIZE")) {
+    e.source = "torchrun";
+    std::tie(e.rank, e.world) = *rw;
+    if (const auto local = env_pair("torchrun", "LOCAL_RANK", "LOCAL_WORLD_SIZE")) {
+      std::tie(e.local_rank, e.local_world) = *local;
+    }
+    const std::string addr = env_str("MASTER_ADDR"), port = env_str("MASTER_PORT");
+    if (addr.empty() || port.empty()) {
+      throw config_error(got_need("torchrun launch variables", "RANK and WORLD_SIZE set, MASTER_ADDR/MASTER_PORT '" +
+                                                                   addr + "'/'" + port + "'",
+                                  "MASTER_ADDR and MASTER_PORT set as well (torchrun sets all four)"));
+    }
+    const std::string run = env_str("TORCHELASTIC_RUN_ID");
+    e.job = (run.empty() || run == "none" ? std::string() : run + "-") + addr + "-" + port;
+  } else if (const auto rw2 = env_pair("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")) {
+    e.source = "openmpi";
+    std::tie(e.rank, e.world) = *rw2;
+    if (const auto local = env_pair("openmpi", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE")) {
+      std::tie(e.local_rank, e.local_world) = *local;
+    }
+    e.job = env_str("OMPI_MCA_ess_base_jobid");
+    if (e.job.empty()) e.job = env_str("PMIX_NAMESPACE");
+  } else if (const auto rw3 = env_pair("slurm", "SLURM_PROCID",
+                                             std::getenv("SLURM_NPROCS") && !std::getenv("SLURM_NTASKS") ? "SLURM_NPROCS"
+                                                                                                   : "SLURM_NTASKS")) {
+    e.source = "slurm";
+    std::tie(e.rank, e.world) = *rw3;
+    if (const auto local = env_int("SLURM_LOCALID")) {
+      e.local_rank = *local;
+      if (const auto per_node = env_str("SLURM_NTASKS_PER_NODE");
+          !per_node.empty() && per_node.find_first_not_of("0123456789") == std::string::npos) {
+        e.local_world = *env_int("SLURM_NTASKS_PER_NODE");
+      } else if (const auto node = env_int("SLURM_NODEID"); node && !env_str("SLURM_TASKS_PER_NODE").empty()) {
+        e.local_world = detail::slurm_tasks_on_node(env_str("SLURM_TASKS_PER_NODE"), *node);
+      } else {
+        throw config_error(got_need("slurm launch variables", "SLURM_LOCALID=" + std::to_string(*local) +
+                                                                  " without the tasks of this node",
+                                    "SLURM_NTASKS_PER_NODE, or SLURM_TASKS_PER_NODE and SLURM_NODEID"));
+      }
+    }
+    const std::string job = env_str("SLURM_JOB_ID");
+    if (!job.empty()) e.job = job + "." + (env_str("SLURM_STEP_ID").empty() ? "0" : env_str("SLURM_STEP_ID"));
   } else {
     return std::nullopt;
   }
-  if (e.world < 1 || e.rank < 0 || e.rank >= e.world) {
-    throw config_error(got_need(e.source + " rank/world", std::to_string(e.rank) + "/" + std::to_string(e.world),
-                                "0 <= rank < world"));
+  auto fail = [&](const std::string& what, const std::string& got, const std::string& need) {
+    throw config_error(got_need(e.source + " " + what, got, need));
+  };
+  const auto pair = [](int a, int b) { return std::to_string(a) + "/" + std::to_string(b); };
+  if (e.world < 1 || e.rank < 0 || e.rank >= e.world) fail("rank/world", pair(e.rank, e.world), "0 <= rank < world");
+  if (e.local_world < 1 || e.local_rank < 0 || e.local_rank >= e.local_world) {
+    fail("local rank/local world", pair(e.local_rank, e.local_world), "0 <= local rank < local world");
+  }
+  if (e.local_world > e.world) {
+    fail("local world/world", pair(e.local_world, e.world), "local world <= world");
   }
   return e;
 }
@@ -215,7 +314,7 @@ inline nccl_id bootstrap_id_from_env(const launch_env& env, milliseconds timeout
         std::ifstream in(file);
         return static_cast<bool>(in >> hex) && hex.size() == 2 * NCCL_UNIQUE_ID_BYTES;
       },
-      [] {}, timeout, "NCCL rendezvous file " + file);
+      [] {}, timeout, "NCCL rendezvous file " + file + " (written by rank 0)", long_wait());
   return nccl_id::from_hex(hex);
 }
 
@@ -275,28 +374,28 @@ class nccl_communicator {
   void synchronize(cudaStream_t stream) { synchronize(stream, options_.timeout); }
   void synchronize(cudaStream_t stream, milliseconds timeout) {
     check_usable();
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    auto pause = std::chrono::microseconds(1);
-    for (;;) {
+    // Spins first (short_wait): a collective is usually tens of microseconds from done, and a sleep costs more.
+    wait_for([&] {
       const cudaError_t e = cudaStreamQuery(stream);
-      if (e == cudaSuccess) return;
+      if (e == cudaSuccess) return true;
       if (e != cudaErrorNotReady) {
         abort();
         GMI_CUDA_TRY(e);
       }
+      return false;
+    }, [&] {
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(comm_, &async);
       if (async != ncclSuccess && async != ncclInProgress) fail(async, "NCCL async error while waiting for the stream");
-      if (std::chrono::steady_clock::now() > deadline) {
-        abort();
-        throw nccl_error(static_cast<int>(ncclSystemError),
-                         "NCCL rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": timed out after " +
-                             std::to_string(timeout.count()) + " ms waiting for a collective (a peer died or " +
-                             "disagrees); communicator aborted");
-      }
-      std::this_thread::sleep_for(pause);
-      if (pause < std::chrono::microseconds(200)) pause *= 2;
-    }
+    }, timeout, "waiting for a collective (a peer died or disagrees)");
+  }
+
+  // Throws (after aborting) if NCCL reported an asynchronous error: for waits of the caller's own.
+  void check_async() {
+    check_usable();
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    if (async != ncclSuccess && async != ncclInProgress) fail(async, "NCCL async error");
   }
 
   // Aborts the communicator (safe at any time no other thread is inside NCCL); it is unusable afterwards.
@@ -344,23 +443,24 @@ class nccl_communicator {
   }
   // Polls the communicator's state until ncclSuccess; aborts on error or after the timeout.
   void wait_ready(const char* what) {
-    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-    auto pause = std::chrono::microseconds(1);
-    for (;;) {
+    wait_for([&] {
       ncclResult_t state = ncclInProgress;
       const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
       if (r != ncclSuccess) fail(r, std::string(what) + " (ncclCommGetAsyncError)");
-      if (state == ncclSuccess) return;
-      if (state != ncclInProgress) fail(state, what);
-      if (std::chrono::steady_clock::now() > deadline) {
-        abort();
-        throw nccl_error(static_cast<int>(ncclSystemError),
-                         std::string(what) + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-                             ": timed out after " + std::to_string(options_.timeout.count()) +
-                             " ms (a peer is missing or died); communicator aborted");
-      }
-      std::this_thread::sleep_for(pause);
-      if (pause < std::chrono::microseconds(500)) pause *= 2;
+      if (state != ncclSuccess && state != ncclInProgress) fail(state, what);
+      return state == ncclSuccess;
+    }, [] {}, options_.timeout, std::string(what) + " (a peer is missing or died)");
+  }
+  // bounded_wait whose timeout aborts the communicator and throws nccl_error.
+  template <class Ready, class Check>
+  void wait_for(Ready&& ready, Check&& check, milliseconds timeout, const std::string& what) {
+    try {
+      bounded_wait(ready, check, timeout, what);
+    } catch (const comm_error&) {
+      abort();
+      throw nccl_error(static_cast<int>(ncclSystemError), "NCCL rank " + std::to_string(rank_) + " of " +
+                                                              std::to_string(size_) + ": " + what + ": timed out after " +
+                                                              std::to_string(timeout.count()) + " ms; communicator aborted");
     }
   }
 

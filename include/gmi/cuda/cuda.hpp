@@ -5,6 +5,7 @@
 #include <gmi/cuda/check.hpp>
 #include <gmi/cuda/device.hpp>
 #include <gmi/cuda/event.hpp>
+#include <gmi/cuda/gpm.hpp>
 #include <gmi/cuda/graph.hpp>
 #include <gmi/cuda/green_context.hpp>
 #include <gmi/cuda/nvml.hpp>

@@ -45,14 +45,18 @@ struct mps {
   struct config {
     std::vector<int> gpus{0};          // CUDA ordinals (as this launcher sees them)
     int gmis_per_gpu = 1;
-    std::optional<int> active_thread_percentage;  // per GMI, 1..100; unset: 100 / gmis_per_gpu
+    std::optional<int> active_thread_percentage;  // per GMI, 1..100; unset: 100 / gmis_per_gpu, rounded up
     std::string pinned_mem_limit;      // per GMI, e.g. "8G" (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT); empty: none
     std::string control_program = "nvidia-cuda-mps-control";  // name (PATH, /usr/local/nvidia/bin) or path
     std::string attach_pipe_directory;  // non-empty: use the daemon already serving this pipe dir (one GPU)
     std::string run_id;                 // names /tmp/gmi-mps-<uid>-<run id>/; empty: pid + time
 
+    // Unset: 100 / gmis_per_gpu rounded up. Rounding down loses SMs twice (the percentage, then the client's SM
+    // count to the hardware step): 8 clients at 12% of 132 SMs get 14 SMs each, 112 in all; at 13% they get 16,
+    // 128 in all. The sum may pass 100% (MPS allows it); the SM counts still fit the GPU.
     [[nodiscard]] int percentage() const {
-      return active_thread_percentage ? *active_thread_percentage : std::max(1, 100 / std::max(1, gmis_per_gpu));
+      const int k = std::max(1, gmis_per_gpu);
+      return active_thread_percentage ? *active_thread_percentage : std::min(100, (100 + k - 1) / k);
     }
   };
 

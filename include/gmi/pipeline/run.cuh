@@ -383,7 +383,7 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "mps", "green_context", "mig"}))->capture_default_str();
   app.add_option("--launch", o.launch, "GMIs as threads or processes (mps/mig: processes; green_context: threads)")
       ->check(CLI::IsMember({"auto", "threads", "processes"}))->capture_default_str();
-  app.add_option("--mps-percentage", o.mps_percentage, "MPS active-thread percentage per GMI (default 100 / GMIs per GPU)")
+  app.add_option("--mps-percentage", o.mps_percentage, "MPS active-thread percentage per GMI (default 100 / GMIs per GPU, rounded up)")
       ->check(CLI::Range(1, 100));
   app.add_option("--sms-per-gmi", o.sms_per_gmi, "green_context: SMs per GMI (0: the largest equal slice)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();

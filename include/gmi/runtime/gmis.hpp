@@ -40,7 +40,7 @@ struct gmis_config {
   std::vector<int> gpus{0};          // CUDA ordinals of the launcher
   int gmis_per_gpu = 1;
   std::string launch = "auto";       // auto | threads | processes (only `none` may choose)
-  std::optional<int> mps_percentage;  // per GMI, 1..100; unset: 100 / gmis_per_gpu
+  std::optional<int> mps_percentage;  // per GMI, 1..100; unset: 100 / gmis_per_gpu rounded up
   int sms_per_gmi = 0;               // green_context: 0 = the largest equal slice
   env_list env;                      // extra variables for GMI processes
   std::vector<std::string> roles{"env", "agent", "trainer"};

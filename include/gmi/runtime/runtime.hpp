@@ -5,6 +5,7 @@
 #include <gmi/runtime/context.hpp>
 #include <gmi/runtime/identity.hpp>
 #include <gmi/runtime/launcher.hpp>
+#include <gmi/runtime/gmis.hpp>
 #include <gmi/runtime/partitioned.hpp>
 #include <gmi/runtime/segment.hpp>
 #include <gmi/runtime/supervisor.hpp>
