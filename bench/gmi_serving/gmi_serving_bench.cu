@@ -204,6 +204,11 @@ int main(int argc, char** argv) {
         job j{task, partition, envs, k, reps, seconds};
         try {
           return measure(j);
+        } catch (const gmi::runtime::gmi_failed& e) {
+          if (e.info().rank < 0) throw;  // the launcher itself was stopped (SIGINT/SIGTERM): stop the benchmark
+          std::fprintf(stderr, "gmi.bench.gmi_serving: %s on %d GMIs (%s): %s\n", task.c_str(), k, partition.c_str(),
+                       e.what());
+          return std::nullopt;
         } catch (const gmi::error& e) {
           std::fprintf(stderr, "gmi.bench.gmi_serving: %s on %d GMIs (%s): %s\n", task.c_str(), k, partition.c_str(),
                        e.what());

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU integration check of a gmi binary: gpu_run.sh <expected exit> <output regex> <command> [args...]
 # Skips visibly (exit 77) without a GPU. Passes when the command exits with the expected code, its output
-# matches the regex, and it left nothing behind: no /dev/shm segment of this user's runs, no MPS daemon or
+# (lines joined by spaces) matches the regex, and it left nothing behind: no /dev/shm segment of this user's runs, no MPS daemon or
 # server of ours (pipe directories /tmp/gmi-mps-<uid>-*), no process of its group.
 set -uo pipefail
 expect_rc=$1 regex=$2
@@ -17,7 +17,7 @@ rc=$?
 echo "$out"
 fail=0
 if [ "$rc" != "$expect_rc" ]; then echo "gpu_run: exit code: got $rc, need $expect_rc"; fail=1; fi
-if ! grep -Eq -- "$regex" <<<"$out"; then echo "gpu_run: output does not match '$regex'"; fail=1; fi
+if ! grep -Eq -- "$regex" <<<"$(tr '\n' ' ' <<<"$out")"; then  # one line: a regex may span lines echo "gpu_run: output does not match '$regex'"; fail=1; fi
 sleep 0.2
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c "^gmi-${uid}-" || true)
 if [ "$shm_after" -gt "$shm_before" ]; then echo "gpu_run: /dev/shm segments left: $shm_after (before: $shm_before)"; fail=1; fi
