@@ -30,7 +30,7 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 struct options {
   int reps = 5;
-  std::string out;
+  std::string out, run_id;
   std::vector<std::size_t> sizes{std::size_t{4} << 10,  std::size_t{16} << 10, std::size_t{64} << 10,
                                  std::size_t{256} << 10, std::size_t{1} << 20,  std::size_t{4} << 20,
                                  std::size_t{16} << 20,  std::size_t{64} << 20};
@@ -148,6 +148,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sizes_flag;
   app.add_option("--reps", o.reps, "timed repetitions (after one warm-up)")->check(CLI::Range(1, 1000));
   app.add_option("--out", o.out, "append result lines to this file");
+  app.add_option("--run-id", o.run_id, "run id for the result lines (shared with runs beside this one)");
   app.add_option("--sizes", o.sizes, "package sizes in bytes")->check(CLI::Range(std::size_t{16}, std::size_t{1} << 31));
   app.add_option("--placements", o.placements, "device, pinned")->check(CLI::IsMember({"device", "pinned"}));
   app.add_option("--slots", o.slots, "slots per link (power of two <= 64)")->check(CLI::IsMember({1, 2, 4, 8, 16, 32, 64}));
@@ -167,7 +168,8 @@ int main(int argc, char** argv) {
     }
     GMI_CUDA_TRY(cudaSetDevice(0));
     comm::cleanup_stale_segments();
-    const auto run = gmi::metrics::describe_run();
+    auto run = gmi::metrics::describe_run();
+    if (!o.run_id.empty()) run.run_id = o.run_id;
     std::ofstream file;
     if (!o.out.empty()) file.open(o.out, std::ios::app);
     auto emit = [&](const std::string& impl, const std::string& metric, const gmi::metrics::summary& s,

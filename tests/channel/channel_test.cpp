@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -178,6 +179,32 @@ TEST_CASE("channel.threads.pack_and_batch_shapes" * doctest::timeout(60)) {
       }
     }
   }
+}
+
+TEST_CASE("channel.threads.rollout_buffer_reused_between_sends" * doctest::timeout(60)) {
+  // The producer rewrites one rollout buffer before each send, and slots straddle rollouts (4 packages per
+  // rollout, 3 per slot, contiguous packages): send must have copied everything out of the buffer when it returns.
+  const gmi_test::geometry g{8, 12, 20, 2, 12};
+  const auto tag = comm::unique_tag("reuse");
+  const auto o = options(tag, 1, 1, g, 3);
+  comm::channel_consumer c(o, 0, 2);
+  std::thread producer([&] {
+    comm::channel_producer p(o, 0);
+    std::vector<std::uint32_t> buffer(std::size_t{g.steps} * g.envs * g.record_bytes / 4);
+    for (int r = 0; r < 7; ++r) {
+      const auto data = gmi_test::make_rollout(0, static_cast<std::uint64_t>(r), g.steps, g.envs, g.record_bytes);
+      std::copy(data.begin(), data.end(), buffer.begin());  // the same storage every time
+      p.send(buffer.data(), g.steps, g.envs);
+    }
+    std::fill(buffer.begin(), buffer.end(), 0u);  // whatever close() flushes must not come from here either
+    p.close();
+  });
+  const auto r = drain(c, g, 2);
+  producer.join();
+  CHECK(r.packages == 7 * g.packages_per_rollout());
+  CHECK(r.wrong == 0);
+  CHECK(r.duplicates == 0);
+  CHECK(gmi_test::segments_with(tag) == 0);
 }
 
 TEST_CASE("channel.threads.many_producers_many_consumers" * doctest::timeout(60)) {

@@ -43,9 +43,10 @@ inline int run_producer(const gmi::comm::channel_options& o, int rank, const geo
   gmi::comm::channel_producer p(o, rank, s);
   gmi::cuda::device_buffer<std::uint32_t> rollout(std::size_t{g.steps} * g.envs * g.record_bytes / 4);
   try {
-    for (int r = 0; rollouts < 0 || r < rollouts; ++r) {
-      const auto host = make_rollout(static_cast<std::uint32_t>(rank), static_cast<std::uint64_t>(rollouts < 0 ? 0 : r),
-                                     g.steps, g.envs, g.record_bytes);
+    // Rollout r carries reference data for rollout r: the consumer checks package index i (the producer's running
+    // count) against rollout i / packages_per_rollout, so an endless producer must number its rollouts too.
+    for (std::uint64_t r = 0; rollouts < 0 || r < static_cast<std::uint64_t>(rollouts); ++r) {
+      const auto host = make_rollout(static_cast<std::uint32_t>(rank), r, g.steps, g.envs, g.record_bytes);
       // Ordered after the previous send's copies out of `rollout`: same stream.
       GMI_CUDA_TRY(cudaMemcpyAsync(rollout.data(), host.data(), host.size() * 4, cudaMemcpyHostToDevice, s));
       s.synchronize();  // `host` goes out of scope: the pageable copy must have read it

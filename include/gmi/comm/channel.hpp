@@ -222,6 +222,9 @@ class channel_producer {
       require(!closed_, "channel producer state", "closed", "open (send after close)");
       health_check(false);
       dispenser_.dispense(rollout, steps, envs, [&](const package_region& r) { add(r); });
+      // Every copy out of `rollout` is queued before send returns, so the caller may rewrite it on the stream
+      // right away: a merged copy left pending in a partly filled slot would read the next contents.
+      if (open_) issue_pending();
     });
   }
 
