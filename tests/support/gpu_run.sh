@@ -17,7 +17,8 @@ rc=$?
 echo "$out"
 fail=0
 if [ "$rc" != "$expect_rc" ]; then echo "gpu_run: exit code: got $rc, need $expect_rc"; fail=1; fi
-if ! grep -Eq -- "$regex" <<<"$(tr '\n' ' ' <<<"$out")"; then  # one line: a regex may span lines echo "gpu_run: output does not match '$regex'"; fail=1; fi
+# The output as one line, so a regex may span lines.
+if ! grep -Eq -- "$regex" <<<"$(tr '\n' ' ' <<<"$out")"; then echo "gpu_run: output does not match '$regex'"; fail=1; fi
 sleep 0.2
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c "^gmi-${uid}-" || true)
 if [ "$shm_after" -gt "$shm_before" ]; then echo "gpu_run: /dev/shm segments left: $shm_after (before: $shm_before)"; fail=1; fi

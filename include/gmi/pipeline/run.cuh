@@ -314,6 +314,7 @@ int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
     const metrics::run_info run = metrics::describe_run();
     const char* task = task_name<Env>();
     if (launcher) {
+      gmi::throw_unless_ok(runtime::can_implement(cfg));  // one clear line before anything is printed or started
       std::printf("gmi: %s | serving | partition %s (%s) | %d GMIs = %zu GPU(s) x %d | %d envs per GMI | seed %llu\n",
                   task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.world(),
                   cfg.gpus.size(), cfg.gmis_per_gpu, o.num_envs, static_cast<unsigned long long>(o.seed));
