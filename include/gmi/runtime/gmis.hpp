@@ -58,6 +58,36 @@ struct gmis_config {
 
 inline constexpr const char* partition_names = "none, mps, green_context, mig";
 
+namespace detail {
+// Each backend's own config for `c` (one place, used by can_implement and launch_gmis alike).
+inline gmi::partition::mps::config mps_config_of(const gmis_config& c) {
+  gmi::partition::mps::config m;
+  m.gpus = c.gpus;
+  m.gmis_per_gpu = c.gmis_per_gpu;
+  m.active_thread_percentage = c.mps_percentage;
+  return m;
+}
+inline gmi::partition::green_context::config green_config_of(const gmis_config& c) {
+  gmi::partition::green_context::config g;
+  g.gpus = c.gpus;
+  g.gmis_per_gpu = c.gmis_per_gpu;
+  g.sms_per_gmi = c.sms_per_gmi;
+  return g;
+}
+// MIG speaks NVML indices; `c` names CUDA ordinals.
+inline gmi::result<gmi::partition::mig::config> mig_config_of(const gmis_config& c) {
+  gmi::partition::mig::config m;
+  m.gmis_per_gpu = c.gmis_per_gpu;
+  m.gpus.clear();
+  for (int g : c.gpus) {
+    auto idx = gmi::cuda::nvml::index_of_cuda_device(g);
+    if (!idx) return idx.error();
+    m.gpus.push_back(*idx);
+  }
+  return m;
+}
+}  // namespace detail
+
 // Never throws: the first thing about `c` that can not work, as "what: got X, need Y" (backend limits: 48 MPS
 // clients per GPU, the green-context minimum slice, existing MIG instances, the MPS control binary, GPU ids).
 [[nodiscard]] inline gmi::status can_implement(const gmis_config& c) noexcept {
@@ -95,30 +125,12 @@ inline constexpr const char* partition_names = "none, mps, green_context, mig";
         if (c.gpus[j] == g) return gmi::status::invalid(gmi::got_need("GPUs", "GPU " + std::to_string(g) + " twice", "each GPU once"));
       }
     }
-    if (c.partition == "mps") {
-      gmi::partition::mps::config m;
-      m.gpus = c.gpus;
-      m.gmis_per_gpu = c.gmis_per_gpu;
-      m.active_thread_percentage = c.mps_percentage;
-      return gmi::partition::mps::can_implement(m);
-    }
-    if (c.partition == "green_context") {
-      gmi::partition::green_context::config g;
-      g.gpus = c.gpus;
-      g.gmis_per_gpu = c.gmis_per_gpu;
-      g.sms_per_gmi = c.sms_per_gmi;
-      return gmi::partition::green_context::can_implement(g);
-    }
+    if (c.partition == "mps") return gmi::partition::mps::can_implement(detail::mps_config_of(c));
+    if (c.partition == "green_context") return gmi::partition::green_context::can_implement(detail::green_config_of(c));
     if (c.partition == "mig") {
-      gmi::partition::mig::config m;
-      m.gmis_per_gpu = c.gmis_per_gpu;
-      m.gpus.clear();
-      for (int g : c.gpus) {
-        auto idx = gmi::cuda::nvml::index_of_cuda_device(g);
-        if (!idx) return idx.error();
-        m.gpus.push_back(*idx);
-      }
-      return gmi::partition::mig::can_implement(m);
+      auto m = detail::mig_config_of(c);
+      if (!m) return m.error();
+      return gmi::partition::mig::can_implement(*m);
     }
     return gmi::status::ok();
   } catch (const std::exception& e) {
@@ -202,13 +214,7 @@ inline run_report launch_gmis(const gmis_config& c, const gmi_work& fn) {
   launch_spec spec = spec_of(c);
   if (!c.processes()) {
     std::optional<gmi::partition::green_context::session> green;
-    if (c.partition == "green_context") {
-      gmi::partition::green_context::config g;
-      g.gpus = c.gpus;
-      g.gmis_per_gpu = c.gmis_per_gpu;
-      g.sms_per_gmi = c.sms_per_gmi;
-      green.emplace(g);
-    }
+    if (c.partition == "green_context") green.emplace(detail::green_config_of(c));
     const gmi::partition::green_context::session* gs = green ? &*green : nullptr;
     thread_group group(std::move(spec), [&c, gs, &fn](context& ctx) {
       binding b(c, ctx, gs);
@@ -218,16 +224,10 @@ inline run_report launch_gmis(const gmis_config& c, const gmi_work& fn) {
   }
   std::optional<gmi::partition::mps::session> mps;
   if (c.partition == "mps") {
-    gmi::partition::mps::config m;
-    m.gpus = c.gpus;
-    m.gmis_per_gpu = c.gmis_per_gpu;
-    m.active_thread_percentage = c.mps_percentage;
-    mps.emplace(m);
+    mps.emplace(detail::mps_config_of(c));
     use_mps(spec, *mps);
   } else if (c.partition == "mig") {
-    gmi::partition::mig::config m;
-    m.gmis_per_gpu = c.gmis_per_gpu;
-    for (int g : c.gpus) m.gpus.push_back(gmi::cuda::nvml::index_of_cuda_device(g).value());
+    const gmi::partition::mig::config m = detail::mig_config_of(c).value();
     gmi::partition::mig::session mig(m);
     for (auto& p : spec.gmis) {
       const int nvml_index = gmi::cuda::nvml::index_of_cuda_device(p.gpu).value();
