@@ -3,10 +3,15 @@
 // x n GPUs (one process per GMI, CUDA IPC + NCCL among leaders) vs one flat NCCL allreduce of the same bytes
 // with one rank per GPU. JSON result lines (bench-spec) on stdout; per-stage host timings of the leader of GPU 0
 // and of its first member on stderr ("[breakdown] ..." lines, medians in microseconds).
-// Usage: gmi.bench.reduce [intra] [hier] [gpus=n] [reps=20] [handshake=both|automatic|host|device] [m=k] [bytes=b]
-// (m, bytes: run only that GMIs-per-GPU count / size in hier)
-// (both: each m > 1 case with the automatic handshake, impl "gmi", and with the host one, "gmi_host_handshake");
-// workers are this binary re-executed with worker=...
+// A rep is `iters` calls back to back after a start barrier (as nccl-tests times them): the hierarchical calls
+// non-blocking, the flat ones plain ncclAllReduce, then one wait for the stream; the rep's time / iters is one
+// call's time. Both sides are timed the same way, on rank 0.
+// Usage: gmi.bench.reduce [intra] [hier] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
+//        [bytes=b] [chunk=bytes]
+// (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: GMI_HIER_CHUNK_BYTES for the GMIs)
+// Impls: "gmi" (every GMI gets the sum in its own buffer), "gmi_shared_result" (copy_back off: GMIs read the
+// sum in their leader's buffer), "gmi_device_handshake" (handshake=device); workers are this binary
+// re-executed with worker=...
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -116,6 +121,7 @@ int worker(const std::string& kind) {
   const std::string tag = args["tag"];
   const int gpus = static_cast<int>(arg("gpus", 1)), m = static_cast<int>(arg("per_gpu", 1));
   const int rank = static_cast<int>(arg("rank", 0)), reps = static_cast<int>(arg("reps", 20));
+  const int iters = static_cast<int>(arg("iters", 20));
   const std::size_t count = static_cast<std::size_t>(arg("bytes", 1 << 20)) / 4;
   const int gpu = rank / m, local = rank % m, world = gpus * m;
   GMI_CUDA_TRY(cudaSetDevice(gpu));
@@ -145,6 +151,8 @@ int worker(const std::string& kind) {
     o.local_size = m;
     const std::string hs = args.count("handshake") ? args["handshake"] : "automatic";
     o.sync = hs == "host" ? comm::handshake::host : hs == "device" ? comm::handshake::device : comm::handshake::automatic;
+    o.copy_back = arg("copy_back", 1) != 0;
+    o.blocking = false;
     h.emplace(o, buf.data(), count, nc.get());
   }
   std::vector<double> times;
@@ -155,19 +163,21 @@ int worker(const std::string& kind) {
     const auto tb = clock_type::now();
     barrier.finish();
     const auto t0 = clock_type::now();
-    if (h) {
-      h->allreduce(s);
-    } else if (nc) {
-      nc->allreduce(buf.data(), buf.data(), count, s);
-      nc->synchronize(s);
+    for (int i = 0; i < iters; ++i) {
+      if (h) {
+        h->allreduce(s);
+      } else if (nc) {
+        nc->allreduce(buf.data(), buf.data(), count, s);
+      }
     }
     const auto t1 = clock_type::now();
+    if (h) h->wait(s); else if (nc) nc->synchronize(s);
     s.synchronize();
     const auto t2 = clock_type::now();
-    barrier.finish();  // the collective is done when the slowest rank is done
+    barrier.finish();  // every rank done before the next rep starts (not timed)
     const auto t3 = clock_type::now();
     if (r >= 5) {
-      times.push_back(std::chrono::duration<double>(t3 - t0).count());
+      times.push_back(std::chrono::duration<double>(t2 - t0).count() / iters);
       const auto us = [](auto d) { return std::chrono::duration<double, std::micro>(d).count(); };
       start_b.push_back(us(t0 - tb));
       call.push_back(us(t1 - t0));
@@ -203,7 +213,7 @@ int worker(const std::string& kind) {
 
 // Runs `world` workers of this binary; returns rank 0's times.
 std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t bytes, int reps,
-                          const std::string& handshake = "automatic") {
+                          const std::string& handshake = "host", bool copy_back = true) {
   const std::string tag = comm::unique_tag("bench");
   int pipefd[2];
   if (::pipe(pipefd) != 0) throw gmi::comm_error("pipe failed");
@@ -212,7 +222,8 @@ std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t 
     std::vector<std::string> a{"/proc/self/exe", "worker=" + kind, "tag=" + tag, "gpus=" + std::to_string(gpus),
                                "per_gpu=" + std::to_string(m), "rank=" + std::to_string(r),
                                "bytes=" + std::to_string(bytes), "reps=" + std::to_string(reps),
-                               "handshake=" + handshake};
+                               "handshake=" + handshake, "copy_back=" + std::string(copy_back ? "1" : "0"),
+                               "iters=" + std::to_string(arg("iters", 20))};
     std::vector<char*> argv;
     for (auto& x : a) argv.push_back(x.data());
     argv.push_back(nullptr);
@@ -251,26 +262,35 @@ std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t 
 
 void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const std::string& mode) {
   for (int n = 1; n <= max_gpus; n *= 2) {
+    if (args.count("n") && arg("n", 0) != n) continue;
     for (std::size_t bytes : {std::size_t{1} << 20, std::size_t{16} << 20, std::size_t{256} << 20}) {
       if (args.count("bytes") && arg("bytes", 0) != static_cast<long long>(bytes)) continue;
       std::optional<gmi::metrics::summary> flat;
       if (n > 1) {
         flat = gmi::metrics::summarize(spawn("flat", n, 1, bytes, reps));
-        const nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", 1}, {"gpus_used", n}, {"bytes", bytes}};
+        const nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", 1}, {"gpus_used", n}, {"bytes", bytes},
+                                    {"iters_per_rep", arg("iters", 20)}};
         emit(run, "nccl_flat", "latency_s", *flat, cfg);
         emit(run, "nccl_flat", "bytes_per_s", {bytes / flat->median, bytes / flat->max, bytes / flat->min, flat->reps}, cfg);
       }
       for (int m : {1, 2, 4, 8}) {
         if (n == 1 && m == 1) continue;
         if (args.count("m") && arg("m", 0) != m) continue;
-        std::vector<std::pair<std::string, std::string>> variants;  // impl, handshake
-        if (m == 1 || mode == "automatic" || mode == "both") variants.emplace_back("gmi", "automatic");
-        if (m > 1 && (mode == "host" || mode == "both")) variants.emplace_back("gmi_host_handshake", "host");
-        if (m > 1 && mode == "device") variants.emplace_back("gmi_device_handshake", "device");
-        for (const auto& [impl, handshake] : variants) {
-          const auto s = gmi::metrics::summarize(spawn("hier", n, m, bytes, reps, handshake));
-          nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", m}, {"gpus_used", n}, {"bytes", bytes}};
+        struct variant {
+          std::string impl, handshake;
+          bool copy_back;
+        };
+        std::vector<variant> variants;
+        if (m == 1 || mode == "host") variants.push_back({"gmi", "host", true});
+        if (m > 1 && mode == "host") variants.push_back({"gmi_shared_result", "host", false});
+        if (m > 1 && mode == "device") variants.push_back({"gmi_device_handshake", "device", true});
+        for (const auto& [impl, handshake, copy_back] : variants) {
+          const auto s = gmi::metrics::summarize(spawn("hier", n, m, bytes, reps, handshake, copy_back));
+          nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", m}, {"gpus_used", n}, {"bytes", bytes},
+                                {"iters_per_rep", arg("iters", 20)}};
           if (m > 1) cfg["handshake"] = handshake;
+          if (m > 1) cfg["copy_back"] = copy_back;
+          if (args.count("chunk")) cfg["chunk_bytes"] = arg("chunk", 0);
           if (flat) cfg["ratio_to_nccl_flat"] = s.median / flat->median;
           emit(run, impl, "latency_s", s, cfg);
           emit(run, impl, "bytes_per_s", {bytes / s.median, bytes / s.max, bytes / s.min, s.reps}, cfg);
@@ -303,11 +323,16 @@ int main(int argc, char** argv) {
     const auto run = gmi::metrics::describe_run();
     const int reps = static_cast<int>(arg("reps", 20));
     if (intra) bench_intra(run, reps);
-    const std::string mode = args.count("handshake") ? args["handshake"] : "both";
-    if (mode != "both" && mode != "automatic" && mode != "host" && mode != "device") {
-      std::fprintf(stderr, "gmi.bench.reduce: handshake=%s; need both, automatic, host or device\n", mode.c_str());
+    const std::string mode = args.count("handshake") ? args["handshake"] : "host";
+    if (mode != "host" && mode != "device") {
+      std::fprintf(stderr, "gmi.bench.reduce: handshake=%s; need host or device\n", mode.c_str());
       return 2;
     }
+    if (arg("iters", 20) < 1 || arg("reps", 20) < 1) {
+      std::fprintf(stderr, "gmi.bench.reduce: iters=%lld reps=%lld; need >= 1 each\n", arg("iters", 20), arg("reps", 20));
+      return 2;
+    }
+    if (args.count("chunk")) setenv("GMI_HIER_CHUNK_BYTES", args["chunk"].c_str(), 1);  // workers inherit it
     if (hier) bench_hier(run, reps, static_cast<int>(std::min<long long>(arg("gpus", *n), *n)), mode);
     return 0;
   } catch (const gmi::error& e) {

@@ -34,6 +34,10 @@ TEST_CASE("comm_gpu.hierarchical.green_context_threads" * doctest::timeout(120))
     CAPTURE(m);
     CHECK(gmi_test::threads_hierarchical(m, (1 << 18) + 3, 3, green, error) == 0);
     CHECK_MESSAGE(error.empty(), "errors of the GMI threads: " << error);
+    error.clear();
+    // copy_back off: every thread reads the sum through result() (the GPU's one result buffer)
+    CHECK(gmi_test::threads_hierarchical(m, (1 << 18) + 3, 3, green, error, false) == 0);
+    CHECK_MESSAGE(error.empty(), "errors of the GMI threads (shared result): " << error);
     // std::string: doctest prints a const char* as a pointer.
     MESSAGE("GMI threads ran in "
             << std::string(green ? "green contexts" : "the primary context (no green contexts here)"));
@@ -76,6 +80,22 @@ TEST_CASE("comm_gpu.hierarchical.non_blocking_results_follow_stream_order" * doc
         {}, 240s);
     for (int c : r.codes) CHECK(c == 0);
   }
+}
+
+TEST_CASE("comm_gpu.hierarchical.shared_result" * doctest::timeout(300)) {
+  // copy_back=0: no step (c); every GMI reads the sum in the leader's buffer through result(), blocking or not.
+  for (const char* blocking : {"blocking=1", "blocking=0"}) {
+    CAPTURE(blocking);
+    const auto r = gmi_test::run_workers(
+        gmi_test::hier_args(gmi::comm::unique_tag("sr"), 1, 4, "1,4097,4194304", {"copy_back=0", blocking, "rounds=4"}),
+        {}, 240s);
+    for (int c : r.codes) CHECK(c == 0);
+  }
+  // One GMI asking for the other mode: every GMI of the GPU fails with an error (exit 0 = the expected error).
+  const auto bad = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("srbad"), 1, 3, "4097", {"copy_back=0", "copy_back_rank=2", "timeout_ms=5000"}),
+      {}, 60s);
+  for (int c : bad.codes) CHECK(c == 0);
 }
 
 TEST_CASE("comm_gpu.hierarchical.sizes_that_differ_fail_everywhere" * doctest::timeout(120)) {

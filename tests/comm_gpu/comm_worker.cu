@@ -3,6 +3,8 @@
 // Usage: gmi.test.comm_worker tag=T gpus=n per_gpu=m rank=r sizes=a,b,c [rounds=2] [timeout_ms=20000]
 //        [mismatch_rank=-1] [die_rank=-1] [die_round=0] [handshake=automatic|host|device] [blocking=1]
 //        [expect_handshake=host|device] (exit 4 when the group chose another)
+//        [copy_back=1] (0: the sum is checked where result() points: the leader's buffer)
+//        [copy_back_rank=-1] (this rank asks for the opposite copy_back: every GMI of its GPU must fail)
 // Exit: 0 all sums right (or, when a fault is injected, the expected error seen); 2 wrong sums; 3 unexpected error.
 #include <signal.h>
 #include <unistd.h>
@@ -48,10 +50,12 @@ int main(int argc, char** argv) {
   const int mismatch_rank = static_cast<int>(num("mismatch_rank", -1));
   const int die_rank = static_cast<int>(num("die_rank", -1)), die_round = static_cast<int>(num("die_round", 0));
   const auto timeout = gmi::comm::milliseconds(num("timeout_ms", 20000));
-  const bool fault = mismatch_rank >= 0 || die_rank >= 0;
+  const bool fault = mismatch_rank >= 0 || die_rank >= 0 || a.count("copy_back_rank") > 0;
   const std::string handshake = a.count("handshake") ? a["handshake"] : "automatic";
   const bool blocking = num("blocking", 1) != 0;
   const std::string expect_handshake = a["expect_handshake"];
+  const int copy_back_rank = static_cast<int>(num("copy_back_rank", -1));
+  const bool copy_back = (num("copy_back", 1) != 0) != (rank == copy_back_rank);
   std::vector<std::size_t> sizes;
   {
     std::stringstream ss(a["sizes"]);
@@ -87,6 +91,7 @@ int main(int argc, char** argv) {
       o.mode = gmi::comm::sharing::ipc;
       o.timeout = timeout;
       o.blocking = blocking;
+      o.copy_back = copy_back;
       o.sync = handshake == "host"     ? gmi::comm::handshake::host
                : handshake == "device" ? gmi::comm::handshake::device
                                        : gmi::comm::handshake::automatic;
@@ -102,7 +107,7 @@ int main(int argc, char** argv) {
         fill<<<256, 256, 0, stream>>>(buf.data(), count, rank, round);
         h.allreduce(stream);
         wrong.fill_bytes(0, stream);
-        count_wrong<<<256, 256, 0, stream>>>(buf.data(), count, world, round, wrong.data());
+        count_wrong<<<256, 256, 0, stream>>>(h.result(), count, world, round, wrong.data());
         unsigned long long w = 0;
         GMI_CUDA_TRY(cudaMemcpyAsync(&w, wrong.data(), sizeof w, cudaMemcpyDeviceToHost, stream));
         stream.synchronize();

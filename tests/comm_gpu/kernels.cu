@@ -48,7 +48,8 @@ __global__ void fill(float* x, std::size_t n, int rank, int round) {
 }
 }  // namespace
 
-std::size_t threads_hierarchical(int m, std::size_t count, int rounds, bool& used_green, std::string& error) {
+std::size_t threads_hierarchical(int m, std::size_t count, int rounds, bool& used_green, std::string& error,
+                                 bool copy_back) {
   const std::string tag = gmi::comm::unique_tag("thr");
   std::optional<gmi::cuda::sm_split> split;
   used_green = false;
@@ -87,12 +88,13 @@ std::size_t threads_hierarchical(int m, std::size_t count, int rounds, bool& use
           o.local_size = m;
           o.mode = gmi::comm::sharing::in_process;
           o.timeout = std::chrono::seconds(20);
+          o.copy_back = copy_back;
           gmi::comm::hierarchical_allreduce h(o, buf.data(), count);
           std::vector<float> host(count);
           for (int round = 0; round < rounds; ++round) {
             fill<<<128, 256, 0, s>>>(buf.data(), count, r, round);
             h.allreduce(s);
-            GMI_CUDA_TRY(cudaMemcpyAsync(host.data(), buf.data(), count * 4, cudaMemcpyDeviceToHost, s));
+            GMI_CUDA_TRY(cudaMemcpyAsync(host.data(), h.result(), count * 4, cudaMemcpyDeviceToHost, s));
             GMI_CUDA_TRY(cudaStreamSynchronize(s));
             for (std::size_t i = 0; i < count; ++i) {
               const float want = static_cast<float>(m * (m + 1) / 2) + m * (0.25f * (i % 7) + round);

@@ -28,6 +28,18 @@ TEST_CASE(GMI_NAME(".hierarchical.matches_reference") * doctest::timeout(600)) {
   }
 }
 
+TEST_CASE(GMI_NAME(".hierarchical.shared_result") * doctest::timeout(600)) {
+  // copy_back=0: every GMI reads the sum in its GPU leader's buffer (result()); non-blocking calls, chunked sizes.
+  for (int m : {2, 4}) {
+    CAPTURE(m);
+    const auto r = gmi_test::run_workers(
+        gmi_test::hier_args(gmi::comm::unique_tag("mgsr"), gpus, m, "1,4097,4194304,67108864",
+                            {"copy_back=0", "blocking=0", "rounds=3"}),
+        {}, 300s);
+    for (int c : r.codes) CHECK(c == 0);
+  }
+}
+
 TEST_CASE(GMI_NAME(".hierarchical.two_hosts_over_sockets") * doctest::timeout(600)) {
   // Each GPU a "host": NCCL's socket transport over loopback, and distinct host ids so NCCL treats the GPUs
   // as separate nodes. cuda-notes 4: NVIDIA/nccl#2057 may break this combination; the next subcase keeps

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# GPU integration check of a gmi binary: gpu_run.sh <expected exit> <output regex> <command> [args...]
-# Skips visibly (exit 77) without a GPU. Passes when the command exits with the expected code, its output
+# GPU integration check of a gmi binary: gpu_run.sh [--min-gpus N] <expected exit> <output regex> <command> [args...]
+# Skips visibly (exit 77) without a GPU, or with fewer than N GPUs. Passes when the command exits with the expected code, its output
 # (lines joined by spaces) matches the regex, and it left nothing behind: no /dev/shm segment of this user's runs, no MPS daemon or
 # server of ours (pipe directories /tmp/gmi-mps-<uid>-*), no process of its group.
 set -uo pipefail
+min_gpus=1
+if [ "${1:-}" = "--min-gpus" ]; then min_gpus=$2; shift 2; fi
 expect_rc=$1 regex=$2
 shift 2
 if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "[gmi] SKIPPED: no GPU (nvidia-smi -L failed)"
+  exit 77
+fi
+have=$(nvidia-smi -L | grep -c '^GPU ')
+if [ "$have" -lt "$min_gpus" ]; then
+  echo "[gmi] SKIPPED: needs $min_gpus GPUs, this machine has $have"
   exit 77
 fi
 uid=$(id -u)

@@ -1,10 +1,12 @@
 #pragma once
 // gmi::comm::hierarchical<Inter>: the allreduce of flat float gradients over m GMIs on each of n GPUs.
 // (a) the GPU's leader GMI sums the m buffers with one kernel, (b) the leaders allreduce across GPUs with
-// NCCL on their own stream, (c) the leader writes the result into every GMI's buffer; large buffers go in
-// chunks so (a), (b) and (c) of different chunks overlap. NCCL never sees two ranks on one GPU. Between MPS
-// GMI processes the handshake is device-side (stream memory operations on pinned shared flags), so no host
-// waits for another on the per-call path; see docs/comm.md for the steps and their waits.
+// NCCL on their own stream, (c) the leader writes the result into every GMI's buffer (or, with copy_back off,
+// every GMI reads the sum from the leader's buffer: GMIs of one GPU share its memory, so m copies of one result
+// are optional); large buffers go in chunks so (a), (b) and (c) of different chunks overlap. NCCL never sees
+// two ranks on one GPU. The handshake between a GPU's GMIs is host-side by default (events plus generation
+// counters in shared memory); a device-side one (stream memory operations) is there for measurement. See
+// docs/comm.md for the steps and their waits.
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -65,6 +67,11 @@ struct hierarchical_options {
   milliseconds timeout = default_timeout();
   std::size_t chunk_bytes = 0;  // 0: one chunk up to 8 MiB, else max(8 MiB, bytes / 4) (GMI_HIER_CHUNK_BYTES overrides)
   bool blocking = true;         // allreduce returns after the result is in this GMI's buffer (errors surface there)
+  // false: step (c) is skipped; the sum goes to one result buffer the leader owns (not its gradient buffer, which
+  // the leader refills while others still read) and every GMI reads it through result(), stream-ordered after
+  // its allreduce and before its next one (the next call overwrites it).
+  // The leader's choice holds for the group; members must ask for the same.
+  bool copy_back = true;
   handshake sync = handshake::automatic;  // the leader's choice holds for the group (GMI_HIER_HANDSHAKE=host|device)
 };
 
@@ -97,6 +104,7 @@ struct hier_control {
   std::uint32_t members;
   std::uint32_t mode;
   std::uint32_t device_handshake;  // the leader's choice: 1 device, 0 host
+  std::uint32_t copy_back;         // the leader's choice: 0 members read the leader's buffer (result())
   ipc_event_handle done_event;
   std::uint64_t raw_done_event;
   hier_member member[max_local_gmis];
@@ -171,7 +179,8 @@ class hierarchical_allreduce {
     chunk_floats_ = o_.chunk_bytes ? o_.chunk_bytes / sizeof(float)
                                    : (bytes <= (8u << 20) ? count : std::max<std::size_t>((8u << 20) / 4, (count + 3) / 4));
     chunk_floats_ = std::max<std::size_t>(64, (chunk_floats_ + 63) / 64 * 64);  // chunks keep 256-byte alignment
-    single_ = leaders_ == nullptr || count_ <= chunk_floats_;
+    // One GMI per GPU has no intra-GPU step to overlap with NCCL: one call, as a flat allreduce.
+    single_ = leaders_ == nullptr || count_ <= chunk_floats_ || o_.local_size == 1;
     try {
       if (o_.local_rank == 0) setup_leader(); else setup_member();
     } catch (const gmi::error& e) {
@@ -205,16 +214,17 @@ class hierarchical_allreduce {
         }
       }
     }
-    if (is_leader() && !device_) {
+    if (is_leader() && (!device_ || sum_ != nullptr)) {
       try {
         bounded_wait(
             [&] {
               if (barrier_.broken()) return true;
               for (int r = 1; r < o_.local_size; ++r) {
                 const auto& m = c()->member[r];
-                if (m.consumed_gen.load(std::memory_order_acquire) < generation_ &&
-                    m.detached.load(std::memory_order_acquire) == 0)
-                  return false;
+                const bool gone = m.detached.load(std::memory_order_acquire) != 0;
+                // copy_back off: members map the result buffer this destructor frees; wait for them to let go.
+                if (sum_ != nullptr && !gone) return false;
+                if (m.consumed_gen.load(std::memory_order_acquire) < generation_ && !gone) return false;
               }
               return true;
             },
@@ -223,6 +233,7 @@ class hierarchical_allreduce {
       } catch (...) {  // broken, dead or timed out: nobody is left to use the event, or nothing more can be done
       }
     } else if (!is_leader()) {
+      result_mapping_.reset();  // before "detached": the leader frees the result buffer once every GMI let go
       c()->member[o_.local_rank].detached.store(1, std::memory_order_release);
     }
     unregister_flags();
@@ -235,6 +246,9 @@ class hierarchical_allreduce {
   // The handshake the group's leader chose (host or device).
   [[nodiscard]] handshake sync() const noexcept { return device_ ? handshake::device : handshake::host; }
   [[nodiscard]] const hier_call_timing& last_timing() const noexcept { return timing_; }
+  [[nodiscard]] bool copy_back() const noexcept { return o_.copy_back; }
+  // Where this GMI reads the sum: its own buffer (copy_back or one GMI per GPU), else the GPU's result buffer.
+  [[nodiscard]] const float* result() const noexcept { return sum_ != nullptr ? sum_ : buffer_; }
 
   // In place: this GMI's buffer becomes the sum over every GMI of every GPU. The buffer's producer must have
   // enqueued its writes on `stream`; later work on `stream` sees the result. Non-blocking calls return once
@@ -372,6 +386,13 @@ class hierarchical_allreduce {
       ctl->raw_done_event = reinterpret_cast<std::uint64_t>(done_event_.get());
     }
     ctl->member[0].count = count_;
+    ctl->copy_back = o_.copy_back ? 1 : 0;
+    if (!o_.copy_back && o_.local_size > 1) {  // every GMI of the GPU reads the sum here
+      result_.emplace(count_);
+      sum_ = result_->data();
+      if (o_.mode == sharing::ipc) ctl->member[0].buffer = export_buffer(sum_, count_ * sizeof(float));
+      ctl->member[0].raw_buffer = reinterpret_cast<std::uint64_t>(sum_);
+    }
     // Wait for every member to attach, then map their buffers and events.
     bounded_wait(
         [&] {
@@ -417,13 +438,14 @@ class hierarchical_allreduce {
       reduce_.in[k] = inputs[k];
     }
     sum_all_.inputs = sum_all_.outputs = reduce_.inputs = o_.local_size;
-    reduce_.out[0] = buffer_;
+    reduce_.out[0] = gpu_sum();
     reduce_.outputs = 1;
     bcast_.in[0] = buffer_;
     bcast_.inputs = 1;
     for (std::size_t k = 0; k < members.size(); ++k) bcast_.out[k] = members[k];
     bcast_.outputs = static_cast<int>(members.size());
     sum_all_.count = reduce_.count = bcast_.count = count_;
+    if (!o_.copy_back) bcast_.outputs = 0;  // (c) skipped: enqueue_* test outputs before launching
     sum_all_.skip_if_set = reduce_.skip_if_set = bcast_.skip_if_set = skip;
     if (!single_) {
       reduce_stream_.emplace();
@@ -458,6 +480,21 @@ class hierarchical_allreduce {
                  [&] { check_group(); }, o_.timeout, segment_.name() + ": GMI waiting for its leader's setup",
                  long_wait());
     barrier_.throw_if_broken();
+    if ((ctl->copy_back == 1) != o_.copy_back) {
+      const std::string why = got_need("hierarchical copy_back on GMI " + std::to_string(o_.local_rank) + " of " +
+                                           segment_.name(), o_.copy_back ? "true" : "false",
+                                       std::string(ctl->copy_back ? "true" : "false") + " as on its leader");
+      barrier_.mark_broken(why);
+      throw config_error(why);
+    }
+    if (!o_.copy_back) {
+      if (o_.mode == sharing::ipc) {
+        result_mapping_.emplace(ctl->member[0].buffer);
+        sum_ = result_mapping_->as<float>();
+      } else {
+        sum_ = reinterpret_cast<float*>(ctl->member[0].raw_buffer);
+      }
+    }
     device_ = ctl->device_handshake == 1;
     if (device_) {
       register_flags();
@@ -487,6 +524,9 @@ class hierarchical_allreduce {
     }
   }
 
+  // Where (a) puts the GPU's sum and (b) reduces it across GPUs: the result buffer, else the leader's buffer.
+  float* gpu_sum() const noexcept { return sum_ != nullptr ? sum_ : buffer_; }
+
   static detail::reduce_args slice(detail::reduce_args a, std::size_t off, std::size_t n) {
     for (int k = 0; k < a.inputs; ++k) a.in[k] += off;
     for (int k = 0; k < a.outputs; ++k) a.out[k] += off;
@@ -497,12 +537,12 @@ class hierarchical_allreduce {
   // The whole buffer in one go on one stream: (a), (b), (c) in order, or one kernel with one GPU.
   void enqueue_single(cudaStream_t s) {
     if (!leaders_) {
-      detail::launch_reduce(sum_all_, s);
+      detail::launch_reduce(o_.copy_back ? sum_all_ : reduce_, s);
       return;
     }
-    if (o_.local_size > 1) detail::launch_reduce(reduce_, s);  // (a)
-    leaders_->allreduce(buffer_, buffer_, count_, s);           // (b)
-    if (o_.local_size > 1) detail::launch_reduce(bcast_, s);   // (c)
+    if (o_.local_size > 1) detail::launch_reduce(reduce_, s);         // (a)
+    leaders_->allreduce(gpu_sum(), gpu_sum(), count_, s);              // (b)
+    if (bcast_.outputs > 0) detail::launch_reduce(bcast_, s);         // (c)
   }
   // Chunks on three streams so (a), (b) and (c) of different chunks overlap; reduce_stream_ must already be
   // ordered after the GMIs' gradients. Returns the stream the last step is on.
@@ -515,10 +555,10 @@ class hierarchical_allreduce {
       if (o_.local_size > 1) detail::launch_reduce(slice(reduce_, off, n), *reduce_stream_);  // (a)
       reduced_.record(*reduce_stream_);
       reduced_.wait_on(*nccl_stream_);
-      leaders_->allreduce(buffer_ + off, buffer_ + off, n, *nccl_stream_);  // (b)
+      leaders_->allreduce(gpu_sum() + off, gpu_sum() + off, n, *nccl_stream_);  // (b)
       summed_.record(*nccl_stream_);
       summed_.wait_on(*bcast_stream_);
-      if (o_.local_size > 1) detail::launch_reduce(slice(bcast_, off, n), *bcast_stream_);  // (c)
+      if (bcast_.outputs > 0) detail::launch_reduce(slice(bcast_, off, n), *bcast_stream_);  // (c)
     }
     return *bcast_stream_;
   }
@@ -656,6 +696,10 @@ class hierarchical_allreduce {
   std::optional<cuda::event> tail_;  // after this GMI's last queued flag operation
   // leader
   std::vector<ipc_mapping> mappings_;
+  // copy_back off: the GPU's result buffer (the leader's own allocation; mapped in member processes)
+  std::optional<cuda::device_buffer<float>> result_;
+  std::optional<ipc_mapping> result_mapping_;
+  float* sum_ = nullptr;
   std::vector<shared_event> member_ready_;
   detail::reduce_args sum_all_{}, reduce_{}, bcast_{};
   std::optional<cuda::stream> reduce_stream_, nccl_stream_, bcast_stream_;

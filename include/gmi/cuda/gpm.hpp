@@ -4,10 +4,13 @@
 // warp on one SM), so it can not tell a latency-bound single instance from a full GPU. GPM's SM activity
 // (share of SM cycles with at least one warp resident) and SM occupancy (resident warps over the maximum) can.
 // Loaded through the same libnvidia-ml.so.1 as nvml.hpp; every failure is a status, never an exception.
+// GPM calls are serialized process-wide: on 4 x H200 two threads in nvmlGpmMetricsGet at once (the
+// slice-0 GMIs of two GPUs) crashed inside libnvidia-ml with SIGSEGV every time.
 
 #include <dlfcn.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <gmi/core/status.hpp>
@@ -63,6 +66,12 @@ struct functions {
   nvml::detail::return_t (*metrics)(metrics_get_t*) = nullptr;                            // nvmlGpmMetricsGet
 };
 
+// Held around every GPM call of this process (see the top of this file).
+inline std::mutex& call_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 // Looked up once; the library handle stays open until exit (like nvml::library).
 inline const functions& fn() {
   static const functions f = [] {
@@ -91,6 +100,7 @@ class sampler {
   sampler& operator=(const sampler&) = delete;
   ~sampler() {
     const auto& f = detail::fn();
+    const std::lock_guard lock(detail::call_mutex());
     if (f.free) {
       if (first_) f.free(first_);
       if (second_) f.free(second_);
@@ -106,6 +116,7 @@ class sampler {
     if (!f.query_support || !f.alloc || !f.free || !f.get || !f.metrics) {
       return gmi::status::unsupported("libnvidia-ml.so.1 lacks the GPM API (nvmlGpm*; driver older than 520)");
     }
+    const std::lock_guard lock(detail::call_mutex());
     detail::support_t s{detail::support_version, 0};
     if (const auto r = f.query_support(device_, &s); r != nvml::detail::NVML_SUCCESS) {
       return nvml::library::instance().to_status(r, "nvmlGpmQueryDeviceSupport");
@@ -123,6 +134,7 @@ class sampler {
   [[nodiscard]] gmi::result<activity> finish() {
     if (!started_) return gmi::status::invalid("GPM sampler: finish() without a successful start()");
     const auto& f = detail::fn();
+    const std::lock_guard lock(detail::call_mutex());
     if (const auto r = f.get(device_, second_); r != nvml::detail::NVML_SUCCESS) {
       return nvml::library::instance().to_status(r, "nvmlGpmSampleGet");
     }

@@ -28,6 +28,7 @@
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/ppo.cuh>
+#include <gmi/runtime/crash_report.hpp>
 #include <gmi/runtime/flags.hpp>
 #include <gmi/runtime/gmis.hpp>
 #include <gmi/trainers/ppo.hpp>
@@ -321,8 +322,10 @@ int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
       std::fflush(stdout);
     }
     const auto outcome = runtime::run_gmis(cfg, [&](runtime::context& ctx, runtime::binding& b) {
+      runtime::trace(ctx.id(), "building the engine (" + std::to_string(o.num_envs) + " envs)");
       engine e(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), o.ppo,
                typename Env::params{}, exec::cuda{.stream = b.stream()});
+      runtime::trace(ctx.id(), "engine built");
       serve_and_report(ctx, b, e, o.serve_seconds, o.serve_steps_per_launch, &stop_signal);
     });
     if (!outcome.report) return outcome.exit_code;  // a GMI process: its launcher reports
@@ -367,6 +370,7 @@ int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
 template <class Pipeline>
 int run(int argc, char** argv) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);
+  runtime::install_crash_report();  // a fault in a GMI thread names the GMI (and leaves no segment behind)
   using Env = typename Pipeline::env;
   run_options o;
   o.num_envs = detail::default_num_envs<Env>();
@@ -422,10 +426,13 @@ int run(int argc, char** argv) {
     const bool use_gpu = o.device == "gpu" || (o.device == "auto" && gpus.has_value());
     if (use_gpu) {
       if (!gpus) throw gmi::config_error(gmi::got_need("--device", "gpu", "a CUDA device (" + gpus.error().message() + ")"));
-      gmi::require(o.gpu < *gpus, "--gpu", o.gpu, "< " + std::to_string(*gpus) + " (visible CUDA devices)");
-      const std::vector<int> chosen = detail::chosen_gpus(o, *gpus);
+      // A GMI process takes its placement from its identity (under MPS and MIG it sees one device): the launcher
+      // has checked --gpu and --gpus against every GPU already.
+      const bool gmi_process = runtime::this_gmi().has_value();
+      if (!gmi_process) gmi::require(o.gpu < *gpus, "--gpu", o.gpu, "< " + std::to_string(*gpus) + " (visible CUDA devices)");
+      const std::vector<int> chosen = gmi_process ? std::vector<int>{0} : detail::chosen_gpus(o, *gpus);
       const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == "processes" ||
-                           runtime::this_gmi().has_value();
+                           gmi_process;
       if (several) {
         runtime::gmis_config cfg;
         cfg.partition = o.partition;

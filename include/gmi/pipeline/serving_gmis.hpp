@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@
 #include <gmi/runtime/context.hpp>
 #include <gmi/runtime/gmis.hpp>
 #include <gmi/runtime/supervisor.hpp>
+#include <gmi/runtime/trace.hpp>
 
 namespace gmi {
 
@@ -66,8 +68,11 @@ gmi_serving_result serve_and_report(runtime::context& ctx, const runtime::bindin
                                     int steps_per_launch, const std::atomic<int>* stop = nullptr, int windows = 1) {
   gmi::require(windows >= 1 && windows <= 20, "serving windows", windows, "1..20 (the report holds 20)");
   using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  runtime::trace(ctx.id(), "warming up");
   engine.serve(20);  // warm-up: graph capture, module loading
   engine.synchronize();
+  runtime::trace(ctx.id(), "warm");
   const auto w0 = clock::now();
   engine.serve(20);  // what 20 steps cost
   engine.synchronize();
@@ -97,6 +102,12 @@ gmi_serving_result serve_and_report(runtime::context& ctx, const runtime::bindin
   std::vector<double> rates;
   for (int w = 0; w < windows; ++w) {
     ctx.barrier(ctx.all());
+    runtime::trace(ctx.id(), "window " + std::to_string(w) + " starts");
+    if (w == 0 && ctx.rank() == 0) {  // progress: the slow part (start-up) is over
+      std::printf("gmi: %d GMIs ready after %.1f s; measuring %d window(s) of %.1f s\n", ctx.world(),
+                  std::chrono::duration<double>(clock::now() - started).count(), windows, seconds);
+      std::fflush(stdout);
+    }
     if (gpm && w == 0) {
       if (const gmi::status st = gpm->start(); !st) {
         r.gpm_note = st.message();
@@ -119,6 +130,7 @@ gmi_serving_result serve_and_report(runtime::context& ctx, const runtime::bindin
     r.steps.push_back(steps);
     r.seconds.push_back(elapsed);
     rates.push_back(static_cast<double>(steps) * r.num_envs / elapsed);
+    runtime::trace(ctx.id(), "window " + std::to_string(w) + " done: " + std::to_string(steps) + " steps");
     if (stopped) break;
   }
   std::sort(rates.begin(), rates.end());

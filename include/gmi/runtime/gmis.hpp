@@ -32,6 +32,7 @@
 #include <gmi/runtime/launcher.hpp>
 #include <gmi/runtime/partitioned.hpp>
 #include <gmi/runtime/supervisor.hpp>
+#include <gmi/runtime/trace.hpp>
 
 namespace gmi::runtime {
 
@@ -143,6 +144,7 @@ inline gmi::result<gmi::partition::mig::config> mig_config_of(const gmis_config&
 class binding {
  public:
   binding(const gmis_config& c, const context& ctx, const gmi::partition::green_context::session* green) {
+    trace(ctx.id(), "binding to partition " + c.partition);
     partition_ = c.partition;
     device_ = ctx.id().local_device;
     ctx.set_gpu();
@@ -162,6 +164,7 @@ class binding {
     }
     if (!green_) own_.emplace();
     if (auto idx = gmi::cuda::nvml::index_of_cuda_device(device_)) nvml_index_ = *idx;
+    trace(ctx.id(), "bound: " + what_);
   }
   binding(const binding&) = delete;
   binding& operator=(const binding&) = delete;

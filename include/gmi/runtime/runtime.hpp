@@ -3,9 +3,11 @@
 // and the glue to partition backends.
 
 #include <gmi/runtime/context.hpp>
+#include <gmi/runtime/crash_report.hpp>
 #include <gmi/runtime/identity.hpp>
 #include <gmi/runtime/launcher.hpp>
 #include <gmi/runtime/gmis.hpp>
 #include <gmi/runtime/partitioned.hpp>
 #include <gmi/runtime/segment.hpp>
 #include <gmi/runtime/supervisor.hpp>
+#include <gmi/runtime/trace.hpp>

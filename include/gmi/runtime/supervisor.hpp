@@ -21,6 +21,7 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/runtime/context.hpp>
+#include <gmi/runtime/crash_report.hpp>
 #include <gmi/runtime/launcher.hpp>
 #include <gmi/runtime/segment.hpp>
 
@@ -177,6 +178,7 @@ class process_group {
     remove_stale_segments();
     run_id_ = make_run_id();
     seg_ = std::make_shared<segment>(segment::create(run_id_, static_cast<int>(spec_.gmis.size()), spec_.ring_capacity));
+    unlink_on_crash(seg_->name());
     const std::vector<std::string> args = spec_.args ? *spec_.args : detail::own_argv();
     children_.resize(spec_.gmis.size());
     started_ = std::chrono::steady_clock::now();
@@ -359,6 +361,7 @@ class thread_group {
     remove_stale_segments();
     run_id_ = make_run_id();
     seg_ = std::make_shared<segment>(segment::create(run_id_, static_cast<int>(spec_.gmis.size()), spec_.ring_capacity));
+    unlink_on_crash(seg_->name());
     started_ = std::chrono::steady_clock::now();
     states_.reserve(spec_.gmis.size());
     for (std::size_t r = 0; r < spec_.gmis.size(); ++r) states_.push_back(std::make_shared<thread_state>());
@@ -369,6 +372,7 @@ class thread_group {
       identity id = spec_.identity_of(static_cast<int>(r), run_id_, seg_->name());
       try {
         threads_.emplace_back([st, seg, id, fn] {
+          name_thread_for_crash_report(id);
           try {
             {
               context ctx(id, seg);
