@@ -6,7 +6,7 @@ using cartpole_ppo = gmi::pipeline<gmi::envs::cartpole,                         
                                    gmi::agents::gaussian_mlp<gmi::nn::layers<32, 32>>,  // 4-32-32 actor-critic
                                    gmi::trainers::ppo<>,                             // PPO, rl_games-style
                                    gmi::layout::colocated,                           // env + agent + trainer per GMI
-                                   gmi::partition::none,                             // one GMI, no partitioning
-                                   gmi::comm::none>;                                 // nothing to exchange yet
+                                   gmi::partition::none,                             // default: one GMI (--gmis-per-gpu, --partition)
+                                   gmi::comm::hierarchical<gmi::comm::nccl>>;        // gradients over many GMIs
 
 int main(int argc, char** argv) { return gmi::run<cartpole_ppo>(argc, argv); }

@@ -106,13 +106,25 @@ class running_mean_std<exec::cuda> {
   void update(device_span<const float> x) {
     gmi::require(x.size() % std::size_t(dim_) == 0, "normalizer update: batch size", x.size(),
                  "a multiple of dim " + std::to_string(dim_));
+    if (x.size() / dim_ == 0) return;
+    moments(x, batch_.span());
+    refresh(batch_.data());
+  }
+
+  // Writes the record [n | mean | M2] of a batch x[n][dim] to `out` (device memory), what update() merges;
+  // instances that each take in part of one batch exchange these and merge them all (merge_in_order), so they
+  // end with the same statistics. Asynchronous; an empty batch writes nothing.
+  void moments(device_span<const float> x, device_span<double> out) const {
+    gmi::require(x.size() % std::size_t(dim_) == 0, "normalizer moments: batch size", x.size(),
+                 "a multiple of dim " + std::to_string(dim_));
+    gmi::require(out.size() == stats_.size(), "normalizer moments: record size", out.size(),
+                 "== 1 + 2 * dim = " + std::to_string(stats_.size()));
     const std::size_t n = x.size() / dim_;
     if (n == 0) return;
     const dim3 block(detail::moments_features, detail::moments_lanes);
     const unsigned grid = static_cast<unsigned>((dim_ + detail::moments_features - 1) / detail::moments_features);
-    detail::batch_moments_kernel<<<grid, block, 0, policy_.stream>>>(x.data(), n, dim_, batch_.data());
+    detail::batch_moments_kernel<<<grid, block, 0, policy_.stream>>>(x.data(), n, dim_, out.data());
     GMI_CUDA_TRY(cudaGetLastError());
-    refresh(batch_.data());
   }
 
   // Merges another record [count | mean | M2] of the same dim, in device memory.

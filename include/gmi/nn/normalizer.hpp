@@ -68,6 +68,22 @@ GMI_HD inline void float_stats(double count, double mean, double m2, double epsi
 }
 }  // namespace detail
 
+// Merges k records [count | mean[dim] | M2[dim]] laid end to end, in their order: the first as it is, then each
+// next one into it (Chan et al.). Every instance that runs this on the same records gets the same bits, and one
+// record comes back unchanged.
+inline std::vector<double> merge_in_order(host_span<const double> records, int dim) {
+  const std::size_t size = 1 + 2 * static_cast<std::size_t>(dim);
+  gmi::require(dim >= 1 && !records.empty() && records.size() % size == 0, "merge_in_order: record values",
+               records.size(), "a positive multiple of 1 + 2 * dim = " + std::to_string(size));
+  std::vector<double> out(records.begin(), records.begin() + size);
+  for (std::size_t r = size; r < records.size(); r += size) {
+    const double* b = records.data() + r;
+    for (int f = 0; f < dim; ++f) detail::merge_moments(out[0], out[1 + f], out[1 + dim + f], b[0], b[1 + f], b[1 + dim + f]);
+    out[0] += b[0];
+  }
+  return out;
+}
+
 template <class Policy>
 class running_mean_std {
   static_assert(!std::is_same_v<Policy, Policy>,
@@ -105,9 +121,18 @@ class running_mean_std<exec::host> {
   void update(host_span<const float> x) {
     gmi::require(x.size() % std::size_t(dim_) == 0, "normalizer update: batch size", x.size(),
                  "a multiple of dim " + std::to_string(dim_));
+    const std::vector<double> batch = moments(x);
+    if (batch[0] > 0) merge(host_span<const double>(batch.data(), batch.size()));
+  }
+
+  // The record [n | mean | M2] of a batch x[n][dim], what update() merges; instances that each take in part of
+  // one batch exchange these and merge them all (merge_in_order), so they end with the same statistics.
+  [[nodiscard]] std::vector<double> moments(host_span<const float> x) const {
+    gmi::require(x.size() % std::size_t(dim_) == 0, "normalizer moments: batch size", x.size(),
+                 "a multiple of dim " + std::to_string(dim_));
     const std::size_t n = x.size() / dim_;
-    if (n == 0) return;
     std::vector<double> batch(stats_.size(), 0.0);
+    if (n == 0) return batch;
     batch[0] = static_cast<double>(n);
     const float* xs = x.data();
     double* b = batch.data();
@@ -124,7 +149,7 @@ class running_mean_std<exec::host> {
       b[1 + f] = mean;
       b[1 + d + f] = m2;
     });
-    merge(host_span<const double>(batch.data(), batch.size()));
+    return batch;
   }
 
   // Merges another record [count | mean | M2] of the same dim (another instance's statistics).

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <gmi/cuda/device.hpp>
 #include <gmi/cuda/stream.hpp>
@@ -24,6 +26,7 @@
 #include <gmi/metrics/progress.hpp>
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/pipeline/pipeline.hpp>
+#include <gmi/pipeline/colocated_gmis.cuh>
 #include <gmi/pipeline/serving_gmis.hpp>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/episode_window.hpp>
@@ -300,16 +303,143 @@ inline std::vector<int> chosen_gpus(const run_options& o, int visible) {
 }
 
 // The serving layout on every GMI of every GPU (or, in a GMI process, this GMI's part of it).
+// The colocated layout on every GMI of cfg: synchronous data-parallel PPO (colocated_gmis.cuh). Every GMI
+// trains on its own environments (seed + rank); rank 0's initial weights start the group; rank 0 prints the
+// progress of the group; the launcher prints the total and checks that every GMI holds the same weights.
+template <class Pipeline>
+int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
+  using Env = typename Pipeline::env;
+  using engine = typename Pipeline::template engine<exec::cuda>;
+  if constexpr (!Pipeline::comm_type::reduces) {
+    throw gmi::config_error(gmi::got_need("communicator for layout colocated over " + std::to_string(cfg.world()) + " GMIs",
+                                          Pipeline::comm_type::name,
+                                          "one that reduces gradients: gmi::comm::hierarchical<gmi::comm::nccl> in the "
+                                          "pipeline type"));
+  }
+  // --minibatch is the group's: each GMI takes its share, so an Adam step averages the same number of samples
+  // (and an iteration makes the same number of steps) as one GMI with every environment would.
+  rl::ppo_config per_gmi = o.ppo;
+  per_gmi.minibatch = std::max(1, (o.ppo.minibatch + cfg.world() - 1) / cfg.world());
+  const bool launcher = !runtime::this_gmi().has_value();
+  const metrics::run_info run = metrics::describe_run();
+  const char* task = task_name<Env>();
+  if (launcher) {
+    gmi::throw_unless_ok(runtime::can_implement(cfg));
+    std::printf("gmi: %s | colocated (synchronous PPO) | partition %s (%s) | %d GMIs = %zu GPU(s) x %d | %d envs per "
+                "GMI | minibatch %d per GMI (%d for the group) | seed %llu\n",
+                task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.world(), cfg.gpus.size(),
+                cfg.gmis_per_gpu, o.num_envs, per_gmi.minibatch, o.ppo.minibatch, static_cast<unsigned long long>(o.seed));
+    std::fflush(stdout);
+  }
+  const auto outcome = runtime::run_gmis(cfg, [&](runtime::context& ctx, runtime::binding& b) {
+    runtime::trace(ctx.id(), "building the trainer");
+    engine trainer(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), per_gmi,
+                   typename Env::params{}, exec::cuda{.stream = b.stream()});
+    const auto grads = trainer.gradient_buffer();
+    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size());
+    trainer.set_sync(sync.hook());  // rank 0's weights to every GMI
+    runtime::trace(ctx.id(), "trainer synced");
+    const bool printer = ctx.rank() == 0 && !o.quiet;
+    const double world = ctx.world();
+    group_stop_check stop;
+    std::string reason = "step limit";
+    const auto t0 = std::chrono::steady_clock::now();
+    double last_log = 0;
+    for (;;) {
+      trainer.iterate();
+      ctx.heartbeat();
+      if (trainer.iteration() % 5 != 0) continue;
+      // Every 5 iterations: the statistics asked for 5 iterations ago, then the group's decision.
+      const auto mine = trainer.wait_episodes();
+      trainer.request_episodes();
+      const double steps = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration() * world;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const int sig = stop_signal.load();
+      const bool vote = sig != 0 || elapsed >= o.max_seconds || ctx.stop_requested();
+      const bool stop_now = stop(ctx, mine, vote, o.target_return) || steps >= o.max_env_steps;
+      if (printer && (elapsed - last_log >= o.log_interval || stop_now)) {
+        const auto losses = trainer.losses();
+        const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double mean = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
+        std::printf("iter %6llu | steps %s | train %s samples/s (all GMIs) | return %s | kl %.4f | lr %.1e | %s\n",
+                    static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
+                    metrics::si(steps / now).c_str(), std::isfinite(mean) ? metrics::si(mean).c_str() : "-",
+                    losses.approx_kl, losses.learning_rate, metrics::clock_text(now).c_str());
+        std::fflush(stdout);
+        last_log = now;
+      }
+      if (stop_now) {
+        reason = stop.solved ? "solved" : sig ? "signal " + std::to_string(sig)
+                 : elapsed >= o.max_seconds ? "time limit" : steps >= o.max_env_steps ? "step limit" : "stopped";
+        break;
+      }
+    }
+    sync.wait(b.stream());
+    trainer.synchronize();
+    gmi_training_result r;
+    r.rank = ctx.rank();
+    r.gpu = ctx.gpu();
+    r.slice = ctx.slice();
+    r.num_envs = trainer.num_envs();
+    r.iterations = trainer.iteration();
+    r.samples = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration();
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
+    r.reason = reason;
+    r.binding = b.describe();
+    const auto params = trainer.params();
+    std::vector<float> host(params.size());
+    cuda::copy(host_span<float>(host.data(), host.size()), memory_span<const float, device_memory>(params.data(), params.size()),
+               b.stream());
+    GMI_CUDA_TRY(cudaStreamSynchronize(b.stream()));
+    r.weights_hash = detail::fnv1a(host.data(), host.size() * sizeof(float));
+    ctx.report(nlohmann::json(r).dump());
+    runtime::trace(ctx.id(), "done: " + reason);
+  });
+  if (!outcome.report) return outcome.exit_code;  // a GMI process: its launcher reports
+  const gmi_training_total t = collect_training(*outcome.report);
+  const gmi_training_result& first = t.per_gmi.front();
+  std::printf("gmi: %s after %llu iterations: %s samples/s over %zu GMIs (%s each on average) | mean return %s | "
+              "weights %s\n",
+              first.reason.c_str(), static_cast<unsigned long long>(t.iterations), metrics::si(t.samples_per_s).c_str(),
+              t.per_gmi.size(), metrics::si(t.samples_per_s / static_cast<double>(t.per_gmi.size())).c_str(),
+              std::isfinite(first.mean_return) ? metrics::si(first.mean_return).c_str() : "-",
+              t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs");
+  if (!o.metrics_path.empty()) {
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& g : t.per_gmi) per.push_back(g);
+    nlohmann::json line = {{"run_id", run.run_id},        {"task", task},
+                           {"impl", "gmi"},               {"device", run.device},
+                           {"event", "end"},              {"layout", "colocated"},
+                           {"partition", cfg.partition},  {"gmi_processes", cfg.processes()},
+                           {"gpus", cfg.gpus.size()},     {"gmis_per_gpu", cfg.gmis_per_gpu},
+                           {"num_envs", o.num_envs},      {"seed", o.seed},
+                           {"git", run.git},              {"reason", first.reason},
+                           {"iteration", t.iterations},   {"train_samples_per_s", t.samples_per_s},
+                           {"weights_identical", t.weights_identical}, {"per_gmi", per}};
+    if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
+    metrics::jsonl_log(o.metrics_path).write(line);
+  }
+  if (!t.weights_identical) {
+    std::fprintf(stderr, "gmi: the GMIs ended with different weights: synchronous training is broken\n");
+    return 1;
+  }
+  return stop_signal.load() ? 128 + stop_signal.load() : 0;
+}
+
 template <class Pipeline>
 int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
   using Env = typename Pipeline::env;
   using engine = typename Pipeline::template engine<exec::cuda>;
   if constexpr (Pipeline::layout_type::trains) {
-    throw gmi::config_error(gmi::got_need(
-        "GMIs for layout " + std::string(Pipeline::layout_type::name),
-        std::to_string(cfg.world()) + " (partition " + cfg.partition + ")",
-        "1 GMI with partition none: synchronous training across GMIs is not in this version; serve on many GMIs "
-        "with gmi::layout::serving"));
+    if (std::string_view(Pipeline::layout_type::name) != "colocated") {
+      throw gmi::config_error(gmi::got_need(
+          "GMIs for layout " + std::string(Pipeline::layout_type::name),
+          std::to_string(cfg.world()) + " (partition " + cfg.partition + ")",
+          "1 GMI: the asynchronous split layout is not in this version; train on many GMIs with "
+          "gmi::layout::colocated (synchronous data-parallel PPO)"));
+    }
+    return train_on_gmis<Pipeline>(o, cfg);
   } else {
     const bool launcher = !runtime::this_gmi().has_value();
     const metrics::run_info run = metrics::describe_run();
@@ -430,7 +560,10 @@ int run(int argc, char** argv) {
       // has checked --gpu and --gpus against every GPU already.
       const bool gmi_process = runtime::this_gmi().has_value();
       if (!gmi_process) gmi::require(o.gpu < *gpus, "--gpu", o.gpu, "< " + std::to_string(*gpus) + " (visible CUDA devices)");
-      const std::vector<int> chosen = gmi_process ? std::vector<int>{0} : detail::chosen_gpus(o, *gpus);
+      // In a GMI process only the number of GPUs matters (NCCL among the GPUs' leaders): world / GMIs per GPU.
+      const std::vector<int> chosen =
+          gmi_process ? std::vector<int>(static_cast<std::size_t>(std::max(1, runtime::this_gmi()->world / std::max(1, o.gmis_per_gpu))), 0)
+                      : detail::chosen_gpus(o, *gpus);
       const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == "processes" ||
                            gmi_process;
       if (several) {

@@ -2,7 +2,8 @@
 // The CUDA half of gmi::rl::ppo_trainer: one thread per environment collects its whole rollout column (weights
 // in shared memory); one thread per sample forms its gradient, warps sum their 32 samples by shuffles (a fixed
 // tree, so results do not vary between runs) into one row each, and a second kernel adds the rows in order.
-// After a first eager iteration, the whole iteration is captured as a CUDA graph and replayed.
+// After a first eager iteration, the whole iteration is captured as a CUDA graph and replayed. A synced trainer
+// (ppo_sync.hpp) enqueues its kernels eagerly instead: the sync's calls may wait on the host between them.
 
 #include <cuda_runtime_api.h>
 
@@ -49,8 +50,9 @@ __global__ static void ppo_serve_kernel(ppo_rollout_view<E, Net> v, const float*
   if (i < static_cast<std::size_t>(v.num_envs)) v.serve(i, p, steps);
 }
 
-// mean and 1 / (std + 1e-8) (unbiased std, as torch's) of n advantages, in one block, in double.
-__global__ static void ppo_advantage_stats_kernel(const float* adv, std::uint32_t n, float* stats) {
+// mean and M2 (sum of squared deviations) of n advantages, in one block of up to 1024 threads, in double, by a
+// fixed tree; every thread returns them.
+__device__ inline void block_advantage_moments(const float* adv, std::uint32_t n, double& mean_out, double& m2_out) {
   __shared__ double sums[1024];
   double s = 0;
   for (std::uint32_t k = threadIdx.x; k < n; k += blockDim.x) s += adv[k];
@@ -70,10 +72,29 @@ __global__ static void ppo_advantage_stats_kernel(const float* adv, std::uint32_
     if (threadIdx.x < w) sums[threadIdx.x] += sums[threadIdx.x + w];
     __syncthreads();
   }
+  mean_out = mean;
+  m2_out = sums[0];
+}
+
+// mean and 1 / (std + 1e-8) (unbiased std, as torch's) of n advantages, in one block, in double.
+__global__ static void ppo_advantage_stats_kernel(const float* adv, std::uint32_t n, float* stats) {
+  double mean, m2;
+  block_advantage_moments(adv, n, mean, m2);
   if (threadIdx.x == 0) {
-    const double std = n > 1 ? sqrt(sums[0] / (n - 1)) : 0.0;
+    const double std = n > 1 ? sqrt(m2 / (n - 1)) : 0.0;
     stats[0] = static_cast<float>(mean);
     stats[1] = static_cast<float>(1.0 / (std + 1e-8));
+  }
+}
+
+// Synced runs: the record [n | mean | M2] of this trainer's advantages, for the group's all-gather.
+__global__ static void ppo_advantage_moments_kernel(const float* adv, std::uint32_t n, double* record) {
+  double mean, m2;
+  block_advantage_moments(adv, n, mean, m2);
+  if (threadIdx.x == 0) {
+    record[0] = static_cast<double>(n);
+    record[1] = mean;
+    record[2] = m2;
   }
 }
 
@@ -109,6 +130,15 @@ __global__ static void ppo_sum_rows_kernel(const float* rows, std::size_t warps,
   for (std::size_t w = 0; w < warps; ++w) s += rows[w * row + q];
   out[q] = s;
   if (q >= param_count) term_log[q - param_count] = s;
+}
+
+// Synced runs: the group's summed gradient row becomes its mean, and the loss terms logged are the group's means.
+__global__ static void ppo_average_rows_kernel(float* grads, int row, int param_count, float world, float* term_log) {
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q >= row) return;
+  const float g = grads[q] / world;
+  grads[q] = g;
+  if (q >= param_count) term_log[q - param_count] = g;
 }
 
 __global__ static void ppo_adapt_lr_kernel(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
@@ -171,11 +201,30 @@ struct ppo_device_ops {
     GMI_CUDA_TRY(cudaGetLastError());
   }
 
-  // Every kernel of one iteration, in order, on the trainer's stream (capturable: no host work depends on data).
+  // Synced runs: this rollout's moments into t.local_stats_ (what gather_statistics all-gathers).
+  void local_moments(trainer& t) {
+    double* out = t.local_stats_.data();
+    if (t.config_.normalize_advantage) {
+      ppo_advantage_moments_kernel<<<1, 1024, 0, t.policy_.stream>>>(
+          t.advantages_.data(), static_cast<std::uint32_t>(t.total_), out + trainer::stats_advantages);
+      GMI_CUDA_TRY(cudaGetLastError());
+    }
+    if (t.config_.normalize_obs)
+      t.obs_norm_.moments(device_span<const float>(t.obs_.data(), t.obs_.size()),
+                          device_span<double>(out + trainer::stats_obs, 1 + 2 * std::size_t(trainer::obs_dim)));
+    if (t.config_.normalize_value)
+      t.value_norm_.moments(device_span<const float>(t.returns_.data(), t.returns_.size()),
+                            device_span<double>(out + trainer::stats_returns, 3));
+  }
+
+  // Every kernel of one iteration, in order, on the trainer's stream (capturable without a sync: no host work
+  // depends on data; with one, the sync's calls and the statistics gather run between the kernels).
   void enqueue(trainer& t) {
     const cudaStream_t s = t.policy_.stream;
     collect(t);
-    if (t.config_.normalize_advantage) {
+    if (t.sync_) {
+      t.gather_statistics();
+    } else if (t.config_.normalize_advantage) {
       ppo_advantage_stats_kernel<<<1, 1024, 0, s>>>(t.advantages_.data(), static_cast<std::uint32_t>(t.total_),
                                                     t.advantage_stats_.data());
       GMI_CUDA_TRY(cudaGetLastError());
@@ -192,6 +241,12 @@ struct ppo_device_ops {
         ppo_sum_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(rows.data(), warps, row, Net::param_count,
                                                               t.grads_.data(), terms);
         GMI_CUDA_TRY(cudaGetLastError());
+        if (t.sync_) {
+          t.sync_->sum_device(t.grads_.data(), t.grads_.size(), s);
+          ppo_average_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(t.grads_.data(), row, Net::param_count,
+                                                                    static_cast<float>(t.sync_->world), terms);
+          GMI_CUDA_TRY(cudaGetLastError());
+        }
         t.adam_.step(device_span<float>(t.params_.data(), Net::param_count),
                      device_span<const float>(t.grads_.data(), Net::param_count));
         if (t.config_.schedule == lr_schedule::adaptive_kl) {
@@ -208,6 +263,10 @@ struct ppo_device_ops {
 
   void iterate(trainer& t) {
     const cudaStream_t s = t.policy_.stream;
+    if (t.sync_) {  // eager: the sync's calls may do host work, which a graph can not hold
+      enqueue(t);
+      return;
+    }
     if (!warmed_up) {  // the first iteration runs eagerly: lazy module loading stays out of the capture
       enqueue(t);
       GMI_CUDA_TRY(cudaStreamSynchronize(s));

@@ -4,13 +4,17 @@
 // pass per environment, GAE included), normalize advantages over the rollout, then epochs of shuffled
 // minibatches, each a per-sample gradient, a fixed-order reduction (the same sums whatever the thread count)
 // and an Adam step with gradient-norm clipping; finally the observation statistics take in the rollout.
+// With set_sync (ppo_sync.hpp), W trainers step as replicas of one data-parallel trainer.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
@@ -27,6 +31,7 @@
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/ppo_config.hpp>
 #include <gmi/rl/ppo_steps.hpp>
+#include <gmi/rl/ppo_sync.hpp>
 
 namespace gmi::rl {
 
@@ -80,6 +85,10 @@ class ppo_trainer {
   using adam_type = nn::adam<P>;
   static constexpr int obs_dim = E::obs_dim, act_dim = E::act_dim, param_count = Net::param_count;
   static constexpr int row = Net::param_count + term_count;  // one gradient row: parameters, then loss terms
+  // What a synced trainer contributes to the statistics all-gather each iteration: records [count | mean | M2]
+  // of its advantages, observations and returns, end to end.
+  static constexpr std::size_t stats_advantages = 0, stats_obs = 3, stats_returns = 3 + 1 + 2 * std::size_t(obs_dim),
+                               stats_size = stats_returns + 3;
 
   ppo_trainer(int num_envs, std::uint64_t seed, ppo_config config, typename E::params env_params = {}, P policy = {})
       : config_((config.validate(), config)),
@@ -128,7 +137,8 @@ class ppo_trainer {
   ~ppo_trainer() = default;
 
   // One iteration: collection, GAE, advantage normalization, epochs x minibatches of Adam steps, observation
-  // statistics. Asynchronous on exec::cuda (replays a captured graph after the first iteration).
+  // statistics. Asynchronous on exec::cuda (replays a captured graph after the first iteration; with a sync the
+  // kernels are enqueued one by one, the sync's calls between them).
   void iterate() {
     if constexpr (P::on_device) {
       device_->iterate(*this);
@@ -215,8 +225,34 @@ class ppo_trainer {
   [[nodiscard]] const P& policy() const noexcept { return policy_; }
   [[nodiscard]] memory_span<float, memory_space> params() noexcept { return {params_.data(), params_.size()}; }
   [[nodiscard]] normalizer_type& obs_normalizer() noexcept { return obs_norm_; }
+  [[nodiscard]] normalizer_type& value_normalizer() noexcept { return value_norm_; }
   [[nodiscard]] adam_type& optimizer() noexcept { return adam_; }
   [[nodiscard]] env_batch<E, P>& envs() noexcept { return envs_; }
+
+  // Joins a group of sync.world trainers that step as one data-parallel trainer (see ppo_sync.hpp): every
+  // minibatch's gradient row is summed over the group and divided by world before Adam (so the adaptive-KL
+  // decision reads the group's KL), and advantage, observation and return statistics cover every trainer's
+  // rollout. Collective: each trainer of the group calls it once, before iterating. It checks that all share one
+  // schedule and copies rank 0's weights to every trainer, so replicas may be built from different seeds (their
+  // environments should differ). Adam moments and normalizer statistics must already agree: fresh trainers, or
+  // load_state from the checkpoints of one synced run. Even a sync of world 1 runs the synced path (the same
+  // numbers as no sync).
+  void set_sync(ppo_sync sync) {
+    sync.validate(P::on_device);
+    gmi::require(!sync_, "ppo_trainer::set_sync calls", 2, "1 per trainer");
+    synchronize();
+    check_group_schedule(sync);
+    sync_ = std::move(sync);
+    local_stats_ = array<double>(stats_size);
+    merged_stats_ = array<double>(stats_size);
+    if constexpr (P::on_device) local_stats_.fill_bytes(0, policy_.stream);  // parts a disabled statistic leaves
+    broadcast_params();
+  }
+  [[nodiscard]] bool synced() const noexcept { return sync_.has_value(); }
+
+  // The gradient row [param_count gradients | term_count loss terms] a sync sums: the same memory for the
+  // trainer's lifetime, so a transport may bind to it.
+  [[nodiscard]] memory_span<float, memory_space> gradient_buffer() noexcept { return {grads_.data(), grads_.size()}; }
 
   // The whole training state: weights, Adam, normalizers, every environment's state and RNG counter, the policy's
   // sampling counters and the iteration count. Loading it into a trainer built with the same task, network and
@@ -383,14 +419,12 @@ class ppo_trainer {
     const auto rv = rollout_view();
     const float* p = params_.data();
     exec::for_each(policy_, n_, [&](std::size_t i) { rv.collect(i, p); });
-    if (config_.normalize_advantage) {
-      double sum = 0, sumsq = 0;
-      for (float a : advantages_) sum += a;
-      const double mean = sum / static_cast<double>(total_);
-      for (float a : advantages_) sumsq += (a - mean) * (a - mean);
-      const double std = total_ > 1 ? std::sqrt(sumsq / static_cast<double>(total_ - 1)) : 0.0;
-      advantage_stats_[0] = static_cast<float>(mean);
-      advantage_stats_[1] = static_cast<float>(1.0 / (std + 1e-8));
+    if (sync_) {
+      gather_statistics();
+    } else if (config_.normalize_advantage) {
+      double record[3];
+      advantage_moments(record);
+      advantage_scale(record, advantage_stats_.data());
     }
     for (int e = 0; e < config_.epochs; ++e) {
       for (std::size_t b = 0; b < minibatches_; ++b) {
@@ -409,6 +443,11 @@ class ppo_trainer {
         std::fill(grads_.begin(), grads_.end(), 0.0f);
         for (std::size_t c = 0; c < chunks; ++c)
           for (int q = 0; q < row; ++q) grads_[q] += rows[c * row + q];
+        if (sync_) {  // the group's mean gradient and loss terms
+          sync_->sum_host(grads_.data(), grads_.size());
+          const float world = static_cast<float>(sync_->world);
+          for (float& g : grads_) g /= world;
+        }
         adam_.step(host_span<float>(params_.data(), Net::param_count),
                    host_span<const float>(grads_.data(), Net::param_count));
         const float* terms = grads_.data() + Net::param_count;
@@ -421,9 +460,137 @@ class ppo_trainer {
     update_statistics();
   }
 
+  // record = [count | mean | M2] of this rollout's advantages (host), summed in order in double.
+  void advantage_moments(double* record) const {
+    double sum = 0, sumsq = 0;
+    for (float a : advantages_) sum += a;
+    const double mean = sum / static_cast<double>(total_);
+    for (float a : advantages_) sumsq += (a - mean) * (a - mean);
+    record[0] = static_cast<double>(total_);
+    record[1] = mean;
+    record[2] = sumsq;
+  }
+  // stats = mean, 1 / (std + 1e-8) (unbiased std, as torch's) from a record [count | mean | M2].
+  static void advantage_scale(const double* record, float* stats) {
+    const double std = record[0] > 1 ? std::sqrt(record[2] / (record[0] - 1)) : 0.0;
+    stats[0] = static_cast<float>(record[1]);
+    stats[1] = static_cast<float>(1.0 / (std + 1e-8));
+  }
+
+  // Synced: every trainer's advantage, observation and return moments, all-gathered through sum_stats and merged
+  // in rank order, so every trainer normalizes with the same numbers. Advantage statistics take effect now;
+  // observation and return statistics wait in merged_stats_ for update_statistics().
+  void gather_statistics() {
+    const std::size_t world = static_cast<std::size_t>(sync_->world);
+    std::vector<double> slots(world * stats_size, 0.0);
+    double* mine = slots.data() + static_cast<std::size_t>(sync_->rank) * stats_size;
+    if constexpr (P::on_device) {
+      device_->local_moments(*this);
+      GMI_CUDA_TRY(cudaMemcpyAsync(mine, local_stats_.data(), stats_size * sizeof(double), cudaMemcpyDeviceToHost,
+                                   policy_.stream));
+      GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
+    } else {
+      using cspan = host_span<const float>;
+      if (config_.normalize_advantage) advantage_moments(mine + stats_advantages);
+      if (config_.normalize_obs) {
+        const std::vector<double> r = obs_norm_.moments(cspan(obs_.data(), obs_.size()));
+        std::copy(r.begin(), r.end(), mine + stats_obs);
+      }
+      if (config_.normalize_value) {
+        const std::vector<double> r = value_norm_.moments(cspan(returns_.data(), returns_.size()));
+        std::copy(r.begin(), r.end(), mine + stats_returns);
+      }
+    }
+    sync_->sum_stats(slots.data(), slots.size());
+    std::vector<double> merged(stats_size, 0.0);
+    auto merge_part = [&](std::size_t at, int dim) {
+      const std::size_t size = 1 + 2 * static_cast<std::size_t>(dim);
+      std::vector<double> part(world * size);
+      for (std::size_t r = 0; r < world; ++r)
+        std::copy_n(slots.data() + r * stats_size + at, size, part.data() + r * size);
+      const std::vector<double> m = nn::merge_in_order(host_span<const double>(part.data(), part.size()), dim);
+      std::copy(m.begin(), m.end(), merged.begin() + static_cast<std::ptrdiff_t>(at));
+    };
+    merge_part(stats_advantages, 1);
+    merge_part(stats_obs, obs_dim);
+    merge_part(stats_returns, 1);
+    float scale[2] = {0.0f, 1.0f};
+    if (config_.normalize_advantage) advantage_scale(merged.data() + stats_advantages, scale);
+    if constexpr (P::on_device) {  // from pageable memory: the copies have taken the bytes when they return
+      if (config_.normalize_advantage)
+        GMI_CUDA_TRY(cudaMemcpyAsync(advantage_stats_.data(), scale, sizeof scale, cudaMemcpyHostToDevice, policy_.stream));
+      GMI_CUDA_TRY(cudaMemcpyAsync(merged_stats_.data(), merged.data(), stats_size * sizeof(double),
+                                   cudaMemcpyHostToDevice, policy_.stream));
+    } else {
+      if (config_.normalize_advantage) std::copy_n(scale, 2, advantage_stats_.begin());
+      merged_stats_ = std::move(merged);
+    }
+  }
+
+  // set_sync's check that every rank is taken once and the group runs one schedule (the same number of sums, of
+  // the same sizes, and the same statistics): every trainer gathers every trainer's numbers and compares them
+  // with rank 0's, so all throw alike.
+  void check_group_schedule(const ppo_sync& sync) const {
+    const std::array<std::pair<const char*, double>, 10> mine{{
+        {"trainers", 1.0},
+        {"samples per iteration (horizon x num_envs)", static_cast<double>(total_)},
+        {"ppo.minibatch (samples per gradient step)", static_cast<double>(minibatch_)},
+        {"ppo.epochs", static_cast<double>(config_.epochs)},
+        {"gradient row (parameters + loss terms)", static_cast<double>(row)},
+        {"obs_dim", static_cast<double>(obs_dim)},
+        {"ppo.normalize_advantage", config_.normalize_advantage ? 1.0 : 0.0},
+        {"ppo.normalize_obs", config_.normalize_obs ? 1.0 : 0.0},
+        {"ppo.normalize_value", config_.normalize_value ? 1.0 : 0.0},
+        {"ppo.schedule (0 constant, 1 adaptive_kl)", config_.schedule == lr_schedule::adaptive_kl ? 1.0 : 0.0},
+    }};
+    const std::size_t k = mine.size(), world = static_cast<std::size_t>(sync.world);
+    std::vector<double> all(world * k, 0.0);
+    for (std::size_t i = 0; i < k; ++i) all[static_cast<std::size_t>(sync.rank) * k + i] = mine[i].second;
+    sync.sum_stats(all.data(), all.size());
+    for (std::size_t r = 0; r < world; ++r)
+      if (all[r * k] != 1.0)
+        throw gmi::config_error(gmi::got_need("ppo_sync: trainers with rank " + std::to_string(r),
+                                              static_cast<long long>(all[r * k]),
+                                              "1 (each rank 0.." + std::to_string(world - 1) + " once)"));
+    for (std::size_t r = 1; r < world; ++r)
+      for (std::size_t i = 1; i < k; ++i)
+        if (all[r * k + i] != all[i])
+          throw gmi::config_error(gmi::got_need("ppo_sync: rank " + std::to_string(r) + "'s " + mine[i].first,
+                                                static_cast<long long>(all[r * k + i]),
+                                                std::to_string(static_cast<long long>(all[i])) + " as on rank 0"));
+  }
+
+  // set_sync: rank 0's weights to every trainer, summed through the gradient buffer with zeros elsewhere.
+  void broadcast_params() {
+    const bool root = sync_->rank == 0;
+    if constexpr (P::on_device) {
+      const cudaStream_t s = policy_.stream;
+      grads_.fill_bytes(0, s);
+      if (root)
+        GMI_CUDA_TRY(cudaMemcpyAsync(grads_.data(), params_.data(), params_.size() * sizeof(float),
+                                     cudaMemcpyDeviceToDevice, s));
+      sync_->sum_device(grads_.data(), grads_.size(), s);
+      GMI_CUDA_TRY(cudaMemcpyAsync(params_.data(), grads_.data(), params_.size() * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, s));
+      GMI_CUDA_TRY(cudaStreamSynchronize(s));
+    } else {
+      std::fill(grads_.begin(), grads_.end(), 0.0f);
+      if (root) std::copy(params_.begin(), params_.end(), grads_.begin());
+      sync_->sum_host(grads_.data(), grads_.size());
+      std::copy_n(grads_.begin(), params_.size(), params_.begin());
+    }
+  }
+
   // After the update: the observation and return statistics take in this rollout (frozen during it, so
-  // collection and update saw the same normalization).
+  // collection and update saw the same normalization); synced, the whole group's rollouts.
   void update_statistics() {
+    if (sync_) {
+      using record = memory_span<const double, memory_space>;
+      const double* merged = merged_stats_.data();
+      if (config_.normalize_obs) obs_norm_.merge(record(merged + stats_obs, 1 + 2 * std::size_t(obs_dim)));
+      if (config_.normalize_value) value_norm_.merge(record(merged + stats_returns, 3));
+      return;
+    }
     using cspan = memory_span<const float, memory_space>;
     if (config_.normalize_obs) obs_norm_.update(cspan(obs_.data(), obs_.size()));
     if (config_.normalize_value) value_norm_.update(cspan(returns_.data(), returns_.size()));
@@ -442,6 +609,9 @@ class ppo_trainer {
   array<std::uint64_t> policy_rng_;
   array<float> advantage_stats_, grads_, term_log_;
   std::vector<float> chunk_rows_;  // host path: one gradient row per chunk of a minibatch
+  std::optional<ppo_sync> sync_;   // set: one replica of a data-parallel group
+  array<double> local_stats_;      // synced, exec::cuda: this rollout's moments (stats_size), before the gather
+  array<double> merged_stats_;     // synced: the group's moments (stats_size), merged in rank order
   // Only the CUDA instantiation holds device state (its type is complete only with ppo.cuh).
   std::conditional_t<P::on_device, std::unique_ptr<detail::ppo_device_ops<E, Net>>, char> device_{};
   std::uint64_t iteration_ = 0;

@@ -175,6 +175,11 @@ class binding {
   [[nodiscard]] int nvml_index() const noexcept { return nvml_index_; }  // -1: unknown (e.g. a MIG device)
   [[nodiscard]] const std::string& partition() const noexcept { return partition_; }
   [[nodiscard]] const std::string& describe() const noexcept { return what_; }  // "MPS client, 25% = 32 SMs"
+  // Makes the GMI's green context current again on this thread (NCCL calls cudaSetDevice, which makes the
+  // primary context current); nothing to do for the other backends.
+  void reassert() const {
+    if (green_) green_->reassert();
+  }
 
  private:
   std::string partition_, what_;

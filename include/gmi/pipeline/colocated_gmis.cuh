@@ -1,0 +1,199 @@
+#pragma once
+// The colocated layout on many GMIs: synchronous data-parallel PPO over every GMI of every GPU. Each GMI runs
+// env, agent and trainer (one rl::ppo_trainer); rl::ppo_sync keeps the trainers replicas of one policy:
+//   gradients and loss terms   comm::hierarchical_allreduce at every minibatch (GMIs of a GPU reduce on the
+//                              device, the GPUs' leaders over NCCL), non-blocking, stream-ordered before Adam;
+//   rollout statistics         the run's shared-memory allreduce (runtime::context), a few hundred doubles;
+//   stop decisions             the same allreduce every 5 iterations (episodes, returns, stop votes), so every
+//                              GMI stops after the same iteration.
+// Each GMI reports its iterations, time and a checksum of its weights; the launcher adds the throughput up and
+// checks that every GMI ended with the same weights (bit for bit).
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gmi/comm/hierarchical.cuh>
+#include <gmi/comm/nccl.hpp>
+#include <gmi/core/error.hpp>
+#include <gmi/cuda/buffer.hpp>
+#include <gmi/metrics/progress.hpp>
+#include <gmi/rl/episode_window.hpp>
+#include <gmi/rl/ppo_sync.hpp>
+#include <gmi/runtime/context.hpp>
+#include <gmi/runtime/gmis.hpp>
+#include <gmi/runtime/trace.hpp>
+
+namespace gmi {
+
+// What one training GMI reports to its launcher.
+struct gmi_training_result {
+  int rank = 0, gpu = 0, slice = 0, num_envs = 0;
+  std::uint64_t iterations = 0;
+  double samples = 0;        // this GMI's environment steps
+  double seconds = 0;        // from the first iteration to the end (every GMI ends after the same iteration)
+  double mean_return = std::numeric_limits<double>::quiet_NaN();  // the group's last window (same on every GMI)
+  std::uint64_t weights_hash = 0;  // FNV-1a of the final weights' bytes
+  std::string reason;
+  std::string binding;
+};
+
+inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
+  j = {{"rank", r.rank},         {"gpu", r.gpu},         {"slice", r.slice},     {"num_envs", r.num_envs},
+       {"iterations", r.iterations}, {"samples", r.samples}, {"seconds", r.seconds},
+       {"weights_hash", r.weights_hash}, {"reason", r.reason}, {"binding", r.binding}};
+  if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
+}
+inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
+  r.rank = j.at("rank");
+  r.gpu = j.at("gpu");
+  r.slice = j.at("slice");
+  r.num_envs = j.at("num_envs");
+  r.iterations = j.at("iterations");
+  r.samples = j.at("samples");
+  r.seconds = j.at("seconds");
+  r.weights_hash = j.at("weights_hash");
+  r.reason = j.at("reason");
+  r.binding = j.at("binding");
+  if (j.contains("mean_return")) r.mean_return = j["mean_return"].get<double>();
+}
+
+namespace detail {
+inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+}  // namespace detail
+
+// One GMI's transport for rl::ppo_sync: the GPU's hierarchical allreduce over the trainer's gradient buffer
+// (NCCL among the GPUs' leaders when there are several GPUs) and the run's shared-memory allreduce for the
+// statistics. Build it on every GMI in the same order; it lives as long as the trainer that uses it.
+class gmi_gradient_sync {
+ public:
+  gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
+                    std::size_t count)
+      : ctx_(ctx), binding_(b) {
+    const int gpus = ctx.world() / cfg.gmis_per_gpu;  // from the identity: a GMI process's config sees one device
+    const int gpu_index = ctx.rank() / cfg.gmis_per_gpu;
+    const bool leader = ctx.slice() == 0;
+    const comm::milliseconds timeout = ctx.timeout();
+    if (gpus > 1 && leader) {  // NCCL among the GPUs' leaders; the id goes through shared memory
+      const std::string tag = ctx.id().run_id + "-nccl";
+      comm::nccl_id id;
+      if (gpu_index == 0) {
+        ids_ = comm::nccl_id_exchange::create(tag);
+        id = comm::nccl_id::generate();
+        ids_->publish(id, 1);
+      } else {
+        ids_ = comm::nccl_id_exchange::open(tag, timeout);
+        id = ids_->receive(1, timeout);
+      }
+      leaders_ = std::make_unique<comm::nccl_communicator>(gpus, id, gpu_index, comm::nccl_options{timeout});
+      b.reassert();
+    }
+    comm::hierarchical_options o;
+    o.tag = ctx.id().run_id + "-grad-g" + std::to_string(gpu_index);
+    o.local_rank = ctx.slice();
+    o.local_size = cfg.gmis_per_gpu;
+    o.mode = cfg.processes() ? comm::sharing::ipc : comm::sharing::in_process;
+    o.timeout = timeout;
+    o.blocking = false;  // Adam follows on the same stream
+    grads_ = grads;
+    reduce_.emplace(o, grads, count, leaders_.get());
+    b.reassert();
+  }
+  gmi_gradient_sync(const gmi_gradient_sync&) = delete;
+  gmi_gradient_sync& operator=(const gmi_gradient_sync&) = delete;
+
+  [[nodiscard]] rl::ppo_sync hook() {
+    rl::ppo_sync s;
+    s.rank = ctx_.rank();
+    s.world = ctx_.world();
+    s.sum_device = [this](float* data, std::size_t n, CUstream_st* stream) {
+      gmi::require(data == grads_ && n == reduce_->count(), "gradient sum buffer",
+                   std::to_string(n) + " floats", "the trainer's gradient buffer the allreduce was built on");
+      reduce_->allreduce(stream);
+      binding_.reassert();
+    };
+    s.sum_stats = [this](double* data, std::size_t n) {
+      ctx_.allreduce(std::span<double>(data, n), ctx_.all());
+    };
+    return s;
+  }
+  // Bounded wait for the last allreduce on `stream` (errors surface here).
+  void wait(cudaStream_t stream) { reduce_->wait(stream); }
+
+ private:
+  runtime::context& ctx_;
+  const runtime::binding& binding_;
+  std::optional<comm::nccl_id_exchange> ids_;
+  std::unique_ptr<comm::nccl_communicator> leaders_;
+  std::optional<comm::hierarchical_allreduce> reduce_;
+  float* grads_ = nullptr;
+};
+
+// The group's stop decision, taken on every GMI from the same numbers: every 5 iterations the GMIs add up their
+// finished episodes and their stop votes (signal, time limit, teardown) through the run's allreduce.
+struct group_stop_check {
+  rl::episode_window window;
+  bool solved = false;
+
+  // Returns true when the group stops now; `vote` is this GMI's own reason to stop.
+  bool operator()(runtime::context& ctx, const std::optional<rl::episode_stats>& mine, bool vote, double target) {
+    std::vector<double> v{mine ? static_cast<double>(mine->episodes) : 0.0, mine ? mine->return_sum : 0.0,
+                          mine ? mine->length_sum : 0.0, vote ? 1.0 : 0.0};
+    ctx.allreduce(std::span<double>(v), ctx.all());
+    rl::episode_stats all;
+    all.episodes = static_cast<std::uint64_t>(v[0]);
+    all.return_sum = v[1];
+    all.length_sum = v[2];
+    if (all.episodes > 0) {
+      if (const auto mean = window.add(all)) solved = std::isfinite(target) && *mean >= target;
+    }
+    return solved || v[3] > 0;
+  }
+};
+
+struct gmi_training_total {
+  std::vector<gmi_training_result> per_gmi;
+  double samples_per_s = 0;  // every GMI's samples over the longest GMI's time
+  bool weights_identical = true;
+  std::uint64_t iterations = 0;
+};
+
+// In the launcher: the GMIs' reports added up. Throws gmi::error when a GMI reported nothing.
+inline gmi_training_total collect_training(const runtime::run_report& report) {
+  gmi_training_total t;
+  double samples = 0, longest = 0;
+  for (std::size_t r = 0; r < report.results.size(); ++r) {
+    if (report.results[r].empty()) throw gmi::error("GMI " + std::to_string(r) + " ended without a training report");
+    auto one = nlohmann::json::parse(report.results[r]).get<gmi_training_result>();
+    samples += one.samples;
+    longest = std::max(longest, one.seconds);
+    t.per_gmi.push_back(std::move(one));
+  }
+  if (!t.per_gmi.empty()) {
+    t.iterations = t.per_gmi.front().iterations;
+    for (const auto& g : t.per_gmi) {
+      t.weights_identical = t.weights_identical && g.weights_hash == t.per_gmi.front().weights_hash &&
+                            g.iterations == t.iterations;
+    }
+  }
+  t.samples_per_s = longest > 0 ? samples / longest : 0;
+  return t;
+}
+
+}  // namespace gmi

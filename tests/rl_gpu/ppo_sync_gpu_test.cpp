@@ -1,0 +1,68 @@
+// Synchronous data-parallel PPO on one GPU: 4 CUDA trainers in 4 threads, each on its own stream, joined through
+// their device gradient buffers, stay bit-identical replicas; the controls show the check can fail; a sync of
+// world 1 (eager iterations) gives the plain trainer's (graph-replayed) numbers.
+#include <doctest/doctest.h>
+
+#include "sync_runs.hpp"
+
+TEST_SUITE("gpu") {
+  TEST_CASE("rl_gpu.ppo_sync.four_replicas_stay_identical" * doctest::timeout(300)) {
+    const auto runs = run_gpu_group({});
+    for (std::size_t it = 0; it < runs[0].size(); ++it) {
+      CAPTURE(it);
+      for (std::size_t r = 1; r < runs.size(); ++r) {
+        CAPTURE(r);
+        CHECK(runs[r][it].obs_head != runs[0][it].obs_head);  // each replica learns from its own environments
+        CHECK(runs[r][it].params == runs[0][it].params);
+        CHECK(runs[r][it].obs_stats == runs[0][it].obs_stats);
+        CHECK(runs[r][it].value_stats == runs[0][it].value_stats);
+        CHECK(runs[r][it].lr == runs[0][it].lr);
+        CHECK(runs[r][it].approx_kl == runs[0][it].approx_kl);
+      }
+    }
+    CHECK(runs[0].front().params != runs[0].back().params);
+  }
+
+  TEST_CASE("rl_gpu.ppo_sync.replicas_drift_without_the_gradient_sum" * doctest::timeout(300)) {
+    gpu_group_options o;
+    o.iterations = 1;
+    o.mode = gpu_sync_mode::no_gradient_sum;
+    const auto joined = run_gpu_group(o);
+    CHECK(joined[1][0].params != joined[0][0].params);
+    o.mode = gpu_sync_mode::none;
+    const auto apart = run_gpu_group(o);
+    CHECK(apart[1][0].params != apart[0][0].params);
+  }
+
+  TEST_CASE("rl_gpu.ppo_sync.world_of_one_is_the_plain_trainer" * doctest::timeout(300)) {
+    gpu_group_options o;
+    o.world = 1;
+    o.same_seed = true;
+    const auto synced = run_gpu_group(o);
+    const auto plain = run_gpu_plain(o.envs, 7, o.iterations, true);
+    for (std::size_t it = 0; it < plain.size(); ++it) {
+      CAPTURE(it);
+      CHECK(synced[0][it].params == plain[it].params);
+      CHECK(synced[0][it].obs_stats == plain[it].obs_stats);
+      CHECK(synced[0][it].value_stats == plain[it].value_stats);
+      CHECK(synced[0][it].lr == plain[it].lr);
+    }
+  }
+
+  // Identical rollouts: the group's mean gradient is each one's gradient (advantage normalization off, since its
+  // unbiased std over 2n samples differs from the one over n).
+  TEST_CASE("rl_gpu.ppo_sync.two_equal_replicas_train_as_one" * doctest::timeout(300)) {
+    gpu_group_options o;
+    o.world = 2;
+    o.same_seed = true;
+    o.normalize_advantage = false;
+    const auto pair = run_gpu_group(o);
+    const auto plain = run_gpu_plain(o.envs, 7, o.iterations, false);
+    for (std::size_t it = 0; it < plain.size(); ++it) {
+      CAPTURE(it);
+      CHECK(pair[0][it].params == plain[it].params);
+      CHECK(pair[1][it].params == plain[it].params);
+      CHECK(pair[0][it].lr == plain[it].lr);
+    }
+  }
+}
