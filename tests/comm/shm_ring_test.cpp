@@ -1,7 +1,9 @@
 // Shared-memory segments (names, permissions, stale cleanup) and SPSC rings (wrap-around, full/empty,
 // timeouts, real producer/consumer processes, a peer killed mid-transfer).
 #include <doctest/doctest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -68,6 +70,34 @@ TEST_CASE("comm.shm.stale_segments_of_dead_owners_are_removed" * doctest::timeou
   CHECK(comm::cleanup_stale_segments() >= 1);
   CHECK_FALSE(shm_exists(name));
   CHECK(shm_exists(live.name()));
+}
+
+TEST_CASE("comm.shm.last_opener_removes_a_dead_owners_segment" * doctest::timeout(20)) {
+  // The owner dies while others still use the segment (a GMI killed mid-run): the opener that closes it removes
+  // the name; while the owner lives, closing an opened segment leaves it alone (the control).
+  const auto tag = comm::unique_tag("orphan");
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t child = gmi_test::fork_child([&] {
+    auto seg = comm::shm_segment::create(tag, 64);
+    const char one = 1;
+    (void)!::write(ready[1], &one, 1);
+    ::pause();  // until killed
+    return 0;
+  });
+  char got = 0;
+  REQUIRE(::read(ready[0], &got, 1) == 1);
+  const auto name = comm::segment_name(tag);
+  { auto opened = comm::shm_segment::open(tag, 1000ms); }
+  CHECK(shm_exists(name));  // the owner is alive: the opener leaves it
+  auto opened = comm::shm_segment::open(tag, 1000ms);
+  ::kill(child, SIGKILL);
+  gmi_test::reap(child);
+  REQUIRE(shm_exists(name));
+  opened = comm::shm_segment();  // the last user lets go
+  CHECK_FALSE(shm_exists(name));
+  ::close(ready[0]);
+  ::close(ready[1]);
 }
 
 TEST_CASE("comm.ring.wraps_around_in_process") {

@@ -205,7 +205,12 @@ class shm_segment {
   }
 
  private:
+  // The owner removes the name; an opener removes it when the owner died without doing so (a GMI killed
+  // mid-run), so the last survivors leave nothing behind rather than waiting for the next run's stale sweep.
   void release() noexcept {
+    if (!owner_ && region_.get_address() && !name_.empty() && !detail::process_alive(owner_pid())) {
+      boost::interprocess::shared_memory_object::remove(name_.c_str());
+    }
     unlink();
     region_ = boost::interprocess::mapped_region();
   }
