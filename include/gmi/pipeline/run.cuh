@@ -27,6 +27,7 @@
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/pipeline/pipeline.hpp>
 #include <gmi/pipeline/colocated_gmis.cuh>
+#include <gmi/pipeline/population_gmis.cuh>
 #include <gmi/pipeline/serving_gmis.hpp>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/episode_window.hpp>
@@ -61,6 +62,8 @@ struct run_options {
   std::string checkpoint_path;  // save here (and <path>.safetensors with the policy's weights)
   int checkpoint_every = 0;     // iterations between saves; 0: at the end only
   std::string resume_path;
+  bool population = false;  // independent trainings, one per GMI (population.hpp)
+  std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;
 };
 
@@ -427,11 +430,52 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
   return stop_signal.load() ? 128 + stop_signal.load() : 0;
 }
 
+// Population mode: every GMI of cfg trains its own policy with its member's seed and settings; the launcher
+// prints the members side by side.
+template <class Pipeline>
+int population_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
+  using Env = typename Pipeline::env;
+  using engine = typename Pipeline::template engine<exec::cuda>;
+  const std::vector<population_member> members = population_from(
+      o.sweep_path.empty() ? nlohmann::json() : read_sweep_file(o.sweep_path), o.ppo, o.seed, cfg.world());
+  const bool launcher = !runtime::this_gmi().has_value();
+  const metrics::run_info run = metrics::describe_run();
+  const char* task = task_name<Env>();
+  if (launcher) {
+    gmi::throw_unless_ok(runtime::can_implement(cfg));
+    std::printf("gmi: %s | population of %d (%s) | partition %s (%s) | %zu GPU(s) x %d GMIs | %d envs per GMI\n", task,
+                cfg.world(), o.sweep_path.empty() ? "seeds from --seed on" : o.sweep_path.c_str(), cfg.partition.c_str(),
+                cfg.processes() ? "processes" : "threads", cfg.gpus.size(), cfg.gmis_per_gpu, o.num_envs);
+    std::fflush(stdout);
+  }
+  const auto outcome = runtime::run_gmis(cfg, [&](runtime::context& ctx, runtime::binding& b) {
+    const population_member& m = members[static_cast<std::size_t>(ctx.rank())];
+    engine trainer(o.num_envs, m.seed, m.ppo, typename Env::params{}, exec::cuda{.stream = b.stream()});
+    const population_result r = train_member(ctx, trainer, m, o.target_return, o.min_episodes, o.max_env_steps,
+                                             o.max_seconds, stop_signal);
+    ctx.report(nlohmann::json(r).dump());
+  });
+  if (!outcome.report) return outcome.exit_code;
+  const std::vector<population_result> results = collect_population(*outcome.report);
+  print_population(results);
+  if (!o.metrics_path.empty()) {
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& r : results) per.push_back(r);
+    metrics::jsonl_log(o.metrics_path)
+        .write({{"run_id", run.run_id}, {"task", task}, {"impl", "gmi"}, {"device", run.device},
+                {"event", "population"}, {"partition", cfg.partition}, {"gpus", cfg.gpus.size()},
+                {"gmis_per_gpu", cfg.gmis_per_gpu}, {"num_envs", o.num_envs}, {"git", run.git},
+                {"sweep", o.sweep_path}, {"members", per}});
+  }
+  return stop_signal.load() ? 128 + stop_signal.load() : 0;
+}
+
 template <class Pipeline>
 int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
   using Env = typename Pipeline::env;
   using engine = typename Pipeline::template engine<exec::cuda>;
   if constexpr (Pipeline::layout_type::trains) {
+    if (o.population) return population_on_gmis<Pipeline>(o, cfg);
     if (std::string_view(Pipeline::layout_type::name) != "colocated") {
       throw gmi::config_error(gmi::got_need(
           "GMIs for layout " + std::string(Pipeline::layout_type::name),
@@ -441,6 +485,10 @@ int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
     }
     return train_on_gmis<Pipeline>(o, cfg);
   } else {
+    if (o.population) {
+      throw gmi::config_error(gmi::got_need("--population with layout", Pipeline::layout_type::name,
+                                            "a training layout (gmi::layout::colocated): the serving layout trains nothing"));
+    }
     const bool launcher = !runtime::this_gmi().has_value();
     const metrics::run_info run = metrics::describe_run();
     const char* task = task_name<Env>();
@@ -545,8 +593,11 @@ int run(int argc, char** argv) {
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(CLI::NonNegativeNumber);
   app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint")->check(CLI::ExistingFile);
+  app.add_flag("--population", o.population, "independent trainings, one per GMI (seeds --seed, --seed + 1, ...)");
+  app.add_option("--sweep", o.sweep_path, "population settings: a JSON array, one object per GMI (implies --population)");
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
   o.ppo.schedule = schedule == "adaptive" ? rl::lr_schedule::adaptive_kl : rl::lr_schedule::constant;
+  if (!o.sweep_path.empty()) o.population = true;
 
   std::signal(SIGINT, detail::on_stop_signal);
   std::signal(SIGTERM, detail::on_stop_signal);
@@ -565,7 +616,7 @@ int run(int argc, char** argv) {
           gmi_process ? std::vector<int>(static_cast<std::size_t>(std::max(1, runtime::this_gmi()->world / std::max(1, o.gmis_per_gpu))), 0)
                       : detail::chosen_gpus(o, *gpus);
       const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == "processes" ||
-                           gmi_process;
+                           gmi_process || o.population;
       if (several) {
         runtime::gmis_config cfg;
         cfg.partition = o.partition;
@@ -582,8 +633,8 @@ int run(int argc, char** argv) {
       return detail::run_with<Pipeline>(o, exec::cuda{.stream = stream.get()},
                                         info.name + " (" + std::to_string(info.sm_count) + " SMs)");
     }
-    if (o.gmis_per_gpu > 1 || o.partition != "none" || o.gpus != "1") {
-      throw gmi::config_error(gmi::got_need("--gmis-per-gpu/--partition/--gpus on", "host threads",
+    if (o.gmis_per_gpu > 1 || o.partition != "none" || o.gpus != "1" || o.population) {
+      throw gmi::config_error(gmi::got_need("--gmis-per-gpu/--partition/--gpus/--population on", "host threads",
                                             "a GPU (several GMIs run on GPUs; the host runs one)"));
     }
     const std::string why = gpus ? std::string("host threads (asked for)") : "host threads (" + gpus.error().message() + ")";
