@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -24,6 +25,24 @@ inline std::size_t checked_bytes(std::size_t count, std::size_t element_size) {
 }
 }  // namespace detail
 
+// Device bytes held through device_buffer by the calling thread, now and at most since the last reset: a GMI
+// (one thread) measures its own footprint this way, e.g. for the plan explorer's memory projection. Buffers
+// moved to and freed on another thread count there (the count never goes below 0).
+struct thread_device_bytes {
+  std::uint64_t now = 0, peak = 0;
+};
+namespace detail {
+inline thread_local thread_device_bytes device_bytes_of_thread{};
+inline void count_device_bytes(std::int64_t delta) noexcept {
+  auto& c = device_bytes_of_thread;
+  const std::int64_t next = static_cast<std::int64_t>(c.now) + delta;
+  c.now = next > 0 ? static_cast<std::uint64_t>(next) : 0;
+  if (c.now > c.peak) c.peak = c.now;
+}
+}  // namespace detail
+[[nodiscard]] inline thread_device_bytes device_bytes_of_this_thread() noexcept { return detail::device_bytes_of_thread; }
+inline void reset_device_bytes_peak() noexcept { detail::device_bytes_of_thread.peak = detail::device_bytes_of_thread.now; }
+
 template <class T>
 class device_buffer {
   static_assert(std::is_trivially_copyable_v<T>, "gmi::cuda::device_buffer holds trivially copyable types only");
@@ -42,6 +61,7 @@ class device_buffer {
                                             "<= free device memory (" + std::to_string(free_bytes) + " bytes)"));
       }
       GMI_CUDA_TRY(e);
+      detail::count_device_bytes(static_cast<std::int64_t>(count * sizeof(T)));
     }
   }
   device_buffer(const device_buffer&) = delete;
@@ -69,7 +89,10 @@ class device_buffer {
 
  private:
   void release() noexcept {
-    if (data_) cudaFree(data_);
+    if (data_) {
+      cudaFree(data_);
+      detail::count_device_bytes(-static_cast<std::int64_t>(size_bytes()));
+    }
     data_ = nullptr;
     size_ = 0;
   }

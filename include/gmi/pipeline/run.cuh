@@ -25,7 +25,9 @@
 #include <gmi/metrics/jsonl.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/metrics/run_info.hpp>
+#include <gmi/pipeline/autotune.cuh>
 #include <gmi/pipeline/pipeline.hpp>
+#include <gmi/pipeline/run_options.hpp>
 #include <gmi/pipeline/colocated_gmis.cuh>
 #include <gmi/pipeline/population_gmis.cuh>
 #include <gmi/pipeline/serving_gmis.hpp>
@@ -39,38 +41,9 @@
 
 namespace gmi {
 
-struct run_options {
-  int num_envs = 512;
-  std::uint64_t seed = 1;
-  std::string device = "auto";  // auto | gpu | host
-  int gpu = 0;
-  std::string gpus = "1";  // how many GPUs from --gpu on, or "all"
-  int gmis_per_gpu = 1;
-  std::string partition = "none";
-  std::string launch = "auto";
-  std::optional<int> mps_percentage;
-  int sms_per_gmi = 0;
-  double max_env_steps = 50e6;
-  double max_seconds = 3600;
-  double target_return = std::numeric_limits<double>::quiet_NaN();
-  int min_episodes = 32;  // finished episodes a "solved" decision must rest on
-  double log_interval = 1.0;
-  std::string metrics_path;
-  double serve_seconds = 3.0;
-  int serve_steps_per_launch = 100;
-  bool quiet = false;
-  std::string checkpoint_path;  // save here (and <path>.safetensors with the policy's weights)
-  int checkpoint_every = 0;     // iterations between saves; 0: at the end only
-  std::string resume_path;
-  bool population = false;  // independent trainings, one per GMI (population.hpp)
-  std::string sweep_path;   // their settings, one JSON object per GMI
-  rl::ppo_config ppo;
-};
 
 namespace detail {
 
-inline std::atomic<int> stop_signal{0};
-extern "C" inline void on_stop_signal(int sig) { stop_signal.store(sig); }
 
 template <class Env>
 constexpr int default_num_envs() {
@@ -473,7 +446,6 @@ int population_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
 template <class Pipeline>
 int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
   using Env = typename Pipeline::env;
-  using engine = typename Pipeline::template engine<exec::cuda>;
   if constexpr (Pipeline::layout_type::trains) {
     if (o.population) return population_on_gmis<Pipeline>(o, cfg);
     if (std::string_view(Pipeline::layout_type::name) != "colocated") {
@@ -499,13 +471,7 @@ int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
                   cfg.gpus.size(), cfg.gmis_per_gpu, o.num_envs, static_cast<unsigned long long>(o.seed));
       std::fflush(stdout);
     }
-    const auto outcome = runtime::run_gmis(cfg, [&](runtime::context& ctx, runtime::binding& b) {
-      runtime::trace(ctx.id(), "building the engine (" + std::to_string(o.num_envs) + " envs)");
-      engine e(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), o.ppo,
-               typename Env::params{}, exec::cuda{.stream = b.stream()});
-      runtime::trace(ctx.id(), "engine built");
-      serve_and_report(ctx, b, e, o.serve_seconds, o.serve_steps_per_launch, &stop_signal);
-    });
+    const auto outcome = runtime::run_gmis(cfg, serving_gmi_work<Pipeline>(o));
     if (!outcome.report) return outcome.exit_code;  // a GMI process: its launcher reports
     const gmi_serving_total t = collect_serving(*outcome.report);
     if (!o.quiet) {
@@ -593,6 +559,16 @@ int run(int argc, char** argv) {
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(CLI::NonNegativeNumber);
   app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint")->check(CLI::ExistingFile);
+  app.add_flag("--autotune", o.autotune.on, "serving: find GMIs per GPU and envs per GMI (the paper's Algorithm 1), then serve");
+  app.add_option("--autotune-budget", o.autotune.budget_seconds, "autotune: seconds for all trials")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--autotune-max-gmis", o.autotune.max_gmis_per_gpu, "autotune: most GMIs per GPU to try")
+      ->check(CLI::Range(1, 48))->capture_default_str();
+  app.add_option("--autotune-partitions", o.autotune.partitions, "autotune: backends to search, comma list (default: --partition)");
+  app.add_option("--autotune-trial-seconds", o.autotune.trial_seconds, "autotune: measured window of one trial")
+      ->check(CLI::Range(0.05, 60.0))->capture_default_str();
+  app.add_option("--plan", o.autotune.plan_path, "serving: use this saved plan (made for this machine)")->check(CLI::ExistingFile);
+  app.add_option("--save-plan", o.autotune.save_path, "autotune: save the plan here (JSON)");
   app.add_flag("--population", o.population, "independent trainings, one per GMI (seeds --seed, --seed + 1, ...)");
   app.add_option("--sweep", o.sweep_path, "population settings: a JSON array, one object per GMI (implies --population)");
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
@@ -611,12 +587,40 @@ int run(int argc, char** argv) {
       // has checked --gpu and --gpus against every GPU already.
       const bool gmi_process = runtime::this_gmi().has_value();
       if (!gmi_process) gmi::require(o.gpu < *gpus, "--gpu", o.gpu, "< " + std::to_string(*gpus) + " (visible CUDA devices)");
+      // A plan (searched now or saved before) sets partition, GMIs per GPU and envs per GMI; GMI processes get
+      // their launcher's choice through the environment.
+      bool planned = gmi_process && apply_chosen_from_env(o);
+      runtime::env_list chosen_vars;
+      if (!gmi_process && (o.autotune.on || !o.autotune.plan_path.empty())) {
+        if constexpr (Pipeline::layout_type::trains) {
+          throw gmi::config_error(gmi::got_need(
+              std::string(o.autotune.on ? "--autotune" : "--plan") + " with layout", Pipeline::layout_type::name,
+              "gmi::layout::serving (trials measure serving throughput; training with a plan is not in this version)"));
+        } else {
+          if (o.autotune.on && !o.autotune.plan_path.empty()) {
+            throw gmi::config_error(gmi::got_need("--autotune with --plan", o.autotune.plan_path, "one of the two"));
+          }
+          plan::plan p;
+          if (o.autotune.on) {
+            p = autotune_serving<Pipeline>(o);
+          } else {
+            p = plan::load(o.autotune.plan_path);
+            std::printf("gmi: plan %s: %s (%s steps/s per GPU when it was made)\n", o.autotune.plan_path.c_str(),
+                        plan::describe(p.chosen).c_str(), metrics::si(p.gpu_throughput).c_str());
+          }
+          o.partition = p.chosen.partition;
+          o.gmis_per_gpu = p.chosen.gmis_per_gpu;
+          o.num_envs = p.chosen.envs_per_gmi;
+          chosen_vars = chosen_env(p.chosen, o.serve_seconds);
+          planned = true;
+        }
+      }
       // In a GMI process only the number of GPUs matters (NCCL among the GPUs' leaders): world / GMIs per GPU.
       const std::vector<int> chosen =
           gmi_process ? std::vector<int>(static_cast<std::size_t>(std::max(1, runtime::this_gmi()->world / std::max(1, o.gmis_per_gpu))), 0)
                       : detail::chosen_gpus(o, *gpus);
       const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == "processes" ||
-                           gmi_process || o.population;
+                           gmi_process || o.population || planned;
       if (several) {
         runtime::gmis_config cfg;
         cfg.partition = o.partition;
@@ -625,6 +629,7 @@ int run(int argc, char** argv) {
         cfg.launch = o.launch;
         cfg.mps_percentage = o.mps_percentage;
         cfg.sms_per_gmi = o.sms_per_gmi;
+        cfg.env = chosen_vars;
         return detail::run_on_gmis<Pipeline>(o, cfg);
       }
       GMI_CUDA_TRY(cudaSetDevice(o.gpu));
@@ -633,8 +638,9 @@ int run(int argc, char** argv) {
       return detail::run_with<Pipeline>(o, exec::cuda{.stream = stream.get()},
                                         info.name + " (" + std::to_string(info.sm_count) + " SMs)");
     }
-    if (o.gmis_per_gpu > 1 || o.partition != "none" || o.gpus != "1" || o.population) {
-      throw gmi::config_error(gmi::got_need("--gmis-per-gpu/--partition/--gpus/--population on", "host threads",
+    if (o.gmis_per_gpu > 1 || o.partition != "none" || o.gpus != "1" || o.population || o.autotune.on ||
+        !o.autotune.plan_path.empty()) {
+      throw gmi::config_error(gmi::got_need("--gmis-per-gpu/--partition/--gpus/--population/--autotune/--plan on", "host threads",
                                             "a GPU (several GMIs run on GPUs; the host runs one)"));
     }
     const std::string why = gpus ? std::string("host threads (asked for)") : "host threads (" + gpus.error().message() + ")";

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <gmi/core/error.hpp>
+#include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/gpm.hpp>
 #include <gmi/runtime/context.hpp>
 #include <gmi/runtime/gmis.hpp>
@@ -35,12 +36,13 @@ struct gmi_serving_result {
   std::string binding;       // "MPS client, 12% = 16 SMs"
   std::optional<double> sm_active, sm_occupancy;  // GPM over the window (slice 0 of each GPU), percent
   std::string gpm_note;      // why there is no GPM figure
+  std::uint64_t device_bytes = 0;  // peak device memory this GMI's thread allocated through cuda::device_buffer
 };
 
 inline void to_json(nlohmann::json& j, const gmi_serving_result& r) {
   j = {{"rank", r.rank},   {"gpu", r.gpu},         {"slice", r.slice},     {"num_envs", r.num_envs},
        {"sms", r.sm_count}, {"steps", r.steps},     {"seconds", r.seconds}, {"steps_per_s", r.steps_per_s},
-       {"binding", r.binding}};
+       {"binding", r.binding}, {"device_bytes", r.device_bytes}};
   if (r.sm_active) j["sm_active_pct"] = *r.sm_active;
   if (r.sm_occupancy) j["sm_occupancy_pct"] = *r.sm_occupancy;
   if (!r.gpm_note.empty()) j["gpm_note"] = r.gpm_note;
@@ -58,14 +60,16 @@ inline void from_json(const nlohmann::json& j, gmi_serving_result& r) {
   if (j.contains("sm_active_pct")) r.sm_active = j["sm_active_pct"].get<double>();
   if (j.contains("sm_occupancy_pct")) r.sm_occupancy = j["sm_occupancy_pct"].get<double>();
   if (j.contains("gpm_note")) r.gpm_note = j["gpm_note"];
+  if (j.contains("device_bytes")) r.device_bytes = j["device_bytes"];
 }
 
 // Inside a GMI: `engine` (anything with serve(steps), synchronize(), num_envs()) serves `windows` times for
 // `seconds`, each window after a barrier with every GMI of the run, heartbeating; `stop` (optional) ends it
-// early. Reports the result.
+// early; rank 0 prints when every GMI is ready unless `quiet`. Reports the result.
 template <class Engine>
 gmi_serving_result serve_and_report(runtime::context& ctx, const runtime::binding& b, Engine& engine, double seconds,
-                                    int steps_per_launch, const std::atomic<int>* stop = nullptr, int windows = 1) {
+                                    int steps_per_launch, const std::atomic<int>* stop = nullptr, int windows = 1,
+                                    bool quiet = false) {
   gmi::require(windows >= 1 && windows <= 20, "serving windows", windows, "1..20 (the report holds 20)");
   using clock = std::chrono::steady_clock;
   const auto started = clock::now();
@@ -103,7 +107,7 @@ gmi_serving_result serve_and_report(runtime::context& ctx, const runtime::bindin
   for (int w = 0; w < windows; ++w) {
     ctx.barrier(ctx.all());
     runtime::trace(ctx.id(), "window " + std::to_string(w) + " starts");
-    if (w == 0 && ctx.rank() == 0) {  // progress: the slow part (start-up) is over
+    if (w == 0 && ctx.rank() == 0 && !quiet) {  // progress: the slow part (start-up) is over
       std::printf("gmi: %d GMIs ready after %.1f s; measuring %d window(s) of %.1f s\n", ctx.world(),
                   std::chrono::duration<double>(clock::now() - started).count(), windows, seconds);
       std::fflush(stdout);
@@ -143,6 +147,7 @@ gmi_serving_result serve_and_report(runtime::context& ctx, const runtime::bindin
       r.gpm_note = a.error().message();
     }
   }
+  r.device_bytes = cuda::device_bytes_of_this_thread().peak;
   ctx.report(nlohmann::json(r).dump());
   return r;
 }
@@ -152,6 +157,7 @@ struct gmi_serving_total {
   std::vector<double> window_steps_per_s;   // per window: every GMI's steps over the longest GMI's time
   double steps_per_s = 0;                   // the median window
   long long total_envs = 0;
+  std::uint64_t max_device_bytes = 0;  // the largest GMI's peak device memory (cuda::device_buffer)
   std::optional<double> sm_active, sm_occupancy;  // mean over the GPUs that have a GPM figure
   std::string gpm_note;
 };
@@ -167,6 +173,7 @@ inline gmi_serving_total collect_serving(const runtime::run_report& report) {
     auto one = nlohmann::json::parse(report.results[r]).get<gmi_serving_result>();
     windows = std::min(windows, one.steps.size());
     t.total_envs += one.num_envs;
+    t.max_device_bytes = std::max(t.max_device_bytes, one.device_bytes);
     if (one.sm_active) {
       active += *one.sm_active;
       occupancy += one.sm_occupancy.value_or(0);

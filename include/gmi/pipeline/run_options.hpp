@@ -1,0 +1,60 @@
+#pragma once
+// What gmi::run reads from its flags (run_options), and the stop flag its signal handlers set. Shared by run.cuh
+// and the drivers it calls (serving, synchronous training, population, autotune).
+
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <gmi/rl/ppo_config.hpp>
+
+namespace gmi {
+
+// Autotune (the serving layout): search with the paper's Algorithm 1, then serve with the plan chosen.
+struct autotune_flags {
+  bool on = false;
+  double budget_seconds = 120;
+  int max_gmis_per_gpu = 8;
+  std::string partitions;        // comma list; empty: --partition
+  double trial_seconds = 0.5;
+  std::string plan_path;         // --plan: serve with this saved plan (checked against the machine)
+  std::string save_path;         // --save-plan
+};
+
+struct run_options {
+  int num_envs = 512;
+  std::uint64_t seed = 1;
+  std::string device = "auto";  // auto | gpu | host
+  int gpu = 0;
+  std::string gpus = "1";  // how many GPUs from --gpu on, or "all"
+  int gmis_per_gpu = 1;
+  std::string partition = "none";
+  std::string launch = "auto";
+  std::optional<int> mps_percentage;
+  int sms_per_gmi = 0;
+  double max_env_steps = 50e6;
+  double max_seconds = 3600;
+  double target_return = std::numeric_limits<double>::quiet_NaN();
+  int min_episodes = 32;  // finished episodes a "solved" decision must rest on
+  double log_interval = 1.0;
+  std::string metrics_path;
+  double serve_seconds = 3.0;
+  int serve_steps_per_launch = 100;
+  bool quiet = false;
+  std::string checkpoint_path;  // save here (and <path>.safetensors with the policy's weights)
+  int checkpoint_every = 0;     // iterations between saves; 0: at the end only
+  std::string resume_path;
+  bool population = false;  // independent trainings, one per GMI (population.hpp)
+  std::string sweep_path;   // their settings, one JSON object per GMI
+  rl::ppo_config ppo;
+  autotune_flags autotune;
+};
+
+namespace detail {
+inline std::atomic<int> stop_signal{0};
+extern "C" inline void on_stop_signal(int sig) { stop_signal.store(sig); }
+}  // namespace detail
+
+}  // namespace gmi
