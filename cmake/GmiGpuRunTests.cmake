@@ -1,0 +1,26 @@
+# gmi_gpu_run_tests(<test prefix> <binary> LABEL <gpu|multigpu> [MIN_GPUS <n>] [COMMON <args...>] CASES <case>...)
+# One test per case, each a run of <binary> through tests/support/gpu_run.sh, which checks the exit code, the
+# output and that nothing was left behind, and skips visibly (exit 77) without enough GPUs. A case is
+# "name|expected exit|output regex|arguments", the arguments separated by spaces; COMMON arguments go first.
+function(gmi_gpu_run_tests prefix binary)
+  cmake_parse_arguments(G "" "LABEL;MIN_GPUS" "COMMON;CASES" ${ARGN})
+  set(_min)
+  if(G_MIN_GPUS)
+    set(_min --min-gpus ${G_MIN_GPUS})
+  endif()
+  foreach(_case IN LISTS G_CASES)
+    string(REPLACE "|" ";" _parts "${_case}")
+    list(LENGTH _parts _n)
+    if(NOT _n EQUAL 4)
+      message(FATAL_ERROR "gmi_gpu_run_tests: case \"${_case}\" has ${_n} fields, need 4 (name|exit|regex|arguments)")
+    endif()
+    list(GET _parts 0 _name)
+    list(GET _parts 1 _rc)
+    list(GET _parts 2 _regex)
+    list(GET _parts 3 _text)
+    separate_arguments(_args UNIX_COMMAND "${_text}")
+    add_test(NAME ${prefix}.${_name}
+             COMMAND "${PROJECT_SOURCE_DIR}/tests/support/gpu_run.sh" ${_min} ${_rc} "${_regex}" ${binary} ${G_COMMON} ${_args})
+    set_tests_properties(${prefix}.${_name} PROPERTIES LABELS ${G_LABEL} SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endforeach()
+endfunction()
