@@ -7,11 +7,13 @@
 // non-blocking, the flat ones plain ncclAllReduce, then one wait for the stream; the rep's time / iters is one
 // call's time. Both sides are timed the same way, on rank 0.
 // Usage: gmi.bench.reduce [intra] [hier] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
-//        [bytes=b] [chunk=bytes]
-// (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: GMI_HIER_CHUNK_BYTES for the GMIs)
-// Impls: "gmi" (every GMI gets the sum in its own buffer), "gmi_shared_result" (copy_back off: GMIs read the
-// sum in their leader's buffer), "gmi_device_handshake" (handshake=device); workers are this binary
-// re-executed with worker=...
+//        [bytes=b] [chunk=bytes] [reduce=every_gmi] [share=1]
+// (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: GMI_HIER_CHUNK_BYTES for the GMIs;
+// reduce=every_gmi: skip the leader-reducer variants; share=1: under MPS each GMI gets 1/m of the SMs, as in gmi::run)
+// Impls: "gmi" (every GMI gets the sum in its own buffer; every GMI sums a slice), "gmi_shared_result" (copy_back
+// off: GMIs read the sum in the GPU's result buffer), "gmi_leader_reduce" and "gmi_leader_reduce_shared_result"
+// (the same with the leader summing every buffer alone), "gmi_device_handshake" (handshake=device); workers are
+// this binary re-executed with worker=...
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -124,6 +126,11 @@ int worker(const std::string& kind) {
   const int iters = static_cast<int>(arg("iters", 20));
   const std::size_t count = static_cast<std::size_t>(arg("bytes", 1 << 20)) / 4;
   const int gpu = rank / m, local = rank % m, world = gpus * m;
+  // share=1: each GMI an MPS client with 1/m of the SMs (rounded up), as gmi::run starts MPS GMIs; before any
+  // CUDA call. The flat ranks (one per GPU) keep the whole GPU.
+  if (kind == "hier" && arg("share", 0) != 0) {
+    setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string((100 + m - 1) / m).c_str(), 1);
+  }
   GMI_CUDA_TRY(cudaSetDevice(gpu));
   auto barrier = rank == 0 ? comm::ip_allreduce::create(tag + "-b", world, 64) : comm::ip_allreduce::open(tag + "-b", rank);
   std::unique_ptr<comm::nccl_communicator> nc;
@@ -152,6 +159,9 @@ int worker(const std::string& kind) {
     const std::string hs = args.count("handshake") ? args["handshake"] : "automatic";
     o.sync = hs == "host" ? comm::handshake::host : hs == "device" ? comm::handshake::device : comm::handshake::automatic;
     o.copy_back = arg("copy_back", 1) != 0;
+    o.reduce = args["reduce"] == "leader"      ? comm::reducer::leader
+               : args["reduce"] == "every_gmi" ? comm::reducer::every_gmi
+                                               : comm::reducer::automatic;
     o.blocking = false;
     h.emplace(o, buf.data(), count, nc.get());
   }
@@ -213,7 +223,8 @@ int worker(const std::string& kind) {
 
 // Runs `world` workers of this binary; returns rank 0's times.
 std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t bytes, int reps,
-                          const std::string& handshake = "host", bool copy_back = true) {
+                          const std::string& handshake = "host", bool copy_back = true,
+                          const std::string& reduce = "automatic") {
   const std::string tag = comm::unique_tag("bench");
   int pipefd[2];
   if (::pipe(pipefd) != 0) throw gmi::comm_error("pipe failed");
@@ -223,6 +234,7 @@ std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t 
                                "per_gpu=" + std::to_string(m), "rank=" + std::to_string(r),
                                "bytes=" + std::to_string(bytes), "reps=" + std::to_string(reps),
                                "handshake=" + handshake, "copy_back=" + std::string(copy_back ? "1" : "0"),
+                               "reduce=" + reduce, "share=" + std::to_string(arg("share", 0)),
                                "iters=" + std::to_string(arg("iters", 20))};
     std::vector<char*> argv;
     for (auto& x : a) argv.push_back(x.data());
@@ -279,17 +291,27 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const
         struct variant {
           std::string impl, handshake;
           bool copy_back;
+          std::string reduce;
         };
+        // every_gmi (the default with the host handshake: each GMI sums a slice), beside the leader reducer.
         std::vector<variant> variants;
-        if (m == 1 || mode == "host") variants.push_back({"gmi", "host", true});
-        if (m > 1 && mode == "host") variants.push_back({"gmi_shared_result", "host", false});
-        if (m > 1 && mode == "device") variants.push_back({"gmi_device_handshake", "device", true});
-        for (const auto& [impl, handshake, copy_back] : variants) {
-          const auto s = gmi::metrics::summarize(spawn("hier", n, m, bytes, reps, handshake, copy_back));
+        if (m == 1 || mode == "host") variants.push_back({"gmi", "host", true, "every_gmi"});
+        if (m > 1 && mode == "host") {
+          variants.push_back({"gmi_shared_result", "host", false, "every_gmi"});
+          if (!args.count("reduce") || args["reduce"] == "leader") {
+            variants.push_back({"gmi_leader_reduce", "host", true, "leader"});
+            variants.push_back({"gmi_leader_reduce_shared_result", "host", false, "leader"});
+          }
+        }
+        if (m > 1 && mode == "device") variants.push_back({"gmi_device_handshake", "device", true, "leader"});
+        for (const auto& [impl, handshake, copy_back, reduce] : variants) {
+          const auto s = gmi::metrics::summarize(spawn("hier", n, m, bytes, reps, handshake, copy_back, reduce));
           nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", m}, {"gpus_used", n}, {"bytes", bytes},
                                 {"iters_per_rep", arg("iters", 20)}};
           if (m > 1) cfg["handshake"] = handshake;
           if (m > 1) cfg["copy_back"] = copy_back;
+          if (m > 1) cfg["reduce"] = reduce == "leader" ? "leader" : "every_gmi";
+          if (m > 1) cfg["mps_share_per_gmi"] = arg("share", 0) != 0 ? (100 + m - 1) / m : 100;
           if (args.count("chunk")) cfg["chunk_bytes"] = arg("chunk", 0);
           if (flat) cfg["ratio_to_nccl_flat"] = s.median / flat->median;
           emit(run, impl, "latency_s", s, cfg);

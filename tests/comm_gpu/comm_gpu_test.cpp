@@ -29,15 +29,22 @@ TEST_CASE("comm_gpu.reduce_kernel.matches_host_sum") {
 
 TEST_CASE("comm_gpu.hierarchical.green_context_threads" * doctest::timeout(120)) {
   for (int m : {2, 4}) {
+    for (bool every_gmi : {true, false}) {
+      bool green = false;
+      std::string error;
+      CAPTURE(m);
+      CAPTURE(every_gmi);
+      CHECK(gmi_test::threads_hierarchical(m, (1 << 18) + 3, 3, green, error, true, every_gmi) == 0);
+      CHECK_MESSAGE(error.empty(), "errors of the GMI threads: " << error);
+      error.clear();
+      // copy_back off: every thread reads the sum through result() (the GPU's one result buffer)
+      CHECK(gmi_test::threads_hierarchical(m, (1 << 18) + 3, 3, green, error, false, every_gmi) == 0);
+      CHECK_MESSAGE(error.empty(), "errors of the GMI threads (shared result): " << error);
+    }
     bool green = false;
     std::string error;
-    CAPTURE(m);
-    CHECK(gmi_test::threads_hierarchical(m, (1 << 18) + 3, 3, green, error) == 0);
-    CHECK_MESSAGE(error.empty(), "errors of the GMI threads: " << error);
-    error.clear();
-    // copy_back off: every thread reads the sum through result() (the GPU's one result buffer)
-    CHECK(gmi_test::threads_hierarchical(m, (1 << 18) + 3, 3, green, error, false) == 0);
-    CHECK_MESSAGE(error.empty(), "errors of the GMI threads (shared result): " << error);
+    CHECK(gmi_test::threads_hierarchical(m, 5, 2, green, error) == 0);  // fewer floats than GMIs x 64: empty slices
+    CHECK_MESSAGE(error.empty(), "errors of the GMI threads (5 floats): " << error);
     // std::string: doctest prints a const char* as a pointer.
     MESSAGE("GMI threads ran in "
             << std::string(green ? "green contexts" : "the primary context (no green contexts here)"));
@@ -46,17 +53,33 @@ TEST_CASE("comm_gpu.hierarchical.green_context_threads" * doctest::timeout(120))
 
 TEST_CASE("comm_gpu.hierarchical.ipc_processes" * doctest::timeout(300)) {
   // automatic: the device handshake (stream memory operations) on H100/H200; host: events + host counters.
-  for (const char* handshake : {"automatic", "host"}) {
+  // every_gmi: each GMI sums a slice; leader: the leader sums every buffer.
+  for (const char* reduce : {"every_gmi", "leader"}) {
     for (int m : {2, 4, 8}) {
-      CAPTURE(handshake);
+      CAPTURE(reduce);
       CAPTURE(m);
       const auto r = gmi_test::run_workers(
           gmi_test::hier_args(gmi::comm::unique_tag("ipc"), 1, m, "1,3,4,1000,4097,262147,4194304",
-                              {std::string("handshake=") + handshake, "rounds=3"}),
+                              {std::string("reduce=") + reduce, "rounds=3",
+                               std::string("expect_reduce=") + (reduce == std::string("leader") ? "leader" : "every_gmi")}),
           {}, 240s);
       for (int c : r.codes) CHECK(c == 0);
     }
   }
+  // The device handshake runs the leader reducer.
+  const auto d = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("ipcd"), 1, 4, "1,4097,4194304",
+                          {"handshake=device", "rounds=3", "expect_reduce=leader"}),
+      {}, 240s);
+  for (int c : d.codes) CHECK(c == 0);
+}
+
+TEST_CASE("comm_gpu.hierarchical.reducers_that_differ" * doctest::timeout(120)) {
+  // One GMI asks for the leader reducer, the others for every_gmi: every GMI of the GPU fails with an error.
+  const auto bad = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("rdbad"), 1, 3, "4097", {"reduce_rank=2", "timeout_ms=5000"}), {}, 60s);
+  for (int c : bad.codes) CHECK(c == 0);
+  CHECK(bad.seconds < 40);
 }
 
 TEST_CASE("comm_gpu.hierarchical.handshake_choice" * doctest::timeout(120)) {

@@ -5,6 +5,8 @@
 //        [expect_handshake=host|device] (exit 4 when the group chose another)
 //        [copy_back=1] (0: the sum is checked where result() points: the leader's buffer)
 //        [copy_back_rank=-1] (this rank asks for the opposite copy_back: every GMI of its GPU must fail)
+//        [reduce=automatic|leader|every_gmi] [expect_reduce=leader|every_gmi] (exit 4 when the group chose another)
+//        [reduce_rank=-1] (this rank asks for the other reducer: every GMI of its GPU must fail)
 // Exit: 0 all sums right (or, when a fault is injected, the expected error seen); 2 wrong sums; 3 unexpected error.
 #include <signal.h>
 #include <unistd.h>
@@ -50,7 +52,10 @@ int main(int argc, char** argv) {
   const int mismatch_rank = static_cast<int>(num("mismatch_rank", -1));
   const int die_rank = static_cast<int>(num("die_rank", -1)), die_round = static_cast<int>(num("die_round", 0));
   const auto timeout = gmi::comm::milliseconds(num("timeout_ms", 20000));
-  const bool fault = mismatch_rank >= 0 || die_rank >= 0 || a.count("copy_back_rank") > 0;
+  const bool fault = mismatch_rank >= 0 || die_rank >= 0 || a.count("copy_back_rank") > 0 || a.count("reduce_rank") > 0;
+  const std::string reduce = a.count("reduce") ? a["reduce"] : "automatic";
+  const std::string expect_reduce = a["expect_reduce"];
+  const int reduce_rank = static_cast<int>(num("reduce_rank", -1));
   const std::string handshake = a.count("handshake") ? a["handshake"] : "automatic";
   const bool blocking = num("blocking", 1) != 0;
   const std::string expect_handshake = a["expect_handshake"];
@@ -92,6 +97,11 @@ int main(int argc, char** argv) {
       o.timeout = timeout;
       o.blocking = blocking;
       o.copy_back = copy_back;
+      o.reduce = reduce == "leader" ? gmi::comm::reducer::leader : reduce == "every_gmi" ? gmi::comm::reducer::every_gmi
+                                                                                       : gmi::comm::reducer::automatic;
+      if (rank == reduce_rank) {
+        o.reduce = reduce == "leader" ? gmi::comm::reducer::every_gmi : gmi::comm::reducer::leader;
+      }
       o.sync = handshake == "host"     ? gmi::comm::handshake::host
                : handshake == "device" ? gmi::comm::handshake::device
                                        : gmi::comm::handshake::automatic;
@@ -100,6 +110,12 @@ int main(int argc, char** argv) {
       if (s == 0 && rank == 0) std::fprintf(stderr, "[worker 0] handshake %s\n", chosen);
       if (!expect_handshake.empty() && per_gpu > 1 && expect_handshake != chosen) {
         std::fprintf(stderr, "[worker %d] handshake %s, expected %s\n", rank, chosen, expect_handshake.c_str());
+        return 4;
+      }
+      const char* by = h.reduced_by() == gmi::comm::reducer::every_gmi ? "every_gmi" : "leader";
+      if (s == 0 && rank == 0) std::fprintf(stderr, "[worker 0] reduced by %s\n", by);
+      if (!expect_reduce.empty() && per_gpu > 1 && expect_reduce != by) {
+        std::fprintf(stderr, "[worker %d] reduced by %s, expected %s\n", rank, by, expect_reduce.c_str());
         return 4;
       }
       for (int round = 0; round < rounds; ++round) {

@@ -49,7 +49,7 @@ __global__ void fill(float* x, std::size_t n, int rank, int round) {
 }  // namespace
 
 std::size_t threads_hierarchical(int m, std::size_t count, int rounds, bool& used_green, std::string& error,
-                                 bool copy_back) {
+                                 bool copy_back, bool every_gmi) {
   const std::string tag = gmi::comm::unique_tag("thr");
   std::optional<gmi::cuda::sm_split> split;
   used_green = false;
@@ -89,6 +89,7 @@ std::size_t threads_hierarchical(int m, std::size_t count, int rounds, bool& use
           o.mode = gmi::comm::sharing::in_process;
           o.timeout = std::chrono::seconds(20);
           o.copy_back = copy_back;
+          o.reduce = every_gmi ? gmi::comm::reducer::every_gmi : gmi::comm::reducer::leader;
           gmi::comm::hierarchical_allreduce h(o, buf.data(), count);
           std::vector<float> host(count);
           for (int round = 0; round < rounds; ++round) {

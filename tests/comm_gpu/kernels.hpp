@@ -10,5 +10,5 @@ double reduce_kernel_error(int m, std::size_t count, std::size_t offset);
 // m GMIs as threads of this process (green contexts when the driver has them, else the primary context),
 // hierarchical allreduce in sharing::in_process mode; returns wrong elements, sets used_green.
 std::size_t threads_hierarchical(int m, std::size_t count, int rounds, bool& used_green, std::string& error,
-                                 bool copy_back = true);
+                                 bool copy_back = true, bool every_gmi = true);
 }  // namespace gmi_test

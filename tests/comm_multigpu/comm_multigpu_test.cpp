@@ -26,6 +26,11 @@ TEST_CASE(GMI_NAME(".hierarchical.matches_reference") * doctest::timeout(600)) {
     const auto r = gmi_test::run_workers(gmi_test::hier_args(gmi::comm::unique_tag("mg"), gpus, m, all_sizes), {}, 300s);
     for (int c : r.codes) CHECK(c == 0);
   }
+  // The leader reducer (every GMI's buffer summed by the GPU's leader alone).
+  const auto l = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("mgl"), gpus, 4, all_sizes, {"reduce=leader", "expect_reduce=leader"}), {},
+      300s);
+  for (int c : l.codes) CHECK(c == 0);
 }
 
 TEST_CASE(GMI_NAME(".hierarchical.shared_result") * doctest::timeout(600)) {

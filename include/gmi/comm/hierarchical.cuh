@@ -59,6 +59,18 @@ enum class handshake {
               // ahead of its write there would never finish)
 };
 
+// Which GMIs run step (a), the intra-GPU sum.
+enum class reducer {
+  automatic,  // every_gmi with the host handshake, several GMIs on the GPU and at least 1 MiB, else leader
+  leader,     // the leader sums all m buffers with one kernel on its own share of the SMs (a MPS client gets 1/m)
+  every_gmi,  // GMI r sums slice r of every buffer on its own SMs (all of the GPU's SMs work on (a)); the
+              // leader then runs NCCL over the sum; with copy_back each GMI copies the sum into its buffer
+              // (host handshake only)
+};
+
+// reducer::automatic picks every_gmi from this size on.
+inline constexpr std::size_t every_gmi_min_bytes = std::size_t{1} << 20;
+
 struct hierarchical_options {
   std::string tag;          // names this GPU's group; the same on every GMI of the GPU, unique per run and GPU
   int local_rank = 0;       // 0 is the GPU's leader
@@ -73,6 +85,7 @@ struct hierarchical_options {
   // The leader's choice holds for the group; members must ask for the same.
   bool copy_back = true;
   handshake sync = handshake::automatic;  // the leader's choice holds for the group (GMI_HIER_HANDSHAKE=host|device)
+  reducer reduce = reducer::automatic;    // every GMI of a GPU must ask for the same (GMI_HIER_REDUCE=leader|every_gmi)
 };
 
 // Host-side timings of this GMI's last allreduce call, in microseconds (for diagnosis; a few clock reads).
@@ -84,8 +97,11 @@ struct hier_call_timing {
 };
 
 namespace detail {
+// reducer::every_gmi: each GMI's slices of the chunks, each followed by an event the leader's NCCL waits on.
+inline constexpr int max_hier_chunks = 8;
 struct hier_member {
   alignas(64) std::atomic<std::uint64_t> ready_gen;
+  alignas(64) std::atomic<std::uint64_t> sliced_gen;  // every_gmi: the last generation whose slices are enqueued
   // The last generation whose done event this GMI has waited on (enqueued the wait for): after that the leader
   // may destroy the event. detached: this GMI's handle is gone (it will wait on nothing more).
   std::atomic<std::uint64_t> consumed_gen;
@@ -97,6 +113,8 @@ struct hier_member {
   ipc_event_handle ready_event;
   std::uint64_t raw_buffer;  // in_process mode
   std::uint64_t raw_event;
+  ipc_event_handle slice_event[max_hier_chunks];  // every_gmi: recorded after this GMI's slice of chunk i
+  std::uint64_t raw_slice_event[max_hier_chunks];
 };
 struct hier_control {
   alignas(64) std::atomic<std::uint64_t> done_gen;
@@ -105,8 +123,12 @@ struct hier_control {
   std::uint32_t mode;
   std::uint32_t device_handshake;  // the leader's choice: 1 device, 0 host
   std::uint32_t copy_back;         // the leader's choice: 0 members read the leader's buffer (result())
+  std::uint32_t every_gmi;         // the leader's choice: 1 every GMI reduces a slice (reducer::every_gmi)
   ipc_event_handle done_event;
   std::uint64_t raw_done_event;
+  ipc_buffer_handle result;        // the GPU's result buffer, where there is one (result())
+  std::uint64_t raw_result;
+  std::uint32_t has_result;
   hier_member member[max_local_gmis];
   group_control group;  // broken flag, reason, pids (shared with ip_allreduce's liveness checks)
 };
@@ -170,6 +192,21 @@ class hierarchical_allreduce {
       else if (v == "automatic") o_.sync = handshake::automatic;
       else throw config_error(got_need("GMI_HIER_HANDSHAKE", v, "host, device or automatic"));
     }
+    if (const char* r = std::getenv("GMI_HIER_REDUCE"); r && *r) {
+      const std::string v = r;
+      if (v == "leader") o_.reduce = reducer::leader;
+      else if (v == "every_gmi") o_.reduce = reducer::every_gmi;
+      else if (v == "automatic") o_.reduce = reducer::automatic;
+      else throw config_error(got_need("GMI_HIER_REDUCE", v, "leader, every_gmi or automatic"));
+    }
+    if (o_.reduce == reducer::every_gmi && o_.sync == handshake::device) {
+      throw config_error(got_need("hierarchical reducer", "every_gmi with the device handshake",
+                                  "the host handshake (every GMI waits for the others' gradients on its host)"));
+    }
+    // Below 1 MiB one kernel on the leader costs less than every_gmi's extra host step (TODO measured).
+    every_gmi_ = o_.local_size > 1 && o_.sync != handshake::device &&
+                 (o_.reduce == reducer::every_gmi ||
+                  (o_.reduce == reducer::automatic && count * sizeof(float) >= every_gmi_min_bytes));
     if (o_.sync == handshake::device && o_.mode != sharing::ipc) {
       throw config_error(got_need("hierarchical handshake", "device with sharing::in_process",
                                   "sharing::ipc (streams of one process may share a hardware queue, where a "
@@ -180,7 +217,10 @@ class hierarchical_allreduce {
     // 8 MiB chunks (NCCL loses more on smaller messages than the overlap gains), 256 MB fastest in 4 chunks.
     chunk_floats_ = o_.chunk_bytes ? o_.chunk_bytes / sizeof(float)
                                    : (bytes <= (32u << 20) ? count : std::max<std::size_t>((32u << 20) / 4, (count + 3) / 4));
+    // every_gmi: at most max_hier_chunks chunks (one exported event per GMI and chunk).
+    if (every_gmi_) chunk_floats_ = std::max(chunk_floats_, (count + detail::max_hier_chunks - 1) / detail::max_hier_chunks);
     chunk_floats_ = std::max<std::size_t>(64, (chunk_floats_ + 63) / 64 * 64);  // chunks keep 256-byte alignment
+    chunks_ = std::max<std::size_t>(1, (count_ + chunk_floats_ - 1) / chunk_floats_);
     // One GMI per GPU has no intra-GPU step to overlap with NCCL: one call, as a flat allreduce.
     single_ = leaders_ == nullptr || count_ <= chunk_floats_ || o_.local_size == 1;
     try {
@@ -249,8 +289,10 @@ class hierarchical_allreduce {
   [[nodiscard]] handshake sync() const noexcept { return device_ ? handshake::device : handshake::host; }
   [[nodiscard]] const hier_call_timing& last_timing() const noexcept { return timing_; }
   [[nodiscard]] bool copy_back() const noexcept { return o_.copy_back; }
+  // Who ran step (a): every GMI of the GPU on its slice, or the leader alone.
+  [[nodiscard]] reducer reduced_by() const noexcept { return every_gmi_ ? reducer::every_gmi : reducer::leader; }
   // Where this GMI reads the sum: its own buffer (copy_back or one GMI per GPU), else the GPU's result buffer.
-  [[nodiscard]] const float* result() const noexcept { return sum_ != nullptr ? sum_ : buffer_; }
+  [[nodiscard]] const float* result() const noexcept { return sum_ != nullptr && !o_.copy_back ? sum_ : buffer_; }
 
   // In place: this GMI's buffer becomes the sum over every GMI of every GPU. The buffer's producer must have
   // enqueued its writes on `stream`; later work on `stream` sees the result. Non-blocking calls return once
@@ -259,7 +301,9 @@ class hierarchical_allreduce {
     const auto t0 = clock::now();
     const std::uint64_t g = ++generation_;
     try {
-      if (is_leader()) run_leader(stream, g, t0); else run_member(stream, g, t0);
+      if (every_gmi_) run_every_gmi(stream, g, t0);
+      else if (is_leader()) run_leader(stream, g, t0);
+      else run_member(stream, g, t0);
     } catch (const gmi::error& e) {
       break_group(e.what());
       if (leaders_) leaders_->abort();  // the other GPUs' leaders then fail at their deadline, not hang
@@ -343,6 +387,7 @@ class hierarchical_allreduce {
   void setup_messages() {
     msg_members_ = segment_.name() + ": leader waiting for the GPU's gradients";
     msg_leader_ = segment_.name() + ": GMI waiting for its leader's allreduce";
+    msg_peers_ = segment_.name() + ": GMI waiting for the GPU's other gradients";
     msg_device_ = segment_.name() + ": waiting for the allreduce on the device";
   }
 
@@ -389,11 +434,19 @@ class hierarchical_allreduce {
     }
     ctl->member[0].count = count_;
     ctl->copy_back = o_.copy_back ? 1 : 0;
-    if (!o_.copy_back && o_.local_size > 1) {  // every GMI of the GPU reads the sum here
+    ctl->every_gmi = every_gmi_ ? 1 : 0;
+    // The GPU's result buffer: where every GMI reads the sum (copy_back off), and where every_gmi's slices meet
+    // for NCCL when there are several GPUs (the leader's buffer would be refilled while members still copy).
+    if (o_.local_size > 1 && (!o_.copy_back || (every_gmi_ && leaders_))) {
       result_.emplace(count_);
       sum_ = result_->data();
-      if (o_.mode == sharing::ipc) ctl->member[0].buffer = export_buffer(sum_, count_ * sizeof(float));
-      ctl->member[0].raw_buffer = reinterpret_cast<std::uint64_t>(sum_);
+      if (o_.mode == sharing::ipc) ctl->result = export_buffer(sum_, count_ * sizeof(float));
+      ctl->raw_result = reinterpret_cast<std::uint64_t>(sum_);
+      ctl->has_result = 1;
+    }
+    if (every_gmi_) {  // the members read the leader's buffer and wait on its ready event, as it does on theirs
+      ready_event_ = shared_event::create();
+      publish(ctl->member[0]);
     }
     // Wait for every member to attach, then map their buffers and events.
     bounded_wait(
@@ -427,7 +480,9 @@ class hierarchical_allreduce {
       }
       inputs[r] = p;
       members.push_back(p);
+      if (every_gmi_) peer_slices_.push_back(open_slice_events(m));
     }
+    if (every_gmi_) build_slices(inputs);
     // The kernels' arguments, once: (a) every buffer into the leader's, (c) the leader's into every member's,
     // and with one GPU every buffer into every buffer.
     const auto* skip = device_ ? abort_dev_ : nullptr;
@@ -470,13 +525,7 @@ class hierarchical_allreduce {
     ctl->group.pids[o_.local_rank].store(::getpid());
     m.count = count_;
     ready_event_ = shared_event::create();
-    if (o_.mode == sharing::ipc) {
-      m.buffer = export_buffer(buffer_, count_ * sizeof(float));
-      m.ready_event = ready_event_.export_handle();
-    } else {
-      m.raw_buffer = reinterpret_cast<std::uint64_t>(buffer_);
-      m.raw_event = reinterpret_cast<std::uint64_t>(ready_event_.get());
-    }
+    publish(m);
     m.attached.store(1, std::memory_order_release);
     bounded_wait([&] { return ctl->setup_state.load(std::memory_order_acquire) == 1 || barrier_.broken(); },
                  [&] { check_group(); }, o_.timeout, segment_.name() + ": GMI waiting for its leader's setup",
@@ -489,13 +538,39 @@ class hierarchical_allreduce {
       barrier_.mark_broken(why);
       throw config_error(why);
     }
-    if (!o_.copy_back) {
+    if ((ctl->every_gmi == 1) != every_gmi_) {
+      const std::string why = got_need("hierarchical reducer on GMI " + std::to_string(o_.local_rank) + " of " +
+                                           segment_.name(), every_gmi_ ? "every_gmi" : "leader",
+                                       std::string(ctl->every_gmi ? "every_gmi" : "leader") + " as on its leader");
+      barrier_.mark_broken(why);
+      throw config_error(why);
+    }
+    if (ctl->has_result) {
       if (o_.mode == sharing::ipc) {
-        result_mapping_.emplace(ctl->member[0].buffer);
+        result_mapping_.emplace(ctl->result);
         sum_ = result_mapping_->as<float>();
       } else {
-        sum_ = reinterpret_cast<float*>(ctl->member[0].raw_buffer);
+        sum_ = reinterpret_cast<float*>(ctl->raw_result);
       }
+    }
+    if (every_gmi_) {  // every other GMI's buffer and ready event (all published before the leader's setup ended)
+      std::vector<const float*> inputs(o_.local_size, nullptr);
+      for (int k = 0; k < o_.local_size; ++k) {
+        if (k == o_.local_rank) {
+          inputs[k] = buffer_;
+          continue;
+        }
+        const auto& peer = ctl->member[k];
+        if (o_.mode == sharing::ipc) {
+          mappings_.emplace_back(peer.buffer);
+          inputs[k] = mappings_.back().as<float>();
+          member_ready_.push_back(shared_event::open(peer.ready_event));
+        } else {
+          inputs[k] = reinterpret_cast<const float*>(peer.raw_buffer);
+          member_ready_.push_back(shared_event::borrow(reinterpret_cast<cudaEvent_t>(peer.raw_event)));
+        }
+      }
+      build_slices(inputs);
     }
     device_ = ctl->device_handshake == 1;
     if (device_) {
@@ -504,6 +579,58 @@ class hierarchical_allreduce {
     } else {
       done_event_ = o_.mode == sharing::ipc ? shared_event::open(ctl->done_event)
                                             : shared_event::borrow(reinterpret_cast<cudaEvent_t>(ctl->raw_done_event));
+    }
+  }
+
+  // What the GPU's other GMIs need from this one: its buffer and ready event, and with every_gmi one event per
+  // chunk, recorded after this GMI's slice of that chunk.
+  void publish(detail::hier_member& m) {
+    if (o_.mode == sharing::ipc) {
+      m.buffer = export_buffer(buffer_, count_ * sizeof(float));
+      m.ready_event = ready_event_.export_handle();
+    } else {
+      m.raw_buffer = reinterpret_cast<std::uint64_t>(buffer_);
+      m.raw_event = reinterpret_cast<std::uint64_t>(ready_event_.get());
+    }
+    if (!every_gmi_) return;
+    for (std::size_t i = 0; i < chunks_; ++i) {
+      slice_events_.push_back(shared_event::create());
+      if (o_.mode == sharing::ipc) m.slice_event[i] = slice_events_.back().export_handle();
+      m.raw_slice_event[i] = reinterpret_cast<std::uint64_t>(slice_events_.back().get());
+    }
+  }
+  std::vector<shared_event> open_slice_events(const detail::hier_member& m) const {
+    std::vector<shared_event> events;
+    for (std::size_t i = 0; i < chunks_; ++i) {
+      events.push_back(o_.mode == sharing::ipc
+                           ? shared_event::open(m.slice_event[i])
+                           : shared_event::borrow(reinterpret_cast<cudaEvent_t>(m.raw_slice_event[i])));
+    }
+    return events;
+  }
+  // every_gmi: this GMI's slice of each chunk (slice r of chunk [off, off + n) starts at n * r / m rounded down
+  // to 64 floats), summed over every GMI's buffer into the result buffer, or with one GPU and copy_back
+  // straight into every GMI's buffer (slices are disjoint, so no GMI writes what another reads).
+  void build_slices(const std::vector<const float*>& inputs) {
+    const auto m = static_cast<std::size_t>(o_.local_size);
+    const auto me = static_cast<std::size_t>(o_.local_rank);
+    slices_.clear();
+    for (std::size_t i = 0; i < chunks_; ++i) {
+      const std::size_t off = i * chunk_floats_, n = std::min(chunk_floats_, count_ - off);
+      const auto edge = [&](std::size_t r) { return r == m ? n : n * r / m / 64 * 64; };
+      const std::size_t lo = off + edge(me), hi = off + edge(me + 1);
+      detail::reduce_args a{};
+      for (std::size_t k = 0; k < m; ++k) a.in[k] = inputs[k] + lo;
+      a.inputs = o_.local_size;
+      if (sum_ != nullptr) {
+        a.out[0] = sum_ + lo;
+        a.outputs = 1;
+      } else {
+        for (std::size_t k = 0; k < m; ++k) a.out[k] = const_cast<float*>(inputs[k]) + lo;
+        a.outputs = o_.local_size;
+      }
+      a.count = hi - lo;
+      slices_.push_back(a);
     }
   }
 
@@ -563,6 +690,65 @@ class hierarchical_allreduce {
       if (bcast_.outputs > 0) detail::launch_reduce(slice(bcast_, off, n), *bcast_stream_);  // (c)
     }
     return *bcast_stream_;
+  }
+
+  // reducer::every_gmi, host handshake. (1) every GMI says "my gradient is on the device" and waits (host) until
+  // all have; (2) each sums its slice of every chunk on its own stream, after the others' ready events, and
+  // records one event per chunk; (3) the leader waits (host) until every slice is enqueued, then per chunk waits
+  // on the slices' events and runs NCCL (several GPUs), records done; (4) the members wait for done; with a result
+  // buffer and copy_back each GMI copies the sum into its own buffer. Reuse is safe: a GMI refills its buffer
+  // only after done (every slice kernel has read it), and the next round's slices write the result buffer only
+  // after every GMI's next ready event (each has finished reading or copying it).
+  void run_every_gmi(cudaStream_t stream, std::uint64_t g, clock::time_point t0) {
+    barrier_.throw_if_broken();
+    auto* ctl = c();
+    auto& me = ctl->member[o_.local_rank];
+    const auto all_at = [&](auto field) {
+      return [&, field] {
+        if (barrier_.broken()) return true;
+        for (int r = 0; r < o_.local_size; ++r) {
+          if ((ctl->member[r].*field).load(std::memory_order_acquire) < g) return false;
+        }
+        return true;
+      };
+    };
+    ready_event_.record(stream);
+    me.ready_gen.store(g, std::memory_order_release);
+    bounded_wait(all_at(&detail::hier_member::ready_gen), [&] { check_group(); }, o_.timeout, msg_peers_);
+    const auto t1 = clock::now();
+    barrier_.throw_if_broken();
+    for (auto& e : member_ready_) e.wait_on(stream);
+    for (std::size_t i = 0; i < chunks_; ++i) {
+      detail::launch_reduce(slices_[i], stream);
+      slice_events_[i].record(stream);
+    }
+    me.sliced_gen.store(g, std::memory_order_release);
+    if (is_leader()) {
+      bounded_wait(all_at(&detail::hier_member::sliced_gen), [&] { check_group(); }, o_.timeout, msg_members_);
+      barrier_.throw_if_broken();
+      const cudaStream_t s = leaders_ && !single_ ? *nccl_stream_ : stream;
+      for (std::size_t i = 0; i < chunks_; ++i) {
+        if (s != stream) slice_events_[i].wait_on(s);
+        for (auto& peer : peer_slices_) peer[i].wait_on(s);
+        if (leaders_) {
+          const std::size_t off = i * chunk_floats_, n = std::min(chunk_floats_, count_ - off);
+          leaders_->allreduce(sum_ + off, sum_ + off, n, s);
+        }
+      }
+      done_event_.record(s);
+      if (s != stream) done_event_.wait_on(stream);
+      ctl->done_gen.store(g, std::memory_order_release);
+    } else {
+      bounded_wait([&] { return ctl->done_gen.load(std::memory_order_acquire) >= g || barrier_.broken(); },
+                   [&] { check_group(); }, o_.timeout, msg_leader_);
+      barrier_.throw_if_broken();
+      done_event_.wait_on(stream);
+      me.consumed_gen.store(g, std::memory_order_release);
+    }
+    if (o_.copy_back && sum_ != nullptr) {
+      GMI_CUDA_TRY(cudaMemcpyAsync(buffer_, sum_, count_ * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    }
+    finish_call(stream, t0, t1);
   }
 
   void run_member(cudaStream_t stream, std::uint64_t g, clock::time_point t0) {
@@ -682,11 +868,16 @@ class hierarchical_allreduce {
   nccl_communicator* leaders_ = nullptr;
   std::size_t chunk_floats_ = 0;
   bool single_ = true;  // one chunk on the caller's stream (always with one GPU)
+  std::size_t chunks_ = 1;
+  bool every_gmi_ = false;  // reducer::every_gmi (the same on every GMI of the GPU; checked at setup)
+  std::vector<detail::reduce_args> slices_;          // every_gmi: this GMI's slice of each chunk
+  std::vector<shared_event> slice_events_;           // every_gmi: recorded after each of them
+  std::vector<std::vector<shared_event>> peer_slices_;  // every_gmi, leader: the members' slice events
   bool device_ = false;
   std::uint64_t generation_ = 0;
   shm_segment segment_;
   detail::group_barrier barrier_;
-  std::string msg_members_, msg_leader_, msg_device_;
+  std::string msg_members_, msg_leader_, msg_device_, msg_peers_;
   hier_call_timing timing_;
   clock::time_point next_peer_check_{};
   // device handshake
@@ -696,7 +887,7 @@ class hierarchical_allreduce {
   CUdeviceptr done_dev_ = 0;
   const volatile std::uint32_t* abort_dev_ = nullptr;
   std::optional<cuda::event> tail_;  // after this GMI's last queued flag operation
-  // leader
+  // the other GMIs' buffers (the leader's, and with every_gmi every GMI's)
   std::vector<ipc_mapping> mappings_;
   // copy_back off: the GPU's result buffer (the leader's own allocation; mapped in member processes)
   std::optional<cuda::device_buffer<float>> result_;
