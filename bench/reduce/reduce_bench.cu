@@ -157,7 +157,10 @@ int worker(const std::string& kind) {
     o.local_rank = local;
     o.local_size = m;
     const std::string hs = args.count("handshake") ? args["handshake"] : "automatic";
-    o.sync = hs == "host" ? comm::handshake::host : hs == "device" ? comm::handshake::device : comm::handshake::automatic;
+    o.sync = hs == "host"     ? comm::handshake::host
+             : hs == "device" ? comm::handshake::device
+             : hs == "kernel" ? comm::handshake::kernel
+                              : comm::handshake::automatic;
     o.copy_back = arg("copy_back", 1) != 0;
     o.reduce = args["reduce"] == "leader"      ? comm::reducer::leader
                : args["reduce"] == "every_gmi" ? comm::reducer::every_gmi
@@ -295,12 +298,14 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const
         };
         // every_gmi (the default with the host handshake: each GMI sums a slice), beside the leader reducer.
         std::vector<variant> variants;
-        if (m == 1 || mode == "host") variants.push_back({"gmi", "host", true, "every_gmi"});
-        if (m > 1 && mode == "host") {
-          variants.push_back({"gmi_shared_result", "host", false, "every_gmi"});
+        if (m == 1) variants.push_back({"gmi", "host", true, "every_gmi"});
+        if (m > 1 && (mode == "host" || mode == "kernel")) {
+          const std::string hs = mode == "kernel" ? "_kernel_handshake" : "";
+          variants.push_back({"gmi" + hs, mode, true, "every_gmi"});
+          variants.push_back({"gmi" + hs + "_shared_result", mode, false, "every_gmi"});
           if (!args.count("reduce") || args["reduce"] == "leader") {
-            variants.push_back({"gmi_leader_reduce", "host", true, "leader"});
-            variants.push_back({"gmi_leader_reduce_shared_result", "host", false, "leader"});
+            variants.push_back({"gmi" + hs + "_leader_reduce", mode, true, "leader"});
+            variants.push_back({"gmi" + hs + "_leader_reduce_shared_result", mode, false, "leader"});
           }
         }
         if (m > 1 && mode == "device") variants.push_back({"gmi_device_handshake", "device", true, "leader"});

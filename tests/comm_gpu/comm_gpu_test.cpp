@@ -53,17 +53,22 @@ TEST_CASE("comm_gpu.hierarchical.green_context_threads" * doctest::timeout(120))
 
 TEST_CASE("comm_gpu.hierarchical.ipc_processes" * doctest::timeout(300)) {
   // automatic: the device handshake (stream memory operations) on H100/H200; host: events + host counters.
-  // every_gmi: each GMI sums a slice; leader: the leader sums every buffer.
-  for (const char* reduce : {"every_gmi", "leader"}) {
-    for (int m : {2, 4, 8}) {
-      CAPTURE(reduce);
-      CAPTURE(m);
-      const auto r = gmi_test::run_workers(
-          gmi_test::hier_args(gmi::comm::unique_tag("ipc"), 1, m, "1,3,4,1000,4097,262147,4194304",
-                              {std::string("reduce=") + reduce, "rounds=3",
-                               std::string("expect_reduce=") + (reduce == std::string("leader") ? "leader" : "every_gmi")}),
-          {}, 240s);
-      for (int c : r.codes) CHECK(c == 0);
+  // every_gmi: each GMI sums a slice; leader: the leader sums every buffer. Host handshake (events and host
+  // counters) and kernel handshake (flag kernels in device memory).
+  for (const char* handshake : {"host", "kernel"}) {
+    for (const char* reduce : {"every_gmi", "leader"}) {
+      for (int m : {2, 4, 8}) {
+        CAPTURE(handshake);
+        CAPTURE(reduce);
+        CAPTURE(m);
+        const auto r = gmi_test::run_workers(
+            gmi_test::hier_args(gmi::comm::unique_tag("ipc"), 1, m, "1,3,4,1000,4097,262147,4194304",
+                                {std::string("reduce=") + reduce, "rounds=3", std::string("handshake=") + handshake,
+                                 std::string("expect_handshake=") + handshake,
+                                 std::string("expect_reduce=") + (reduce == std::string("leader") ? "leader" : "every_gmi")}),
+            {}, 240s);
+        for (int c : r.codes) CHECK(c == 0);
+      }
     }
   }
   // The device handshake runs the leader reducer.
@@ -77,7 +82,8 @@ TEST_CASE("comm_gpu.hierarchical.ipc_processes" * doctest::timeout(300)) {
 TEST_CASE("comm_gpu.hierarchical.reducers_that_differ" * doctest::timeout(120)) {
   // One GMI asks for the leader reducer, the others for every_gmi: every GMI of the GPU fails with an error.
   const auto bad = gmi_test::run_workers(
-      gmi_test::hier_args(gmi::comm::unique_tag("rdbad"), 1, 3, "4097", {"reduce_rank=2", "timeout_ms=5000"}), {}, 60s);
+      gmi_test::hier_args(gmi::comm::unique_tag("rdbad"), 1, 3, "4097", {"reduce=every_gmi", "reduce_rank=2", "timeout_ms=5000"}),
+      {}, 60s);
   for (int c : bad.codes) CHECK(c == 0);
   CHECK(bad.seconds < 40);
 }
@@ -131,7 +137,7 @@ TEST_CASE("comm_gpu.hierarchical.sizes_that_differ_fail_everywhere" * doctest::t
 TEST_CASE("comm_gpu.hierarchical.gmi_killed_mid_collective" * doctest::timeout(120)) {
   // With the device handshake the survivors' streams already wait on the dead GMI's flag: they must be
   // released (and skip its buffer), not hang or fault.
-  for (const char* handshake : {"automatic", "host"}) {
+  for (const char* handshake : {"automatic", "host", "kernel"}) {
     for (int victim : {2, 0}) {  // a member, then the leader
       CAPTURE(handshake);
       CAPTURE(victim);

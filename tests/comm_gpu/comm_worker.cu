@@ -1,7 +1,7 @@
 // gmi.test.comm_worker: one GMI of a hierarchical-allreduce test, started as its own process by the GPU tests
 // (MPS-style GMIs: one process each, CUDA IPC between those of a GPU, NCCL between the GPUs' leaders).
 // Usage: gmi.test.comm_worker tag=T gpus=n per_gpu=m rank=r sizes=a,b,c [rounds=2] [timeout_ms=20000]
-//        [mismatch_rank=-1] [die_rank=-1] [die_round=0] [handshake=automatic|host|device] [blocking=1]
+//        [mismatch_rank=-1] [die_rank=-1] [die_round=0] [handshake=automatic|host|device|kernel] [blocking=1]
 //        [expect_handshake=host|device] (exit 4 when the group chose another)
 //        [copy_back=1] (0: the sum is checked where result() points: the leader's buffer)
 //        [copy_back_rank=-1] (this rank asks for the opposite copy_back: every GMI of its GPU must fail)
@@ -104,9 +104,12 @@ int main(int argc, char** argv) {
       }
       o.sync = handshake == "host"     ? gmi::comm::handshake::host
                : handshake == "device" ? gmi::comm::handshake::device
+               : handshake == "kernel" ? gmi::comm::handshake::kernel
                                        : gmi::comm::handshake::automatic;
       gmi::comm::hierarchical_allreduce h(o, buf.data(), count, leaders.get());
-      const char* chosen = h.sync() == gmi::comm::handshake::device ? "device" : "host";
+      const char* chosen = h.sync() == gmi::comm::handshake::device   ? "device"
+                           : h.sync() == gmi::comm::handshake::kernel ? "kernel"
+                                                                      : "host";
       if (s == 0 && rank == 0) std::fprintf(stderr, "[worker 0] handshake %s\n", chosen);
       if (!expect_handshake.empty() && per_gpu > 1 && expect_handshake != chosen) {
         std::fprintf(stderr, "[worker %d] handshake %s, expected %s\n", rank, chosen, expect_handshake.c_str());

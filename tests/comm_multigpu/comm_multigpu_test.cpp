@@ -26,11 +26,19 @@ TEST_CASE(GMI_NAME(".hierarchical.matches_reference") * doctest::timeout(600)) {
     const auto r = gmi_test::run_workers(gmi_test::hier_args(gmi::comm::unique_tag("mg"), gpus, m, all_sizes), {}, 300s);
     for (int c : r.codes) CHECK(c == 0);
   }
-  // The leader reducer (every GMI's buffer summed by the GPU's leader alone).
+  // The leader reducer (every GMI's buffer summed by the GPU's leader alone), and the kernel handshake with both.
   const auto l = gmi_test::run_workers(
       gmi_test::hier_args(gmi::comm::unique_tag("mgl"), gpus, 4, all_sizes, {"reduce=leader", "expect_reduce=leader"}), {},
       300s);
   for (int c : l.codes) CHECK(c == 0);
+  for (const char* reduce : {"every_gmi", "leader"}) {
+    CAPTURE(reduce);
+    const auto k = gmi_test::run_workers(
+        gmi_test::hier_args(gmi::comm::unique_tag("mgk"), gpus, 4, all_sizes,
+                            {"handshake=kernel", "expect_handshake=kernel", std::string("reduce=") + reduce}),
+        {}, 300s);
+    for (int c : k.codes) CHECK(c == 0);
+  }
 }
 
 TEST_CASE(GMI_NAME(".hierarchical.shared_result") * doctest::timeout(600)) {
@@ -79,18 +87,22 @@ TEST_CASE(GMI_NAME(".hierarchical.sizes_that_differ_across_gpus") * doctest::tim
   CHECK(r.seconds < 60);
 }
 
-TEST_CASE(GMI_NAME(".hierarchical.leader_killed_mid_collective") * doctest::timeout(120)) {
+TEST_CASE(GMI_NAME(".hierarchical.leader_killed_mid_collective") * doctest::timeout(200)) {
   const int m = 2;
   const int victim = (gpus - 1) * m;  // the last GPU's leader, inside NCCL's collective
-  const auto r = gmi_test::run_workers(
-      gmi_test::hier_args(gmi::comm::unique_tag("mgdie"), gpus, m, "4194304",
-                          {"die_rank=" + std::to_string(victim), "die_round=1", "rounds=3", "timeout_ms=10000"}),
-      {}, 90s);
-  for (int i = 0; i < static_cast<int>(r.codes.size()); ++i) {
-    CAPTURE(i);
-    if (i == victim) CHECK(r.codes[i] == -SIGKILL);
-    else CHECK(r.codes[i] == 0);  // every survivor saw an error (NCCL abort or broken group), none hung
+  for (const char* handshake : {"host", "kernel"}) {
+    CAPTURE(handshake);
+    const auto r = gmi_test::run_workers(
+        gmi_test::hier_args(gmi::comm::unique_tag("mgdie"), gpus, m, "4194304",
+                            {"die_rank=" + std::to_string(victim), "die_round=1", "rounds=3", "timeout_ms=10000",
+                             std::string("handshake=") + handshake}),
+        {}, 90s);
+    for (int i = 0; i < static_cast<int>(r.codes.size()); ++i) {
+      CAPTURE(i);
+      if (i == victim) CHECK(r.codes[i] == -SIGKILL);
+      else CHECK(r.codes[i] == 0);  // every survivor saw an error (NCCL abort or broken group), none hung
+    }
+    CHECK(r.seconds < 60);
   }
-  CHECK(r.seconds < 60);
 }
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include <gmi/comm/detail/flag_kernel.cuh>
 #include <gmi/comm/device_share.hpp>
 #include <gmi/comm/intra_gpu_reduce.cuh>
 #include <gmi/comm/ip_allreduce.hpp>
@@ -57,6 +58,8 @@ enum class handshake {
   device,     // stream memory operations on flags in pinned shared memory: the streams wait, no host waits at all
               // (sharing::ipc only: streams of one process may share a hardware queue, and a wait queued
               // ahead of its write there would never finish)
+  kernel,     // one-thread kernels set and poll flags in device memory: no host waits, no interprocess event
+              // calls (sharing::ipc only, for the same reason as device)
 };
 
 // Which GMIs run step (a), the intra-GPU sum.
@@ -126,6 +129,7 @@ struct hier_control {
   std::uint32_t every_gmi;         // the leader's choice: 1 every GMI reduces a slice (reducer::every_gmi)
   ipc_event_handle done_event;
   std::uint64_t raw_done_event;
+  ipc_buffer_handle flags;         // kernel handshake: the flag words in the leader's device memory
   ipc_buffer_handle result;        // the GPU's result buffer, where there is one (result())
   std::uint64_t raw_result;
   std::uint32_t has_result;
@@ -142,6 +146,7 @@ struct hier_flags {
   hier_flag ready[max_local_gmis];  // GMI r's last generation whose gradient is on the device
   hier_flag done;                   // the last generation whose sum is in every GMI's buffer
   hier_flag abort;                  // non-zero: kernels touch no buffer (the group broke)
+  hier_flag stalled;                // kernel handshake: a flag kernel gave up waiting (deadline or abort)
 };
 static_assert(sizeof(std::atomic<std::uint32_t>) == 4 && std::atomic<std::uint32_t>::is_always_lock_free);
 inline constexpr std::size_t hier_page = 4096;
@@ -189,8 +194,9 @@ class hierarchical_allreduce {
       const std::string v = h;
       if (v == "host") o_.sync = handshake::host;
       else if (v == "device") o_.sync = handshake::device;
+      else if (v == "kernel") o_.sync = handshake::kernel;
       else if (v == "automatic") o_.sync = handshake::automatic;
-      else throw config_error(got_need("GMI_HIER_HANDSHAKE", v, "host, device or automatic"));
+      else throw config_error(got_need("GMI_HIER_HANDSHAKE", v, "host, device, kernel or automatic"));
     }
     if (const char* r = std::getenv("GMI_HIER_REDUCE"); r && *r) {
       const std::string v = r;
@@ -207,8 +213,9 @@ class hierarchical_allreduce {
     every_gmi_ = o_.local_size > 1 && o_.sync != handshake::device &&
                  (o_.reduce == reducer::every_gmi ||
                   (o_.reduce == reducer::automatic && count * sizeof(float) >= every_gmi_min_bytes));
-    if (o_.sync == handshake::device && o_.mode != sharing::ipc) {
-      throw config_error(got_need("hierarchical handshake", "device with sharing::in_process",
+    if ((o_.sync == handshake::device || o_.sync == handshake::kernel) && o_.mode != sharing::ipc) {
+      throw config_error(got_need("hierarchical handshake", std::string(o_.sync == handshake::kernel ? "kernel" : "device") +
+                                  " with sharing::in_process",
                                   "sharing::ipc (streams of one process may share a hardware queue, where a "
                                   "device-side wait queued ahead of its write never finishes); use host"));
     }
@@ -242,7 +249,7 @@ class hierarchical_allreduce {
   // group first releases every queued device wait.
   ~hierarchical_allreduce() {
     if (!segment_.data()) return;
-    if (device_ && generation_ > 0 && tail_) {
+    if ((device_ || kernel_) && generation_ > 0 && tail_) {
       const auto tail_done = [&] { return tail_->ready(); };
       try {
         if (barrier_.broken()) release_device_waits();
@@ -264,8 +271,8 @@ class hierarchical_allreduce {
               for (int r = 1; r < o_.local_size; ++r) {
                 const auto& m = c()->member[r];
                 const bool gone = m.detached.load(std::memory_order_acquire) != 0;
-                // copy_back off: members map the result buffer this destructor frees; wait for them to let go.
-                if (sum_ != nullptr && !gone) return false;
+                // Members map the result buffer and the flag words this destructor frees: wait for them to let go.
+                if ((sum_ != nullptr || kernel_) && !gone) return false;
                 if (m.consumed_gen.load(std::memory_order_acquire) < generation_ && !gone) return false;
               }
               return true;
@@ -276,6 +283,7 @@ class hierarchical_allreduce {
       }
     } else if (!is_leader()) {
       result_mapping_.reset();  // before "detached": the leader frees the result buffer once every GMI let go
+      flag_mapping_.reset();
       c()->member[o_.local_rank].detached.store(1, std::memory_order_release);
     }
     unregister_flags();
@@ -286,7 +294,9 @@ class hierarchical_allreduce {
   [[nodiscard]] std::size_t chunk_bytes() const noexcept { return chunk_floats_ * sizeof(float); }
   [[nodiscard]] bool broken() const noexcept { return barrier_.broken(); }
   // The handshake the group's leader chose (host or device).
-  [[nodiscard]] handshake sync() const noexcept { return device_ ? handshake::device : handshake::host; }
+  [[nodiscard]] handshake sync() const noexcept {
+    return device_ ? handshake::device : kernel_ ? handshake::kernel : handshake::host;
+  }
   [[nodiscard]] const hier_call_timing& last_timing() const noexcept { return timing_; }
   [[nodiscard]] bool copy_back() const noexcept { return o_.copy_back; }
   // Who ran step (a): every GMI of the GPU on its slice, or the leader alone.
@@ -301,7 +311,8 @@ class hierarchical_allreduce {
     const auto t0 = clock::now();
     const std::uint64_t g = ++generation_;
     try {
-      if (every_gmi_) run_every_gmi(stream, g, t0);
+      if (kernel_) run_kernel(stream, g, t0);
+      else if (every_gmi_) run_every_gmi(stream, g, t0);
       else if (is_leader()) run_leader(stream, g, t0);
       else run_member(stream, g, t0);
     } catch (const gmi::error& e) {
@@ -362,6 +373,7 @@ class hierarchical_allreduce {
     for (int r = 0; r < max_local_gmis; ++r) ready_dev_[r] = reinterpret_cast<CUdeviceptr>(&d->ready[r].v);
     done_dev_ = reinterpret_cast<CUdeviceptr>(&d->done.v);
     abort_dev_ = reinterpret_cast<const volatile std::uint32_t*>(&d->abort.v);
+    stalled_dev_ = reinterpret_cast<std::uint32_t*>(&d->stalled.v);
   }
   void unregister_flags() noexcept {
     if (registered_ && !flags_leaked_) cudaHostUnregister(flags_);
@@ -427,7 +439,19 @@ class hierarchical_allreduce {
       }
     }
     ctl->device_handshake = device_ ? 1 : 0;
-    if (!device_) {
+    // The kernel handshake: flags in device memory the members map, the abort and stall words in the shared
+    // pages (mapped here and in every member).
+    kernel_ = !device_ && o_.local_size > 1 && o_.sync == handshake::kernel;
+    if (kernel_) {
+      register_flags();
+      flag_mem_.emplace(detail::flag_words);
+      flag_mem_->fill_bytes(0, nullptr);
+      GMI_CUDA_TRY(cudaDeviceSynchronize());  // zeros before any member maps them
+      flag_words_ = flag_mem_->data();
+      ctl->flags = export_buffer(flag_words_, detail::flag_words * sizeof(std::uint32_t));
+      ctl->device_handshake = 2;
+    }
+    if (!device_ && !kernel_) {
       done_event_ = shared_event::create();
       if (o_.mode == sharing::ipc) ctl->done_event = done_event_.export_handle();
       ctl->raw_done_event = reinterpret_cast<std::uint64_t>(done_event_.get());
@@ -473,19 +497,19 @@ class hierarchical_allreduce {
       if (o_.mode == sharing::ipc) {
         mappings_.emplace_back(m.buffer);
         p = mappings_.back().as<float>();
-        if (!device_) member_ready_.push_back(shared_event::open(m.ready_event));
+        if (!device_ && !kernel_) member_ready_.push_back(shared_event::open(m.ready_event));
       } else {
         p = reinterpret_cast<float*>(m.raw_buffer);
         member_ready_.push_back(shared_event::borrow(reinterpret_cast<cudaEvent_t>(m.raw_event)));
       }
       inputs[r] = p;
       members.push_back(p);
-      if (every_gmi_) peer_slices_.push_back(open_slice_events(m));
+      if (every_gmi_ && !kernel_) peer_slices_.push_back(open_slice_events(m));
     }
     if (every_gmi_) build_slices(inputs);
     // The kernels' arguments, once: (a) every buffer into the leader's, (c) the leader's into every member's,
     // and with one GPU every buffer into every buffer.
-    const auto* skip = device_ ? abort_dev_ : nullptr;
+    const auto* skip = device_ || kernel_ ? abort_dev_ : nullptr;
     sum_all_ = {};
     reduce_ = {};
     bcast_ = {};
@@ -510,7 +534,7 @@ class hierarchical_allreduce {
       bcast_stream_.emplace();
     }
     if (leaders_) check_sizes_across_gpus();
-    if (device_) tail_.emplace();
+    if (device_ || kernel_) tail_.emplace();
     ctl->setup_state.store(1, std::memory_order_release);
   }
 
@@ -538,6 +562,20 @@ class hierarchical_allreduce {
       barrier_.mark_broken(why);
       throw config_error(why);
     }
+    device_ = ctl->device_handshake == 1;
+    kernel_ = ctl->device_handshake == 2;
+    if (device_) {
+      register_flags();
+      tail_.emplace();
+    } else if (kernel_) {
+      register_flags();
+      flag_mapping_.emplace(ctl->flags);
+      flag_words_ = flag_mapping_->as<std::uint32_t>();
+      tail_.emplace();
+    } else {
+      done_event_ = o_.mode == sharing::ipc ? shared_event::open(ctl->done_event)
+                                            : shared_event::borrow(reinterpret_cast<cudaEvent_t>(ctl->raw_done_event));
+    }
     if ((ctl->every_gmi == 1) != every_gmi_) {
       const std::string why = got_need("hierarchical reducer on GMI " + std::to_string(o_.local_rank) + " of " +
                                            segment_.name(), every_gmi_ ? "every_gmi" : "leader",
@@ -564,21 +602,13 @@ class hierarchical_allreduce {
         if (o_.mode == sharing::ipc) {
           mappings_.emplace_back(peer.buffer);
           inputs[k] = mappings_.back().as<float>();
-          member_ready_.push_back(shared_event::open(peer.ready_event));
+          if (!kernel_) member_ready_.push_back(shared_event::open(peer.ready_event));
         } else {
           inputs[k] = reinterpret_cast<const float*>(peer.raw_buffer);
           member_ready_.push_back(shared_event::borrow(reinterpret_cast<cudaEvent_t>(peer.raw_event)));
         }
       }
       build_slices(inputs);
-    }
-    device_ = ctl->device_handshake == 1;
-    if (device_) {
-      register_flags();
-      tail_.emplace();
-    } else {
-      done_event_ = o_.mode == sharing::ipc ? shared_event::open(ctl->done_event)
-                                            : shared_event::borrow(reinterpret_cast<cudaEvent_t>(ctl->raw_done_event));
     }
   }
 
@@ -630,6 +660,7 @@ class hierarchical_allreduce {
         a.outputs = o_.local_size;
       }
       a.count = hi - lo;
+      a.skip_if_set = device_ || kernel_ ? abort_dev_ : nullptr;  // queued behind a released wait: touch nothing
       slices_.push_back(a);
     }
   }
@@ -690,6 +721,55 @@ class hierarchical_allreduce {
       if (bcast_.outputs > 0) detail::launch_reduce(slice(bcast_, off, n), *bcast_stream_);  // (c)
     }
     return *bcast_stream_;
+  }
+
+  // handshake::kernel: the host only enqueues. leader reducer: a member sets ready[r] and waits for done; the
+  // leader waits for every ready, sums, runs NCCL and (c), sets done. every_gmi: every GMI sets ready[r] and
+  // waits for every ready, sums its slices, then a member sets sliced[r] and waits for done, the leader waits
+  // for every sliced, runs NCCL over the sum and sets done; with a result buffer and copy_back each GMI copies.
+  // Reuse is safe for the same reasons as with the host handshake (each wait is stream-ordered the same way).
+  void run_kernel(cudaStream_t stream, std::uint64_t g, clock::time_point t0) {
+    if (!o_.blocking) check_peers_now_and_then();
+    barrier_.throw_if_broken();
+    const int me = o_.local_rank, m = o_.local_size;
+    const auto op = [&](int set, int wait_first, int wait_count) {
+      detail::flag_op f;
+      f.flags = flag_words_;
+      f.set_slot = set;
+      f.wait_first = wait_first;
+      f.wait_count = wait_count;
+      f.generation = static_cast<std::uint32_t>(g);
+      f.abort = abort_dev_;
+      f.stalled = stalled_dev_;
+      f.timeout_ns = static_cast<unsigned long long>(o_.timeout.count()) * 1000000ull;
+      detail::launch_flag(f, stream);
+    };
+    if (every_gmi_) {
+      op(detail::ready_slot(me), detail::ready_slot(0), m);
+      for (const auto& s : slices_) detail::launch_reduce(s, stream);
+      if (is_leader()) {
+        op(detail::sliced_slot(0), detail::sliced_slot(0), m);
+        if (leaders_) {
+          for (std::size_t off = 0; off < count_; off += chunk_floats_) {
+            leaders_->allreduce(sum_ + off, sum_ + off, std::min(chunk_floats_, count_ - off), stream);
+          }
+        }
+        op(detail::done_slot, 0, 0);
+      } else {
+        op(detail::sliced_slot(me), detail::done_slot, 1);
+      }
+      if (o_.copy_back && sum_ != nullptr) {
+        GMI_CUDA_TRY(cudaMemcpyAsync(buffer_, sum_, count_ * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+      }
+    } else if (is_leader()) {
+      op(detail::ready_slot(0), detail::ready_slot(0), m);
+      enqueue_single(stream);
+      op(detail::done_slot, 0, 0);
+    } else {
+      op(detail::ready_slot(me), detail::done_slot, 1);
+    }
+    tail_->record(stream);
+    finish_call(stream, t0, t0);
   }
 
   // reducer::every_gmi, host handshake. (1) every GMI says "my gradient is on the device" and waits (host) until
@@ -860,6 +940,10 @@ class hierarchical_allreduce {
         },
         o_.timeout, msg_device_);
     barrier_.throw_if_broken();  // a released device wait leaves garbage: never report it as a result
+    if (kernel_ && flags_->stalled.v.load(std::memory_order_acquire) != 0) {
+      throw comm_error(segment_.name() + ": a handshake kernel gave up waiting for the GPU's other GMIs after " +
+                       std::to_string(o_.timeout.count()) + " ms (a GMI stopped calling allreduce, or died)");
+    }
   }
 
   hierarchical_options o_;
@@ -874,6 +958,10 @@ class hierarchical_allreduce {
   std::vector<shared_event> slice_events_;           // every_gmi: recorded after each of them
   std::vector<std::vector<shared_event>> peer_slices_;  // every_gmi, leader: the members' slice events
   bool device_ = false;
+  bool kernel_ = false;  // handshake::kernel (the leader's choice)
+  std::optional<cuda::device_buffer<std::uint32_t>> flag_mem_;  // kernel handshake, leader: the flag words
+  std::optional<ipc_mapping> flag_mapping_;                      // kernel handshake, members: their mapping
+  std::uint32_t* flag_words_ = nullptr;
   std::uint64_t generation_ = 0;
   shm_segment segment_;
   detail::group_barrier barrier_;
@@ -886,6 +974,7 @@ class hierarchical_allreduce {
   CUdeviceptr ready_dev_[max_local_gmis] = {};
   CUdeviceptr done_dev_ = 0;
   const volatile std::uint32_t* abort_dev_ = nullptr;
+  std::uint32_t* stalled_dev_ = nullptr;
   std::optional<cuda::event> tail_;  // after this GMI's last queued flag operation
   // the other GMIs' buffers (the leader's, and with every_gmi every GMI's)
   std::vector<ipc_mapping> mappings_;

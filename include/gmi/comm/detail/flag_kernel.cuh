@@ -1,0 +1,75 @@
+#pragma once
+// The kernel handshake of the hierarchical allreduce: one-thread kernels that set and poll generation flags in
+// device memory, queued on each GMI's stream between its own work. No host waits and no interprocess events
+// per call: a GMI's host only enqueues. A kernel that waits gives up at its deadline or when the host raises the
+// abort word (mapped host memory) and says so in the stall word, so a dead peer never holds a stream forever.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include <gmi/comm/intra_gpu_reduce.cuh>
+#include <gmi/cuda/check.hpp>
+
+namespace gmi::comm::detail {
+
+// Flags in one device allocation, 128 bytes apart (one per L2 line pair): ready[r], sliced[r], done.
+inline constexpr int flag_words_apart = 32;
+inline constexpr int flag_slots = 2 * max_local_gmis + 1;
+inline constexpr std::size_t flag_words = std::size_t{flag_slots} * flag_words_apart;
+inline constexpr int ready_slot(int r) { return r; }
+inline constexpr int sliced_slot(int r) { return max_local_gmis + r; }
+inline constexpr int done_slot = 2 * max_local_gmis;
+
+struct flag_op {
+  std::uint32_t* flags = nullptr;  // device memory (this GMI's mapping of the leader's allocation)
+  int set_slot = -1;               // written with `generation` first (after every earlier kernel of the stream)
+  int wait_first = 0;              // then wait until slots [wait_first, wait_first + wait_count) reach it
+  int wait_count = 0;
+  std::uint32_t generation = 0;
+  const volatile std::uint32_t* abort = nullptr;  // mapped host memory; non-zero: stop waiting
+  std::uint32_t* stalled = nullptr;               // mapped host memory; set to 1 when a wait gave up
+  unsigned long long timeout_ns = 0;
+};
+
+__device__ inline unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Generations are compared cyclically (32 bits).
+__device__ inline bool reached(std::uint32_t flag, std::uint32_t g) { return static_cast<std::int32_t>(flag - g) >= 0; }
+
+__global__ static void flag_kernel(flag_op op) {
+  if (op.set_slot >= 0) {
+    __threadfence_system();  // the stream's earlier writes (gradient, slice) before the flag, for every reader
+    atomicExch(op.flags + op.set_slot * flag_words_apart, op.generation);
+  }
+  if (op.wait_count == 0) return;
+  const unsigned long long start = global_ns();
+  for (unsigned spins = 0;; ++spins) {
+    bool all = true;
+    for (int k = 0; k < op.wait_count && all; ++k) {
+      const volatile std::uint32_t* f = op.flags + (op.wait_first + k) * flag_words_apart;
+      all = reached(*f, op.generation);
+    }
+    if (all) break;
+    if ((spins & 255) == 255) {
+      if (*op.abort != 0 || global_ns() - start > op.timeout_ns) {
+        *op.stalled = 1;
+        __threadfence_system();
+        return;
+      }
+    }
+    __nanosleep(64);
+  }
+  __threadfence();  // the peers' writes behind their flags are visible to this stream's next kernels
+}
+
+inline void launch_flag(const flag_op& op, cudaStream_t s) {
+  flag_kernel<<<1, 1, 0, s>>>(op);
+  GMI_CUDA_TRY(cudaGetLastError());
+}
+
+}  // namespace gmi::comm::detail
