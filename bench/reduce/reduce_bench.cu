@@ -351,8 +351,8 @@ int main(int argc, char** argv) {
     const int reps = static_cast<int>(arg("reps", 20));
     if (intra) bench_intra(run, reps);
     const std::string mode = args.count("handshake") ? args["handshake"] : "host";
-    if (mode != "host" && mode != "device") {
-      std::fprintf(stderr, "gmi.bench.reduce: handshake=%s; need host or device\n", mode.c_str());
+    if (mode != "host" && mode != "device" && mode != "kernel") {
+      std::fprintf(stderr, "gmi.bench.reduce: handshake=%s; need host, device or kernel\n", mode.c_str());
       return 2;
     }
     if (arg("iters", 20) < 1 || arg("reps", 20) < 1) {
