@@ -509,7 +509,7 @@ class hierarchical_allreduce {
     if (every_gmi_) build_slices(inputs);
     // The kernels' arguments, once: (a) every buffer into the leader's, (c) the leader's into every member's,
     // and with one GPU every buffer into every buffer.
-    const auto* skip = device_ || kernel_ ? abort_dev_ : nullptr;
+    const auto* skip = skip_word();
     sum_all_ = {};
     reduce_ = {};
     bcast_ = {};
@@ -660,7 +660,7 @@ class hierarchical_allreduce {
         a.outputs = o_.local_size;
       }
       a.count = hi - lo;
-      a.skip_if_set = device_ || kernel_ ? abort_dev_ : nullptr;  // queued behind a released wait: touch nothing
+      a.skip_if_set = skip_word();  // queued behind a released wait: touch nothing
       slices_.push_back(a);
     }
   }
@@ -682,6 +682,13 @@ class hierarchical_allreduce {
       barrier_.mark_broken(why);
       throw comm_error(why);
     }
+  }
+
+  // What the sum kernels check before touching a buffer: with the kernel handshake this GMI's skip word in device
+  // memory (its flag kernels set it), with the device handshake the abort word (mapped host memory).
+  const volatile std::uint32_t* skip_word() const noexcept {
+    if (kernel_) return flag_words_ + detail::skip_slot(o_.local_rank) * detail::flag_words_apart;
+    return device_ ? abort_dev_ : nullptr;
   }
 
   // Where (a) puts the GPU's sum and (b) reduces it across GPUs: the result buffer, else the leader's buffer.
@@ -742,6 +749,7 @@ class hierarchical_allreduce {
       f.abort = abort_dev_;
       f.stalled = stalled_dev_;
       f.timeout_ns = static_cast<unsigned long long>(o_.timeout.count()) * 1000000ull;
+      f.skip_slot = detail::skip_slot(me);
       detail::launch_flag(f, stream);
     };
     if (every_gmi_) {

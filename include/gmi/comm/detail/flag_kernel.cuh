@@ -13,13 +13,16 @@
 
 namespace gmi::comm::detail {
 
-// Flags in one device allocation, 128 bytes apart (one per L2 line pair): ready[r], sliced[r], done.
+// Flags in one device allocation, 128 bytes apart: ready[r], sliced[r], done, and skip[r]: GMI r's flag kernels
+// leave 1 there when they gave up, so the sum kernels behind them on r's stream touch no buffer (one read from
+// device memory per block; a read of the abort word in mapped host memory from every block costs milliseconds).
 inline constexpr int flag_words_apart = 32;
-inline constexpr int flag_slots = 2 * max_local_gmis + 1;
+inline constexpr int flag_slots = 3 * max_local_gmis + 1;
 inline constexpr std::size_t flag_words = std::size_t{flag_slots} * flag_words_apart;
 inline constexpr int ready_slot(int r) { return r; }
 inline constexpr int sliced_slot(int r) { return max_local_gmis + r; }
 inline constexpr int done_slot = 2 * max_local_gmis;
+inline constexpr int skip_slot(int r) { return 2 * max_local_gmis + 1 + r; }
 
 struct flag_op {
   std::uint32_t* flags = nullptr;  // device memory (this GMI's mapping of the leader's allocation)
@@ -29,6 +32,7 @@ struct flag_op {
   std::uint32_t generation = 0;
   const volatile std::uint32_t* abort = nullptr;  // mapped host memory; non-zero: stop waiting
   std::uint32_t* stalled = nullptr;               // mapped host memory; set to 1 when a wait gave up
+  int skip_slot = -1;                             // this GMI's skip word (set to 0 on success, 1 when it gave up)
   unsigned long long timeout_ns = 0;
 };
 
@@ -46,7 +50,10 @@ __global__ static void flag_kernel(flag_op op) {
     __threadfence_system();  // the stream's earlier writes (gradient, slice) before the flag, for every reader
     atomicExch(op.flags + op.set_slot * flag_words_apart, op.generation);
   }
-  if (op.wait_count == 0) return;
+  if (op.wait_count == 0) {
+    if (op.skip_slot >= 0) op.flags[op.skip_slot * flag_words_apart] = 0;
+    return;
+  }
   const unsigned long long start = global_ns();
   for (unsigned spins = 0;; ++spins) {
     bool all = true;
@@ -58,12 +65,14 @@ __global__ static void flag_kernel(flag_op op) {
     if ((spins & 255) == 255) {
       if (*op.abort != 0 || global_ns() - start > op.timeout_ns) {
         *op.stalled = 1;
+        if (op.skip_slot >= 0) op.flags[op.skip_slot * flag_words_apart] = 1;
         __threadfence_system();
         return;
       }
     }
     __nanosleep(64);
   }
+  if (op.skip_slot >= 0) op.flags[op.skip_slot * flag_words_apart] = 0;
   __threadfence();  // the peers' writes behind their flags are visible to this stream's next kernels
 }
 
