@@ -101,6 +101,26 @@ TEST_SUITE("cpu") {
     CHECK(l.lag_stats().mean_abs_log_ratio > 1e-4);
   }
 
+  TEST_CASE("appo.host.bootstrap_row_counts_finished_episodes") {
+    auto c = config(1);
+    actor a(64, 5, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation);
+    double returns = 0;
+    std::uint64_t episodes = 0;
+    for (int r = 0; r < 8; ++r) {
+      a.collect();
+      const auto recs = a.records();
+      for (int i = 0; i < 64; ++i) {
+        const auto& last = recs[static_cast<std::size_t>(c.ppo.horizon) * 64 + i];
+        returns += last.reward;
+        episodes += last.end;
+      }
+    }
+    const auto e = a.episodes();
+    CHECK(episodes > 0);
+    CHECK(episodes == e.episodes);
+    CHECK(returns == doctest::Approx(e.return_sum).epsilon(1e-5));
+  }
+
   TEST_CASE("appo.host.take_and_update_refuse_misuse") {
     auto c = config(2);
     learner l(8, 1, c);

@@ -32,6 +32,7 @@ struct appo_actor_view {
   env_batch_view<E> env;
   float* current_obs;                 // [num_envs][obs_dim], raw
   std::uint64_t* policy_rng_blocks;   // [num_envs]
+  float* episode_returns;             // [num_envs]: the running episode's return so far
   record* records;                    // [horizon + 1][num_envs]
   std::uint64_t policy_seed;
   int num_envs;
@@ -47,6 +48,8 @@ struct appo_actor_view {
     for (int k = 0; k < obs_dim; ++k) o[k] = current_obs[i * obs_dim + k];
     gmi::rng r(policy_seed, i, policy_rng_blocks[i]);
     const std::size_t n = static_cast<std::size_t>(num_envs);
+    float running = episode_returns[i], finished = 0.0f;
+    std::uint32_t episodes = 0;
     for (int t = 0; t < horizon; ++t) {
       record& rec = records[static_cast<std::size_t>(t) * n + i];
       obs_norm.normalize(o, on);
@@ -59,6 +62,12 @@ struct appo_actor_view {
       rec.version = version;
       const step_result s = env.step_one(i, a, o, final_obs);
       float reward = s.reward;
+      running += s.reward;
+      if (s.terminated || s.truncated) {
+        finished += running;
+        running = 0.0f;
+        ++episodes;
+      }
       if (s.truncated && bootstrap_truncation) {
         float fn[obs_dim], fmu[act_dim], fv;
         obs_norm.normalize(final_obs, fn);
@@ -72,8 +81,9 @@ struct appo_actor_view {
     for (int k = 0; k < obs_dim; ++k) last.obs[k] = o[k];
     for (int k = 0; k < act_dim; ++k) last.action[k] = 0.0f;
     last.log_prob = 0.0f;
-    last.reward = 0.0f;
-    last.end = 0u;
+    last.reward = finished;
+    last.end = episodes;
+    episode_returns[i] = running;
     last.version = version;
     for (int k = 0; k < obs_dim; ++k) current_obs[i * obs_dim + k] = o[k];
     policy_rng_blocks[i] = r.block();
@@ -110,10 +120,12 @@ class appo_actor {
     snapshot_ = array<float>(layout::size);
     current_obs_ = array<float>(n_ * E::obs_dim);
     policy_rng_ = array<std::uint64_t>(n_);
+    episode_returns_ = array<float>(n_);
     records_ = array<record>(rollout_records());
     if constexpr (P::on_device) {
       snapshot_.fill_bytes(0, policy_.stream);
       policy_rng_.fill_bytes(0, policy_.stream);
+      episode_returns_.fill_bytes(0, policy_.stream);
       envs_.reset(current_obs_.span(), policy_.stream);
       GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
     } else {
@@ -158,7 +170,8 @@ class appo_actor {
 
   [[nodiscard]] view_type view() const {
     auto* self = const_cast<appo_actor*>(this);
-    return {envs_.view(), self->current_obs_.data(), self->policy_rng_.data(), self->records_.data(),
+    return {envs_.view(),          self->current_obs_.data(), self->policy_rng_.data(), self->episode_returns_.data(),
+            self->records_.data(),
             detail::actor_stream_seed(seed_), static_cast<int>(n_), horizon_, gamma_, bootstrap_truncation_,
             static_cast<std::uint32_t>(version_)};
   }
@@ -172,7 +185,7 @@ class appo_actor {
   float gamma_;
   bool bootstrap_truncation_;
   std::uint64_t version_ = 0;
-  array<float> snapshot_, current_obs_;
+  array<float> snapshot_, current_obs_, episode_returns_;
   array<std::uint64_t> policy_rng_;
   array<record> records_;
 };

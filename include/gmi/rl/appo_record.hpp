@@ -1,8 +1,9 @@
 #pragma once
 // What travels between serving and trainer GMIs in asynchronous PPO (APPO): one env-step record of a rollout, and
 // the weights snapshot (network parameters plus the normalizers' float mean and std) a learner publishes and an
-// actor acts with. A rollout is (horizon + 1) rows x num_envs records, time-major; row `horizon` holds only the
-// observation after the last step (the bootstrap) and the version.
+// actor acts with. A rollout is (horizon + 1) rows x num_envs records, time-major; row `horizon` holds the
+// observation after the last step (the bootstrap), the version, and in `end` and `reward` the number and the
+// summed (undiscounted, unbootstrapped) returns of the episodes that environment finished during the rollout.
 
 #include <cstddef>
 #include <cstdint>
