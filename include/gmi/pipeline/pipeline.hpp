@@ -25,10 +25,6 @@ struct pipeline {
   static_assert(!Layout::trains || Trainer::trains,
                 "gmi::pipeline: a training layout (colocated, split) needs a trainer that trains: use "
                 "gmi::trainers::ppo<> or choose gmi::layout::serving");
-  static_assert(!std::is_same_v<Layout, layout::split>,
-                "gmi::pipeline: the split (asynchronous) layout needs experience channels between GMIs, which this "
-                "version does not have yet; use gmi::layout::colocated");
-
   using env = Env;
   using agent = Agent;
   using trainer = Trainer;

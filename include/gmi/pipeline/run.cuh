@@ -31,6 +31,7 @@
 #include <gmi/pipeline/colocated_gmis.cuh>
 #include <gmi/pipeline/population_gmis.cuh>
 #include <gmi/pipeline/serving_gmis.hpp>
+#include <gmi/pipeline/split_gmis.cuh>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/ppo.cuh>
@@ -443,19 +444,98 @@ int population_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
   return stop_signal.load() ? 128 + stop_signal.load() : 0;
 }
 
+// The split layout (split_gmis.cuh): per GPU, slice 0 trains with V-trace, slices 1..k-1 serve and stream
+// rollouts to it. The launcher prints every GMI's line and the totals, and writes the metrics line.
+template <class Pipeline>
+int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
+  using Env = typename Pipeline::env;
+  using Net = typename Pipeline::network;
+  gmi::require(cfg.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", cfg.gmis_per_gpu,
+               ">= 2 (slice 0 trains, slices 1.. serve)");
+  gmi::require(cfg.gpus.size() == 1 || runtime::this_gmi().has_value(), "--gpus for layout split", cfg.gpus.size(),
+               "1 (trainers of several GPUs do not share gradients in this version)");
+  split_settings s;
+  s.appo.ppo = o.ppo;
+  s.appo.rho_bar = o.rho_bar;
+  s.appo.c_bar = o.c_bar;
+  s.appo.rollouts = cfg.gmis_per_gpu - 1;
+  s.appo.validate();
+  gmi::require(o.max_policy_lag >= 0, "--max-policy-lag", o.max_policy_lag, ">= 0 (updates)");
+  s.max_policy_lag = o.max_policy_lag;
+  s.num_envs = o.num_envs;
+  s.seed = o.seed;
+  s.max_env_steps = o.max_env_steps;
+  s.max_seconds = o.max_seconds;
+  s.target_return = o.target_return;
+  s.log_interval = o.log_interval;
+  s.min_episodes = o.min_episodes;
+  s.quiet = o.quiet;
+  const bool launcher = !runtime::this_gmi().has_value();
+  const metrics::run_info run = metrics::describe_run();
+  const char* task = task_name<Env>();
+  if (launcher) {
+    gmi::throw_unless_ok(runtime::can_implement(cfg));
+    std::printf("gmi: %s | split (asynchronous PPO, V-trace) | partition %s (%s) | GPU x %d GMIs: 1 trainer + %d serving "
+                "| %d envs per serving GMI | max policy lag %d | seed %llu\n",
+                task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.gmis_per_gpu,
+                cfg.gmis_per_gpu - 1, o.num_envs, o.max_policy_lag, static_cast<unsigned long long>(o.seed));
+    std::fflush(stdout);
+  }
+  const auto outcome = runtime::run_gmis(cfg, split_gmi_work<Env, Net>(s, cfg.gmis_per_gpu));
+  if (!outcome.report) return outcome.exit_code;  // a GMI process: its launcher reports
+  const split_total t = collect_split(*outcome.report);
+  if (!o.quiet) {
+    for (const auto& g : t.per_gmi) {
+      const double rate = g.seconds > 0 ? g.steps / g.seconds : 0.0;
+      if (g.trainer) {
+        std::printf("  GMI %d (GPU %d, slice %d) trainer | %s | %s samples/s | %llu updates | lag mean %.2f max %llu | "
+                    "dropped %llu of %llu rollouts\n",
+                    g.rank, g.gpu, g.slice, g.binding.c_str(), metrics::si(rate).c_str(),
+                    static_cast<unsigned long long>(g.updates), g.lag_mean, static_cast<unsigned long long>(g.lag_max),
+                    static_cast<unsigned long long>(g.dropped), static_cast<unsigned long long>(g.dropped + g.rollouts));
+      } else {
+        std::printf("  GMI %d (GPU %d, slice %d) serving | %s | %s steps/s | %llu rollouts | %llu weight versions\n",
+                    g.rank, g.gpu, g.slice, g.binding.c_str(), metrics::si(rate).c_str(),
+                    static_cast<unsigned long long>(g.rollouts), static_cast<unsigned long long>(g.updates));
+      }
+    }
+  }
+  std::printf("gmi: %s after %llu updates: train %s samples/s | serve %s steps/s | lag mean %.2f max %llu | dropped "
+              "%llu | mean return %s\n",
+              t.reason.c_str(), static_cast<unsigned long long>(t.updates), metrics::si(t.train_samples_per_s).c_str(),
+              metrics::si(t.serve_steps_per_s).c_str(), t.lag_mean, static_cast<unsigned long long>(t.lag_max),
+              static_cast<unsigned long long>(t.dropped),
+              std::isfinite(t.mean_return) ? metrics::si(t.mean_return).c_str() : "-");
+  if (!o.metrics_path.empty()) {
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& g : t.per_gmi) per.push_back(g);
+    nlohmann::json line = {{"run_id", run.run_id},          {"task", task},
+                           {"impl", "gmi"},                 {"device", run.device},
+                           {"event", "end"},                {"layout", "split"},
+                           {"partition", cfg.partition},    {"gmi_processes", cfg.processes()},
+                           {"gpus", cfg.gpus.size()},       {"gmis_per_gpu", cfg.gmis_per_gpu},
+                           {"num_envs", o.num_envs},        {"seed", o.seed},
+                           {"git", run.git},                {"reason", t.reason},
+                           {"updates", t.updates},          {"train_samples_per_s", t.train_samples_per_s},
+                           {"serve_steps_per_s", t.serve_steps_per_s}, {"max_policy_lag", o.max_policy_lag},
+                           {"lag_mean", t.lag_mean},        {"lag_max", t.lag_max},
+                           {"dropped_rollouts", t.dropped}, {"per_gmi", per}};
+    if (std::isfinite(t.mean_return)) line["mean_return"] = t.mean_return;
+    metrics::jsonl_log(o.metrics_path).write(line);
+  }
+  return stop_signal.load() ? 128 + stop_signal.load() : 0;
+}
+
 template <class Pipeline>
 int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
   using Env = typename Pipeline::env;
   if constexpr (Pipeline::layout_type::trains) {
     if (o.population) return population_on_gmis<Pipeline>(o, cfg);
-    if (std::string_view(Pipeline::layout_type::name) != "colocated") {
-      throw gmi::config_error(gmi::got_need(
-          "GMIs for layout " + std::string(Pipeline::layout_type::name),
-          std::to_string(cfg.world()) + " (partition " + cfg.partition + ")",
-          "1 GMI: the asynchronous split layout is not in this version; train on many GMIs with "
-          "gmi::layout::colocated (synchronous data-parallel PPO)"));
+    if constexpr (std::is_same_v<typename Pipeline::layout_type, layout::split>) {
+      return split_on_gmis<Pipeline>(o, cfg);
+    } else {
+      return train_on_gmis<Pipeline>(o, cfg);
     }
-    return train_on_gmis<Pipeline>(o, cfg);
   } else {
     if (o.population) {
       throw gmi::config_error(gmi::got_need("--population with layout", Pipeline::layout_type::name,
@@ -519,6 +599,7 @@ int run(int argc, char** argv) {
   run_options o;
   o.num_envs = detail::default_num_envs<Env>();
   o.target_return = detail::default_target_return<Env>();
+  if constexpr (std::is_same_v<typename Pipeline::layout_type, layout::split>) o.gmis_per_gpu = 4;  // 1 trainer + 3 serving
   CLI::App app{"gmi pipeline: " + std::string(Pipeline::layout_type::name) + " layout", argc > 0 ? argv[0] : "gmi"};
   app.add_option("--num-envs", o.num_envs, "environments per GMI")->check(CLI::Range(1, 1 << 24))->capture_default_str();
   app.add_option("--seed", o.seed, "seed of environments, policy sampling, initial weights and shuffles")->capture_default_str();
@@ -569,6 +650,10 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(0.05, 60.0))->capture_default_str();
   app.add_option("--plan", o.autotune.plan_path, "serving: use this saved plan (made for this machine)")->check(CLI::ExistingFile);
   app.add_option("--save-plan", o.autotune.save_path, "autotune: save the plan here (JSON)");
+  app.add_option("--max-policy-lag", o.max_policy_lag, "split: drop rollouts acted with weights more updates old")
+      ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+  app.add_option("--rho-bar", o.rho_bar, "split: V-trace truncation of the TD-error weights")->capture_default_str();
+  app.add_option("--c-bar", o.c_bar, "split: V-trace truncation of the traces (<= --rho-bar)")->capture_default_str();
   app.add_flag("--population", o.population, "independent trainings, one per GMI (seeds --seed, --seed + 1, ...)");
   app.add_option("--sweep", o.sweep_path, "population settings: a JSON array, one object per GMI (implies --population)");
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
@@ -579,6 +664,13 @@ int run(int argc, char** argv) {
   std::signal(SIGTERM, detail::on_stop_signal);
   try {
     o.ppo.validate();
+    if constexpr (std::is_same_v<typename Pipeline::layout_type, layout::split>) {
+      gmi::require(o.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", o.gmis_per_gpu,
+                   ">= 2 (slice 0 trains, slices 1.. serve)");
+      gmi::require(std::isfinite(o.rho_bar) && o.rho_bar > 0, "--rho-bar", o.rho_bar, "> 0");
+      gmi::require(std::isfinite(o.c_bar) && o.c_bar > 0 && o.c_bar <= o.rho_bar, "--c-bar", o.c_bar,
+                   "<= --rho-bar (" + metrics::si(o.rho_bar) + ") and > 0");
+    }
     const auto gpus = cuda::device_count();
     const bool use_gpu = o.device == "gpu" || (o.device == "auto" && gpus.has_value());
     if (use_gpu) {

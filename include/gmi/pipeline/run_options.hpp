@@ -49,6 +49,9 @@ struct run_options {
   bool population = false;  // independent trainings, one per GMI (population.hpp)
   std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;
+  int max_policy_lag = 4;   // split layout: rollouts acted with weights more updates old are dropped
+  float rho_bar = 1.0f;     // split layout: V-trace truncations
+  float c_bar = 1.0f;
   autotune_flags autotune;
 };
 

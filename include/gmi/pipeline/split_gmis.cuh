@@ -1,0 +1,325 @@
+#pragma once
+// The split layout on one GPU: asynchronous PPO with V-trace (rl/appo.hpp). Slice 0 is the trainer GMI, slices
+// 1..k-1 serving GMIs:
+//   serving GMI   acts with the newest weights it has (read from the weights board without waiting), sends each
+//                 rollout ([T + 1][N] appo_records, the version inside) through comm::channel to the trainer;
+//   trainer GMI   takes rollouts whose weights are at most --max-policy-lag updates old (older ones are dropped
+//                 and counted), updates with V-trace after every `servers` rollouts and publishes the weights.
+// The trainer decides when the run stops (solved from the rollouts' finished episodes, time, step limit, signal,
+// teardown) and says so in the published payload ([snapshot | stop]); the serving GMIs close their channel ends,
+// and the trainer drains the channel until every one has closed, so every wait is bounded by the channel timeout.
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gmi/comm/channel.hpp>
+#include <gmi/comm/weights_channel.hpp>
+#include <gmi/core/error.hpp>
+#include <gmi/metrics/progress.hpp>
+#include <gmi/pipeline/run_options.hpp>
+#include <gmi/rl/appo.cuh>
+#include <gmi/rl/episode_window.hpp>
+#include <gmi/runtime/context.hpp>
+#include <gmi/runtime/gmis.hpp>
+#include <gmi/runtime/trace.hpp>
+
+namespace gmi {
+
+// What one GMI of the split layout reports (short: a report holds 1023 bytes).
+struct split_gmi_result {
+  int rank = 0, gpu = 0, slice = 0, num_envs = 0;
+  bool trainer = false;
+  double seconds = 0;
+  double steps = 0;                 // serving: environment steps; trainer: samples trained on
+  std::uint64_t rollouts = 0;       // serving: sent; trainer: trained on
+  std::uint64_t dropped = 0;        // trainer: rollouts older than the lag bound
+  std::uint64_t updates = 0;        // trainer: updates; serving: weight versions picked up
+  double lag_mean = 0;              // trainer: mean policy lag (updates) of the rollouts received
+  std::uint64_t lag_max = 0;
+  double mean_return = std::numeric_limits<double>::quiet_NaN();  // trainer: last window over every server
+  std::string reason, binding;
+};
+
+inline void to_json(nlohmann::json& j, const split_gmi_result& r) {
+  j = {{"rank", r.rank},   {"gpu", r.gpu},         {"slice", r.slice},       {"num_envs", r.num_envs},
+       {"trainer", r.trainer}, {"seconds", r.seconds}, {"steps", r.steps},   {"rollouts", r.rollouts},
+       {"dropped", r.dropped}, {"updates", r.updates}, {"lag_mean", r.lag_mean}, {"lag_max", r.lag_max},
+       {"reason", r.reason}, {"binding", r.binding}};
+  if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
+}
+inline void from_json(const nlohmann::json& j, split_gmi_result& r) {
+  r.rank = j.at("rank");
+  r.gpu = j.at("gpu");
+  r.slice = j.at("slice");
+  r.num_envs = j.at("num_envs");
+  r.trainer = j.at("trainer");
+  r.seconds = j.at("seconds");
+  r.steps = j.at("steps");
+  r.rollouts = j.at("rollouts");
+  r.dropped = j.at("dropped");
+  r.updates = j.at("updates");
+  r.lag_mean = j.at("lag_mean");
+  r.lag_max = j.at("lag_max");
+  r.reason = j.at("reason");
+  r.binding = j.at("binding");
+  if (j.contains("mean_return")) r.mean_return = j["mean_return"].get<double>();
+}
+
+struct split_total {
+  std::vector<split_gmi_result> per_gmi;
+  double train_samples_per_s = 0;  // every trainer's samples over its time, added up
+  double serve_steps_per_s = 0;    // every serving GMI's steps over its time, added up
+  std::uint64_t updates = 0, rollouts = 0, dropped = 0, lag_max = 0;
+  double lag_mean = 0;             // over the trainers' received rollouts
+  double mean_return = std::numeric_limits<double>::quiet_NaN();
+  std::string reason;
+};
+
+// In the launcher: the GMIs' reports added up. Throws gmi::error when a GMI reported nothing.
+inline split_total collect_split(const runtime::run_report& report) {
+  split_total t;
+  double lag_weighted = 0, received = 0;
+  for (std::size_t r = 0; r < report.results.size(); ++r) {
+    if (report.results[r].empty()) throw gmi::error("GMI " + std::to_string(r) + " ended without a split-layout report");
+    auto one = nlohmann::json::parse(report.results[r]).get<split_gmi_result>();
+    const double rate = one.seconds > 0 ? one.steps / one.seconds : 0.0;
+    if (one.trainer) {
+      t.train_samples_per_s += rate;
+      t.updates += one.updates;
+      t.rollouts += one.rollouts;
+      t.dropped += one.dropped;
+      t.lag_max = std::max(t.lag_max, one.lag_max);
+      const double n = static_cast<double>(one.rollouts + one.dropped);
+      lag_weighted += one.lag_mean * n;
+      received += n;
+      if (std::isfinite(one.mean_return)) t.mean_return = one.mean_return;
+      if (t.reason.empty()) t.reason = one.reason;
+    } else {
+      t.serve_steps_per_s += rate;
+    }
+    t.per_gmi.push_back(std::move(one));
+  }
+  t.lag_mean = received > 0 ? lag_weighted / received : 0.0;
+  return t;
+}
+
+struct split_settings {
+  rl::appo_config appo;
+  int max_policy_lag = 4;
+  int num_envs = 0;
+  std::uint64_t seed = 0;
+  double max_env_steps = 0, max_seconds = 0, target_return = 0, log_interval = 1;
+  int min_episodes = 32;
+  bool quiet = false;
+};
+
+namespace detail {
+// The channel and board of GPU `gpu_index`, the same values on every GMI of that GPU.
+template <class Net>
+comm::channel_options split_channel(const runtime::context& ctx, int gpu_index, int servers, int horizon, int envs) {
+  using record = rl::appo_record<Net::obs_dim, Net::act_dim>;
+  comm::channel_options c;
+  c.tag = ctx.id().run_id + "-exp-g" + std::to_string(gpu_index);
+  c.producers = servers;
+  c.consumers = 1;
+  c.record_bytes = sizeof(record);
+  c.shape_tag = (std::uint64_t{Net::obs_dim} << 48) ^ (std::uint64_t{Net::act_dim} << 40) ^
+                (std::uint64_t(horizon) << 20) ^ std::uint64_t(envs);
+  c.package_steps = static_cast<std::uint32_t>(horizon + 1);  // a package is one whole rollout
+  c.package_envs = static_cast<std::uint32_t>(envs);
+  c.packages_per_slot = 1;
+  c.slots = 4;
+  c.placement = comm::payload_placement::device;
+  c.timeout = ctx.timeout();
+  return c;
+}
+template <class Net>
+comm::weights_options split_board(const runtime::context& ctx, int gpu_index, int servers) {
+  comm::weights_options w;
+  w.tag = ctx.id().run_id + "-wts-g" + std::to_string(gpu_index);
+  w.bytes = (rl::appo_snapshot_layout<Net>::size + 1) * sizeof(float);  // [snapshot | stop]
+  w.readers = servers;
+  w.placement = comm::payload_placement::device;
+  w.timeout = ctx.timeout();
+  return w;
+}
+}  // namespace detail
+
+// The trainer GMI of one GPU.
+template <class Env, class Net>
+split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const split_settings& s, int servers) {
+  using learner_type = rl::appo_learner<Net, exec::cuda>;
+  using record = typename learner_type::record;
+  using layout = rl::appo_snapshot_layout<Net>;
+  const int gpu_index = ctx.rank() / (servers + 1);
+  const cudaStream_t stream = b.stream();
+  rl::appo_config cfg = s.appo;
+  cfg.rollouts = servers;
+  learner_type learner(s.num_envs, s.seed, cfg, exec::cuda{.stream = stream});
+  comm::weights_writer board(detail::split_board<Net>(ctx, gpu_index, servers));
+  comm::channel_consumer consumer(detail::split_channel<Net>(ctx, gpu_index, servers, cfg.ppo.horizon, s.num_envs), 0, 1,
+                                  stream);
+  b.reassert();
+  cuda::device_buffer<float> payload(layout::size + 1);
+  auto publish = [&](bool stop) {
+    const auto snap = learner.snapshot();
+    GMI_CUDA_TRY(cudaMemcpyAsync(payload.data(), snap.data(), layout::size * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    const float flag = stop ? 1.0f : 0.0f;
+    GMI_CUDA_TRY(cudaMemcpyAsync(payload.data() + layout::size, &flag, sizeof flag, cudaMemcpyHostToDevice, stream));
+    GMI_CUDA_TRY(cudaStreamSynchronize(stream));
+    board.publish(payload.data(), stream);
+  };
+  publish(false);  // version 1: the initial weights; board version v = learner version v - 1
+  runtime::trace(ctx.id(), "trainer: initial weights published");
+
+  const std::size_t n = static_cast<std::size_t>(s.num_envs);
+  std::vector<record> last_row(n);
+  rl::episode_window window(static_cast<std::uint64_t>(s.min_episodes));
+  split_gmi_result r;
+  r.trainer = true;
+  double lag_sum = 0;
+  bool stopping = false, solved = false;
+  std::string reason = "all serving GMIs closed";
+  const auto t0 = std::chrono::steady_clock::now();
+  double last_log = 0;
+  const bool printer = !s.quiet && gpu_index == 0;
+  while (auto batch = consumer.next_batch()) {
+    ctx.heartbeat();
+    const auto* rollout = batch->template as<record>();
+    GMI_CUDA_TRY(cudaMemcpyAsync(last_row.data(), rollout + static_cast<std::size_t>(cfg.ppo.horizon) * n,
+                                 n * sizeof(record), cudaMemcpyDeviceToHost, stream));
+    GMI_CUDA_TRY(cudaStreamSynchronize(stream));
+    if (stopping) continue;  // draining: the serving GMIs close once they read the stop
+    rl::episode_stats e;
+    for (const record& x : last_row) {
+      e.episodes += x.end;
+      e.return_sum += x.reward;
+    }
+    if (e.episodes > 0)
+      if (const auto mean = window.add(e)) solved = std::isfinite(s.target_return) && *mean >= s.target_return;
+    const std::uint64_t current = learner.version() + 1;  // the board version of the learner's weights
+    const std::uint64_t version = last_row.front().version;
+    const std::uint64_t lag = current > version ? current - version : 0;
+    lag_sum += static_cast<double>(lag);
+    r.lag_max = std::max(r.lag_max, lag);
+    if (lag > static_cast<std::uint64_t>(s.max_policy_lag)) {
+      ++r.dropped;
+    } else {
+      learner.take(rollout);
+      ++r.rollouts;
+    }
+    batch->release();
+    if (learner.ready()) {
+      learner.update();
+      publish(false);
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double trained = static_cast<double>(learner.version()) * static_cast<double>(learner.samples_per_update());
+    const int sig = detail::stop_signal.load();
+    if (printer && (elapsed - last_log >= s.log_interval)) {
+      const double m = window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
+      std::printf("update %6llu | trained %s | %s samples/s | return %s | lag mean %.2f max %llu | dropped %llu | %s\n",
+                  static_cast<unsigned long long>(learner.version()), metrics::si(trained).c_str(),
+                  metrics::si(trained / std::max(elapsed, 1e-9)).c_str(), std::isfinite(m) ? metrics::si(m).c_str() : "-",
+                  lag_sum / static_cast<double>(r.rollouts + r.dropped), static_cast<unsigned long long>(r.lag_max),
+                  static_cast<unsigned long long>(r.dropped), metrics::clock_text(elapsed).c_str());
+      std::fflush(stdout);
+      last_log = elapsed;
+    }
+    const double served = static_cast<double>(r.rollouts + r.dropped) * static_cast<double>(cfg.ppo.horizon) *
+                          static_cast<double>(n);
+    if (solved || sig || elapsed >= s.max_seconds || served >= s.max_env_steps || ctx.stop_requested()) {
+      reason = solved ? "solved" : sig ? "signal " + std::to_string(sig) : elapsed >= s.max_seconds ? "time limit"
+               : served >= s.max_env_steps ? "step limit" : "stopped";
+      stopping = true;
+      publish(true);
+      runtime::trace(ctx.id(), "trainer: stop published (" + reason + "), draining");
+    }
+  }
+  learner.synchronize();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.updates = learner.version();
+  r.steps = static_cast<double>(learner.version()) * static_cast<double>(learner.samples_per_update());
+  r.lag_mean = r.rollouts + r.dropped ? lag_sum / static_cast<double>(r.rollouts + r.dropped) : 0.0;
+  r.mean_return = window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
+  r.reason = reason;
+  return r;
+}
+
+// A serving GMI: act, send, pick up newer weights between rollouts; stop when the trainer says so.
+template <class Env, class Net>
+split_gmi_result split_server(runtime::context& ctx, runtime::binding& b, const split_settings& s, int servers) {
+  using actor_type = rl::appo_actor<Env, Net, exec::cuda>;
+  using layout = rl::appo_snapshot_layout<Net>;
+  const int gpu_index = ctx.rank() / (servers + 1);
+  const cudaStream_t stream = b.stream();
+  const rl::ppo_config& p = s.appo.ppo;
+  actor_type actor(s.num_envs, s.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), p.horizon, p.gamma,
+                   p.bootstrap_truncation, typename Env::params{}, exec::cuda{.stream = stream});
+  comm::channel_producer producer(detail::split_channel<Net>(ctx, gpu_index, servers, p.horizon, s.num_envs),
+                                  ctx.slice() - 1, stream);
+  comm::weights_reader board(detail::split_board<Net>(ctx, gpu_index, servers));
+  b.reassert();
+  std::vector<float> payload(layout::size + 1);
+  split_gmi_result r;
+  std::uint64_t have = 0;
+  auto adopt = [&](std::uint64_t version) {
+    GMI_CUDA_TRY(cudaMemcpyAsync(actor.snapshot().data(), payload.data(), layout::size * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream));
+    GMI_CUDA_TRY(cudaStreamSynchronize(stream));
+    actor.set_version(version);
+    have = version;
+    ++r.updates;
+  };
+  adopt(board.wait_newer(payload.data(), 0, stream));  // the initial weights (bounded wait)
+  std::string reason = "trainer stop";
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    if (payload[layout::size] != 0.0f) break;
+    if (ctx.stop_requested()) {
+      reason = "stopped";
+      break;
+    }
+    actor.collect();
+    producer.send(actor.records().data(), static_cast<std::uint32_t>(p.horizon + 1),
+                  static_cast<std::uint32_t>(s.num_envs));
+    ++r.rollouts;
+    ctx.heartbeat();
+    if (const auto v = board.read_latest(payload.data(), have, stream)) adopt(*v);
+  }
+  producer.close();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.steps = static_cast<double>(r.rollouts) * p.horizon * s.num_envs;
+  r.reason = reason;
+  return r;
+}
+
+// The work of every GMI of a split run (runtime::run_gmis).
+template <class Env, class Net>
+auto split_gmi_work(const split_settings& s, int gmis_per_gpu) {
+  return [s, gmis_per_gpu](runtime::context& ctx, runtime::binding& b) {
+    const int servers = gmis_per_gpu - 1;
+    runtime::trace(ctx.id(), ctx.slice() == 0 ? "split: trainer" : "split: serving");
+    split_gmi_result r = ctx.slice() == 0 ? split_trainer<Env, Net>(ctx, b, s, servers) : split_server<Env, Net>(ctx, b, s, servers);
+    r.rank = ctx.rank();
+    r.gpu = ctx.gpu();
+    r.slice = ctx.slice();
+    r.num_envs = s.num_envs;
+    r.binding = b.describe();
+    ctx.report(nlohmann::json(r).dump());
+    runtime::trace(ctx.id(), "split: done: " + r.reason);
+  };
+}
+
+}  // namespace gmi

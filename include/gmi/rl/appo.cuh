@@ -1,0 +1,107 @@
+#pragma once
+// The CUDA halves of gmi::rl::appo_actor and appo_learner: the actor collects one environment per thread (the
+// weights snapshot in shared memory); the learner evaluates one column per thread (unpack, values, log-probs,
+// V-trace), then runs ppo.cuh's kernels for the update (per-sample gradient rows summed by warps, the rows
+// summed in order, Adam, the adaptive-KL step size). Kernels are enqueued eagerly on the policy's stream.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include <gmi/cuda/check.hpp>
+#include <gmi/rl/appo.hpp>
+#include <gmi/rl/appo_actor.hpp>
+#include <gmi/rl/ppo.cuh>
+
+namespace gmi::rl::detail {
+
+template <class E, class Net>
+__global__ static void appo_actor_collect_kernel(appo_actor_view<E, Net> v, const float* snapshot) {
+  extern __shared__ float shared_snapshot[];
+  constexpr int size = static_cast<int>(appo_snapshot_layout<Net>::size);
+  const float* s = snapshot;
+  if constexpr (size * sizeof(float) <= 48 * 1024) {
+    for (int q = threadIdx.x; q < size; q += blockDim.x) shared_snapshot[q] = snapshot[q];
+    __syncthreads();
+    s = shared_snapshot;
+  }
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < static_cast<std::size_t>(v.num_envs)) v.collect(i, s);
+}
+
+template <class Net>
+__global__ static void appo_evaluate_kernel(appo_evaluate_view<Net> v, const float* params) {
+  extern __shared__ float shared_params[];
+  const float* p = stage_params<Net>(params, shared_params);
+  const std::size_t c = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < static_cast<std::size_t>(v.columns)) v.evaluate(c, p);
+}
+
+template <class E, class Net>
+struct appo_actor_device_ops {
+  static void collect(const appo_actor_view<E, Net>& v, const float* snapshot, cudaStream_t s) {
+    constexpr std::size_t bytes = appo_snapshot_layout<Net>::size * sizeof(float);
+    const unsigned block = v.num_envs <= 4096 ? 32u : 128u;
+    appo_actor_collect_kernel<E, Net><<<static_cast<unsigned>((v.num_envs + block - 1) / block), block,
+                                        bytes <= 48 * 1024 ? bytes : 0, s>>>(v, snapshot);
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+};
+
+template <class Net>
+struct appo_device_ops {
+  using learner = appo_learner<Net, exec::cuda>;
+  static constexpr int row = learner::row;
+  static constexpr int gradient_block = 64;  // as ppo_device_ops: the gradient kernel is register-bound
+
+  cuda::device_buffer<float> rows;
+  cuda::device_buffer<std::uint64_t> update_count;  // the shuffle round's base, read by the gradient kernel
+
+  explicit appo_device_ops(learner& l)
+      : rows((l.minibatch_ + gradient_block - 1) / gradient_block * (gradient_block / 32) * row), update_count(1) {
+    update_count.fill_bytes(0, l.policy_.stream);
+  }
+
+  static constexpr std::size_t shared_bytes() { return params_in_shared<Net> ? Net::param_count * sizeof(float) : 0; }
+
+  void update(learner& l) {
+    const cudaStream_t s = l.policy_.stream;
+    const ppo_config& c = l.config_.ppo;
+    const unsigned block = l.columns_ <= 4096 ? 32u : 128u;
+    appo_evaluate_kernel<Net><<<static_cast<unsigned>((l.columns_ + block - 1) / block), block, shared_bytes(), s>>>(
+        l.evaluate_view(), l.params_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    if (c.normalize_advantage) {
+      ppo_advantage_stats_kernel<<<1, 1024, 0, s>>>(l.advantages_.data(), static_cast<std::uint32_t>(l.total_),
+                                                    l.advantage_stats_.data());
+      GMI_CUDA_TRY(cudaGetLastError());
+    }
+    for (int e = 0; e < c.epochs; ++e) {
+      for (std::size_t b = 0; b < l.minibatches_; ++b) {
+        const auto mb = l.minibatch_view(0, e, b);
+        const unsigned blocks = (mb.count + gradient_block - 1) / gradient_block;
+        const std::size_t warps = static_cast<std::size_t>(blocks) * (gradient_block / 32);
+        ppo_gradient_kernel<Net><<<blocks, gradient_block, shared_bytes(), s>>>(mb, l.params_.data(), rows.data(),
+                                                                               update_count.data(), e, c.epochs);
+        GMI_CUDA_TRY(cudaGetLastError());
+        float* terms = l.term_log_.data() + (e * l.minibatches_ + b) * term_count;
+        ppo_sum_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(rows.data(), warps, row, Net::param_count,
+                                                              l.grads_.data(), terms);
+        GMI_CUDA_TRY(cudaGetLastError());
+        l.adam_.step(device_span<float>(l.params_.data(), Net::param_count),
+                     device_span<const float>(l.grads_.data(), Net::param_count));
+        if (c.schedule == lr_schedule::adaptive_kl) {
+          ppo_adapt_lr_kernel<<<1, 1, 0, s>>>(terms, l.adam_.lr_device(), c.kl_target, c.min_learning_rate,
+                                              c.max_learning_rate);
+          GMI_CUDA_TRY(cudaGetLastError());
+        }
+      }
+    }
+    if (c.normalize_obs) l.obs_norm_.update(device_span<const float>(l.obs_.data(), l.obs_.size()));
+    if (c.normalize_value) l.value_norm_.update(device_span<const float>(l.returns_.data(), l.returns_.size()));
+    ppo_count_iteration_kernel<<<1, 1, 0, s>>>(update_count.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+};
+
+}  // namespace gmi::rl::detail

@@ -1,0 +1,36 @@
+#include <doctest/doctest.h>
+
+#include "appo_runs.hpp"
+
+#include <cmath>
+
+namespace {
+double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return std::sqrt(num / (den + 1e-30));
+}
+}  // namespace
+
+TEST_SUITE("gpu") {
+  // One update from the same seeds: the same environments and policy draws on host and GPU, so the rollouts and
+  // the updated weights agree up to float rounding.
+  TEST_CASE("appo_gpu.one_update_matches_host" * doctest::timeout(120)) {
+    const auto gpu = run_cartpole_appo(true, 0, 1, false);
+    const auto host = run_cartpole_appo(false, 0, 1, false);
+    REQUIRE(gpu.params.size() == host.params.size());
+    CHECK(rel_diff(gpu.first_rewards, host.first_rewards) < 1e-4);
+    CHECK(rel_diff(gpu.params, host.params) < 1e-4);
+  }
+
+  TEST_CASE("appo_gpu.lagged_actors_solve_cartpole" * doctest::timeout(300)) {
+    const auto r = run_cartpole_appo(true, 3, 300, true);
+    MESSAGE("GPU APPO, lag 3: best mean return " << r.best_return << " after " << r.updates
+                                                  << " updates, max mean |log ratio| " << r.max_abs_log_ratio);
+    CHECK(r.max_abs_log_ratio > 1e-3);
+    CHECK(r.best_return >= 450);
+  }
+}
