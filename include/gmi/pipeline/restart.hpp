@@ -28,8 +28,10 @@
 #include <utility>
 #include <vector>
 
+#include <gmi/comm/shm_segment.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/runtime/launcher.hpp>
+#include <gmi/runtime/segment.hpp>
 
 namespace gmi {
 
@@ -299,7 +301,11 @@ inline int run_with_restarts(const restart_loop_config& cfg) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    ::kill(-pid, SIGKILL);  // anything the attempt left in its group (its GMI processes die with it anyway)
+    // Reaped: its GMI processes went with it (PR_SET_PDEATHSIG), its MPS daemons quit in its teardown. An attempt
+    // that was killed (a thread GMI's fault or SIGKILL takes the process) could not unlink its shared-memory
+    // segments: they are stale now (owner dead) and go here.
+    runtime::remove_stale_segments();
+    comm::cleanup_stale_segments();
     const restart_status_block& b = status.block();
     if (attempt > 1 && b.started_ns.load() > 0 && failed_ns > 0) {
       relaunch_seconds += static_cast<double>(b.started_ns.load() - failed_ns) / 1e9;
