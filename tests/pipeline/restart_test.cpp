@@ -271,6 +271,23 @@ TEST_CASE("pipeline.gmis_checkpoint.group_save_and_resume_over_4_thread_gmis" * 
   CHECK(refused.first_failure->message.find("GMIs of the checkpoint: got 4, need 2") != std::string::npos);
 }
 
+TEST_CASE("pipeline.gmis_checkpoint.failed_manifest_write_leaves_nothing" * doctest::timeout(60)) {
+  temp_dir d;
+  const fs::path path = d.path / "ck.gmi";
+  fs::create_directory(path);  // rename of the manifest over a non-empty folder fails
+  std::ofstream(path / "occupied") << "x";
+  gmi::runtime::thread_group g(gmi::runtime::launch_spec::uniform(0, 2), [&](gmi::runtime::context& ctx) {
+    fake_trainer t;
+    t.it = 10;
+    t.state = {1.0f};
+    (void)gmi::save_gmis_checkpoint(ctx, t, path, gmi::gmis_manifest{}, {});
+  });
+  const auto r = g.wait();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.first_failure->message.find("checkpoint manifest") != std::string::npos);
+  CHECK(d.names() == std::vector<std::string>{"ck.gmi"});  // no per-GMI file, no temp file
+}
+
 TEST_CASE("pipeline.restart.kill_at_parses_rank_and_iteration") {
   CHECK(gmi::parse_kill_at("2:20") == gmi::kill_at{2, 20});
   CHECK(gmi::parse_kill_at("0:1") == gmi::kill_at{0, 1});

@@ -306,7 +306,13 @@ std::optional<gmis_manifest> save_gmis_checkpoint(runtime::context& ctx, Trainer
     f.crc32c = static_cast<std::uint32_t>(sizes[2 * static_cast<std::size_t>(r) + 1]);
     base.files.push_back(std::move(f));
   }
-  write_manifest(base, path);
+  try {
+    write_manifest(base, path);
+  } catch (...) {  // the previous manifest stands; this iteration's files would be orphans
+    std::error_code ec;
+    for (int r = 0; r < world; ++r) std::filesystem::remove(gmis_checkpoint_file(path, it, r), ec);
+    throw;
+  }
   remove_unreferenced(path, &base);
   return base;
 }
