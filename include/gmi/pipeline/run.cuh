@@ -29,6 +29,8 @@
 #include <gmi/pipeline/pipeline.hpp>
 #include <gmi/pipeline/run_options.hpp>
 #include <gmi/pipeline/colocated_gmis.cuh>
+#include <gmi/pipeline/gmis_checkpoint.hpp>
+#include <gmi/pipeline/restart.hpp>
 #include <gmi/pipeline/population_gmis.cuh>
 #include <gmi/pipeline/serving_gmis.hpp>
 #include <gmi/pipeline/split_gmis.cuh>
@@ -283,10 +285,13 @@ inline std::vector<int> chosen_gpus(const run_options& o, int visible) {
 // The colocated layout on every GMI of cfg: synchronous data-parallel PPO (colocated_gmis.cuh). Every GMI
 // trains on its own environments (seed + rank); rank 0's initial weights start the group; rank 0 prints the
 // progress of the group; the launcher prints the total and checks that every GMI holds the same weights.
+// --checkpoint saves every GMI at the same group step (gmis_checkpoint.hpp); --resume restores every GMI;
+// --restart-on-failure makes the launcher a loop of attempts (restart.hpp).
 template <class Pipeline>
-int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
+int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
   using Env = typename Pipeline::env;
   using engine = typename Pipeline::template engine<exec::cuda>;
+  runtime::gmis_config cfg = cfg_in;  // the launcher adds the restart loop's variables for GMI processes
   if constexpr (!Pipeline::comm_type::reduces) {
     throw gmi::config_error(gmi::got_need("communicator for layout colocated over " + std::to_string(cfg.world()) + " GMIs",
                                           Pipeline::comm_type::name,
@@ -298,26 +303,110 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
   rl::ppo_config per_gmi = o.ppo;
   per_gmi.minibatch = std::max(1, (o.ppo.minibatch + cfg.world() - 1) / cfg.world());
   const bool launcher = !runtime::this_gmi().has_value();
+  // An attempt of a restart loop resumes where its parent says; otherwise from --resume.
+  const char* attempt_resume = std::getenv(restart_resume_var);
+  const std::string resume = is_restart_attempt() ? std::string(attempt_resume ? attempt_resume : "") : o.resume_path;
+  const std::optional<kill_at> kill = test_kill_from_env();
+  const double group_samples = static_cast<double>(o.num_envs) * o.ppo.horizon * cfg.world();
+  if (launcher) {
+    gmi::throw_unless_ok(runtime::can_implement(cfg));
+    if (kill) gmi::require(kill->rank < cfg.world(), test_kill_var, std::getenv(test_kill_var), "a rank below " + std::to_string(cfg.world()));
+    if (!resume.empty()) (void)manifest_for_resume(resume, cfg.world(), o.num_envs);  // one line before anything starts
+    if (o.restart_on_failure > 0 && !is_restart_attempt()) {
+      restart_loop_config rc;
+      rc.restarts = o.restart_on_failure;
+      rc.checkpoint_path = o.checkpoint_path;
+      rc.first_resume = o.resume_path;
+      rc.first_iteration = o.resume_path.empty() ? 0 : read_manifest(o.resume_path).iteration;
+      rc.samples_per_iteration = group_samples;
+      rc.attempt_bound = std::chrono::seconds(static_cast<long long>(std::min(o.max_seconds, 1e7)) + 600);
+      rc.last_checkpoint = [&](std::optional<std::uint64_t> saved, std::string& why) -> std::optional<std::uint64_t> {
+        if (!saved) {
+          why = "no checkpoint saved in this run yet";
+          return std::nullopt;
+        }
+        const auto m = last_complete_checkpoint(o.checkpoint_path, &why);
+        if (m && m->iteration >= *saved && m->world == cfg.world()) return m->iteration;
+        if (m) why = "the manifest at " + o.checkpoint_path + " is not the one this run saved";
+        return std::nullopt;
+      };
+      rc.prune = [&] {
+        const auto m = last_complete_checkpoint(o.checkpoint_path);
+        remove_unreferenced(o.checkpoint_path, m ? &*m : nullptr);
+      };
+      rc.stop_signal = &stop_signal;
+      std::printf("gmi: --restart-on-failure %d: each attempt runs as a child process; a lost GMI group restarts from "
+                  "the last checkpoint at %s\n", o.restart_on_failure, o.checkpoint_path.c_str());
+      std::fflush(stdout);
+      return run_with_restarts(rc);
+    }
+    // GMI processes get their environment from the launcher (GMI_* of ours are not passed on): the attempt's
+    // place in a restart loop and the test hook go along explicitly.
+    for (const char* var : {restart_attempt_var, restart_fd_var, restart_resume_var, test_kill_var}) {
+      if (const char* v = std::getenv(var)) cfg.env.emplace_back(var, v);
+    }
+  }
+  const std::optional<restart_status> status = restart_status::from_env();
   const metrics::run_info run = metrics::describe_run();
   const char* task = task_name<Env>();
   if (launcher) {
-    gmi::throw_unless_ok(runtime::can_implement(cfg));
     std::printf("gmi: %s | colocated (synchronous PPO) | partition %s (%s) | %d GMIs = %zu GPU(s) x %d | %d envs per "
                 "GMI | minibatch %d per GMI (%d for the group) | seed %llu\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.world(), cfg.gpus.size(),
                 cfg.gmis_per_gpu, o.num_envs, per_gmi.minibatch, o.ppo.minibatch, static_cast<unsigned long long>(o.seed));
     std::fflush(stdout);
   }
-  const auto outcome = runtime::run_gmis(cfg, [&](runtime::context& ctx, runtime::binding& b) {
+  const runtime::gmi_work work = [&](runtime::context& ctx, runtime::binding& b) {
     runtime::trace(ctx.id(), "building the trainer");
     engine trainer(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), per_gmi,
                    typename Env::params{}, exec::cuda{.stream = b.stream()});
+    std::uint64_t start_iteration = 0;
+    if (!resume.empty()) {  // each GMI from its own file, before set_sync (Adam and normalizers must agree)
+      start_iteration = resume_gmi(ctx, trainer, resume);
+      if (ctx.rank() == 0) {
+        std::printf("gmi: resumed from %s at iteration %llu (%d GMIs)\n", resume.c_str(),
+                    static_cast<unsigned long long>(start_iteration), ctx.world());
+        std::fflush(stdout);
+      }
+    }
     const auto grads = trainer.gradient_buffer();
     gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size());
     trainer.set_sync(sync.hook());  // rank 0's weights to every GMI
     runtime::trace(ctx.id(), "trainer synced");
     const bool printer = ctx.rank() == 0 && !o.quiet;
     const double world = ctx.world();
+    if (status && ctx.rank() == 0) {
+      status->block().start_iteration.store(start_iteration);
+      status->block().iteration.store(start_iteration);
+      status->block().started_ns.store(steady_ns());
+    }
+    // Saves happen at group steps (every 5 iterations), so every GMI saves the same iteration: the first group
+    // step at or after each multiple of --checkpoint-every, and the last one.
+    std::uint64_t last_saved = start_iteration;
+    const auto save = [&] {
+      if (o.checkpoint_path.empty() || trainer.iteration() == last_saved) return;
+      gmis_manifest base;
+      base.gmis_per_gpu = cfg.gmis_per_gpu;
+      base.gpus = ctx.world() / cfg.gmis_per_gpu;
+      base.num_envs = trainer.num_envs();
+      base.env_steps = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration() * world;
+      base.task = task;
+      base.run_id = run.run_id;
+      base.git = run.git;
+      const auto m = save_gmis_checkpoint(ctx, trainer, o.checkpoint_path, base, {{"git", run.git}, {"run_id", run.run_id}});
+      last_saved = trainer.iteration();
+      if (!m) return;
+      rl::export_safetensors(trainer.policy_tensors(), o.checkpoint_path + ".safetensors");
+      if (status) {
+        status->block().checkpoint_ns.store(steady_ns());
+        status->block().checkpoint_plus_1.store(m->iteration + 1);
+      }
+      if (!o.quiet) {
+        std::printf("gmi: checkpoint %s (manifest + %d GMI files, + .safetensors) at iteration %llu\n",
+                    o.checkpoint_path.c_str(), m->world, static_cast<unsigned long long>(m->iteration));
+        std::fflush(stdout);
+      }
+    };
     group_stop_check stop;
     std::string reason = "step limit";
     const auto t0 = std::chrono::steady_clock::now();
@@ -325,6 +414,15 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
     for (;;) {
       trainer.iterate();
       ctx.heartbeat();
+      if (status && ctx.rank() == 0) status->block().iteration.store(trainer.iteration(), std::memory_order_relaxed);
+      if (kill && kill->rank == ctx.rank() && trainer.iteration() == kill->iteration) {
+        const std::string line = ctx.id().describe() + " killed by the test hook " + test_kill_var + "=" +
+                                 std::getenv(test_kill_var) + " after iteration " + std::to_string(kill->iteration);
+        if (status) status->set_note(line);
+        std::fprintf(stderr, "gmi: %s\n", line.c_str());
+        std::fflush(stderr);
+        ::raise(SIGKILL);
+      }
       if (trainer.iteration() % 5 != 0) continue;
       // Every 5 iterations: the statistics asked for 5 iterations ago, then the group's decision.
       const auto mine = trainer.wait_episodes();
@@ -345,6 +443,8 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
         std::fflush(stdout);
         last_log = now;
       }
+      const std::uint64_t every = static_cast<std::uint64_t>(std::max(0, o.checkpoint_every));
+      if (stop_now || (every > 0 && trainer.iteration() / every > last_saved / every)) save();
       if (stop_now) {
         reason = stop.solved ? "solved" : sig ? "signal " + std::to_string(sig)
                  : elapsed >= o.max_seconds ? "time limit" : steps >= o.max_env_steps ? "step limit" : "stopped";
@@ -372,16 +472,27 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
     r.weights_hash = detail::fnv1a(host.data(), host.size() * sizeof(float));
     ctx.report(nlohmann::json(r).dump());
     runtime::trace(ctx.id(), "done: " + reason);
-  });
+  };
+  runtime::gmis_outcome outcome;
+  try {
+    outcome = runtime::run_gmis(cfg, work);
+  } catch (const runtime::gmi_failed& e) {
+    if (status && e.info().rank >= 0) {  // tell the restart loop a GMI was lost (a launcher signal is no loss)
+      status->set_note(e.what());
+      status->block().lost_gmi.store(1);
+    }
+    throw;
+  }
   if (!outcome.report) return outcome.exit_code;  // a GMI process: its launcher reports
   const gmi_training_total t = collect_training(*outcome.report);
   const gmi_training_result& first = t.per_gmi.front();
   std::printf("gmi: %s after %llu iterations: %s samples/s over %zu GMIs (%s each on average) | mean return %s | "
-              "weights %s\n",
+              "weights %s (FNV-1a %016llx)\n",
               first.reason.c_str(), static_cast<unsigned long long>(t.iterations), metrics::si(t.samples_per_s).c_str(),
               t.per_gmi.size(), metrics::si(t.samples_per_s / static_cast<double>(t.per_gmi.size())).c_str(),
               std::isfinite(first.mean_return) ? metrics::si(first.mean_return).c_str() : "-",
-              t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs");
+              t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
+              static_cast<unsigned long long>(first.weights_hash));
   if (!o.metrics_path.empty()) {
     nlohmann::json per = nlohmann::json::array();
     for (const auto& g : t.per_gmi) per.push_back(g);
@@ -639,7 +750,12 @@ int run(int argc, char** argv) {
   app.add_flag("--quiet", o.quiet, "no progress lines");
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(CLI::NonNegativeNumber);
-  app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint")->check(CLI::ExistingFile);
+  app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint (over GMIs: its manifest)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--restart-on-failure", o.restart_on_failure,
+                 "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "
+                 "at most N times (needs --checkpoint)")
+      ->expected(0, 1)->default_str("3")->check(CLI::Range(1, 1000));
   app.add_flag("--autotune", o.autotune.on, "serving: find GMIs per GPU and envs per GMI (the paper's Algorithm 1), then serve");
   app.add_option("--autotune-budget", o.autotune.budget_seconds, "autotune: seconds for all trials")
       ->check(CLI::PositiveNumber)->capture_default_str();
@@ -664,6 +780,13 @@ int run(int argc, char** argv) {
   std::signal(SIGTERM, detail::on_stop_signal);
   try {
     o.ppo.validate();
+    if (o.restart_on_failure > 0) {
+      gmi::require(!o.checkpoint_path.empty(), "--restart-on-failure without --checkpoint", o.restart_on_failure,
+                   "--checkpoint PATH as well (a restart resumes from the last checkpoint)");
+      gmi::require(std::string_view(Pipeline::layout_type::name) == "colocated" && !o.population, "--restart-on-failure with",
+                   o.population ? std::string("--population") : std::string("layout ") + Pipeline::layout_type::name,
+                   "synchronous training (layout colocated, no --population)");
+    }
     if constexpr (std::is_same_v<typename Pipeline::layout_type, layout::split>) {
       gmi::require(o.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", o.gmis_per_gpu,
                    ">= 2 (slice 0 trains, slices 1.. serve)");
@@ -712,7 +835,7 @@ int run(int argc, char** argv) {
           gmi_process ? std::vector<int>(static_cast<std::size_t>(std::max(1, runtime::this_gmi()->world / std::max(1, o.gmis_per_gpu))), 0)
                       : detail::chosen_gpus(o, *gpus);
       const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == "processes" ||
-                           gmi_process || o.population || planned;
+                           gmi_process || o.population || planned || o.restart_on_failure > 0;
       if (several) {
         runtime::gmis_config cfg;
         cfg.partition = o.partition;
@@ -731,8 +854,8 @@ int run(int argc, char** argv) {
                                         info.name + " (" + std::to_string(info.sm_count) + " SMs)");
     }
     if (o.gmis_per_gpu > 1 || o.partition != "none" || o.gpus != "1" || o.population || o.autotune.on ||
-        !o.autotune.plan_path.empty()) {
-      throw gmi::config_error(gmi::got_need("--gmis-per-gpu/--partition/--gpus/--population/--autotune/--plan on", "host threads",
+        !o.autotune.plan_path.empty() || o.restart_on_failure > 0) {
+      throw gmi::config_error(gmi::got_need("--gmis-per-gpu/--partition/--gpus/--population/--autotune/--plan/--restart-on-failure on", "host threads",
                                             "a GPU (several GMIs run on GPUs; the host runs one)"));
     }
     const std::string why = gpus ? std::string("host threads (asked for)") : "host threads (" + gpus.error().message() + ")";

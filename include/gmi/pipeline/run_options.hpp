@@ -46,6 +46,7 @@ struct run_options {
   std::string checkpoint_path;  // save here (and <path>.safetensors with the policy's weights)
   int checkpoint_every = 0;     // iterations between saves; 0: at the end only
   std::string resume_path;
+  int restart_on_failure = 0;   // relaunches of a lost GMI group allowed (restart.hpp); 0: none
   bool population = false;  // independent trainings, one per GMI (population.hpp)
   std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;
