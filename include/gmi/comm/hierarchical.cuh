@@ -53,7 +53,8 @@ enum class sharing {
 
 // How a GMI and its leader tell each other "my gradient is on the device" and "the sum is in your buffer".
 enum class handshake {
-  automatic,  // host: measured faster (device waits on mapped host memory cost ms per call on H200 under MPS)
+  automatic,  // kernel with sharing::ipc, host in-process (measured on 4 x H200 under MPS: kernel about as fast as
+              // host or faster with the leader reducer; device waits on mapped host memory cost ms per call)
   host,       // CUDA events plus generation counters in shared memory; each side's host waits (spinning) for the other
   device,     // stream memory operations on flags in pinned shared memory: the streams wait, no host waits at all
               // (sharing::ipc only: streams of one process may share a hardware queue, and a wait queued
@@ -64,15 +65,13 @@ enum class handshake {
 
 // Which GMIs run step (a), the intra-GPU sum.
 enum class reducer {
-  automatic,  // every_gmi with the host handshake, several GMIs on the GPU and at least 1 MiB, else leader
+  automatic,  // leader (measured on 4 x H200 under MPS: every_gmi was slower where every GMI may use every SM, and
+              // only helped with copy_back when each MPS GMI had 1/m of the SMs; see docs/comm.md)
   leader,     // the leader sums all m buffers with one kernel on its own share of the SMs (a MPS client gets 1/m)
   every_gmi,  // GMI r sums slice r of every buffer on its own SMs (all of the GPU's SMs work on (a)); the
               // leader then runs NCCL over the sum; with copy_back each GMI copies the sum into its buffer
               // (host handshake only)
 };
-
-// reducer::automatic picks every_gmi from this size on.
-inline constexpr std::size_t every_gmi_min_bytes = std::size_t{1} << 20;
 
 struct hierarchical_options {
   std::string tag;          // names this GPU's group; the same on every GMI of the GPU, unique per run and GPU
@@ -87,7 +86,7 @@ struct hierarchical_options {
   // its allreduce and before its next one (the next call overwrites it).
   // The leader's choice holds for the group; members must ask for the same.
   bool copy_back = true;
-  handshake sync = handshake::automatic;  // the leader's choice holds for the group (GMI_HIER_HANDSHAKE=host|device)
+  handshake sync = handshake::automatic;  // the leader's choice holds for the group (GMI_HIER_HANDSHAKE=host|device|kernel)
   reducer reduce = reducer::automatic;    // every GMI of a GPU must ask for the same (GMI_HIER_REDUCE=leader|every_gmi)
 };
 
@@ -209,10 +208,8 @@ class hierarchical_allreduce {
       throw config_error(got_need("hierarchical reducer", "every_gmi with the device handshake",
                                   "the host handshake (every GMI waits for the others' gradients on its host)"));
     }
-    // Below 1 MiB one kernel on the leader costs less than every_gmi's extra host step (TODO measured).
-    every_gmi_ = o_.local_size > 1 && o_.sync != handshake::device &&
-                 (o_.reduce == reducer::every_gmi ||
-                  (o_.reduce == reducer::automatic && count * sizeof(float) >= every_gmi_min_bytes));
+    every_gmi_ = o_.local_size > 1 && o_.sync != handshake::device && o_.reduce == reducer::every_gmi;
+    if (o_.sync == handshake::automatic && o_.mode == sharing::ipc) o_.sync = handshake::kernel;
     if ((o_.sync == handshake::device || o_.sync == handshake::kernel) && o_.mode != sharing::ipc) {
       throw config_error(got_need("hierarchical handshake", std::string(o_.sync == handshake::kernel ? "kernel" : "device") +
                                   " with sharing::in_process",
@@ -418,8 +415,8 @@ class hierarchical_allreduce {
     barrier_ = detail::group_barrier(&ctl->group, segment_.name());
     ctl->group.pids[0].store(::getpid());
     // The handshake: device only where asked for (ipc, several GMIs, stream memory operations work). Measured on
-    // 4 x H200 under MPS, 1 MB to 256 MB: the device handshake took 0.6-17.8 ms a call, the host one 0.2-2.3 ms,
-    // so automatic means host.
+    // 4 x H200 under MPS, 1 MB to 256 MB: the device handshake took 0.6-17.8 ms a call, the host one 0.2-2.3 ms;
+    // automatic means kernel between processes and host in-process.
     if (o_.mode == sharing::ipc && o_.local_size > 1 && o_.sync == handshake::device) {
       try {
         register_flags();
