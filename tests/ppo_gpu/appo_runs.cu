@@ -28,6 +28,8 @@ appo_run_result run(const Policy& policy, int lag, int updates, bool stop_when_s
     using T = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
     std::vector<T> out(n);
     if constexpr (Policy::on_device) {
+      // The actors and the learner work on a non-blocking stream: finish it before reading what it wrote.
+      GMI_CUDA_TRY(cudaDeviceSynchronize());
       GMI_CUDA_TRY(cudaMemcpy(out.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
     } else {
       std::copy(p, p + n, out.begin());

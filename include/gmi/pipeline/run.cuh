@@ -26,6 +26,7 @@
 #include <gmi/metrics/progress.hpp>
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/pipeline/autotune.cuh>
+#include <gmi/comm/shm_segment.hpp>
 #include <gmi/pipeline/pipeline.hpp>
 #include <gmi/pipeline/run_options.hpp>
 #include <gmi/pipeline/colocated_gmis.cuh>
@@ -865,6 +866,9 @@ int run(int argc, char** argv) {
     return 2;
   } catch (const runtime::gmi_failed& e) {
     std::fprintf(stderr, "%s: %s\n", app.get_name().c_str(), e.what());
+    // GMI processes ended by the teardown leave the segments they owned (the hierarchical allreduce's, channels'):
+    // their owners are gone now, so they go too.
+    comm::cleanup_stale_segments();
     return 1;
   } catch (const gmi::error& e) {
     std::fprintf(stderr, "%s: %s\n", app.get_name().c_str(), e.describe().c_str());
