@@ -88,9 +88,10 @@ TEST_CASE("comm_gpu.hierarchical.reducers_that_differ" * doctest::timeout(120)) 
 }
 
 TEST_CASE("comm_gpu.hierarchical.handshake_choice" * doctest::timeout(120)) {
-  // automatic picks the kernel handshake between processes (measured); the device one works where asked for.
+  // automatic picks the kernel handshake between MPS clients and the host one otherwise (these workers are not
+  // MPS clients); the device one works where asked for.
   const auto a = gmi_test::run_workers(
-      gmi_test::hier_args(gmi::comm::unique_tag("pick"), 1, 2, "1000", {"expect_handshake=kernel", "expect_reduce=leader"}),
+      gmi_test::hier_args(gmi::comm::unique_tag("pick"), 1, 2, "1000", {"expect_handshake=host", "expect_reduce=leader"}),
       {}, 60s);
   for (int c : a.codes) CHECK(c == 0);
   const auto d = gmi_test::run_workers(
@@ -137,7 +138,7 @@ TEST_CASE("comm_gpu.hierarchical.sizes_that_differ_fail_everywhere" * doctest::t
 TEST_CASE("comm_gpu.hierarchical.gmi_killed_mid_collective" * doctest::timeout(120)) {
   // With the device handshake the survivors' streams already wait on the dead GMI's flag: they must be
   // released (and skip its buffer), not hang or fault.
-  for (const char* handshake : {"automatic", "host"}) {  // automatic: kernel
+  for (const char* handshake : {"automatic", "host", "kernel"}) {
     for (int victim : {2, 0}) {  // a member, then the leader
       CAPTURE(handshake);
       CAPTURE(victim);

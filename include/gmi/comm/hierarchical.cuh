@@ -53,8 +53,10 @@ enum class sharing {
 
 // How a GMI and its leader tell each other "my gradient is on the device" and "the sum is in your buffer".
 enum class handshake {
-  automatic,  // kernel with sharing::ipc, host in-process (measured on 4 x H200 under MPS: kernel about as fast as
-              // host or faster with the leader reducer; device waits on mapped host memory cost ms per call)
+  automatic,  // kernel between MPS clients (sharing::ipc on a device whose contexts MPS shares), else host. Measured
+              // on 4 x H200 under MPS: kernel as fast as host or faster with the leader reducer. Without MPS the
+              // GMI processes time-slice the GPU and a polling kernel holds its slice (H100: synchronous PPO over 4
+              // processes at 112 k samples/s). Device waits on mapped host memory cost ms per call.
   host,       // CUDA events plus generation counters in shared memory; each side's host waits (spinning) for the other
   device,     // stream memory operations on flags in pinned shared memory: the streams wait, no host waits at all
               // (sharing::ipc only: streams of one process may share a hardware queue, and a wait queued
@@ -209,7 +211,7 @@ class hierarchical_allreduce {
                                   "the host handshake (every GMI waits for the others' gradients on its host)"));
     }
     every_gmi_ = o_.local_size > 1 && o_.sync != handshake::device && o_.reduce == reducer::every_gmi;
-    if (o_.sync == handshake::automatic && o_.mode == sharing::ipc) o_.sync = handshake::kernel;
+    if (o_.sync == handshake::automatic && o_.mode == sharing::ipc && mps_shared_device()) o_.sync = handshake::kernel;
     if ((o_.sync == handshake::device || o_.sync == handshake::kernel) && o_.mode != sharing::ipc) {
       throw config_error(got_need("hierarchical handshake", std::string(o_.sync == handshake::kernel ? "kernel" : "device") +
                                   " with sharing::in_process",
@@ -333,6 +335,16 @@ class hierarchical_allreduce {
 
  private:
   using clock = std::chrono::steady_clock;
+  // Whether contexts on the current device are shared through MPS (this process is an MPS client).
+  static bool mps_shared_device() {
+    int device = 0, on = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) return false;
+    if (cudaDeviceGetAttribute(&on, cudaDevAttrMpsEnabled, device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return on != 0;
+  }
   static double us(clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
   detail::hier_control* c() const { return static_cast<detail::hier_control*>(segment_.data()); }
