@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -183,4 +184,21 @@ TEST_SUITE("cpu") {
                          doctest::Contains("GMI program: got \"/nonexistent/gmi-worker\""), gmi::config_error);
     CHECK(gmi_test::children_of_this_process().empty());
   }
+}
+
+TEST_CASE("runtime.process.children_inherit_only_tuning_variables") {
+  // Identity, plan and bootstrap variables of this process stay here; tuning and diagnosis go to every GMI.
+  ::setenv("GMI_RANK", "3", 1);
+  ::setenv("GMI_CHOSEN_ENVS", "512", 1);
+  ::setenv("GMI_HIER_HANDSHAKE", "host", 1);
+  ::setenv("GMI_TRACE", "1", 1);
+  const gmi::runtime::env_list mine{{"GMI_RANK", "0"}};
+  const auto env = gmi::runtime::detail::child_environment({&mine});
+  const auto has = [&](const std::string& kv) { return std::find(env.begin(), env.end(), kv) != env.end(); };
+  CHECK(has("GMI_RANK=0"));
+  CHECK_FALSE(has("GMI_RANK=3"));
+  CHECK_FALSE(has("GMI_CHOSEN_ENVS=512"));
+  CHECK(has("GMI_HIER_HANDSHAKE=host"));
+  CHECK(has("GMI_TRACE=1"));
+  for (const char* v : {"GMI_RANK", "GMI_CHOSEN_ENVS", "GMI_HIER_HANDSHAKE", "GMI_TRACE"}) ::unsetenv(v);
 }

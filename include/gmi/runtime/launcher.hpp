@@ -147,13 +147,23 @@ inline std::vector<std::string> own_argv() {
   return out;
 }
 
-// The environment of a child: ours without GMI_* (a nested launcher must not pass its own identity on),
-// then `add` in order, later entries replacing earlier ones of the same name.
+// GMI_* variables a child inherits: tuning and diagnosis the user set for every GMI (the hierarchical
+// allreduce's GMI_HIER_*, the comm timeouts GMI_COMM_*, GMI_TRACE, GMI_GIT_REVISION). Every other GMI_* variable
+// is an identity, a plan choice or a bootstrap value of this process and is not passed on.
+inline bool inherited_gmi_variable(std::string_view kv) {
+  for (std::string_view p : {"GMI_HIER_", "GMI_COMM_", "GMI_TRACE=", "GMI_GIT_REVISION="}) {
+    if (kv.rfind(p, 0) == 0) return true;
+  }
+  return false;
+}
+
+// The environment of a child: ours without GMI_* (a nested launcher must not pass its own identity on) except
+// inherited_gmi_variable's, then `add` in order, later entries replacing earlier ones of the same name.
 inline std::vector<std::string> child_environment(const std::vector<const env_list*>& add) {
   std::vector<std::string> out;
   for (char** e = environ; e && *e; ++e) {
     const std::string_view kv(*e);
-    if (kv.rfind("GMI_", 0) == 0) continue;
+    if (kv.rfind("GMI_", 0) == 0 && !inherited_gmi_variable(kv)) continue;
     out.emplace_back(kv);
   }
   for (const env_list* list : add) {
