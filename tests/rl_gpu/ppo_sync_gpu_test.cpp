@@ -65,4 +65,16 @@ TEST_SUITE("gpu") {
       CHECK(pair[0][it].lr == plain[it].lr);
     }
   }
+
+  // gmi::run's 8 GMIs x 512 envs (group minibatch 8192) did not learn on an H100 (mean return 11.9 after 30 M
+  // steps, bench/results/runs/2026-11-21-h100-sync-ppo-handshakes.jsonl) while the same group of host trainers
+  // solves Cartpole in 45 iterations: this case tells whether the CUDA trainer's sync or gmi::run's wiring is at
+  // fault (it has not run on a GPU yet).
+  TEST_CASE("rl_gpu.ppo_sync.eight_replicas_solve_cartpole" * doctest::timeout(300)) {
+    const double one = run_gpu_group_learning(1, 4096, 8192, 200);
+    const double eight = run_gpu_group_learning(8, 512, 8192, 200);
+    MESSAGE("best mean return within 200 iterations: 1 x 4096 envs " << one << ", 8 synced x 512 envs " << eight);
+    CHECK(one >= 450);
+    CHECK(eight >= 450);
+  }
 }

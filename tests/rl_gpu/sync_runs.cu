@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+
 #include "rl/thread_group.hpp"
 
 #include <gmi/agents/gaussian_mlp.hpp>
@@ -72,6 +74,30 @@ std::vector<std::vector<gpu_snapshot>> run_gpu_group(const gpu_group_options& o)
     }
   });
   return out;
+}
+
+double run_gpu_group_learning(int world, int envs, int group_minibatch, int iterations) {
+  gmi::test::thread_group group(world);
+  double best = 0;
+  group.run_ranks([&](int rank) {
+    gmi::cuda::stream stream;
+    gmi::rl::ppo_config c;
+    c.minibatch = (group_minibatch + world - 1) / world;
+    trainer t(envs, 1 + 1000003ull * static_cast<std::uint64_t>(rank), c, {}, gmi::exec::cuda{.stream = stream.get()});
+    if (world > 1) t.set_sync(device_sync(group, rank));
+    double best_here = 0;
+    for (int it = 0; it < iterations && best_here < 450; ++it) {
+      t.iterate();
+      if (it % 5 == 4) {
+        const auto e = t.episodes();
+        double pooled[2] = {e.return_sum, static_cast<double>(e.episodes)};
+        if (world > 1) group.sum(rank, pooled, 2);
+        if (pooled[1] >= 32) best_here = std::max(best_here, pooled[0] / pooled[1]);
+      }
+    }
+    if (rank == 0) best = best_here;
+  });
+  return best;
 }
 
 std::vector<gpu_snapshot> run_gpu_plain(int envs, std::uint64_t seed, int iterations, bool normalize_advantage) {
