@@ -2,18 +2,9 @@
 
 #include "runs.hpp"
 
-#include <cmath>
+#include "rel_diff.hpp"
 
-namespace {
-double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  return std::sqrt(num / (den + 1e-30));
-}
-}  // namespace
+using gmi_test::rel_diff;
 
 TEST_SUITE("gpu") {
   // One iteration from the same seed: the same environments, the same policy draws; host and GPU differ only by
