@@ -788,6 +788,11 @@ int run(int argc, char** argv) {
                    o.population ? std::string("--population") : std::string("layout ") + Pipeline::layout_type::name,
                    "synchronous training (layout colocated, no --population)");
     }
+    if (!o.autotune.save_path.empty()) {  // before a search of minutes, not after it
+      gmi::require(o.autotune.on, "--save-plan without --autotune", o.autotune.save_path,
+                   "--autotune as well (--save-plan saves the plan the search chose)");
+      plan::check_writable(o.autotune.save_path, "--save-plan");
+    }
     if constexpr (std::is_same_v<typename Pipeline::layout_type, layout::split>) {
       gmi::require(o.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", o.gmis_per_gpu,
                    ">= 2 (slice 0 trains, slices 1.. serve)");

@@ -328,6 +328,19 @@ void from_json(const Json& j, plan& p) {
 }
 
 // Writes the plan to `path` atomically: `<path>.tmp.<pid>` next to it, fsync, rename over `path`.
+// Before a search that may take minutes: whether save() can create its file next to `path` (a temp file is
+// created and removed). Throws config_error naming the flag, the path and the system's reason.
+inline void check_writable(const std::filesystem::path& path, const std::string& flag) {
+  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw gmi::config_error(gmi::got_need(flag, path.string(), std::string("a file that can be written (") +
+                                                                   std::strerror(errno) + ")"));
+  }
+  ::close(fd);
+  ::unlink(tmp.c_str());
+}
+
 inline void save(const plan& p, const std::filesystem::path& path) {
   const std::string text = to_text(p);
   const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
