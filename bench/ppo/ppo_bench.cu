@@ -174,7 +174,7 @@ void solve(bench_context& b, Policy on, const std::string& device_name, int max_
       iterations.push_back(static_cast<double>(t.iteration()));
     }
     auto l = b.line("solve", "cartpole", 512, "seconds_to_solve", gmi::metrics::summarize(seconds));
-    l["settings"] = anchor_settings ? "anchor (constant lr 3e-4, no normalizers)" : "gmi default (adaptive-KL lr, obs+value normalization)";
+    l["settings"] = anchor_settings ? "anchor (constant lr 3e-4, no normalizers)" : "gmi default (constant lr 3e-4, obs+value normalization)";
     l["solved_runs"] = solved;
     l["iterations_median"] = gmi::metrics::summarize(iterations).median;
     l["target_return"] = 450;

@@ -50,6 +50,7 @@ struct run_result {
 run_result train(int lag, int updates, double stop_at) {
   const int envs = 256, rollouts = 2;
   auto c = config(rollouts);
+  c.ppo.schedule = gmi::rl::lr_schedule::adaptive_kl;  // what this small run (2 x 256 envs) was tuned with
   learner l(envs, 1, c);
   actor a0(envs, 11, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation);
   actor a1(envs, 12, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation);

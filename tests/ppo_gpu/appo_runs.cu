@@ -21,6 +21,7 @@ appo_run_result run(const Policy& policy, int lag, int updates, bool stop_when_s
   c.rollouts = 2;
   c.ppo.minibatch = 2048;
   c.ppo.epochs = 4;
+  c.ppo.schedule = gmi::rl::lr_schedule::adaptive_kl;  // what these small runs (2 x 256 envs) were tuned with
   learner l(envs, 1, c, policy);
   actor a0(envs, 11, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation, {}, policy);
   actor a1(envs, 12, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation, {}, policy);

@@ -11,12 +11,13 @@ struct inputs {
   std::array<float, act> a{0.3f, -0.7f}, mu{0.1f, -0.2f}, log_std{-0.3f, 0.2f};
   float value = 0.4f, old_lp = 0, old_value = 0.35f, adv = 0.8f, target = 1.1f;
 };
+constexpr float bounds_coef = 0.05f;
 float loss(const inputs& in, bool clip_value) {
   float dm[act], dl[act], dv;
   const auto t = gmi::rl::ppo_sample_gradient<act>(in.a.data(), in.mu.data(), in.log_std.data(), in.value, in.old_lp,
-                                                   in.old_value, in.adv, in.target, 0.2f, 0.5f, 0.01f, clip_value,
-                                                   0.2f, 1.0f, dm, dl, &dv);
-  return t.policy_loss + 0.5f * t.value_loss - 0.01f * t.entropy;
+                                                   in.old_value, in.adv, in.target, 0.2f, 0.5f, 0.01f, bounds_coef,
+                                                   clip_value, 0.2f, 1.0f, dm, dl, &dv);
+  return t.policy_loss + 0.5f * t.value_loss - 0.01f * t.entropy + bounds_coef * t.bounds_loss;
 }
 }  // namespace
 
@@ -24,12 +25,17 @@ TEST_SUITE("cpu") {
   TEST_CASE("rl.ppo_loss.gradient_matches_finite_differences") {
     for (bool clip_value : {false, true}) {
       for (float old_shift : {0.0f, 0.5f, -0.5f}) {  // ratio inside and outside the clip range
+       for (float mu_shift : {0.0f, 1.6f, -1.7f}) {  // means inside and outside the action bounds
+        CAPTURE(clip_value);
+        CAPTURE(old_shift);
+        CAPTURE(mu_shift);
         inputs in;
+        for (float& m : in.mu) m += mu_shift;
         in.old_lp = gmi::rl::gaussian_log_prob<act>(in.a.data(), in.mu.data(), in.log_std.data()) + old_shift;
         float dm[act], dl[act], dv;
         gmi::rl::ppo_sample_gradient<act>(in.a.data(), in.mu.data(), in.log_std.data(), in.value, in.old_lp,
-                                          in.old_value, in.adv, in.target, 0.2f, 0.5f, 0.01f, clip_value, 0.2f, 1.0f,
-                                          dm, dl, &dv);
+                                          in.old_value, in.adv, in.target, 0.2f, 0.5f, 0.01f, bounds_coef, clip_value,
+                                          0.2f, 1.0f, dm, dl, &dv);
         const float h = 1e-3f;
         auto numeric = [&](float& x) {
           const float keep = x;
@@ -45,8 +51,25 @@ TEST_SUITE("cpu") {
           CHECK(dl[j] == doctest::Approx(numeric(in.log_std[j])).epsilon(2e-2).scale(1e-3));
         }
         CHECK(dv == doctest::Approx(numeric(in.value)).epsilon(2e-2).scale(1e-3));
+       }
       }
     }
+  }
+
+  // The bounds loss is zero inside [-1.1, 1.1] and the squared distance outside, per action dimension.
+  TEST_CASE("rl.ppo_loss.bounds_loss_is_the_squared_excess") {
+    inputs in;
+    float dm[act], dl[act], dv;
+    auto bounds = [&](float m0, float m1) {
+      in.mu = {m0, m1};
+      return gmi::rl::ppo_sample_gradient<act>(in.a.data(), in.mu.data(), in.log_std.data(), in.value, in.old_lp,
+                                               in.old_value, in.adv, in.target, 0.2f, 0.5f, 0.0f, 1.0f, false, 0.2f,
+                                               1.0f, dm, dl, &dv)
+          .bounds_loss;
+    };
+    CHECK(bounds(1.0f, -1.1f) == 0.0f);
+    CHECK(bounds(1.6f, 0.0f) == doctest::Approx(0.25));
+    CHECK(bounds(2.1f, -3.1f) == doctest::Approx(1.0 + 4.0));
   }
 
   TEST_CASE("rl.ppo_loss.log_prob_and_entropy_closed_forms") {

@@ -283,7 +283,9 @@ TEST_SUITE("cpu") {
     int iterations = 0;
     const auto start = std::chrono::steady_clock::now();
     group.run_ranks([&](int rank) {
-      trainer t(64, seed_per_rank(rank), gmi::rl::ppo_config{});
+      gmi::rl::ppo_config c;
+      c.schedule = gmi::rl::lr_schedule::adaptive_kl;  // fewer iterations at this small scale (a short CPU test)
+      trainer t(64, seed_per_rank(rank), c);
       t.set_sync(group.host_sync(rank));
       double best_here = 0;
       for (int it = 0; it < max_iterations && best_here < 450; ++it) {

@@ -85,11 +85,11 @@ TEST_SUITE("cpu") {
     CHECK(r.results[0] == "{\"rank\": 0}");
     CHECK(r.results[2] == "{\"rank\": 2}");
     gmi::runtime::thread_group too_long(gmi::runtime::launch_spec::uniform(0, 1), [](gmi::runtime::context& ctx) {
-      ctx.report(std::string(2000, 'x'));
+      ctx.report(std::string(9000, 'x'));
     });
     const auto bad = too_long.wait();
     REQUIRE_FALSE(bad.ok());
-    CHECK(bad.first_failure->message.find("GMI report size: got 2000, need < 1024 bytes") != std::string::npos);
+    CHECK(bad.first_failure->message.find("GMI report size: got 9000, need < 8192 bytes") != std::string::npos);
   }
 
   TEST_CASE("runtime.gmis.serving_totals") {

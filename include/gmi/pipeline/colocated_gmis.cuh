@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <array>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,7 @@ struct gmi_training_result {
   std::uint64_t weights_hash = 0;  // FNV-1a of the final weights' bytes
   std::string reason;
   std::string binding;
+  std::vector<std::array<double, 2>> curve;  // rank 0 only: (group env steps, mean return) at every group step
 };
 
 inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
@@ -54,6 +56,7 @@ inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
        {"iterations", r.iterations}, {"samples", r.samples}, {"seconds", r.seconds},
        {"weights_hash", r.weights_hash}, {"reason", r.reason}, {"binding", r.binding}};
   if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
+  if (!r.curve.empty()) j["curve"] = r.curve;
 }
 inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   r.rank = j.at("rank");
@@ -67,6 +70,7 @@ inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   r.reason = j.at("reason");
   r.binding = j.at("binding");
   if (j.contains("mean_return")) r.mean_return = j["mean_return"].get<double>();
+  if (j.contains("curve")) r.curve = j["curve"].get<std::vector<std::array<double, 2>>>();
 }
 
 namespace detail {
@@ -150,9 +154,12 @@ class gmi_gradient_sync {
 struct group_stop_check {
   rl::episode_window window;
   bool solved = false;
+  rl::learning_curve curve{64};  // (group env steps, mean return) whenever the window gives a mean
 
-  // Returns true when the group stops now; `vote` is this GMI's own reason to stop.
-  bool operator()(runtime::context& ctx, const std::optional<rl::episode_stats>& mine, bool vote, double target) {
+  // Returns true when the group stops now; `vote` is this GMI's own reason to stop; `steps`: the group's env
+  // steps so far (for the curve).
+  bool operator()(runtime::context& ctx, const std::optional<rl::episode_stats>& mine, bool vote, double target,
+                  double steps) {
     std::vector<double> v{mine ? static_cast<double>(mine->episodes) : 0.0, mine ? mine->return_sum : 0.0,
                           mine ? mine->length_sum : 0.0, vote ? 1.0 : 0.0};
     ctx.allreduce(std::span<double>(v), ctx.all());
@@ -161,7 +168,10 @@ struct group_stop_check {
     all.return_sum = v[1];
     all.length_sum = v[2];
     if (all.episodes > 0) {
-      if (const auto mean = window.add(all)) solved = std::isfinite(target) && *mean >= target;
+      if (const auto mean = window.add(all)) {
+        solved = std::isfinite(target) && *mean >= target;
+        curve.add(steps, *mean);
+      }
     }
     return solved || v[3] > 0;
   }

@@ -3,7 +3,7 @@
 // side. The members come from the command line (member r: seed + r, the run's PPO settings) or from a sweep file:
 // a JSON array with one object per GMI, each naming what differs from the run's settings, e.g.
 //   [{"seed": 1}, {"seed": 2, "lr": 1e-3}, {"seed": 3, "clip": 0.1, "lr_schedule": "constant"}]
-// Keys: seed, lr, clip, gamma, lambda, entropy_coef, value_coef, max_grad_norm, epochs, minibatch, horizon,
+// Keys: seed, lr, clip, gamma, lambda, entropy_coef, bounds_loss_coef, value_coef, max_grad_norm, epochs, minibatch, horizon,
 // kl_target, lr_schedule ("adaptive" or "constant"). Anything else is refused with one line naming the entry.
 
 #include <cmath>
@@ -26,7 +26,7 @@ struct population_member {
 };
 
 inline constexpr const char* population_keys =
-    "seed, lr, clip, gamma, lambda, entropy_coef, value_coef, max_grad_norm, epochs, minibatch, horizon, kl_target, "
+    "seed, lr, clip, gamma, lambda, entropy_coef, bounds_loss_coef, value_coef, max_grad_norm, epochs, minibatch, horizon, kl_target, "
     "lr_schedule";
 
 namespace detail {
@@ -83,6 +83,7 @@ inline std::vector<population_member> population_from(const nlohmann::json& swee
       else if (key == "gamma") m.ppo.gamma = static_cast<float>(detail::sweep_number(v, where));
       else if (key == "lambda") m.ppo.lambda = static_cast<float>(detail::sweep_number(v, where));
       else if (key == "entropy_coef") m.ppo.entropy_coef = static_cast<float>(detail::sweep_number(v, where));
+      else if (key == "bounds_loss_coef") m.ppo.bounds_loss_coef = static_cast<float>(detail::sweep_number(v, where));
       else if (key == "value_coef") m.ppo.value_coef = static_cast<float>(detail::sweep_number(v, where));
       else if (key == "max_grad_norm") m.ppo.max_grad_norm = static_cast<float>(detail::sweep_number(v, where));
       else if (key == "kl_target") m.ppo.kl_target = static_cast<float>(detail::sweep_number(v, where));

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <gmi/cuda/device.hpp>
 #include <gmi/cuda/stream.hpp>
@@ -171,7 +173,7 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
   nlohmann::json base = {{"run_id", run.run_id}, {"task", task},          {"impl", "gmi"},
                          {"device", run.device}, {"num_envs", o.num_envs}, {"seed", o.seed},
                          {"layout", Pipeline::layout_type::name}, {"partition", o.partition},
-                         {"git", run.git}};
+                         {"git", run.git}, {"ppo", ppo_settings_json(o.ppo)}};
   std::printf("gmi: env-step %s steps/s | serving %s steps/s (policy + sampling + env)\n", metrics::si(env_rate).c_str(),
               metrics::si(serve_rate).c_str());
   if constexpr (!Pipeline::layout_type::trains) {
@@ -185,6 +187,7 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
     double last_log = 0;
     rl::episode_window window(static_cast<std::uint64_t>(o.min_episodes));
     bool solved = false;
+    rl::learning_curve curve;  // (env steps, mean return) whenever the window gives a mean
     std::string stop_reason = "step limit";
     for (;;) {
       trainer.iterate();
@@ -195,7 +198,11 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
       // queued since, so this wait costs it nothing and keeps the host at most 10 iterations ahead), ask again.
       if (trainer.iteration() % 5 == 0) {
         if (const auto e = trainer.wait_episodes()) {
-          if (const auto mean = window.add(*e)) solved = std::isfinite(target) && *mean >= target;
+          if (const auto mean = window.add(*e)) {
+            solved = std::isfinite(target) && *mean >= target;
+            // the episodes of the request 5 iterations ago: the steps up to then
+            curve.add(static_cast<double>(trainer.iteration() - 5 - resumed_at) * trainer.samples_per_iteration(), *mean);
+          }
         }
         trainer.request_episodes();
       }
@@ -241,7 +248,7 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
           nlohmann::json end = base;
           end.update({{"event", "end"}, {"reason", stop_reason}, {"iteration", trainer.iteration()},
                       {"env_steps", steps}, {"wall_s", now}, {"mean_return", std::isfinite(last_mean) ? nlohmann::json(last_mean) : nlohmann::json()},
-                      {"train_samples_per_s", rate}});
+                      {"train_samples_per_s", rate}, {"curve", curve.points()}});
           log.write(end);
           save_checkpoint();
           std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", stop_reason.c_str(),
@@ -432,7 +439,9 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const int sig = stop_signal.load();
       const bool vote = sig != 0 || elapsed >= o.max_seconds || ctx.stop_requested();
-      const bool stop_now = stop(ctx, mine, vote, o.target_return) || steps >= o.max_env_steps;
+      // the episodes were asked for 5 iterations ago: the curve point is at the steps up to then
+      const double seen = steps - 5.0 * static_cast<double>(trainer.samples_per_iteration()) * world;
+      const bool stop_now = stop(ctx, mine, vote, o.target_return, seen) || steps >= o.max_env_steps;
       if (printer && (elapsed - last_log >= o.log_interval || stop_now)) {
         const auto losses = trainer.losses();
         const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -465,6 +474,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
     r.mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
     r.reason = reason;
     r.binding = b.describe();
+    if (ctx.rank() == 0) r.curve = stop.curve.points();
     const auto params = trainer.params();
     std::vector<float> host(params.size());
     cuda::copy(host_span<float>(host.data(), host.size()), memory_span<const float, device_memory>(params.data(), params.size()),
@@ -496,7 +506,10 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
               static_cast<unsigned long long>(first.weights_hash));
   if (!o.metrics_path.empty()) {
     nlohmann::json per = nlohmann::json::array();
-    for (const auto& g : t.per_gmi) per.push_back(g);
+    for (const auto& g : t.per_gmi) {
+      per.push_back(g);
+      per.back().erase("curve");
+    }
     nlohmann::json line = {{"run_id", run.run_id},        {"task", task},
                            {"impl", "gmi"},               {"device", run.device},
                            {"event", "end"},              {"layout", "colocated"},
@@ -505,7 +518,8 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
                            {"num_envs", o.num_envs},      {"seed", o.seed},
                            {"git", run.git},              {"reason", first.reason},
                            {"iteration", t.iterations},   {"train_samples_per_s", t.samples_per_s},
-                           {"weights_identical", t.weights_identical}, {"per_gmi", per}};
+                           {"weights_identical", t.weights_identical}, {"per_gmi", per},
+                           {"ppo", ppo_settings_json(o.ppo)}, {"curve", first.curve}};
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
     metrics::jsonl_log(o.metrics_path).write(line);
   }
@@ -620,7 +634,10 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
               std::isfinite(t.mean_return) ? metrics::si(t.mean_return).c_str() : "-");
   if (!o.metrics_path.empty()) {
     nlohmann::json per = nlohmann::json::array();
-    for (const auto& g : t.per_gmi) per.push_back(g);
+    for (const auto& g : t.per_gmi) {
+      per.push_back(g);
+      per.back().erase("curve");
+    }
     nlohmann::json line = {{"run_id", run.run_id},          {"task", task},
                            {"impl", "gmi"},                 {"device", run.device},
                            {"event", "end"},                {"layout", "split"},
@@ -744,9 +761,12 @@ int run(int argc, char** argv) {
   app.add_option("--gamma", o.ppo.gamma, "discount")->capture_default_str();
   app.add_option("--lambda", o.ppo.lambda, "GAE lambda")->capture_default_str();
   app.add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus weight")->capture_default_str();
+  app.add_option("--bounds-loss-coef", o.ppo.bounds_loss_coef,
+                 "weight of the loss that keeps action means inside [-1.1, 1.1] (rl_games' bounds_loss_coef)")
+      ->capture_default_str();
   app.add_option("--value-coef", o.ppo.value_coef, "value loss weight")->capture_default_str();
   app.add_option("--max-grad-norm", o.ppo.max_grad_norm, "gradient-norm clip (<= 0: off)")->capture_default_str();
-  std::string schedule = "adaptive";
+  std::string schedule = o.ppo.schedule == rl::lr_schedule::adaptive_kl ? "adaptive" : "constant";
   app.add_option("--lr-schedule", schedule, "learning-rate schedule")->check(CLI::IsMember({"constant", "adaptive"}))->capture_default_str();
   app.add_flag("--quiet", o.quiet, "no progress lines");
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include <gmi/rl/ppo_config.hpp>
 
 namespace gmi {
@@ -22,6 +24,19 @@ struct autotune_flags {
   std::string plan_path;         // --plan: serve with this saved plan (checked against the machine)
   std::string save_path;         // --save-plan
 };
+
+// The PPO settings a result line records (what a learning curve depends on).
+inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
+  return {{"horizon", c.horizon},
+          {"minibatch", c.minibatch},
+          {"epochs", c.epochs},
+          {"lr", c.learning_rate},
+          {"lr_schedule", c.schedule == rl::lr_schedule::adaptive_kl ? "adaptive" : "constant"},
+          {"kl_target", c.kl_target},
+          {"clip", c.clip},
+          {"entropy_coef", c.entropy_coef},
+          {"bounds_loss_coef", c.bounds_loss_coef}};
+}
 
 struct run_options {
   int num_envs = 512;

@@ -1,8 +1,8 @@
 #pragma once
 // The CUDA halves of gmi::rl::appo_actor and appo_learner: the actor collects one environment per thread (the
 // weights snapshot in shared memory); the learner evaluates one column per thread (unpack, values, log-probs,
-// V-trace), then runs ppo.cuh's kernels for the update (per-sample gradient rows summed by warps, the rows
-// summed in order, Adam, the adaptive-KL step size). Kernels are enqueued eagerly on the policy's stream.
+// V-trace), then runs ppo.cuh's kernels for the update (minibatch_gradient's rows summed in order, Adam, the
+// adaptive-KL step size). Kernels are enqueued eagerly on the policy's stream.
 
 #include <cuda_runtime_api.h>
 
@@ -52,13 +52,11 @@ template <class Net>
 struct appo_device_ops {
   using learner = appo_learner<Net, exec::cuda>;
   static constexpr int row = learner::row;
-  static constexpr int gradient_block = 64;  // as ppo_device_ops: the gradient kernel is register-bound
 
-  cuda::device_buffer<float> rows;
+  minibatch_gradient<Net> gradient;
   cuda::device_buffer<std::uint64_t> update_count;  // the shuffle round's base, read by the gradient kernel
 
-  explicit appo_device_ops(learner& l)
-      : rows((l.minibatch_ + gradient_block - 1) / gradient_block * (gradient_block / 32) * row), update_count(1) {
+  explicit appo_device_ops(learner& l) : gradient(l.minibatch_), update_count(1) {
     update_count.fill_bytes(0, l.policy_.stream);
   }
 
@@ -78,16 +76,9 @@ struct appo_device_ops {
     }
     for (int e = 0; e < c.epochs; ++e) {
       for (std::size_t b = 0; b < l.minibatches_; ++b) {
-        const auto mb = l.minibatch_view(0, e, b);
-        const unsigned blocks = (mb.count + gradient_block - 1) / gradient_block;
-        const std::size_t warps = static_cast<std::size_t>(blocks) * (gradient_block / 32);
-        ppo_gradient_kernel<Net><<<blocks, gradient_block, shared_bytes(), s>>>(mb, l.params_.data(), rows.data(),
-                                                                               update_count.data(), e, c.epochs);
-        GMI_CUDA_TRY(cudaGetLastError());
         float* terms = l.term_log_.data() + (e * l.minibatches_ + b) * term_count;
-        ppo_sum_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(rows.data(), warps, row, Net::param_count,
-                                                              l.grads_.data(), terms);
-        GMI_CUDA_TRY(cudaGetLastError());
+        gradient.enqueue(l.minibatch_view(0, e, b), l.params_.data(), update_count.data(), e, c.epochs,
+                         l.grads_.data(), terms, s);
         l.adam_.step(device_span<float>(l.params_.data(), Net::param_count),
                      device_span<const float>(l.grads_.data(), Net::param_count));
         if (c.schedule == lr_schedule::adaptive_kl) {

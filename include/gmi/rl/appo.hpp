@@ -238,6 +238,7 @@ class appo_learner {
       out.entropy += log[g * term_count + term_entropy] / groups;
       out.approx_kl += log[g * term_count + term_kl] / groups;
       out.clip_fraction += log[g * term_count + term_clipped] / groups;
+      out.bounds_loss += log[g * term_count + term_bounds] / groups;
     }
     if constexpr (P::on_device) {
       float lr = 0;
@@ -315,7 +316,8 @@ class appo_learner {
             c.entropy_coef,
             c.value_clip,
             c.clip_value,
-            c.normalize_advantage};
+            c.normalize_advantage,
+            c.bounds_loss_coef};
   }
 
  private:

@@ -1,7 +1,9 @@
 #pragma once
 // The CUDA half of gmi::rl::ppo_trainer: one thread per environment collects its whole rollout column (weights
-// in shared memory); one thread per sample forms its gradient, warps sum their 32 samples by shuffles (a fixed
-// tree, so results do not vary between runs) into one row each, and a second kernel adds the rows in order.
+// in shared memory); minibatch_gradient forms each minibatch's gradient: one warp per sample with the gradient
+// held in the lanes' registers and summed per block (detail/ppo_warp_gradient.cuh), or, for networks too wide for
+// that, one thread per sample with warps summing their 32 samples by shuffles; a second kernel adds the partial
+// rows in order (fixed orders throughout, so results do not vary between runs).
 // After a first eager iteration, the whole iteration is captured as a CUDA graph and replayed. A synced trainer
 // (ppo_sync.hpp) enqueues its kernels eagerly instead: the sync's calls may wait on the host between them.
 
@@ -14,6 +16,7 @@
 #include <gmi/exec/cuda.cuh>
 #include <gmi/nn/adam.cuh>
 #include <gmi/nn/normalizer.cuh>
+#include <gmi/rl/detail/ppo_warp_gradient.cuh>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/ppo.hpp>
 
@@ -132,6 +135,20 @@ __global__ static void ppo_sum_rows_kernel(const float* rows, std::size_t warps,
   if (q >= param_count) term_log[q - param_count] = s;
 }
 
+// Stage one of a long row sum: partial[g][q] = rows[g * per][q] + ... + rows[min((g + 1) * per, n) - 1][q], in
+// order; the loads of one thread are independent, so they overlap (one thread walking 256 rows waited on each).
+__global__ static void ppo_sum_row_groups_kernel(const float* rows, std::size_t n, std::size_t per, int row,
+                                                 float* partial) {
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q >= row) return;
+  const std::size_t begin = static_cast<std::size_t>(blockIdx.y) * per;
+  const std::size_t end = begin + per < n ? begin + per : n;
+  float s = 0.0f;
+#pragma unroll 16
+  for (std::size_t w = begin; w < end; ++w) s += rows[w * row + q];
+  partial[static_cast<std::size_t>(blockIdx.y) * row + q] = s;
+}
+
 // Synced runs: the group's summed gradient row becomes its mean, and the loss terms logged are the group's means.
 __global__ static void ppo_average_rows_kernel(float* grads, int row, int param_count, float world, float* term_log) {
   const int q = blockIdx.x * blockDim.x + threadIdx.x;
@@ -140,6 +157,83 @@ __global__ static void ppo_average_rows_kernel(float* grads, int row, int param_
   grads[q] = g;
   if (q >= param_count) term_log[q - param_count] = g;
 }
+
+// One minibatch's mean gradient row (and loss terms) on the GPU: partial rows, one per block of the warp kernel
+// (ppo_warp_gradient.cuh) where the network fits, else one per warp of one thread per sample, then their sum in
+// row order. Either way the same sums on every run. Shared by the PPO trainer and the APPO learner.
+template <class Net>
+class minibatch_gradient {
+ public:
+  using warp_path = warp_gradient<Net>;
+  static constexpr bool by_warps = warp_path::fits;
+  static constexpr int row = Net::param_count + term_count;
+  // One thread per sample: 64-thread blocks: the kernel needs ~255 registers a thread, so 256-thread blocks ran
+  // one per SM and an 8192-sample minibatch used 32 of 132 SMs; 64-thread blocks spread the same warps wider.
+  static constexpr int thread_block = 64;
+
+  explicit minibatch_gradient(std::size_t max_count) {
+    int device = 0, sms = 0;
+    GMI_CUDA_TRY(cudaGetDevice(&device));
+    GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    sms_ = sms > 0 ? sms : 1;
+    if constexpr (by_warps) {  // how many blocks of the warp kernel one SM holds (registers, shared memory)
+      int resident = 0;
+      GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, ppo_warp_gradient_kernel<Net>,
+                                                                 warp_path::block, warp_path::smem_bytes));
+      resident_ = resident > 0 ? resident : 1;
+    }
+    std::size_t most = (max_count + thread_block - 1) / thread_block * (thread_block / 32);
+    if constexpr (by_warps) most = blocks(max_count);
+    most = std::max<std::size_t>(most, 1);
+    rows_ = cuda::device_buffer<float>(most * row);
+    partial_ = cuda::device_buffer<float>(((most + group - 1) / group) * row);
+  }
+
+  // Samples per warp: one wave of the blocks every SM holds for the whole minibatch (fewer samples per warp
+  // leave more of the sums to the block reduction and the row sum, more leave SMs idle).
+  [[nodiscard]] int per_warp(std::size_t count) const {
+    const std::size_t warps = static_cast<std::size_t>(sms_) * resident_ * warp_path::warps_per_block;
+    return static_cast<int>(std::clamp<std::size_t>((count + warps - 1) / warps, 1, 64));
+  }
+  [[nodiscard]] std::size_t blocks(std::size_t count) const {
+    const std::size_t per_block = static_cast<std::size_t>(per_warp(count)) * warp_path::warps_per_block;
+    return (count + per_block - 1) / per_block;
+  }
+
+  // grads (row floats) = the minibatch's gradient and loss terms; the terms also to term_log. round_base: the
+  // device counter the shuffle round is formed from (round = *round_base * epochs + epoch).
+  void enqueue(const ppo_minibatch_view<Net>& mb, const float* params, const std::uint64_t* round_base, int epoch,
+               int epochs, float* grads, float* term_log, cudaStream_t s) {
+    std::size_t parts = 0;
+    if constexpr (by_warps) {
+      parts = blocks(mb.count);
+      ppo_warp_gradient_kernel<Net><<<static_cast<unsigned>(parts), warp_path::block, warp_path::smem_bytes, s>>>(
+          mb, params, rows_.data(), round_base, epoch, epochs, per_warp(mb.count));
+    } else {
+      const unsigned blocks = (mb.count + thread_block - 1) / thread_block;
+      parts = static_cast<std::size_t>(blocks) * (thread_block / 32);
+      ppo_gradient_kernel<Net><<<blocks, thread_block, params_in_shared<Net> ? Net::param_count * sizeof(float) : 0, s>>>(
+          mb, params, rows_.data(), round_base, epoch, epochs);
+    }
+    GMI_CUDA_TRY(cudaGetLastError());
+    const float* sum_of = rows_.data();
+    if (parts > 2 * group) {  // groups of `group` rows first, then the groups' rows
+      const std::size_t groups = (parts + group - 1) / group;
+      ppo_sum_row_groups_kernel<<<dim3((row + 255) / 256, static_cast<unsigned>(groups)), 256, 0, s>>>(
+          rows_.data(), parts, group, row, partial_.data());
+      GMI_CUDA_TRY(cudaGetLastError());
+      sum_of = partial_.data();
+      parts = groups;
+    }
+    ppo_sum_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(sum_of, parts, row, Net::param_count, grads, term_log);
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+
+ private:
+  static constexpr std::size_t group = 16;
+  int sms_ = 1, resident_ = 1;
+  cuda::device_buffer<float> rows_, partial_;
+};
 
 __global__ static void ppo_adapt_lr_kernel(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
   const float kl = terms[term_kl];
@@ -155,20 +249,14 @@ template <class E, class Net>
 struct ppo_device_ops {
   using trainer = ppo_trainer<E, Net, exec::cuda>;
   static constexpr int row = trainer::row;
-  // 64-thread blocks: the gradient kernel needs ~255 registers a thread, so 256-thread blocks ran one per SM and
-  // an 8192-sample minibatch used 32 of 132 SMs; 64-thread blocks spread the same warps over 128 SMs.
-  static constexpr int gradient_block = 64;
 
-  std::size_t max_warps;
-  cuda::device_buffer<float> rows;
+  minibatch_gradient<Net> gradient;
   cuda::device_buffer<std::uint64_t> iteration;
   cudaGraphExec_t graph = nullptr;
   bool warmed_up = false;
 
   explicit ppo_device_ops(trainer& t)
-      : max_warps((t.minibatch_ + gradient_block - 1) / gradient_block * (gradient_block / 32)),
-        rows(max_warps * row),
-        iteration(1) {
+      : gradient(t.minibatch_), iteration(1) {
     iteration.fill_bytes(0, t.policy_.stream);
   }
   ppo_device_ops(const ppo_device_ops&) = delete;
@@ -231,16 +319,9 @@ struct ppo_device_ops {
     }
     for (int e = 0; e < t.config_.epochs; ++e) {
       for (std::size_t b = 0; b < t.minibatches_; ++b) {
-        const auto mb = t.minibatch_view(0, e, b);
-        const unsigned blocks = (mb.count + gradient_block - 1) / gradient_block;
-        const std::size_t warps = static_cast<std::size_t>(blocks) * (gradient_block / 32);
-        ppo_gradient_kernel<Net><<<blocks, gradient_block, shared_bytes(), s>>>(mb, t.params_.data(), rows.data(),
-                                                                               iteration.data(), e, t.config_.epochs);
-        GMI_CUDA_TRY(cudaGetLastError());
         float* terms = t.term_log_.data() + (e * t.minibatches_ + b) * term_count;
-        ppo_sum_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(rows.data(), warps, row, Net::param_count,
-                                                              t.grads_.data(), terms);
-        GMI_CUDA_TRY(cudaGetLastError());
+        gradient.enqueue(t.minibatch_view(0, e, b), t.params_.data(), iteration.data(), e, t.config_.epochs,
+                         t.grads_.data(), terms, s);
         if (t.sync_) {
           t.sync_->sum_device(t.grads_.data(), t.grads_.size(), s);
           ppo_average_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(t.grads_.data(), row, Net::param_count,

@@ -37,7 +37,7 @@ namespace gmi::rl {
 
 // Means over every minibatch of the last iteration.
 struct ppo_losses {
-  double policy_loss = 0, value_loss = 0, entropy = 0, approx_kl = 0, clip_fraction = 0;
+  double policy_loss = 0, value_loss = 0, entropy = 0, approx_kl = 0, clip_fraction = 0, bounds_loss = 0;
   double learning_rate = 0;
 };
 
@@ -182,6 +182,7 @@ class ppo_trainer {
       out.entropy += log[g * term_count + term_entropy] / groups;
       out.approx_kl += log[g * term_count + term_kl] / groups;
       out.clip_fraction += log[g * term_count + term_clipped] / groups;
+      out.bounds_loss += log[g * term_count + term_bounds] / groups;
     }
     out.learning_rate = current_learning_rate();
     return out;
@@ -361,7 +362,8 @@ class ppo_trainer {
             config_.entropy_coef,
             config_.value_clip,
             config_.clip_value,
-            config_.normalize_advantage};
+            config_.normalize_advantage,
+            config_.bounds_loss_coef};
   }
 
  private:

@@ -21,15 +21,18 @@ struct ppo_config {
   float max_grad_norm = 1.0f;       // <= 0 disables clipping
   float value_coef = 0.5f;          // weight of the value loss
   float entropy_coef = 0.0f;
+  float bounds_loss_coef = 1e-4f;   // rl_games': pulls action means back inside [-1.1, 1.1] (ppo_loss.hpp)
   bool clip_value = false;          // PPO2-style clipped value loss
   float value_clip = 0.2f;
   bool normalize_advantage = true;  // over the whole rollout
   bool normalize_obs = true;        // running mean/std of observations
   bool normalize_value = true;      // the value head predicts returns normalized by their running mean/std
   bool bootstrap_truncation = true; // reward += gamma * V(final state) when the time limit cuts an episode
-  // rl_games' default for Isaac Gym tasks: the step size follows the policy's KL (/1.5 above 2x target, *1.5
-  // below target/2). lr_schedule::constant with learning_rate 3e-4 is the anchor's setting.
-  lr_schedule schedule = lr_schedule::adaptive_kl;
+  // Constant by default. lr_schedule::adaptive_kl is rl_games' rule for Isaac Gym tasks: the step size follows
+  // the policy's KL (/1.5 above 2x kl_target, *1.5 below kl_target/2, within [min, max]_learning_rate). On
+  // Cartpole it sat at the 1e-2 ceiling and left runs of every group shape unsolved that the constant 3e-4 solves
+  // (bench/learning, docs/training.md "Learning over seeds").
+  lr_schedule schedule = lr_schedule::constant;
   float kl_target = 0.016f;
   float min_learning_rate = 1e-6f;
   float max_learning_rate = 1e-2f;
@@ -47,6 +50,7 @@ struct ppo_config {
     gmi::require(std::isfinite(max_grad_norm), "ppo.max_grad_norm", max_grad_norm, "finite (<= 0 disables clipping)");
     gmi::require(std::isfinite(value_coef) && value_coef >= 0, "ppo.value_coef", value_coef, ">= 0");
     gmi::require(std::isfinite(entropy_coef) && entropy_coef >= 0, "ppo.entropy_coef", entropy_coef, ">= 0");
+    gmi::require(std::isfinite(bounds_loss_coef) && bounds_loss_coef >= 0, "ppo.bounds_loss_coef", bounds_loss_coef, ">= 0");
     gmi::require(finite_positive(value_clip), "ppo.value_clip", value_clip, "> 0");
     gmi::require(finite_positive(kl_target), "ppo.kl_target", kl_target, "> 0");
     gmi::require(finite_positive(min_learning_rate) && min_learning_rate <= max_learning_rate, "ppo.min_learning_rate",

@@ -18,7 +18,7 @@
 namespace gmi::rl {
 
 // Loss terms accumulated beside the gradient, per minibatch (means over its samples).
-enum ppo_term : int { term_policy = 0, term_value, term_entropy, term_kl, term_clipped, term_count };
+enum ppo_term : int { term_policy = 0, term_value, term_entropy, term_kl, term_clipped, term_bounds, term_count };
 
 // Rollout arrays are [horizon][num_envs] (values: horizon + 1 rows); observations are stored raw and
 // normalized with the statistics frozen for the iteration, so collection and update see the same inputs.
@@ -126,33 +126,52 @@ struct ppo_minibatch_view {
   std::uint32_t count;
   float clip, value_coef, entropy_coef, value_clip;
   bool clip_value, normalize_advantage;
+  float bounds_coef;
 
   // Adds sample k's gradient of the minibatch-mean loss into grads (Net::param_count) and its loss terms into
   // terms (term_count), each through add(where, value). Inactive samples (active == false) add zeros, so every
   // thread of a warp makes the same calls (what a warp-reducing adder needs).
   template <class Add>
   GMI_HD void accumulate(std::uint32_t k, bool active, const float* params, float* grads, float* terms, Add add) const {
-    const feistel_permutation perm(total, shuffle_seed, shuffle_round);
-    const std::uint32_t j = active ? perm(begin + k) : 0;
+    const std::uint32_t j = sample(k, active);
     const float scale = active ? 1.0f / static_cast<float>(count) : 0.0f;
     float on[obs_dim], mu[act_dim], acts[Net::acts_size], dz[Net::acts_size];
     float d_mu[act_dim], d_log_std[act_dim], d_value, v;
     obs_norm.normalize(obs + static_cast<std::size_t>(j) * obs_dim, on);
     Net::forward(params, on, mu, &v, acts);
+    const ppo_sample_terms t = loss_gradient(j, mu, v, Net::log_std(params), scale, d_mu, d_log_std, &d_value);
+    Net::backward(params, on, acts, d_mu, d_value, d_log_std, grads, dz, nullptr, add);
+    add_terms(t, scale, terms, add);
+  }
+
+  // The rollout index of minibatch sample k (0 when inactive).
+  GMI_HD std::uint32_t sample(std::uint32_t k, bool active = true) const {
+    return active ? feistel_permutation(total, shuffle_seed, shuffle_round)(begin + k) : 0;
+  }
+
+  // Rollout sample j's loss terms and the gradient of its share (scale) of the loss with respect to the
+  // network's outputs mu, value and log_std, given those outputs.
+  GMI_HD ppo_sample_terms loss_gradient(std::uint32_t j, const float* mu, float v, const float* log_std, float scale,
+                                        float* d_mu, float* d_log_std, float* d_value) const {
     float advantage = advantages[j];
     if (normalize_advantage) advantage = (advantage - advantage_stats[0]) * advantage_stats[1];
     // With value normalization the loss compares the head with normalized targets (rl_games' normalize_value).
     const float old_value = normalize_value ? value_norm.normalize(0, values[j]) : values[j];
     const float target = normalize_value ? value_norm.normalize(0, returns[j]) : returns[j];
-    const ppo_sample_terms t = ppo_sample_gradient<act_dim>(
-        actions + static_cast<std::size_t>(j) * act_dim, mu, Net::log_std(params), v, log_probs[j], old_value,
-        advantage, target, clip, value_coef, entropy_coef, clip_value, value_clip, scale, d_mu, d_log_std, &d_value);
-    Net::backward(params, on, acts, d_mu, d_value, d_log_std, grads, dz, nullptr, add);
+    return ppo_sample_gradient<act_dim>(actions + static_cast<std::size_t>(j) * act_dim, mu, log_std, v, log_probs[j],
+                                        old_value, advantage, target, clip, value_coef, entropy_coef, bounds_coef,
+                                        clip_value, value_clip, scale, d_mu, d_log_std, d_value);
+  }
+
+  // The loss terms of one sample (means over the minibatch once every sample has added its share).
+  template <class Add>
+  GMI_HD static void add_terms(const ppo_sample_terms& t, float scale, float* terms, Add& add) {
     add(terms + term_policy, scale * t.policy_loss);
     add(terms + term_value, scale * t.value_loss);
     add(terms + term_entropy, scale * t.entropy);
     add(terms + term_kl, scale * t.approx_kl);
     add(terms + term_clipped, t.clipped ? scale : 0.0f);
+    add(terms + term_bounds, scale * t.bounds_loss);
   }
 };
 

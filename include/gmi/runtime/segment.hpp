@@ -32,9 +32,9 @@ enum class gmi_state : std::uint32_t { starting = 0, running = 1, finished = 2, 
 namespace detail {
 
 inline constexpr std::uint64_t segment_magic = 0x31696d672d696d67ULL;  // "gmi-gmi1"
-inline constexpr std::uint32_t segment_version = 2;
+inline constexpr std::uint32_t segment_version = 3;
 inline constexpr std::size_t message_bytes = 224;
-inline constexpr std::size_t result_bytes = 1024;
+inline constexpr std::size_t result_bytes = 8192;  // a training report carries its learning curve
 
 struct segment_header {
   std::uint64_t magic;
