@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <gmi/nn/activation.hpp>
 #include <gmi/rl/ppo_steps.hpp>
 
 namespace gmi::rl::detail {
