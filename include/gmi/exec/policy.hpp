@@ -29,6 +29,7 @@ struct cuda {
   static constexpr bool on_device = true;
   CUstream_st* stream = nullptr;
   int block_size = 256;
+  int sm_count = 0;  // the SMs this work may use (a GMI's slice: green context, MPS share, MIG); 0: the whole device
 };
 
 // Opt-in tag plus structure: a policy says which side it runs on.

@@ -367,7 +367,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
   const runtime::gmi_work work = [&](runtime::context& ctx, runtime::binding& b) {
     runtime::trace(ctx.id(), "building the trainer");
     engine trainer(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), per_gmi,
-                   typename Env::params{}, exec::cuda{.stream = b.stream()});
+                   typename Env::params{}, exec::cuda{.stream = b.stream(), .sm_count = b.sm_count()});
     std::uint64_t start_iteration = 0;
     if (!resume.empty()) {  // each GMI from its own file, before set_sync (Adam and normalizers must agree)
       start_iteration = resume_gmi(ctx, trainer, resume);
@@ -550,7 +550,7 @@ int population_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
   }
   const auto outcome = runtime::run_gmis(cfg, [&](runtime::context& ctx, runtime::binding& b) {
     const population_member& m = members[static_cast<std::size_t>(ctx.rank())];
-    engine trainer(o.num_envs, m.seed, m.ppo, typename Env::params{}, exec::cuda{.stream = b.stream()});
+    engine trainer(o.num_envs, m.seed, m.ppo, typename Env::params{}, exec::cuda{.stream = b.stream(), .sm_count = b.sm_count()});
     const population_result r = train_member(ctx, trainer, m, o.target_return, o.min_episodes, o.max_env_steps,
                                              o.max_seconds, stop_signal);
     ctx.report(nlohmann::json(r).dump());

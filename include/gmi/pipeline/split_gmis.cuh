@@ -166,7 +166,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   const cudaStream_t stream = b.stream();
   rl::appo_config cfg = s.appo;
   cfg.rollouts = servers;
-  learner_type learner(s.num_envs, s.seed, cfg, exec::cuda{.stream = stream});
+  learner_type learner(s.num_envs, s.seed, cfg, exec::cuda{.stream = stream, .sm_count = b.sm_count()});
   comm::weights_writer board(detail::split_board<Net>(ctx, gpu_index, servers));
   comm::channel_consumer consumer(detail::split_channel<Net>(ctx, gpu_index, servers, cfg.ppo.horizon, s.num_envs), 0, 1,
                                   stream);

@@ -171,10 +171,13 @@ class minibatch_gradient {
   // one per SM and an 8192-sample minibatch used 32 of 132 SMs; 64-thread blocks spread the same warps wider.
   static constexpr int thread_block = 64;
 
-  explicit minibatch_gradient(std::size_t max_count) {
-    int device = 0, sms = 0;
-    GMI_CUDA_TRY(cudaGetDevice(&device));
-    GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  // sm_count: the SMs the kernels may use (a GMI's slice); 0: the whole device.
+  minibatch_gradient(std::size_t max_count, int sm_count) {
+    int device = 0, sms = sm_count;
+    if (sms <= 0) {
+      GMI_CUDA_TRY(cudaGetDevice(&device));
+      GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    }
     sms_ = sms > 0 ? sms : 1;
     if constexpr (by_warps) {  // how many blocks of the warp kernel one SM holds (registers, shared memory)
       int resident = 0;
@@ -256,7 +259,7 @@ struct ppo_device_ops {
   bool warmed_up = false;
 
   explicit ppo_device_ops(trainer& t)
-      : gradient(t.minibatch_), iteration(1) {
+      : gradient(t.minibatch_, t.policy_.sm_count), iteration(1) {
     iteration.fill_bytes(0, t.policy_.stream);
   }
   ppo_device_ops(const ppo_device_ops&) = delete;
