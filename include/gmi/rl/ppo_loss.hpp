@@ -19,9 +19,9 @@ struct ppo_sample_terms {
 };
 
 // Environments clamp actions to [-1, 1]. A mean far outside that range saturates every sampled action, so the
-// policy gradient of the mean averages to zero and the policy can not come back (Cartpole with 8 synced
-// replicas drifted to |a| > 1 on 75% of the samples and collapsed to a return of 13): rl_games' bounds loss pulls
-// the mean back once it leaves [-1.1, 1.1].
+// policy gradient of the mean averages to zero and the policy can not come back (seen in Cartpole runs that
+// collapsed under the adaptive-KL schedule, docs/training.md): rl_games' bounds loss pulls the mean back once it
+// leaves [-1.1, 1.1].
 inline constexpr float action_soft_bound = 1.1f;
 
 // log N(a; mu, exp(log_std)) summed over ActDim dimensions.
