@@ -3,6 +3,7 @@
 // env, agent and trainer (one rl::ppo_trainer); rl::ppo_sync keeps the trainers replicas of one policy:
 //   gradients and loss terms   comm::hierarchical_allreduce at every minibatch (GMIs of a GPU reduce on the
 //                              device, the GPUs' leaders over NCCL), non-blocking, stream-ordered before Adam;
+//                              or, as the paper's baseline, comm::ip_allreduce (through host shared memory);
 //   rollout statistics         the run's shared-memory allreduce (runtime::context), a few hundred doubles;
 //   stop decisions             the same allreduce every 5 iterations (episodes, returns, stop votes), so every
 //                              GMI stops after the same iteration.
@@ -26,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include <gmi/comm/hierarchical.cuh>
+#include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/nccl.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/buffer.hpp>
@@ -83,13 +85,23 @@ inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
 }  // namespace detail
 
 // One GMI's transport for rl::ppo_sync: the GPU's hierarchical allreduce over the trainer's gradient buffer
-// (NCCL among the GPUs' leaders when there are several GPUs) and the run's shared-memory allreduce for the
-// statistics. Build it on every GMI in the same order; it lives as long as the trainer that uses it.
+// (NCCL among the GPUs' leaders when there are several GPUs), or with cpu_staged every GMI's row through one
+// shared-memory segment on the host (the paper's IP path; every GMI of the run is on this host), and the run's
+// shared-memory allreduce for the statistics. Build it on every GMI in the same order; it lives as long as the
+// trainer that uses it.
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
-                    std::size_t count)
+                    std::size_t count, bool cpu_staged = false)
       : ctx_(ctx), binding_(b) {
+    grads_ = grads;
+    count_ = count;
+    if (cpu_staged) {
+      const std::string tag = ctx.id().run_id + "-grad-ip";
+      ip_ = ctx.rank() == 0 ? comm::ip_allreduce::create(tag, ctx.world(), count * sizeof(float))
+                            : comm::ip_allreduce::open(tag, ctx.rank(), ctx.timeout());
+      return;
+    }
     const int gpus = ctx.world() / cfg.gmis_per_gpu;  // from the identity: a GMI process's config sees one device
     const int gpu_index = ctx.rank() / cfg.gmis_per_gpu;
     const bool leader = ctx.slice() == 0;
@@ -115,7 +127,6 @@ class gmi_gradient_sync {
     o.mode = cfg.processes() ? comm::sharing::ipc : comm::sharing::in_process;
     o.timeout = timeout;
     o.blocking = false;  // Adam follows on the same stream
-    grads_ = grads;
     reduce_.emplace(o, grads, count, leaders_.get());
     b.reassert();
   }
@@ -127,8 +138,18 @@ class gmi_gradient_sync {
     s.rank = ctx_.rank();
     s.world = ctx_.world();
     s.sum_device = [this](float* data, std::size_t n, CUstream_st* stream) {
-      gmi::require(data == grads_ && n == reduce_->count(), "gradient sum buffer",
+      gmi::require(data == grads_ && n == count_, "gradient sum buffer",
                    std::to_string(n) + " floats", "the trainer's gradient buffer the allreduce was built on");
+      if (ip_) {  // device -> this GMI's slot; the sum over every GMI; the result -> device; the slots free again
+        const std::span<float> slot = ip_->stage<float>(n);
+        GMI_CUDA_TRY(cudaMemcpyAsync(slot.data(), data, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+        GMI_CUDA_TRY(cudaStreamSynchronize(stream));
+        const std::span<const float> sum = ip_->reduce<float>(n, ctx_.timeout());
+        GMI_CUDA_TRY(cudaMemcpyAsync(data, sum.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+        GMI_CUDA_TRY(cudaStreamSynchronize(stream));
+        ip_->finish(ctx_.timeout());
+        return;
+      }
       reduce_->allreduce(stream);
       binding_.reassert();
     };
@@ -137,8 +158,10 @@ class gmi_gradient_sync {
     };
     return s;
   }
-  // Bounded wait for the last allreduce on `stream` (errors surface here).
-  void wait(cudaStream_t stream) { reduce_->wait(stream); }
+  // Bounded wait for the last allreduce on `stream` (errors surface here; the CPU-staged sum is done on return).
+  void wait(cudaStream_t stream) {
+    if (reduce_) reduce_->wait(stream);
+  }
 
  private:
   runtime::context& ctx_;
@@ -146,7 +169,9 @@ class gmi_gradient_sync {
   std::optional<comm::nccl_id_exchange> ids_;
   std::unique_ptr<comm::nccl_communicator> leaders_;
   std::optional<comm::hierarchical_allreduce> reduce_;
+  std::optional<comm::ip_allreduce> ip_;
   float* grads_ = nullptr;
+  std::size_t count_ = 0;
 };
 
 // The group's stop decision, taken on every GMI from the same numbers: every 5 iterations the GMIs add up their

@@ -359,9 +359,11 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
   const char* task = task_name<Env>();
   if (launcher) {
     std::printf("gmi: %s | colocated (synchronous PPO) | partition %s (%s) | %d GMIs = %zu GPU(s) x %d | %d envs per "
-                "GMI | minibatch %d per GMI (%d for the group) | seed %llu\n",
+                "GMI | minibatch %d per GMI (%d for the group) | gradients %s | seed %llu\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.world(), cfg.gpus.size(),
-                cfg.gmis_per_gpu, o.num_envs, per_gmi.minibatch, o.ppo.minibatch, static_cast<unsigned long long>(o.seed));
+                cfg.gmis_per_gpu, o.num_envs, per_gmi.minibatch, o.ppo.minibatch,
+                o.gradient_allreduce == "cpu_staged" ? "cpu_staged (host shared memory)" : "hierarchical",
+                static_cast<unsigned long long>(o.seed));
     std::fflush(stdout);
   }
   const runtime::gmi_work work = [&](runtime::context& ctx, runtime::binding& b) {
@@ -378,7 +380,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
       }
     }
     const auto grads = trainer.gradient_buffer();
-    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size());
+    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce == "cpu_staged");
     trainer.set_sync(sync.hook());  // rank 0's weights to every GMI
     runtime::trace(ctx.id(), "trainer synced");
     const bool printer = ctx.rank() == 0 && !o.quiet;
@@ -519,7 +521,8 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
                            {"git", run.git},              {"reason", first.reason},
                            {"iteration", t.iterations},   {"train_samples_per_s", t.samples_per_s},
                            {"weights_identical", t.weights_identical}, {"per_gmi", per},
-                           {"ppo", ppo_settings_json(o.ppo)}, {"curve", first.curve}};
+                           {"ppo", ppo_settings_json(o.ppo)}, {"curve", first.curve},
+                           {"gradient_allreduce", o.gradient_allreduce}};
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
     metrics::jsonl_log(o.metrics_path).write(line);
   }
@@ -773,6 +776,11 @@ int run(int argc, char** argv) {
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(CLI::NonNegativeNumber);
   app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint (over GMIs: its manifest)")
       ->check(CLI::ExistingFile);
+  app.add_option("--gradient-allreduce", o.gradient_allreduce,
+                 "synchronous training over GMIs: gradients summed on the device (hierarchical: GMIs of a GPU, then "
+                 "NCCL) or through host shared memory (cpu_staged, the paper's IP baseline)")
+      ->check(CLI::IsMember({"hierarchical", "cpu_staged"}))
+      ->capture_default_str();
   app.add_option("--restart-on-failure", o.restart_on_failure,
                  "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "
                  "at most N times (needs --checkpoint)")
