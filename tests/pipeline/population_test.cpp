@@ -55,8 +55,11 @@ TEST_CASE("pipeline.population.bad_sweeps_are_refused") {
   refused(R"([{"clip": 1.5}])", 1, "sweep entry 0: ppo.clip");
   refused(R"([{"lr_schedule": "cosine"}])", 1, "\"adaptive\" or \"constant\"");
   refused(R"([3])", 1, "sweep entry 0: got \"3\", need an object");
+  refused(R"([{"bounds_loss_coef": -1}])", 1, "sweep entry 0: ppo.bounds_loss_coef: got -1, need >= 0");
   // the control: a valid sweep of the same shape passes
   CHECK(gmi::population_from(json::parse(R"([{"clip": 0.3}])"), base, 1, 1).size() == 1);
+  CHECK(gmi::population_from(json::parse(R"([{"bounds_loss_coef": 0.01}])"), base, 1, 1)[0].ppo.bounds_loss_coef ==
+        doctest::Approx(0.01));
 }
 
 TEST_CASE("pipeline.population.sweep_files") {
