@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -50,6 +51,7 @@ struct gmi_training_result {
   std::uint64_t weights_hash = 0;  // FNV-1a of the final weights' bytes
   std::string reason;
   std::string binding;
+  std::string gradients;  // the gradient allreduce in use (gmi_gradient_sync::description)
   std::vector<std::array<double, 2>> curve;  // rank 0 only: (group env steps, mean return) at every group step
 };
 
@@ -59,6 +61,7 @@ inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
        {"weights_hash", r.weights_hash}, {"reason", r.reason}, {"binding", r.binding}};
   if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
   if (!r.curve.empty()) j["curve"] = r.curve;
+  if (!r.gradients.empty()) j["gradients"] = r.gradients;
 }
 inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   r.rank = j.at("rank");
@@ -73,6 +76,7 @@ inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   r.binding = j.at("binding");
   if (j.contains("mean_return")) r.mean_return = j["mean_return"].get<double>();
   if (j.contains("curve")) r.curve = j["curve"].get<std::vector<std::array<double, 2>>>();
+  if (j.contains("gradients")) r.gradients = j["gradients"].get<std::string>();
 }
 
 namespace detail {
@@ -87,48 +91,25 @@ inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
 // One GMI's transport for rl::ppo_sync: the GPU's hierarchical allreduce over the trainer's gradient buffer
 // (NCCL among the GPUs' leaders when there are several GPUs), or with cpu_staged every GMI's row through one
 // shared-memory segment on the host (the paper's IP path; every GMI of the run is on this host), and the run's
-// shared-memory allreduce for the statistics. Build it on every GMI in the same order; it lives as long as the
-// trainer that uses it.
+// shared-memory allreduce for the statistics. `automatic` builds both, times each on the gradient buffer
+// (median of a few synchronized calls, on rank 0, shared with the group) and keeps the faster. Build it on every
+// GMI in the same order; it lives as long as the trainer that uses it.
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
-                    std::size_t count, bool cpu_staged = false)
-      : ctx_(ctx), binding_(b) {
-    grads_ = grads;
-    count_ = count;
-    if (cpu_staged) {
+                    std::size_t count, const std::string& path = "hierarchical")
+      : ctx_(ctx), binding_(b), grads_(grads), count_(count) {
+    gmi::require(path == "hierarchical" || path == "cpu_staged" || path == "automatic", "gradient allreduce", path,
+                 "hierarchical, cpu_staged or automatic");
+    if (path != "hierarchical") {
       const std::string tag = ctx.id().run_id + "-grad-ip";
       ip_ = ctx.rank() == 0 ? comm::ip_allreduce::create(tag, ctx.world(), count * sizeof(float))
                             : comm::ip_allreduce::open(tag, ctx.rank(), ctx.timeout());
-      return;
     }
-    const int gpus = ctx.world() / cfg.gmis_per_gpu;  // from the identity: a GMI process's config sees one device
-    const int gpu_index = ctx.rank() / cfg.gmis_per_gpu;
-    const bool leader = ctx.slice() == 0;
-    const comm::milliseconds timeout = ctx.timeout();
-    if (gpus > 1 && leader) {  // NCCL among the GPUs' leaders; the id goes through shared memory
-      const std::string tag = ctx.id().run_id + "-nccl";
-      comm::nccl_id id;
-      if (gpu_index == 0) {
-        ids_ = comm::nccl_id_exchange::create(tag);
-        id = comm::nccl_id::generate();
-        ids_->publish(id, 1);
-      } else {
-        ids_ = comm::nccl_id_exchange::open(tag, timeout);
-        id = ids_->receive(1, timeout);
-      }
-      leaders_ = std::make_unique<comm::nccl_communicator>(gpus, id, gpu_index, comm::nccl_options{timeout});
-      b.reassert();
-    }
-    comm::hierarchical_options o;
-    o.tag = ctx.id().run_id + "-grad-g" + std::to_string(gpu_index);
-    o.local_rank = ctx.slice();
-    o.local_size = cfg.gmis_per_gpu;
-    o.mode = cfg.processes() ? comm::sharing::ipc : comm::sharing::in_process;
-    o.timeout = timeout;
-    o.blocking = false;  // Adam follows on the same stream
-    reduce_.emplace(o, grads, count, leaders_.get());
-    b.reassert();
+    if (path != "cpu_staged") build_hierarchical(cfg);
+    use_ip_ = path == "cpu_staged";
+    chosen_ = path;
+    if (path == "automatic") choose(b.stream());
   }
   gmi_gradient_sync(const gmi_gradient_sync&) = delete;
   gmi_gradient_sync& operator=(const gmi_gradient_sync&) = delete;
@@ -140,18 +121,7 @@ class gmi_gradient_sync {
     s.sum_device = [this](float* data, std::size_t n, CUstream_st* stream) {
       gmi::require(data == grads_ && n == count_, "gradient sum buffer",
                    std::to_string(n) + " floats", "the trainer's gradient buffer the allreduce was built on");
-      if (ip_) {  // device -> this GMI's slot; the sum over every GMI; the result -> device; the slots free again
-        const std::span<float> slot = ip_->stage<float>(n);
-        GMI_CUDA_TRY(cudaMemcpyAsync(slot.data(), data, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
-        GMI_CUDA_TRY(cudaStreamSynchronize(stream));
-        const std::span<const float> sum = ip_->reduce<float>(n, ctx_.timeout());
-        GMI_CUDA_TRY(cudaMemcpyAsync(data, sum.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
-        GMI_CUDA_TRY(cudaStreamSynchronize(stream));
-        ip_->finish(ctx_.timeout());
-        return;
-      }
-      reduce_->allreduce(stream);
-      binding_.reassert();
+      sum(stream);
     };
     s.sum_stats = [this](double* data, std::size_t n) {
       ctx_.allreduce(std::span<double>(data, n), ctx_.all());
@@ -160,18 +130,95 @@ class gmi_gradient_sync {
   }
   // Bounded wait for the last allreduce on `stream` (errors surface here; the CPU-staged sum is done on return).
   void wait(cudaStream_t stream) {
-    if (reduce_) reduce_->wait(stream);
+    if (!use_ip_) reduce_->wait(stream);
   }
+  // The path in use ("hierarchical" or "cpu_staged"), with the measured times when it was chosen automatically.
+  [[nodiscard]] const std::string& description() const noexcept { return chosen_; }
 
  private:
+  void build_hierarchical(const runtime::gmis_config& cfg) {
+    const int gpus = ctx_.world() / cfg.gmis_per_gpu;  // from the identity: a GMI process's config sees one device
+    const int gpu_index = ctx_.rank() / cfg.gmis_per_gpu;
+    const bool leader = ctx_.slice() == 0;
+    const comm::milliseconds timeout = ctx_.timeout();
+    if (gpus > 1 && leader) {  // NCCL among the GPUs' leaders; the id goes through shared memory
+      const std::string tag = ctx_.id().run_id + "-nccl";
+      comm::nccl_id id;
+      if (gpu_index == 0) {
+        ids_ = comm::nccl_id_exchange::create(tag);
+        id = comm::nccl_id::generate();
+        ids_->publish(id, 1);
+      } else {
+        ids_ = comm::nccl_id_exchange::open(tag, timeout);
+        id = ids_->receive(1, timeout);
+      }
+      leaders_ = std::make_unique<comm::nccl_communicator>(gpus, id, gpu_index, comm::nccl_options{timeout});
+      binding_.reassert();
+    }
+    comm::hierarchical_options o;
+    o.tag = ctx_.id().run_id + "-grad-g" + std::to_string(gpu_index);
+    o.local_rank = ctx_.slice();
+    o.local_size = cfg.gmis_per_gpu;
+    o.mode = cfg.processes() ? comm::sharing::ipc : comm::sharing::in_process;
+    o.timeout = timeout;
+    o.blocking = false;  // Adam follows on the same stream
+    reduce_.emplace(o, grads_, count_, leaders_.get());
+    binding_.reassert();
+  }
+
+  void sum(cudaStream_t stream) {
+    if (use_ip_) {  // device -> this GMI's slot; the sum over every GMI; the result -> device; the slots free again
+      const std::span<float> slot = ip_->stage<float>(count_);
+      GMI_CUDA_TRY(cudaMemcpyAsync(slot.data(), grads_, count_ * sizeof(float), cudaMemcpyDeviceToHost, stream));
+      GMI_CUDA_TRY(cudaStreamSynchronize(stream));
+      const std::span<const float> total = ip_->reduce<float>(count_, ctx_.timeout());
+      GMI_CUDA_TRY(cudaMemcpyAsync(grads_, total.data(), count_ * sizeof(float), cudaMemcpyHostToDevice, stream));
+      GMI_CUDA_TRY(cudaStreamSynchronize(stream));
+      ip_->finish(ctx_.timeout());
+      return;
+    }
+    reduce_->allreduce(stream);
+    binding_.reassert();
+  }
+
+  // Median microseconds of `calls` synchronized sums (after 3 unmeasured ones) on this GMI.
+  double time_sums(bool ip, cudaStream_t stream, int calls) {
+    use_ip_ = ip;
+    std::vector<double> us;
+    for (int i = 0; i < 3 + calls; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      sum(stream);
+      wait(stream);
+      if (i >= 3) us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  }
+
+  // Every GMI runs the same timed calls (the sums are collective); rank 0's medians decide for the group.
+  void choose(cudaStream_t stream) {
+    constexpr int calls = 20;
+    const double hier = time_sums(false, stream, calls), staged = time_sums(true, stream, calls);
+    std::vector<double> v{ctx_.rank() == 0 ? hier : 0.0, ctx_.rank() == 0 ? staged : 0.0};
+    ctx_.allreduce(std::span<double>(v), ctx_.all());
+    use_ip_ = v[1] < v[0];
+    char line[160];
+    std::snprintf(line, sizeof line, "%s (automatic: %.1f us a call against %.1f us for %s, median of %d)",
+                  use_ip_ ? "cpu_staged" : "hierarchical", use_ip_ ? v[1] : v[0], use_ip_ ? v[0] : v[1],
+                  use_ip_ ? "hierarchical" : "cpu_staged", calls);
+    chosen_ = line;
+  }
+
   runtime::context& ctx_;
   const runtime::binding& binding_;
+  float* grads_ = nullptr;
+  std::size_t count_ = 0;
   std::optional<comm::nccl_id_exchange> ids_;
   std::unique_ptr<comm::nccl_communicator> leaders_;
   std::optional<comm::hierarchical_allreduce> reduce_;
   std::optional<comm::ip_allreduce> ip_;
-  float* grads_ = nullptr;
-  std::size_t count_ = 0;
+  bool use_ip_ = false;
+  std::string chosen_;
 };
 
 // The group's stop decision, taken on every GMI from the same numbers: every 5 iterations the GMIs add up their

@@ -362,7 +362,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
                 "GMI | minibatch %d per GMI (%d for the group) | gradients %s | seed %llu\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.world(), cfg.gpus.size(),
                 cfg.gmis_per_gpu, o.num_envs, per_gmi.minibatch, o.ppo.minibatch,
-                o.gradient_allreduce == "cpu_staged" ? "cpu_staged (host shared memory)" : "hierarchical",
+                o.gradient_allreduce == "cpu_staged" ? "cpu_staged (host shared memory)" : o.gradient_allreduce.c_str(),
                 static_cast<unsigned long long>(o.seed));
     std::fflush(stdout);
   }
@@ -380,7 +380,11 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
       }
     }
     const auto grads = trainer.gradient_buffer();
-    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce == "cpu_staged");
+    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce);
+    if (ctx.rank() == 0 && o.gradient_allreduce == "automatic" && !o.quiet) {
+      std::printf("gmi: gradients %s\n", sync.description().c_str());
+      std::fflush(stdout);
+    }
     trainer.set_sync(sync.hook());  // rank 0's weights to every GMI
     runtime::trace(ctx.id(), "trainer synced");
     const bool printer = ctx.rank() == 0 && !o.quiet;
@@ -477,6 +481,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
     r.reason = reason;
     r.binding = b.describe();
     if (ctx.rank() == 0) r.curve = stop.curve.points();
+    r.gradients = sync.description();
     const auto params = trainer.params();
     std::vector<float> host(params.size());
     cuda::copy(host_span<float>(host.data(), host.size()), memory_span<const float, device_memory>(params.data(), params.size()),
@@ -522,7 +527,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
                            {"iteration", t.iterations},   {"train_samples_per_s", t.samples_per_s},
                            {"weights_identical", t.weights_identical}, {"per_gmi", per},
                            {"ppo", ppo_settings_json(o.ppo)}, {"curve", first.curve},
-                           {"gradient_allreduce", o.gradient_allreduce}};
+                           {"gradient_allreduce", first.gradients}};
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
     metrics::jsonl_log(o.metrics_path).write(line);
   }
@@ -778,8 +783,9 @@ int run(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--gradient-allreduce", o.gradient_allreduce,
                  "synchronous training over GMIs: gradients summed on the device (hierarchical: GMIs of a GPU, then "
-                 "NCCL) or through host shared memory (cpu_staged, the paper's IP baseline)")
-      ->check(CLI::IsMember({"hierarchical", "cpu_staged"}))
+                 "NCCL), through host shared memory (cpu_staged, the paper's IP baseline), or automatic: both timed "
+                 "at the start, the faster kept")
+      ->check(CLI::IsMember({"hierarchical", "cpu_staged", "automatic"}))
       ->capture_default_str();
   app.add_option("--restart-on-failure", o.restart_on_failure,
                  "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "

@@ -64,7 +64,7 @@ struct run_options {
   int restart_on_failure = 0;   // relaunches of a lost GMI group allowed (restart.hpp); 0: none
   // Synchronous training over GMIs: how the gradients are summed every minibatch. "hierarchical": on the device
   // (comm::hierarchical_allreduce, NCCL among the GPUs); "cpu_staged": the paper's IP baseline, every GMI's
-  // gradient row through host shared memory (comm::ip_allreduce).
+  // gradient row through host shared memory (comm::ip_allreduce); "automatic": both timed, the faster kept.
   std::string gradient_allreduce = "hierarchical";
   bool population = false;  // independent trainings, one per GMI (population.hpp)
   std::string sweep_path;   // their settings, one JSON object per GMI
