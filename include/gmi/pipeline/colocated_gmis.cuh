@@ -92,7 +92,7 @@ inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
 // (NCCL among the GPUs' leaders when there are several GPUs), or with cpu_staged every GMI's row through one
 // shared-memory segment on the host (the paper's IP path; every GMI of the run is on this host), and the run's
 // shared-memory allreduce for the statistics. `automatic` builds both, times each on the gradient buffer
-// (median of a few synchronized calls, on rank 0, shared with the group) and keeps the faster. Build it on every
+// (sums back to back as between minibatches, rank 0's medians shared with the group) and keeps the faster. Build it on every
 // GMI in the same order; it lives as long as the trainer that uses it.
 class gmi_gradient_sync {
  public:
@@ -181,15 +181,21 @@ class gmi_gradient_sync {
     binding_.reassert();
   }
 
-  // Median microseconds of `calls` synchronized sums (after 3 unmeasured ones) on this GMI.
-  double time_sums(bool ip, cudaStream_t stream, int calls) {
+  // Microseconds a sum of this path costs on this GMI as training issues them: after 5 unmeasured sums, the
+  // median over `rounds` of `calls` sums back to back (the device path overlaps them on the stream, as between
+  // minibatches; the CPU-staged one waits in each) and one wait, divided by `calls`.
+  double time_sums(bool ip, cudaStream_t stream, int rounds, int calls) {
     use_ip_ = ip;
-    std::vector<double> us;
-    for (int i = 0; i < 3 + calls; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 5; ++i) {
       sum(stream);
       wait(stream);
-      if (i >= 3) us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::vector<double> us;
+    for (int r = 0; r < rounds; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < calls; ++i) sum(stream);
+      wait(stream);
+      us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls);
     }
     std::sort(us.begin(), us.end());
     return us[us.size() / 2];
@@ -197,15 +203,15 @@ class gmi_gradient_sync {
 
   // Every GMI runs the same timed calls (the sums are collective); rank 0's medians decide for the group.
   void choose(cudaStream_t stream) {
-    constexpr int calls = 20;
-    const double hier = time_sums(false, stream, calls), staged = time_sums(true, stream, calls);
+    constexpr int rounds = 5, calls = 8;
+    const double hier = time_sums(false, stream, rounds, calls), staged = time_sums(true, stream, rounds, calls);
     std::vector<double> v{ctx_.rank() == 0 ? hier : 0.0, ctx_.rank() == 0 ? staged : 0.0};
     ctx_.allreduce(std::span<double>(v), ctx_.all());
     use_ip_ = v[1] < v[0];
     char line[160];
-    std::snprintf(line, sizeof line, "%s (automatic: %.1f us a call against %.1f us for %s, median of %d)",
+    std::snprintf(line, sizeof line, "%s (automatic: %.1f us a call against %.1f us for %s, median of %d x %d calls)",
                   use_ip_ ? "cpu_staged" : "hierarchical", use_ip_ ? v[1] : v[0], use_ip_ ? v[0] : v[1],
-                  use_ip_ ? "hierarchical" : "cpu_staged", calls);
+                  use_ip_ ? "hierarchical" : "cpu_staged", rounds, calls);
     chosen_ = line;
   }
 
