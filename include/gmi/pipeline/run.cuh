@@ -50,6 +50,17 @@ namespace gmi {
 
 namespace detail {
 
+// The fields every end line of a run over GMIs starts with (bench/plot and the runs/ files read them).
+inline nlohmann::json gmis_end_line(const metrics::run_info& run, const char* task, const char* layout,
+                                    const runtime::gmis_config& cfg, const run_options& o) {
+  return {{"run_id", run.run_id},     {"task", task},
+          {"impl", "gmi"},            {"device", run.device},
+          {"event", "end"},           {"layout", layout},
+          {"partition", cfg.partition}, {"gmi_processes", cfg.processes()},
+          {"gpus", cfg.gpus.size()},  {"gmis_per_gpu", cfg.gmis_per_gpu},
+          {"num_envs", o.num_envs},   {"seed", o.seed},
+          {"git", run.git}};
+}
 
 template <class Env>
 constexpr int default_num_envs() {
@@ -515,19 +526,17 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
     nlohmann::json per = nlohmann::json::array();
     for (const auto& g : t.per_gmi) {
       per.push_back(g);
-      per.back().erase("curve");
+      per.back().erase("curve");  // rank 0's, once, at the top
     }
-    nlohmann::json line = {{"run_id", run.run_id},        {"task", task},
-                           {"impl", "gmi"},               {"device", run.device},
-                           {"event", "end"},              {"layout", "colocated"},
-                           {"partition", cfg.partition},  {"gmi_processes", cfg.processes()},
-                           {"gpus", cfg.gpus.size()},     {"gmis_per_gpu", cfg.gmis_per_gpu},
-                           {"num_envs", o.num_envs},      {"seed", o.seed},
-                           {"git", run.git},              {"reason", first.reason},
-                           {"iteration", t.iterations},   {"train_samples_per_s", t.samples_per_s},
-                           {"weights_identical", t.weights_identical}, {"per_gmi", per},
-                           {"ppo", ppo_settings_json(o.ppo)}, {"curve", first.curve},
-                           {"gradient_allreduce", first.gradients}};
+    nlohmann::json line = detail::gmis_end_line(run, task, "colocated", cfg, o);
+    line.update({{"reason", first.reason},
+                 {"iteration", t.iterations},
+                 {"train_samples_per_s", t.samples_per_s},
+                 {"weights_identical", t.weights_identical},
+                 {"per_gmi", per},
+                 {"ppo", ppo_settings_json(o.ppo)},
+                 {"curve", first.curve},
+                 {"gradient_allreduce", first.gradients}});
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
     metrics::jsonl_log(o.metrics_path).write(line);
   }
@@ -642,21 +651,18 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
               std::isfinite(t.mean_return) ? metrics::si(t.mean_return).c_str() : "-");
   if (!o.metrics_path.empty()) {
     nlohmann::json per = nlohmann::json::array();
-    for (const auto& g : t.per_gmi) {
-      per.push_back(g);
-      per.back().erase("curve");
-    }
-    nlohmann::json line = {{"run_id", run.run_id},          {"task", task},
-                           {"impl", "gmi"},                 {"device", run.device},
-                           {"event", "end"},                {"layout", "split"},
-                           {"partition", cfg.partition},    {"gmi_processes", cfg.processes()},
-                           {"gpus", cfg.gpus.size()},       {"gmis_per_gpu", cfg.gmis_per_gpu},
-                           {"num_envs", o.num_envs},        {"seed", o.seed},
-                           {"git", run.git},                {"reason", t.reason},
-                           {"updates", t.updates},          {"train_samples_per_s", t.train_samples_per_s},
-                           {"serve_steps_per_s", t.serve_steps_per_s}, {"max_policy_lag", o.max_policy_lag},
-                           {"lag_mean", t.lag_mean},        {"lag_max", t.lag_max},
-                           {"dropped_rollouts", t.dropped}, {"per_gmi", per}};
+    for (const auto& g : t.per_gmi) per.push_back(g);
+    nlohmann::json line = detail::gmis_end_line(run, task, "split", cfg, o);
+    line.update({{"reason", t.reason},
+                 {"updates", t.updates},
+                 {"train_samples_per_s", t.train_samples_per_s},
+                 {"serve_steps_per_s", t.serve_steps_per_s},
+                 {"max_policy_lag", o.max_policy_lag},
+                 {"lag_mean", t.lag_mean},
+                 {"lag_max", t.lag_max},
+                 {"dropped_rollouts", t.dropped},
+                 {"per_gmi", per},
+                 {"ppo", ppo_settings_json(o.ppo)}});
     if (std::isfinite(t.mean_return)) line["mean_return"] = t.mean_return;
     metrics::jsonl_log(o.metrics_path).write(line);
   }

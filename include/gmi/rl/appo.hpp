@@ -295,29 +295,10 @@ class appo_learner {
   // Minibatch b of epoch e in update `u`: the PPO minibatch over the evaluated arrays (old log-probs: the
   // learner's at the start of the update; advantages and targets: V-trace's).
   [[nodiscard]] ppo_minibatch_view<Net> minibatch_view(std::uint64_t u, int epoch, std::size_t b) const {
-    const ppo_config& c = config_.ppo;
-    return {obs_.data(),
-            actions_.data(),
-            log_probs_.data(),
-            values_.data(),
-            advantages_.data(),
-            returns_.data(),
-            advantage_stats_.data(),
-            obs_norm_.view(),
-            value_norm_.view(),
-            c.normalize_value,
-            static_cast<std::uint32_t>(total_),
-            detail::shuffle_stream_seed(seed_),
-            u * static_cast<std::uint64_t>(c.epochs) + static_cast<std::uint64_t>(epoch),
-            static_cast<std::uint32_t>(b * minibatch_),
-            static_cast<std::uint32_t>(std::min(minibatch_, total_ - b * minibatch_)),
-            c.clip,
-            c.value_coef,
-            c.entropy_coef,
-            c.value_clip,
-            c.clip_value,
-            c.normalize_advantage,
-            c.bounds_loss_coef};
+    return make_minibatch_view<Net>({obs_.data(), actions_.data(), log_probs_.data(), values_.data(), advantages_.data(),
+                                     returns_.data(), advantage_stats_.data(), obs_norm_.view(), value_norm_.view(),
+                                     static_cast<std::uint32_t>(total_), detail::shuffle_stream_seed(seed_)},
+                                    config_.ppo, u, epoch, minibatch_, b);
   }
 
  private:

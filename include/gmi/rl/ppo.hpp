@@ -340,30 +340,10 @@ class ppo_trainer {
 
   // Minibatch b of epoch e in the update of iteration `it`.
   [[nodiscard]] ppo_minibatch_view<Net> minibatch_view(std::uint64_t it, int epoch, std::size_t b) const {
-    const std::uint32_t begin = static_cast<std::uint32_t>(b * minibatch_);
-    const std::uint32_t count = static_cast<std::uint32_t>(std::min(minibatch_, total_ - b * minibatch_));
-    return {obs_.data(),
-            actions_.data(),
-            log_probs_.data(),
-            values_.data(),
-            advantages_.data(),
-            returns_.data(),
-            advantage_stats_.data(),
-            obs_norm_.view(),
-            value_norm_.view(),
-            config_.normalize_value,
-            static_cast<std::uint32_t>(total_),
-            detail::shuffle_stream_seed(seed_),
-            it * static_cast<std::uint64_t>(config_.epochs) + static_cast<std::uint64_t>(epoch),
-            begin,
-            count,
-            config_.clip,
-            config_.value_coef,
-            config_.entropy_coef,
-            config_.value_clip,
-            config_.clip_value,
-            config_.normalize_advantage,
-            config_.bounds_loss_coef};
+    return make_minibatch_view<Net>({obs_.data(), actions_.data(), log_probs_.data(), values_.data(), advantages_.data(),
+                                     returns_.data(), advantage_stats_.data(), obs_norm_.view(), value_norm_.view(),
+                                     static_cast<std::uint32_t>(total_), detail::shuffle_stream_seed(seed_)},
+                                    config_, it, epoch, minibatch_, b);
   }
 
  private:

@@ -4,6 +4,7 @@
 // and add one sample's loss gradient into a gradient row through an adder (plain += on the host, a warp
 // reduction on the device).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -12,6 +13,7 @@
 #include <gmi/nn/normalizer.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/gae.hpp>
+#include <gmi/rl/ppo_config.hpp>
 #include <gmi/rl/ppo_loss.hpp>
 #include <gmi/rl/shuffle.hpp>
 
@@ -174,5 +176,44 @@ struct ppo_minibatch_view {
     add(terms + term_bounds, scale * t.bounds_loss);
   }
 };
+
+// What an update reads of its samples (the PPO trainer's rollout, the APPO learner's evaluated batch).
+struct ppo_update_arrays {
+  const float *obs, *actions, *log_probs, *values, *advantages, *returns;
+  const float* advantage_stats;
+  nn::normalizer_view obs_norm, value_norm;
+  std::uint32_t total;
+  std::uint64_t shuffle_seed;
+};
+
+// Minibatch b (of `minibatch` samples) of epoch `epoch` in update `update`, with the loss settings of c: the one
+// place a ppo_config becomes a minibatch view.
+template <class Net>
+ppo_minibatch_view<Net> make_minibatch_view(const ppo_update_arrays& a, const ppo_config& c, std::uint64_t update,
+                                            int epoch, std::size_t minibatch, std::size_t b) {
+  const std::size_t begin = b * minibatch;
+  return {a.obs,
+          a.actions,
+          a.log_probs,
+          a.values,
+          a.advantages,
+          a.returns,
+          a.advantage_stats,
+          a.obs_norm,
+          a.value_norm,
+          c.normalize_value,
+          a.total,
+          a.shuffle_seed,
+          update * static_cast<std::uint64_t>(c.epochs) + static_cast<std::uint64_t>(epoch),
+          static_cast<std::uint32_t>(begin),
+          static_cast<std::uint32_t>(std::min<std::size_t>(minibatch, a.total - begin)),
+          c.clip,
+          c.value_coef,
+          c.entropy_coef,
+          c.value_clip,
+          c.clip_value,
+          c.normalize_advantage,
+          c.bounds_loss_coef};
+}
 
 }  // namespace gmi::rl
