@@ -78,6 +78,28 @@ TEST_CASE("comm_gpu.hierarchical.ipc_processes" * doctest::timeout(300)) {
   for (int c : d.codes) CHECK(c == 0);
 }
 
+TEST_CASE("comm_gpu.hierarchical.replayed_in_a_graph" * doctest::timeout(300)) {
+  // The kernel handshake (and one GMI alone) inside a CUDA graph: each replay is a new call, its generation taken
+  // from the GMI's device counter; eager calls before and after the replays agree with the counters.
+  for (const char* reduce : {"leader", "every_gmi"}) {
+    for (int m : {1, 2, 4, 8}) {
+      CAPTURE(reduce);
+      CAPTURE(m);
+      const auto r = gmi_test::run_workers(
+          gmi_test::hier_args(gmi::comm::unique_tag("graph"), 1, m, "1,4097,262147",
+                              {std::string("reduce=") + reduce, "rounds=4", "handshake=kernel", "blocking=0", "graph=1"}),
+          {}, 240s);
+      for (int c : r.codes) CHECK(c == 0);
+    }
+  }
+  // The host handshake waits on the host: a capture is refused with an error on every GMI (exit 3 = an error).
+  const auto host = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("graphh"), 1, 2, "4097",
+                          {"handshake=host", "blocking=0", "graph=1", "timeout_ms=5000"}),
+      {}, 60s);
+  for (int c : host.codes) CHECK(c == 3);
+}
+
 TEST_CASE("comm_gpu.hierarchical.reducers_that_differ" * doctest::timeout(120)) {
   // One GMI asks for the leader reducer, the others for every_gmi: every GMI of the GPU fails with an error.
   const auto bad = gmi_test::run_workers(

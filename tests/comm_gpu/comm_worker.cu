@@ -7,6 +7,8 @@
 //        [copy_back_rank=-1] (this rank asks for the opposite copy_back: every GMI of its GPU must fail)
 //        [reduce=automatic|leader|every_gmi] [expect_reduce=leader|every_gmi] (exit 4 when the group chose another)
 //        [reduce_rank=-1] (this rank asks for the other reducer: every GMI of its GPU must fail)
+//        [graph=0] (1: blocking=0 only; after one eager round, the rounds are captured two to a CUDA graph and the
+//        graph replayed, the round number in device memory; then one more eager round)
 // Exit: 0 all sums right (or, when a fault is injected, the expected error seen); 2 wrong sums; 3 unexpected error.
 #include <signal.h>
 #include <unistd.h>
@@ -22,19 +24,24 @@
 #include <gmi/comm/hierarchical.cuh>
 
 namespace {
-__global__ void fill(float* x, std::size_t n, int rank, int round) {
+// round_at: where the round is read (graph replays), else `round`.
+__global__ void fill(float* x, std::size_t n, int rank, int round, const int* round_at = nullptr) {
+  if (round_at) round = *round_at;
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) {
     x[i] = static_cast<float>(rank + 1) + 0.25f * static_cast<float>(i % 7) + static_cast<float>(round);
   }
 }
 // Every value is a multiple of 0.25 below 2^20, so the sums are exact in fp32 whatever the order.
-__global__ void count_wrong(const float* x, std::size_t n, int ranks, int round, unsigned long long* wrong) {
+__global__ void count_wrong(const float* x, std::size_t n, int ranks, int round, unsigned long long* wrong,
+                            const int* round_at = nullptr) {
+  if (round_at) round = *round_at;
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) {
     const float want = static_cast<float>(ranks * (ranks + 1) / 2) +
                        static_cast<float>(ranks) * (0.25f * static_cast<float>(i % 7) + static_cast<float>(round));
     if (x[i] != want) atomicAdd(wrong, 1ull);
   }
 }
+__global__ void next_round(int* round) { *round += 1; }
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,6 +65,7 @@ int main(int argc, char** argv) {
   const int reduce_rank = static_cast<int>(num("reduce_rank", -1));
   const std::string handshake = a.count("handshake") ? a["handshake"] : "automatic";
   const bool blocking = num("blocking", 1) != 0;
+  const bool graph = num("graph", 0) != 0;
   const std::string expect_handshake = a["expect_handshake"];
   const int copy_back_rank = static_cast<int>(num("copy_back_rank", -1));
   const bool copy_back = (num("copy_back", 1) != 0) != (rank == copy_back_rank);
@@ -121,7 +129,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "[worker %d] reduced by %s, expected %s\n", rank, by, expect_reduce.c_str());
         return 4;
       }
-      for (int round = 0; round < rounds; ++round) {
+      const auto eager_round = [&](int round) {
         if (rank == die_rank && round == die_round) ::raise(SIGKILL);
         fill<<<256, 256, 0, stream>>>(buf.data(), count, rank, round);
         h.allreduce(stream);
@@ -132,6 +140,34 @@ int main(int argc, char** argv) {
         stream.synchronize();
         if (w) std::fprintf(stderr, "[worker %d] %zu floats round %d: %llu wrong\n", rank, count, round, w);
         total_wrong += w;
+      };
+      if (!graph) {
+        for (int round = 0; round < rounds; ++round) eager_round(round);
+      } else {  // round 0 eagerly; rounds 1 .. 2 * rounds from replays of a two-round graph; one more eagerly
+        eager_round(0);
+        if (!h.replayable()) std::fprintf(stderr, "[worker %d] graph=1: not replayable, capture must fail\n", rank);
+        gmi::cuda::device_buffer<int> round_at(1);
+        const int one = 1;
+        GMI_CUDA_TRY(cudaMemcpyAsync(round_at.data(), &one, sizeof one, cudaMemcpyHostToDevice, stream));
+        wrong.fill_bytes(0, stream);
+        const gmi::cuda::graph_exec replay = gmi::cuda::instantiate(gmi::cuda::capture(stream, [&](cudaStream_t s) {
+          for (int k = 0; k < 2; ++k) {
+            fill<<<256, 256, 0, s>>>(buf.data(), count, rank, 0, round_at.data());
+            h.allreduce(s);
+            count_wrong<<<256, 256, 0, s>>>(h.result(), count, world, 0, wrong.data(), round_at.data());
+            next_round<<<1, 1, 0, s>>>(round_at.data());
+          }
+        }));
+        for (int r = 0; r < rounds; ++r) {
+          replay.launch(stream);
+          h.replayed(2, stream);
+        }
+        unsigned long long w = 0;
+        GMI_CUDA_TRY(cudaMemcpyAsync(&w, wrong.data(), sizeof w, cudaMemcpyDeviceToHost, stream));
+        h.wait(stream);
+        if (w) std::fprintf(stderr, "[worker %d] %zu floats, %d graph replays: %llu wrong\n", rank, count, rounds, w);
+        total_wrong += w;
+        eager_round(2 * rounds + 1);
       }
       if (!blocking) h.wait(stream);
       // Nobody frees a buffer another GMI of the GPU still maps: a world-wide step before the next size.

@@ -41,6 +41,19 @@ TEST_CASE(GMI_NAME(".hierarchical.matches_reference") * doctest::timeout(600)) {
   }
 }
 
+TEST_CASE(GMI_NAME(".hierarchical.replayed_in_a_graph") * doctest::timeout(600)) {
+  // The leaders' NCCL allreduce captured with the kernel handshake (m > 1) or alone (m = 1), replayed.
+  for (int m : {1, 4}) {
+    CAPTURE(gpus);
+    CAPTURE(m);
+    const auto r = gmi_test::run_workers(
+        gmi_test::hier_args(gmi::comm::unique_tag("mgg"), gpus, m, "1,4097,262149",
+                            {"rounds=4", "handshake=kernel", "blocking=0", "graph=1"}),
+        {}, 300s);
+    for (int c : r.codes) CHECK(c == 0);
+  }
+}
+
 TEST_CASE(GMI_NAME(".hierarchical.shared_result") * doctest::timeout(600)) {
   // copy_back=0: every GMI reads the sum in its GPU leader's buffer (result()); non-blocking calls, chunked sizes.
   for (int m : {2, 4}) {

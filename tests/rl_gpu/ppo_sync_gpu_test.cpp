@@ -49,6 +49,34 @@ TEST_SUITE("gpu") {
     }
   }
 
+  // A replayable sum: the update is captured once and replayed (replayed() told the sums it holds each time); the
+  // weights stay those of the plain trainer (which replays its whole iteration) and of the eager synced one.
+  TEST_CASE("rl_gpu.ppo_sync.replayed_update_is_the_plain_trainer" * doctest::timeout(300)) {
+    gpu_group_options o;
+    o.world = 1;
+    o.same_seed = true;
+    o.iterations = 5;
+    std::vector<std::size_t> replays;
+    o.replays = &replays;
+    o.mode = gpu_sync_mode::replayed_alone;
+    const auto replayed = run_gpu_group(o);
+    const auto plain = run_gpu_plain(o.envs, 7, o.iterations, true);
+    o.mode = gpu_sync_mode::full;
+    const auto eager = run_gpu_group(o);
+    for (std::size_t it = 0; it < plain.size(); ++it) {
+      CAPTURE(it);
+      CHECK(replayed[0][it].params == plain[it].params);
+      CHECK(replayed[0][it].params == eager[0][it].params);
+      CHECK(replayed[0][it].obs_stats == plain[it].obs_stats);
+      CHECK(replayed[0][it].value_stats == plain[it].value_stats);
+    }
+    // the first iteration runs eagerly; each later one replays 4 epochs x 4 minibatches (256 envs x 16 steps = 4096
+    // samples, minibatch 1024)
+    REQUIRE(replays.size() == static_cast<std::size_t>(o.iterations - 1));
+    for (std::size_t calls : replays) CHECK(calls == 16);
+    CHECK(replayed[0].back().params != replayed[0].front().params);
+  }
+
   // Identical rollouts: the group's mean gradient is each one's gradient (advantage normalization off, since its
   // unbiased std over 2n samples differs from the one over n).
   TEST_CASE("rl_gpu.ppo_sync.two_equal_replicas_train_as_one" * doctest::timeout(300)) {

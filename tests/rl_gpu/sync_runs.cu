@@ -59,7 +59,15 @@ std::vector<std::vector<gpu_snapshot>> run_gpu_group(const gpu_group_options& o)
     gmi::cuda::stream stream;
     trainer t(o.envs, o.same_seed ? 7 : 100 + static_cast<std::uint64_t>(rank), config(o.normalize_advantage), {},
               gmi::exec::cuda{.stream = stream.get()});
-    if (o.mode != gpu_sync_mode::none) {
+    if (o.mode == gpu_sync_mode::replayed_alone) {
+      gmi::rl::ppo_sync s = group.host_sync(rank);
+      s.sum_device = [](float*, std::size_t, CUstream_st*) {};  // a world of one: nothing to add
+      s.replayed = [&o, want = stream.get()](std::size_t calls, CUstream_st* st) {
+        if (st != want) throw gmi::error("ppo_sync::replayed: got another stream than the trainer's");
+        if (o.replays) o.replays->push_back(calls);
+      };
+      t.set_sync(s);
+    } else if (o.mode != gpu_sync_mode::none) {
       gmi::rl::ppo_sync s = device_sync(group, rank);
       if (o.mode == gpu_sync_mode::no_gradient_sum) {
         s.sum_device = [real = s.sum_device, calls = 0](float* d, std::size_t n, CUstream_st* st) mutable {

@@ -16,6 +16,7 @@ enum class gpu_sync_mode {
   full,             // gradients and statistics summed over the group
   no_gradient_sum,  // control: joined (rank 0's weights), then the gradient sums do nothing
   none,             // not joined at all
+  replayed_alone,   // world 1 only: a sum that enqueues nothing and is replayable, so the update is one graph
 };
 
 struct gpu_group_options {
@@ -25,6 +26,7 @@ struct gpu_group_options {
   bool same_seed = false;          // every rank seeded alike (identical rollouts)
   bool normalize_advantage = true;
   gpu_sync_mode mode = gpu_sync_mode::full;
+  std::vector<std::size_t>* replays = nullptr;  // replayed_alone: each ppo_sync::replayed call's count
 };
 
 // [rank][iteration]

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmi/comm/detail/flag_kernel.cuh>
@@ -31,6 +32,7 @@
 #include <gmi/comm/wait.hpp>
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/event.hpp>
+#include <gmi/cuda/graph.hpp>
 #include <gmi/cuda/stream.hpp>
 
 namespace gmi::comm {
@@ -306,17 +308,51 @@ class hierarchical_allreduce {
   // In place: this GMI's buffer becomes the sum over every GMI of every GPU. The buffer's producer must have
   // enqueued its writes on `stream`; later work on `stream` sees the result. Non-blocking calls return once
   // the work is enqueued; call wait(stream) where the result is needed on the host (errors surface there).
+  //
+  // On a stream that is capturing a CUDA graph (replayable() only) the call is recorded, not run: its generation
+  // comes from this GMI's device counter, so every replay is a new call; tell replayed() after each launch.
   void allreduce(cudaStream_t stream) {
     const auto t0 = clock::now();
-    const std::uint64_t g = ++generation_;
+    const bool captured = cuda::detail::is_capturing(stream);
+    if (captured && !replayable()) {
+      throw config_error(got_need("hierarchical allreduce captured into a CUDA graph on " + segment_.name(),
+                                  o_.blocking ? "a blocking call" : "a handshake with host waits",
+                                  "a non-blocking call with the kernel handshake, or one GMI per GPU in one chunk"));
+    }
+    const std::uint64_t g = captured ? 0 : ++generation_;
     try {
-      if (kernel_) run_kernel(stream, g, t0);
+      if (captured && !kernel_) enqueue_single(stream);  // one GMI per GPU: NCCL alone, nothing to hand over
+      else if (kernel_) run_kernel(stream, g, t0, captured);
       else if (every_gmi_) run_every_gmi(stream, g, t0);
       else if (is_leader()) run_leader(stream, g, t0);
       else run_member(stream, g, t0);
     } catch (const gmi::error& e) {
       break_group(e.what());
       if (leaders_) leaders_->abort();  // the other GPUs' leaders then fail at their deadline, not hang
+      throw;
+    }
+  }
+
+  // Whether a CUDA graph may capture allreduce and replay it: the call enqueues device work only (non-blocking;
+  // the kernel handshake, whose generations a device counter follows, or one GMI per GPU in one chunk).
+  [[nodiscard]] bool replayable() const noexcept {
+    return !o_.blocking && !device_ && (kernel_ || (o_.local_size == 1 && single_));
+  }
+
+  // After a launch on `stream` of a graph that holds `calls` captured allreduce calls: the host's generation
+  // follows the device counters, and the group is checked now and then (dead GMIs, NCCL errors, a handshake
+  // kernel that gave up), as the calls themselves would.
+  void replayed(std::size_t calls, cudaStream_t stream) {
+    generation_ += calls;
+    try {
+      if (tail_) tail_->record(stream);
+      barrier_.throw_if_broken();
+      check_peers_now_and_then();
+      if (leaders_) leaders_->check_async();
+      if (kernel_ && flags_->stalled.v.load(std::memory_order_acquire) != 0) throw comm_error(msg_stalled());
+    } catch (const gmi::error& e) {
+      break_group(e.what());
+      if (leaders_) leaders_->abort();
       throw;
     }
   }
@@ -455,6 +491,8 @@ class hierarchical_allreduce {
       register_flags();
       flag_mem_.emplace(detail::flag_words);
       flag_mem_->fill_bytes(0, nullptr);
+      counter_.emplace(1);
+      counter_->fill_bytes(0, nullptr);
       GMI_CUDA_TRY(cudaDeviceSynchronize());  // zeros before any member maps them
       flag_words_ = flag_mem_->data();
       ctl->flags = export_buffer(flag_words_, detail::flag_words * sizeof(std::uint32_t));
@@ -580,6 +618,9 @@ class hierarchical_allreduce {
       register_flags();
       flag_mapping_.emplace(ctl->flags);
       flag_words_ = flag_mapping_->as<std::uint32_t>();
+      counter_.emplace(1);
+      counter_->fill_bytes(0, nullptr);
+      GMI_CUDA_TRY(cudaDeviceSynchronize());
       tail_.emplace();
     } else {
       done_event_ = o_.mode == sharing::ipc ? shared_event::open(ctl->done_event)
@@ -744,12 +785,17 @@ class hierarchical_allreduce {
   // waits for every ready, sums its slices, then a member sets sliced[r] and waits for done, the leader waits
   // for every sliced, runs NCCL over the sum and sets done; with a result buffer and copy_back each GMI copies.
   // Reuse is safe for the same reasons as with the host handshake (each wait is stream-ordered the same way).
-  void run_kernel(cudaStream_t stream, std::uint64_t g, clock::time_point t0) {
+  // captured: the call goes into a CUDA graph (generations from the device counter, no tail event).
+  void run_kernel(cudaStream_t stream, std::uint64_t g, clock::time_point t0, bool captured) {
     if (!o_.blocking) check_peers_now_and_then();
     barrier_.throw_if_broken();
     const int me = o_.local_rank, m = o_.local_size;
+    bool first = true;
     const auto op = [&](int set, int wait_first, int wait_count) {
       detail::flag_op f;
+      f.counter = counter_->data();
+      f.bump = std::exchange(first, false);
+      f.replayed = captured;
       f.flags = flag_words_;
       f.set_slot = set;
       f.wait_first = wait_first;
@@ -785,7 +831,7 @@ class hierarchical_allreduce {
     } else {
       op(detail::ready_slot(me), detail::done_slot, 1);
     }
-    tail_->record(stream);
+    if (!captured) tail_->record(stream);
     finish_call(stream, t0, t0);
   }
 
@@ -957,10 +1003,11 @@ class hierarchical_allreduce {
         },
         o_.timeout, msg_device_);
     barrier_.throw_if_broken();  // a released device wait leaves garbage: never report it as a result
-    if (kernel_ && flags_->stalled.v.load(std::memory_order_acquire) != 0) {
-      throw comm_error(segment_.name() + ": a handshake kernel gave up waiting for the GPU's other GMIs after " +
-                       std::to_string(o_.timeout.count()) + " ms (a GMI stopped calling allreduce, or died)");
-    }
+    if (kernel_ && flags_->stalled.v.load(std::memory_order_acquire) != 0) throw comm_error(msg_stalled());
+  }
+  std::string msg_stalled() const {
+    return segment_.name() + ": a handshake kernel gave up waiting for the GPU's other GMIs after " +
+           std::to_string(o_.timeout.count()) + " ms (a GMI stopped calling allreduce, or died)";
   }
 
   hierarchical_options o_;
@@ -979,6 +1026,7 @@ class hierarchical_allreduce {
   std::optional<cuda::device_buffer<std::uint32_t>> flag_mem_;  // kernel handshake, leader: the flag words
   std::optional<ipc_mapping> flag_mapping_;                      // kernel handshake, members: their mapping
   std::uint32_t* flag_words_ = nullptr;
+  std::optional<cuda::device_buffer<std::uint32_t>> counter_;  // kernel handshake: this GMI's generation (flag_op)
   std::uint64_t generation_ = 0;
   shm_segment segment_;
   detail::group_barrier barrier_;

@@ -52,6 +52,7 @@ struct gmi_training_result {
   std::string reason;
   std::string binding;
   std::string gradients;  // the gradient allreduce in use (gmi_gradient_sync::description)
+  std::string update;     // "graph" (the update replayed as a CUDA graph) or "eager"
   std::vector<std::array<double, 2>> curve;  // rank 0 only: (group env steps, mean return) at every group step
 };
 
@@ -62,6 +63,7 @@ inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
   if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
   if (!r.curve.empty()) j["curve"] = r.curve;
   if (!r.gradients.empty()) j["gradients"] = r.gradients;
+  if (!r.update.empty()) j["update"] = r.update;
 }
 inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   r.rank = j.at("rank");
@@ -77,6 +79,7 @@ inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   if (j.contains("mean_return")) r.mean_return = j["mean_return"].get<double>();
   if (j.contains("curve")) r.curve = j["curve"].get<std::vector<std::array<double, 2>>>();
   if (j.contains("gradients")) r.gradients = j["gradients"].get<std::string>();
+  if (j.contains("update")) r.update = j["update"].get<std::string>();
 }
 
 namespace detail {
@@ -92,12 +95,14 @@ inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
 // (NCCL among the GPUs' leaders when there are several GPUs), or with cpu_staged every GMI's row through one
 // shared-memory segment on the host (the paper's IP path; every GMI of the run is on this host), and the run's
 // shared-memory allreduce for the statistics. `automatic` builds both, times each on the gradient buffer
-// (sums back to back as between minibatches, rank 0's medians shared with the group) and keeps the faster. Build it on every
-// GMI in the same order; it lives as long as the trainer that uses it.
+// (sums back to back as between minibatches, rank 0's medians shared with the group) and keeps the faster. With
+// `graph_update`, the hook lets the trainer replay its update as a CUDA graph where the device path allows it
+// (comm::hierarchical_allreduce::replayable; never CPU-staged). Build it on every GMI in the same order; it lives as
+// long as the trainer that uses it.
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
-                    std::size_t count, const std::string& path = "hierarchical")
+                    std::size_t count, const std::string& path = "hierarchical", bool graph_update = false)
       : ctx_(ctx), binding_(b), grads_(grads), count_(count) {
     gmi::require(path == "hierarchical" || path == "cpu_staged" || path == "automatic", "gradient allreduce", path,
                  "hierarchical, cpu_staged or automatic");
@@ -110,6 +115,7 @@ class gmi_gradient_sync {
     use_ip_ = path == "cpu_staged";
     chosen_ = path;
     if (path == "automatic") choose(b.stream());
+    graph_update_ = graph_update && !use_ip_ && reduce_->replayable();
   }
   gmi_gradient_sync(const gmi_gradient_sync&) = delete;
   gmi_gradient_sync& operator=(const gmi_gradient_sync&) = delete;
@@ -126,8 +132,15 @@ class gmi_gradient_sync {
     s.sum_stats = [this](double* data, std::size_t n) {
       ctx_.allreduce(std::span<double>(data, n), ctx_.all());
     };
+    if (graph_update_) {
+      s.replayed = [this](std::size_t calls, CUstream_st* stream) {
+        reduce_->replayed(calls, stream);
+      };
+    }
     return s;
   }
+  // Whether the hook lets the trainer replay its update as a CUDA graph.
+  [[nodiscard]] bool graph_update() const noexcept { return graph_update_; }
   // Bounded wait for the last allreduce on `stream` (errors surface here; the CPU-staged sum is done on return).
   void wait(cudaStream_t stream) {
     if (!use_ip_) reduce_->wait(stream);
@@ -224,6 +237,7 @@ class gmi_gradient_sync {
   std::optional<comm::hierarchical_allreduce> reduce_;
   std::optional<comm::ip_allreduce> ip_;
   bool use_ip_ = false;
+  bool graph_update_ = false;
   std::string chosen_;
 };
 

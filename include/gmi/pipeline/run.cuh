@@ -391,12 +391,17 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
       }
     }
     const auto grads = trainer.gradient_buffer();
-    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce);
+    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update == "graph");
     if (ctx.rank() == 0 && o.gradient_allreduce == "automatic" && !o.quiet) {
       std::printf("gmi: gradients %s\n", sync.description().c_str());
       std::fflush(stdout);
     }
     trainer.set_sync(sync.hook());  // rank 0's weights to every GMI
+    if (ctx.rank() == 0 && !o.quiet && o.synced_update == "graph" && !sync.graph_update()) {
+      std::printf("gmi: the update runs eagerly (kernel by kernel): the gradient sum (%s) waits on the host between "
+                  "kernels\n", sync.description().c_str());
+      std::fflush(stdout);
+    }
     runtime::trace(ctx.id(), "trainer synced");
     const bool printer = ctx.rank() == 0 && !o.quiet;
     const double world = ctx.world();
@@ -493,6 +498,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
     r.binding = b.describe();
     if (ctx.rank() == 0) r.curve = stop.curve.points();
     r.gradients = sync.description();
+    r.update = sync.graph_update() ? "graph" : "eager";
     const auto params = trainer.params();
     std::vector<float> host(params.size());
     cuda::copy(host_span<float>(host.data(), host.size()), memory_span<const float, device_memory>(params.data(), params.size()),
@@ -515,10 +521,11 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
   if (!outcome.report) return outcome.exit_code;  // a GMI process: its launcher reports
   const gmi_training_total t = collect_training(*outcome.report);
   const gmi_training_result& first = t.per_gmi.front();
-  std::printf("gmi: %s after %llu iterations: %s samples/s over %zu GMIs (%s each on average) | mean return %s | "
-              "weights %s (FNV-1a %016llx)\n",
+  std::printf("gmi: %s after %llu iterations: %s samples/s over %zu GMIs (%s each on average, update %s) | mean "
+              "return %s | weights %s (FNV-1a %016llx)\n",
               first.reason.c_str(), static_cast<unsigned long long>(t.iterations), metrics::si(t.samples_per_s).c_str(),
               t.per_gmi.size(), metrics::si(t.samples_per_s / static_cast<double>(t.per_gmi.size())).c_str(),
+              first.update.c_str(),
               std::isfinite(first.mean_return) ? metrics::si(first.mean_return).c_str() : "-",
               t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
               static_cast<unsigned long long>(first.weights_hash));
@@ -536,7 +543,8 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
                  {"per_gmi", per},
                  {"ppo", ppo_settings_json(o.ppo)},
                  {"curve", first.curve},
-                 {"gradient_allreduce", first.gradients}});
+                 {"gradient_allreduce", first.gradients},
+                 {"synced_update", first.update}});
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
     metrics::jsonl_log(o.metrics_path).write(line);
   }
@@ -792,6 +800,11 @@ int run(int argc, char** argv) {
                  "NCCL), through host shared memory (cpu_staged, the paper's IP baseline), or automatic: both timed "
                  "at the start, the faster kept")
       ->check(CLI::IsMember({"hierarchical", "cpu_staged", "automatic"}))
+      ->capture_default_str();
+  app.add_option("--synced-update", o.synced_update,
+                 "synchronous training over GMIs: replay each GMI's update as a CUDA graph where the gradient sum "
+                 "allows it (graph), or enqueue it kernel by kernel (eager)")
+      ->check(CLI::IsMember({"graph", "eager"}))
       ->capture_default_str();
   app.add_option("--restart-on-failure", o.restart_on_failure,
                  "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "

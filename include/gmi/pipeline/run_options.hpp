@@ -66,6 +66,10 @@ struct run_options {
   // (comm::hierarchical_allreduce, NCCL among the GPUs); "cpu_staged": the paper's IP baseline, every GMI's
   // gradient row through host shared memory (comm::ip_allreduce); "automatic": both timed, the faster kept.
   std::string gradient_allreduce = "hierarchical";
+  // How a synced GMI runs its update: "graph": captured once and replayed each iteration where the gradient sum
+  // allows it (the device path with the kernel handshake, or one GMI per GPU), else eagerly; "eager": kernel by
+  // kernel always (the comparison run).
+  std::string synced_update = "graph";
   bool population = false;  // independent trainings, one per GMI (population.hpp)
   std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;

@@ -5,7 +5,9 @@
 // that, one thread per sample with warps summing their 32 samples by shuffles; a second kernel adds the partial
 // rows in order (fixed orders throughout, so results do not vary between runs).
 // After a first eager iteration, the whole iteration is captured as a CUDA graph and replayed. A synced trainer
-// (ppo_sync.hpp) enqueues its kernels eagerly instead: the sync's calls may wait on the host between them.
+// (ppo_sync.hpp) collects eagerly (the group's statistics gather waits on the host after collection); its update
+// (epochs x minibatches, the group's gradient sums included) is one replayed graph too when the sync's sums are
+// replayable (ppo_sync::replayed), else it is enqueued kernel by kernel.
 
 #include <cuda_runtime_api.h>
 
@@ -13,6 +15,7 @@
 #include <cstdint>
 
 #include <gmi/cuda/check.hpp>
+#include <gmi/cuda/graph.hpp>
 #include <gmi/exec/cuda.cuh>
 #include <gmi/nn/adam.cuh>
 #include <gmi/nn/normalizer.cuh>
@@ -255,7 +258,7 @@ struct ppo_device_ops {
 
   minibatch_gradient<Net> gradient;
   cuda::device_buffer<std::uint64_t> iteration;
-  cudaGraphExec_t graph = nullptr;
+  cuda::graph_exec graph;  // the whole iteration; synced: the update only
   bool warmed_up = false;
 
   explicit ppo_device_ops(trainer& t)
@@ -264,9 +267,6 @@ struct ppo_device_ops {
   }
   ppo_device_ops(const ppo_device_ops&) = delete;
   ppo_device_ops& operator=(const ppo_device_ops&) = delete;
-  ~ppo_device_ops() {
-    if (graph) cudaGraphExecDestroy(graph);
-  }
 
   void set_iteration(trainer& t, std::uint64_t value) {
     GMI_CUDA_TRY(cudaMemcpyAsync(iteration.data(), &value, sizeof value, cudaMemcpyHostToDevice, t.policy_.stream));
@@ -308,18 +308,22 @@ struct ppo_device_ops {
                             device_span<double>(out + trainer::stats_returns, 3));
   }
 
-  // Every kernel of one iteration, in order, on the trainer's stream (capturable without a sync: no host work
-  // depends on data; with one, the sync's calls and the statistics gather run between the kernels).
-  void enqueue(trainer& t) {
-    const cudaStream_t s = t.policy_.stream;
+  // Collection and the advantage statistics (synced: the group's statistics gather, which waits on the host).
+  void enqueue_collect(trainer& t) {
     collect(t);
     if (t.sync_) {
       t.gather_statistics();
     } else if (t.config_.normalize_advantage) {
-      ppo_advantage_stats_kernel<<<1, 1024, 0, s>>>(t.advantages_.data(), static_cast<std::uint32_t>(t.total_),
-                                                    t.advantage_stats_.data());
+      ppo_advantage_stats_kernel<<<1, 1024, 0, t.policy_.stream>>>(
+          t.advantages_.data(), static_cast<std::uint32_t>(t.total_), t.advantage_stats_.data());
       GMI_CUDA_TRY(cudaGetLastError());
     }
+  }
+
+  // The update: epochs x minibatches of gradient, the group's sum (synced), Adam; then the statistics and the
+  // iteration counter. Capturable when the sync's sums are (no host work depends on data).
+  void enqueue_update(trainer& t) {
+    const cudaStream_t s = t.policy_.stream;
     for (int e = 0; e < t.config_.epochs; ++e) {
       for (std::size_t b = 0; b < t.minibatches_; ++b) {
         float* terms = t.term_log_.data() + (e * t.minibatches_ + b) * term_count;
@@ -345,34 +349,35 @@ struct ppo_device_ops {
     GMI_CUDA_TRY(cudaGetLastError());
   }
 
+  // Replays `graph`, capturing what `work` enqueues the first time.
+  template <class Work>
+  void replay(cudaStream_t s, Work&& work) {
+    if (!graph) graph = cuda::instantiate(cuda::capture(s, [&](cudaStream_t) { work(); }));
+    graph.launch(s);
+  }
+
   void iterate(trainer& t) {
     const cudaStream_t s = t.policy_.stream;
-    if (t.sync_) {  // eager: the sync's calls may do host work, which a graph can not hold
-      enqueue(t);
-      return;
-    }
-    if (!warmed_up) {  // the first iteration runs eagerly: lazy module loading stays out of the capture
-      enqueue(t);
-      GMI_CUDA_TRY(cudaStreamSynchronize(s));
+    const bool replayable_sync = t.sync_ && t.sync_->replayed;
+    if (!warmed_up || (t.sync_ && !replayable_sync)) {
+      // The first iteration runs eagerly (lazy module loading stays out of the capture); so does every iteration
+      // of a trainer whose sync may wait on the host between kernels.
+      enqueue_collect(t);
+      enqueue_update(t);
+      if (!t.sync_) GMI_CUDA_TRY(cudaStreamSynchronize(s));
       warmed_up = true;
       return;
     }
-    if (!graph) {
-      cudaGraph_t g = nullptr;
-      GMI_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-      try {
-        enqueue(t);
-      } catch (...) {
-        cudaStreamEndCapture(s, &g);
-        if (g) cudaGraphDestroy(g);
-        throw;
-      }
-      GMI_CUDA_TRY(cudaStreamEndCapture(s, &g));
-      const cudaError_t e = cudaGraphInstantiate(&graph, g, 0);
-      cudaGraphDestroy(g);
-      GMI_CUDA_TRY(e);
+    if (t.sync_) {
+      enqueue_collect(t);
+      replay(s, [&] { enqueue_update(t); });
+      t.sync_->replayed(static_cast<std::size_t>(t.config_.epochs) * t.minibatches_, s);
+      return;
     }
-    GMI_CUDA_TRY(cudaGraphLaunch(graph, s));
+    replay(s, [&] {
+      enqueue_collect(t);
+      enqueue_update(t);
+    });
   }
 };
 

@@ -29,6 +29,11 @@ struct ppo_sync {
   // returns) and a configuration check. Each trainer fills only its own slot, so the sum is an all-gather whose
   // result does not depend on the order the transport adds in.
   std::function<void(double* data, std::size_t n)> sum_stats;
+  // Optional, exec::cuda: set when sum_device only enqueues device work (no host waits) that a CUDA graph may
+  // capture and replay. The trainer then captures its update (every epoch's minibatches, sums included) once and
+  // replays it each iteration, and after each launch on `stream` calls replayed(calls, stream) with the number of
+  // sums the graph holds: the transport keeps its bookkeeping and checks the group there (and throws).
+  std::function<void(std::size_t calls, CUstream_st* stream)> replayed;
 
   // Throws config_error naming the first missing or bad field.
   void validate(bool on_device) const {

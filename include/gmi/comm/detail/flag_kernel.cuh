@@ -34,6 +34,13 @@ struct flag_op {
   std::uint32_t* stalled = nullptr;               // mapped host memory; set to 1 when a wait gave up
   int skip_slot = -1;                             // this GMI's skip word (set to 0 on success, 1 when it gave up)
   unsigned long long timeout_ns = 0;
+  // This GMI's generation counter in its own device memory, which follows every call so that a CUDA graph can
+  // replay calls: the first kernel of an eager call stores `generation` there (bump) and the others use
+  // `generation` as given; in a captured call (replayed) the first kernel adds one to the counter and every
+  // kernel of the call uses the counter's value.
+  std::uint32_t* counter = nullptr;
+  bool bump = false;
+  bool replayed = false;
 };
 
 __device__ inline unsigned long long global_ns() {
@@ -46,6 +53,14 @@ __device__ inline unsigned long long global_ns() {
 __device__ inline bool reached(std::uint32_t flag, std::uint32_t g) { return static_cast<std::int32_t>(flag - g) >= 0; }
 
 __global__ static void flag_kernel(flag_op op) {
+  if (op.counter != nullptr) {
+    if (op.replayed) {
+      if (op.bump) *op.counter += 1;
+      op.generation = *op.counter;
+    } else if (op.bump) {
+      *op.counter = op.generation;
+    }
+  }
   if (op.set_slot >= 0) {
     __threadfence_system();  // the stream's earlier writes (gradient, slice) before the flag, for every reader
     atomicExch(op.flags + op.set_slot * flag_words_apart, op.generation);
