@@ -100,7 +100,9 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("nn_gpu.adam.kernel_equals_host") {
-    const std::size_t n = 10007;
+   // one block below adam_fused_max parameters, the three-kernel grid above it
+   for (const std::size_t n : {std::size_t{1289}, std::size_t{10007}, std::size_t{100003}}) {
+    CAPTURE(n);
     adam_config cfg{.lr = 1e-2f, .max_grad_norm = 1.0f};
     const auto p0 = uniform(n, 1);
     std::vector<std::vector<float>> grads = {uniform(n, 2), uniform(n, 3, -0.001f, 0.001f), uniform(n, 4, -3, 1)};
@@ -116,6 +118,7 @@ TEST_SUITE("gpu") {
     CHECK(gpu_norm == doctest::Approx(norm).epsilon(1e-9));
     std::vector<double> ref(p.begin(), p.end());
     CHECK(rel_err(gpu, ref) < 1e-6);
+   }
   }
 
   TEST_CASE("nn_gpu.normalizer.kernel_equals_host") {
@@ -136,6 +139,25 @@ TEST_SUITE("gpu") {
     std::vector<float> y(probe.size());
     host.normalize({probe.data(), probe.size()}, {y.data(), y.size()});
     for (std::size_t i = 0; i < y.size(); ++i) CHECK(gpu.normalized[i] == doctest::Approx(y[i]).epsilon(1e-6));
+  }
+
+  // A rollout-sized batch: 256 ranges of 274 samples, the last one shorter, merged by the fixed tree.
+  TEST_CASE("nn_gpu.normalizer.large_batch_in_ranges_equals_host") {
+    const int dim = 4;
+    auto a = uniform(70001 * dim, 11, -3, 3), b = uniform(100 * dim, 12, 1, 2);
+    for (std::size_t s = 0; s < 70001; ++s) a[s * dim + 1] += 1000.0f;
+    const auto probe = uniform(10 * dim, 13, -10, 10);
+    const auto gpu = nn_gpu::run_normalizer(dim, a, b, probe);
+    running_mean_std<gmi::exec::host> host(dim);
+    host.update({a.data(), a.size()});
+    host.update({b.data(), b.size()});
+    const auto want = host.stats();
+    REQUIRE(gpu.stats_sequential.size() == want.size());
+    CHECK(gpu.stats_sequential[0] == 70101.0);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CHECK(gpu.stats_sequential[i] == doctest::Approx(want[i]).epsilon(1e-10));
+      CHECK(gpu.stats_merged[i] == doctest::Approx(want[i]).epsilon(1e-10));
+    }
   }
 
   TEST_CASE("nn_gpu.actor_critic.per_sample_device_calls_equal_host") {

@@ -1,7 +1,8 @@
 #pragma once
-// adam<exec::cuda>: Adam with global gradient-norm clipping as three kernels on the policy's stream (per-block
-// sums of squares, one block finishing the norm, the step count and bias corrections, then the element-wise
-// update). Nothing waits on the host, and lr, the step count and the norm live in device memory, so a
+// adam<exec::cuda>: Adam with global gradient-norm clipping on the policy's stream: up to adam_fused_max
+// parameters one block does the whole step (sum of squares, norm, step count, bias corrections, update); above
+// it, three kernels (per-block sums of squares, one block finishing the norm, the step count and bias
+// corrections, then the element-wise update). Nothing waits on the host, and lr, the step count and the norm live in device memory, so a
 // captured CUDA graph replays correctly and a device-side schedule may write lr_device(). Needs nvcc.
 
 #include <cuda_runtime_api.h>
@@ -33,6 +34,11 @@ struct adam_device_state {
 
 inline constexpr int adam_block = 256;
 inline constexpr int adam_norm_blocks = 256;  // fixed, so the norm's summation order never changes
+// Up to this many parameters one block of adam_fused_block threads takes the whole step: a PPO update makes one
+// step per minibatch, and for a small policy the three launches cost more than the work (H200, 1289 parameters:
+// 9 us a step as three kernels).
+inline constexpr std::size_t adam_fused_max = 32768;
+inline constexpr int adam_fused_block = 1024;
 
 __device__ inline double block_sum(double v, double* shared) {
   shared[threadIdx.x] = v;
@@ -54,12 +60,8 @@ __global__ static void adam_sumsq_kernel(const float* GMI_RESTRICT g, std::size_
   if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-// One block of adam_norm_blocks threads. max_norm <= 0: no clipping.
-__global__ static void adam_finalize_kernel(const double* GMI_RESTRICT partials, adam_device_state* st, float beta1,
-                                            float beta2, float max_norm) {
-  __shared__ double shared[adam_norm_blocks];
-  const double sumsq = block_sum(partials[threadIdx.x], shared);
-  if (threadIdx.x != 0) return;
+// The clipping factor and the step's bias corrections from the sum of squares (thread 0 of the finishing block).
+__device__ inline void adam_finish_norm(double sumsq, adam_device_state* st, float beta1, float beta2, float max_norm) {
   const double norm = sqrt(sumsq);
   double scale = 1.0;
   if (max_norm > 0) {
@@ -72,6 +74,29 @@ __global__ static void adam_finalize_kernel(const double* GMI_RESTRICT partials,
   const double t = static_cast<double>(st->step);
   st->bc1 = static_cast<float>(1.0 - pow(static_cast<double>(beta1), t));
   st->bc2_sqrt = static_cast<float>(sqrt(1.0 - pow(static_cast<double>(beta2), t)));
+}
+
+// One block of adam_norm_blocks threads. max_norm <= 0: no clipping.
+__global__ static void adam_finalize_kernel(const double* GMI_RESTRICT partials, adam_device_state* st, float beta1,
+                                            float beta2, float max_norm) {
+  __shared__ double shared[adam_norm_blocks];
+  const double sumsq = block_sum(partials[threadIdx.x], shared);
+  if (threadIdx.x == 0) adam_finish_norm(sumsq, st, beta1, beta2, max_norm);
+}
+
+// The whole step in one block of adam_fused_block threads (n <= adam_fused_max; the same fixed order every step).
+__global__ static void adam_fused_kernel(float* GMI_RESTRICT p, const float* GMI_RESTRICT g, float* GMI_RESTRICT m,
+                                         float* GMI_RESTRICT v, std::size_t n, adam_device_state* st, float beta1,
+                                         float beta2, float eps, float max_norm) {
+  __shared__ double shared[adam_fused_block];
+  double s = 0;
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) s += static_cast<double>(g[i]) * g[i];
+  const double sumsq = block_sum(s, shared);
+  if (threadIdx.x == 0) adam_finish_norm(sumsq, st, beta1, beta2, max_norm);
+  __syncthreads();
+  const float scale = st->scale, lr = st->lr, bc1 = st->bc1, bc2_sqrt = st->bc2_sqrt;
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x)
+    adam_element(p[i], g[i] * scale, m[i], v[i], lr, beta1, beta2, eps, bc1, bc2_sqrt);
 }
 
 __global__ static void adam_update_kernel(float* GMI_RESTRICT p, const float* GMI_RESTRICT g, float* GMI_RESTRICT m,
@@ -105,12 +130,20 @@ class adam<exec::cuda> {
     gmi::require(params.size() == n_, "adam step: params size", params.size(), "== " + std::to_string(n_));
     gmi::require(grads.size() == n_, "adam step: grads size", grads.size(), "== " + std::to_string(n_));
     const cudaStream_t s = policy_.stream;
+    const float max_norm = config_.max_grad_norm ? *config_.max_grad_norm : 0.0f;
+    if (n_ <= detail::adam_fused_max) {
+      detail::adam_fused_kernel<<<1, detail::adam_fused_block, 0, s>>>(params.data(), grads.data(), m_.data(), v_.data(),
+                                                                       n_, state_.data(), config_.beta1, config_.beta2,
+                                                                       config_.eps, max_norm);
+      GMI_CUDA_TRY(cudaGetLastError());
+      ++steps_;
+      return;
+    }
     detail::adam_sumsq_kernel<<<detail::adam_norm_blocks, detail::adam_block, 0, s>>>(grads.data(), n_,
                                                                                      partials_.data());
     GMI_CUDA_TRY(cudaGetLastError());
     detail::adam_finalize_kernel<<<1, detail::adam_norm_blocks, 0, s>>>(
-        partials_.data(), state_.data(), config_.beta1, config_.beta2,
-        config_.max_grad_norm ? *config_.max_grad_norm : 0.0f);
+        partials_.data(), state_.data(), config_.beta1, config_.beta2, max_norm);
     GMI_CUDA_TRY(cudaGetLastError());
     const unsigned blocks = static_cast<unsigned>(
         std::min<std::size_t>((n_ + detail::adam_block - 1) / detail::adam_block, 4096));

@@ -1,7 +1,8 @@
 #pragma once
-// running_mean_std<exec::cuda>: the running statistics in device memory, updated from a device batch by a
-// kernel (per-feature batch moments, Welford per lane then merged in lane order: deterministic) and one block
-// merging them into the record [count | mean | M2]. Needs nvcc.
+// running_mean_std<exec::cuda>: the running statistics in device memory, updated from a device batch: the
+// batch is cut into fixed sample ranges, each range's moments come from one block (Welford per lane, lanes merged
+// in order), the ranges' moments are merged by a fixed tree (deterministic), and one block merges the batch into
+// the record [count | mean | M2]. Needs nvcc.
 
 #include <cuda_runtime_api.h>
 
@@ -22,17 +23,32 @@ namespace detail {
 
 inline constexpr int moments_features = 32;  // threadIdx.x: consecutive features, coalesced reads of a row
 inline constexpr int moments_lanes = 16;     // threadIdx.y: sample lanes
+// A batch is cut into at most moments_parts ranges of at least moments_min_part samples. Each lane's Welford
+// update is a chain of dependent double divisions: one block walking 65536 samples took 0.87 ms a feature group
+// (H200), so ranges go to blocks of their own.
+inline constexpr int moments_parts = 256;
+inline constexpr std::size_t moments_min_part = 256;
 
-// batch = [n | mean | M2] of x[n][dim].
-__global__ static void batch_moments_kernel(const float* GMI_RESTRICT x, std::size_t n, int dim,
-                                            double* GMI_RESTRICT batch) {
+// The ranges a batch of n samples is cut into (1 .. moments_parts), and the samples per range.
+inline int moments_part_count(std::size_t n) {
+  const std::size_t parts = n / moments_min_part;
+  return static_cast<int>(parts < 1 ? 1 : parts > moments_parts ? moments_parts : parts);
+}
+
+// Range blockIdx.y of x[n][dim] (`per` samples each, the last one shorter): its record [count | mean | M2] at
+// out + blockIdx.y * (1 + 2 * dim).
+__global__ static void batch_moments_kernel(const float* GMI_RESTRICT x, std::size_t n, std::size_t per, int dim,
+                                            double* GMI_RESTRICT out) {
   __shared__ double sc[moments_lanes][moments_features], sm[moments_lanes][moments_features],
       sq[moments_lanes][moments_features];
   const int f = static_cast<int>(blockIdx.x) * moments_features + static_cast<int>(threadIdx.x);
   const int lane = static_cast<int>(threadIdx.y);
+  const std::size_t begin = static_cast<std::size_t>(blockIdx.y) * per;
+  const std::size_t end = begin + per < n ? begin + per : n;
+  double* batch = out + static_cast<std::size_t>(blockIdx.y) * (1 + 2 * static_cast<std::size_t>(dim));
   double c = 0, mean = 0, m2 = 0;
   if (f < dim) {
-    for (std::size_t s = lane; s < n; s += moments_lanes) {
+    for (std::size_t s = begin + lane; s < end; s += moments_lanes) {
       const double v = x[s * dim + f];
       c += 1;
       const double d = v - mean;
@@ -51,7 +67,35 @@ __global__ static void batch_moments_kernel(const float* GMI_RESTRICT x, std::si
   }
   batch[1 + f] = mean;
   batch[1 + dim + f] = m2;
-  if (f == 0) batch[0] = static_cast<double>(n);
+  if (f == 0) batch[0] = c;
+}
+
+// batch = the `parts` range records merged by a fixed tree (feature blockIdx.x; blockDim.x == moments_parts).
+__global__ static void merge_parts_kernel(const double* GMI_RESTRICT parts_records, int parts, int dim,
+                                          double* GMI_RESTRICT batch) {
+  __shared__ double c[moments_parts], mean[moments_parts], m2[moments_parts];
+  const int f = static_cast<int>(blockIdx.x), t = static_cast<int>(threadIdx.x);
+  const std::size_t record = 1 + 2 * static_cast<std::size_t>(dim);
+  c[t] = mean[t] = m2[t] = 0.0;
+  if (t < parts) {
+    const double* r = parts_records + static_cast<std::size_t>(t) * record;
+    c[t] = r[0];
+    mean[t] = r[1 + f];
+    m2[t] = r[1 + dim + f];
+  }
+  __syncthreads();
+  for (int half = moments_parts / 2; half > 0; half /= 2) {
+    if (t < half) {
+      merge_moments(c[t], mean[t], m2[t], c[t + half], mean[t + half], m2[t + half]);
+      c[t] += c[t + half];
+    }
+    __syncthreads();
+  }
+  if (t == 0) {
+    batch[1 + f] = mean[0];
+    batch[1 + dim + f] = m2[0];
+    if (f == 0) batch[0] = c[0];
+  }
 }
 
 // One block: stats = merge(stats, other); float caches refreshed. The count is read before anyone writes it.
@@ -86,6 +130,7 @@ class running_mean_std<exec::cuda> {
     const std::size_t record = 1 + 2 * static_cast<std::size_t>(dim);
     stats_ = cuda::device_buffer<double>(record);
     batch_ = cuda::device_buffer<double>(record);
+    parts_ = cuda::device_buffer<double>(record * detail::moments_parts);
     cache_ = cuda::device_buffer<float>(2 * static_cast<std::size_t>(dim));
     stats_.fill_bytes(0, policy_.stream);
     refresh(nullptr);
@@ -121,10 +166,19 @@ class running_mean_std<exec::cuda> {
                  "== 1 + 2 * dim = " + std::to_string(stats_.size()));
     const std::size_t n = x.size() / dim_;
     if (n == 0) return;
+    const int parts = detail::moments_part_count(n);
+    const std::size_t per = (n + static_cast<std::size_t>(parts) - 1) / static_cast<std::size_t>(parts);
     const dim3 block(detail::moments_features, detail::moments_lanes);
-    const unsigned grid = static_cast<unsigned>((dim_ + detail::moments_features - 1) / detail::moments_features);
-    detail::batch_moments_kernel<<<grid, block, 0, policy_.stream>>>(x.data(), n, dim_, out.data());
+    const dim3 grid(static_cast<unsigned>((dim_ + detail::moments_features - 1) / detail::moments_features),
+                    static_cast<unsigned>(parts));
+    detail::batch_moments_kernel<<<grid, block, 0, policy_.stream>>>(x.data(), n, per, dim_,
+                                                                     parts == 1 ? out.data() : parts_.data());
     GMI_CUDA_TRY(cudaGetLastError());
+    if (parts > 1) {
+      detail::merge_parts_kernel<<<static_cast<unsigned>(dim_), detail::moments_parts, 0, policy_.stream>>>(
+          parts_.data(), parts, dim_, out.data());
+      GMI_CUDA_TRY(cudaGetLastError());
+    }
   }
 
   // Merges another record [count | mean | M2] of the same dim, in device memory.
@@ -167,6 +221,7 @@ class running_mean_std<exec::cuda> {
   normalizer_config config_;
   exec::cuda policy_;
   cuda::device_buffer<double> stats_, batch_;
+  cuda::device_buffer<double> parts_;  // the ranges' records of a batch (moments_parts of them at most)
   cuda::device_buffer<float> cache_;  // mean_f[dim] then std_f[dim]
 };
 
