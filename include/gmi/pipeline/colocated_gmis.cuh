@@ -241,6 +241,24 @@ class gmi_gradient_sync {
   std::string chosen_;
 };
 
+// Declared right after a GMI's gmi_gradient_sync (so destroyed right before it, on every path): the trainer's
+// captured update graph goes first, since a graph holding NCCL work keeps the communicator's resources and the
+// communicator's destruction would wait for them forever.
+template <class Trainer>
+struct graph_released_first {
+  Trainer& trainer;
+  std::chrono::milliseconds timeout;
+  graph_released_first(Trainer& t, std::chrono::milliseconds wait) : trainer(t), timeout(wait) {}
+  graph_released_first(const graph_released_first&) = delete;
+  graph_released_first& operator=(const graph_released_first&) = delete;
+  ~graph_released_first() {
+    if (!trainer.release_graph(timeout)) {
+      std::fprintf(stderr, "gmi: the update graph was still running after %lld ms at teardown; kept\n",
+                   static_cast<long long>(timeout.count()));
+    }
+  }
+};
+
 // The group's stop decision, taken on every GMI from the same numbers: every 5 iterations the GMIs add up their
 // finished episodes and their stop votes (signal, time limit, teardown) through the run's allreduce.
 struct group_stop_check {

@@ -349,6 +349,8 @@ struct ppo_device_ops {
     GMI_CUDA_TRY(cudaGetLastError());
   }
 
+  void release_graph() noexcept { graph = cuda::graph_exec{}; }
+
   // Replays `graph`, capturing what `work` enqueues the first time.
   template <class Work>
   void replay(cudaStream_t s, Work&& work) {

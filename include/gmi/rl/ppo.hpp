@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <type_traits>
 #include <vector>
@@ -163,6 +165,23 @@ class ppo_trainer {
   // Waits for the queued work; then losses() and episode statistics are current.
   void synchronize() {
     if constexpr (P::on_device) GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
+  }
+
+  // exec::cuda: once the queued work is done, drops the captured graph (the next iteration captures again). A
+  // synced trainer calls it before its sync's transport goes away: a graph holding NCCL work keeps the
+  // communicator's resources, and destroying the communicator first waits for them forever. When the stream is
+  // still busy after `timeout` (a broken group) the graph is kept and false returned. Never throws.
+  bool release_graph(std::chrono::milliseconds timeout) noexcept {
+    if constexpr (P::on_device) {
+      const auto deadline = std::chrono::steady_clock::now() + timeout;
+      while (cudaStreamQuery(policy_.stream) == cudaErrorNotReady) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      cudaGetLastError();
+      if (device_) device_->release_graph();
+    }
+    return true;
   }
 
   // Loss terms of the last iteration (waits for it on exec::cuda).
