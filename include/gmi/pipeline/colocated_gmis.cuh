@@ -32,6 +32,7 @@
 #include <gmi/comm/nccl.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/graph.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/ppo_sync.hpp>
@@ -114,7 +115,7 @@ class gmi_gradient_sync {
     if (path != "cpu_staged") build_hierarchical(cfg);
     use_ip_ = path == "cpu_staged";
     chosen_ = path;
-    if (path == "automatic") choose(b.stream());
+    if (path == "automatic") choose(b.stream(), graph_update && reduce_->replayable());
     graph_update_ = graph_update && !use_ip_ && reduce_->replayable();
   }
   gmi_gradient_sync(const gmi_gradient_sync&) = delete;
@@ -214,17 +215,45 @@ class gmi_gradient_sync {
     return us[us.size() / 2];
   }
 
-  // Every GMI runs the same timed calls (the sums are collective); rank 0's medians decide for the group.
-  void choose(cudaStream_t stream) {
+  // The device path as a replayed update runs it: `calls` sums captured into a CUDA graph (after the eager warm-up
+  // sums of time_sums), the median over `rounds` replays of one replay and one wait, divided by `calls`. The graph
+  // goes before the communicator does (it holds NCCL's resources).
+  double time_replayed_sums(cudaStream_t stream, int rounds, int calls) {
+    time_sums(false, stream, 1, 1);
+    const cuda::graph_exec graph = cuda::instantiate(cuda::capture(stream, [&](cudaStream_t s) {
+      for (int i = 0; i < calls; ++i) reduce_->allreduce(s);
+    }));
+    const auto replay = [&] {
+      graph.launch(stream);
+      reduce_->replayed(static_cast<std::size_t>(calls), stream);
+      wait(stream);
+    };
+    replay();
+    std::vector<double> us;
+    for (int r = 0; r < rounds; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      replay();
+      us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls);
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  }
+
+  // Every GMI runs the same timed calls (the sums are collective); rank 0's medians decide for the group. With
+  // `replayed`, the device path is timed inside a CUDA graph, as a replayed update runs it.
+  void choose(cudaStream_t stream, bool replayed) {
     constexpr int rounds = 5, calls = 8;
-    const double hier = time_sums(false, stream, rounds, calls), staged = time_sums(true, stream, rounds, calls);
+    const double hier = replayed ? time_replayed_sums(stream, rounds, calls) : time_sums(false, stream, rounds, calls);
+    const double staged = time_sums(true, stream, rounds, calls);
     std::vector<double> v{ctx_.rank() == 0 ? hier : 0.0, ctx_.rank() == 0 ? staged : 0.0};
     ctx_.allreduce(std::span<double>(v), ctx_.all());
     use_ip_ = v[1] < v[0];
-    char line[160];
-    std::snprintf(line, sizeof line, "%s (automatic: %.1f us a call against %.1f us for %s, median of %d x %d calls)",
+    char line[224];
+    std::snprintf(line, sizeof line,
+                  "%s (automatic: %.1f us a call against %.1f us for %s, median of %d x %d calls%s)",
                   use_ip_ ? "cpu_staged" : "hierarchical", use_ip_ ? v[1] : v[0], use_ip_ ? v[0] : v[1],
-                  use_ip_ ? "hierarchical" : "cpu_staged", rounds, calls);
+                  use_ip_ ? "hierarchical" : "cpu_staged", rounds, calls,
+                  replayed ? ", the device path replayed in a graph" : "");
     chosen_ = line;
   }
 
