@@ -121,42 +121,29 @@ TEST_SUITE("gpu") {
    }
   }
 
+  // dim 37: a few short ranges; dim 4 and 70001 samples: a rollout-sized batch in 256 ranges of 274 samples, the
+  // last one shorter, merged by the fixed tree. Feature `shifted` sits far from zero.
   TEST_CASE("nn_gpu.normalizer.kernel_equals_host") {
-    const int dim = 37;
-    auto a = uniform(3001 * dim, 5, -4, 9), b = uniform(1234 * dim, 6, 0, 2);
-    for (std::size_t s = 0; s < 3001; ++s) a[s * dim + 3] += 500.0f;
-    const auto probe = uniform(10 * dim, 7, -10, 10);
-    const auto gpu = nn_gpu::run_normalizer(dim, a, b, probe);
-    running_mean_std<gmi::exec::host> host(dim);
-    host.update({a.data(), a.size()});
-    host.update({b.data(), b.size()});
-    const auto want = host.stats();
-    REQUIRE(gpu.stats_sequential.size() == want.size());
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      CHECK(gpu.stats_sequential[i] == doctest::Approx(want[i]).epsilon(1e-10));
-      CHECK(gpu.stats_merged[i] == doctest::Approx(want[i]).epsilon(1e-10));
-    }
-    std::vector<float> y(probe.size());
-    host.normalize({probe.data(), probe.size()}, {y.data(), y.size()});
-    for (std::size_t i = 0; i < y.size(); ++i) CHECK(gpu.normalized[i] == doctest::Approx(y[i]).epsilon(1e-6));
-  }
-
-  // A rollout-sized batch: 256 ranges of 274 samples, the last one shorter, merged by the fixed tree.
-  TEST_CASE("nn_gpu.normalizer.large_batch_in_ranges_equals_host") {
-    const int dim = 4;
-    auto a = uniform(70001 * dim, 11, -3, 3), b = uniform(100 * dim, 12, 1, 2);
-    for (std::size_t s = 0; s < 70001; ++s) a[s * dim + 1] += 1000.0f;
-    const auto probe = uniform(10 * dim, 13, -10, 10);
-    const auto gpu = nn_gpu::run_normalizer(dim, a, b, probe);
-    running_mean_std<gmi::exec::host> host(dim);
-    host.update({a.data(), a.size()});
-    host.update({b.data(), b.size()});
-    const auto want = host.stats();
-    REQUIRE(gpu.stats_sequential.size() == want.size());
-    CHECK(gpu.stats_sequential[0] == 70101.0);
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      CHECK(gpu.stats_sequential[i] == doctest::Approx(want[i]).epsilon(1e-10));
-      CHECK(gpu.stats_merged[i] == doctest::Approx(want[i]).epsilon(1e-10));
+    struct shape { int dim; std::size_t n_a, n_b; int shifted; float shift; };
+    for (const shape c : {shape{37, 3001, 1234, 3, 500.0f}, shape{4, 70001, 100, 1, 1000.0f}}) {
+      CAPTURE(c.dim);
+      auto a = uniform(c.n_a * c.dim, 5, -4, 9), b = uniform(c.n_b * c.dim, 6, 0, 2);
+      for (std::size_t s = 0; s < c.n_a; ++s) a[s * c.dim + c.shifted] += c.shift;
+      const auto probe = uniform(10 * c.dim, 7, -10, 10);
+      const auto gpu = nn_gpu::run_normalizer(c.dim, a, b, probe);
+      running_mean_std<gmi::exec::host> host(c.dim);
+      host.update({a.data(), a.size()});
+      host.update({b.data(), b.size()});
+      const auto want = host.stats();
+      REQUIRE(gpu.stats_sequential.size() == want.size());
+      CHECK(gpu.stats_sequential[0] == static_cast<double>(c.n_a + c.n_b));
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        CHECK(gpu.stats_sequential[i] == doctest::Approx(want[i]).epsilon(1e-10));
+        CHECK(gpu.stats_merged[i] == doctest::Approx(want[i]).epsilon(1e-10));
+      }
+      std::vector<float> y(probe.size());
+      host.normalize({probe.data(), probe.size()}, {y.data(), y.size()});
+      for (std::size_t i = 0; i < y.size(); ++i) CHECK(gpu.normalized[i] == doctest::Approx(y[i]).epsilon(1e-6));
     }
   }
 
