@@ -100,6 +100,32 @@ TEST_CASE("comm_gpu.hierarchical.replayed_in_a_graph" * doctest::timeout(300)) {
   for (int c : host.codes) CHECK(c == 3);
 }
 
+TEST_CASE("comm_gpu.hierarchical.row_exchange_in_a_kernel" * doctest::timeout(300)) {
+  // The row exchange (cuda::row_exchange from hierarchical_allreduce::row_exchange()): every GMI sums the group's
+  // rows inside its own kernel, eagerly and from graph replays, alternating with allreduce calls; sizes from one
+  // float to 262147; both reducers (their allreduce calls share the buffers with the exchange).
+  for (const char* reduce : {"leader", "every_gmi"}) {
+    for (int m : {2, 4, 8}) {
+      CAPTURE(reduce);
+      CAPTURE(m);
+      const auto r = gmi_test::run_workers(
+          gmi_test::hier_args(gmi::comm::unique_tag("xchg"), 1, m, "1,4097,262147",
+                              {std::string("reduce=") + reduce, "rounds=3", "handshake=kernel", "blocking=0", "exchange=1"}),
+          {}, 240s);
+      for (int c : r.codes) CHECK(c == 0);
+    }
+  }
+  // One GMI never calls the exchange: the others' waits give up at the deadline (the first) or at once (the
+  // rest, on the group's stall word), and every GMI ends with an error (exit 0 = the expected error), in bounded time.
+  const auto skip = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("xskip"), 1, 3, "4097",
+                          {"rounds=3", "handshake=kernel", "blocking=0", "exchange=1", "exchange_skip_rank=1",
+                           "timeout_ms=3000"}),
+      {}, 90s);
+  for (int c : skip.codes) CHECK(c == 0);
+  CHECK(skip.seconds < 60);
+}
+
 TEST_CASE("comm_gpu.hierarchical.reducers_that_differ" * doctest::timeout(120)) {
   // One GMI asks for the leader reducer, the others for every_gmi: every GMI of the GPU fails with an error.
   const auto bad = gmi_test::run_workers(

@@ -33,6 +33,7 @@
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/event.hpp>
 #include <gmi/cuda/graph.hpp>
+#include <gmi/cuda/row_exchange.hpp>
 #include <gmi/cuda/stream.hpp>
 
 namespace gmi::comm {
@@ -130,6 +131,7 @@ struct hier_control {
   std::uint32_t device_handshake;  // the leader's choice: 1 device, 0 host
   std::uint32_t copy_back;         // the leader's choice: 0 members read the leader's buffer (result())
   std::uint32_t every_gmi;         // the leader's choice: 1 every GMI reduces a slice (reducer::every_gmi)
+  std::uint32_t across_gpus;       // 1: the leader has an NCCL communicator (the group spans GPUs)
   ipc_event_handle done_event;
   std::uint64_t raw_done_event;
   ipc_buffer_handle flags;         // kernel handshake: the flag words in the leader's device memory
@@ -331,6 +333,34 @@ class hierarchical_allreduce {
       if (leaders_) leaders_->abort();  // the other GPUs' leaders then fail at their deadline, not hang
       throw;
     }
+  }
+
+  // A kernel's way to sum this GMI's buffer over the GPU's GMIs from inside the kernel (cuda/row_exchange.cuh):
+  // every GMI's buffer, the group's flags and a call counter of this GMI's own. There is one with the kernel
+  // handshake (MPS GMIs) on a group of one GPU; none otherwise (several GPUs need NCCL between the steps, threads
+  // of one process may share a hardware queue). The exchange and allreduce calls use separate flags and may
+  // alternate; a stalled exchange shows up at replayed() and wait().
+  [[nodiscard]] std::optional<cuda::row_exchange> row_exchange() {
+    if (!kernel_ || peer_rows_.empty()) return std::nullopt;
+    if (!exchange_counter_) {
+      exchange_counter_.emplace(1);
+      exchange_counter_->fill_bytes(0, nullptr);
+      GMI_CUDA_TRY(cudaDeviceSynchronize());
+    }
+    static_assert(cuda::row_exchange::max_members == max_local_gmis);
+    cuda::row_exchange x;
+    for (std::size_t k = 0; k < peer_rows_.size(); ++k) x.rows[k] = peer_rows_[k];
+    x.count = count_;
+    x.rank = o_.local_rank;
+    x.size = o_.local_size;
+    x.posted = flag_words_ + detail::posted_slot(0) * detail::flag_words_apart;
+    x.released = flag_words_ + detail::released_slot(0) * detail::flag_words_apart;
+    x.apart = detail::flag_words_apart;
+    x.counter = exchange_counter_->data();
+    x.abort = abort_dev_;
+    x.stalled = stalled_dev_;
+    x.timeout_ns = static_cast<unsigned long long>(o_.timeout.count()) * 1000000ull;
+    return x;
   }
 
   // Whether a CUDA graph may capture allreduce and replay it: the call enqueues device work only (non-blocking;
@@ -554,6 +584,8 @@ class hierarchical_allreduce {
       if (every_gmi_ && !kernel_) peer_slices_.push_back(open_slice_events(m));
     }
     if (every_gmi_) build_slices(inputs);
+    if (kernel_ && !leaders_) peer_rows_ = inputs;
+    ctl->across_gpus = leaders_ ? 1 : 0;
     // The kernels' arguments, once: (a) every buffer into the leader's, (c) the leader's into every member's,
     // and with one GPU every buffer into every buffer.
     const auto* skip = skip_word();
@@ -659,6 +691,17 @@ class hierarchical_allreduce {
         }
       }
       build_slices(inputs);
+      if (kernel_ && ctl->across_gpus == 0) peer_rows_ = inputs;
+    } else if (kernel_ && ctl->across_gpus == 0) {  // the row exchange reads every GMI's buffer
+      peer_rows_.assign(o_.local_size, nullptr);
+      for (int k = 0; k < o_.local_size; ++k) {
+        if (k == o_.local_rank) {
+          peer_rows_[k] = buffer_;
+          continue;
+        }
+        mappings_.emplace_back(ctl->member[k].buffer);
+        peer_rows_[k] = mappings_.back().as<float>();
+      }
     }
   }
 
@@ -1006,8 +1049,8 @@ class hierarchical_allreduce {
     if (kernel_ && flags_->stalled.v.load(std::memory_order_acquire) != 0) throw comm_error(msg_stalled());
   }
   std::string msg_stalled() const {
-    return segment_.name() + ": a handshake kernel gave up waiting for the GPU's other GMIs after " +
-           std::to_string(o_.timeout.count()) + " ms (a GMI stopped calling allreduce, or died)";
+    return segment_.name() + ": a handshake kernel or row exchange gave up waiting for the GPU's other GMIs after " +
+           std::to_string(o_.timeout.count()) + " ms (a GMI stopped calling allreduce or the exchange, or died)";
   }
 
   hierarchical_options o_;
@@ -1027,6 +1070,8 @@ class hierarchical_allreduce {
   std::optional<ipc_mapping> flag_mapping_;                      // kernel handshake, members: their mapping
   std::uint32_t* flag_words_ = nullptr;
   std::optional<cuda::device_buffer<std::uint32_t>> counter_;  // kernel handshake: this GMI's generation (flag_op)
+  std::optional<cuda::device_buffer<std::uint32_t>> exchange_counter_;  // row_exchange(): this GMI's calls
+  std::vector<const float*> peer_rows_;  // kernel handshake on one GPU: every GMI's buffer (row_exchange())
   std::uint64_t generation_ = 0;
   shm_segment segment_;
   detail::group_barrier barrier_;

@@ -84,19 +84,36 @@ __global__ static void adam_finalize_kernel(const double* GMI_RESTRICT partials,
   if (threadIdx.x == 0) adam_finish_norm(sumsq, st, beta1, beta2, max_norm);
 }
 
-// The whole step in one block of adam_fused_block threads (n <= adam_fused_max; the same fixed order every step).
-__global__ static void adam_fused_kernel(float* GMI_RESTRICT p, const float* GMI_RESTRICT g, float* GMI_RESTRICT m,
-                                         float* GMI_RESTRICT v, std::size_t n, adam_device_state* st, float beta1,
-                                         float beta2, float eps, float max_norm) {
+}  // namespace detail
+
+// One Adam step done by a whole block of adam_fused_block threads (n <= adam_fused_max), so that a kernel which
+// computes the gradient row may end in the step: adam<exec::cuda>::block_step() gives one.
+struct adam_block_step {
+  float* m = nullptr;
+  float* v = nullptr;
+  detail::adam_device_state* state = nullptr;
+  std::size_t n = 0;
+  float beta1 = 0, beta2 = 0, eps = 0, max_norm = 0;  // max_norm <= 0: no clipping
+
+  // shared: adam_fused_block doubles of shared memory. The same fixed order every step.
+  __device__ void operator()(float* GMI_RESTRICT p, const float* GMI_RESTRICT g, double* shared) const {
+    double s = 0;
+    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) s += static_cast<double>(g[i]) * g[i];
+    const double sumsq = detail::block_sum(s, shared);
+    if (threadIdx.x == 0) detail::adam_finish_norm(sumsq, state, beta1, beta2, max_norm);
+    __syncthreads();
+    const float scale = state->scale, lr = state->lr, bc1 = state->bc1, bc2_sqrt = state->bc2_sqrt;
+    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x)
+      detail::adam_element(p[i], g[i] * scale, m[i], v[i], lr, beta1, beta2, eps, bc1, bc2_sqrt);
+  }
+};
+
+namespace detail {
+
+// The whole step in one block of adam_fused_block threads (n <= adam_fused_max).
+__global__ static void adam_fused_kernel(float* GMI_RESTRICT p, const float* GMI_RESTRICT g, adam_block_step step) {
   __shared__ double shared[adam_fused_block];
-  double s = 0;
-  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) s += static_cast<double>(g[i]) * g[i];
-  const double sumsq = block_sum(s, shared);
-  if (threadIdx.x == 0) adam_finish_norm(sumsq, st, beta1, beta2, max_norm);
-  __syncthreads();
-  const float scale = st->scale, lr = st->lr, bc1 = st->bc1, bc2_sqrt = st->bc2_sqrt;
-  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x)
-    adam_element(p[i], g[i] * scale, m[i], v[i], lr, beta1, beta2, eps, bc1, bc2_sqrt);
+  step(p, g, shared);
 }
 
 __global__ static void adam_update_kernel(float* GMI_RESTRICT p, const float* GMI_RESTRICT g, float* GMI_RESTRICT m,
@@ -132,11 +149,8 @@ class adam<exec::cuda> {
     const cudaStream_t s = policy_.stream;
     const float max_norm = config_.max_grad_norm ? *config_.max_grad_norm : 0.0f;
     if (n_ <= detail::adam_fused_max) {
-      detail::adam_fused_kernel<<<1, detail::adam_fused_block, 0, s>>>(params.data(), grads.data(), m_.data(), v_.data(),
-                                                                       n_, state_.data(), config_.beta1, config_.beta2,
-                                                                       config_.eps, max_norm);
+      detail::adam_fused_kernel<<<1, detail::adam_fused_block, 0, s>>>(params.data(), grads.data(), block_step());
       GMI_CUDA_TRY(cudaGetLastError());
-      ++steps_;
       return;
     }
     detail::adam_sumsq_kernel<<<detail::adam_norm_blocks, detail::adam_block, 0, s>>>(grads.data(), n_,
@@ -155,6 +169,18 @@ class adam<exec::cuda> {
     }
     ++steps_;
   }
+
+  // Whether one block takes a whole step (block_step()).
+  [[nodiscard]] bool steps_in_one_block() const noexcept { return n_ <= detail::adam_fused_max; }
+  // The next step, for a kernel that ends in it (one block of adam_fused_block threads; steps_in_one_block() must
+  // hold). Counts as queued here: call it once per step enqueued.
+  [[nodiscard]] adam_block_step block_step() {
+    gmi::require(steps_in_one_block(), "adam block step: parameters", n_, "<= " + std::to_string(detail::adam_fused_max));
+    ++steps_;
+    return {m_.data(), v_.data(), state_.data(), n_, config_.beta1, config_.beta2, config_.eps,
+            config_.max_grad_norm ? *config_.max_grad_norm : 0.0f};
+  }
+  static constexpr int block_threads = detail::adam_fused_block;
 
   // Takes effect from the next step queued on the stream.
   void set_lr(float lr) {

@@ -53,7 +53,7 @@ struct gmi_training_result {
   std::string reason;
   std::string binding;
   std::string gradients;  // the gradient allreduce in use (gmi_gradient_sync::description)
-  std::string update;     // "graph" (the update replayed as a CUDA graph) or "eager"
+  std::string update;     // "fused" (replayed, the group's sum inside each step kernel), "graph" or "eager"
   std::vector<std::array<double, 2>> curve;  // rank 0 only: (group env steps, mean return) at every group step
 };
 
@@ -97,13 +97,14 @@ inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
 // shared-memory segment on the host (the paper's IP path; every GMI of the run is on this host), and the run's
 // shared-memory allreduce for the statistics. `automatic` builds both, times each on the gradient buffer
 // (sums back to back as between minibatches, rank 0's medians shared with the group) and keeps the faster. With
-// `graph_update`, the hook lets the trainer replay its update as a CUDA graph where the device path allows it
-// (comm::hierarchical_allreduce::replayable; never CPU-staged). Build it on every GMI in the same order; it lives as
-// long as the trainer that uses it.
+// `update` "graph" or "fused", the hook lets the trainer replay its update as a CUDA graph where the device path
+// allows it (comm::hierarchical_allreduce::replayable; never CPU-staged); with "fused" it also hands the trainer
+// the allreduce's row exchange where there is one (MPS GMIs of one GPU), so each minibatch step sums the group's
+// rows inside its own kernel. Build it on every GMI in the same order; it lives as long as the trainer that uses it.
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
-                    std::size_t count, const std::string& path = "hierarchical", bool graph_update = false)
+                    std::size_t count, const std::string& path = "hierarchical", const std::string& update = "eager")
       : ctx_(ctx), binding_(b), grads_(grads), count_(count) {
     gmi::require(path == "hierarchical" || path == "cpu_staged" || path == "automatic", "gradient allreduce", path,
                  "hierarchical, cpu_staged or automatic");
@@ -115,8 +116,12 @@ class gmi_gradient_sync {
     if (path != "cpu_staged") build_hierarchical(cfg);
     use_ip_ = path == "cpu_staged";
     chosen_ = path;
+    gmi::require(update == "fused" || update == "graph" || update == "eager", "synced update", update,
+                 "fused, graph or eager");
+    const bool graph_update = update != "eager";
     if (path == "automatic") choose(b.stream(), graph_update && reduce_->replayable());
     graph_update_ = graph_update && !use_ip_ && reduce_->replayable();
+    if (graph_update_ && update == "fused") exchange_ = reduce_->row_exchange();
   }
   gmi_gradient_sync(const gmi_gradient_sync&) = delete;
   gmi_gradient_sync& operator=(const gmi_gradient_sync&) = delete;
@@ -137,11 +142,14 @@ class gmi_gradient_sync {
       s.replayed = [this](std::size_t calls, CUstream_st* stream) {
         reduce_->replayed(calls, stream);
       };
+      s.exchange = exchange_;
     }
     return s;
   }
   // Whether the hook lets the trainer replay its update as a CUDA graph.
   [[nodiscard]] bool graph_update() const noexcept { return graph_update_; }
+  // How the update runs: "fused" (replayed, each step sums the group's rows in its own kernel), "graph" or "eager".
+  [[nodiscard]] std::string update() const { return exchange_ ? "fused" : graph_update_ ? "graph" : "eager"; }
   // Bounded wait for the last allreduce on `stream` (errors surface here; the CPU-staged sum is done on return).
   void wait(cudaStream_t stream) {
     if (!use_ip_) reduce_->wait(stream);
@@ -267,6 +275,7 @@ class gmi_gradient_sync {
   std::optional<comm::ip_allreduce> ip_;
   bool use_ip_ = false;
   bool graph_update_ = false;
+  std::optional<cuda::row_exchange> exchange_;  // the hook's row exchange ("fused" on one GPU under MPS)
   std::string chosen_;
 };
 

@@ -391,14 +391,14 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
       }
     }
     const auto grads = trainer.gradient_buffer();
-    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update == "graph");
+    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update);
     const graph_released_first<engine> release_graph_first{trainer, ctx.timeout()};
     if (ctx.rank() == 0 && o.gradient_allreduce == "automatic" && !o.quiet) {
       std::printf("gmi: gradients %s\n", sync.description().c_str());
       std::fflush(stdout);
     }
     trainer.set_sync(sync.hook());  // rank 0's weights to every GMI
-    if (ctx.rank() == 0 && !o.quiet && o.synced_update == "graph" && !sync.graph_update()) {
+    if (ctx.rank() == 0 && !o.quiet && o.synced_update != "eager" && !sync.graph_update()) {
       std::printf("gmi: the update runs eagerly (kernel by kernel): the gradient sum (%s) waits on the host between "
                   "kernels\n", sync.description().c_str());
       std::fflush(stdout);
@@ -499,7 +499,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
     r.binding = b.describe();
     if (ctx.rank() == 0) r.curve = stop.curve.points();
     r.gradients = sync.description();
-    r.update = sync.graph_update() ? "graph" : "eager";
+    r.update = sync.update();
     const auto params = trainer.params();
     std::vector<float> host(params.size());
     cuda::copy(host_span<float>(host.data(), host.size()), memory_span<const float, device_memory>(params.data(), params.size()),
@@ -804,8 +804,10 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--synced-update", o.synced_update,
                  "synchronous training over GMIs: replay each GMI's update as a CUDA graph where the gradient sum "
-                 "allows it (graph), or enqueue it kernel by kernel (eager)")
-      ->check(CLI::IsMember({"graph", "eager"}))
+                 "allows it, with the group's sum inside each minibatch step's kernel where the GMIs of one GPU "
+                 "share their rows (fused) or as allreduce calls between kernels (graph), or enqueue it kernel by "
+                 "kernel (eager)")
+      ->check(CLI::IsMember({"fused", "graph", "eager"}))
       ->capture_default_str();
   app.add_option("--restart-on-failure", o.restart_on_failure,
                  "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "

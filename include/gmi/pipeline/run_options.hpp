@@ -67,9 +67,10 @@ struct run_options {
   // gradient row through host shared memory (comm::ip_allreduce); "automatic": both timed, the faster kept.
   std::string gradient_allreduce = "hierarchical";
   // How a synced GMI runs its update: "graph": captured once and replayed each iteration where the gradient sum
-  // allows it (the device path with the kernel handshake, or one GMI per GPU), else eagerly; "eager": kernel by
-  // kernel always (the comparison run).
-  std::string synced_update = "graph";
+  // allows it (the device path with the kernel handshake, or one GMI per GPU), else eagerly; "fused": the same,
+  // and where the GMIs of one GPU share their gradient rows (MPS, one GPU) each minibatch step sums the group's
+  // rows inside its own kernel (ppo_step_kernel); "eager": kernel by kernel always (the comparison runs).
+  std::string synced_update = "fused";
   bool population = false;  // independent trainings, one per GMI (population.hpp)
   std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;

@@ -3,7 +3,9 @@
 // in shared memory); minibatch_gradient forms each minibatch's gradient: one warp per sample with the gradient
 // held in the lanes' registers and summed per block (detail/ppo_warp_gradient.cuh), or, for networks too wide for
 // that, one thread per sample with warps summing their 32 samples by shuffles; a second kernel adds the partial
-// rows in order (fixed orders throughout, so results do not vary between runs).
+// rows in order (fixed orders throughout, so results do not vary between runs). With Adam in one block, the rest
+// of a minibatch step (that sum, a synced group's mean through a row exchange, Adam, the learning-rate rule) is one
+// more launch, ppo_step_kernel.
 // After a first eager iteration, the whole iteration is captured as a CUDA graph and replayed. A synced trainer
 // (ppo_sync.hpp) collects eagerly (the group's statistics gather waits on the host after collection); its update
 // (epochs x minibatches, the group's gradient sums included) is one replayed graph too when the sync's sums are
@@ -16,6 +18,7 @@
 
 #include <gmi/cuda/check.hpp>
 #include <gmi/cuda/graph.hpp>
+#include <gmi/cuda/row_exchange.cuh>
 #include <gmi/exec/cuda.cuh>
 #include <gmi/nn/adam.cuh>
 #include <gmi/nn/normalizer.cuh>
@@ -210,6 +213,21 @@ class minibatch_gradient {
   // device counter the shuffle round is formed from (round = *round_base * epochs + epoch).
   void enqueue(const ppo_minibatch_view<Net>& mb, const float* params, const std::uint64_t* round_base, int epoch,
                int epochs, float* grads, float* term_log, cudaStream_t s) {
+    const row_parts left = enqueue_parts(mb, params, round_base, epoch, epochs, s);
+    ppo_sum_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(left.rows, left.count, row, Net::param_count, grads,
+                                                          term_log);
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+
+  // Rows whose sum in order (row 0 first) is the minibatch's gradient row.
+  struct row_parts {
+    const float* rows;
+    std::size_t count;
+  };
+  // The gradient kernel and, for many partial rows, the first stage of their sum: what enqueue then adds up (or a
+  // step kernel, ppo_step_kernel).
+  row_parts enqueue_parts(const ppo_minibatch_view<Net>& mb, const float* params, const std::uint64_t* round_base,
+                          int epoch, int epochs, cudaStream_t s) {
     std::size_t parts = 0;
     if constexpr (by_warps) {
       parts = blocks(mb.count);
@@ -231,8 +249,7 @@ class minibatch_gradient {
       sum_of = partial_.data();
       parts = groups;
     }
-    ppo_sum_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(sum_of, parts, row, Net::param_count, grads, term_log);
-    GMI_CUDA_TRY(cudaGetLastError());
+    return {sum_of, parts};
   }
 
  private:
@@ -241,7 +258,8 @@ class minibatch_gradient {
   cuda::device_buffer<float> rows_, partial_;
 };
 
-__global__ static void ppo_adapt_lr_kernel(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
+// lr_schedule::adaptive_kl after a step, from the step's logged KL (rl_games' rule).
+__device__ inline void ppo_adapt_lr(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
   const float kl = terms[term_kl];
   float next = *lr;
   if (kl > 2.0f * kl_target) next = fmaxf(next / 1.5f, min_lr);
@@ -249,7 +267,64 @@ __global__ static void ppo_adapt_lr_kernel(const float* terms, float* lr, float 
   *lr = next;
 }
 
+__global__ static void ppo_adapt_lr_kernel(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
+  ppo_adapt_lr(terms, lr, kl_target, min_lr, max_lr);
+}
+
 __global__ static void ppo_count_iteration_kernel(std::uint64_t* iteration) { *iteration += 1; }
+
+// What one minibatch step needs after the gradient kernel (ppo_step_kernel).
+struct ppo_step_args {
+  const float* parts = nullptr;  // rows whose sum in order is this GMI's gradient row
+  std::size_t part_count = 0;
+  int row = 0, param_count = 0;
+  float* own = nullptr;       // this GMI's gradient row (its gradient buffer, the row it exchanges)
+  float* mean = nullptr;      // the row Adam takes: own, or with an exchange the group's mean
+  float* term_log = nullptr;  // this step's loss terms (the group's means with an exchange)
+  float* params = nullptr;
+  nn::adam_block_step adam;
+  cuda::row_exchange exchange;  // size 0: none
+  bool adapt_lr = false;        // lr_schedule::adaptive_kl: the lr after this step from the logged KL
+  float* lr = nullptr;
+  float kl_target = 0, min_lr = 0, max_lr = 0;
+};
+
+// One minibatch step after the gradient kernel, in one block (one launch): this GMI's row from its parts (the
+// order of ppo_sum_rows_kernel); with an exchange, the group's rows summed in rank order and divided by the
+// group's size (the order of the hierarchical allreduce's one-GPU sum and ppo_average_rows_kernel); Adam; the
+// adaptive-KL rule (ppo_adapt_lr_kernel's). The same bits as those kernels one after another. If an exchange
+// wait gives up, the step stops there (the host finds the stall word set).
+__global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_kernel(ppo_step_args a) {
+  __shared__ double shared[nn::detail::adam_fused_block];
+  __shared__ std::uint32_t scratch[2];
+  const bool exchanged = a.exchange.size > 0;
+  std::uint32_t g = 0;
+  if (exchanged && !cuda::exchange_begin(a.exchange, g, scratch)) return;
+  for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
+    float s = 0.0f;
+    for (std::size_t w = 0; w < a.part_count; ++w) s += a.parts[w * a.row + q];
+    a.own[q] = s;
+    if (!exchanged && q >= a.param_count) a.term_log[q - a.param_count] = s;
+  }
+  if (exchanged) {
+    if (!cuda::exchange_post(a.exchange, g, scratch)) return;
+    const float world = static_cast<float>(a.exchange.size);
+    for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
+      float s = cuda::exchange_load(a.exchange.rows[0] + q);
+      for (int k = 1; k < a.exchange.size; ++k) s += cuda::exchange_load(a.exchange.rows[k] + q);
+      const float m = s / world;
+      a.mean[q] = m;
+      if (q >= a.param_count) a.term_log[q - a.param_count] = m;
+    }
+    cuda::exchange_release(a.exchange, g);
+  }
+  __syncthreads();
+  a.adam(a.params, a.mean, shared);
+  if (a.adapt_lr) {
+    __syncthreads();  // every thread has read lr for this step
+    if (threadIdx.x == 0) ppo_adapt_lr(a.term_log, a.lr, a.kl_target, a.min_lr, a.max_lr);
+  }
+}
 
 template <class E, class Net>
 struct ppo_device_ops {
@@ -258,11 +333,12 @@ struct ppo_device_ops {
 
   minibatch_gradient<Net> gradient;
   cuda::device_buffer<std::uint64_t> iteration;
+  cuda::device_buffer<float> group_mean;  // a synced step kernel's mean row (the gradient buffer stays this GMI's)
   cuda::graph_exec graph;  // the whole iteration; synced: the update only
   bool warmed_up = false;
 
   explicit ppo_device_ops(trainer& t)
-      : gradient(t.minibatch_, t.policy_.sm_count), iteration(1) {
+      : gradient(t.minibatch_, t.policy_.sm_count), iteration(1), group_mean(row) {
     iteration.fill_bytes(0, t.policy_.stream);
   }
   ppo_device_ops(const ppo_device_ops&) = delete;
@@ -324,9 +400,14 @@ struct ppo_device_ops {
   // iteration counter. Capturable when the sync's sums are (no host work depends on data).
   void enqueue_update(trainer& t) {
     const cudaStream_t s = t.policy_.stream;
+    const bool one_kernel = steps_in_one_kernel(t);
     for (int e = 0; e < t.config_.epochs; ++e) {
       for (std::size_t b = 0; b < t.minibatches_; ++b) {
         float* terms = t.term_log_.data() + (e * t.minibatches_ + b) * term_count;
+        if (one_kernel) {
+          enqueue_step(t, e, b, terms);
+          continue;
+        }
         gradient.enqueue(t.minibatch_view(0, e, b), t.params_.data(), iteration.data(), e, t.config_.epochs,
                          t.grads_.data(), terms, s);
         if (t.sync_) {
@@ -346,6 +427,36 @@ struct ppo_device_ops {
     }
     t.update_statistics();
     ppo_count_iteration_kernel<<<1, 1, 0, s>>>(iteration.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+
+  // Whether a minibatch step after the gradient kernel is one ppo_step_kernel: Adam fits one block, and a synced
+  // trainer has a row exchange (otherwise its sum_device goes between the kernels).
+  static bool steps_in_one_kernel(const trainer& t) {
+    return t.adam_.steps_in_one_block() && (!t.sync_ || t.sync_->exchange.has_value());
+  }
+
+  void enqueue_step(trainer& t, int e, std::size_t b, float* terms) {
+    const cudaStream_t s = t.policy_.stream;
+    const auto parts = gradient.enqueue_parts(t.minibatch_view(0, e, b), t.params_.data(), iteration.data(), e,
+                                              t.config_.epochs, s);
+    ppo_step_args a;
+    a.parts = parts.rows;
+    a.part_count = parts.count;
+    a.row = row;
+    a.param_count = Net::param_count;
+    a.own = t.grads_.data();
+    a.mean = t.sync_ ? group_mean.data() : t.grads_.data();
+    a.term_log = terms;
+    a.params = t.params_.data();
+    a.adam = t.adam_.block_step();
+    if (t.sync_) a.exchange = *t.sync_->exchange;
+    a.adapt_lr = t.config_.schedule == lr_schedule::adaptive_kl;
+    a.lr = t.adam_.lr_device();
+    a.kl_target = t.config_.kl_target;
+    a.min_lr = t.config_.min_learning_rate;
+    a.max_lr = t.config_.max_learning_rate;
+    ppo_step_kernel<<<1, nn::detail::adam_fused_block, 0, s>>>(a);
     GMI_CUDA_TRY(cudaGetLastError());
   }
 
@@ -373,7 +484,9 @@ struct ppo_device_ops {
     if (t.sync_) {
       enqueue_collect(t);
       replay(s, [&] { enqueue_update(t); });
-      t.sync_->replayed(static_cast<std::size_t>(t.config_.epochs) * t.minibatches_, s);
+      // The graph's sum_device calls (none where the steps exchange rows in their own kernel).
+      const std::size_t sums = steps_in_one_kernel(t) ? 0 : static_cast<std::size_t>(t.config_.epochs) * t.minibatches_;
+      t.sync_->replayed(sums, s);
       return;
     }
     replay(s, [&] {

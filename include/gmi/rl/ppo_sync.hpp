@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <gmi/core/error.hpp>
+#include <gmi/cuda/row_exchange.hpp>
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*: host-only users need no CUDA header
 
@@ -34,6 +36,11 @@ struct ppo_sync {
   // replays it each iteration, and after each launch on `stream` calls replayed(calls, stream) with the number of
   // sums the graph holds: the transport keeps its bookkeeping and checks the group there (and throws).
   std::function<void(std::size_t calls, CUstream_st* stream)> replayed;
+  // Optional, exec::cuda, with replayed: the group's gradient rows readable from inside a kernel (every member's
+  // gradient buffer; comm::hierarchical_allreduce::row_exchange() on one GPU under MPS). The trainer then sums the
+  // group's rows in its own step kernel (its row, the exchange, the group's mean, Adam: one launch a minibatch)
+  // instead of calling sum_device, wherever its network allows that step (ppo_trainer::steps_in_one_kernel).
+  std::optional<cuda::row_exchange> exchange;
 
   // Throws config_error naming the first missing or bad field.
   void validate(bool on_device) const {
@@ -46,6 +53,15 @@ struct ppo_sync {
     if (on_device) need(static_cast<bool>(sum_device), "ppo_sync.sum_device", "the trainer runs on exec::cuda");
     else need(static_cast<bool>(sum_host), "ppo_sync.sum_host", "the trainer runs on exec::host");
     need(static_cast<bool>(sum_stats), "ppo_sync.sum_stats", "every synced trainer");
+    if (exchange) {
+      gmi::require(on_device, "ppo_sync.exchange", "set", "none on exec::host (the exchange runs in a kernel)");
+      gmi::require(exchange->valid(), "ppo_sync.exchange", "incomplete (a row, flag or counter missing)",
+                   "one built by comm::hierarchical_allreduce::row_exchange()");
+      gmi::require(exchange->size == world && exchange->rank == rank, "ppo_sync.exchange members",
+                   std::to_string(exchange->size) + " (rank " + std::to_string(exchange->rank) + ")",
+                   std::to_string(world) + " (rank " + std::to_string(rank) + ") as the sync");
+      need(static_cast<bool>(replayed), "ppo_sync.replayed", "an exchange is checked after each replay");
+    }
   }
 };
 

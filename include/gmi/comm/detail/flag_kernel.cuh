@@ -10,19 +10,24 @@
 
 #include <gmi/comm/intra_gpu_reduce.cuh>
 #include <gmi/cuda/check.hpp>
+#include <gmi/cuda/flag_wait.cuh>
 
 namespace gmi::comm::detail {
 
 // Flags in one device allocation, 128 bytes apart: ready[r], sliced[r], done, and skip[r]: GMI r's flag kernels
 // leave 1 there when they gave up, so the sum kernels behind them on r's stream touch no buffer (one read from
 // device memory per block; a read of the abort word in mapped host memory from every block costs milliseconds).
+// Then posted[r] and released[r], the words of the row exchange inside a kernel (cuda::row_exchange), which
+// counts its own calls.
 inline constexpr int flag_words_apart = 32;
-inline constexpr int flag_slots = 3 * max_local_gmis + 1;
+inline constexpr int flag_slots = 5 * max_local_gmis + 1;
 inline constexpr std::size_t flag_words = std::size_t{flag_slots} * flag_words_apart;
 inline constexpr int ready_slot(int r) { return r; }
 inline constexpr int sliced_slot(int r) { return max_local_gmis + r; }
 inline constexpr int done_slot = 2 * max_local_gmis;
 inline constexpr int skip_slot(int r) { return 2 * max_local_gmis + 1 + r; }
+inline constexpr int posted_slot(int r) { return 3 * max_local_gmis + 1 + r; }
+inline constexpr int released_slot(int r) { return 4 * max_local_gmis + 1 + r; }
 
 struct flag_op {
   std::uint32_t* flags = nullptr;  // device memory (this GMI's mapping of the leader's allocation)
@@ -43,15 +48,6 @@ struct flag_op {
   bool replayed = false;
 };
 
-__device__ inline unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Generations are compared cyclically (32 bits).
-__device__ inline bool reached(std::uint32_t flag, std::uint32_t g) { return static_cast<std::int32_t>(flag - g) >= 0; }
-
 __global__ static void flag_kernel(flag_op op) {
   if (op.counter != nullptr) {
     if (op.replayed) {
@@ -69,23 +65,12 @@ __global__ static void flag_kernel(flag_op op) {
     if (op.skip_slot >= 0) op.flags[op.skip_slot * flag_words_apart] = 0;
     return;
   }
-  const unsigned long long start = global_ns();
-  for (unsigned spins = 0;; ++spins) {
-    bool all = true;
-    for (int k = 0; k < op.wait_count && all; ++k) {
-      const volatile std::uint32_t* f = op.flags + (op.wait_first + k) * flag_words_apart;
-      all = reached(*f, op.generation);
-    }
-    if (all) break;
-    if ((spins & 255) == 255) {
-      if (*op.abort != 0 || global_ns() - start > op.timeout_ns) {
-        *op.stalled = 1;
-        if (op.skip_slot >= 0) op.flags[op.skip_slot * flag_words_apart] = 1;
-        __threadfence_system();
-        return;
-      }
-    }
-    __nanosleep(64);
+  if (!cuda::detail::wait_generations(op.flags + op.wait_first * flag_words_apart, op.wait_count, flag_words_apart,
+                                      op.generation, op.abort, op.timeout_ns)) {
+    *op.stalled = 1;
+    if (op.skip_slot >= 0) op.flags[op.skip_slot * flag_words_apart] = 1;
+    __threadfence_system();
+    return;
   }
   if (op.skip_slot >= 0) op.flags[op.skip_slot * flag_words_apart] = 0;
   __threadfence();  // the peers' writes behind their flags are visible to this stream's next kernels
