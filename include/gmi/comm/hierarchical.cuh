@@ -548,6 +548,8 @@ class hierarchical_allreduce {
     if (every_gmi_) {  // the members read the leader's buffer and wait on its ready event, as it does on theirs
       ready_event_ = shared_event::create();
       publish(ctl->member[0]);
+    } else if (kernel_ && !leaders_ && o_.mode == sharing::ipc) {  // for the members' row exchange
+      ctl->member[0].buffer = export_buffer(buffer_, count_ * sizeof(float));
     }
     // Wait for every member to attach, then map their buffers and events.
     bounded_wait(

@@ -95,8 +95,10 @@ struct adam_block_step {
   std::size_t n = 0;
   float beta1 = 0, beta2 = 0, eps = 0, max_norm = 0;  // max_norm <= 0: no clipping
 
-  // shared: adam_fused_block doubles of shared memory. The same fixed order every step.
-  __device__ void operator()(float* GMI_RESTRICT p, const float* GMI_RESTRICT g, double* shared) const {
+  // shared: adam_fused_block doubles of shared memory. The same fixed order every step. g may have been written
+  // by this block earlier in the same kernel, so it is read through plain loads (no restrict: a const restrict
+  // pointer lets the compiler use the non-coherent read-only path, which may return the old values).
+  __device__ void operator()(float* p, const float* g, double* shared) const {
     double s = 0;
     for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) s += static_cast<double>(g[i]) * g[i];
     const double sumsq = detail::block_sum(s, shared);
