@@ -47,11 +47,22 @@ inline float clip_scale(double norm, const std::optional<float>& max_norm) {
   return static_cast<float>(c < 1.0 ? c : 1.0);
 }
 
-// One element of Adam (torch's formulation): bc1 = 1 - beta1^t, bc2_sqrt = sqrt(1 - beta2^t).
+// a * b + c rounded once, on host and device alike (the compiler never re-contracts it).
+GMI_HD inline float fused_multiply_add(float a, float b, float c) {
+#if GMI_IN_DEVICE_CODE
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
+// One element of Adam (torch's formulation): bc1 = 1 - beta1^t, bc2_sqrt = sqrt(1 - beta2^t). The moments' fused
+// multiply-adds are written out: left to the compiler, which product it fuses depended on the kernel the step was
+// inlined into (a step in ppo_step_kernel and one in adam_fused_kernel differed in the last bit).
 GMI_HD inline void adam_element(float& p, float g, float& m, float& v, float lr, float beta1, float beta2, float eps,
                                 float bc1, float bc2_sqrt) {
-  m = beta1 * m + (1.0f - beta1) * g;
-  v = beta2 * v + (1.0f - beta2) * g * g;
+  m = fused_multiply_add(beta1, m, (1.0f - beta1) * g);
+  v = fused_multiply_add(g, (1.0f - beta2) * g, beta2 * v);
   const float denom = sqrt_(v) / bc2_sqrt + eps;
   p -= (lr / bc1) * m / denom;
 }
