@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "kernels.hpp"
 #include "spawn_util.hpp"
@@ -78,20 +80,27 @@ TEST_CASE("comm_gpu.hierarchical.ipc_processes" * doctest::timeout(300)) {
   for (int c : d.codes) CHECK(c == 0);
 }
 
-TEST_CASE("comm_gpu.hierarchical.replayed_in_a_graph" * doctest::timeout(300)) {
-  // The kernel handshake (and one GMI alone) inside a CUDA graph: each replay is a new call, its generation taken
-  // from the GMI's device counter; eager calls before and after the replays agree with the counters.
+// Groups of m worker processes with the kernel handshake, non-blocking, for both reducers and each m, on sizes from
+// one float to 262147; `extra`: the worker's further arguments. Every worker must exit 0.
+static void kernel_handshake_groups_pass(const char* tag, std::initializer_list<int> ms,
+                                         std::initializer_list<const char*> extra) {
   for (const char* reduce : {"leader", "every_gmi"}) {
-    for (int m : {1, 2, 4, 8}) {
+    for (int m : ms) {
       CAPTURE(reduce);
       CAPTURE(m);
-      const auto r = gmi_test::run_workers(
-          gmi_test::hier_args(gmi::comm::unique_tag("graph"), 1, m, "1,4097,262147",
-                              {std::string("reduce=") + reduce, "rounds=4", "handshake=kernel", "blocking=0", "graph=1"}),
-          {}, 240s);
+      std::vector<std::string> args{std::string("reduce=") + reduce, "handshake=kernel", "blocking=0"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      const auto r = gmi_test::run_workers(gmi_test::hier_args(gmi::comm::unique_tag(tag), 1, m, "1,4097,262147", args),
+                                           {}, 240s);
       for (int c : r.codes) CHECK(c == 0);
     }
   }
+}
+
+TEST_CASE("comm_gpu.hierarchical.replayed_in_a_graph" * doctest::timeout(300)) {
+  // The kernel handshake (and one GMI alone) inside a CUDA graph: each replay is a new call, its generation taken
+  // from the GMI's device counter; eager calls before and after the replays agree with the counters.
+  kernel_handshake_groups_pass("graph", {1, 2, 4, 8}, {"rounds=4", "graph=1"});
   // The host handshake waits on the host: a capture is refused with an error on every GMI (exit 3 = an error).
   const auto host = gmi_test::run_workers(
       gmi_test::hier_args(gmi::comm::unique_tag("graphh"), 1, 2, "4097",
@@ -104,17 +113,7 @@ TEST_CASE("comm_gpu.hierarchical.row_exchange_in_a_kernel" * doctest::timeout(30
   // The row exchange (cuda::row_exchange from hierarchical_allreduce::row_exchange()): every GMI sums the group's
   // rows inside its own kernel, eagerly and from graph replays, alternating with allreduce calls; sizes from one
   // float to 262147; both reducers (their allreduce calls share the buffers with the exchange).
-  for (const char* reduce : {"leader", "every_gmi"}) {
-    for (int m : {2, 4, 8}) {
-      CAPTURE(reduce);
-      CAPTURE(m);
-      const auto r = gmi_test::run_workers(
-          gmi_test::hier_args(gmi::comm::unique_tag("xchg"), 1, m, "1,4097,262147",
-                              {std::string("reduce=") + reduce, "rounds=3", "handshake=kernel", "blocking=0", "exchange=1"}),
-          {}, 240s);
-      for (int c : r.codes) CHECK(c == 0);
-    }
-  }
+  kernel_handshake_groups_pass("xchg", {2, 4, 8}, {"rounds=3", "exchange=1"});
   // One GMI never calls the exchange: the others' waits give up at the deadline (the first) or at once (the
   // rest, on the group's stall word), and every GMI ends with an error (exit 0 = the expected error), in bounded time.
   const auto skip = gmi_test::run_workers(
