@@ -238,6 +238,35 @@ TEST_SUITE("cpu") {
     s.sum_host = nullptr;
     CHECK_THROWS_WITH_AS(t.set_sync(s), "ppo_sync.sum_host: got none, need a callable (the trainer runs on exec::host)",
                          gmi::config_error);
+    // A row exchange runs in a kernel: refused on the host; on the device it must be complete and match the sync.
+    s = one.host_sync(0);
+    s.exchange = gmi::cuda::row_exchange{};
+    CHECK_THROWS_WITH_AS(t.set_sync(s), "ppo_sync.exchange: got one, need none on exec::host (the exchange runs in a kernel)",
+                         gmi::config_error);
+    s.sum_device = [](float*, std::size_t, CUstream_st*) {};
+    CHECK_THROWS_WITH_AS(s.validate(true),
+                         "ppo_sync.exchange: got one with a row, flag or counter missing, need one built by "
+                         "comm::hierarchical_allreduce::row_exchange()",
+                         gmi::config_error);
+    std::uint32_t word = 0;
+    const float row = 0.0f;
+    gmi::cuda::row_exchange x;
+    x.rows[0] = x.rows[1] = &row;
+    x.count = 1;
+    x.size = 2;
+    x.posted = x.released = x.counter = x.stalled = &word;
+    x.abort = &word;
+    x.timeout_ns = 1;
+    s.exchange = x;
+    CHECK_THROWS_WITH_AS(s.validate(true), "ppo_sync.exchange: got 2 members (rank 0), need 1 (rank 0) as the sync",
+                         gmi::config_error);
+    s.exchange->size = 1;
+    s.replayed = nullptr;
+    CHECK_THROWS_WITH_AS(s.validate(true),
+                         "ppo_sync.replayed: got none, need a callable (an exchange is checked after each replay)",
+                         gmi::config_error);
+    s.replayed = [](std::size_t, CUstream_st*) {};
+    CHECK_NOTHROW(s.validate(true));
     t.set_sync(one.host_sync(0));
     CHECK_THROWS_WITH_AS(t.set_sync(one.host_sync(0)), "ppo_trainer::set_sync calls: got 2, need 1 per trainer",
                          gmi::config_error);

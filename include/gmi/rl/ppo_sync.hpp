@@ -54,12 +54,15 @@ struct ppo_sync {
     else need(static_cast<bool>(sum_host), "ppo_sync.sum_host", "the trainer runs on exec::host");
     need(static_cast<bool>(sum_stats), "ppo_sync.sum_stats", "every synced trainer");
     if (exchange) {
-      gmi::require(on_device, "ppo_sync.exchange", "set", "none on exec::host (the exchange runs in a kernel)");
-      gmi::require(exchange->valid(), "ppo_sync.exchange", "incomplete (a row, flag or counter missing)",
-                   "one built by comm::hierarchical_allreduce::row_exchange()");
-      gmi::require(exchange->size == world && exchange->rank == rank, "ppo_sync.exchange members",
-                   std::to_string(exchange->size) + " (rank " + std::to_string(exchange->rank) + ")",
-                   std::to_string(world) + " (rank " + std::to_string(rank) + ") as the sync");
+      if (!on_device)
+        throw gmi::config_error("ppo_sync.exchange: got one, need none on exec::host (the exchange runs in a kernel)");
+      if (!exchange->valid())
+        throw gmi::config_error("ppo_sync.exchange: got one with a row, flag or counter missing, need one built by "
+                                "comm::hierarchical_allreduce::row_exchange()");
+      if (exchange->size != world || exchange->rank != rank)
+        throw gmi::config_error("ppo_sync.exchange: got " + std::to_string(exchange->size) + " members (rank " +
+                                std::to_string(exchange->rank) + "), need " + std::to_string(world) + " (rank " +
+                                std::to_string(rank) + ") as the sync");
       need(static_cast<bool>(replayed), "ppo_sync.replayed", "an exchange is checked after each replay");
     }
   }
