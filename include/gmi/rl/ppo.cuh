@@ -22,6 +22,7 @@
 #include <gmi/exec/cuda.cuh>
 #include <gmi/nn/adam.cuh>
 #include <gmi/nn/normalizer.cuh>
+#include <gmi/rl/detail/ppo_step.cuh>
 #include <gmi/rl/detail/ppo_warp_gradient.cuh>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/ppo.hpp>
@@ -177,8 +178,9 @@ class minibatch_gradient {
   // one per SM and an 8192-sample minibatch used 32 of 132 SMs; 64-thread blocks spread the same warps wider.
   static constexpr int thread_block = 64;
 
-  // sm_count: the SMs the kernels may use (a GMI's slice); 0: the whole device.
-  minibatch_gradient(std::size_t max_count, int sm_count) {
+  // sm_count: the SMs the kernels may use (a GMI's slice); 0: the whole device. stream: where the step's
+  // tickets are zeroed.
+  minibatch_gradient(std::size_t max_count, int sm_count, cudaStream_t stream) {
     int device = 0, sms = sm_count;
     if (sms <= 0) {
       GMI_CUDA_TRY(cudaGetDevice(&device));
@@ -195,7 +197,26 @@ class minibatch_gradient {
     if constexpr (by_warps) most = blocks(max_count);
     most = std::max<std::size_t>(most, 1);
     rows_ = cuda::device_buffer<float>(most * row);
-    partial_ = cuda::device_buffer<float>(((most + group - 1) / group) * row);
+    partial_ = cuda::device_buffer<float>(row_groups(most) * row);
+    tickets_ = cuda::device_buffer<std::uint32_t>(1 + row_groups(most));
+    tickets_.fill_bytes(0, stream);
+  }
+
+  // Whether enqueue_step can end the step inside the gradient kernel (the warp kernel; Adam in one block).
+  static constexpr bool steps_in_gradient_kernel = by_warps;
+
+  // The whole minibatch step in one launch: the gradient kernel, whose last blocks sum the rows and run
+  // ppo_step_block(step) (on the kernel's rows; step.parts is not read).
+  void enqueue_step(const ppo_minibatch_view<Net>& mb, const float* params, const std::uint64_t* round_base, int epoch,
+                    int epochs, const ppo_step_args& step, cudaStream_t s) requires(by_warps) {
+    warp_step_finish finish;
+    finish.enabled = true;
+    finish.tickets = tickets_.data();
+    finish.partial = partial_.data();
+    finish.step = step;
+    ppo_warp_gradient_kernel<Net><<<static_cast<unsigned>(blocks(mb.count)), warp_path::block, warp_path::smem_bytes, s>>>(
+        mb, params, rows_.data(), round_base, epoch, epochs, per_warp(mb.count), finish);
+    GMI_CUDA_TRY(cudaGetLastError());
   }
 
   // Samples per warp: one wave of the blocks every SM holds for the whole minibatch (fewer samples per warp
@@ -232,7 +253,7 @@ class minibatch_gradient {
     if constexpr (by_warps) {
       parts = blocks(mb.count);
       ppo_warp_gradient_kernel<Net><<<static_cast<unsigned>(parts), warp_path::block, warp_path::smem_bytes, s>>>(
-          mb, params, rows_.data(), round_base, epoch, epochs, per_warp(mb.count));
+          mb, params, rows_.data(), round_base, epoch, epochs, per_warp(mb.count), warp_step_finish{});
     } else {
       const unsigned blocks = (mb.count + thread_block - 1) / thread_block;
       parts = static_cast<std::size_t>(blocks) * (thread_block / 32);
@@ -241,10 +262,10 @@ class minibatch_gradient {
     }
     GMI_CUDA_TRY(cudaGetLastError());
     const float* sum_of = rows_.data();
-    if (parts > 2 * group) {  // groups of `group` rows first, then the groups' rows
-      const std::size_t groups = (parts + group - 1) / group;
+    if (rows_in_two_stages(parts)) {  // groups of row_group rows first, then the groups' rows
+      const std::size_t groups = row_groups(parts);
       ppo_sum_row_groups_kernel<<<dim3((row + 255) / 256, static_cast<unsigned>(groups)), 256, 0, s>>>(
-          rows_.data(), parts, group, row, partial_.data());
+          rows_.data(), parts, row_group, row, partial_.data());
       GMI_CUDA_TRY(cudaGetLastError());
       sum_of = partial_.data();
       parts = groups;
@@ -253,78 +274,12 @@ class minibatch_gradient {
   }
 
  private:
-  static constexpr std::size_t group = 16;
   int sms_ = 1, resident_ = 1;
   cuda::device_buffer<float> rows_, partial_;
+  cuda::device_buffer<std::uint32_t> tickets_;
 };
-
-// lr_schedule::adaptive_kl after a step, from the step's logged KL (rl_games' rule).
-__device__ inline void ppo_adapt_lr(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
-  const float kl = terms[term_kl];
-  float next = *lr;
-  if (kl > 2.0f * kl_target) next = fmaxf(next / 1.5f, min_lr);
-  else if (kl < 0.5f * kl_target) next = fminf(next * 1.5f, max_lr);
-  *lr = next;
-}
-
-__global__ static void ppo_adapt_lr_kernel(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
-  ppo_adapt_lr(terms, lr, kl_target, min_lr, max_lr);
-}
 
 __global__ static void ppo_count_iteration_kernel(std::uint64_t* iteration) { *iteration += 1; }
-
-// What one minibatch step needs after the gradient kernel (ppo_step_kernel).
-struct ppo_step_args {
-  const float* parts = nullptr;  // rows whose sum in order is this GMI's gradient row
-  std::size_t part_count = 0;
-  int row = 0, param_count = 0;
-  float* own = nullptr;       // this GMI's gradient row (its gradient buffer, the row it exchanges)
-  float* mean = nullptr;      // the row Adam takes: own, or with an exchange the group's mean
-  float* term_log = nullptr;  // this step's loss terms (the group's means with an exchange)
-  float* params = nullptr;
-  nn::adam_block_step adam;
-  cuda::row_exchange exchange;  // size 0: none
-  bool adapt_lr = false;        // lr_schedule::adaptive_kl: the lr after this step from the logged KL
-  float* lr = nullptr;
-  float kl_target = 0, min_lr = 0, max_lr = 0;
-};
-
-// One minibatch step after the gradient kernel, in one block (one launch): this GMI's row from its parts (the
-// order of ppo_sum_rows_kernel); with an exchange (without one it is a plain step), the group's rows summed in rank order and divided by the
-// group's size (the order of the hierarchical allreduce's one-GPU sum and ppo_average_rows_kernel); Adam; the
-// adaptive-KL rule (ppo_adapt_lr_kernel's). The same bits as those kernels one after another. If an exchange
-// wait gives up, the step stops there (the host finds the stall word set).
-__global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_kernel(ppo_step_args a) {
-  __shared__ double shared[nn::detail::adam_fused_block];
-  __shared__ std::uint32_t scratch[2];
-  const bool exchanged = a.exchange.size > 0;
-  std::uint32_t g = 0;
-  if (exchanged && !cuda::exchange_begin(a.exchange, g, scratch)) return;
-  for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
-    float s = 0.0f;
-    for (std::size_t w = 0; w < a.part_count; ++w) s += a.parts[w * a.row + q];
-    a.own[q] = s;
-    if (!exchanged && q >= a.param_count) a.term_log[q - a.param_count] = s;
-  }
-  if (exchanged) {
-    if (!cuda::exchange_post(a.exchange, g, scratch)) return;
-    const float world = static_cast<float>(a.exchange.size);
-    for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
-      float s = cuda::exchange_load(a.exchange.rows[0] + q);
-      for (int k = 1; k < a.exchange.size; ++k) s += cuda::exchange_load(a.exchange.rows[k] + q);
-      const float m = s / world;
-      a.mean[q] = m;
-      if (q >= a.param_count) a.term_log[q - a.param_count] = m;
-    }
-    cuda::exchange_release(a.exchange, g);
-  }
-  __syncthreads();
-  a.adam(a.params, a.mean, shared);
-  if (a.adapt_lr) {
-    __syncthreads();  // every thread has read lr for this step
-    if (threadIdx.x == 0) ppo_adapt_lr(a.term_log, a.lr, a.kl_target, a.min_lr, a.max_lr);
-  }
-}
 
 template <class E, class Net>
 struct ppo_device_ops {
@@ -338,7 +293,7 @@ struct ppo_device_ops {
   bool warmed_up = false;
 
   explicit ppo_device_ops(trainer& t)
-      : gradient(t.minibatch_, t.policy_.sm_count), iteration(1), group_mean(row) {
+      : gradient(t.minibatch_, t.policy_.sm_count, t.policy_.stream), iteration(1), group_mean(row) {
     iteration.fill_bytes(0, t.policy_.stream);
   }
   ppo_device_ops(const ppo_device_ops&) = delete;
@@ -430,21 +385,16 @@ struct ppo_device_ops {
     GMI_CUDA_TRY(cudaGetLastError());
   }
 
-  // Whether a minibatch step after the gradient kernel is one ppo_step_kernel: a synced trainer with a row
-  // exchange, and Adam in one block. A trainer alone keeps the row-sum kernel (a grid) and Adam: on one H200 at
-  // 4096 envs the single step kernel was 0.5% slower (20.29 M against 20.40 M samples/s), its one block summing
-  // the minibatch's 22 partial rows.
+  // Whether a minibatch step is enqueue_step: the gradient kernel ending in the step (the warp kernel), or the
+  // gradient kernel and ppo_step_kernel; Adam in one block. Not for a synced trainer whose sums are allreduce
+  // calls between kernels (no row exchange).
   static bool steps_in_one_kernel(const trainer& t) {
-    return t.adam_.steps_in_one_block() && t.sync_ && t.sync_->exchange.has_value();
+    return t.adam_.steps_in_one_block() && (t.sync_ ? t.sync_->exchange.has_value() : decltype(gradient)::by_warps);
   }
 
   void enqueue_step(trainer& t, int e, std::size_t b, float* terms) {
     const cudaStream_t s = t.policy_.stream;
-    const auto parts = gradient.enqueue_parts(t.minibatch_view(0, e, b), t.params_.data(), iteration.data(), e,
-                                              t.config_.epochs, s);
     ppo_step_args a;
-    a.parts = parts.rows;
-    a.part_count = parts.count;
     a.row = row;
     a.param_count = Net::param_count;
     a.own = t.grads_.data();
@@ -458,8 +408,16 @@ struct ppo_device_ops {
     a.kl_target = t.config_.kl_target;
     a.min_lr = t.config_.min_learning_rate;
     a.max_lr = t.config_.max_learning_rate;
-    ppo_step_kernel<<<1, nn::detail::adam_fused_block, 0, s>>>(a);
-    GMI_CUDA_TRY(cudaGetLastError());
+    const auto mb = t.minibatch_view(0, e, b);
+    if constexpr (decltype(gradient)::steps_in_gradient_kernel) {
+      gradient.enqueue_step(mb, t.params_.data(), iteration.data(), e, t.config_.epochs, a, s);
+    } else {
+      const auto parts = gradient.enqueue_parts(mb, t.params_.data(), iteration.data(), e, t.config_.epochs, s);
+      a.parts = parts.rows;
+      a.part_count = parts.count;
+      ppo_step_kernel<<<1, nn::detail::adam_fused_block, 0, s>>>(a);
+      GMI_CUDA_TRY(cudaGetLastError());
+    }
   }
 
   void release_graph() noexcept { graph = cuda::graph_exec{}; }

@@ -146,23 +146,40 @@ struct ppo_minibatch_view {
     add_terms(t, scale, terms, add);
   }
 
+  // This minibatch's draw: minibatch sample k is rollout sample permutation()(begin + k).
+  GMI_HD feistel_permutation permutation() const { return {total, shuffle_seed, shuffle_round}; }
+
   // The rollout index of minibatch sample k (0 when inactive).
-  GMI_HD std::uint32_t sample(std::uint32_t k, bool active = true) const {
-    return active ? feistel_permutation(total, shuffle_seed, shuffle_round)(begin + k) : 0;
+  GMI_HD std::uint32_t sample(std::uint32_t k, bool active = true) const { return active ? permutation()(begin + k) : 0; }
+
+  // What the loss reads of rollout sample j besides the network's outputs, normalized as the loss uses it.
+  struct sample_inputs {
+    float action[act_dim];
+    float log_prob, old_value, advantage, target;
+  };
+  GMI_HD sample_inputs inputs(std::uint32_t j) const {
+    sample_inputs in;
+    for (int a = 0; a < act_dim; ++a) in.action[a] = actions[static_cast<std::size_t>(j) * act_dim + a];
+    in.log_prob = log_probs[j];
+    in.advantage = advantages[j];
+    if (normalize_advantage) in.advantage = (in.advantage - advantage_stats[0]) * advantage_stats[1];
+    // With value normalization the loss compares the head with normalized targets (rl_games' normalize_value).
+    in.old_value = normalize_value ? value_norm.normalize(0, values[j]) : values[j];
+    in.target = normalize_value ? value_norm.normalize(0, returns[j]) : returns[j];
+    return in;
   }
 
-  // Rollout sample j's loss terms and the gradient of its share (scale) of the loss with respect to the
-  // network's outputs mu, value and log_std, given those outputs.
+  // A sample's loss terms and the gradient of its share (scale) of the loss with respect to the network's
+  // outputs mu, value and log_std, given those outputs.
+  GMI_HD ppo_sample_terms loss_gradient(const sample_inputs& in, const float* mu, float v, const float* log_std,
+                                        float scale, float* d_mu, float* d_log_std, float* d_value) const {
+    return ppo_sample_gradient<act_dim>(in.action, mu, log_std, v, in.log_prob, in.old_value, in.advantage, in.target,
+                                        clip, value_coef, entropy_coef, bounds_coef, clip_value, value_clip, scale,
+                                        d_mu, d_log_std, d_value);
+  }
   GMI_HD ppo_sample_terms loss_gradient(std::uint32_t j, const float* mu, float v, const float* log_std, float scale,
                                         float* d_mu, float* d_log_std, float* d_value) const {
-    float advantage = advantages[j];
-    if (normalize_advantage) advantage = (advantage - advantage_stats[0]) * advantage_stats[1];
-    // With value normalization the loss compares the head with normalized targets (rl_games' normalize_value).
-    const float old_value = normalize_value ? value_norm.normalize(0, values[j]) : values[j];
-    const float target = normalize_value ? value_norm.normalize(0, returns[j]) : returns[j];
-    return ppo_sample_gradient<act_dim>(actions + static_cast<std::size_t>(j) * act_dim, mu, log_std, v, log_probs[j],
-                                        old_value, advantage, target, clip, value_coef, entropy_coef, bounds_coef,
-                                        clip_value, value_clip, scale, d_mu, d_log_std, d_value);
+    return loss_gradient(inputs(j), mu, v, log_std, scale, d_mu, d_log_std, d_value);
   }
 
   // The loss terms of one sample (means over the minibatch once every sample has added its share).

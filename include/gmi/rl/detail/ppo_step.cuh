@@ -1,0 +1,89 @@
+#pragma once
+// The rest of a PPO minibatch step once the gradient's partial rows exist: their sum, the group's mean through a
+// row exchange (synced GMIs of one GPU), Adam in one block, the adaptive-KL rule. Run by the last block of the
+// warp gradient kernel (ppo_warp_gradient.cuh), or as ppo_step_kernel after the per-thread gradient kernel.
+
+#include <cstddef>
+#include <cstdint>
+
+#include <gmi/cuda/row_exchange.cuh>
+#include <gmi/nn/adam.cuh>
+#include <gmi/rl/ppo_steps.hpp>
+
+namespace gmi::rl::detail {
+
+// lr_schedule::adaptive_kl after a step, from the step's logged KL (rl_games' rule).
+__device__ inline void ppo_adapt_lr(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
+  const float kl = terms[term_kl];
+  float next = *lr;
+  if (kl > 2.0f * kl_target) next = fmaxf(next / 1.5f, min_lr);
+  else if (kl < 0.5f * kl_target) next = fminf(next * 1.5f, max_lr);
+  *lr = next;
+}
+
+__global__ static void ppo_adapt_lr_kernel(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
+  ppo_adapt_lr(terms, lr, kl_target, min_lr, max_lr);
+}
+
+// What one minibatch step needs after its gradient (ppo_step_block).
+struct ppo_step_args {
+  const float* parts = nullptr;  // rows whose sum in order is this GMI's gradient row (ppo_step_kernel's)
+  std::size_t part_count = 0;
+  int row = 0, param_count = 0;
+  float* own = nullptr;       // this GMI's gradient row (its gradient buffer, the row it exchanges)
+  float* mean = nullptr;      // the row Adam takes: own, or with an exchange the group's mean
+  float* term_log = nullptr;  // this step's loss terms (the group's means with an exchange)
+  float* params = nullptr;
+  nn::adam_block_step adam;
+  cuda::row_exchange exchange;  // size 0: none
+  bool adapt_lr = false;        // lr_schedule::adaptive_kl: the lr after this step from the logged KL
+  float* lr = nullptr;
+  float kl_target = 0, min_lr = 0, max_lr = 0;
+};
+
+// One minibatch step after the gradient, in one block of 256 to 1024 threads (a power of two): this GMI's row
+// from its parts (the order of ppo_sum_rows_kernel; read past L1, since other blocks of the same kernel may have
+// written them); with an exchange (without one it is a plain step), the group's rows summed in rank order and
+// divided by the group's size (the order of the hierarchical allreduce's one-GPU sum and
+// ppo_average_rows_kernel); Adam; the adaptive-KL rule (ppo_adapt_lr_kernel's). The same bits as those kernels
+// one after another. If an exchange wait gives up, the step stops there (the host finds the stall word set).
+// parts: part_count rows (a.parts is not read); shared: blockDim.x doubles; scratch: two words.
+__device__ inline void ppo_step_block(const ppo_step_args& a, const float* parts, std::size_t part_count, double* shared,
+                                      std::uint32_t* scratch) {
+  const bool exchanged = a.exchange.size > 0;
+  std::uint32_t g = 0;
+  if (exchanged && !cuda::exchange_begin(a.exchange, g, scratch)) return;
+  for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
+    float s = 0.0f;
+    for (std::size_t w = 0; w < part_count; ++w) s += __ldcg(parts + w * a.row + q);
+    a.own[q] = s;
+    if (!exchanged && q >= a.param_count) a.term_log[q - a.param_count] = s;
+  }
+  if (exchanged) {
+    if (!cuda::exchange_post(a.exchange, g, scratch)) return;
+    const float world = static_cast<float>(a.exchange.size);
+    for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
+      float s = cuda::exchange_load(a.exchange.rows[0] + q);
+      for (int k = 1; k < a.exchange.size; ++k) s += cuda::exchange_load(a.exchange.rows[k] + q);
+      const float m = s / world;
+      a.mean[q] = m;
+      if (q >= a.param_count) a.term_log[q - a.param_count] = m;
+    }
+    cuda::exchange_release(a.exchange, g);
+  }
+  __syncthreads();
+  a.adam(a.params, a.mean, shared);
+  if (a.adapt_lr) {
+    __syncthreads();  // every thread has read lr for this step
+    if (threadIdx.x == 0) ppo_adapt_lr(a.term_log, a.lr, a.kl_target, a.min_lr, a.max_lr);
+  }
+}
+
+// The step as its own launch (networks whose gradient kernel does not end in the step).
+__global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_kernel(ppo_step_args a) {
+  __shared__ double shared[nn::detail::adam_fused_block];
+  __shared__ std::uint32_t scratch[2];
+  ppo_step_block(a, a.parts, a.part_count, shared, scratch);
+}
+
+}  // namespace gmi::rl::detail
