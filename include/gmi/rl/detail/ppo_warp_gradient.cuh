@@ -445,11 +445,8 @@ __device__ inline void warp_finish_step(const warp_step_finish& f, const float* 
     const unsigned group = blockIdx.x / row_group, first = group * row_group;
     const unsigned members = blocks - first < static_cast<unsigned>(row_group) ? blocks - first : row_group;
     if (!last_to_arrive(f.tickets + 1 + group, members, &flag)) return;
-    for (int q = static_cast<int>(threadIdx.x); q < Row; q += Block) {
-      float s = 0.0f;
-      for (unsigned w = 0; w < members; ++w) s += __ldcg(rows + static_cast<std::size_t>(first + w) * Row + q);
-      f.partial[static_cast<std::size_t>(group) * Row + q] = s;
-    }
+    float* out = f.partial + static_cast<std::size_t>(group) * Row;
+    sum_rows_in_order(rows + static_cast<std::size_t>(first) * Row, members, Row, [&](int q, float s) { out[q] = s; });
     const unsigned groups = static_cast<unsigned>(row_groups(blocks));
     if (!last_to_arrive(f.tickets, groups, &flag)) return;
     ppo_step_block(f.step, f.partial, groups, shared, scratch);
