@@ -86,12 +86,8 @@ __global__ static void adam_finalize_kernel(const double* GMI_RESTRICT partials,
 
 }  // namespace detail
 
-// One Adam step done by a whole block (n <= adam_fused_max; any block of adam_step_lanes to adam_fused_block
-// threads, a power of two), so that a kernel which computes the gradient row may end in the step:
-// adam<exec::cuda>::block_step() gives one. The norm's sum has one order whatever the block's size: lane t of the
-// first adam_step_lanes threads adds g[t], g[t + adam_step_lanes], ..., the other threads add nothing, and the
-// block's tree then adds exact zeros until adam_step_lanes entries are left.
-inline constexpr int adam_step_lanes = 256;
+// One Adam step done by a whole block of adam_fused_block threads (n <= adam_fused_max), so that a kernel which
+// computes the gradient row may end in the step: adam<exec::cuda>::block_step() gives one.
 struct adam_block_step {
   float* m = nullptr;
   float* v = nullptr;
@@ -99,25 +95,23 @@ struct adam_block_step {
   std::size_t n = 0;
   float beta1 = 0, beta2 = 0, eps = 0, max_norm = 0;  // max_norm <= 0: no clipping
 
-  // shared: blockDim.x doubles of shared memory. The same fixed order every step. g may have been written
+  // shared: adam_fused_block doubles of shared memory. The same fixed order every step. g may have been written
   // by this block earlier in the same kernel, so it is read through plain loads (no restrict: a const restrict
   // pointer lets the compiler use the non-coherent read-only path, which may return the old values).
   // Each thread takes its entries `batch` at a time, loads first, so that their loads overlap.
   __device__ void operator()(float* p, const float* g, double* shared) const {
     constexpr int batch = 4;
     double s = 0;
-    if (threadIdx.x < adam_step_lanes) {
-      for (std::size_t i0 = threadIdx.x; i0 < n; i0 += batch * adam_step_lanes) {
-        float x[batch];
+    for (std::size_t i0 = threadIdx.x; i0 < n; i0 += batch * blockDim.x) {
+      float x[batch];
 #pragma unroll
-        for (int k = 0; k < batch; ++k) {
-          const std::size_t i = i0 + k * adam_step_lanes;
-          x[k] = i < n ? g[i] : 0.0f;
-        }
-#pragma unroll
-        for (int k = 0; k < batch; ++k)
-          if (i0 + k * adam_step_lanes < n) s += static_cast<double>(x[k]) * x[k];
+      for (int k = 0; k < batch; ++k) {
+        const std::size_t i = i0 + k * blockDim.x;
+        x[k] = i < n ? g[i] : 0.0f;
       }
+#pragma unroll
+      for (int k = 0; k < batch; ++k)
+        if (i0 + k * blockDim.x < n) s += static_cast<double>(x[k]) * x[k];
     }
     const double sumsq = detail::block_sum(s, shared);
     if (threadIdx.x == 0) detail::adam_finish_norm(sumsq, state, beta1, beta2, max_norm);

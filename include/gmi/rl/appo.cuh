@@ -56,7 +56,7 @@ struct appo_device_ops {
   minibatch_gradient<Net> gradient;
   cuda::device_buffer<std::uint64_t> update_count;  // the shuffle round's base, read by the gradient kernel
 
-  explicit appo_device_ops(learner& l) : gradient(l.minibatch_, l.policy_.sm_count, l.policy_.stream), update_count(1) {
+  explicit appo_device_ops(learner& l) : gradient(l.minibatch_, l.policy_.sm_count), update_count(1) {
     update_count.fill_bytes(0, l.policy_.stream);
   }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The rest of a PPO minibatch step once the gradient's partial rows exist: their sum, the group's mean through a
-// row exchange (synced GMIs of one GPU), Adam in one block, the adaptive-KL rule. Run by the last block of the
-// warp gradient kernel (ppo_warp_gradient.cuh), or as ppo_step_kernel after the per-thread gradient kernel.
+// row exchange (synced GMIs of one GPU), Adam in one block, the adaptive-KL rule: ppo_step_kernel, one launch
+// after the gradient kernel.
 
 #include <cstddef>
 #include <cstdint>
@@ -26,9 +26,9 @@ __global__ static void ppo_adapt_lr_kernel(const float* terms, float* lr, float 
   ppo_adapt_lr(terms, lr, kl_target, min_lr, max_lr);
 }
 
-// What one minibatch step needs after its gradient (ppo_step_block).
+// What one minibatch step needs after the gradient kernel (ppo_step_kernel).
 struct ppo_step_args {
-  const float* parts = nullptr;  // rows whose sum in order is this GMI's gradient row (ppo_step_kernel's)
+  const float* parts = nullptr;  // rows whose sum in order is this GMI's gradient row
   std::size_t part_count = 0;
   int row = 0, param_count = 0;
   float* own = nullptr;       // this GMI's gradient row (its gradient buffer, the row it exchanges)
@@ -44,7 +44,7 @@ struct ppo_step_args {
 
 // For every column q < row, by the threads of one block: out(q, rows 0 + ... + rows count-1 at q), added in row
 // order (from 0.0f, as ppo_sum_rows_kernel; or FromFirst from row 0, as the allreduce's sum, count >= 1) and read
-// past L1 (other blocks or GMIs wrote them). `rows` is a base (row r at rows + r * row) or an array of row
+// past L1 (the peers' rows come from other GMIs). `rows` is a base (row r at rows + r * row) or an array of row
 // pointers. A thread takes four columns at a time, so that their loads overlap.
 template <bool FromFirst = false, class Rows, class Out>
 __device__ inline void sum_rows_in_order(Rows rows, std::size_t count, int row, Out out) {
@@ -70,19 +70,18 @@ __device__ inline void sum_rows_in_order(Rows rows, std::size_t count, int row, 
   }
 }
 
-// One minibatch step after the gradient, in one block of 256 to 1024 threads (a power of two): this GMI's row
-// from its parts (the order of ppo_sum_rows_kernel; read past L1, since other blocks of the same kernel may have
-// written them); with an exchange (without one it is a plain step), the group's rows summed in rank order and
-// divided by the group's size (the order of the hierarchical allreduce's one-GPU sum and
+// One minibatch step after the gradient kernel, in one block (one launch): this GMI's row from its parts (the
+// order of ppo_sum_rows_kernel); with an exchange (without one it is a plain step), the group's rows summed in
+// rank order and divided by the group's size (the order of the hierarchical allreduce's one-GPU sum and
 // ppo_average_rows_kernel); Adam; the adaptive-KL rule (ppo_adapt_lr_kernel's). The same bits as those kernels
 // one after another. If an exchange wait gives up, the step stops there (the host finds the stall word set).
-// parts: part_count rows (a.parts is not read); shared: blockDim.x doubles; scratch: two words.
-__device__ inline void ppo_step_block(const ppo_step_args& a, const float* parts, std::size_t part_count, double* shared,
-                                      std::uint32_t* scratch) {
+__global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_kernel(ppo_step_args a) {
+  __shared__ double shared[nn::detail::adam_fused_block];
+  __shared__ std::uint32_t scratch[2];
   const bool exchanged = a.exchange.size > 0;
   std::uint32_t g = 0;
   if (exchanged && !cuda::exchange_begin(a.exchange, g, scratch)) return;
-  sum_rows_in_order(parts, part_count, a.row, [&](int q, float s) {
+  sum_rows_in_order(a.parts, a.part_count, a.row, [&](int q, float s) {
     a.own[q] = s;
     if (!exchanged && q >= a.param_count) a.term_log[q - a.param_count] = s;
   });
@@ -102,13 +101,6 @@ __device__ inline void ppo_step_block(const ppo_step_args& a, const float* parts
     __syncthreads();  // every thread has read lr for this step
     if (threadIdx.x == 0) ppo_adapt_lr(a.term_log, a.lr, a.kl_target, a.min_lr, a.max_lr);
   }
-}
-
-// The step as its own launch (networks whose gradient kernel does not end in the step).
-__global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_kernel(ppo_step_args a) {
-  __shared__ double shared[nn::detail::adam_fused_block];
-  __shared__ std::uint32_t scratch[2];
-  ppo_step_block(a, a.parts, a.part_count, shared, scratch);
 }
 
 }  // namespace gmi::rl::detail

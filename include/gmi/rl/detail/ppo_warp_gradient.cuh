@@ -9,10 +9,7 @@
 // read four at a time (rows padded to a multiple of 4 whose quarter-warp reads hit distinct banks). Every sum
 // keeps the order of one sample after the other: the same bits as taking the samples one by one.
 // A block then adds its warps' registers into one row in shared memory, warp after warp (a fixed order: the same
-// sums on every run), and writes that row; ppo_sum_rows_kernel adds the blocks' rows in order. Or the kernel
-// ends the step itself (warp_step_finish): the last block of every 16 to finish adds its group's rows, the last
-// of those adds the groups' rows (the two stages of ppo_sum_row_groups_kernel and ppo_sum_rows_kernel, in their
-// order) and runs ppo_step_block: the exchange, Adam, the learning-rate rule. One launch a minibatch step.
+// sums on every run), and writes that row; ppo_sum_rows_kernel adds the blocks' rows in order.
 //
 // It replaces one thread per sample (ppo.cuh's ppo_gradient_kernel), which kept a whole sample's forward and
 // backward in one thread (~255 registers, 2 warps per SM at a minibatch of 8192) and summed every parameter over
@@ -25,7 +22,6 @@
 #include <type_traits>
 
 #include <gmi/nn/activation.hpp>
-#include <gmi/rl/detail/ppo_step.cuh>
 #include <gmi/rl/ppo_steps.hpp>
 
 namespace gmi::rl::detail {
@@ -403,66 +399,12 @@ __device__ inline void warp_add_samples(const ppo_minibatch_view<Net>& mb, const
   __syncwarp();  // the scratch is read before the next samples overwrite it
 }
 
-// Rows per group of the two-stage row sum (ppo_sum_row_groups_kernel's groups), used when there are more than
-// two groups' worth of rows.
-inline constexpr int row_group = 16;
-__host__ __device__ constexpr std::size_t row_groups(std::size_t rows) { return (rows + row_group - 1) / row_group; }
-__host__ __device__ constexpr bool rows_in_two_stages(std::size_t rows) { return rows > 2 * row_group; }
-
-// The rest of a minibatch step done by the gradient kernel's last blocks (enabled = false: the rows only).
-struct warp_step_finish {
-  bool enabled = false;
-  std::uint32_t* tickets = nullptr;  // 1 + row_groups(blocks) words, zero before a launch; the last blocks reset them
-  float* partial = nullptr;          // the groups' rows (two stages)
-  ppo_step_args step;                // its parts are the kernel's (step.parts is not read)
-};
-
-// After every thread of the block wrote its share of rows[blockIdx.x]: whether this block is the last of
-// `count` to arrive at *ticket (then it resets the ticket for the next launch, and sees the others' rows).
-__device__ inline bool last_to_arrive(std::uint32_t* ticket, unsigned count, std::uint32_t* flag) {
-  __threadfence();  // this thread's row entries, before the ticket
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const bool last = atomicAdd(ticket, 1u) == count - 1;
-    if (last) *ticket = 0;
-    *flag = last ? 1u : 0u;
-  }
-  __syncthreads();
-  const bool last = *flag != 0;
-  __syncthreads();  // every thread has read the flag before it is written again
-  if (last) __threadfence();
-  return last;
-}
-
-// The step's sums and ppo_step_block by the blocks that arrive last (see the top of this file).
-template <int Row, int Block>
-__device__ inline void warp_finish_step(const warp_step_finish& f, const float* rows) {
-  __shared__ std::uint32_t flag;
-  __shared__ std::uint32_t scratch[2];
-  __shared__ double shared[Block];
-  const unsigned blocks = gridDim.x;
-  if (rows_in_two_stages(blocks)) {
-    const unsigned group = blockIdx.x / row_group, first = group * row_group;
-    const unsigned members = blocks - first < static_cast<unsigned>(row_group) ? blocks - first : row_group;
-    if (!last_to_arrive(f.tickets + 1 + group, members, &flag)) return;
-    float* out = f.partial + static_cast<std::size_t>(group) * Row;
-    sum_rows_in_order(rows + static_cast<std::size_t>(first) * Row, members, Row, [&](int q, float s) { out[q] = s; });
-    const unsigned groups = static_cast<unsigned>(row_groups(blocks));
-    if (!last_to_arrive(f.tickets, groups, &flag)) return;
-    ppo_step_block(f.step, f.partial, groups, shared, scratch);
-  } else {
-    if (!last_to_arrive(f.tickets, blocks, &flag)) return;
-    ppo_step_block(f.step, rows, blocks, shared, scratch);
-  }
-}
-
 // Block b covers minibatch samples [b * 8 * per_warp, (b + 1) * 8 * per_warp): warp w of it the per_warp samples
 // from (b * 8 + w) * per_warp on. rows[b] = the block's sum of their gradients and loss terms.
 template <class Net>
 __global__ static void __launch_bounds__(warp_gradient<Net>::block)
     ppo_warp_gradient_kernel(ppo_minibatch_view<Net> mb, const float* params, float* rows,
-                             const std::uint64_t* iteration, int epoch, int epochs, int per_warp,
-                             warp_step_finish finish) {
+                             const std::uint64_t* iteration, int epoch, int epochs, int per_warp) {
   using W = warp_gradient<Net>;
   constexpr int A = W::act_dim, S = W::in_flight;
   extern __shared__ float4 shared4[];  // float4: the base is 16-byte aligned
@@ -525,7 +467,6 @@ __global__ static void __launch_bounds__(warp_gradient<Net>::block)
   }
   float* out = rows + static_cast<std::size_t>(blockIdx.x) * W::row;
   for (int q = static_cast<int>(threadIdx.x); q < W::row; q += W::block) out[q] = red[W::padded(q)];
-  if (finish.enabled) warp_finish_step<W::row, W::block>(finish, rows);
 }
 
 }  // namespace gmi::rl::detail
