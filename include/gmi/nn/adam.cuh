@@ -98,41 +98,15 @@ struct adam_block_step {
   // shared: adam_fused_block doubles of shared memory. The same fixed order every step. g may have been written
   // by this block earlier in the same kernel, so it is read through plain loads (no restrict: a const restrict
   // pointer lets the compiler use the non-coherent read-only path, which may return the old values).
-  // Each thread takes its entries `batch` at a time, loads first, so that their loads overlap.
   __device__ void operator()(float* p, const float* g, double* shared) const {
-    constexpr int batch = 4;
     double s = 0;
-    for (std::size_t i0 = threadIdx.x; i0 < n; i0 += batch * blockDim.x) {
-      float x[batch];
-#pragma unroll
-      for (int k = 0; k < batch; ++k) {
-        const std::size_t i = i0 + k * blockDim.x;
-        x[k] = i < n ? g[i] : 0.0f;
-      }
-#pragma unroll
-      for (int k = 0; k < batch; ++k)
-        if (i0 + k * blockDim.x < n) s += static_cast<double>(x[k]) * x[k];
-    }
+    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) s += static_cast<double>(g[i]) * g[i];
     const double sumsq = detail::block_sum(s, shared);
     if (threadIdx.x == 0) detail::adam_finish_norm(sumsq, state, beta1, beta2, max_norm);
     __syncthreads();
     const float scale = state->scale, lr = state->lr, bc1 = state->bc1, bc2_sqrt = state->bc2_sqrt;
-    for (std::size_t i0 = threadIdx.x; i0 < n; i0 += batch * blockDim.x) {
-      float pk[batch], gk[batch], mk[batch], vk[batch];
-#pragma unroll
-      for (int k = 0; k < batch; ++k) {
-        const std::size_t i = i0 + k * blockDim.x;
-        if (i < n) pk[k] = p[i], gk[k] = g[i], mk[k] = m[i], vk[k] = v[i];
-      }
-#pragma unroll
-      for (int k = 0; k < batch; ++k) {
-        const std::size_t i = i0 + k * blockDim.x;
-        if (i < n) {
-          detail::adam_element(pk[k], gk[k] * scale, mk[k], vk[k], lr, beta1, beta2, eps, bc1, bc2_sqrt);
-          p[i] = pk[k], m[i] = mk[k], v[i] = vk[k];
-        }
-      }
-    }
+    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x)
+      detail::adam_element(p[i], g[i] * scale, m[i], v[i], lr, beta1, beta2, eps, bc1, bc2_sqrt);
   }
 };
 

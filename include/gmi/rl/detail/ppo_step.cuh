@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include <gmi/cuda/row_exchange.cuh>
 #include <gmi/nn/adam.cuh>
@@ -42,34 +41,6 @@ struct ppo_step_args {
   float kl_target = 0, min_lr = 0, max_lr = 0;
 };
 
-// For every column q < row, by the threads of one block: out(q, rows 0 + ... + rows count-1 at q), added in row
-// order (from 0.0f, as ppo_sum_rows_kernel; or FromFirst from row 0, as the allreduce's sum, count >= 1) and read
-// past L1 (the peers' rows come from other GMIs). `rows` is a base (row r at rows + r * row) or an array of row
-// pointers. A thread takes four columns at a time, so that their loads overlap.
-template <bool FromFirst = false, class Rows, class Out>
-__device__ inline void sum_rows_in_order(Rows rows, std::size_t count, int row, Out out) {
-  constexpr int batch = 4;
-  const int step = static_cast<int>(blockDim.x);
-  for (int q0 = static_cast<int>(threadIdx.x); q0 < row; q0 += batch * step) {
-    auto row_at = [&](std::size_t r) -> const float* {
-      if constexpr (std::is_pointer_v<std::remove_pointer_t<Rows>>) return rows[r];
-      else return rows + r * static_cast<std::size_t>(row);
-    };
-    float s[batch];
-#pragma unroll
-    for (int k = 0; k < batch; ++k) s[k] = FromFirst && q0 + k * step < row ? __ldcg(row_at(0) + q0 + k * step) : 0.0f;
-    for (std::size_t r = FromFirst ? 1 : 0; r < count; ++r) {
-      const float* at = row_at(r);
-#pragma unroll
-      for (int k = 0; k < batch; ++k)
-        if (q0 + k * step < row) s[k] += __ldcg(at + q0 + k * step);
-    }
-#pragma unroll
-    for (int k = 0; k < batch; ++k)
-      if (q0 + k * step < row) out(q0 + k * step, s[k]);
-  }
-}
-
 // One minibatch step after the gradient kernel, in one block (one launch): this GMI's row from its parts (the
 // order of ppo_sum_rows_kernel); with an exchange (without one it is a plain step), the group's rows summed in
 // rank order and divided by the group's size (the order of the hierarchical allreduce's one-GPU sum and
@@ -81,18 +52,22 @@ __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_
   const bool exchanged = a.exchange.size > 0;
   std::uint32_t g = 0;
   if (exchanged && !cuda::exchange_begin(a.exchange, g, scratch)) return;
-  sum_rows_in_order(a.parts, a.part_count, a.row, [&](int q, float s) {
+  for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
+    float s = 0.0f;
+    for (std::size_t w = 0; w < a.part_count; ++w) s += a.parts[w * a.row + q];
     a.own[q] = s;
     if (!exchanged && q >= a.param_count) a.term_log[q - a.param_count] = s;
-  });
+  }
   if (exchanged) {
     if (!cuda::exchange_post(a.exchange, g, scratch)) return;
     const float world = static_cast<float>(a.exchange.size);
-    sum_rows_in_order<true>(a.exchange.rows, a.exchange.size, a.row, [&](int q, float s) {
+    for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
+      float s = cuda::exchange_load(a.exchange.rows[0] + q);
+      for (int k = 1; k < a.exchange.size; ++k) s += cuda::exchange_load(a.exchange.rows[k] + q);
       const float m = s / world;
       a.mean[q] = m;
       if (q >= a.param_count) a.term_log[q - a.param_count] = m;
-    });
+    }
     cuda::exchange_release(a.exchange, g);
   }
   __syncthreads();
