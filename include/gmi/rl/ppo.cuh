@@ -368,9 +368,9 @@ struct ppo_device_ops {
   // Whether a minibatch step after the gradient kernel is one ppo_step_kernel: a synced trainer with a row
   // exchange, and Adam in one block. A trainer alone keeps the row-sum kernels and Adam's kernel. Ending the step
   // in the gradient kernel itself (its last block to finish summing the rows and running Adam) was slower on an
-  // H200 (1.01 s against 0.88 s for 30 M env steps at 4096 envs, 20.6 M against 21.3 M samples/s over 8 GMIs x
-  // 512): the tail then runs in one block of 256 threads instead of kernels of 1024. So was batching the step's
-  // loads four entries a thread (21.3 M against 23.5 M over 8 GMIs; bench/results/runs/2026-11-21-h200-warp-pairs-*).
+  // H200 (29.7 M against 34.1 M samples/s at 4096 envs, 20.6 M against 21.3 M over 8 GMIs x 512): the tail then
+  // runs in one block of 256 threads instead of kernels of 1024. So was batching the step's loads four entries a
+  // thread (21.3 M against 23.5 M over 8 GMIs; bench/results/runs/2026-11-21-h200-warp-pairs-step-variants.jsonl).
   static bool steps_in_one_kernel(const trainer& t) {
     return t.adam_.steps_in_one_block() && t.sync_ && t.sync_->exchange.has_value();
   }
