@@ -7,9 +7,9 @@
 // non-blocking, the flat ones plain ncclAllReduce, then one wait for the stream; the rep's time / iters is one
 // call's time. Both sides are timed the same way, on rank 0.
 // Usage: gmi.bench.reduce [intra] [hier] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
-//        [bytes=b] [chunk=bytes] [reduce=every_gmi] [share=1]
+//        [bytes=b] [chunk=bytes] [reduce=every_gmi|leader] [share=1]
 // (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: GMI_HIER_CHUNK_BYTES for the GMIs;
-// reduce=every_gmi: skip the leader-reducer variants; share=1: under MPS each GMI gets 1/m of the SMs, as in gmi::run)
+// reduce=every_gmi|leader: only the variants of that reducer; share=1: under MPS each GMI gets 1/m of the SMs, as in gmi::run)
 // Impls: "gmi" (every GMI gets the sum in its own buffer; every GMI sums a slice), "gmi_shared_result" (copy_back
 // off: GMIs read the sum in the GPU's result buffer), "gmi_leader_reduce" and "gmi_leader_reduce_shared_result"
 // (the same with the leader summing every buffer alone), "gmi_device_handshake" (handshake=device); workers are
@@ -301,8 +301,10 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const
         if (m == 1) variants.push_back({"gmi", "host", true, "every_gmi"});
         if (m > 1 && (mode == "host" || mode == "kernel")) {
           const std::string hs = mode == "kernel" ? "_kernel_handshake" : "";
-          variants.push_back({"gmi" + hs, mode, true, "every_gmi"});
-          variants.push_back({"gmi" + hs + "_shared_result", mode, false, "every_gmi"});
+          if (!args.count("reduce") || args["reduce"] == "every_gmi") {
+            variants.push_back({"gmi" + hs, mode, true, "every_gmi"});
+            variants.push_back({"gmi" + hs + "_shared_result", mode, false, "every_gmi"});
+          }
           if (!args.count("reduce") || args["reduce"] == "leader") {
             variants.push_back({"gmi" + hs + "_leader_reduce", mode, true, "leader"});
             variants.push_back({"gmi" + hs + "_leader_reduce_shared_result", mode, false, "leader"});

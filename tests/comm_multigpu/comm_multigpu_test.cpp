@@ -52,6 +52,17 @@ TEST_CASE(GMI_NAME(".hierarchical.replayed_in_a_graph") * doctest::timeout(600))
         {}, 300s);
     for (int c : r.codes) CHECK(c == 0);
   }
+  // The leader reducer in 256 KiB chunks: the leader's sum, NCCL and copy back of different chunks on three
+  // streams forked from the captured one and joined back (262149 floats: five chunks, the last one short).
+  for (const char* copy_back : {"copy_back=1", "copy_back=0"}) {
+    CAPTURE(copy_back);
+    const std::vector<std::string> chunked{"GMI_HIER_CHUNK_BYTES=262144"};
+    const auto r = gmi_test::run_workers(
+        gmi_test::hier_args(gmi::comm::unique_tag("mggc"), gpus, 4, "1,4097,262149",
+                            {"rounds=4", "handshake=kernel", "blocking=0", "graph=1", "reduce=leader", copy_back}),
+        std::vector<std::vector<std::string>>(gpus * 4, chunked), 300s);
+    for (int c : r.codes) CHECK(c == 0);
+  }
 }
 
 TEST_CASE(GMI_NAME(".hierarchical.shared_result") * doctest::timeout(600)) {

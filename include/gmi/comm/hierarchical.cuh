@@ -610,8 +610,10 @@ class hierarchical_allreduce {
     if (!o_.copy_back) bcast_.outputs = 0;  // (c) skipped: enqueue_* test outputs before launching
     sum_all_.skip_if_set = reduce_.skip_if_set = bcast_.skip_if_set = skip;
     if (!single_) {
+      int least = 0, greatest = 0;
+      GMI_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
       reduce_stream_.emplace();
-      nccl_stream_.emplace();
+      nccl_stream_.emplace(greatest);
       bcast_stream_.emplace();
     }
     if (leaders_) check_sizes_across_gpus();
@@ -807,11 +809,12 @@ class hierarchical_allreduce {
     if (bcast_.outputs > 0) detail::launch_reduce(bcast_, s);         // (c)
   }
   // Chunks on three streams so (a), (b) and (c) of different chunks overlap; reduce_stream_ must already be
-  // ordered after the GMIs' gradients. Returns the stream the last step is on.
+  // ordered after the GMIs' gradients. Returns the stream the last step is on. Every caller joins that stream
+  // back into its own before the call ends and forks reduce_stream_ from its own at the next call, so the next
+  // round's (a) never overwrites the sum that this round's (c) still reads. NCCL's stream has the device's
+  // greatest priority: its blocks go first onto SMs that the sum kernels leave, so (b) of one chunk runs while
+  // (a) of the next sums.
   cudaStream_t enqueue_chunks() {
-    // The previous round's broadcast reads the leader's buffer: the next reduce must not overwrite it early.
-    GMI_CUDA_TRY(cudaEventRecord(bcast_done_.get(), *bcast_stream_));
-    bcast_done_.wait_on(*reduce_stream_);
     for (std::size_t off = 0; off < count_; off += chunk_floats_) {
       const std::size_t n = std::min(chunk_floats_, count_ - off);
       if (o_.local_size > 1) detail::launch_reduce(slice(reduce_, off, n), *reduce_stream_);  // (a)
@@ -871,7 +874,14 @@ class hierarchical_allreduce {
       }
     } else if (is_leader()) {
       op(detail::ready_slot(0), detail::ready_slot(0), m);
-      enqueue_single(stream);
+      if (single_) {
+        enqueue_single(stream);
+      } else {  // chunks overlap on three streams forked from the caller's and joined back before done
+        own_ready_.record(stream);
+        own_ready_.wait_on(*reduce_stream_);
+        own_done_.record(enqueue_chunks());
+        own_done_.wait_on(stream);
+      }
       op(detail::done_slot, 0, 0);
     } else {
       op(detail::ready_slot(me), detail::done_slot, 1);
@@ -1097,7 +1107,7 @@ class hierarchical_allreduce {
   std::vector<shared_event> member_ready_;
   detail::reduce_args sum_all_{}, reduce_{}, bcast_{};
   std::optional<cuda::stream> reduce_stream_, nccl_stream_, bcast_stream_;
-  cuda::event own_ready_, own_done_, reduced_, summed_, bcast_done_;
+  cuda::event own_ready_, own_done_, reduced_, summed_;
   // both (host handshake)
   shared_event done_event_;
   shared_event ready_event_;

@@ -50,6 +50,26 @@ __device__ inline double block_sum(double v, double* shared) {
   return shared[0];
 }
 
+// block_sum's sum, in the same order (each level adds the upper half onto the lower), left in thread 0 only: the
+// levels above 32 through shared memory, the last five in warp 0 by shuffles (no block-wide barrier between them).
+// blockDim.x a power of two >= 64; every thread calls it.
+__device__ inline double block_sum_to_first(double v, double* shared) {
+  const int t = static_cast<int>(threadIdx.x);
+  shared[t] = v;
+  __syncthreads();
+  int w = static_cast<int>(blockDim.x) / 2;
+  for (; w >= 32; w /= 2) {
+    if (t < w) shared[t] += shared[t + w];
+    __syncthreads();
+  }
+  double x = 0;
+  if (t < 32) {
+    x = shared[t];
+    for (; w > 0; w /= 2) x += __shfl_down_sync(0xffffffffu, x, w);
+  }
+  return x;
+}
+
 __global__ static void adam_sumsq_kernel(const float* GMI_RESTRICT g, std::size_t n, double* GMI_RESTRICT partials) {
   __shared__ double shared[adam_block];
   double s = 0;
@@ -98,14 +118,62 @@ struct adam_block_step {
   // shared: adam_fused_block doubles of shared memory. The same fixed order every step. g may have been written
   // by this block earlier in the same kernel, so it is read through plain loads (no restrict: a const restrict
   // pointer lets the compiler use the non-coherent read-only path, which may return the old values).
+  // The step's latency is what counts (a PPO update makes one step per minibatch): each thread loads its first
+  // `kept` entries of g, p, m and v before the norm and keeps them in registers, and the bias corrections, which do
+  // not depend on the gradient, are taken by thread 32 while the block sums the squares.
   __device__ void operator()(float* p, const float* g, double* shared) const {
+    constexpr int kept = 4;
+    __shared__ float step_scale, step_lr, step_bc1, step_bc2_sqrt;
+    const std::size_t t = threadIdx.x, stride = blockDim.x;
+    float gk[kept], pk[kept], mk[kept], vk[kept];
+#pragma unroll
+    for (int k = 0; k < kept; ++k) {
+      const std::size_t i = t + k * stride;
+      if (i < n) {
+        gk[k] = g[i];
+        pk[k] = p[i];
+        mk[k] = m[i];
+        vk[k] = v[i];
+      }
+    }
+    if (t == 32) {  // blocks of adam_fused_block threads
+      const long long step = state->step + 1;
+      const double tt = static_cast<double>(step);
+      state->step = step;
+      step_bc1 = state->bc1 = static_cast<float>(1.0 - pow(static_cast<double>(beta1), tt));
+      step_bc2_sqrt = state->bc2_sqrt = static_cast<float>(sqrt(1.0 - pow(static_cast<double>(beta2), tt)));
+      step_lr = state->lr;
+    }
     double s = 0;
-    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) s += static_cast<double>(g[i]) * g[i];
-    const double sumsq = detail::block_sum(s, shared);
-    if (threadIdx.x == 0) detail::adam_finish_norm(sumsq, state, beta1, beta2, max_norm);
+#pragma unroll
+    for (int k = 0; k < kept; ++k) {
+      if (t + k * stride < n) s += static_cast<double>(gk[k]) * gk[k];
+    }
+    for (std::size_t i = t + kept * stride; i < n; i += stride) s += static_cast<double>(g[i]) * g[i];
+    const double sumsq = detail::block_sum_to_first(s, shared);
+    if (t == 0) {
+      const double norm = sqrt(sumsq);
+      double scale = 1.0;
+      if (max_norm > 0) {
+        const double c = static_cast<double>(max_norm) / (norm + 1e-6);
+        scale = c < 1.0 ? c : 1.0;
+      }
+      state->norm = norm;
+      step_scale = state->scale = static_cast<float>(scale);
+    }
     __syncthreads();
-    const float scale = state->scale, lr = state->lr, bc1 = state->bc1, bc2_sqrt = state->bc2_sqrt;
-    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x)
+    const float scale = step_scale, lr = step_lr, bc1 = step_bc1, bc2_sqrt = step_bc2_sqrt;
+#pragma unroll
+    for (int k = 0; k < kept; ++k) {
+      const std::size_t i = t + k * stride;
+      if (i < n) {
+        detail::adam_element(pk[k], gk[k] * scale, mk[k], vk[k], lr, beta1, beta2, eps, bc1, bc2_sqrt);
+        p[i] = pk[k];
+        m[i] = mk[k];
+        v[i] = vk[k];
+      }
+    }
+    for (std::size_t i = t + kept * stride; i < n; i += stride)
       detail::adam_element(p[i], g[i] * scale, m[i], v[i], lr, beta1, beta2, eps, bc1, bc2_sqrt);
   }
 };
