@@ -115,26 +115,37 @@ struct adam_block_step {
   std::size_t n = 0;
   float beta1 = 0, beta2 = 0, eps = 0, max_norm = 0;  // max_norm <= 0: no clipping
 
-  // shared: adam_fused_block doubles of shared memory. The same fixed order every step. g may have been written
-  // by this block earlier in the same kernel, so it is read through plain loads (no restrict: a const restrict
-  // pointer lets the compiler use the non-coherent read-only path, which may return the old values).
-  // The step's latency is what counts (a PPO update makes one step per minibatch): each thread loads its first
-  // `kept` entries of g, p, m and v before the norm and keeps them in registers, and the bias corrections, which do
-  // not depend on the gradient, are taken by thread 32 while the block sums the squares.
-  __device__ void operator()(float* p, const float* g, double* shared) const {
-    constexpr int kept = 4;
-    __shared__ float step_scale, step_lr, step_bc1, step_bc2_sqrt;
-    const std::size_t t = threadIdx.x, stride = blockDim.x;
-    float gk[kept], pk[kept], mk[kept], vk[kept];
+  // The step's latency is what counts (a PPO update makes one step per minibatch): each thread keeps its first
+  // `kept` entries of p, m and v in registers, loaded by prefetch() (a kernel may call it before it waits for the
+  // gradient), and the bias corrections, which do not depend on the gradient, are taken by thread 32 while the
+  // block sums the squares.
+  static constexpr int kept = 4;
+  struct held {
+    float p[kept], m[kept], v[kept];
+  };
+  __device__ void prefetch(const float* p, held& h) const {
 #pragma unroll
     for (int k = 0; k < kept; ++k) {
-      const std::size_t i = t + k * stride;
+      const std::size_t i = threadIdx.x + static_cast<std::size_t>(k) * blockDim.x;
       if (i < n) {
-        gk[k] = g[i];
-        pk[k] = p[i];
-        mk[k] = m[i];
-        vk[k] = v[i];
+        h.p[k] = p[i];
+        h.m[k] = m[i];
+        h.v[k] = v[i];
       }
+    }
+  }
+
+  // shared: adam_fused_block doubles of shared memory. The same fixed order every step. g may have been written
+  // by this block earlier in the same kernel, so it is read through plain loads (no restrict: a const restrict
+  // pointer lets the compiler use the non-coherent read-only path, which may return the old values). h: what
+  // prefetch(p, h) loaded, in this kernel, before this step's writes.
+  __device__ void operator()(float* p, const float* g, double* shared, held& h) const {
+    __shared__ float step_scale, step_lr, step_bc1, step_bc2_sqrt;
+    const std::size_t t = threadIdx.x, stride = blockDim.x;
+    float gk[kept];
+#pragma unroll
+    for (int k = 0; k < kept; ++k) {
+      if (t + k * stride < n) gk[k] = g[t + k * stride];
     }
     if (t == 32) {  // blocks of adam_fused_block threads
       const long long step = state->step + 1;
@@ -167,14 +178,19 @@ struct adam_block_step {
     for (int k = 0; k < kept; ++k) {
       const std::size_t i = t + k * stride;
       if (i < n) {
-        detail::adam_element(pk[k], gk[k] * scale, mk[k], vk[k], lr, beta1, beta2, eps, bc1, bc2_sqrt);
-        p[i] = pk[k];
-        m[i] = mk[k];
-        v[i] = vk[k];
+        detail::adam_element(h.p[k], gk[k] * scale, h.m[k], h.v[k], lr, beta1, beta2, eps, bc1, bc2_sqrt);
+        p[i] = h.p[k];
+        m[i] = h.m[k];
+        v[i] = h.v[k];
       }
     }
     for (std::size_t i = t + kept * stride; i < n; i += stride)
       detail::adam_element(p[i], g[i] * scale, m[i], v[i], lr, beta1, beta2, eps, bc1, bc2_sqrt);
+  }
+  __device__ void operator()(float* p, const float* g, double* shared) const {
+    held h;
+    prefetch(p, h);
+    (*this)(p, g, shared, h);
   }
 };
 

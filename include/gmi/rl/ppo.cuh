@@ -232,8 +232,9 @@ class minibatch_gradient {
     std::size_t parts = 0;
     if constexpr (by_warps) {
       parts = blocks(mb.count);
-      ppo_warp_gradient_kernel<Net><<<static_cast<unsigned>(parts), warp_path::block, warp_path::smem_bytes, s>>>(
-          mb, params, rows_.data(), round_base, epoch, epochs, per_warp(mb.count));
+      cuda::launch_overlapped(ppo_warp_gradient_kernel<Net>, dim3(static_cast<unsigned>(parts)), dim3(warp_path::block),
+                              warp_path::smem_bytes, s, mb, params, rows_.data(), round_base, epoch, epochs,
+                              per_warp(mb.count));
     } else {
       const unsigned blocks = (mb.count + thread_block - 1) / thread_block;
       parts = static_cast<std::size_t>(blocks) * (thread_block / 32);
@@ -395,8 +396,7 @@ struct ppo_device_ops {
                                               t.config_.epochs, s);
     a.parts = parts.rows;
     a.part_count = parts.count;
-    ppo_step_kernel<<<1, nn::detail::adam_fused_block, 0, s>>>(a);
-    GMI_CUDA_TRY(cudaGetLastError());
+    cuda::launch_overlapped(ppo_step_kernel, dim3(1), dim3(nn::detail::adam_fused_block), 0, s, a);
   }
 
   void release_graph() noexcept { graph = cuda::graph_exec{}; }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <gmi/cuda/overlapped_launch.cuh>
 #include <gmi/cuda/row_exchange.cuh>
 #include <gmi/nn/adam.cuh>
 #include <gmi/rl/ppo_steps.hpp>
@@ -41,7 +42,8 @@ struct ppo_step_args {
   float kl_target = 0, min_lr = 0, max_lr = 0;
 };
 
-// One minibatch step after the gradient kernel, in one block (one launch): this GMI's row from its parts (the
+// One minibatch step after the gradient kernel, in one block (one launch, overlapping the gradient kernel's end:
+// Adam's parameters and moments are loaded before the wait for its rows): this GMI's row from its parts (the
 // order of ppo_sum_rows_kernel); with an exchange (without one it is a plain step), the group's rows summed in
 // rank order and divided by the group's size (the order of the hierarchical allreduce's one-GPU sum and
 // ppo_average_rows_kernel); Adam; the adaptive-KL rule (ppo_adapt_lr_kernel's). The same bits as those kernels
@@ -50,11 +52,16 @@ __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_
   __shared__ double shared[nn::detail::adam_fused_block];
   __shared__ std::uint32_t scratch[2];
   const bool exchanged = a.exchange.size > 0;
+  nn::adam_block_step::held held;  // Adam's parameters and moments: loaded before any wait
+  a.adam.prefetch(a.params, held);
+  cuda::allow_next_grid();          // the next minibatch's gradient kernel may launch (it waits for this one)
+  cuda::wait_for_previous_grid();   // launched overlapped: the gradient kernel's rows are complete
   std::uint32_t g = 0;
   if (exchanged && !cuda::exchange_begin(a.exchange, g, scratch)) return;
   for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
     float s = 0.0f;
-    for (std::size_t w = 0; w < a.part_count; ++w) s += a.parts[w * a.row + q];
+#pragma unroll 16
+    for (std::size_t w = 0; w < a.part_count; ++w) s += a.parts[w * a.row + q];  // loads overlap, adds in order
     a.own[q] = s;
     if (!exchanged && q >= a.param_count) a.term_log[q - a.param_count] = s;
   }
@@ -62,8 +69,17 @@ __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_
     if (!cuda::exchange_post(a.exchange, g, scratch)) return;
     const float world = static_cast<float>(a.exchange.size);
     for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
-      float s = cuda::exchange_load(a.exchange.rows[0] + q);
-      for (int k = 1; k < a.exchange.size; ++k) s += cuda::exchange_load(a.exchange.rows[k] + q);
+      // Every member's entry loaded first (one wait on L2 instead of one per member), then added in rank order.
+      float r[cuda::row_exchange::max_members];
+#pragma unroll
+      for (int k = 0; k < cuda::row_exchange::max_members; ++k) {
+        if (k < a.exchange.size) r[k] = cuda::exchange_load(a.exchange.rows[k] + q);
+      }
+      float s = r[0];
+#pragma unroll
+      for (int k = 1; k < cuda::row_exchange::max_members; ++k) {
+        if (k < a.exchange.size) s += r[k];
+      }
       const float m = s / world;
       a.mean[q] = m;
       if (q >= a.param_count) a.term_log[q - a.param_count] = m;
@@ -71,7 +87,7 @@ __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_
     cuda::exchange_release(a.exchange, g);
   }
   __syncthreads();
-  a.adam(a.params, a.mean, shared);
+  a.adam(a.params, a.mean, shared, held);
   if (a.adapt_lr) {
     __syncthreads();  // every thread has read lr for this step
     if (threadIdx.x == 0) ppo_adapt_lr(a.term_log, a.lr, a.kl_target, a.min_lr, a.max_lr);
