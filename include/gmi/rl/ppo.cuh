@@ -232,9 +232,8 @@ class minibatch_gradient {
     std::size_t parts = 0;
     if constexpr (by_warps) {
       parts = blocks(mb.count);
-      cuda::launch_overlapped(ppo_warp_gradient_kernel<Net>, dim3(static_cast<unsigned>(parts)), dim3(warp_path::block),
-                              warp_path::smem_bytes, s, mb, params, rows_.data(), round_base, epoch, epochs,
-                              per_warp(mb.count));
+      ppo_warp_gradient_kernel<Net><<<static_cast<unsigned>(parts), warp_path::block, warp_path::smem_bytes, s>>>(
+          mb, params, rows_.data(), round_base, epoch, epochs, per_warp(mb.count));
     } else {
       const unsigned blocks = (mb.count + thread_block - 1) / thread_block;
       parts = static_cast<std::size_t>(blocks) * (thread_block / 32);
@@ -372,6 +371,9 @@ struct ppo_device_ops {
   // H200 (29.7 M against 34.1 M samples/s at 4096 envs, 20.6 M against 21.3 M over 8 GMIs x 512): the tail then
   // runs in one block of 256 threads instead of kernels of 1024. So was batching the step's loads four entries a
   // thread (21.3 M against 23.5 M over 8 GMIs; bench/results/runs/2026-11-21-h200-warp-pairs-step-variants.jsonl).
+  // So was launching the gradient and step kernels as programmatic dependent launches (each may start before the
+  // kernel ahead ends): 18.9 M against 23.5 M over 8 GMIs; the gradient kernel alone that way, 23.3 M against 23.6 M
+  // (bench/results/gpu-tests/2026-11-21-h200-overlapped-launch-variants.log).
   static bool steps_in_one_kernel(const trainer& t) {
     return t.adam_.steps_in_one_block() && t.sync_ && t.sync_->exchange.has_value();
   }
@@ -396,7 +398,8 @@ struct ppo_device_ops {
                                               t.config_.epochs, s);
     a.parts = parts.rows;
     a.part_count = parts.count;
-    cuda::launch_overlapped(ppo_step_kernel, dim3(1), dim3(nn::detail::adam_fused_block), 0, s, a);
+    ppo_step_kernel<<<1, nn::detail::adam_fused_block, 0, s>>>(a);
+    GMI_CUDA_TRY(cudaGetLastError());
   }
 
   void release_graph() noexcept { graph = cuda::graph_exec{}; }

@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <gmi/cuda/overlapped_launch.cuh>
 #include <gmi/cuda/row_exchange.cuh>
 #include <gmi/nn/adam.cuh>
 #include <gmi/rl/ppo_steps.hpp>
@@ -42,8 +41,8 @@ struct ppo_step_args {
   float kl_target = 0, min_lr = 0, max_lr = 0;
 };
 
-// One minibatch step after the gradient kernel, in one block (one launch, overlapping the gradient kernel's end:
-// Adam's parameters and moments are loaded before the wait for its rows): this GMI's row from its parts (the
+// One minibatch step after the gradient kernel, in one block (one launch; Adam's parameters and moments are
+// loaded before the exchange's waits): this GMI's row from its parts (the
 // order of ppo_sum_rows_kernel); with an exchange (without one it is a plain step), the group's rows summed in
 // rank order and divided by the group's size (the order of the hierarchical allreduce's one-GPU sum and
 // ppo_average_rows_kernel); Adam; the adaptive-KL rule (ppo_adapt_lr_kernel's). The same bits as those kernels
@@ -54,8 +53,6 @@ __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_
   const bool exchanged = a.exchange.size > 0;
   nn::adam_block_step::held held;  // Adam's parameters and moments: loaded before any wait
   a.adam.prefetch(a.params, held);
-  cuda::allow_next_grid();          // the next minibatch's gradient kernel may launch (it waits for this one)
-  cuda::wait_for_previous_grid();   // launched overlapped: the gradient kernel's rows are complete
   std::uint32_t g = 0;
   if (exchanged && !cuda::exchange_begin(a.exchange, g, scratch)) return;
   for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {

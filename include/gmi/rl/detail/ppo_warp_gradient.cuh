@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include <gmi/cuda/overlapped_launch.cuh>
 #include <gmi/nn/activation.hpp>
 #include <gmi/rl/ppo_steps.hpp>
 
@@ -408,8 +407,6 @@ __global__ static void __launch_bounds__(warp_gradient<Net>::block)
                              const std::uint64_t* iteration, int epoch, int epochs, int per_warp) {
   using W = warp_gradient<Net>;
   constexpr int A = W::act_dim, S = W::in_flight;
-  cuda::wait_for_previous_grid();  // launched overlapped: the weights and rows come from the kernels ahead
-  cuda::allow_next_grid();
   extern __shared__ float4 shared4[];  // float4: the base is 16-byte aligned
   float* w = reinterpret_cast<float*>(shared4);
   float* red = w + W::smem_floats;
