@@ -361,6 +361,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "gmi.bench.reduce: iters=%lld reps=%lld; need >= 1 each\n", arg("iters", 20), arg("reps", 20));
       return 2;
     }
+    if (args.count("reduce") && args["reduce"] != "leader" && args["reduce"] != "every_gmi") {
+      std::fprintf(stderr, "gmi.bench.reduce: reduce=%s; need leader or every_gmi\n", args["reduce"].c_str());
+      return 2;
+    }
     if (args.count("chunk")) setenv("GMI_HIER_CHUNK_BYTES", args["chunk"].c_str(), 1);  // workers inherit it
     if (hier) bench_hier(run, reps, static_cast<int>(std::min<long long>(arg("gpus", *n), *n)), mode);
     return 0;
