@@ -80,8 +80,8 @@ __global__ static void adam_sumsq_kernel(const float* GMI_RESTRICT g, std::size_
   if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-// The clipping factor and the step's bias corrections from the sum of squares (thread 0 of the finishing block).
-__device__ inline void adam_finish_norm(double sumsq, adam_device_state* st, float beta1, float beta2, float max_norm) {
+// The clipping factor from the sum of squares (max_norm <= 0: no clipping); records the norm and the factor.
+__device__ inline float adam_clip(double sumsq, adam_device_state* st, float max_norm) {
   const double norm = sqrt(sumsq);
   double scale = 1.0;
   if (max_norm > 0) {
@@ -90,10 +90,21 @@ __device__ inline void adam_finish_norm(double sumsq, adam_device_state* st, flo
   }
   st->norm = norm;
   st->scale = static_cast<float>(scale);
+  return st->scale;
+}
+
+// The next step's count and bias corrections (they do not depend on the gradient).
+__device__ inline void adam_next_step(adam_device_state* st, float beta1, float beta2) {
   st->step += 1;
   const double t = static_cast<double>(st->step);
   st->bc1 = static_cast<float>(1.0 - pow(static_cast<double>(beta1), t));
   st->bc2_sqrt = static_cast<float>(sqrt(1.0 - pow(static_cast<double>(beta2), t)));
+}
+
+// The clipping factor and the step's bias corrections from the sum of squares (thread 0 of the finishing block).
+__device__ inline void adam_finish_norm(double sumsq, adam_device_state* st, float beta1, float beta2, float max_norm) {
+  adam_clip(sumsq, st, max_norm);
+  adam_next_step(st, beta1, beta2);
 }
 
 // One block of adam_norm_blocks threads. max_norm <= 0: no clipping.
@@ -148,11 +159,9 @@ struct adam_block_step {
       if (t + k * stride < n) gk[k] = g[t + k * stride];
     }
     if (t == 32) {  // blocks of adam_fused_block threads
-      const long long step = state->step + 1;
-      const double tt = static_cast<double>(step);
-      state->step = step;
-      step_bc1 = state->bc1 = static_cast<float>(1.0 - pow(static_cast<double>(beta1), tt));
-      step_bc2_sqrt = state->bc2_sqrt = static_cast<float>(sqrt(1.0 - pow(static_cast<double>(beta2), tt)));
+      detail::adam_next_step(state, beta1, beta2);
+      step_bc1 = state->bc1;
+      step_bc2_sqrt = state->bc2_sqrt;
       step_lr = state->lr;
     }
     double s = 0;
@@ -162,16 +171,7 @@ struct adam_block_step {
     }
     for (std::size_t i = t + kept * stride; i < n; i += stride) s += static_cast<double>(g[i]) * g[i];
     const double sumsq = detail::block_sum_to_first(s, shared);
-    if (t == 0) {
-      const double norm = sqrt(sumsq);
-      double scale = 1.0;
-      if (max_norm > 0) {
-        const double c = static_cast<double>(max_norm) / (norm + 1e-6);
-        scale = c < 1.0 ? c : 1.0;
-      }
-      state->norm = norm;
-      step_scale = state->scale = static_cast<float>(scale);
-    }
+    if (t == 0) step_scale = detail::adam_clip(sumsq, state, max_norm);
     __syncthreads();
     const float scale = step_scale, lr = step_lr, bc1 = step_bc1, bc2_sqrt = step_bc2_sqrt;
 #pragma unroll
