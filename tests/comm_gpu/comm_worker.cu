@@ -9,8 +9,9 @@
 //        [reduce_rank=-1] (this rank asks for the other reducer: every GMI of its GPU must fail)
 //        [graph=0] (1: blocking=0 only; after one eager round, the rounds are captured two to a CUDA graph and the
 //        graph replayed, the round number in device memory; then one more eager round)
-//        [exchange=0] (1: blocking=0, kernel handshake, one GPU: besides allreduce calls, rounds of the row exchange
-//        inside a kernel (cuda::row_exchange): eagerly, then from replays of a two-round graph, then after one more
+//        [exchange=0] (1: blocking=0, kernel handshake or one GMI per GPU: besides allreduce calls, rounds of the row
+//        exchange inside a kernel (cuda::row_exchange, with several GPUs its level across them,
+//        comm::row_exchange_across_gpus): eagerly, then from replays of a two-round graph, then after one more
 //        allreduce call one more eagerly; every GMI checks the group's sum in the kernel)
 //        [exchange_skip_rank=-1] (this rank calls no exchange: the others' waits must give up and say so)
 // Exit: 0 all sums right (or, when a fault is injected, the expected error seen); 2 wrong sums; 3 unexpected error.
@@ -48,22 +49,24 @@ __global__ void count_wrong(const float* x, std::size_t n, int ranks, int round,
 }
 __global__ void next_round(int* round) { *round += 1; }
 
-// One call of the row exchange in one block: this GMI's row (fill's values), then every GMI's row summed in the
-// kernel and checked. round_at: where the round is read (graph replays), else `round`.
-__global__ void exchange_round(gmi::cuda::row_exchange x, float* mine, int round, const int* round_at,
-                               unsigned long long* wrong) {
+// One call of the row exchange in one block: this GMI's row (fill's values for global rank `me`), then every
+// GMI's row summed in the kernel (the GPU's sum, then with a level across GPUs every GPU's) and checked.
+// round_at: where the round is read (graph replays), else `round`. gpu_sums: `count` floats of scratch.
+__global__ void exchange_round(gmi::cuda::row_exchange x, float* mine, float* gpu_sums, int me, int round,
+                               const int* round_at, unsigned long long* wrong) {
   __shared__ std::uint32_t scratch[2];
   if (round_at) round = *round_at;
   std::uint32_t g = 0;
   if (!gmi::cuda::exchange_begin(x, g, scratch)) return;
   for (std::size_t i = threadIdx.x; i < x.count; i += blockDim.x)
-    mine[i] = static_cast<float>(x.rank + 1) + 0.25f * static_cast<float>(i % 7) + static_cast<float>(round);
+    mine[i] = static_cast<float>(me + 1) + 0.25f * static_cast<float>(i % 7) + static_cast<float>(round);
   if (!gmi::cuda::exchange_post(x, g, scratch)) return;
+  for (std::size_t i = threadIdx.x; i < x.count; i += blockDim.x) gpu_sums[i] = gmi::cuda::exchange_gpu_sum(x, g, i);
+  if (!gmi::cuda::exchange_across(x, g, scratch)) return;
   unsigned long long w = 0;
-  const int ranks = x.size;
+  const int ranks = x.members();
   for (std::size_t i = threadIdx.x; i < x.count; i += blockDim.x) {
-    float s = gmi::cuda::exchange_load(x.rows[0] + i);
-    for (int k = 1; k < ranks; ++k) s += gmi::cuda::exchange_load(x.rows[k] + i);
+    const float s = gmi::cuda::exchange_total(x, g, i, gpu_sums[i]);
     const float want = static_cast<float>(ranks * (ranks + 1) / 2) +
                        static_cast<float>(ranks) * (0.25f * static_cast<float>(i % 7) + static_cast<float>(round));
     if (s != want) ++w;
@@ -175,30 +178,48 @@ int main(int argc, char** argv) {
       };
       if (exchange) {  // allreduce, exchanges, replayed exchanges, allreduce, exchange: all must agree
         eager_round(0);
-        const std::optional<gmi::cuda::row_exchange> x = h.row_exchange();
+        std::optional<gmi::comm::row_exchange_across_gpus> across;
+        if (gpus > 1) {
+          gmi::comm::row_exchange_across_gpus_options ao;
+          ao.tag = tag + "-across-s" + std::to_string(s);
+          ao.rank = rank;
+          ao.gpu = gpu;
+          ao.gpus = gpus;
+          ao.world = world;
+          ao.count = count;
+          ao.timeout = timeout;
+          across.emplace(ao);
+        }
+        const auto check_across = [&] {
+          if (across) across->check();
+        };
+        const std::optional<gmi::cuda::row_exchange> x = h.row_exchange(across ? &*across : nullptr);
         if (!x || !x->valid()) {
           std::fprintf(stderr, "[worker %d] exchange=1: no row exchange on this group\n", rank);
           return 3;
         }
+        gmi::cuda::device_buffer<float> gpu_sums(count);
         if (rank != exchange_skip_rank) {
           wrong.fill_bytes(0, stream);
           for (int round = 1; round <= rounds; ++round) {
-            exchange_round<<<1, 256, 0, stream>>>(*x, buf.data(), round, nullptr, wrong.data());
+            exchange_round<<<1, 256, 0, stream>>>(*x, buf.data(), gpu_sums.data(), rank, round, nullptr, wrong.data());
           }
           gmi::cuda::device_buffer<int> round_at(1);
           const int first = rounds + 1;
           GMI_CUDA_TRY(cudaMemcpyAsync(round_at.data(), &first, sizeof first, cudaMemcpyHostToDevice, stream));
           const gmi::cuda::graph_exec replay = gmi::cuda::instantiate(gmi::cuda::capture(stream, [&](cudaStream_t s) {
             for (int k = 0; k < 2; ++k) {
-              exchange_round<<<1, 256, 0, s>>>(*x, buf.data(), 0, round_at.data(), wrong.data());
+              exchange_round<<<1, 256, 0, s>>>(*x, buf.data(), gpu_sums.data(), rank, 0, round_at.data(), wrong.data());
               next_round<<<1, 1, 0, s>>>(round_at.data());
             }
           }));
           for (int r = 0; r < rounds; ++r) {
             replay.launch(stream);
             h.replayed(0, stream);
+            check_across();
           }
           h.wait(stream);
+          check_across();
           unsigned long long w = 0;
           GMI_CUDA_TRY(cudaMemcpyAsync(&w, wrong.data(), sizeof w, cudaMemcpyDeviceToHost, stream));
           stream.synchronize();
@@ -206,8 +227,10 @@ int main(int argc, char** argv) {
           total_wrong += w;
           eager_round(3 * rounds + 1);
           wrong.fill_bytes(0, stream);
-          exchange_round<<<1, 256, 0, stream>>>(*x, buf.data(), 3 * rounds + 2, nullptr, wrong.data());
+          exchange_round<<<1, 256, 0, stream>>>(*x, buf.data(), gpu_sums.data(), rank, 3 * rounds + 2, nullptr,
+                                                wrong.data());
           h.wait(stream);
+          check_across();
           GMI_CUDA_TRY(cudaMemcpyAsync(&w, wrong.data(), sizeof w, cudaMemcpyDeviceToHost, stream));
           stream.synchronize();
           if (w) std::fprintf(stderr, "[worker %d] %zu floats, last exchange: %llu wrong\n", rank, count, w);

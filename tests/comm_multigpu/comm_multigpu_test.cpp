@@ -77,6 +77,31 @@ TEST_CASE(GMI_NAME(".hierarchical.shared_result") * doctest::timeout(600)) {
   }
 }
 
+TEST_CASE(GMI_NAME(".hierarchical.row_exchange_across_gpus") * doctest::timeout(600)) {
+  // Every GMI sums every GPU's rows inside its own kernel: the GPU's rows (kernel handshake's row exchange, or one
+  // GMI alone), then the GPUs' sums through pinned host memory (comm::row_exchange_across_gpus); eagerly and from
+  // graph replays, alternating with allreduce calls over NCCL; one float to 262149.
+  for (int m : {1, 2, 4}) {
+    CAPTURE(gpus);
+    CAPTURE(m);
+    const auto r = gmi_test::run_workers(
+        gmi_test::hier_args(gmi::comm::unique_tag("mgx"), gpus, m, "1,4097,262149",
+                            {"rounds=3", "handshake=kernel", "blocking=0", "exchange=1"}),
+        {}, 300s);
+    for (int c : r.codes) CHECK(c == 0);
+  }
+  // The last GMI never calls the exchange: its GPU's waits give up, then every other GPU's on the shared stall
+  // word; every GMI ends with an error (exit 0 = the expected error), in bounded time.
+  const int m = 2;
+  const auto skip = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("mgxskip"), gpus, m, "4097",
+                          {"rounds=3", "handshake=kernel", "blocking=0", "exchange=1",
+                           "exchange_skip_rank=" + std::to_string(gpus * m - 1), "timeout_ms=3000"}),
+      {}, 90s);
+  for (int c : skip.codes) CHECK(c == 0);
+  CHECK(skip.seconds < 60);
+}
+
 TEST_CASE(GMI_NAME(".hierarchical.two_hosts_over_sockets") * doctest::timeout(600)) {
   // Each GPU a "host": NCCL's socket transport over loopback, and distinct host ids so NCCL treats the GPUs
   // as separate nodes. cuda-notes 4: NVIDIA/nccl#2057 may break this combination; the next subcase keeps

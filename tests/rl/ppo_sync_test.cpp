@@ -260,13 +260,39 @@ TEST_SUITE("cpu") {
     s.exchange = x;
     CHECK_THROWS_WITH_AS(s.validate(true), "ppo_sync.exchange: got 2 members (rank 0), need 1 (rank 0) as the sync",
                          gmi::config_error);
-    s.exchange->size = 1;
+    s.world = 2;
     s.replayed = nullptr;
     CHECK_THROWS_WITH_AS(s.validate(true),
                          "ppo_sync.replayed: got none, need a callable (an exchange is checked after each replay)",
                          gmi::config_error);
     s.replayed = [](std::size_t, CUstream_st*) {};
     CHECK_NOTHROW(s.validate(true));
+    // A level across GPUs: one member on each of two GPUs; this one is GPU 1's, so global rank 1.
+    float sums[4] = {};
+    gmi::cuda::row_exchange across;
+    across.rows[0] = &row;
+    across.count = 1;
+    across.size = 1;
+    across.counter = across.stalled = &word;
+    across.abort = &word;
+    across.timeout_ns = 1;
+    across.gpu = 1;
+    across.gpus = 2;
+    across.world = 2;
+    across.gpu_stride = 1;
+    s.exchange = across;
+    CHECK_THROWS_WITH_AS(s.validate(true),
+                         "ppo_sync.exchange: got one with a row, flag or counter missing, need one built by "
+                         "comm::hierarchical_allreduce::row_exchange()",
+                         gmi::config_error);  // no slots for the GPUs' sums
+    s.exchange->gpu_sums = sums;
+    s.exchange->gpu_posted = &word;
+    CHECK_THROWS_WITH_AS(s.validate(true), "ppo_sync.exchange: got 2 members (rank 1), need 2 (rank 0) as the sync",
+                         gmi::config_error);
+    s.rank = 1;
+    CHECK_NOTHROW(s.validate(true));
+    s.exchange->gpu_stride = 0;
+    CHECK_FALSE(s.exchange->valid());  // a slot shorter than the row
     t.set_sync(one.host_sync(0));
     CHECK_THROWS_WITH_AS(t.set_sync(one.host_sync(0)), "ppo_trainer::set_sync calls: got 2, need 1 per trainer",
                          gmi::config_error);

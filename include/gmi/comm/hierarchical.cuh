@@ -28,6 +28,7 @@
 #include <gmi/comm/intra_gpu_reduce.cuh>
 #include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/nccl.hpp>
+#include <gmi/comm/row_exchange_across_gpus.hpp>
 #include <gmi/comm/shm_segment.hpp>
 #include <gmi/comm/wait.hpp>
 #include <gmi/cuda/buffer.hpp>
@@ -337,11 +338,16 @@ class hierarchical_allreduce {
 
   // A kernel's way to sum this GMI's buffer over the GPU's GMIs from inside the kernel (cuda/row_exchange.cuh):
   // every GMI's buffer, the group's flags and a call counter of this GMI's own. There is one with the kernel
-  // handshake (MPS GMIs) on a group of one GPU; none otherwise (several GPUs need NCCL between the steps, threads
-  // of one process may share a hardware queue). The exchange and allreduce calls use separate flags and may
-  // alternate; a stalled exchange shows up at replayed() and wait().
-  [[nodiscard]] std::optional<cuda::row_exchange> row_exchange() {
-    if (!kernel_ || peer_rows_.empty()) return std::nullopt;
+  // handshake (MPS GMIs), or with one GMI per GPU; none otherwise (threads of one process may share a hardware
+  // queue). With several GPUs there is one only with `across`, the level where the GPUs' sums meet (built on
+  // every GMI of the host over this buffer's size), since the GPU's sum alone is not the group's. The exchange
+  // and allreduce calls use separate flags and may alternate; a stalled exchange shows up at replayed() and
+  // wait(), or with `across` at its check().
+  [[nodiscard]] std::optional<cuda::row_exchange> row_exchange(const row_exchange_across_gpus* across = nullptr) {
+    const bool several_gpus = leaders_ != nullptr || c()->across_gpus != 0;
+    if (several_gpus != (across != nullptr)) return std::nullopt;
+    const bool alone = o_.local_size == 1;
+    if (!alone && (!kernel_ || peer_rows_.empty())) return std::nullopt;
     if (!exchange_counter_) {
       exchange_counter_.emplace(1);
       exchange_counter_->fill_bytes(0, nullptr);
@@ -349,17 +355,21 @@ class hierarchical_allreduce {
     }
     static_assert(cuda::row_exchange::max_members == max_local_gmis);
     cuda::row_exchange x;
+    if (alone) x.rows[0] = buffer_;
     for (std::size_t k = 0; k < peer_rows_.size(); ++k) x.rows[k] = peer_rows_[k];
     x.count = count_;
     x.rank = o_.local_rank;
     x.size = o_.local_size;
-    x.posted = flag_words_ + detail::posted_slot(0) * detail::flag_words_apart;
-    x.released = flag_words_ + detail::released_slot(0) * detail::flag_words_apart;
-    x.apart = detail::flag_words_apart;
+    if (!alone) {
+      x.posted = flag_words_ + detail::posted_slot(0) * detail::flag_words_apart;
+      x.released = flag_words_ + detail::released_slot(0) * detail::flag_words_apart;
+      x.apart = detail::flag_words_apart;
+      x.abort = abort_dev_;
+      x.stalled = stalled_dev_;
+    }
     x.counter = exchange_counter_->data();
-    x.abort = abort_dev_;
-    x.stalled = stalled_dev_;
     x.timeout_ns = static_cast<unsigned long long>(o_.timeout.count()) * 1000000ull;
+    if (across) across->attach(x);
     return x;
   }
 
@@ -548,7 +558,7 @@ class hierarchical_allreduce {
     if (every_gmi_) {  // the members read the leader's buffer and wait on its ready event, as it does on theirs
       ready_event_ = shared_event::create();
       publish(ctl->member[0]);
-    } else if (kernel_ && !leaders_ && o_.mode == sharing::ipc) {  // for the members' row exchange
+    } else if (kernel_ && o_.mode == sharing::ipc) {  // for the members' row exchange
       ctl->member[0].buffer = export_buffer(buffer_, count_ * sizeof(float));
     }
     // Wait for every member to attach, then map their buffers and events.
@@ -586,7 +596,7 @@ class hierarchical_allreduce {
       if (every_gmi_ && !kernel_) peer_slices_.push_back(open_slice_events(m));
     }
     if (every_gmi_) build_slices(inputs);
-    if (kernel_ && !leaders_) peer_rows_ = inputs;
+    if (kernel_) peer_rows_ = inputs;
     ctl->across_gpus = leaders_ ? 1 : 0;
     // The kernels' arguments, once: (a) every buffer into the leader's, (c) the leader's into every member's,
     // and with one GPU every buffer into every buffer.
@@ -695,8 +705,8 @@ class hierarchical_allreduce {
         }
       }
       build_slices(inputs);
-      if (kernel_ && ctl->across_gpus == 0) peer_rows_ = inputs;
-    } else if (kernel_ && ctl->across_gpus == 0) {  // the row exchange reads every GMI's buffer
+      if (kernel_) peer_rows_ = inputs;
+    } else if (kernel_) {  // the row exchange reads every GMI's buffer
       peer_rows_.assign(o_.local_size, nullptr);
       for (int k = 0; k < o_.local_size; ++k) {
         if (k == o_.local_rank) {

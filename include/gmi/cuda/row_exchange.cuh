@@ -5,15 +5,20 @@
 //   if (exchange_begin(x, g, scratch)) {         // this call's generation; every peer is done reading my row
 //     ... write x.rows[x.rank] ...
 //     if (exchange_post(x, g, scratch)) {        // my row is published and every peer's row of this call is there
-//       ... read x.rows[0 .. size) with exchange_load ...
+//       ... s[q] = exchange_gpu_sum(x, g, q) for every entry q (read x.rows[0 .. size) with exchange_load) ...
+//       if (exchange_across(x, g, scratch)) {    // several GPUs: this GPU's sums published, every GPU's are there
+//         ... total[q] = exchange_total(x, g, q, s[q]) ...
+//       }
 //       exchange_release(x, g);                  // I no longer read the peers' rows
 //     }
 //   }
 //
 // A member's row is rewritten only after every peer released the previous call, so one row per member suffices
-// and a call costs one wait on the peers' rows (plus a wait on releases that has normally long been met). A wait
-// that gives up (deadline, the host's abort word, or another member's stall) sets *stalled (one word for the group)
-// and returns false on every thread; the caller then touches no peer's memory. Needs nvcc.
+// and a call costs one wait on the peers' rows (plus a wait on releases that has normally long been met). Across
+// GPUs, two slots per GPU alternate: GPU j's member 0 rewrites slot (g % 2, j) at call g + 2 only after every
+// other GPU posted call g + 1, which its members do only after their call g's kernel (and its reads) ended. A
+// wait that gives up (deadline, the host's abort word, or another member's stall) sets *stalled (one word for
+// the group) and returns false on every thread; the caller then touches no peer's memory. Needs nvcc.
 
 #include <cstdint>
 
@@ -31,7 +36,8 @@ __device__ inline bool exchange_begin(const row_exchange& x, std::uint32_t& gene
   if (threadIdx.x == 0) {
     const std::uint32_t g = *x.counter + 1;
     *x.counter = g;
-    const bool ok = detail::wait_generations(x.released, x.size, x.apart, g - 1, x.abort, x.timeout_ns, x.stalled);
+    const bool ok =
+        x.size == 1 || detail::wait_generations(x.released, x.size, x.apart, g - 1, x.abort, x.timeout_ns, x.stalled);
     if (!ok) *x.stalled = 1;
     scratch[0] = g;
     scratch[1] = ok ? 1u : 0u;
@@ -43,21 +49,83 @@ __device__ inline bool exchange_begin(const row_exchange& x, std::uint32_t& gene
 
 __device__ inline bool exchange_post(const row_exchange& x, std::uint32_t generation, std::uint32_t* scratch) {
   __syncthreads();  // every thread's writes to the row, before the flag
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0 && x.size > 1) {
     __threadfence_system();
     atomicExch(x.posted + x.rank * x.apart, generation);
     const bool ok = detail::wait_generations(x.posted, x.size, x.apart, generation, x.abort, x.timeout_ns, x.stalled);
     if (!ok) *x.stalled = 1;
     __threadfence();  // the peers' rows behind their flags, before this block reads them
     scratch[1] = ok ? 1u : 0u;
+  } else if (threadIdx.x == 0) {
+    scratch[1] = 1u;
   }
   __syncthreads();
   return scratch[1] != 0;
 }
 
+// Entry q of this GPU's sum: its members' rows added in rank order (every entry loaded first: one wait on L2
+// instead of one per member). With a level across GPUs, member 0 also writes it to its GPU's slot of this call.
+__device__ inline float exchange_gpu_sum(const row_exchange& x, std::uint32_t generation, std::size_t q) {
+  float r[row_exchange::max_members];
+#pragma unroll
+  for (int k = 0; k < row_exchange::max_members; ++k) {
+    if (k < x.size) r[k] = exchange_load(x.rows[k] + q);
+  }
+  float s = r[0];
+#pragma unroll
+  for (int k = 1; k < row_exchange::max_members; ++k) {
+    if (k < x.size) s += r[k];
+  }
+  if (x.gpus > 1 && x.rank == 0) x.gpu_sums[((generation & 1u) * x.gpus + x.gpu) * x.gpu_stride + q] = s;
+  return s;
+}
+
+// With a level across GPUs (else true at once), after every entry's exchange_gpu_sum: member 0 publishes this
+// GPU's sums (every thread's writes reach host memory before its GPU's word), then every member waits for the
+// other GPUs' words of this call.
+__device__ inline bool exchange_across(const row_exchange& x, std::uint32_t generation, std::uint32_t* scratch) {
+  if (x.gpus == 1) return true;
+  if (x.rank == 0) __threadfence_system();  // this thread's slot writes, before the barrier
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (x.rank == 0) {
+      __threadfence_system();
+      *reinterpret_cast<volatile std::uint32_t*>(x.gpu_posted + x.gpu * x.gpu_apart) = generation;
+    }
+    bool ok = true;
+    for (int j = 0; j < x.gpus && ok; ++j) {
+      if (j != x.gpu)
+        ok = detail::wait_generations(x.gpu_posted + j * x.gpu_apart, 1, 1, generation, x.abort, x.timeout_ns, x.stalled);
+    }
+    if (!ok) *x.stalled = 1;
+    __threadfence_system();  // the other GPUs' sums behind their words, before this block reads them
+    scratch[1] = ok ? 1u : 0u;
+  }
+  __syncthreads();
+  return scratch[1] != 0;
+}
+
+// After exchange_across: entry q's sum over every GPU, the GPUs' sums added in GPU order (this GPU's is `mine`;
+// the others' are read from host memory, never from a cache).
+__device__ inline float exchange_total(const row_exchange& x, std::uint32_t generation, std::size_t q, float mine) {
+  if (x.gpus == 1) return mine;
+  const float* slots = x.gpu_sums + (generation & 1u) * x.gpus * x.gpu_stride + q;
+  float v[row_exchange::max_gpus];
+#pragma unroll
+  for (int j = 0; j < row_exchange::max_gpus; ++j) {
+    if (j < x.gpus) v[j] = j == x.gpu ? mine : __ldcv(slots + j * x.gpu_stride);
+  }
+  float s = v[0];
+#pragma unroll
+  for (int j = 1; j < row_exchange::max_gpus; ++j) {
+    if (j < x.gpus) s += v[j];
+  }
+  return s;
+}
+
 __device__ inline void exchange_release(const row_exchange& x, std::uint32_t generation) {
   __syncthreads();  // every thread's reads of the peers' rows are done
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0 && x.size > 1) {
     __threadfence();
     atomicExch(x.released + x.rank * x.apart, generation);
   }

@@ -1,11 +1,15 @@
 #pragma once
 // cuda::row_exchange: what one block of a kernel needs to sum a row of floats over a group of GMIs of one GPU
 // from inside that kernel, with no extra launch: every member's row mapped into this GMI, the group's flag words
-// in device memory and this member's call counter. Plain data, so host code carries it (rl::ppo_sync); the
-// device side is row_exchange.cuh; comm::hierarchical_allreduce::row_exchange() builds one.
+// in device memory and this member's call counter; optionally a second level across the GPUs of one host, where
+// each GPU's sum of its members' rows meets the other GPUs' in pinned host memory every GPU maps. Plain data, so
+// host code carries it (rl::ppo_sync); the device side is row_exchange.cuh; comm::hierarchical_allreduce::
+// row_exchange() builds one, with comm::row_exchange_across_gpus for the second level.
 
 #include <cstddef>
 #include <cstdint>
+
+#include <gmi/core/hd.hpp>
 
 namespace gmi::cuda {
 
@@ -14,21 +18,38 @@ struct row_exchange {
   const float* rows[max_members] = {};  // member r's row of `count` floats (this member's own at [rank])
   std::size_t count = 0;
   int rank = 0;
-  int size = 0;                         // members; 0: no exchange
+  int size = 0;                         // members on this GPU; 0: no exchange
   std::uint32_t* posted = nullptr;      // member r's word at posted[r * apart]: the last call whose row is written
   std::uint32_t* released = nullptr;    // member r's word at released[r * apart]: the last call whose rows it read
-  int apart = 1;
+  int apart = 1;                        // (posted and released: only with size > 1)
   std::uint32_t* counter = nullptr;     // this member's calls so far (its own device memory): graphs replay calls
   const volatile std::uint32_t* abort = nullptr;  // non-zero: stop waiting (the host's abort word, mapped)
   std::uint32_t* stalled = nullptr;     // set to 1 when a wait gave up (one word for the group; the host checks it)
   unsigned long long timeout_ns = 0;
 
+  // The level across GPUs (gpus > 1): slot (call % 2, GPU j) holds GPU j's sum of its members' rows for that call,
+  // written by GPU j's member 0 before it sets GPU j's word; all in mapped host memory.
+  static constexpr int max_gpus = 16;
+  int gpu = 0;                          // this GPU's place among the host's GPUs
+  int gpus = 1;
+  int world = 0;                        // members over every GPU (the mean's divisor); 0: size
+  float* gpu_sums = nullptr;            // slot (p, j) at gpu_sums + (p * gpus + j) * gpu_stride
+  std::size_t gpu_stride = 0;           // floats, >= count
+  std::uint32_t* gpu_posted = nullptr;  // GPU j's word at gpu_posted[j * gpu_apart]: the last call whose sum is written
+  int gpu_apart = 1;
+
+  [[nodiscard]] GMI_HD int members() const noexcept { return world > 0 ? world : size; }
+
   [[nodiscard]] bool valid() const noexcept {
     if (size < 1 || size > max_members || rank < 0 || rank >= size || count == 0) return false;
-    if (!posted || !released || !counter || !abort || !stalled || apart < 1 || timeout_ns == 0) return false;
+    if (!counter || !abort || !stalled || apart < 1 || timeout_ns == 0) return false;
+    if (size > 1 && (!posted || !released)) return false;
     for (int r = 0; r < size; ++r)
       if (!rows[r]) return false;
-    return true;
+    if (gpus < 1 || gpus > max_gpus || gpu < 0 || gpu >= gpus) return false;
+    if (gpus > 1 && (!gpu_sums || !gpu_posted || gpu_apart < 1 || gpu_stride < count || world < gpus)) return false;
+    if (gpus == 1 && world != 0 && world != size) return false;
+    return gpus > 1 || size > 1;  // one member on one GPU has nothing to exchange
   }
 };
 

@@ -99,8 +99,9 @@ inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
 // (sums back to back as between minibatches, rank 0's medians shared with the group) and keeps the faster. With
 // `update` "graph" or "fused", the hook lets the trainer replay its update as a CUDA graph where the device path
 // allows it (comm::hierarchical_allreduce::replayable; never CPU-staged); with "fused" it also hands the trainer
-// the allreduce's row exchange where there is one (MPS GMIs of one GPU), so each minibatch step sums the group's
-// rows inside its own kernel. Build it on every GMI in the same order; it lives as long as the trainer that uses it.
+// the allreduce's row exchange where there is one (MPS GMIs of one GPU, or GMI processes on several GPUs of one
+// host, whose GPUs' sums meet in pinned host memory), so each minibatch step sums the group's rows inside its own
+// kernel. Build it on every GMI in the same order; it lives as long as the trainer that uses it.
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
@@ -121,7 +122,7 @@ class gmi_gradient_sync {
     const bool graph_update = update != "eager";
     if (path == "automatic") choose(b.stream(), graph_update && reduce_->replayable());
     graph_update_ = graph_update && !use_ip_ && reduce_->replayable();
-    if (graph_update_ && update == "fused") exchange_ = reduce_->row_exchange();
+    if (graph_update_ && update == "fused") build_exchange(cfg);
   }
   gmi_gradient_sync(const gmi_gradient_sync&) = delete;
   gmi_gradient_sync& operator=(const gmi_gradient_sync&) = delete;
@@ -141,6 +142,7 @@ class gmi_gradient_sync {
     if (graph_update_) {
       s.replayed = [this](std::size_t calls, CUstream_st* stream) {
         reduce_->replayed(calls, stream);
+        check_across();
       };
       s.exchange = exchange_;
     }
@@ -153,6 +155,7 @@ class gmi_gradient_sync {
   // Bounded wait for the last allreduce on `stream` (errors surface here; the CPU-staged sum is done on return).
   void wait(cudaStream_t stream) {
     if (!use_ip_) reduce_->wait(stream);
+    check_across();
   }
   // The path in use ("hierarchical" or "cpu_staged"), with the measured times when it was chosen automatically.
   [[nodiscard]] const std::string& description() const noexcept { return chosen_; }
@@ -186,6 +189,38 @@ class gmi_gradient_sync {
     o.blocking = false;  // Adam follows on the same stream
     reduce_.emplace(o, grads_, count_, leaders_.get());
     binding_.reassert();
+  }
+
+  // "fused": the GPU's row exchange, and with several GPUs of this host (GMIs as processes) the level where the
+  // GPUs' sums meet in pinned host memory, so a step needs no NCCL call. Every GMI takes the same branch.
+  void build_exchange(const runtime::gmis_config& cfg) {
+    const int gpus = ctx_.world() / cfg.gmis_per_gpu;
+    if (gpus == 1) {
+      exchange_ = reduce_->row_exchange();
+      return;
+    }
+    if (!cfg.processes() || gpus > cuda::row_exchange::max_gpus) return;  // graph: NCCL between the steps
+    comm::row_exchange_across_gpus_options o;
+    o.tag = ctx_.id().run_id + "-grad-across";
+    o.rank = ctx_.rank();
+    o.gpu = ctx_.rank() / cfg.gmis_per_gpu;
+    o.gpus = gpus;
+    o.world = ctx_.world();
+    o.count = count_;
+    o.timeout = ctx_.timeout();
+    across_.emplace(o);
+    exchange_ = reduce_->row_exchange(&*across_);
+    binding_.reassert();
+  }
+  // Any GMI's step kernel that gave up, or a GMI gone: this GMI throws, and a failure here stops the others' kernels.
+  void check_across() {
+    if (!across_) return;
+    try {
+      across_->check();
+    } catch (const gmi::error& e) {
+      across_->mark_broken(e.what());
+      throw;
+    }
   }
 
   void sum(cudaStream_t stream) {
@@ -272,10 +307,11 @@ class gmi_gradient_sync {
   std::optional<comm::nccl_id_exchange> ids_;
   std::unique_ptr<comm::nccl_communicator> leaders_;
   std::optional<comm::hierarchical_allreduce> reduce_;
+  std::optional<comm::row_exchange_across_gpus> across_;  // "fused" over several GPUs: where their sums meet
   std::optional<comm::ip_allreduce> ip_;
   bool use_ip_ = false;
   bool graph_update_ = false;
-  std::optional<cuda::row_exchange> exchange_;  // the hook's row exchange ("fused" on one GPU under MPS)
+  std::optional<cuda::row_exchange> exchange_;  // the hook's row exchange ("fused": MPS GMIs, one host)
   std::string chosen_;
 };
 

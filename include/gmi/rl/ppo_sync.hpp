@@ -37,7 +37,8 @@ struct ppo_sync {
   // sums the graph holds: the transport keeps its bookkeeping and checks the group there (and throws).
   std::function<void(std::size_t calls, CUstream_st* stream)> replayed;
   // Optional, exec::cuda, with replayed: the group's gradient rows readable from inside a kernel (every member's
-  // gradient buffer; comm::hierarchical_allreduce::row_exchange() on one GPU under MPS). The trainer then sums the
+  // gradient buffer; comm::hierarchical_allreduce::row_exchange(): MPS GMIs of one GPU, and with
+  // comm::row_exchange_across_gpus the GPUs of one host). The trainer then sums the
   // group's rows in its own step kernel (its row, the exchange, the group's mean, Adam: one launch a minibatch)
   // instead of calling sum_device, wherever its network allows that step (ppo_trainer::steps_in_one_kernel).
   std::optional<cuda::row_exchange> exchange;
@@ -59,9 +60,11 @@ struct ppo_sync {
       if (!exchange->valid())
         throw gmi::config_error("ppo_sync.exchange: got one with a row, flag or counter missing, need one built by "
                                 "comm::hierarchical_allreduce::row_exchange()");
-      if (exchange->size != world || exchange->rank != rank)
-        throw gmi::config_error("ppo_sync.exchange: got " + std::to_string(exchange->size) + " members (rank " +
-                                std::to_string(exchange->rank) + "), need " + std::to_string(world) + " (rank " +
+      // Members are numbered GPU by GPU: rank = gpu * (members of a GPU) + the member's place on its GPU.
+      const int global_rank = exchange->gpu * exchange->size + exchange->rank;
+      if (exchange->members() != world || global_rank != rank)
+        throw gmi::config_error("ppo_sync.exchange: got " + std::to_string(exchange->members()) + " members (rank " +
+                                std::to_string(global_rank) + "), need " + std::to_string(world) + " (rank " +
                                 std::to_string(rank) + ") as the sync");
       need(static_cast<bool>(replayed), "ppo_sync.replayed", "an exchange is checked after each replay");
     }

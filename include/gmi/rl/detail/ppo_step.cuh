@@ -45,7 +45,8 @@ struct ppo_step_args {
 // loaded before the exchange's waits): this GMI's row from its parts (the
 // order of ppo_sum_rows_kernel); with an exchange (without one it is a plain step), the group's rows summed in
 // rank order and divided by the group's size (the order of the hierarchical allreduce's one-GPU sum and
-// ppo_average_rows_kernel); Adam; the adaptive-KL rule (ppo_adapt_lr_kernel's). The same bits as those kernels
+// ppo_average_rows_kernel; with a level across GPUs, the GPUs' sums added in GPU order before the division);
+// Adam; the adaptive-KL rule (ppo_adapt_lr_kernel's). The same bits as those kernels
 // one after another. If an exchange wait gives up, the step stops there (the host finds the stall word set).
 __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_kernel(ppo_step_args a) {
   __shared__ double shared[nn::detail::adam_fused_block];
@@ -64,22 +65,25 @@ __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_
   }
   if (exchanged) {
     if (!cuda::exchange_post(a.exchange, g, scratch)) return;
-    const float world = static_cast<float>(a.exchange.size);
+    const float world = static_cast<float>(a.exchange.members());
+    const bool across = a.exchange.gpus > 1;
     for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
-      // Every member's entry loaded first (one wait on L2 instead of one per member), then added in rank order.
-      float r[cuda::row_exchange::max_members];
-#pragma unroll
-      for (int k = 0; k < cuda::row_exchange::max_members; ++k) {
-        if (k < a.exchange.size) r[k] = cuda::exchange_load(a.exchange.rows[k] + q);
-      }
-      float s = r[0];
-#pragma unroll
-      for (int k = 1; k < cuda::row_exchange::max_members; ++k) {
-        if (k < a.exchange.size) s += r[k];
+      const float s = cuda::exchange_gpu_sum(a.exchange, g, q);
+      if (across) {
+        a.mean[q] = s;  // this GPU's sum, until every GPU's is there
+        continue;
       }
       const float m = s / world;
       a.mean[q] = m;
       if (q >= a.param_count) a.term_log[q - a.param_count] = m;
+    }
+    if (across) {
+      if (!cuda::exchange_across(a.exchange, g, scratch)) return;
+      for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
+        const float m = cuda::exchange_total(a.exchange, g, q, a.mean[q]) / world;
+        a.mean[q] = m;
+        if (q >= a.param_count) a.term_log[q - a.param_count] = m;
+      }
     }
     cuda::exchange_release(a.exchange, g);
   }

@@ -1,0 +1,64 @@
+// comm::row_exchange_across_gpus: what it refuses before any segment or device call (the sums themselves run on
+// GPUs: tests/comm_multigpu, row_exchange_across_gpus).
+#include <doctest/doctest.h>
+
+#include <gmi/comm/row_exchange_across_gpus.hpp>
+#include <gmi/comm/shm_segment.hpp>
+
+namespace comm = gmi::comm;
+
+namespace {
+comm::row_exchange_across_gpus_options two_gpus() {
+  comm::row_exchange_across_gpus_options o;
+  o.tag = comm::unique_tag("across");
+  o.gpus = 2;
+  o.world = 4;
+  o.count = 100;
+  return o;
+}
+}  // namespace
+
+TEST_SUITE("cpu") {
+TEST_CASE("comm.row_exchange_across_gpus.refuses_bad_shapes") {
+  auto o = two_gpus();
+  o.gpus = 1;
+  CHECK_THROWS_WITH_AS(comm::row_exchange_across_gpus{o}, "row exchange across GPUs: gpus: got 1, need 2..16",
+                       gmi::config_error);
+  o = two_gpus();
+  o.gpus = 17;
+  CHECK_THROWS_AS(comm::row_exchange_across_gpus{o}, gmi::config_error);
+  o = two_gpus();
+  o.world = 5;
+  CHECK_THROWS_WITH_AS(comm::row_exchange_across_gpus{o},
+                       "row exchange across GPUs: GMIs: got 5, need a multiple of 2 GPUs, at most 64",
+                       gmi::config_error);
+  o = two_gpus();
+  o.rank = 4;
+  CHECK_THROWS_WITH_AS(comm::row_exchange_across_gpus{o}, "row exchange across GPUs: rank: got 4, need 0..3",
+                       gmi::config_error);
+  o = two_gpus();
+  o.rank = 2;  // GMIs 2 and 3 are GPU 1's
+  CHECK_THROWS_WITH_AS(comm::row_exchange_across_gpus{o},
+                       "row exchange across GPUs: GPU of rank 2: got 0, need 1 (GMIs numbered GPU by GPU)",
+                       gmi::config_error);
+  o = two_gpus();
+  o.count = 0;
+  CHECK_THROWS_WITH_AS(comm::row_exchange_across_gpus{o}, "row exchange across GPUs: floats in a row: got 0, need >= 1",
+                       gmi::config_error);
+}
+
+TEST_CASE("comm.row_exchange_across_gpus.layout") {
+  // Slots start on the page after the words, 256-byte aligned rows; the mapped part is whole pages.
+  CHECK(comm::detail::across_stride(1) == 64);
+  CHECK(comm::detail::across_stride(64) == 64);
+  CHECK(comm::detail::across_stride(65) == 128);
+  CHECK(comm::detail::across_words_bytes % comm::detail::across_page == 0);
+  CHECK(comm::detail::across_words_bytes >= (gmi::cuda::row_exchange::max_gpus + 1) * comm::detail::across_apart * 4);
+  const std::size_t b = comm::detail::across_mapped_bytes(8, 2500);
+  CHECK(b % comm::detail::across_page == 0);
+  CHECK(b >= comm::detail::across_words_bytes + 2 * 8 * 2560 * sizeof(float));
+  alignas(4096) static char block[3 * 4096];
+  CHECK(reinterpret_cast<std::uintptr_t>(comm::detail::across_mapped_in(block)) % comm::detail::across_page == 0);
+  CHECK(static_cast<char*>(comm::detail::across_mapped_in(block)) >= block + sizeof(comm::detail::across_control));
+}
+}
