@@ -2,6 +2,8 @@
 // GPUs: tests/comm_multigpu, row_exchange_across_gpus).
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include <gmi/comm/row_exchange_across_gpus.hpp>
 #include <gmi/comm/shm_segment.hpp>
 
@@ -47,16 +49,31 @@ TEST_CASE("comm.row_exchange_across_gpus.refuses_bad_shapes") {
                        gmi::config_error);
 }
 
+TEST_CASE("comm.row_exchange_across_gpus.inbox_memory_from_env") {
+  unsetenv("GMI_INBOX_MEMORY");
+  CHECK(comm::inbox_memory_from_env(comm::inbox_memory::automatic) == comm::inbox_memory::automatic);
+  setenv("GMI_INBOX_MEMORY", "host", 1);
+  CHECK(comm::inbox_memory_from_env(comm::inbox_memory::automatic) == comm::inbox_memory::host);
+  setenv("GMI_INBOX_MEMORY", "peer_to_peer", 1);
+  CHECK(comm::inbox_memory_from_env(comm::inbox_memory::host) == comm::inbox_memory::peer_to_peer);
+  setenv("GMI_INBOX_MEMORY", "nvlink", 1);
+  CHECK_THROWS_WITH_AS(comm::inbox_memory_from_env(comm::inbox_memory::automatic),
+                       "GMI_INBOX_MEMORY: got \"nvlink\", need automatic, peer_to_peer or host", gmi::config_error);
+  unsetenv("GMI_INBOX_MEMORY");
+}
+
 TEST_CASE("comm.row_exchange_across_gpus.layout") {
-  // Slots start on the page after the words, 256-byte aligned rows; the mapped part is whole pages.
+  // An inbox: the words, then 256-byte aligned slots; the mapped part (stall word's page, host inbox) is whole
+  // pages and starts on a page boundary past the control block.
   CHECK(comm::detail::across_stride(1) == 64);
   CHECK(comm::detail::across_stride(64) == 64);
   CHECK(comm::detail::across_stride(65) == 128);
   CHECK(comm::detail::across_words_bytes % comm::detail::across_page == 0);
-  CHECK(comm::detail::across_words_bytes >= (gmi::cuda::row_exchange::max_gpus + 1) * comm::detail::across_apart * 4);
+  CHECK(comm::detail::across_words_bytes >= gmi::cuda::row_exchange::max_gpus * comm::detail::across_apart * 4);
+  CHECK(comm::detail::across_inbox_bytes(8, 2500) == comm::detail::across_words_bytes + 2 * 8 * 2560 * sizeof(float));
   const std::size_t b = comm::detail::across_mapped_bytes(8, 2500);
   CHECK(b % comm::detail::across_page == 0);
-  CHECK(b >= comm::detail::across_words_bytes + 2 * 8 * 2560 * sizeof(float));
+  CHECK(b >= comm::detail::across_page + comm::detail::across_inbox_bytes(8, 2500));
   alignas(4096) static char block[3 * 4096];
   CHECK(reinterpret_cast<std::uintptr_t>(comm::detail::across_mapped_in(block)) % comm::detail::across_page == 0);
   CHECK(static_cast<char*>(comm::detail::across_mapped_in(block)) >= block + sizeof(comm::detail::across_control));

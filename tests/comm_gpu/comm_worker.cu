@@ -14,6 +14,8 @@
 //        comm::row_exchange_across_gpus): eagerly, then from replays of a two-round graph, then after one more
 //        allreduce call one more eagerly; every GMI checks the group's sum in the kernel)
 //        [exchange_skip_rank=-1] (this rank calls no exchange: the others' waits must give up and say so)
+//        [inbox=automatic|peer_to_peer|host] (several GPUs: where the GPUs' sums meet; exit 4 when the group chose
+//        other than expect_inbox=)
 // Exit: 0 all sums right (or, when a fault is injected, the expected error seen); 2 wrong sums; 3 unexpected error.
 #include <signal.h>
 #include <unistd.h>
@@ -188,7 +190,16 @@ int main(int argc, char** argv) {
           ao.world = world;
           ao.count = count;
           ao.timeout = timeout;
+          ao.memory = a["inbox"] == "host"           ? gmi::comm::inbox_memory::host
+                      : a["inbox"] == "peer_to_peer" ? gmi::comm::inbox_memory::peer_to_peer
+                                                     : gmi::comm::inbox_memory::automatic;
           across.emplace(ao);
+          const char* where = across->memory() == gmi::comm::inbox_memory::host ? "host" : "peer_to_peer";
+          if (s == 0 && rank == 0) std::fprintf(stderr, "[worker 0] inboxes in %s memory\n", where);
+          if (!a["expect_inbox"].empty() && a["expect_inbox"] != where) {
+            std::fprintf(stderr, "[worker %d] inboxes in %s memory, expected %s\n", rank, where, a["expect_inbox"].c_str());
+            return 4;
+          }
         }
         const auto check_across = [&] {
           if (across) across->check();

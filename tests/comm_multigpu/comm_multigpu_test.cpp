@@ -79,16 +79,22 @@ TEST_CASE(GMI_NAME(".hierarchical.shared_result") * doctest::timeout(600)) {
 
 TEST_CASE(GMI_NAME(".hierarchical.row_exchange_across_gpus") * doctest::timeout(600)) {
   // Every GMI sums every GPU's rows inside its own kernel: the GPU's rows (kernel handshake's row exchange, or one
-  // GMI alone), then the GPUs' sums through pinned host memory (comm::row_exchange_across_gpus); eagerly and from
-  // graph replays, alternating with allreduce calls over NCCL; one float to 262149.
-  for (int m : {1, 2, 4}) {
-    CAPTURE(gpus);
-    CAPTURE(m);
-    const auto r = gmi_test::run_workers(
-        gmi_test::hier_args(gmi::comm::unique_tag("mgx"), gpus, m, "1,4097,262149",
-                            {"rounds=3", "handshake=kernel", "blocking=0", "exchange=1"}),
-        {}, 300s);
-    for (int c : r.codes) CHECK(c == 0);
+  // GMI alone), then the GPUs' sums through the inboxes of comm::row_exchange_across_gpus, in peer device memory
+  // (the workers see every GPU) and in pinned host memory; eagerly and from graph replays, alternating with
+  // allreduce calls over NCCL; one float to 262149.
+  for (const char* inbox : {"peer_to_peer", "host"}) {
+    for (int m : {1, 2, 4}) {
+      CAPTURE(gpus);
+      CAPTURE(inbox);
+      CAPTURE(m);
+      const auto r = gmi_test::run_workers(
+          gmi_test::hier_args(gmi::comm::unique_tag("mgx"), gpus, m, "1,4097,262149",
+                              {"rounds=3", "handshake=kernel", "blocking=0", "exchange=1",
+                               std::string("inbox=") + (inbox == std::string("host") ? "host" : "automatic"),
+                               std::string("expect_inbox=") + inbox}),
+          {}, 300s);
+      for (int c : r.codes) CHECK(c == 0);
+    }
   }
   // The last GMI never calls the exchange: its GPU's waits give up, then every other GPU's on the shared stall
   // word; every GMI ends with an error (exit 0 = the expected error), in bounded time.

@@ -285,8 +285,10 @@ TEST_SUITE("cpu") {
                          "ppo_sync.exchange: got one with a row, flag or counter missing, need one built by "
                          "comm::hierarchical_allreduce::row_exchange()",
                          gmi::config_error);  // no slots for the GPUs' sums
-    s.exchange->gpu_sums = sums;
-    s.exchange->gpu_posted = &word;
+    for (int t = 0; t < 2; ++t) {
+      s.exchange->inbox_sums[t] = sums;
+      s.exchange->inbox_words[t] = &word;
+    }
     CHECK_THROWS_WITH_AS(s.validate(true), "ppo_sync.exchange: got 2 members (rank 1), need 2 (rank 0) as the sync",
                          gmi::config_error);
     s.rank = 1;

@@ -80,16 +80,26 @@ inline std::string ipc_key(const cudaIpcMemHandle_t& h) { return std::string(h.r
 class ipc_mapping {
  public:
   ipc_mapping() = default;
-  explicit ipc_mapping(const ipc_buffer_handle& h) : key_(detail::ipc_key(h.handle)), bytes_(h.bytes) {
+  // peer: the buffer may live on another device this one reaches (peer access, enabled on first use).
+  explicit ipc_mapping(const ipc_buffer_handle& h, bool peer = false)
+      : key_(detail::ipc_key(h.handle)), bytes_(h.bytes) {
     require(h.exporter_pid != ::getpid(), "ipc_mapping exporter pid", h.exporter_pid,
             "another process (in-process GMIs share plain pointers)");
     std::lock_guard lock(detail::ipc_cache_mutex());
     auto& e = detail::ipc_cache()[key_];
     if (e.refs == 0) {
-      int current = 0;
+      int current = 0, reach = 0;
       GMI_CUDA_TRY(cudaGetDevice(&current));
-      require(current == h.device, "ipc_mapping current device", current,
-              "the exporter's device " + std::to_string(h.device) + " (call cudaSetDevice first)");
+      if (peer && current != h.device) {
+        GMI_CUDA_TRY(cudaDeviceCanAccessPeer(&reach, current, h.device));
+        if (!reach) detail::ipc_cache().erase(key_);
+        require(reach != 0, "ipc_mapping of device " + std::to_string(h.device) + "'s buffer from device", current,
+                "a device with peer access to it");
+      } else {
+        if (current != h.device) detail::ipc_cache().erase(key_);
+        require(current == h.device, "ipc_mapping current device", current,
+                "the exporter's device " + std::to_string(h.device) + " (call cudaSetDevice first)");
+      }
       const cudaError_t r = cudaIpcOpenMemHandle(&e.pointer, h.handle, cudaIpcMemLazyEnablePeerAccess);
       if (r != cudaSuccess) {
         detail::ipc_cache().erase(key_);

@@ -1,13 +1,18 @@
 #pragma once
 // comm::row_exchange_across_gpus: the second level of a row exchange (cuda::row_exchange), where the GPUs of one
-// host meet inside their step kernels with no NCCL call between the steps. One shared-memory segment for every
-// GMI of the host, pinned and mapped into each GMI's device address space (cudaHostRegister), holds per GPU two
-// slots of `count` floats (calls alternate between them) and one word (the last call whose sum is in its slot),
-// plus a stall word any GMI's kernel sets when a wait gave up and the host sets when the group broke. Host memory
-// rather than peer device memory, because an MPS GMI's process sees only its own GPU.
+// host meet inside their step kernels with no NCCL call between the steps. Each GPU has an inbox: one word per
+// GPU (the last call whose sum that GPU pushed there) and, per GPU, two slots of `count` floats (calls alternate
+// between them). The inboxes live
+//   peer_to_peer: in each GPU's device memory (its first GMI allocates it; every GMI maps every inbox through CUDA
+//                 IPC with peer access), so a GPU's sum travels over NVLink and each GMI polls its own GPU's memory;
+//   host:         in one block of pinned shared memory every GMI maps into its device's address space
+//                 (cudaHostRegister), where every GPU writes and polls (an MPS GMI's process sees only its GPU).
+// A stall word in mapped host memory, which any GMI's kernel sets when a wait gave up and the host sets when the
+// group broke, stops every kernel at its next wait.
 //
 // Every GMI builds one with the same tag, GPU count, GMI count and row size; GMI 0 creates the segment, the
-// others open it (bounded wait). attach() adds the level to a GPU's row exchange
+// others open it; every wait is bounded. With `automatic` the GMIs vote: peer_to_peer when every GMI's device
+// reaches every other visible device, else host. attach() adds the level to a GPU's row exchange
 // (comm::hierarchical_allreduce::row_exchange(&across)); check() after each replay throws if any GMI's kernel
 // stalled or any GMI's process is gone.
 
@@ -17,8 +22,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <functional>
 #include <string>
+#include <vector>
 
+#include <gmi/comm/device_share.hpp>
 #include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/shm_segment.hpp>
 #include <gmi/comm/wait.hpp>
@@ -28,6 +37,20 @@
 
 namespace gmi::comm {
 
+// Where the GPUs' inboxes live.
+enum class inbox_memory { automatic, peer_to_peer, host };
+
+// GMI_INBOX_MEMORY (automatic, peer_to_peer or host) where set, else `fallback`; anything else is refused.
+inline inbox_memory inbox_memory_from_env(inbox_memory fallback) {
+  const char* v = std::getenv("GMI_INBOX_MEMORY");
+  if (!v || !*v) return fallback;
+  const std::string s = v;
+  if (s == "automatic") return inbox_memory::automatic;
+  if (s == "peer_to_peer") return inbox_memory::peer_to_peer;
+  if (s == "host") return inbox_memory::host;
+  throw config_error(got_need("GMI_INBOX_MEMORY", s, "automatic, peer_to_peer or host"));
+}
+
 struct row_exchange_across_gpus_options {
   std::string tag;        // the same on every GMI of the run's host, unique per run
   int rank = 0;           // this GMI among every GMI of the host (0 creates the segment)
@@ -35,6 +58,7 @@ struct row_exchange_across_gpus_options {
   int gpus = 2;           // GPUs taking part (2 .. cuda::row_exchange::max_gpus)
   int world = 2;          // GMIs over every GPU (equal on each GPU)
   std::size_t count = 0;  // floats in a row
+  inbox_memory memory = inbox_memory::automatic;  // every GMI must ask for the same
   milliseconds timeout = default_timeout();
 };
 
@@ -43,16 +67,26 @@ inline constexpr std::size_t across_page = 4096;
 inline constexpr int across_apart = 32;  // words between two GPUs' words (128 bytes)
 struct across_control {
   group_control group;  // pids, broken flag and reason
-  std::uint32_t gpus = 0, world = 0;
+  std::uint32_t gpus = 0, world = 0, memory = 0;
   std::uint64_t count = 0, stride = 0;
+  std::atomic<std::uint32_t> voted;       // GMIs that said whether they reach every other device
+  std::atomic<std::uint32_t> cannot;      // of those, the ones that do not
+  std::atomic<std::uint32_t> decided;     // 0 until GMI 0 decides; then 1 + inbox_memory
+  std::atomic<std::uint32_t> inbox_ready[cuda::row_exchange::max_gpus];
+  ipc_buffer_handle inbox[cuda::row_exchange::max_gpus];
+  std::atomic<std::uint32_t> let_go;      // GMIs that no longer map any other GMI's inbox
 };
-// The mapped part: the GPUs' words, the stall word, then the slots; starts on a page boundary.
-inline constexpr std::size_t across_words = static_cast<std::size_t>(cuda::row_exchange::max_gpus + 1) * across_apart;
-inline constexpr std::size_t across_words_bytes = (across_words * 4 + across_page - 1) / across_page * across_page;
+// An inbox: the GPUs' words, then the slots.
+inline constexpr std::size_t across_words_bytes =
+    (static_cast<std::size_t>(cuda::row_exchange::max_gpus) * across_apart * 4 + across_page - 1) / across_page *
+    across_page;
 inline std::size_t across_stride(std::size_t count) { return (count + 63) / 64 * 64; }  // slots 256-byte aligned
+inline std::size_t across_inbox_bytes(int gpus, std::size_t count) {
+  return across_words_bytes + 2 * static_cast<std::size_t>(gpus) * across_stride(count) * sizeof(float);
+}
+// The mapped part of the segment, on a page boundary: one page for the stall word, then the host inbox.
 inline std::size_t across_mapped_bytes(int gpus, std::size_t count) {
-  const std::size_t b = across_words_bytes + 2 * static_cast<std::size_t>(gpus) * across_stride(count) * sizeof(float);
-  return (b + across_page - 1) / across_page * across_page;
+  return across_page + (across_inbox_bytes(gpus, count) + across_page - 1) / across_page * across_page;
 }
 inline std::size_t across_segment_bytes(int gpus, std::size_t count) {
   return sizeof(across_control) + across_page + across_mapped_bytes(gpus, count);
@@ -61,6 +95,16 @@ inline void* across_mapped_in(void* data) {
   const auto at = (reinterpret_cast<std::uintptr_t>(data) + sizeof(across_control) + across_page - 1) / across_page *
                   across_page;
   return reinterpret_cast<void*>(at);
+}
+// Whether the current device reaches every other visible device's memory.
+inline bool reaches_every_device() {
+  int me = 0, n = 0;
+  if (cudaGetDevice(&me) != cudaSuccess || cudaGetDeviceCount(&n) != cudaSuccess || n < 2) return false;
+  for (int d = 0; d < n; ++d) {
+    int ok = 0;
+    if (d != me && (cudaDeviceCanAccessPeer(&ok, me, d) != cudaSuccess || !ok)) return false;
+  }
+  return true;
 }
 }  // namespace detail
 
@@ -74,8 +118,8 @@ class row_exchange_across_gpus {
             "a multiple of " + std::to_string(o_.gpus) + " GPUs, at most " + std::to_string(max_group_ranks));
     require(o_.rank >= 0 && o_.rank < o_.world, "row exchange across GPUs: rank", o_.rank,
             "0.." + std::to_string(o_.world - 1));
-    require(o_.gpu == o_.rank / (o_.world / o_.gpus), "row exchange across GPUs: GPU of rank " + std::to_string(o_.rank),
-            o_.gpu, std::to_string(o_.rank / (o_.world / o_.gpus)) + " (GMIs numbered GPU by GPU)");
+    require(o_.gpu == o_.rank / per_gpu(), "row exchange across GPUs: GPU of rank " + std::to_string(o_.rank), o_.gpu,
+            std::to_string(o_.rank / per_gpu()) + " (GMIs numbered GPU by GPU)");
     require(o_.count >= 1, "row exchange across GPUs: floats in a row", o_.count, ">= 1");
     const std::size_t bytes = detail::across_segment_bytes(o_.gpus, o_.count);
     if (o_.rank == 0) {
@@ -84,46 +128,32 @@ class row_exchange_across_gpus {
         c->group.ranks = static_cast<std::uint32_t>(o_.world);
         c->gpus = static_cast<std::uint32_t>(o_.gpus);
         c->world = static_cast<std::uint32_t>(o_.world);
+        c->memory = static_cast<std::uint32_t>(o_.memory);
         c->count = o_.count;
         c->stride = detail::across_stride(o_.count);
       });
     } else {
       segment_ = shm_segment::open(o_.tag, o_.timeout);
     }
-    barrier_ = detail::group_barrier(&control()->group, segment_.name());
-    const auto* c = control();
-    if (c->gpus != static_cast<std::uint32_t>(o_.gpus) || c->world != static_cast<std::uint32_t>(o_.world) ||
-        c->count != o_.count) {
-      const std::string why = got_need("row exchange across GPUs " + segment_.name() + " on GMI " + std::to_string(o_.rank),
-                                       std::to_string(o_.gpus) + " GPUs, " + std::to_string(o_.world) + " GMIs, " +
-                                           std::to_string(o_.count) + " floats",
-                                       std::to_string(c->gpus) + " GPUs, " + std::to_string(c->world) + " GMIs, " +
-                                           std::to_string(c->count) + " floats as on GMI 0");
-      barrier_.mark_broken(why);
-      throw config_error(why);
-    }
-    control()->group.pids[o_.rank].store(::getpid(), std::memory_order_release);
-    mapped_ = detail::across_mapped_in(segment_.data());
-    GMI_CUDA_TRY(cudaHostRegister(mapped_, detail::across_mapped_bytes(o_.gpus, o_.count),
-                                  cudaHostRegisterMapped | cudaHostRegisterPortable));
-    registered_ = true;
+    barrier_ = detail::group_barrier(&c()->group, segment_.name());
     try {
-      GMI_CUDA_TRY(cudaHostGetDevicePointer(&device_, mapped_, 0));
-    } catch (...) {
-      cudaHostUnregister(mapped_);
+      setup();
+    } catch (const gmi::error& e) {
+      barrier_.mark_broken(e.what());  // the other GMIs fail now, not at their timeout
+      teardown(false);
       throw;
     }
   }
   row_exchange_across_gpus(const row_exchange_across_gpus&) = delete;
   row_exchange_across_gpus& operator=(const row_exchange_across_gpus&) = delete;
-  ~row_exchange_across_gpus() {
-    if (registered_) cudaHostUnregister(mapped_);
-  }
+  ~row_exchange_across_gpus() { teardown(true); }
 
   [[nodiscard]] int gpus() const noexcept { return o_.gpus; }
   [[nodiscard]] int world() const noexcept { return o_.world; }
   [[nodiscard]] std::size_t count() const noexcept { return o_.count; }
   [[nodiscard]] const std::string& name() const noexcept { return segment_.name(); }
+  // Where the group's inboxes are (the vote's outcome with automatic).
+  [[nodiscard]] inbox_memory memory() const noexcept { return memory_; }
 
   // Adds this level to x, a row exchange among the members of this GMI's GPU over rows of count() floats. The
   // stall word becomes this level's (one word for every GMI of the host); with one GMI per GPU it is also the
@@ -131,18 +161,20 @@ class row_exchange_across_gpus {
   void attach(cuda::row_exchange& x) const {
     require(x.count == o_.count, "row exchange across GPUs: floats in the GPU's rows", x.count,
             std::to_string(o_.count) + " as in " + segment_.name());
-    require(x.size == o_.world / o_.gpus, "row exchange across GPUs: members on GPU " + std::to_string(o_.gpu), x.size,
-            std::to_string(o_.world / o_.gpus) + " (" + std::to_string(o_.world) + " GMIs over " +
-                std::to_string(o_.gpus) + " GPUs)");
-    auto* words = static_cast<std::uint32_t*>(device_);
+    require(x.size == per_gpu(), "row exchange across GPUs: members on GPU " + std::to_string(o_.gpu), x.size,
+            std::to_string(per_gpu()) + " (" + std::to_string(o_.world) + " GMIs over " + std::to_string(o_.gpus) +
+                " GPUs)");
     x.gpu = o_.gpu;
     x.gpus = o_.gpus;
     x.world = o_.world;
-    x.gpu_posted = words;
-    x.gpu_sums = reinterpret_cast<float*>(static_cast<char*>(device_) + detail::across_words_bytes);
+    for (int t = 0; t < o_.gpus; ++t) {
+      x.inbox_words[t] = static_cast<std::uint32_t*>(inbox_[t]);
+      x.inbox_sums[t] = reinterpret_cast<float*>(static_cast<char*>(inbox_[t]) + detail::across_words_bytes);
+    }
+    x.inbox_shared = memory_ == inbox_memory::host;
     x.gpu_stride = detail::across_stride(o_.count);
-    x.stalled = words + static_cast<std::size_t>(cuda::row_exchange::max_gpus) * detail::across_apart;
     x.gpu_apart = detail::across_apart;
+    x.stalled = static_cast<std::uint32_t*>(device_mapped_);
     if (x.size == 1) x.abort = x.stalled;
   }
 
@@ -159,8 +191,8 @@ class row_exchange_across_gpus {
     if (++checks_ % 64 == 0) {
       try {
         barrier_.check_peers();
-      } catch (...) {
-        mark_broken("a GMI of the host is gone");
+      } catch (const gmi::error& e) {
+        mark_broken(e.what());
         throw;
       }
     }
@@ -168,24 +200,127 @@ class row_exchange_across_gpus {
 
   // Stops every GMI's kernel at its next wait (the stall word) and records why for the hosts.
   void mark_broken(const std::string& why) noexcept {
-    stall_word().store(1, std::memory_order_seq_cst);
+    if (mapped_) stall_word().store(1, std::memory_order_seq_cst);
     barrier_.mark_broken(why);
   }
 
  private:
-  detail::across_control* control() const { return static_cast<detail::across_control*>(segment_.data()); }
-  std::atomic<std::uint32_t>& stall_word() const {
-    auto* words = static_cast<std::uint32_t*>(mapped_);
-    return *reinterpret_cast<std::atomic<std::uint32_t>*>(
-        words + static_cast<std::size_t>(cuda::row_exchange::max_gpus) * detail::across_apart);
+  [[nodiscard]] int per_gpu() const noexcept { return o_.world / o_.gpus; }
+  [[nodiscard]] bool owns_inbox() const noexcept { return o_.rank % per_gpu() == 0; }
+  detail::across_control* c() const { return static_cast<detail::across_control*>(segment_.data()); }
+  std::atomic<std::uint32_t>& stall_word() const { return *static_cast<std::atomic<std::uint32_t>*>(mapped_); }
+  void wait_for(const std::function<bool()>& ready, const std::string& what) {
+    bounded_wait([&] { return ready() || barrier_.broken(); }, [&] { barrier_.check_peers(); }, o_.timeout,
+                 segment_.name() + ": " + what, long_wait());
+    barrier_.throw_if_broken();
+  }
+
+  void setup() {
+    auto* ctl = c();
+    if (ctl->gpus != static_cast<std::uint32_t>(o_.gpus) || ctl->world != static_cast<std::uint32_t>(o_.world) ||
+        ctl->count != o_.count || ctl->memory != static_cast<std::uint32_t>(o_.memory)) {
+      throw config_error(got_need("row exchange across GPUs " + segment_.name() + " on GMI " + std::to_string(o_.rank),
+                                  shape(o_.gpus, o_.world, o_.count, static_cast<std::uint32_t>(o_.memory)),
+                                  shape(static_cast<int>(ctl->gpus), static_cast<int>(ctl->world), ctl->count,
+                                        ctl->memory) + " as on GMI 0"));
+    }
+    ctl->group.pids[o_.rank].store(::getpid(), std::memory_order_release);
+    mapped_ = detail::across_mapped_in(segment_.data());
+    GMI_CUDA_TRY(cudaHostRegister(mapped_, detail::across_mapped_bytes(o_.gpus, o_.count),
+                                  cudaHostRegisterMapped | cudaHostRegisterPortable));
+    registered_ = true;
+    GMI_CUDA_TRY(cudaHostGetDevicePointer(&device_mapped_, mapped_, 0));
+    // The vote, then GMI 0's decision.
+    const bool reach = o_.memory != inbox_memory::host && detail::reaches_every_device();
+    if (o_.memory == inbox_memory::peer_to_peer && !reach) {
+      int me = -1;
+      cudaGetDevice(&me);
+      throw config_error(got_need("row exchange across GPUs: inboxes in peer device memory on GMI " +
+                                      std::to_string(o_.rank) + " (device " + std::to_string(me) + ")",
+                                  "a device that does not reach every other visible device",
+                                  "peer access between every pair (or inbox_memory host or automatic)"));
+    }
+    if (!reach) ctl->cannot.fetch_add(1, std::memory_order_acq_rel);
+    ctl->voted.fetch_add(1, std::memory_order_acq_rel);
+    if (o_.rank == 0) {
+      wait_for([&] { return ctl->voted.load(std::memory_order_acquire) == ctl->world; }, "waiting for every GMI's vote");
+      const bool p2p = o_.memory != inbox_memory::host && ctl->cannot.load(std::memory_order_acquire) == 0;
+      ctl->decided.store(1 + static_cast<std::uint32_t>(p2p ? inbox_memory::peer_to_peer : inbox_memory::host),
+                         std::memory_order_release);
+    }
+    wait_for([&] { return ctl->decided.load(std::memory_order_acquire) != 0; }, "waiting for GMI 0's decision");
+    memory_ = static_cast<inbox_memory>(ctl->decided.load(std::memory_order_acquire) - 1);
+    void* host_inbox = static_cast<char*>(device_mapped_) + detail::across_page;
+    if (memory_ == inbox_memory::host) {
+      for (int t = 0; t < o_.gpus; ++t) inbox_[t] = host_inbox;
+      return;
+    }
+    // Peer to peer: each GPU's first GMI allocates its inbox (IPC shares whole allocations: 2 MiB multiples).
+    const std::size_t inbox_bytes = (detail::across_inbox_bytes(o_.gpus, o_.count) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+    if (owns_inbox()) {
+      GMI_CUDA_TRY(cudaMalloc(&own_, inbox_bytes));
+      GMI_CUDA_TRY(cudaMemset(own_, 0, inbox_bytes));
+      GMI_CUDA_TRY(cudaDeviceSynchronize());
+      ctl->inbox[o_.gpu] = export_buffer(own_, inbox_bytes);
+      ctl->inbox_ready[o_.gpu].store(1, std::memory_order_release);
+    }
+    wait_for(
+        [&] {
+          for (int t = 0; t < o_.gpus; ++t)
+            if (ctl->inbox_ready[t].load(std::memory_order_acquire) == 0) return false;
+          return true;
+        },
+        "waiting for every GPU's inbox");
+    mappings_.reserve(static_cast<std::size_t>(o_.gpus));
+    for (int t = 0; t < o_.gpus; ++t) {
+      if (t == o_.gpu && owns_inbox()) {
+        inbox_[t] = own_;
+        continue;
+      }
+      mappings_.emplace_back(ctl->inbox[t], true);
+      inbox_[t] = mappings_.back().get();
+    }
+  }
+
+  // Lets go of the other GMIs' inboxes; an inbox's owner frees it once every GMI has let go (bounded; a broken
+  // group or a late GMI leaves it to the process's end).
+  void teardown(bool wait) noexcept {
+    if (!segment_.data()) return;
+    if (!mappings_.empty() || own_) cudaDeviceSynchronize();  // this GMI's kernels no longer push or read
+    mappings_.clear();
+    if (memory_ == inbox_memory::peer_to_peer) c()->let_go.fetch_add(1, std::memory_order_acq_rel);
+    if (own_) {
+      bool all = false;
+      if (wait && !barrier_.broken()) {
+        try {
+          wait_for([&] { return c()->let_go.load(std::memory_order_acquire) == c()->world; },
+                   "inbox owner waiting for every GMI to let go");
+          all = true;
+        } catch (...) {
+        }
+      }
+      if (all) cudaFree(own_);  // else still mapped elsewhere: freed when this process ends
+      own_ = nullptr;
+    }
+    if (registered_) cudaHostUnregister(mapped_);
+    registered_ = false;
+  }
+  static std::string shape(int gpus, int world, std::uint64_t count, std::uint32_t memory) {
+    static const char* names[] = {"automatic", "peer_to_peer", "host"};
+    return std::to_string(gpus) + " GPUs, " + std::to_string(world) + " GMIs, " + std::to_string(count) +
+           " floats, inboxes " + (memory < 3 ? names[memory] : "?");
   }
 
   row_exchange_across_gpus_options o_;
   shm_segment segment_;
   detail::group_barrier barrier_;
-  void* mapped_ = nullptr;
-  void* device_ = nullptr;
+  void* mapped_ = nullptr;         // the stall word's page, then the host inbox (this process's view)
+  void* device_mapped_ = nullptr;  // the same, in the device's address space
   bool registered_ = false;
+  inbox_memory memory_ = inbox_memory::host;
+  void* own_ = nullptr;                // peer_to_peer, on each GPU's first GMI: that GPU's inbox (cudaMalloc)
+  std::vector<ipc_mapping> mappings_;  // peer_to_peer: the other inboxes
+  void* inbox_[cuda::row_exchange::max_gpus] = {};
   std::uint64_t checks_ = 0;
 };
 

@@ -15,8 +15,8 @@
 //
 // A member's row is rewritten only after every peer released the previous call, so one row per member suffices
 // and a call costs one wait on the peers' rows (plus a wait on releases that has normally long been met). Across
-// GPUs, two slots per GPU alternate: GPU j's member 0 rewrites slot (g % 2, j) at call g + 2 only after every
-// other GPU posted call g + 1, which its members do only after their call g's kernel (and its reads) ended. A
+// GPUs, two slots per GPU and inbox alternate: GPU j's member 0 rewrites slot (g % 2, j) at call g + 2 only after
+// every other GPU posted call g + 1, which its members do only after their call g's kernel (and its reads) ended. A
 // wait that gives up (deadline, the host's abort word, or another member's stall) sets *stalled (one word for
 // the group) and returns false on every thread; the caller then touches no peer's memory. Needs nvcc.
 
@@ -64,7 +64,8 @@ __device__ inline bool exchange_post(const row_exchange& x, std::uint32_t genera
 }
 
 // Entry q of this GPU's sum: its members' rows added in rank order (every entry loaded first: one wait on L2
-// instead of one per member). With a level across GPUs, member 0 also writes it to its GPU's slot of this call.
+// instead of one per member). With a level across GPUs, member 0 also pushes it into every other GPU's inbox
+// (into the one shared inbox once).
 __device__ inline float exchange_gpu_sum(const row_exchange& x, std::uint32_t generation, std::size_t q) {
   float r[row_exchange::max_members];
 #pragma unroll
@@ -76,26 +77,35 @@ __device__ inline float exchange_gpu_sum(const row_exchange& x, std::uint32_t ge
   for (int k = 1; k < row_exchange::max_members; ++k) {
     if (k < x.size) s += r[k];
   }
-  if (x.gpus > 1 && x.rank == 0) x.gpu_sums[((generation & 1u) * x.gpus + x.gpu) * x.gpu_stride + q] = s;
+  if (x.gpus > 1 && x.rank == 0) {
+    const std::size_t at = ((generation & 1u) * x.gpus + x.gpu) * x.gpu_stride + q;
+    for (int t = 0; t < x.gpus; ++t) {
+      if (x.inbox_shared ? t == x.gpu : t != x.gpu) x.inbox_sums[t][at] = s;
+    }
+  }
   return s;
 }
 
 // With a level across GPUs (else true at once), after every entry's exchange_gpu_sum: member 0 publishes this
-// GPU's sums (every thread's writes reach host memory before its GPU's word), then every member waits for the
-// other GPUs' words of this call.
+// GPU's sums (every thread's pushes land before the words that announce them), then every member waits for the
+// other GPUs' words of this call in its own GPU's inbox.
 __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t generation, std::uint32_t* scratch) {
   if (x.gpus == 1) return true;
-  if (x.rank == 0) __threadfence_system();  // this thread's slot writes, before the barrier
+  if (x.rank == 0) __threadfence_system();  // this thread's pushes, before the barrier
   __syncthreads();
   if (threadIdx.x == 0) {
     if (x.rank == 0) {
       __threadfence_system();
-      *reinterpret_cast<volatile std::uint32_t*>(x.gpu_posted + x.gpu * x.gpu_apart) = generation;
+      for (int t = 0; t < x.gpus; ++t) {
+        if (x.inbox_shared ? t == x.gpu : t != x.gpu)
+          *reinterpret_cast<volatile std::uint32_t*>(x.inbox_words[t] + x.gpu * x.gpu_apart) = generation;
+      }
     }
     bool ok = true;
+    const std::uint32_t* mine = x.inbox_words[x.gpu];
     for (int j = 0; j < x.gpus && ok; ++j) {
       if (j != x.gpu)
-        ok = detail::wait_generations(x.gpu_posted + j * x.gpu_apart, 1, 1, generation, x.abort, x.timeout_ns, x.stalled);
+        ok = detail::wait_generations(mine + j * x.gpu_apart, 1, 1, generation, x.abort, x.timeout_ns, x.stalled);
     }
     if (!ok) *x.stalled = 1;
     __threadfence_system();  // the other GPUs' sums behind their words, before this block reads them
@@ -106,10 +116,10 @@ __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t gene
 }
 
 // After exchange_across: entry q's sum over every GPU, the GPUs' sums added in GPU order (this GPU's is `mine`;
-// the others' are read from host memory, never from a cache).
+// the others' are read from this GPU's inbox, past every cache).
 __device__ inline float exchange_total(const row_exchange& x, std::uint32_t generation, std::size_t q, float mine) {
   if (x.gpus == 1) return mine;
-  const float* slots = x.gpu_sums + (generation & 1u) * x.gpus * x.gpu_stride + q;
+  const float* slots = x.inbox_sums[x.gpu] + (generation & 1u) * x.gpus * x.gpu_stride + q;
   float v[row_exchange::max_gpus];
 #pragma unroll
   for (int j = 0; j < row_exchange::max_gpus; ++j) {

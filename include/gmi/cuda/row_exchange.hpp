@@ -27,15 +27,19 @@ struct row_exchange {
   std::uint32_t* stalled = nullptr;     // set to 1 when a wait gave up (one word for the group; the host checks it)
   unsigned long long timeout_ns = 0;
 
-  // The level across GPUs (gpus > 1): slot (call % 2, GPU j) holds GPU j's sum of its members' rows for that call,
-  // written by GPU j's member 0 before it sets GPU j's word; all in mapped host memory.
+  // The level across GPUs (gpus > 1). GPU t's inbox, as mapped here: its words at inbox_words[t] (GPU j's word at
+  // [j * gpu_apart]: the last call whose sum GPU j pushed there) and its slots at inbox_sums[t] (slot (p, j) at
+  // + (p * gpus + j) * gpu_stride: GPU j's sum of call g with p = g % 2). GPU j's member 0 pushes its GPU's sum
+  // into every other GPU's inbox (peer device memory over NVLink or PCIe), then that inbox's word; each member
+  // polls and reads its own GPU's inbox. inbox_shared: one inbox in mapped host memory for every GPU (written once).
   static constexpr int max_gpus = 16;
   int gpu = 0;                          // this GPU's place among the host's GPUs
   int gpus = 1;
   int world = 0;                        // members over every GPU (the mean's divisor); 0: size
-  float* gpu_sums = nullptr;            // slot (p, j) at gpu_sums + (p * gpus + j) * gpu_stride
+  float* inbox_sums[max_gpus] = {};
+  std::uint32_t* inbox_words[max_gpus] = {};
+  bool inbox_shared = false;
   std::size_t gpu_stride = 0;           // floats, >= count
-  std::uint32_t* gpu_posted = nullptr;  // GPU j's word at gpu_posted[j * gpu_apart]: the last call whose sum is written
   int gpu_apart = 1;
 
   [[nodiscard]] GMI_HD int members() const noexcept { return world > 0 ? world : size; }
@@ -47,7 +51,9 @@ struct row_exchange {
     for (int r = 0; r < size; ++r)
       if (!rows[r]) return false;
     if (gpus < 1 || gpus > max_gpus || gpu < 0 || gpu >= gpus) return false;
-    if (gpus > 1 && (!gpu_sums || !gpu_posted || gpu_apart < 1 || gpu_stride < count || world < gpus)) return false;
+    if (gpus > 1 && (gpu_apart < 1 || gpu_stride < count || world < gpus)) return false;
+    for (int t = 0; gpus > 1 && t < gpus; ++t)
+      if (!inbox_sums[t] || !inbox_words[t]) return false;
     if (gpus == 1 && world != 0 && world != size) return false;
     return gpus > 1 || size > 1;  // one member on one GPU has nothing to exchange
   }
