@@ -347,6 +347,7 @@ class hierarchical_allreduce {
     const bool several_gpus = leaders_ != nullptr || c()->across_gpus != 0;
     if (several_gpus != (across != nullptr)) return std::nullopt;
     const bool alone = o_.local_size == 1;
+    if (alone && !across) return std::nullopt;  // one GMI on one GPU: nothing to exchange
     if (!alone && (!kernel_ || peer_rows_.empty())) return std::nullopt;
     if (!exchange_counter_) {
       exchange_counter_.emplace(1);
