@@ -15,12 +15,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 export NCCL_NVLS_ENABLE=0
 rm -rf "$work/tree"
 mkdir -p "$work/tree"
-if git -C "$root" rev-parse --git-dir > /dev/null 2>&1; then
-  git -C "$root" archive HEAD | tar -x -C "$work/tree"
-else  # a copy of the tree without its history (a GPU machine's working copy): its sources as they are
-  tar -C "$root" --exclude=./build --exclude=./.carry --exclude=./.git -cf - include cmake CMakeLists.txt CMakePresets.json \
-    examples tests bench | tar -x -C "$work/tree"
-fi
+# The sources as they are (a GPU machine's copy may carry a .git whose HEAD is not the working tree).
+tar -C "$root" --exclude=./build --exclude=./.carry --exclude=./.git -cf - include cmake CMakeLists.txt CMakePresets.json \
+  examples tests bench | tar -x -C "$work/tree"
 python3 "$root/bench/ppo/step_timing_patch.py" "$work/tree"
 cmake -S "$work/tree" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DGMI_BUILD_TESTS=OFF -DGMI_BUILD_BENCHMARKS=OFF > "$work/configure.log" 2>&1 ||

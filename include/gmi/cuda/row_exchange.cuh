@@ -30,6 +30,11 @@ namespace gmi::cuda {
 // Loads a peer's value past L1 (which is not coherent with the peers' writes).
 __device__ inline float exchange_load(const float* p) { return __ldcg(p); }
 
+// Acquire-release fence over the whole system (other GPUs, host memory): lighter than __threadfence_system's
+// sequentially consistent one, and enough for a flag that publishes writes (after a block barrier, one thread's
+// release covers the block's writes) or reads behind one.
+__device__ inline void fence_acq_rel_system() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
 // scratch: two words of shared memory.
 __device__ inline bool exchange_begin(const row_exchange& x, std::uint32_t& generation, std::uint32_t* scratch) {
   __syncthreads();
@@ -50,7 +55,7 @@ __device__ inline bool exchange_begin(const row_exchange& x, std::uint32_t& gene
 __device__ inline bool exchange_post(const row_exchange& x, std::uint32_t generation, std::uint32_t* scratch) {
   __syncthreads();  // every thread's writes to the row, before the flag
   if (threadIdx.x == 0 && x.size > 1) {
-    __threadfence_system();
+    __threadfence();  // the members share this GPU: its scope covers them
     atomicExch(x.posted + x.rank * x.apart, generation);
     const bool ok = detail::wait_generations(x.posted, x.size, x.apart, generation, x.abort, x.timeout_ns, x.stalled);
     if (!ok) *x.stalled = 1;
@@ -91,11 +96,10 @@ __device__ inline float exchange_gpu_sum(const row_exchange& x, std::uint32_t ge
 // other GPUs' words of this call in its own GPU's inbox.
 __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t generation, std::uint32_t* scratch) {
   if (x.gpus == 1) return true;
-  if (x.rank == 0) __threadfence_system();  // this thread's pushes, before the barrier
-  __syncthreads();
+  __syncthreads();  // every thread's pushes, before the words
   if (threadIdx.x == 0) {
     if (x.rank == 0) {
-      __threadfence_system();
+      fence_acq_rel_system();
       for (int t = 0; t < x.gpus; ++t) {
         if (x.inbox_shared ? t == x.gpu : t != x.gpu)
           *reinterpret_cast<volatile std::uint32_t*>(x.inbox_words[t] + x.gpu * x.gpu_apart) = generation;
@@ -108,7 +112,7 @@ __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t gene
         ok = detail::wait_generations(mine + j * x.gpu_apart, 1, 1, generation, x.abort, x.timeout_ns, x.stalled);
     }
     if (!ok) *x.stalled = 1;
-    __threadfence_system();  // the other GPUs' sums behind their words, before this block reads them
+    fence_acq_rel_system();  // the other GPUs' sums behind their words, before this block reads them
     scratch[1] = ok ? 1u : 0u;
   }
   __syncthreads();
