@@ -50,16 +50,16 @@ TEST_CASE("comm.row_exchange_across_gpus.refuses_bad_shapes") {
 }
 
 TEST_CASE("comm.row_exchange_across_gpus.inbox_memory_from_env") {
-  unsetenv("GMI_INBOX_MEMORY");
+  unsetenv("GMI_COMM_INBOX_MEMORY");
   CHECK(comm::inbox_memory_from_env(comm::inbox_memory::automatic) == comm::inbox_memory::automatic);
-  setenv("GMI_INBOX_MEMORY", "host", 1);
+  setenv("GMI_COMM_INBOX_MEMORY", "host", 1);
   CHECK(comm::inbox_memory_from_env(comm::inbox_memory::automatic) == comm::inbox_memory::host);
-  setenv("GMI_INBOX_MEMORY", "peer_to_peer", 1);
+  setenv("GMI_COMM_INBOX_MEMORY", "peer_to_peer", 1);
   CHECK(comm::inbox_memory_from_env(comm::inbox_memory::host) == comm::inbox_memory::peer_to_peer);
-  setenv("GMI_INBOX_MEMORY", "nvlink", 1);
+  setenv("GMI_COMM_INBOX_MEMORY", "nvlink", 1);
   CHECK_THROWS_WITH_AS(comm::inbox_memory_from_env(comm::inbox_memory::automatic),
-                       "GMI_INBOX_MEMORY: got \"nvlink\", need automatic, peer_to_peer or host", gmi::config_error);
-  unsetenv("GMI_INBOX_MEMORY");
+                       "GMI_COMM_INBOX_MEMORY: got \"nvlink\", need automatic, peer_to_peer or host", gmi::config_error);
+  unsetenv("GMI_COMM_INBOX_MEMORY");
 }
 
 TEST_CASE("comm.row_exchange_across_gpus.layout") {

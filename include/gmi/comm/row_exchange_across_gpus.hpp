@@ -40,15 +40,15 @@ namespace gmi::comm {
 // Where the GPUs' inboxes live.
 enum class inbox_memory { automatic, peer_to_peer, host };
 
-// GMI_INBOX_MEMORY (automatic, peer_to_peer or host) where set, else `fallback`; anything else is refused.
+// GMI_COMM_INBOX_MEMORY (automatic, peer_to_peer or host) where set, else `fallback`; anything else is refused.
 inline inbox_memory inbox_memory_from_env(inbox_memory fallback) {
-  const char* v = std::getenv("GMI_INBOX_MEMORY");
+  const char* v = std::getenv("GMI_COMM_INBOX_MEMORY");
   if (!v || !*v) return fallback;
   const std::string s = v;
   if (s == "automatic") return inbox_memory::automatic;
   if (s == "peer_to_peer") return inbox_memory::peer_to_peer;
   if (s == "host") return inbox_memory::host;
-  throw config_error(got_need("GMI_INBOX_MEMORY", s, "automatic, peer_to_peer or host"));
+  throw config_error(got_need("GMI_COMM_INBOX_MEMORY", s, "automatic, peer_to_peer or host"));
 }
 
 struct row_exchange_across_gpus_options {
