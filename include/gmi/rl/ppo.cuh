@@ -7,9 +7,11 @@
 // shares its rows (ppo_sync::exchange) does the rest of a minibatch step in one more launch, ppo_step_kernel: that
 // sum, the group's mean through the row exchange, Adam, the learning-rate rule.
 // After a first eager iteration, the whole iteration is captured as a CUDA graph and replayed. A synced trainer
-// (ppo_sync.hpp) collects eagerly (the group's statistics gather waits on the host after collection); its update
-// (epochs x minibatches, the group's gradient sums included) is one replayed graph too when the sync's sums are
-// replayable (ppo_sync::replayed), else it is enqueued kernel by kernel.
+// (ppo_sync.hpp) whose group shares its rows gathers the group's rollout statistics through that exchange too, in
+// one kernel (detail/ppo_stats_gather.cuh), so its whole iteration replays as well; other synced trainers collect
+// eagerly (the statistics gather waits on the host after collection) and replay only their update (epochs x
+// minibatches, the group's gradient sums included) when the sync's sums are replayable (ppo_sync::replayed), else
+// enqueue it kernel by kernel.
 
 #include <cuda_runtime_api.h>
 
@@ -22,6 +24,7 @@
 #include <gmi/exec/cuda.cuh>
 #include <gmi/nn/adam.cuh>
 #include <gmi/nn/normalizer.cuh>
+#include <gmi/rl/detail/ppo_stats_gather.cuh>
 #include <gmi/rl/detail/ppo_step.cuh>
 #include <gmi/rl/detail/ppo_warp_gradient.cuh>
 #include <gmi/rl/env_batch.cuh>
@@ -268,8 +271,9 @@ struct ppo_device_ops {
 
   minibatch_gradient<Net> gradient;
   cuda::device_buffer<std::uint64_t> iteration;
-  cuda::device_buffer<float> group_mean;  // a synced step kernel's mean row (the gradient buffer stays this GMI's)
-  cuda::graph_exec graph;  // the whole iteration; synced: the update only
+  cuda::device_buffer<float> group_mean;  // a synced step kernel's mean row (the gradient buffer stays this GMI's);
+                                          // the statistics gather's sums
+  cuda::graph_exec graph;  // the whole iteration (synced with the statistics gathered on the host: the update)
   bool warmed_up = false;
 
   explicit ppo_device_ops(trainer& t)
@@ -319,10 +323,39 @@ struct ppo_device_ops {
                             device_span<double>(out + trainer::stats_returns, 3));
   }
 
-  // Collection and the advantage statistics (synced: the group's statistics gather, which waits on the host).
+  // Whether a synced trainer gathers the group's statistics in a kernel: its group shares rows long enough for
+  // every member's records as words.
+  static bool statistics_in_kernel(const trainer& t) {
+    return t.sync_ && t.sync_->exchange.has_value() &&
+           gather_words(t.sync_->world, trainer::stats_size) <= t.sync_->exchange->count;
+  }
+
+  void gather_statistics_in_kernel(trainer& t) {
+    local_moments(t);
+    ppo_stats_gather_args a;
+    a.exchange = *t.sync_->exchange;
+    a.local = t.local_stats_.data();
+    a.own = t.grads_.data();
+    a.sums = group_mean.data();
+    a.merged = t.merged_stats_.data();
+    a.advantage_stats = t.config_.normalize_advantage ? t.advantage_stats_.data() : nullptr;
+    a.values = static_cast<int>(trainer::stats_size);
+    a.part_at[0] = static_cast<int>(trainer::stats_advantages);
+    a.part_dim[0] = 1;
+    a.part_at[1] = static_cast<int>(trainer::stats_obs);
+    a.part_dim[1] = trainer::obs_dim;
+    a.part_at[2] = static_cast<int>(trainer::stats_returns);
+    a.part_dim[2] = 1;
+    ppo_stats_gather_kernel<<<1, 256, 0, t.policy_.stream>>>(a);
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+
+  // Collection and the advantage statistics (synced: the group's statistics gather, in a kernel or on the host).
   void enqueue_collect(trainer& t) {
     collect(t);
-    if (t.sync_) {
+    if (statistics_in_kernel(t)) {
+      gather_statistics_in_kernel(t);
+    } else if (t.sync_) {
       t.gather_statistics();
     } else if (t.config_.normalize_advantage) {
       ppo_advantage_stats_kernel<<<1, 1024, 0, t.policy_.stream>>>(
@@ -423,18 +456,17 @@ struct ppo_device_ops {
       warmed_up = true;
       return;
     }
+    const bool whole = !t.sync_ || statistics_in_kernel(t);
+    if (!whole) enqueue_collect(t);
+    replay(s, [&] {
+      if (whole) enqueue_collect(t);
+      enqueue_update(t);
+    });
     if (t.sync_) {
-      enqueue_collect(t);
-      replay(s, [&] { enqueue_update(t); });
       // The graph's sum_device calls (none where the steps exchange rows in their own kernel).
       const std::size_t sums = steps_in_one_kernel(t) ? 0 : static_cast<std::size_t>(t.config_.epochs) * t.minibatches_;
       t.sync_->replayed(sums, s);
-      return;
     }
-    replay(s, [&] {
-      enqueue_collect(t);
-      enqueue_update(t);
-    });
   }
 };
 

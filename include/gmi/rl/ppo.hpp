@@ -30,6 +30,7 @@
 #include <gmi/nn/mlp.hpp>
 #include <gmi/nn/normalizer.hpp>
 #include <gmi/rl/checkpoint.hpp>
+#include <gmi/rl/detail/stats_words.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/ppo_config.hpp>
 #include <gmi/rl/ppo_steps.hpp>
@@ -472,11 +473,7 @@ class ppo_trainer {
     record[2] = sumsq;
   }
   // stats = mean, 1 / (std + 1e-8) (unbiased std, as torch's) from a record [count | mean | M2].
-  static void advantage_scale(const double* record, float* stats) {
-    const double std = record[0] > 1 ? std::sqrt(record[2] / (record[0] - 1)) : 0.0;
-    stats[0] = static_cast<float>(record[1]);
-    stats[1] = static_cast<float>(1.0 / (std + 1e-8));
-  }
+  static void advantage_scale(const double* record, float* stats) { detail::advantage_scale_rn(record, stats); }
 
   // Synced: every trainer's advantage, observation and return moments, all-gathered through sum_stats and merged
   // in rank order, so every trainer normalizes with the same numbers. Advantage statistics take effect now;
