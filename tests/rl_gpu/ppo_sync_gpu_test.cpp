@@ -77,36 +77,6 @@ TEST_SUITE("gpu") {
     CHECK(replayed[0].back().params != replayed[0].front().params);
   }
 
-  // The group's rows summed inside the trainers' own kernels (comm::hierarchical_allreduce's row exchange between
-  // 4 threads): each minibatch step in one kernel, the rollout statistics gathered in a kernel (no sum_stats call
-  // after joining) and each iteration after the first one replayed graph; the same bits as the group summed on
-  // the host.
-  TEST_CASE("rl_gpu.ppo_sync.row_exchange_is_the_host_sum" * doctest::timeout(300)) {
-    gpu_group_options o;
-    o.iterations = 5;
-    const auto host = run_gpu_group(o);
-    std::vector<std::size_t> replays;
-    int stats_sums = -1;
-    o.mode = gpu_sync_mode::row_exchange;
-    o.replays = &replays;
-    o.stats_sums_after_join = &stats_sums;
-    const auto fused = run_gpu_group(o);
-    for (std::size_t it = 0; it < host[0].size(); ++it) {
-      CAPTURE(it);
-      for (std::size_t r = 0; r < host.size(); ++r) {
-        CAPTURE(r);
-        CHECK(fused[r][it].params == host[r][it].params);
-        CHECK(fused[r][it].obs_stats == host[r][it].obs_stats);
-        CHECK(fused[r][it].value_stats == host[r][it].value_stats);
-        CHECK(fused[r][it].lr == host[r][it].lr);
-      }
-    }
-    CHECK(stats_sums == 0);
-    REQUIRE(replays.size() == static_cast<std::size_t>(o.iterations - 1));
-    for (std::size_t calls : replays) CHECK(calls == 0);
-    CHECK(fused[0].back().params != fused[0].front().params);
-  }
-
   // Identical rollouts: the group's mean gradient is each one's gradient (advantage normalization off, since its
   // unbiased std over 2n samples differs from the one over n).
   TEST_CASE("rl_gpu.ppo_sync.two_equal_replicas_train_as_one" * doctest::timeout(300)) {

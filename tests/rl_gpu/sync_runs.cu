@@ -7,8 +7,6 @@
 #include "rl/thread_group.hpp"
 
 #include <gmi/agents/gaussian_mlp.hpp>
-#include <gmi/comm/hierarchical.cuh>
-#include <gmi/comm/shm_segment.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/cuda/stream.hpp>
 #include <gmi/envs/cartpole.hpp>
@@ -57,39 +55,11 @@ gmi::rl::ppo_sync device_sync(gmi::test::thread_group& g, int rank) {
 std::vector<std::vector<gpu_snapshot>> run_gpu_group(const gpu_group_options& o) {
   gmi::test::thread_group group(o.world);
   std::vector<std::vector<gpu_snapshot>> out(static_cast<std::size_t>(o.world));
-  const std::string tag = gmi::comm::unique_tag("rlx");
   group.run_ranks([&](int rank) {
     gmi::cuda::stream stream;
     trainer t(o.envs, o.same_seed ? 7 : 100 + static_cast<std::uint64_t>(rank), config(o.normalize_advantage), {},
               gmi::exec::cuda{.stream = stream.get()});
-    std::optional<gmi::comm::hierarchical_allreduce> reduce;
-    int stats_sums = 0;
-    bool joined = false;
-    if (o.mode == gpu_sync_mode::row_exchange) {
-      gmi::comm::hierarchical_options h;
-      h.tag = tag;
-      h.local_rank = rank;
-      h.local_size = o.world;
-      h.mode = gmi::comm::sharing::in_process;
-      h.timeout = std::chrono::seconds(20);
-      h.blocking = false;
-      h.sync = gmi::comm::handshake::kernel;
-      reduce.emplace(h, t.gradient_buffer().data(), t.gradient_buffer().size());
-      gmi::rl::ppo_sync s = group.host_sync(rank);
-      s.sum_stats = [&group, rank, &stats_sums, &joined](double* d, std::size_t n) {
-        stats_sums += joined;
-        group.sum(rank, d, n);
-      };
-      s.sum_device = [&reduce](float*, std::size_t, CUstream_st* st) { reduce->allreduce(st); };
-      s.replayed = [&o, &reduce, rank](std::size_t calls, CUstream_st* st) {
-        reduce->replayed(calls, st);
-        if (rank == 0 && o.replays) o.replays->push_back(calls);
-      };
-      s.exchange = reduce->row_exchange();
-      if (!s.exchange) throw gmi::error("hierarchical_allreduce::row_exchange: none between the test's threads");
-      t.set_sync(s);
-      joined = true;
-    } else if (o.mode == gpu_sync_mode::replayed_alone) {
+    if (o.mode == gpu_sync_mode::replayed_alone) {
       gmi::rl::ppo_sync s = group.host_sync(rank);
       s.sum_device = [](float*, std::size_t, CUstream_st*) {};  // a world of one: nothing to add
       s.replayed = [&o, want = stream.get()](std::size_t calls, CUstream_st* st) {
@@ -110,11 +80,6 @@ std::vector<std::vector<gpu_snapshot>> run_gpu_group(const gpu_group_options& o)
       t.iterate();
       out[static_cast<std::size_t>(rank)].push_back(snap(t));
     }
-    if (reduce) {
-      reduce->wait(stream.get());
-      t.release_graph(std::chrono::seconds(20));
-    }
-    if (rank == 0 && o.stats_sums_after_join) *o.stats_sums_after_join = stats_sums;
   });
   return out;
 }

@@ -17,8 +17,6 @@ enum class gpu_sync_mode {
   no_gradient_sum,  // control: joined (rank 0's weights), then the gradient sums do nothing
   none,             // not joined at all
   replayed_alone,   // world 1 only: a sum that enqueues nothing and is replayable, so the update is one graph
-  row_exchange,     // comm::hierarchical_allreduce between the threads (kernel handshake) and its row exchange:
-                    // fused steps, statistics gathered in a kernel, the whole iteration one graph
 };
 
 struct gpu_group_options {
@@ -28,8 +26,7 @@ struct gpu_group_options {
   bool same_seed = false;          // every rank seeded alike (identical rollouts)
   bool normalize_advantage = true;
   gpu_sync_mode mode = gpu_sync_mode::full;
-  std::vector<std::size_t>* replays = nullptr;  // replayed_alone, row_exchange: each ppo_sync::replayed call's count
-  int* stats_sums_after_join = nullptr;         // rank 0's sum_stats calls after set_sync returned
+  std::vector<std::size_t>* replays = nullptr;  // replayed_alone: each ppo_sync::replayed call's count
 };
 
 // [rank][iteration]
