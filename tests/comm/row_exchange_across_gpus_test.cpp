@@ -63,14 +63,12 @@ TEST_CASE("comm.row_exchange_across_gpus.inbox_memory_from_env") {
 }
 
 TEST_CASE("comm.row_exchange_across_gpus.layout") {
-  // An inbox: the words, then 256-byte aligned slots; the mapped part (stall word's page, host inbox) is whole
-  // pages and starts on a page boundary past the control block.
-  CHECK(comm::detail::across_stride(1) == 64);
-  CHECK(comm::detail::across_stride(64) == 64);
-  CHECK(comm::detail::across_stride(65) == 128);
-  CHECK(comm::detail::across_words_bytes % comm::detail::across_page == 0);
-  CHECK(comm::detail::across_words_bytes >= gmi::cuda::row_exchange::max_gpus * comm::detail::across_apart * 4);
-  CHECK(comm::detail::across_inbox_bytes(8, 2500) == comm::detail::across_words_bytes + 2 * 8 * 2560 * sizeof(float));
+  // An inbox: 256-byte aligned slots of 8-byte tagged entries; the mapped part (stall word's page, host inbox) is
+  // whole pages and starts on a page boundary past the control block.
+  CHECK(comm::detail::across_stride(1) == 32);
+  CHECK(comm::detail::across_stride(32) == 32);
+  CHECK(comm::detail::across_stride(33) == 64);
+  CHECK(comm::detail::across_inbox_bytes(8, 2500) == 2 * 8 * 2528 * sizeof(std::uint64_t));
   const std::size_t b = comm::detail::across_mapped_bytes(8, 2500);
   CHECK(b % comm::detail::across_page == 0);
   CHECK(b >= comm::detail::across_page + comm::detail::across_inbox_bytes(8, 2500));

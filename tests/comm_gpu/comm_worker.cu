@@ -64,7 +64,7 @@ __global__ void exchange_round(gmi::cuda::row_exchange x, float* mine, float* gp
     mine[i] = static_cast<float>(me + 1) + 0.25f * static_cast<float>(i % 7) + static_cast<float>(round);
   if (!gmi::cuda::exchange_post(x, g, scratch)) return;
   for (std::size_t i = threadIdx.x; i < x.count; i += blockDim.x) gpu_sums[i] = gmi::cuda::exchange_gpu_sum(x, g, i);
-  if (!gmi::cuda::exchange_across(x, g, scratch)) return;
+  if (!gmi::cuda::exchange_across(x, g, x.count)) return;
   unsigned long long w = 0;
   const int ranks = x.members();
   for (std::size_t i = threadIdx.x; i < x.count; i += blockDim.x) {

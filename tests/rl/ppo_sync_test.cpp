@@ -268,7 +268,7 @@ TEST_SUITE("cpu") {
     s.replayed = [](std::size_t, CUstream_st*) {};
     CHECK_NOTHROW(s.validate(true));
     // A level across GPUs: one member on each of two GPUs; this one is GPU 1's, so global rank 1.
-    float sums[4] = {};
+    std::uint64_t entries[4] = {};
     gmi::cuda::row_exchange across;
     across.rows[0] = &row;
     across.count = 1;
@@ -285,10 +285,7 @@ TEST_SUITE("cpu") {
                          "ppo_sync.exchange: got one with a row, flag or counter missing, need one built by "
                          "comm::hierarchical_allreduce::row_exchange()",
                          gmi::config_error);  // no slots for the GPUs' sums
-    for (int t = 0; t < 2; ++t) {
-      s.exchange->inbox_sums[t] = sums;
-      s.exchange->inbox_words[t] = &word;
-    }
+    for (int t = 0; t < 2; ++t) s.exchange->inbox_entries[t] = entries;
     CHECK_THROWS_WITH_AS(s.validate(true), "ppo_sync.exchange: got 2 members (rank 1), need 2 (rank 0) as the sync",
                          gmi::config_error);
     s.rank = 1;

@@ -1,8 +1,8 @@
 #pragma once
 // comm::row_exchange_across_gpus: the second level of a row exchange (cuda::row_exchange), where the GPUs of one
-// host meet inside their step kernels with no NCCL call between the steps. Each GPU has an inbox: one word per
-// GPU (the last call whose sum that GPU pushed there) and, per GPU, two slots of `count` floats (calls alternate
-// between them). The inboxes live
+// host meet inside their step kernels with no NCCL call between the steps. Each GPU has an inbox: per GPU, two
+// slots of `count` tagged entries (a float and its call's generation in one 64-bit word; calls alternate between
+// the slots). The inboxes live
 //   peer_to_peer: in each GPU's device memory (its first GMI allocates it; every GMI maps every inbox through CUDA
 //                 IPC with peer access), so a GPU's sum travels over NVLink and each GMI polls its own GPU's memory;
 //   host:         in one block of pinned shared memory every GMI maps into its device's address space
@@ -64,7 +64,6 @@ struct row_exchange_across_gpus_options {
 
 namespace detail {
 inline constexpr std::size_t across_page = 4096;
-inline constexpr int across_apart = 32;  // words between two GPUs' words (128 bytes)
 struct across_control {
   group_control group;  // pids, broken flag and reason
   std::uint32_t gpus = 0, world = 0, memory = 0;
@@ -76,13 +75,10 @@ struct across_control {
   ipc_buffer_handle inbox[cuda::row_exchange::max_gpus];
   std::atomic<std::uint32_t> let_go;      // GMIs that no longer map any other GMI's inbox
 };
-// An inbox: the GPUs' words, then the slots.
-inline constexpr std::size_t across_words_bytes =
-    (static_cast<std::size_t>(cuda::row_exchange::max_gpus) * across_apart * 4 + across_page - 1) / across_page *
-    across_page;
-inline std::size_t across_stride(std::size_t count) { return (count + 63) / 64 * 64; }  // slots 256-byte aligned
+// An inbox: 2 x gpus slots of tagged entries (8 bytes each).
+inline std::size_t across_stride(std::size_t count) { return (count + 31) / 32 * 32; }  // slots 256-byte aligned
 inline std::size_t across_inbox_bytes(int gpus, std::size_t count) {
-  return across_words_bytes + 2 * static_cast<std::size_t>(gpus) * across_stride(count) * sizeof(float);
+  return 2 * static_cast<std::size_t>(gpus) * across_stride(count) * sizeof(std::uint64_t);
 }
 // The mapped part of the segment, on a page boundary: one page for the stall word, then the host inbox.
 inline std::size_t across_mapped_bytes(int gpus, std::size_t count) {
@@ -167,13 +163,9 @@ class row_exchange_across_gpus {
     x.gpu = o_.gpu;
     x.gpus = o_.gpus;
     x.world = o_.world;
-    for (int t = 0; t < o_.gpus; ++t) {
-      x.inbox_words[t] = static_cast<std::uint32_t*>(inbox_[t]);
-      x.inbox_sums[t] = reinterpret_cast<float*>(static_cast<char*>(inbox_[t]) + detail::across_words_bytes);
-    }
+    for (int t = 0; t < o_.gpus; ++t) x.inbox_entries[t] = static_cast<std::uint64_t*>(inbox_[t]);
     x.inbox_shared = memory_ == inbox_memory::host;
     x.gpu_stride = detail::across_stride(o_.count);
-    x.gpu_apart = detail::across_apart;
     x.stalled = static_cast<std::uint32_t*>(device_mapped_);
     if (x.size == 1) x.abort = x.stalled;
   }

@@ -6,7 +6,7 @@
 //     ... write x.rows[x.rank] ...
 //     if (exchange_post(x, g, scratch)) {        // my row is published and every peer's row of this call is there
 //       ... s[q] = exchange_gpu_sum(x, g, q) for every entry q (read x.rows[0 .. size) with exchange_load) ...
-//       if (exchange_across(x, g, scratch)) {    // several GPUs: this GPU's sums published, every GPU's are there
+//       if (exchange_across(x, g, n)) {          // several GPUs: every GPU's sums of entries 0 .. n are here
 //         ... total[q] = exchange_total(x, g, q, s[q]) ...
 //       }
 //       exchange_release(x, g);                  // I no longer read the peers' rows
@@ -15,8 +15,10 @@
 //
 // A member's row is rewritten only after every peer released the previous call, so one row per member suffices
 // and a call costs one wait on the peers' rows (plus a wait on releases that has normally long been met). Across
-// GPUs, two slots per GPU and inbox alternate: GPU j's member 0 rewrites slot (g % 2, j) at call g + 2 only after
-// every other GPU posted call g + 1, which its members do only after their call g's kernel (and its reads) ended. A
+// GPUs each entry travels tagged with its call's generation (one 64-bit store), so a GPU's sums need no word and
+// no system fence behind them, and each thread waits only for the entries it reads. Two slots per GPU and inbox
+// alternate: GPU j's member 0 rewrites slot (g % 2, j) at call g + 2 only after every other GPU's sums of call
+// g + 1 reached it, which that GPU pushes only after its members' call g kernels (and their reads) ended. A
 // wait that gives up (deadline, the host's abort word, or another member's stall) sets *stalled (one word for
 // the group) and returns false on every thread; the caller then touches no peer's memory. Needs nvcc.
 
@@ -29,11 +31,6 @@ namespace gmi::cuda {
 
 // Loads a peer's value past L1 (which is not coherent with the peers' writes).
 __device__ inline float exchange_load(const float* p) { return __ldcg(p); }
-
-// Acquire-release fence over the whole system (other GPUs, host memory): lighter than __threadfence_system's
-// sequentially consistent one, and enough for a flag that publishes writes (after a block barrier, one thread's
-// release covers the block's writes) or reads behind one.
-__device__ inline void fence_acq_rel_system() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 
 // scratch: two words of shared memory.
 __device__ inline bool exchange_begin(const row_exchange& x, std::uint32_t& generation, std::uint32_t* scratch) {
@@ -68,9 +65,15 @@ __device__ inline bool exchange_post(const row_exchange& x, std::uint32_t genera
   return scratch[1] != 0;
 }
 
+// An entry of the level across GPUs: the call's generation in the high half, the float's bits in the low half.
+__device__ inline std::uint64_t tagged_entry(float v, std::uint32_t generation) {
+  return static_cast<std::uint64_t>(generation) << 32 | __float_as_uint(v);
+}
+__device__ inline std::uint64_t load_entry(const std::uint64_t* p) { return *reinterpret_cast<const volatile std::uint64_t*>(p); }
+
 // Entry q of this GPU's sum: its members' rows added in rank order (every entry loaded first: one wait on L2
-// instead of one per member). With a level across GPUs, member 0 also pushes it into every other GPU's inbox
-// (into the one shared inbox once).
+// instead of one per member). With a level across GPUs, member 0 also pushes it, tagged, into every other GPU's
+// inbox (into the one shared inbox once).
 __device__ inline float exchange_gpu_sum(const row_exchange& x, std::uint32_t generation, std::size_t q) {
   float r[row_exchange::max_members];
 #pragma unroll
@@ -84,50 +87,55 @@ __device__ inline float exchange_gpu_sum(const row_exchange& x, std::uint32_t ge
   }
   if (x.gpus > 1 && x.rank == 0) {
     const std::size_t at = ((generation & 1u) * x.gpus + x.gpu) * x.gpu_stride + q;
+    const std::uint64_t e = tagged_entry(s, generation);
     for (int t = 0; t < x.gpus; ++t) {
-      if (x.inbox_shared ? t == x.gpu : t != x.gpu) x.inbox_sums[t][at] = s;
+      if (x.inbox_shared ? t == x.gpu : t != x.gpu) *reinterpret_cast<volatile std::uint64_t*>(x.inbox_entries[t] + at) = e;
     }
   }
   return s;
 }
 
-// With a level across GPUs (else true at once), after every entry's exchange_gpu_sum: member 0 publishes this
-// GPU's sums (every thread's pushes land before the words that announce them), then every member waits for the
-// other GPUs' words of this call in its own GPU's inbox.
-__device__ inline bool exchange_across(const row_exchange& x, std::uint32_t generation, std::uint32_t* scratch) {
+// With a level across GPUs (else true at once), after every entry's exchange_gpu_sum: each thread waits until the
+// other GPUs' entries q = threadIdx.x, threadIdx.x + blockDim.x, ... below n of this call are in its GPU's inbox
+// (polled where they land; a deadline, the abort word or the group's stall word ends the wait), then the block
+// agrees: false on every thread if any gave up.
+__device__ inline bool exchange_across(const row_exchange& x, std::uint32_t generation, std::size_t n) {
   if (x.gpus == 1) return true;
-  __syncthreads();  // every thread's pushes, before the words
-  if (threadIdx.x == 0) {
-    if (x.rank == 0) {
-      fence_acq_rel_system();
-      for (int t = 0; t < x.gpus; ++t) {
-        if (x.inbox_shared ? t == x.gpu : t != x.gpu)
-          *reinterpret_cast<volatile std::uint32_t*>(x.inbox_words[t] + x.gpu * x.gpu_apart) = generation;
+  const std::uint64_t* slots = x.inbox_entries[x.gpu] + (generation & 1u) * x.gpus * x.gpu_stride;
+  const unsigned long long start = detail::global_ns();
+  bool ok = true;
+  unsigned spins = 0;
+  for (int j = 0; j < x.gpus && ok; ++j) {
+    if (j == x.gpu) continue;
+    for (std::size_t q = threadIdx.x; q < n && ok; q += blockDim.x) {
+      const std::uint64_t* e = slots + j * x.gpu_stride + q;
+      while (static_cast<std::uint32_t>(load_entry(e) >> 32) != generation) {
+        if ((++spins & 255) == 0) {  // the deadline now and then; the words (maybe host memory) more rarely
+          const bool late = detail::global_ns() - start > x.timeout_ns;
+          if (late || ((spins & 4095) == 0 &&
+                       (*x.abort != 0 || *reinterpret_cast<volatile std::uint32_t*>(x.stalled) != 0))) {
+            ok = false;
+            break;
+          }
+        }
+        __nanosleep(32);
       }
     }
-    bool ok = true;
-    const std::uint32_t* mine = x.inbox_words[x.gpu];
-    for (int j = 0; j < x.gpus && ok; ++j) {
-      if (j != x.gpu)
-        ok = detail::wait_generations(mine + j * x.gpu_apart, 1, 1, generation, x.abort, x.timeout_ns, x.stalled);
-    }
-    if (!ok) *x.stalled = 1;
-    fence_acq_rel_system();  // the other GPUs' sums behind their words, before this block reads them
-    scratch[1] = ok ? 1u : 0u;
   }
-  __syncthreads();
-  return scratch[1] != 0;
+  const bool all = __syncthreads_and(ok) != 0;
+  if (!all && threadIdx.x == 0) *reinterpret_cast<volatile std::uint32_t*>(x.stalled) = 1;
+  return all;
 }
 
 // After exchange_across: entry q's sum over every GPU, the GPUs' sums added in GPU order (this GPU's is `mine`;
-// the others' are read from this GPU's inbox, past every cache).
+// the others' are read from this GPU's inbox).
 __device__ inline float exchange_total(const row_exchange& x, std::uint32_t generation, std::size_t q, float mine) {
   if (x.gpus == 1) return mine;
-  const float* slots = x.inbox_sums[x.gpu] + (generation & 1u) * x.gpus * x.gpu_stride + q;
+  const std::uint64_t* slots = x.inbox_entries[x.gpu] + (generation & 1u) * x.gpus * x.gpu_stride + q;
   float v[row_exchange::max_gpus];
 #pragma unroll
   for (int j = 0; j < row_exchange::max_gpus; ++j) {
-    if (j < x.gpus) v[j] = j == x.gpu ? mine : __ldcv(slots + j * x.gpu_stride);
+    if (j < x.gpus) v[j] = j == x.gpu ? mine : __uint_as_float(static_cast<std::uint32_t>(load_entry(slots + j * x.gpu_stride)));
   }
   float s = v[0];
 #pragma unroll

@@ -2,9 +2,9 @@
 // cuda::row_exchange: what one block of a kernel needs to sum a row of floats over a group of GMIs of one GPU
 // from inside that kernel, with no extra launch: every member's row mapped into this GMI, the group's flag words
 // in device memory and this member's call counter; optionally a second level across the GPUs of one host, where
-// each GPU's sum of its members' rows meets the other GPUs' in pinned host memory every GPU maps. Plain data, so
-// host code carries it (rl::ppo_sync); the device side is row_exchange.cuh; comm::hierarchical_allreduce::
-// row_exchange() builds one, with comm::row_exchange_across_gpus for the second level.
+// each GPU's sum of its members' rows meets the other GPUs' in inboxes (peer device memory or pinned host
+// memory). Plain data, so host code carries it (rl::ppo_sync); the device side is row_exchange.cuh;
+// comm::hierarchical_allreduce::row_exchange() builds one, with comm::row_exchange_across_gpus for the second level.
 
 #include <cstddef>
 #include <cstdint>
@@ -27,20 +27,19 @@ struct row_exchange {
   std::uint32_t* stalled = nullptr;     // set to 1 when a wait gave up (one word for the group; the host checks it)
   unsigned long long timeout_ns = 0;
 
-  // The level across GPUs (gpus > 1). GPU t's inbox, as mapped here: its words at inbox_words[t] (GPU j's word at
-  // [j * gpu_apart]: the last call whose sum GPU j pushed there) and its slots at inbox_sums[t] (slot (p, j) at
-  // + (p * gpus + j) * gpu_stride: GPU j's sum of call g with p = g % 2). GPU j's member 0 pushes its GPU's sum
-  // into every other GPU's inbox (peer device memory over NVLink or PCIe), then that inbox's word; each member
-  // polls and reads its own GPU's inbox. inbox_shared: one inbox in mapped host memory for every GPU (written once).
+  // The level across GPUs (gpus > 1). GPU t's inbox, as mapped here, at inbox_entries[t]: per GPU j two slots of
+  // tagged entries (slot (p, j) at + (p * gpus + j) * gpu_stride, for GPU j's sum of call g with p = g % 2); an
+  // entry is one 64-bit word, the call's generation in its high half and the float's bits in its low half, written
+  // at once, so a reader that sees the generation sees the value (no flag, no fence). GPU j's member 0 pushes its
+  // GPU's sum into every other GPU's inbox (peer device memory over NVLink or PCIe); each member polls its own
+  // GPU's inbox. inbox_shared: one inbox in mapped host memory for every GPU (written once).
   static constexpr int max_gpus = 16;
   int gpu = 0;                          // this GPU's place among the host's GPUs
   int gpus = 1;
   int world = 0;                        // members over every GPU (the mean's divisor); 0: size
-  float* inbox_sums[max_gpus] = {};
-  std::uint32_t* inbox_words[max_gpus] = {};
+  std::uint64_t* inbox_entries[max_gpus] = {};
   bool inbox_shared = false;
-  std::size_t gpu_stride = 0;           // floats, >= count
-  int gpu_apart = 1;
+  std::size_t gpu_stride = 0;           // entries, >= count
 
   [[nodiscard]] GMI_HD int members() const noexcept { return world > 0 ? world : size; }
 
@@ -51,9 +50,9 @@ struct row_exchange {
     for (int r = 0; r < size; ++r)
       if (!rows[r]) return false;
     if (gpus < 1 || gpus > max_gpus || gpu < 0 || gpu >= gpus) return false;
-    if (gpus > 1 && (gpu_apart < 1 || gpu_stride < count || world < gpus)) return false;
+    if (gpus > 1 && (gpu_stride < count || world < gpus)) return false;
     for (int t = 0; gpus > 1 && t < gpus; ++t)
-      if (!inbox_sums[t] || !inbox_words[t]) return false;
+      if (!inbox_entries[t]) return false;
     if (gpus == 1 && world != 0 && world != size) return false;
     return gpus > 1 || size > 1;  // one member on one GPU has nothing to exchange
   }

@@ -41,7 +41,7 @@ __global__ static void ppo_stats_gather_kernel(ppo_stats_gather_args a) {
   for (int q = static_cast<int>(threadIdx.x); q < words; q += static_cast<int>(blockDim.x))
     a.sums[q] = cuda::exchange_gpu_sum(x, g, q);
   if (x.gpus > 1) {
-    if (!cuda::exchange_across(x, g, scratch)) return;
+    if (!cuda::exchange_across(x, g, static_cast<std::size_t>(words))) return;
     for (int q = static_cast<int>(threadIdx.x); q < words; q += static_cast<int>(blockDim.x))
       a.sums[q] = cuda::exchange_total(x, g, q, a.sums[q]);
   }

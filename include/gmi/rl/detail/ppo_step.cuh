@@ -78,7 +78,7 @@ __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_
       if (q >= a.param_count) a.term_log[q - a.param_count] = m;
     }
     if (across) {
-      if (!cuda::exchange_across(a.exchange, g, scratch)) return;
+      if (!cuda::exchange_across(a.exchange, g, static_cast<std::size_t>(a.row))) return;
       for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
         const float m = cuda::exchange_total(a.exchange, g, q, a.mean[q]) / world;
         a.mean[q] = m;
