@@ -28,8 +28,9 @@ struct ppo_sync {
   // exec::host: the gradient row, the same contract in host memory.
   std::function<void(float* data, std::size_t n)> sum_host;
   // Both backends, host memory, a few hundred values per iteration: rollout moments (advantages, observations,
-  // returns) and a configuration check. Each trainer fills only its own slot, so the sum is an all-gather whose
-  // result does not depend on the order the transport adds in.
+  // returns; a trainer with an exchange gathers those in a kernel instead) and a configuration check. Each trainer
+  // fills only its own slot, so the sum is an all-gather whose result does not depend on the order the transport
+  // adds in.
   std::function<void(double* data, std::size_t n)> sum_stats;
   // Optional, exec::cuda: set when sum_device only enqueues device work (no host waits) that a CUDA graph may
   // capture and replay. The trainer then captures its update (every epoch's minibatches, sums included) once and
@@ -40,7 +41,8 @@ struct ppo_sync {
   // gradient buffer; comm::hierarchical_allreduce::row_exchange(): MPS GMIs of one GPU, and with
   // comm::row_exchange_across_gpus the GPUs of one host). The trainer then sums the
   // group's rows in its own step kernel (its row, the exchange, the group's mean, Adam: one launch a minibatch)
-  // instead of calling sum_device, wherever its network allows that step (ppo_trainer::steps_in_one_kernel).
+  // instead of calling sum_device, wherever its network allows that step (ppo_trainer::steps_in_one_kernel), and
+  // gathers the rollout statistics through it too when the row holds every member's records.
   std::optional<cuda::row_exchange> exchange;
 
   // Throws config_error naming the first missing or bad field.
