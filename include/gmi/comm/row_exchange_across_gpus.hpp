@@ -58,7 +58,6 @@ struct row_exchange_across_gpus_options {
   int gpus = 2;           // GPUs taking part (2 .. cuda::row_exchange::max_gpus)
   int world = 2;          // GMIs over every GPU (equal on each GPU)
   std::size_t count = 0;  // floats in a row
-  std::size_t slot_entries = 0;  // entries a GPU's slot holds, >= count (0: count): room for values pushed ahead
   inbox_memory memory = inbox_memory::automatic;  // every GMI must ask for the same
   milliseconds timeout = default_timeout();
 };
@@ -118,9 +117,7 @@ class row_exchange_across_gpus {
     require(o_.gpu == o_.rank / per_gpu(), "row exchange across GPUs: GPU of rank " + std::to_string(o_.rank), o_.gpu,
             std::to_string(o_.rank / per_gpu()) + " (GMIs numbered GPU by GPU)");
     require(o_.count >= 1, "row exchange across GPUs: floats in a row", o_.count, ">= 1");
-    require(o_.slot_entries == 0 || o_.slot_entries >= o_.count, "row exchange across GPUs: entries in a slot",
-            o_.slot_entries, "0 or >= " + std::to_string(o_.count) + " (the row)");
-    const std::size_t bytes = detail::across_segment_bytes(o_.gpus, entries());
+    const std::size_t bytes = detail::across_segment_bytes(o_.gpus, o_.count);
     if (o_.rank == 0) {
       segment_ = shm_segment::create(o_.tag, bytes, [&](void* p, std::size_t) {
         auto* c = new (p) detail::across_control{};
@@ -129,7 +126,7 @@ class row_exchange_across_gpus {
         c->world = static_cast<std::uint32_t>(o_.world);
         c->memory = static_cast<std::uint32_t>(o_.memory);
         c->count = o_.count;
-        c->stride = detail::across_stride(entries());
+        c->stride = detail::across_stride(o_.count);
       });
     } else {
       segment_ = shm_segment::open(o_.tag, o_.timeout);
@@ -168,7 +165,7 @@ class row_exchange_across_gpus {
     x.world = o_.world;
     for (int t = 0; t < o_.gpus; ++t) x.inbox_entries[t] = static_cast<std::uint64_t*>(inbox_[t]);
     x.inbox_shared = memory_ == inbox_memory::host;
-    x.gpu_stride = detail::across_stride(entries());
+    x.gpu_stride = detail::across_stride(o_.count);
     x.stalled = static_cast<std::uint32_t*>(device_mapped_);
     if (x.size == 1) x.abort = x.stalled;
   }
@@ -201,7 +198,6 @@ class row_exchange_across_gpus {
 
  private:
   [[nodiscard]] int per_gpu() const noexcept { return o_.world / o_.gpus; }
-  [[nodiscard]] std::size_t entries() const noexcept { return o_.slot_entries ? o_.slot_entries : o_.count; }
   [[nodiscard]] bool owns_inbox() const noexcept { return o_.rank % per_gpu() == 0; }
   detail::across_control* c() const { return static_cast<detail::across_control*>(segment_.data()); }
   std::atomic<std::uint32_t>& stall_word() const { return *static_cast<std::atomic<std::uint32_t>*>(mapped_); }
@@ -214,17 +210,15 @@ class row_exchange_across_gpus {
   void setup() {
     auto* ctl = c();
     if (ctl->gpus != static_cast<std::uint32_t>(o_.gpus) || ctl->world != static_cast<std::uint32_t>(o_.world) ||
-        ctl->count != o_.count || ctl->memory != static_cast<std::uint32_t>(o_.memory) ||
-        ctl->stride != detail::across_stride(entries())) {
+        ctl->count != o_.count || ctl->memory != static_cast<std::uint32_t>(o_.memory)) {
       throw config_error(got_need("row exchange across GPUs " + segment_.name() + " on GMI " + std::to_string(o_.rank),
-                                  shape(o_.gpus, o_.world, o_.count, detail::across_stride(entries()),
-                                        static_cast<std::uint32_t>(o_.memory)),
+                                  shape(o_.gpus, o_.world, o_.count, static_cast<std::uint32_t>(o_.memory)),
                                   shape(static_cast<int>(ctl->gpus), static_cast<int>(ctl->world), ctl->count,
-                                        ctl->stride, ctl->memory) + " as on GMI 0"));
+                                        ctl->memory) + " as on GMI 0"));
     }
     ctl->group.pids[o_.rank].store(::getpid(), std::memory_order_release);
     mapped_ = detail::across_mapped_in(segment_.data());
-    GMI_CUDA_TRY(cudaHostRegister(mapped_, detail::across_mapped_bytes(o_.gpus, entries()),
+    GMI_CUDA_TRY(cudaHostRegister(mapped_, detail::across_mapped_bytes(o_.gpus, o_.count),
                                   cudaHostRegisterMapped | cudaHostRegisterPortable));
     registered_ = true;
     GMI_CUDA_TRY(cudaHostGetDevicePointer(&device_mapped_, mapped_, 0));
@@ -254,7 +248,7 @@ class row_exchange_across_gpus {
       return;
     }
     // Peer to peer: each GPU's first GMI allocates its inbox (IPC shares whole allocations: 2 MiB multiples).
-    const std::size_t inbox_bytes = (detail::across_inbox_bytes(o_.gpus, entries()) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+    const std::size_t inbox_bytes = (detail::across_inbox_bytes(o_.gpus, o_.count) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
     if (owns_inbox()) {
       GMI_CUDA_TRY(cudaMalloc(&own_, inbox_bytes));
       GMI_CUDA_TRY(cudaMemset(own_, 0, inbox_bytes));
@@ -303,10 +297,10 @@ class row_exchange_across_gpus {
     if (registered_) cudaHostUnregister(mapped_);
     registered_ = false;
   }
-  static std::string shape(int gpus, int world, std::uint64_t count, std::uint64_t stride, std::uint32_t memory) {
+  static std::string shape(int gpus, int world, std::uint64_t count, std::uint32_t memory) {
     static const char* names[] = {"automatic", "peer_to_peer", "host"};
     return std::to_string(gpus) + " GPUs, " + std::to_string(world) + " GMIs, " + std::to_string(count) +
-           " floats, slots of " + std::to_string(stride) + " entries, inboxes " + (memory < 3 ? names[memory] : "?");
+           " floats, inboxes " + (memory < 3 ? names[memory] : "?");
   }
 
   row_exchange_across_gpus_options o_;

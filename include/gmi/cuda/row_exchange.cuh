@@ -71,20 +71,6 @@ __device__ inline std::uint64_t tagged_entry(float v, std::uint32_t generation) 
 }
 __device__ inline std::uint64_t load_entry(const std::uint64_t* p) { return *reinterpret_cast<const volatile std::uint64_t*>(p); }
 
-// Pushing ahead, with one member per GPU: a kernel that runs before the exchange's next call on the same stream
-// (generation exchange_next_generation(x)) writes this GPU's values for that call, tagged, into every other GPU's
-// inbox, at entry `at` of this GPU's slot: e.g. the partial rows of the sum the call would add up, so that their
-// flight overlaps the call's launch. The call then reads them with exchange_wait_entry instead of exchange_across
-// and exchange_total (and pushes nothing itself).
-__device__ inline std::uint32_t exchange_next_generation(const row_exchange& x) { return *x.counter + 1; }
-__device__ inline void exchange_push_ahead(const row_exchange& x, std::uint32_t generation, std::size_t at, float v) {
-  const std::size_t e = ((generation & 1u) * x.gpus + x.gpu) * x.gpu_stride + at;
-  const std::uint64_t tagged = tagged_entry(v, generation);
-  for (int t = 0; t < x.gpus; ++t) {
-    if (x.inbox_shared ? t == x.gpu : t != x.gpu) *reinterpret_cast<volatile std::uint64_t*>(x.inbox_entries[t] + e) = tagged;
-  }
-}
-
 // Entry q of this GPU's sum: its members' rows added in rank order (every entry loaded first: one wait on L2
 // instead of one per member). With a level across GPUs, member 0 also pushes it, tagged, into every other GPU's
 // inbox (into the one shared inbox once).
@@ -99,81 +85,46 @@ __device__ inline float exchange_gpu_sum(const row_exchange& x, std::uint32_t ge
   for (int k = 1; k < row_exchange::max_members; ++k) {
     if (k < x.size) s += r[k];
   }
-  if (x.gpus > 1 && x.rank == 0) exchange_push_ahead(x, generation, q, s);
+  if (x.gpus > 1 && x.rank == 0) {
+    const std::size_t at = ((generation & 1u) * x.gpus + x.gpu) * x.gpu_stride + q;
+    const std::uint64_t e = tagged_entry(s, generation);
+    for (int t = 0; t < x.gpus; ++t) {
+      if (x.inbox_shared ? t == x.gpu : t != x.gpu) *reinterpret_cast<volatile std::uint64_t*>(x.inbox_entries[t] + at) = e;
+    }
+  }
   return s;
-}
-
-// One thread's wait for GPU j's entry `at` of call `generation` in this GPU's inbox: true with its value in v;
-// false when the deadline (from `start`) passed, or, looked at more rarely, the abort or stall word is set.
-__device__ inline bool exchange_wait_entry(const row_exchange& x, std::uint32_t generation, int j, std::size_t at,
-                                           float& v, unsigned long long start, unsigned& spins) {
-  const std::uint64_t* e = x.inbox_entries[x.gpu] + ((generation & 1u) * x.gpus + j) * x.gpu_stride + at;
-  for (;;) {
-    const std::uint64_t got = load_entry(e);
-    if (static_cast<std::uint32_t>(got >> 32) == generation) {
-      v = __uint_as_float(static_cast<std::uint32_t>(got));
-      return true;
-    }
-    if ((++spins & 255) == 0) {  // the deadline now and then; the words (maybe host memory) more rarely
-      if (detail::global_ns() - start > x.timeout_ns) return false;
-      if ((spins & 4095) == 0 && (*x.abort != 0 || *reinterpret_cast<volatile std::uint32_t*>(x.stalled) != 0))
-        return false;
-    }
-    __nanosleep(32);
-  }
-}
-
-// GPU j's values pushed ahead at entries first, first + step, ... (n of them), added in that order starting from
-// 0.0f (the order of GPU j's own sum of them, so the same bits): loads go out 16 at a time, then each entry not
-// there yet is waited for. False if a wait gave up.
-__device__ inline bool exchange_sum_pushed(const row_exchange& x, std::uint32_t generation, int j, std::size_t first,
-                                           std::size_t step, std::size_t n, float& sum, unsigned long long start,
-                                           unsigned& spins) {
-  const std::uint64_t* slot = x.inbox_entries[x.gpu] + ((generation & 1u) * x.gpus + j) * x.gpu_stride + first;
-  constexpr std::size_t batch = 16;
-  float s = 0.0f;
-  for (std::size_t w0 = 0; w0 < n; w0 += batch) {
-    std::uint64_t e[batch];
-#pragma unroll
-    for (std::size_t k = 0; k < batch; ++k) {
-      if (w0 + k < n) e[k] = load_entry(slot + (w0 + k) * step);
-    }
-#pragma unroll
-    for (std::size_t k = 0; k < batch; ++k) {
-      if (w0 + k >= n) break;
-      float v = __uint_as_float(static_cast<std::uint32_t>(e[k]));
-      if (static_cast<std::uint32_t>(e[k] >> 32) != generation &&
-          !exchange_wait_entry(x, generation, j, first + (w0 + k) * step, v, start, spins))
-        return false;
-      s += v;
-    }
-  }
-  sum = s;
-  return true;
-}
-
-// Every thread with its outcome: true on every thread if all waited successfully, else false on every thread and
-// the group's stall word set.
-__device__ inline bool exchange_agree(const row_exchange& x, bool ok) {
-  const bool all = __syncthreads_and(ok) != 0;
-  if (!all && threadIdx.x == 0) *reinterpret_cast<volatile std::uint32_t*>(x.stalled) = 1;
-  return all;
 }
 
 // With a level across GPUs (else true at once), after every entry's exchange_gpu_sum: each thread waits until the
 // other GPUs' entries q = threadIdx.x, threadIdx.x + blockDim.x, ... below n of this call are in its GPU's inbox
-// (polled where they land), then the block agrees (exchange_agree).
+// (polled where they land; a deadline, the abort word or the group's stall word ends the wait), then the block
+// agrees: false on every thread if any gave up.
 __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t generation, std::size_t n) {
   if (x.gpus == 1) return true;
+  const std::uint64_t* slots = x.inbox_entries[x.gpu] + (generation & 1u) * x.gpus * x.gpu_stride;
   const unsigned long long start = detail::global_ns();
-  unsigned spins = 0;
   bool ok = true;
-  float v;
+  unsigned spins = 0;
   for (int j = 0; j < x.gpus && ok; ++j) {
     if (j == x.gpu) continue;
-    for (std::size_t q = threadIdx.x; q < n && ok; q += blockDim.x) ok = exchange_wait_entry(x, generation, j, q, v, start, spins);
+    for (std::size_t q = threadIdx.x; q < n && ok; q += blockDim.x) {
+      const std::uint64_t* e = slots + j * x.gpu_stride + q;
+      while (static_cast<std::uint32_t>(load_entry(e) >> 32) != generation) {
+        if ((++spins & 255) == 0) {  // the deadline now and then; the words (maybe host memory) more rarely
+          const bool late = detail::global_ns() - start > x.timeout_ns;
+          if (late || ((spins & 4095) == 0 &&
+                       (*x.abort != 0 || *reinterpret_cast<volatile std::uint32_t*>(x.stalled) != 0))) {
+            ok = false;
+            break;
+          }
+        }
+        __nanosleep(32);
+      }
+    }
   }
-  return exchange_agree(x, ok);
+  const bool all = __syncthreads_and(ok) != 0;
+  if (!all && threadIdx.x == 0) *reinterpret_cast<volatile std::uint32_t*>(x.stalled) = 1;
+  return all;
 }
 
 // After exchange_across: entry q's sum over every GPU, the GPUs' sums added in GPU order (this GPU's is `mine`;

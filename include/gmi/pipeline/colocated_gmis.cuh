@@ -105,9 +105,8 @@ inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
-                    std::size_t count, const std::string& path = "hierarchical", const std::string& update = "eager",
-                    std::size_t slot_entries = 0)
-      : ctx_(ctx), binding_(b), grads_(grads), count_(count), slot_entries_(slot_entries) {
+                    std::size_t count, const std::string& path = "hierarchical", const std::string& update = "eager")
+      : ctx_(ctx), binding_(b), grads_(grads), count_(count) {
     gmi::require(path == "hierarchical" || path == "cpu_staged" || path == "automatic", "gradient allreduce", path,
                  "hierarchical, cpu_staged or automatic");
     if (path != "hierarchical") {
@@ -213,7 +212,6 @@ class gmi_gradient_sync {
     o.gpus = gpus;
     o.world = ctx_.world();
     o.count = count_;
-    o.slot_entries = std::max(slot_entries_, count_);  // room for the trainer's partial rows pushed ahead
     o.timeout = ctx_.timeout();
     o.memory = comm::inbox_memory_from_env(o.memory);
     across_.emplace(o);
@@ -316,7 +314,6 @@ class gmi_gradient_sync {
   const runtime::binding& binding_;
   float* grads_ = nullptr;
   std::size_t count_ = 0;
-  std::size_t slot_entries_ = 0;  // the trainer's request for a level across GPUs (its partial rows pushed ahead)
   std::optional<comm::nccl_id_exchange> ids_;
   std::unique_ptr<comm::nccl_communicator> leaders_;
   std::optional<comm::hierarchical_allreduce> reduce_;

@@ -391,8 +391,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
       }
     }
     const auto grads = trainer.gradient_buffer();
-    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update,
-                           trainer.exchange_slot_entries());
+    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update);
     const graph_released_first<engine> release_graph_first{trainer, ctx.timeout()};
     if (ctx.rank() == 0 && o.gradient_allreduce == "automatic" && !o.quiet) {
       std::printf("gmi: gradients %s\n", sync.description().c_str());

@@ -147,10 +147,8 @@ __global__ static void ppo_sum_rows_kernel(const float* rows, std::size_t warps,
 
 // Stage one of a long row sum: partial[g][q] = rows[g * per][q] + ... + rows[min((g + 1) * per, n) - 1][q], in
 // order; the loads of one thread are independent, so they overlap (one thread walking 256 rows waited on each).
-// PushAhead: each partial row also goes, tagged, into the other GPUs' inboxes of `ahead` for its next call.
-template <bool PushAhead>
 __global__ static void ppo_sum_row_groups_kernel(const float* rows, std::size_t n, std::size_t per, int row,
-                                                 float* partial, cuda::row_exchange ahead) {
+                                                 float* partial) {
   const int q = blockIdx.x * blockDim.x + threadIdx.x;
   if (q >= row) return;
   const std::size_t begin = static_cast<std::size_t>(blockIdx.y) * per;
@@ -158,9 +156,7 @@ __global__ static void ppo_sum_row_groups_kernel(const float* rows, std::size_t 
   float s = 0.0f;
 #pragma unroll 16
   for (std::size_t w = begin; w < end; ++w) s += rows[w * row + q];
-  const std::size_t at = static_cast<std::size_t>(blockIdx.y) * row + q;
-  partial[at] = s;
-  if constexpr (PushAhead) cuda::exchange_push_ahead(ahead, cuda::exchange_next_generation(ahead), at, s);
+  partial[static_cast<std::size_t>(blockIdx.y) * row + q] = s;
 }
 
 // Synced runs: the group's summed gradient row becomes its mean, and the loss terms logged are the group's means.
@@ -231,23 +227,11 @@ class minibatch_gradient {
   struct row_parts {
     const float* rows;
     std::size_t count;
-    bool pushed_ahead = false;  // also in the other GPUs' inboxes of the exchange given to enqueue_parts
   };
-  // Floats the partial rows of a minibatch of up to max_count samples fill at most, when the first stage of their
-  // sum runs (what a GPU's inbox slot must hold to take them pushed ahead).
-  [[nodiscard]] std::size_t grouped_floats() const noexcept { return partial_.size(); }
-  // The rows enqueue_parts leaves for a minibatch of `count` samples (after the first stage, where that runs).
-  [[nodiscard]] std::size_t part_rows(std::size_t count) const {
-    std::size_t parts = (count + thread_block - 1) / thread_block * (thread_block / 32);
-    if constexpr (by_warps) parts = blocks(count);
-    return parts > 2 * group ? (parts + group - 1) / group : parts;
-  }
   // The gradient kernel and, for many partial rows, the first stage of their sum: what enqueue then adds up (or a
-  // step kernel, ppo_step_kernel). With `ahead` (one GMI a GPU, a level across GPUs whose slots hold
-  // grouped_floats()), that first stage also pushes its rows into the other GPUs' inboxes for the exchange's next
-  // call.
+  // step kernel, ppo_step_kernel).
   row_parts enqueue_parts(const ppo_minibatch_view<Net>& mb, const float* params, const std::uint64_t* round_base,
-                          int epoch, int epochs, cudaStream_t s, const cuda::row_exchange* ahead = nullptr) {
+                          int epoch, int epochs, cudaStream_t s) {
     std::size_t parts = 0;
     if constexpr (by_warps) {
       parts = blocks(mb.count);
@@ -260,18 +244,16 @@ class minibatch_gradient {
           mb, params, rows_.data(), round_base, epoch, epochs);
     }
     GMI_CUDA_TRY(cudaGetLastError());
+    const float* sum_of = rows_.data();
     if (parts > 2 * group) {  // groups of `group` rows first, then the groups' rows
       const std::size_t groups = (parts + group - 1) / group;
-      const dim3 grid((row + 255) / 256, static_cast<unsigned>(groups));
-      if (ahead) {
-        ppo_sum_row_groups_kernel<true><<<grid, 256, 0, s>>>(rows_.data(), parts, group, row, partial_.data(), *ahead);
-      } else {
-        ppo_sum_row_groups_kernel<false><<<grid, 256, 0, s>>>(rows_.data(), parts, group, row, partial_.data(), {});
-      }
+      ppo_sum_row_groups_kernel<<<dim3((row + 255) / 256, static_cast<unsigned>(groups)), 256, 0, s>>>(
+          rows_.data(), parts, group, row, partial_.data());
       GMI_CUDA_TRY(cudaGetLastError());
-      return {partial_.data(), groups, ahead != nullptr};
+      sum_of = partial_.data();
+      parts = groups;
     }
-    return {rows_.data(), parts};
+    return {sum_of, parts};
   }
 
  private:
@@ -428,14 +410,6 @@ struct ppo_device_ops {
   static bool steps_in_one_kernel(const trainer& t) {
     return t.adam_.steps_in_one_block() && t.sync_ && t.sync_->exchange.has_value();
   }
-  // Whether the parts' kernel pushes its rows ahead into the other GPUs' inboxes (one GMI a GPU over several GPUs,
-  // slots that hold them), so each step kernel forms the other GPUs' sums itself and their flight overlaps its
-  // launch. On 2 x H200 the GPUs' sums pushed by the step kernel cost about 5 us a step more than one GPU alone.
-  bool pushes_ahead(const trainer& t) const {
-    if (!steps_in_one_kernel(t)) return false;
-    const cuda::row_exchange& x = *t.sync_->exchange;
-    return x.size == 1 && x.gpus > 1 && gradient.grouped_floats() <= x.gpu_stride;
-  }
 
   void enqueue_step(trainer& t, int e, std::size_t b, float* terms) {
     const cudaStream_t s = t.policy_.stream;
@@ -454,10 +428,9 @@ struct ppo_device_ops {
     a.min_lr = t.config_.min_learning_rate;
     a.max_lr = t.config_.max_learning_rate;
     const auto parts = gradient.enqueue_parts(t.minibatch_view(0, e, b), t.params_.data(), iteration.data(), e,
-                                              t.config_.epochs, s, pushes_ahead(t) ? &a.exchange : nullptr);
+                                              t.config_.epochs, s);
     a.parts = parts.rows;
     a.part_count = parts.count;
-    a.pushed_ahead = parts.pushed_ahead;
     ppo_step_kernel<<<1, nn::detail::adam_fused_block, 0, s>>>(a);
     GMI_CUDA_TRY(cudaGetLastError());
   }

@@ -274,12 +274,6 @@ class ppo_trainer {
   // The gradient row [param_count gradients | term_count loss terms] a sync sums: the same memory for the
   // trainer's lifetime, so a transport may bind to it.
   [[nodiscard]] memory_span<float, memory_space> gradient_buffer() noexcept { return {grads_.data(), grads_.size()}; }
-  // exec::cuda: the entries a GPU's slot in the inboxes of a level across GPUs should hold for this trainer to push
-  // its partial gradient rows ahead (comm::row_exchange_across_gpus_options::slot_entries); exec::host: the row.
-  [[nodiscard]] std::size_t exchange_slot_entries() const {
-    if constexpr (P::on_device) return std::max<std::size_t>(device_->gradient.grouped_floats(), row);
-    else return row;
-  }
 
   // The whole training state: weights, Adam, normalizers, every environment's state and RNG counter, the policy's
   // sampling counters and the iteration count. Loading it into a trainer built with the same task, network and
@@ -535,13 +529,7 @@ class ppo_trainer {
   // the same sizes, and the same statistics): every trainer gathers every trainer's numbers and compares them
   // with rank 0's, so all throw alike.
   void check_group_schedule(const ppo_sync& sync) const {
-    // Partial rows pushed ahead across GPUs (one GMI a GPU) are summed by the other GPUs: their count must agree.
-    double pushed_parts = 0;
-    if constexpr (P::on_device) {
-      if (sync.exchange && sync.exchange->size == 1 && sync.exchange->gpus > 1)
-        pushed_parts = static_cast<double>(device_->gradient.part_rows(minibatch_));
-    }
-    const std::array<std::pair<const char*, double>, 11> mine{{
+    const std::array<std::pair<const char*, double>, 10> mine{{
         {"trainers", 1.0},
         {"samples per iteration (horizon x num_envs)", static_cast<double>(total_)},
         {"ppo.minibatch (samples per gradient step)", static_cast<double>(minibatch_)},
@@ -552,7 +540,6 @@ class ppo_trainer {
         {"ppo.normalize_obs", config_.normalize_obs ? 1.0 : 0.0},
         {"ppo.normalize_value", config_.normalize_value ? 1.0 : 0.0},
         {"ppo.schedule (0 constant, 1 adaptive_kl)", config_.schedule == lr_schedule::adaptive_kl ? 1.0 : 0.0},
-        {"partial gradient rows a minibatch (GPU kernel shape; 0: not pushed across GPUs)", pushed_parts},
     }};
     const std::size_t k = mine.size(), world = static_cast<std::size_t>(sync.world);
     std::vector<double> all(world * k, 0.0);

@@ -36,8 +36,6 @@ struct ppo_step_args {
   float* params = nullptr;
   nn::adam_block_step adam;
   cuda::row_exchange exchange;  // size 0: none
-  bool pushed_ahead = false;    // the other GPUs' parts are in the inbox (one GMI a GPU; the parts' kernel pushed
-                                // this GPU's): their sums are formed here
   bool adapt_lr = false;        // lr_schedule::adaptive_kl: the lr after this step from the logged KL
   float* lr = nullptr;
   float kl_target = 0, min_lr = 0, max_lr = 0;
@@ -47,8 +45,7 @@ struct ppo_step_args {
 // loaded before the exchange's waits): this GMI's row from its parts (the
 // order of ppo_sum_rows_kernel); with an exchange (without one it is a plain step), the group's rows summed in
 // rank order and divided by the group's size (the order of the hierarchical allreduce's one-GPU sum and
-// ppo_average_rows_kernel; with a level across GPUs, the GPUs' sums added in GPU order before the division, each
-// GPU's formed here from its partial rows where the parts' kernel pushed them ahead);
+// ppo_average_rows_kernel; with a level across GPUs, the GPUs' sums added in GPU order before the division);
 // Adam; the adaptive-KL rule (ppo_adapt_lr_kernel's). The same bits as those kernels
 // one after another. If an exchange wait gives up, the step stops there (the host finds the stall word set).
 __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_kernel(ppo_step_args a) {
@@ -69,42 +66,23 @@ __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_
   if (exchanged) {
     if (!cuda::exchange_post(a.exchange, g, scratch)) return;
     const float world = static_cast<float>(a.exchange.members());
-    if (a.pushed_ahead) {  // each GPU's sum of its parts in its order, then the GPUs' sums in GPU order
-      const unsigned long long start = cuda::detail::global_ns();
-      unsigned spins = 0;
-      bool ok = true;
-      for (int q = static_cast<int>(threadIdx.x); q < a.row && ok; q += static_cast<int>(blockDim.x)) {
-        float total = 0.0f;
-        for (int j = 0; j < a.exchange.gpus && ok; ++j) {
-          float s = a.own[q];
-          if (j != a.exchange.gpu)
-            ok = cuda::exchange_sum_pushed(a.exchange, g, j, q, a.row, a.part_count, s, start, spins);
-          total = j == 0 ? s : total + s;
-        }
-        const float m = total / world;
-        a.mean[q] = m;
-        if (q >= a.param_count) a.term_log[q - a.param_count] = m;
-      }
-      if (!cuda::exchange_agree(a.exchange, ok)) return;
-    } else {
-      const bool across = a.exchange.gpus > 1;
-      for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
-        const float s = cuda::exchange_gpu_sum(a.exchange, g, q);
-        if (across) {
-          a.mean[q] = s;  // this GPU's sum, until every GPU's is there
-          continue;
-        }
-        const float m = s / world;
-        a.mean[q] = m;
-        if (q >= a.param_count) a.term_log[q - a.param_count] = m;
-      }
+    const bool across = a.exchange.gpus > 1;
+    for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
+      const float s = cuda::exchange_gpu_sum(a.exchange, g, q);
       if (across) {
-        if (!cuda::exchange_across(a.exchange, g, static_cast<std::size_t>(a.row))) return;
-        for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
-          const float m = cuda::exchange_total(a.exchange, g, q, a.mean[q]) / world;
-          a.mean[q] = m;
-          if (q >= a.param_count) a.term_log[q - a.param_count] = m;
-        }
+        a.mean[q] = s;  // this GPU's sum, until every GPU's is there
+        continue;
+      }
+      const float m = s / world;
+      a.mean[q] = m;
+      if (q >= a.param_count) a.term_log[q - a.param_count] = m;
+    }
+    if (across) {
+      if (!cuda::exchange_across(a.exchange, g, static_cast<std::size_t>(a.row))) return;
+      for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
+        const float m = cuda::exchange_total(a.exchange, g, q, a.mean[q]) / world;
+        a.mean[q] = m;
+        if (q >= a.param_count) a.term_log[q - a.param_count] = m;
       }
     }
     cuda::exchange_release(a.exchange, g);
