@@ -406,7 +406,10 @@ struct ppo_device_ops {
   // thread (21.3 M against 23.5 M over 8 GMIs; bench/results/runs/2026-11-21-h200-warp-pairs-step-variants.jsonl).
   // So was launching the gradient and step kernels as programmatic dependent launches (each may start before the
   // kernel ahead ends): 18.9 M against 23.5 M over 8 GMIs; the gradient kernel alone that way, 23.3 M against 23.6 M
-  // (bench/results/gpu-tests/2026-11-21-h200-overlapped-launch-variants.log).
+  // (bench/results/gpu-tests/2026-11-21-h200-overlapped-launch-variants.log). Across GPUs, pushing the partial
+  // rows ahead from their kernel into the other GPUs' inboxes (each step kernel then adding every GPU's rows) was
+  // slower than pushing the GPU's sum from the step kernel: 56.2 M against 58.6 M samples/s on 2 x H200
+  // (bench/results/runs/2026-11-21-h200x2-push-ahead-c2ac643.jsonl).
   static bool steps_in_one_kernel(const trainer& t) {
     return t.adam_.steps_in_one_block() && t.sync_ && t.sync_->exchange.has_value();
   }
