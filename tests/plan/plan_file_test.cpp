@@ -83,6 +83,20 @@ TEST_CASE("plan.file.json_round_trip") {
   CHECK_FALSE(plan::from_text(plan::to_text(unmeasured)).mapping);
 }
 
+TEST_CASE("plan.file.trials_of_round_trip_default_and_refusal") {
+  plan::plan p = example_plan();
+  CHECK(p.trials_of == "serving");  // the explorer does not know; gmi::autotune sets it
+  p.trials_of = "colocated";
+  auto j = nlohmann::json::parse(plan::to_text(p));
+  CHECK(j.at("trials_of") == "colocated");
+  CHECK(plan::from_text(j.dump()).trials_of == "colocated");
+  j.erase("trials_of");  // a plan saved before the field existed: serving trials made it
+  CHECK(plan::from_text(j.dump()).trials_of == "serving");
+  j["trials_of"] = "split";
+  CHECK_THROWS_WITH_AS((void)plan::from_text(j.dump(), "plan p.json"),
+                       "plan p.json: trials_of: got \"split\", need serving or colocated", gmi::config_error);
+}
+
 TEST_CASE("plan.file.save_is_atomic_and_load_reads_it_back") {
   scratch_dir dir;
   const auto path = dir.path / "plan.json";

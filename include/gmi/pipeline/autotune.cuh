@@ -1,24 +1,29 @@
 #pragma once
-// --autotune and --plan for the serving layout. The paper's Algorithm 1 (plan/explorer.hpp) runs real trials:
-// each candidate (partition, GMIs per GPU, environments per GMI) serves on one GPU for a short window through
-// runtime::run_gmis, and reports the GPU's total steps/s and the largest GMI's device memory (what it allocated
-// through cuda::device_buffer: CUDA contexts and library workspaces are not counted). The explorer's plan is
-// printed, optionally saved (--save-plan) and then served on every GPU of the run; --plan serves a saved plan
-// after checking it was made for this machine. Also here: the work one serving GMI does (serving_gmi_work), used
-// by the serving layout and by the trials alike.
+// --autotune and --plan for the serving and the colocated layouts. The paper's Algorithm 1 (plan/explorer.hpp)
+// runs real trials: each candidate (partition, GMIs per GPU, environments per GMI) runs the layout itself on one
+// GPU for a short window through runtime::run_gmis and reports the GPU's total throughput (serving: environment
+// steps/s; colocated: synchronous PPO's training samples/s, from the first group step on) and the largest GMI's
+// device memory (what it allocated through cuda::device_buffer: CUDA contexts and library workspaces are not
+// counted). The explorer's plan is printed, optionally saved (--save-plan) and then run on every GPU of the run;
+// --plan runs a saved plan after checking it was made for this machine and with trials of this layout. Also
+// here: the work one serving GMI does (serving_gmi_work), used by the serving layout and by its trials alike.
 //
 // GMI processes (MPS, MIG) re-run the binary with the launcher's flags; the candidate they belong to travels in
-// GMI_CHOSEN_PARTITION, GMI_CHOSEN_GMIS, GMI_CHOSEN_ENVS, GMI_CHOSEN_SECONDS and GMI_CHOSEN_QUIET
-// (apply_chosen_from_env).
+// GMI_CHOSEN_PARTITION, GMI_CHOSEN_GMIS, GMI_CHOSEN_ENVS, GMI_CHOSEN_SECONDS, GMI_CHOSEN_QUIET and, for a
+// training trial, GMI_CHOSEN_TRIAL (apply_chosen_from_env).
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <gmi/core/error.hpp>
+#include <gmi/layout/layouts.hpp>
 #include <gmi/metrics/progress.hpp>
+#include <gmi/pipeline/colocated_gmis.cuh>
 #include <gmi/pipeline/run_options.hpp>
 #include <gmi/pipeline/serving_gmis.hpp>
 #include <gmi/plan/explorer.hpp>
@@ -44,13 +49,41 @@ runtime::gmi_work serving_gmi_work(const run_options& o) {
   };
 }
 
+namespace detail {
+// run.cuh: synchronous PPO over the GMIs of cfg (the colocated layout); with `trial`, quiet, totals into *trial.
+template <class Pipeline>
+int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg, gmi_training_total* trial = nullptr);
+}  // namespace detail
+
+// A training trial runs this long before its first group step could be measured (trainer built, update captured,
+// five iterations): the explorer's estimate of a trial's overhead, and time the trial trains beyond its window.
+inline constexpr double training_trial_warmup_seconds = 1.0;
+
+// What a training trial changes in the run's options, in the launcher and (GMI_CHOSEN_TRIAL) in its GMI
+// processes alike: trains `seconds` past the warm-up, stops on time only, saves and resumes nothing, says nothing.
+inline void make_training_trial(run_options& o, double seconds) {
+  o.max_seconds = seconds + training_trial_warmup_seconds;
+  o.max_env_steps = std::numeric_limits<double>::infinity();
+  o.target_return = std::numeric_limits<double>::quiet_NaN();
+  o.quiet = true;
+  o.metrics_path.clear();
+  o.checkpoint_path.clear();
+  o.checkpoint_every = 0;
+  o.resume_path.clear();
+  o.restart_on_failure = 0;
+  o.population = false;
+}
+
 // The candidate a GMI process belongs to (set by the launcher of a trial or of a planned run).
-inline runtime::env_list chosen_env(const plan::candidate& c, double seconds, bool quiet = false) {
-  return {{"GMI_CHOSEN_PARTITION", c.partition},
-          {"GMI_CHOSEN_GMIS", std::to_string(c.gmis_per_gpu)},
-          {"GMI_CHOSEN_ENVS", std::to_string(c.envs_per_gmi)},
-          {"GMI_CHOSEN_SECONDS", std::to_string(seconds)},
-          {"GMI_CHOSEN_QUIET", quiet ? "1" : "0"}};
+inline runtime::env_list chosen_env(const plan::candidate& c, double seconds, bool quiet = false,
+                                    bool training_trial = false) {
+  runtime::env_list vars = {{"GMI_CHOSEN_PARTITION", c.partition},
+                            {"GMI_CHOSEN_GMIS", std::to_string(c.gmis_per_gpu)},
+                            {"GMI_CHOSEN_ENVS", std::to_string(c.envs_per_gmi)},
+                            {"GMI_CHOSEN_SECONDS", std::to_string(seconds)},
+                            {"GMI_CHOSEN_QUIET", quiet ? "1" : "0"}};
+  if (training_trial) vars.emplace_back("GMI_CHOSEN_TRIAL", "1");
+  return vars;
 }
 // In a GMI process: takes the launcher's candidate over the flags (returns false when there is none).
 inline bool apply_chosen_from_env(run_options& o) {
@@ -64,6 +97,7 @@ inline bool apply_chosen_from_env(run_options& o) {
   o.num_envs = std::atoi(n);
   o.serve_seconds = std::atof(s);
   if (const char* q = std::getenv("GMI_CHOSEN_QUIET"); q && std::string(q) == "1") o.quiet = true;
+  if (const char* t = std::getenv("GMI_CHOSEN_TRIAL"); t && std::string(t) == "1") make_training_trial(o, o.serve_seconds);
   o.autotune.on = false;
   o.autotune.plan_path.clear();
   return true;
@@ -92,6 +126,32 @@ plan::trial_result serving_trial(const run_options& o, const plan::candidate& c,
   }
 }
 
+// One training trial: `c` trains (the colocated layout, synchronous PPO) on GPU o.gpu for about `seconds` after
+// its first group step; the throughput is the GPU's training samples/s over that window. Never throws.
+template <class Pipeline>
+plan::trial_result training_trial(const run_options& o, const plan::candidate& c, double seconds) {
+  runtime::gmis_config cfg;
+  cfg.partition = c.partition;
+  cfg.gpus = {o.gpu};
+  cfg.gmis_per_gpu = c.gmis_per_gpu;
+  cfg.launch = o.launch;
+  cfg.env = chosen_env(c, seconds, true, true);
+  if (const gmi::status st = runtime::can_implement(cfg); !st) return plan::trial_result::failed(st.message());
+  run_options t = o;
+  t.partition = c.partition;
+  t.gmis_per_gpu = c.gmis_per_gpu;
+  t.num_envs = c.envs_per_gmi;
+  make_training_trial(t, seconds);
+  try {
+    gmi_training_total total;
+    detail::train_on_gmis<Pipeline>(t, cfg, &total);
+    if (total.per_gmi.empty()) return plan::trial_result::failed("a GMI process ran the launcher's trial");
+    return plan::trial_result::measured(total.warm_samples_per_s, total.max_device_bytes);
+  } catch (const std::exception& e) {
+    return plan::trial_result::failed(e.what());
+  }
+}
+
 // The comma list of --autotune-partitions, or the run's partition.
 inline std::vector<std::string> autotune_partitions(const run_options& o) {
   std::vector<std::string> out;
@@ -102,31 +162,80 @@ inline std::vector<std::string> autotune_partitions(const run_options& o) {
   return out;
 }
 
-// --autotune: Algorithm 1 on this machine with serving trials; prints a line per trial and the choice, saves the
-// plan when asked. Throws config_error for bad options or a budget too small for one trial.
+// What the trials of a layout run: "serving" (serving_trial) or "colocated" (training_trial); a plan records it.
 template <class Pipeline>
-plan::plan autotune_serving(const run_options& o) {
+constexpr const char* trials_of() {
+  return Pipeline::layout_type::trains ? "colocated" : "serving";
+}
+
+// --autotune / --plan against the rest of the flags and the pipeline type, before any device work: config_error
+// with one line for a combination that can not work.
+template <class Pipeline>
+void check_plan_flags(const run_options& o) {
+  const std::string flag = o.autotune.on ? "--autotune" : "--plan";
+  if constexpr (std::is_same_v<typename Pipeline::layout_type, layout::split>) {
+    throw gmi::config_error(gmi::got_need(flag + " with layout", Pipeline::layout_type::name,
+                                          "gmi::layout::serving or gmi::layout::colocated (trials measure serving or "
+                                          "synchronous training)"));
+  } else {
+    if (o.autotune.on && !o.autotune.plan_path.empty()) {
+      throw gmi::config_error(gmi::got_need("--autotune with --plan", o.autotune.plan_path, "one of the two"));
+    }
+    gmi::require(!o.population, flag + " with", "--population",
+                 "one training over the GMIs (population members train alone, one per GMI)");
+    // A restart attempt and a resumed run train the configuration they saved; a search would choose again.
+    gmi::require(!o.autotune.on || (o.restart_on_failure == 0 && o.resume_path.empty()), "--autotune with",
+                 o.restart_on_failure > 0 ? "--restart-on-failure" : "--resume",
+                 "--plan PATH (search once with --autotune --save-plan PATH, then train with --plan PATH)");
+    if constexpr (Pipeline::layout_type::trains && !Pipeline::comm_type::reduces) {  // every trial would fail on this
+      throw gmi::config_error(gmi::got_need(flag + " for layout colocated: communicator", Pipeline::comm_type::name,
+                                            "one that reduces gradients: gmi::comm::hierarchical<gmi::comm::nccl> in "
+                                            "the pipeline type"));
+    }
+  }
+}
+
+// --autotune: Algorithm 1 on this machine with trials of the pipeline's layout (serving, or colocated training);
+// prints a line per trial and the choice, saves the plan when asked. Throws config_error for bad options or a
+// budget too small for one trial.
+template <class Pipeline>
+plan::plan autotune(const run_options& o) {
+  constexpr bool trains = Pipeline::layout_type::trains;
+  static_assert(!std::is_same_v<typename Pipeline::layout_type, layout::split>,
+                "autotune: trials measure the serving or the colocated layout");
   const plan::topology t = plan::discover();
   plan::explore_options e;
   e.partitions = autotune_partitions(o);
   e.max_gmis_per_gpu = o.autotune.max_gmis_per_gpu;
   e.budget_seconds = o.autotune.budget_seconds;
-  e.estimated_trial_seconds = o.autotune.trial_seconds + 0.5;  // the window plus start-up and warm-up
+  // the window plus start-up and warm-up
+  e.estimated_trial_seconds = o.autotune.trial_seconds + (trains ? 0.5 + training_trial_warmup_seconds : 0.5);
   e.progress = plan::print_progress(stdout);
-  std::printf("gmi: autotune | partitions %s | up to %d GMIs per GPU | %d..%d envs per GMI | budget %.0f s | "
+  const char* unit = trains ? "training samples/s" : "steps/s";
+  std::printf("gmi: autotune (%s trials) | partitions %s | up to %d GMIs per GPU | %d..%d envs per GMI | budget %.0f s | "
               "trials of %.2f s on GPU %d\n",
-              o.autotune.partitions.empty() ? o.partition.c_str() : o.autotune.partitions.c_str(), e.max_gmis_per_gpu,
-              e.min_envs, e.max_envs, e.budget_seconds, o.autotune.trial_seconds, o.gpu);
+              trials_of<Pipeline>(), o.autotune.partitions.empty() ? o.partition.c_str() : o.autotune.partitions.c_str(),
+              e.max_gmis_per_gpu, e.min_envs, e.max_envs, e.budget_seconds, o.autotune.trial_seconds, o.gpu);
   std::fflush(stdout);
   const double seconds = o.autotune.trial_seconds;
-  const plan::plan p = plan::explore(t, [&](const plan::candidate& c) { return serving_trial<Pipeline>(o, c, seconds); }, e);
-  std::printf("gmi: autotune chose %s: %s steps/s on one GPU, %s projected over %zu GPU(s) (%s; %zu trials in %.1f s, %s)\n",
-              plan::describe(p.chosen).c_str(), metrics::si(p.gpu_throughput).c_str(),
+  plan::plan p = plan::explore(
+      t,
+      [&](const plan::candidate& c) {
+        if constexpr (trains) {
+          return training_trial<Pipeline>(o, c, seconds);
+        } else {
+          return serving_trial<Pipeline>(o, c, seconds);
+        }
+      },
+      e);
+  p.trials_of = trials_of<Pipeline>();
+  std::printf("gmi: autotune chose %s: %s %s on one GPU, %s projected over %zu GPU(s) (%s; %zu trials in %.1f s, %s)\n",
+              plan::describe(p.chosen).c_str(), metrics::si(p.gpu_throughput).c_str(), unit,
               metrics::si(p.projected_throughput).c_str(), t.gpus.size(), p.selection.c_str(), p.trials.size(),
               p.explore_seconds, p.stopped_by.c_str());
   if (!o.autotune.save_path.empty()) {
     plan::save(p, o.autotune.save_path);
-    std::printf("gmi: plan saved to %s (serve with it: --plan %s)\n", o.autotune.save_path.c_str(),
+    std::printf("gmi: plan saved to %s (run with it: --plan %s)\n", o.autotune.save_path.c_str(),
                 o.autotune.save_path.c_str());
   }
   std::fflush(stdout);

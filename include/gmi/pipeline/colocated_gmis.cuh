@@ -55,6 +55,10 @@ struct gmi_training_result {
   std::string gradients;  // the gradient allreduce in use (gmi_gradient_sync::description)
   std::string update;     // "fused" (replayed, the group's sum inside each step kernel), "graph" or "eager"
   std::vector<std::array<double, 2>> curve;  // rank 0 only: (group env steps, mean return) at every group step
+  // From the first group step (iteration 5) to the end: start-up, graph capture and the first iterations left
+  // out, as an autotune trial measures (pipeline/autotune.cuh). Zero when the run ended at its first group step.
+  double warm_samples = 0, warm_seconds = 0;
+  std::uint64_t device_bytes = 0;  // peak device memory this GMI's thread allocated through cuda::device_buffer
 };
 
 inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
@@ -65,6 +69,8 @@ inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
   if (!r.curve.empty()) j["curve"] = r.curve;
   if (!r.gradients.empty()) j["gradients"] = r.gradients;
   if (!r.update.empty()) j["update"] = r.update;
+  if (r.warm_seconds > 0) j.update({{"warm_samples", r.warm_samples}, {"warm_seconds", r.warm_seconds}});
+  j["device_bytes"] = r.device_bytes;
 }
 inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   r.rank = j.at("rank");
@@ -81,6 +87,11 @@ inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   if (j.contains("curve")) r.curve = j["curve"].get<std::vector<std::array<double, 2>>>();
   if (j.contains("gradients")) r.gradients = j["gradients"].get<std::string>();
   if (j.contains("update")) r.update = j["update"].get<std::string>();
+  if (j.contains("warm_seconds")) {
+    r.warm_samples = j.at("warm_samples");
+    r.warm_seconds = j.at("warm_seconds");
+  }
+  if (j.contains("device_bytes")) r.device_bytes = j.at("device_bytes");
 }
 
 namespace detail {
@@ -374,6 +385,9 @@ struct group_stop_check {
 struct gmi_training_total {
   std::vector<gmi_training_result> per_gmi;
   double samples_per_s = 0;  // every GMI's samples over the longest GMI's time
+  // The same from the first group step on (start-up left out); samples_per_s when no GMI got past it.
+  double warm_samples_per_s = 0;
+  std::uint64_t max_device_bytes = 0;  // the largest GMI's peak device memory (cuda::device_buffer)
   bool weights_identical = true;
   std::uint64_t iterations = 0;
 };
@@ -381,12 +395,17 @@ struct gmi_training_total {
 // In the launcher: the GMIs' reports added up. Throws gmi::error when a GMI reported nothing.
 inline gmi_training_total collect_training(const runtime::run_report& report) {
   gmi_training_total t;
-  double samples = 0, longest = 0;
+  double samples = 0, longest = 0, warm_samples = 0, warm_longest = 0;
+  bool warm = true;
   for (std::size_t r = 0; r < report.results.size(); ++r) {
     if (report.results[r].empty()) throw gmi::error("GMI " + std::to_string(r) + " ended without a training report");
     auto one = nlohmann::json::parse(report.results[r]).get<gmi_training_result>();
     samples += one.samples;
     longest = std::max(longest, one.seconds);
+    warm = warm && one.warm_seconds > 0;
+    warm_samples += one.warm_samples;
+    warm_longest = std::max(warm_longest, one.warm_seconds);
+    t.max_device_bytes = std::max(t.max_device_bytes, one.device_bytes);
     t.per_gmi.push_back(std::move(one));
   }
   if (!t.per_gmi.empty()) {
@@ -397,6 +416,7 @@ inline gmi_training_total collect_training(const runtime::run_report& report) {
     }
   }
   t.samples_per_s = longest > 0 ? samples / longest : 0;
+  t.warm_samples_per_s = warm && warm_longest > 0 ? warm_samples / warm_longest : t.samples_per_s;
   return t;
 }
 

@@ -306,8 +306,10 @@ inline std::vector<int> chosen_gpus(const run_options& o, int visible) {
 // progress of the group; the launcher prints the total and checks that every GMI holds the same weights.
 // --checkpoint saves every GMI at the same group step (gmis_checkpoint.hpp); --resume restores every GMI;
 // --restart-on-failure makes the launcher a loop of attempts (restart.hpp).
+// With `trial` (an autotune trial, pipeline/autotune.cuh) the launcher prints nothing and writes no metrics line:
+// the totals go to *trial, and GMIs ending with different weights are an error.
 template <class Pipeline>
-int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
+int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_training_total* trial) {
   using Env = typename Pipeline::env;
   using engine = typename Pipeline::template engine<exec::cuda>;
   runtime::gmis_config cfg = cfg_in;  // the launcher adds the restart loop's variables for GMI processes
@@ -368,7 +370,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
   const std::optional<restart_status> status = restart_status::from_env();
   const metrics::run_info run = metrics::describe_run();
   const char* task = task_name<Env>();
-  if (launcher) {
+  if (launcher && !trial) {
     std::printf("gmi: %s | colocated (synchronous PPO) | partition %s (%s) | %d GMIs = %zu GPU(s) x %d | %d envs per "
                 "GMI | minibatch %d per GMI (%d for the group) | gradients %s | seed %llu\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.world(), cfg.gpus.size(),
@@ -442,6 +444,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
     std::string reason = "step limit";
     const auto t0 = std::chrono::steady_clock::now();
     double last_log = 0;
+    std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> warm;  // the first group step
     for (;;) {
       trainer.iterate();
       ctx.heartbeat();
@@ -457,6 +460,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
       if (trainer.iteration() % 5 != 0) continue;
       // Every 5 iterations: the statistics asked for 5 iterations ago, then the group's decision.
       const auto mine = trainer.wait_episodes();
+      if (!warm) warm.emplace(std::chrono::steady_clock::now(), trainer.iteration());
       trainer.request_episodes();
       const double steps = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration() * world;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -493,7 +497,13 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
     r.num_envs = trainer.num_envs();
     r.iterations = trainer.iteration();
     r.samples = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration();
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto end = std::chrono::steady_clock::now();
+    r.seconds = std::chrono::duration<double>(end - t0).count();
+    if (warm && trainer.iteration() > warm->second) {
+      r.warm_samples = static_cast<double>(trainer.iteration() - warm->second) * trainer.samples_per_iteration();
+      r.warm_seconds = std::chrono::duration<double>(end - warm->first).count();
+    }
+    r.device_bytes = cuda::device_bytes_of_this_thread().peak;
     r.mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
     r.reason = reason;
     r.binding = b.describe();
@@ -522,6 +532,11 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in) {
   if (!outcome.report) return outcome.exit_code;  // a GMI process: its launcher reports
   const gmi_training_total t = collect_training(*outcome.report);
   const gmi_training_result& first = t.per_gmi.front();
+  if (trial) {
+    if (!t.weights_identical) throw gmi::error("the GMIs ended with different weights: synchronous training is broken");
+    *trial = t;
+    return 0;
+  }
   std::printf("gmi: %s after %llu iterations: %s samples/s over %zu GMIs (%s each on average, update %s) | mean "
               "return %s | weights %s (FNV-1a %016llx)\n",
               first.reason.c_str(), static_cast<unsigned long long>(t.iterations), metrics::si(t.samples_per_s).c_str(),
@@ -813,7 +828,8 @@ int run(int argc, char** argv) {
                  "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "
                  "at most N times (needs --checkpoint)")
       ->expected(0, 1)->default_str("3")->check(CLI::Range(1, 1000));
-  app.add_flag("--autotune", o.autotune.on, "serving: find GMIs per GPU and envs per GMI (the paper's Algorithm 1), then serve");
+  app.add_flag("--autotune", o.autotune.on, "serving, colocated: find GMIs per GPU and envs per GMI (the paper's Algorithm 1 with "
+               "trials of the layout), then serve or train with them");
   app.add_option("--autotune-budget", o.autotune.budget_seconds, "autotune: seconds for all trials")
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--autotune-max-gmis", o.autotune.max_gmis_per_gpu, "autotune: most GMIs per GPU to try")
@@ -821,7 +837,7 @@ int run(int argc, char** argv) {
   app.add_option("--autotune-partitions", o.autotune.partitions, "autotune: backends to search, comma list (default: --partition)");
   app.add_option("--autotune-trial-seconds", o.autotune.trial_seconds, "autotune: measured window of one trial")
       ->check(CLI::Range(0.05, 60.0))->capture_default_str();
-  app.add_option("--plan", o.autotune.plan_path, "serving: use this saved plan (made for this machine)")->check(CLI::ExistingFile);
+  app.add_option("--plan", o.autotune.plan_path, "serving, colocated: use this saved plan (made for this machine and layout)")->check(CLI::ExistingFile);
   app.add_option("--save-plan", o.autotune.save_path, "autotune: save the plan here (JSON)");
   app.add_option("--max-policy-lag", o.max_policy_lag, "split: drop rollouts acted with weights more updates old")
       ->check(CLI::Range(0, 1 << 20))->capture_default_str();
@@ -849,6 +865,7 @@ int run(int argc, char** argv) {
                    "--autotune as well (--save-plan saves the plan the search chose)");
       plan::check_writable(o.autotune.save_path, "--save-plan");
     }
+    if (o.autotune.on || !o.autotune.plan_path.empty()) check_plan_flags<Pipeline>(o);
     if constexpr (std::is_same_v<typename Pipeline::layout_type, layout::split>) {
       gmi::require(o.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", o.gmis_per_gpu,
                    ">= 2 (slice 0 trains, slices 1.. serve)");
@@ -869,21 +886,21 @@ int run(int argc, char** argv) {
       bool planned = gmi_process && apply_chosen_from_env(o);
       runtime::env_list chosen_vars;
       if (!gmi_process && (o.autotune.on || !o.autotune.plan_path.empty())) {
-        if constexpr (Pipeline::layout_type::trains) {
-          throw gmi::config_error(gmi::got_need(
-              std::string(o.autotune.on ? "--autotune" : "--plan") + " with layout", Pipeline::layout_type::name,
-              "gmi::layout::serving (trials measure serving throughput; training with a plan is not in this version)"));
-        } else {
-          if (o.autotune.on && !o.autotune.plan_path.empty()) {
-            throw gmi::config_error(gmi::got_need("--autotune with --plan", o.autotune.plan_path, "one of the two"));
-          }
+        if constexpr (!std::is_same_v<typename Pipeline::layout_type, layout::split>) {  // refused above
           plan::plan p;
           if (o.autotune.on) {
-            p = autotune_serving<Pipeline>(o);
+            p = autotune<Pipeline>(o);
           } else {
             p = plan::load(o.autotune.plan_path);
-            std::printf("gmi: plan %s: %s (%s steps/s per GPU when it was made)\n", o.autotune.plan_path.c_str(),
-                        plan::describe(p.chosen).c_str(), metrics::si(p.gpu_throughput).c_str());
+            if (p.trials_of != trials_of<Pipeline>()) {
+              throw gmi::config_error("plan " + o.autotune.plan_path + ": " +
+                                      gmi::got_need("trials of", p.trials_of,
+                                                    std::string(trials_of<Pipeline>()) + " (this run's layout; search "
+                                                    "again with --autotune on it)"));
+            }
+            std::printf("gmi: plan %s: %s (%s %s per GPU when it was made)\n", o.autotune.plan_path.c_str(),
+                        plan::describe(p.chosen).c_str(), metrics::si(p.gpu_throughput).c_str(),
+                        Pipeline::layout_type::trains ? "training samples/s" : "steps/s");
           }
           o.partition = p.chosen.partition;
           o.gmis_per_gpu = p.chosen.gmis_per_gpu;

@@ -189,6 +189,9 @@ struct plan {
   std::string stopped_by;  // "every row finished" or the budget stop
   std::vector<trial_record> trials;
   std::optional<mapping_decision> mapping;  // empty: "not measured"
+  // What the trials ran: "serving" (environment steps/s) or "colocated" (synchronous PPO, training samples/s).
+  // A run uses a plan of its own layout's trials. Plans saved before this field existed were serving plans.
+  std::string trials_of = "serving";
 };
 
 inline constexpr const char* plan_format = "gmi plan";
@@ -277,6 +280,7 @@ void to_json(Json& j, const plan& p) {
            {"selection", p.selection},
            {"stopped_by", p.stopped_by},
            {"mapping", p.mapping ? Json(*p.mapping) : Json("not measured")},
+           {"trials_of", p.trials_of},
            {"trials", p.trials}};
 }
 template <class Json>
@@ -308,6 +312,8 @@ void from_json(const Json& j, plan& p) {
   } else {
     p.mapping = m.template get<mapping_decision>();
   }
+  p.trials_of = j.contains("trials_of") ? j.at("trials_of").template get<std::string>() : std::string("serving");
+  require(p.trials_of == "serving" || p.trials_of == "colocated", "trials_of", p.trials_of, "serving or colocated");
   j.at("trials").get_to(p.trials);
   require(p.chosen.gmis_per_gpu >= 1, "gmis_per_gpu", p.chosen.gmis_per_gpu, ">= 1");
   require(p.chosen.envs_per_gmi >= 1, "envs_per_gmi", p.chosen.envs_per_gmi, ">= 1");
