@@ -97,6 +97,31 @@ TEST_CASE("plan.file.trials_of_round_trip_default_and_refusal") {
                        "plan p.json: trials_of: got \"split\", need serving or colocated", gmi::config_error);
 }
 
+TEST_CASE("plan.file.split_candidate_of_a_measured_mapping") {
+  plan::plan p = example_plan();
+  CHECK_FALSE(p.split_chosen);
+  CHECK(nlohmann::json::parse(plan::to_text(p)).at("split_chosen").is_null());
+  p.trials_of = "colocated";
+  p.mapping = plan::decide_mapping(1.0e6, 3.0e6);
+  p.split_chosen = plan::candidate{"mps", 4, 2048};
+  const std::string text = plan::to_text(p);
+  const plan::plan q = plan::from_text(text);
+  REQUIRE(q.split_chosen);
+  CHECK(*q.split_chosen == plan::candidate{"mps", 4, 2048});
+  CHECK(q.mapping->choice == plan::mapping_kind::split);
+  CHECK(plan::to_text(q) == text);
+  auto j = nlohmann::json::parse(text);
+  j["split_chosen"] = nullptr;  // split chosen, but not where to run it
+  CHECK_THROWS_WITH_AS((void)plan::from_text(j.dump(), "plan p.json"),
+                       "plan p.json: mapping: got \"split without split_chosen\", need the split layout's candidate "
+                       "when the mapping chose split",
+                       gmi::config_error);
+  j["split_chosen"] = {{"partition", "mps"}, {"gmis_per_gpu", 1}, {"envs_per_gmi", 2048}};
+  CHECK_THROWS_WITH_AS((void)plan::from_text(j.dump(), "plan p.json"),
+                       "plan p.json: split_chosen.gmis_per_gpu: got 1, need >= 2 (a trainer and a serving GMI)",
+                       gmi::config_error);
+}
+
 TEST_CASE("plan.file.save_is_atomic_and_load_reads_it_back") {
   scratch_dir dir;
   const auto path = dir.path / "plan.json";

@@ -26,6 +26,7 @@
 #include <gmi/pipeline/colocated_gmis.cuh>
 #include <gmi/pipeline/run_options.hpp>
 #include <gmi/pipeline/serving_gmis.hpp>
+#include <gmi/pipeline/split_gmis.cuh>
 #include <gmi/plan/explorer.hpp>
 #include <gmi/plan/plan.hpp>
 #include <gmi/plan/topology.hpp>
@@ -50,10 +51,17 @@ runtime::gmi_work serving_gmi_work(const run_options& o) {
 }
 
 namespace detail {
-// run.cuh: synchronous PPO over the GMIs of cfg (the colocated layout); with `trial`, quiet, totals into *trial.
+// run.cuh: synchronous PPO over the GMIs of cfg (the colocated layout), and the split layout; with `trial`, quiet,
+// the totals into *trial.
 template <class Pipeline>
 int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg, gmi_training_total* trial = nullptr);
+template <class Pipeline>
+int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg, split_total* trial = nullptr);
 }  // namespace detail
+
+// A pipeline's roles in the split layout (the mapping's other side).
+template <class Pipeline>
+using split_of = typename Pipeline::template with_layout<layout::split>;
 
 // A training trial runs this long before its first group step could be measured (trainer built, update captured,
 // five iterations): the explorer's estimate of a trial's overhead, and time the trial trains beyond its window.
@@ -76,13 +84,14 @@ inline void make_training_trial(run_options& o, double seconds) {
 
 // The candidate a GMI process belongs to (set by the launcher of a trial or of a planned run).
 inline runtime::env_list chosen_env(const plan::candidate& c, double seconds, bool quiet = false,
-                                    bool training_trial = false) {
+                                    bool training_trial = false, bool split_roles = false) {
   runtime::env_list vars = {{"GMI_CHOSEN_PARTITION", c.partition},
                             {"GMI_CHOSEN_GMIS", std::to_string(c.gmis_per_gpu)},
                             {"GMI_CHOSEN_ENVS", std::to_string(c.envs_per_gmi)},
                             {"GMI_CHOSEN_SECONDS", std::to_string(seconds)},
                             {"GMI_CHOSEN_QUIET", quiet ? "1" : "0"}};
   if (training_trial) vars.emplace_back("GMI_CHOSEN_TRIAL", "1");
+  if (split_roles) vars.emplace_back("GMI_CHOSEN_LAYOUT", "split");
   return vars;
 }
 // In a GMI process: takes the launcher's candidate over the flags (returns false when there is none).
@@ -98,6 +107,7 @@ inline bool apply_chosen_from_env(run_options& o) {
   o.serve_seconds = std::atof(s);
   if (const char* q = std::getenv("GMI_CHOSEN_QUIET"); q && std::string(q) == "1") o.quiet = true;
   if (const char* t = std::getenv("GMI_CHOSEN_TRIAL"); t && std::string(t) == "1") make_training_trial(o, o.serve_seconds);
+  if (const char* l = std::getenv("GMI_CHOSEN_LAYOUT"); l && std::string(l) == "split") o.split_roles = true;
   o.autotune.on = false;
   o.autotune.plan_path.clear();
   return true;
@@ -150,6 +160,79 @@ plan::trial_result training_trial(const run_options& o, const plan::candidate& c
   } catch (const std::exception& e) {
     return plan::trial_result::failed(e.what());
   }
+}
+
+// One trial of the mapping: the pipeline's roles split on GPU o.gpu (a trainer GMI and c.gmis_per_gpu - 1 serving
+// GMIs of c.envs_per_gmi environments, asynchronous PPO with V-trace) for about `seconds` after the trainer's first
+// update; the throughput is the trainer's samples/s over that window (samples trained, not served). Never throws.
+template <class Pipeline>
+plan::trial_result split_trial(const run_options& o, const plan::candidate& c, double seconds) {
+  runtime::gmis_config cfg;
+  cfg.partition = c.partition;
+  cfg.gpus = {o.gpu};
+  cfg.gmis_per_gpu = c.gmis_per_gpu;
+  cfg.launch = o.launch;
+  cfg.env = chosen_env(c, seconds, true, true, true);
+  if (const gmi::status st = runtime::can_implement(cfg); !st) return plan::trial_result::failed(st.message());
+  run_options t = o;
+  t.partition = c.partition;
+  t.gmis_per_gpu = c.gmis_per_gpu;
+  t.num_envs = c.envs_per_gmi;
+  t.split_roles = true;
+  make_training_trial(t, seconds);
+  try {
+    split_total total;
+    detail::split_on_gmis<split_of<Pipeline>>(t, cfg, &total);
+    if (total.per_gmi.empty()) return plan::trial_result::failed("a GMI process ran the launcher's trial");
+    return plan::trial_result::measured(total.warm_train_samples_per_s, 0);
+  } catch (const std::exception& e) {
+    return plan::trial_result::failed(e.what());
+  }
+}
+
+// The mapping (colocated or split) of a colocated plan, measured: split trials with the chosen partition and
+// environments per GMI for 2, 4, 8, ... GMIs per GPU up to --autotune-max-gmis, the fastest against the plan's
+// colocated throughput (plan::decide_mapping). Prints a line per trial and the decision; leaves the mapping
+// "not measured" (and says why) when no split trial ran or the budget is spent.
+template <class Pipeline>
+void measure_mapping(const run_options& o, plan::plan& p, double seconds, double estimated_trial_seconds) {
+  std::optional<plan::candidate> best;
+  double best_rate = 0;
+  std::string why_none = "no split trial: --autotune-max-gmis " + std::to_string(o.autotune.max_gmis_per_gpu) + " < 2";
+  double spent = p.explore_seconds;
+  for (int k = 2; k <= o.autotune.max_gmis_per_gpu; k *= 2) {
+    if (spent + estimated_trial_seconds > o.autotune.budget_seconds) {
+      why_none = best ? why_none : "the budget was spent before a split trial";
+      std::printf("plan: mapping trials stop: %.1f s spent of the %.0f s budget\n", spent, o.autotune.budget_seconds);
+      break;
+    }
+    const plan::candidate c{p.chosen.partition, k, p.chosen.envs_per_gmi};
+    const auto start = std::chrono::steady_clock::now();
+    const plan::trial_result r = split_trial<Pipeline>(o, c, seconds);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    spent += took;
+    if (!r.ok) {
+      std::printf("plan: split %s: failed: %s [%.1f s]\n", plan::describe(c).c_str(), r.failure.c_str(), took);
+      if (!best) why_none = "every split trial failed";
+    } else {
+      std::printf("plan: split %s: %s training samples/s/GPU (1 trainer + %d serving GMIs) [%.1f s]\n",
+                  plan::describe(c).c_str(), metrics::si(r.throughput).c_str(), k - 1, took);
+      if (r.throughput > best_rate) {
+        best = c;
+        best_rate = r.throughput;
+      }
+    }
+    std::fflush(stdout);
+  }
+  p.explore_seconds = spent;
+  if (!best || best_rate <= 0) {
+    std::printf("gmi: autotune mapping not measured (%s): colocated\n", why_none.c_str());
+    return;
+  }
+  p.mapping = plan::decide_mapping(p.gpu_throughput, best_rate);
+  p.split_chosen = *best;
+  std::printf("gmi: autotune mapping %s (split at its best: %s)\n", p.mapping->reason.c_str(),
+              plan::describe(*best).c_str());
 }
 
 // The comma list of --autotune-partitions, or the run's partition.
@@ -229,6 +312,9 @@ plan::plan autotune(const run_options& o) {
       },
       e);
   p.trials_of = trials_of<Pipeline>();
+  if constexpr (trains) {
+    if (o.autotune.mapping) measure_mapping<Pipeline>(o, p, seconds, e.estimated_trial_seconds);
+  }
   std::printf("gmi: autotune chose %s: %s %s on one GPU, %s projected over %zu GPU(s) (%s; %zu trials in %.1f s, %s)\n",
               plan::describe(p.chosen).c_str(), metrics::si(p.gpu_throughput).c_str(), unit,
               metrics::si(p.projected_throughput).c_str(), t.gpus.size(), p.selection.c_str(), p.trials.size(),

@@ -34,6 +34,10 @@ struct pipeline {
   using network = typename Agent::template network<Env::obs_dim, Env::act_dim>;
   template <class Policy>
   using engine = typename Trainer::template engine<Env, network, Policy>;
+  // The same roles, partition and communicator in another layout (autotune's measured mapping runs a colocated
+  // pipeline's roles split).
+  template <class OtherLayout>
+  using with_layout = pipeline<Env, Agent, Trainer, OtherLayout, Partition, Comm>;
 };
 
 }  // namespace gmi

@@ -613,8 +613,10 @@ int population_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
 
 // The split layout (split_gmis.cuh): per GPU, slice 0 trains with V-trace, slices 1..k-1 serve and stream
 // rollouts to it. The launcher prints every GMI's line and the totals, and writes the metrics line.
+// With `trial` (an autotune trial of the mapping, pipeline/autotune.cuh) the launcher prints nothing and writes no
+// metrics line: the totals go to *trial.
 template <class Pipeline>
-int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
+int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg, split_total* trial) {
   using Env = typename Pipeline::env;
   using Net = typename Pipeline::network;
   gmi::require(cfg.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", cfg.gmis_per_gpu,
@@ -640,8 +642,8 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
   const bool launcher = !runtime::this_gmi().has_value();
   const metrics::run_info run = metrics::describe_run();
   const char* task = task_name<Env>();
-  if (launcher) {
-    gmi::throw_unless_ok(runtime::can_implement(cfg));
+  if (launcher) gmi::throw_unless_ok(runtime::can_implement(cfg));
+  if (launcher && !trial) {
     std::printf("gmi: %s | split (asynchronous PPO, V-trace) | partition %s (%s) | GPU x %d GMIs: 1 trainer + %d serving "
                 "| %d envs per serving GMI | max policy lag %d | seed %llu\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.gmis_per_gpu,
@@ -651,6 +653,10 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
   const auto outcome = runtime::run_gmis(cfg, split_gmi_work<Env, Net>(s, cfg.gmis_per_gpu));
   if (!outcome.report) return outcome.exit_code;  // a GMI process: its launcher reports
   const split_total t = collect_split(*outcome.report);
+  if (trial) {
+    *trial = t;
+    return 0;
+  }
   if (!o.quiet) {
     for (const auto& g : t.per_gmi) {
       const double rate = g.seconds > 0 ? g.steps / g.seconds : 0.0;
@@ -701,6 +707,8 @@ int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
     if constexpr (std::is_same_v<typename Pipeline::layout_type, layout::split>) {
       return split_on_gmis<Pipeline>(o, cfg);
     } else {
+      // A plan whose measured mapping splits the roles runs this pipeline's env, agent and trainer as layout split.
+      if (o.split_roles) return split_on_gmis<split_of<Pipeline>>(o, cfg);
       return train_on_gmis<Pipeline>(o, cfg);
     }
   } else {
@@ -839,6 +847,8 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(0.05, 60.0))->capture_default_str();
   app.add_option("--plan", o.autotune.plan_path, "serving, colocated: use this saved plan (made for this machine and layout)")->check(CLI::ExistingFile);
   app.add_option("--save-plan", o.autotune.save_path, "autotune: save the plan here (JSON)");
+  app.add_flag("!--autotune-no-mapping", o.autotune.mapping,
+               "autotune, colocated: skip the split-layout trials (the mapping stays colocated, not measured)");
   app.add_option("--max-policy-lag", o.max_policy_lag, "split: drop rollouts acted with weights more updates old")
       ->check(CLI::Range(0, 1 << 20))->capture_default_str();
   app.add_option("--rho-bar", o.rho_bar, "split: V-trace truncation of the TD-error weights")->capture_default_str();
@@ -902,10 +912,22 @@ int run(int argc, char** argv) {
                         plan::describe(p.chosen).c_str(), metrics::si(p.gpu_throughput).c_str(),
                         Pipeline::layout_type::trains ? "training samples/s" : "steps/s");
           }
-          o.partition = p.chosen.partition;
-          o.gmis_per_gpu = p.chosen.gmis_per_gpu;
-          o.num_envs = p.chosen.envs_per_gmi;
-          chosen_vars = chosen_env(p.chosen, o.serve_seconds);
+          const bool split = p.mapping && p.mapping->choice == plan::mapping_kind::split;
+          const plan::candidate& use = split ? *p.split_chosen : p.chosen;
+          if (split) {
+            // The split layout saves no checkpoints and does not restart in this version.
+            gmi::require(o.checkpoint_path.empty() && o.restart_on_failure == 0 && o.resume_path.empty(),
+                         "--checkpoint/--resume/--restart-on-failure with a plan that maps the roles", "split",
+                         "a colocated plan (the split layout saves no checkpoints; --autotune-no-mapping keeps "
+                         "colocated)");
+            std::printf("gmi: the plan maps the roles split (%s): %s\n", p.mapping->reason.c_str(),
+                        plan::describe(use).c_str());
+          }
+          o.partition = use.partition;
+          o.gmis_per_gpu = use.gmis_per_gpu;
+          o.num_envs = use.envs_per_gmi;
+          o.split_roles = split;
+          chosen_vars = chosen_env(use, o.serve_seconds, false, false, split);
           planned = true;
         }
       }

@@ -14,7 +14,7 @@
 
 namespace gmi {
 
-// Autotune (the serving layout): search with the paper's Algorithm 1, then serve with the plan chosen.
+// Autotune (the serving and colocated layouts): search with the paper's Algorithm 1, then run the plan chosen.
 struct autotune_flags {
   bool on = false;
   double budget_seconds = 120;
@@ -23,6 +23,7 @@ struct autotune_flags {
   double trial_seconds = 0.5;
   std::string plan_path;         // --plan: serve with this saved plan (checked against the machine)
   std::string save_path;         // --save-plan
+  bool mapping = true;           // colocated: also measure the split layout and keep the faster (--autotune-no-mapping)
 };
 
 // The PPO settings a result line records (what a learning curve depends on).
@@ -77,6 +78,9 @@ struct run_options {
   int max_policy_lag = 4;   // split layout: rollouts acted with weights more updates old are dropped
   float rho_bar = 1.0f;     // split layout: V-trace truncations
   float c_bar = 1.0f;
+  // Set by a plan whose measured mapping is split (never by a flag): a colocated pipeline's roles run as layout
+  // split, a trainer GMI fed by serving GMIs on every GPU.
+  bool split_roles = false;
   autotune_flags autotune;
 };
 

@@ -48,6 +48,9 @@ struct split_gmi_result {
   double lag_mean = 0;              // trainer: mean policy lag (updates) of the rollouts received
   std::uint64_t lag_max = 0;
   double mean_return = std::numeric_limits<double>::quiet_NaN();  // trainer: last window over every server
+  // trainer: samples trained from its first update to the stop decision, and that time (an autotune trial's
+  // window: start-up and the drain left out); zero when it stopped before a second update
+  double warm_steps = 0, warm_seconds = 0;
   std::string reason, binding;
 };
 
@@ -57,6 +60,7 @@ inline void to_json(nlohmann::json& j, const split_gmi_result& r) {
        {"dropped", r.dropped}, {"updates", r.updates}, {"lag_mean", r.lag_mean}, {"lag_max", r.lag_max},
        {"reason", r.reason}, {"binding", r.binding}};
   if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
+  if (r.warm_seconds > 0) j.update({{"warm_steps", r.warm_steps}, {"warm_seconds", r.warm_seconds}});
 }
 inline void from_json(const nlohmann::json& j, split_gmi_result& r) {
   r.rank = j.at("rank");
@@ -74,12 +78,17 @@ inline void from_json(const nlohmann::json& j, split_gmi_result& r) {
   r.reason = j.at("reason");
   r.binding = j.at("binding");
   if (j.contains("mean_return")) r.mean_return = j["mean_return"].get<double>();
+  if (j.contains("warm_seconds")) {
+    r.warm_steps = j.at("warm_steps");
+    r.warm_seconds = j.at("warm_seconds");
+  }
 }
 
 struct split_total {
   std::vector<split_gmi_result> per_gmi;
   double train_samples_per_s = 0;  // every trainer's samples over its time, added up
   double serve_steps_per_s = 0;    // every serving GMI's steps over its time, added up
+  double warm_train_samples_per_s = 0;  // the trainers' from their first update on; train_samples_per_s without
   std::uint64_t updates = 0, rollouts = 0, dropped = 0, lag_max = 0;
   double lag_mean = 0;             // over the trainers' received rollouts
   double mean_return = std::numeric_limits<double>::quiet_NaN();
@@ -90,12 +99,15 @@ struct split_total {
 inline split_total collect_split(const runtime::run_report& report) {
   split_total t;
   double lag_weighted = 0, received = 0;
+  bool warm = true;
   for (std::size_t r = 0; r < report.results.size(); ++r) {
     if (report.results[r].empty()) throw gmi::error("GMI " + std::to_string(r) + " ended without a split-layout report");
     auto one = nlohmann::json::parse(report.results[r]).get<split_gmi_result>();
     const double rate = one.seconds > 0 ? one.steps / one.seconds : 0.0;
     if (one.trainer) {
       t.train_samples_per_s += rate;
+      warm = warm && one.warm_seconds > 0;
+      if (one.warm_seconds > 0) t.warm_train_samples_per_s += one.warm_steps / one.warm_seconds;
       t.updates += one.updates;
       t.rollouts += one.rollouts;
       t.dropped += one.dropped;
@@ -111,6 +123,7 @@ inline split_total collect_split(const runtime::run_report& report) {
     t.per_gmi.push_back(std::move(one));
   }
   t.lag_mean = received > 0 ? lag_weighted / received : 0.0;
+  if (!warm) t.warm_train_samples_per_s = t.train_samples_per_s;
   return t;
 }
 
@@ -194,6 +207,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   const auto t0 = std::chrono::steady_clock::now();
   double last_log = 0;
   const bool printer = !s.quiet && gpu_index == 0;
+  std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> first_update;
   while (auto batch = consumer.next_batch()) {
     ctx.heartbeat();
     const auto* rollout = batch->template as<record>();
@@ -223,6 +237,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
     if (learner.ready()) {
       learner.update();
       publish(false);
+      if (!first_update) first_update.emplace(std::chrono::steady_clock::now(), learner.version());
     }
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double trained = static_cast<double>(learner.version()) * static_cast<double>(learner.samples_per_update());
@@ -243,6 +258,11 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
       reason = solved ? "solved" : sig ? "signal " + std::to_string(sig) : elapsed >= s.max_seconds ? "time limit"
                : served >= s.max_env_steps ? "step limit" : "stopped";
       stopping = true;
+      if (first_update && learner.version() > first_update->second) {
+        r.warm_steps = static_cast<double>(learner.version() - first_update->second) *
+                       static_cast<double>(learner.samples_per_update());
+        r.warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_update->first).count();
+      }
       publish(true);
       runtime::trace(ctx.id(), "trainer: stop published (" + reason + "), draining");
     }

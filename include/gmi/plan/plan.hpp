@@ -189,6 +189,9 @@ struct plan {
   std::string stopped_by;  // "every row finished" or the budget stop
   std::vector<trial_record> trials;
   std::optional<mapping_decision> mapping;  // empty: "not measured"
+  // With a measured mapping: the split layout's best trial (a trainer GMI and gmis_per_gpu - 1 serving GMIs of
+  // envs_per_gmi environments each); the run uses it when the mapping chose split.
+  std::optional<candidate> split_chosen;
   // What the trials ran: "serving" (environment steps/s) or "colocated" (synchronous PPO, training samples/s).
   // A run uses a plan of its own layout's trials. Plans saved before this field existed were serving plans.
   std::string trials_of = "serving";
@@ -281,6 +284,10 @@ void to_json(Json& j, const plan& p) {
            {"stopped_by", p.stopped_by},
            {"mapping", p.mapping ? Json(*p.mapping) : Json("not measured")},
            {"trials_of", p.trials_of},
+           {"split_chosen", p.split_chosen ? Json{{"partition", p.split_chosen->partition},
+                                                   {"gmis_per_gpu", p.split_chosen->gmis_per_gpu},
+                                                   {"envs_per_gmi", p.split_chosen->envs_per_gmi}}
+                                           : Json(nullptr)},
            {"trials", p.trials}};
 }
 template <class Json>
@@ -314,6 +321,17 @@ void from_json(const Json& j, plan& p) {
   }
   p.trials_of = j.contains("trials_of") ? j.at("trials_of").template get<std::string>() : std::string("serving");
   require(p.trials_of == "serving" || p.trials_of == "colocated", "trials_of", p.trials_of, "serving or colocated");
+  p.split_chosen.reset();
+  if (j.contains("split_chosen") && !j.at("split_chosen").is_null()) {
+    const auto& c = j.at("split_chosen");
+    p.split_chosen = candidate{c.at("partition").template get<std::string>(), c.at("gmis_per_gpu").template get<int>(),
+                               c.at("envs_per_gmi").template get<int>()};
+    require(p.split_chosen->gmis_per_gpu >= 2, "split_chosen.gmis_per_gpu", p.split_chosen->gmis_per_gpu,
+            ">= 2 (a trainer and a serving GMI)");
+    require(p.split_chosen->envs_per_gmi >= 1, "split_chosen.envs_per_gmi", p.split_chosen->envs_per_gmi, ">= 1");
+  }
+  require(!(p.mapping && p.mapping->choice == mapping_kind::split) || p.split_chosen.has_value(), "mapping",
+          "split without split_chosen", "the split layout's candidate when the mapping chose split");
   j.at("trials").get_to(p.trials);
   require(p.chosen.gmis_per_gpu >= 1, "gmis_per_gpu", p.chosen.gmis_per_gpu, ">= 1");
   require(p.chosen.envs_per_gmi >= 1, "envs_per_gmi", p.chosen.envs_per_gmi, ">= 1");
