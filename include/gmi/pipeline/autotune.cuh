@@ -312,13 +312,13 @@ plan::plan autotune(const run_options& o) {
       },
       e);
   p.trials_of = trials_of<Pipeline>();
-  if constexpr (trains) {
-    if (o.autotune.mapping) measure_mapping<Pipeline>(o, p, seconds, e.estimated_trial_seconds);
-  }
   std::printf("gmi: autotune chose %s: %s %s on one GPU, %s projected over %zu GPU(s) (%s; %zu trials in %.1f s, %s)\n",
               plan::describe(p.chosen).c_str(), metrics::si(p.gpu_throughput).c_str(), unit,
               metrics::si(p.projected_throughput).c_str(), t.gpus.size(), p.selection.c_str(), p.trials.size(),
               p.explore_seconds, p.stopped_by.c_str());
+  if constexpr (trains) {
+    if (o.autotune.mapping) measure_mapping<Pipeline>(o, p, seconds, e.estimated_trial_seconds);
+  }
   if (!o.autotune.save_path.empty()) {
     plan::save(p, o.autotune.save_path);
     std::printf("gmi: plan saved to %s (run with it: --plan %s)\n", o.autotune.save_path.c_str(),
