@@ -16,3 +16,4 @@ plan["mapping"]["choice"] = "split"
 plan["mapping"]["reason"] = "edited for the test: " + plan["mapping"]["reason"]
 with open(sys.argv[2], "w") as out:
     json.dump(plan, out, indent=2)
+print(f"plan_mapped_split: wrote {sys.argv[2]} (mapping: split)")

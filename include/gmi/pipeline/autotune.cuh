@@ -10,14 +10,19 @@
 //
 // GMI processes (MPS, MIG) re-run the binary with the launcher's flags; the candidate they belong to travels in
 // GMI_CHOSEN_PARTITION, GMI_CHOSEN_GMIS, GMI_CHOSEN_ENVS, GMI_CHOSEN_SECONDS, GMI_CHOSEN_QUIET and, for a
-// training trial, GMI_CHOSEN_TRIAL (apply_chosen_from_env).
+// training trial, GMI_CHOSEN_TRIAL; GMI_CHOSEN_LAYOUT=split for a split trial or a plan that maps the roles split
+// (apply_chosen_from_env).
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <gmi/core/error.hpp>
@@ -113,81 +118,81 @@ inline bool apply_chosen_from_env(run_options& o) {
   return true;
 }
 
-// One trial of Algorithm 1: `c` serving on GPU o.gpu for `seconds`. Never throws (a failure is a failed trial).
-template <class Pipeline>
-plan::trial_result serving_trial(const run_options& o, const plan::candidate& c, double seconds) {
+// Runs one trial: the GMIs of candidate `c` on GPU o.gpu (their processes get the candidate through `env`), and
+// `measure(cfg)`, which runs the layout and returns {throughput, peak bytes of one GMI}. Never throws: a refused
+// candidate, an exception or a GMI process that ran the launcher's part is a failed trial.
+template <class Measure>
+plan::trial_result run_trial(const run_options& o, const plan::candidate& c, runtime::env_list env, Measure&& measure) {
   runtime::gmis_config cfg;
   cfg.partition = c.partition;
   cfg.gpus = {o.gpu};
   cfg.gmis_per_gpu = c.gmis_per_gpu;
-  cfg.env = chosen_env(c, seconds, true);
+  cfg.launch = o.launch;
+  cfg.env = std::move(env);
   if (const gmi::status st = runtime::can_implement(cfg); !st) return plan::trial_result::failed(st.message());
+  try {
+    const std::optional<std::pair<double, std::uint64_t>> m = measure(cfg);
+    if (!m) return plan::trial_result::failed("a GMI process ran the launcher's trial");
+    return plan::trial_result::measured(m->first, m->second);
+  } catch (const std::exception& e) {
+    return plan::trial_result::failed(e.what());
+  }
+}
+
+// The run's options for a training trial of candidate c (the launcher's side of make_training_trial).
+inline run_options training_trial_options(const run_options& o, const plan::candidate& c, double seconds, bool split) {
+  run_options t = o;
+  t.partition = c.partition;
+  t.gmis_per_gpu = c.gmis_per_gpu;
+  t.num_envs = c.envs_per_gmi;
+  t.split_roles = split;
+  make_training_trial(t, seconds);
+  return t;
+}
+
+// One trial of Algorithm 1: `c` serving on GPU o.gpu for `seconds`: the GPU's total steps/s.
+template <class Pipeline>
+plan::trial_result serving_trial(const run_options& o, const plan::candidate& c, double seconds) {
   run_options t = o;
   t.num_envs = c.envs_per_gmi;
   t.serve_seconds = seconds;
   t.quiet = true;
-  try {
-    const auto outcome = runtime::run_gmis(cfg, serving_gmi_work<Pipeline>(t));
-    if (!outcome.report) return plan::trial_result::failed("a GMI process ran the launcher's trial");
-    const gmi_serving_total total = collect_serving(*outcome.report);
-    return plan::trial_result::measured(total.steps_per_s, total.max_device_bytes);
-  } catch (const std::exception& e) {
-    return plan::trial_result::failed(e.what());
-  }
+  return run_trial(o, c, chosen_env(c, seconds, true),
+                   [&](const runtime::gmis_config& cfg) -> std::optional<std::pair<double, std::uint64_t>> {
+                     const auto outcome = runtime::run_gmis(cfg, serving_gmi_work<Pipeline>(t));
+                     if (!outcome.report) return std::nullopt;
+                     const gmi_serving_total total = collect_serving(*outcome.report);
+                     return std::pair{total.steps_per_s, total.max_device_bytes};
+                   });
 }
 
 // One training trial: `c` trains (the colocated layout, synchronous PPO) on GPU o.gpu for about `seconds` after
-// its first group step; the throughput is the GPU's training samples/s over that window. Never throws.
+// its first group step: the GPU's training samples/s over that window.
 template <class Pipeline>
 plan::trial_result training_trial(const run_options& o, const plan::candidate& c, double seconds) {
-  runtime::gmis_config cfg;
-  cfg.partition = c.partition;
-  cfg.gpus = {o.gpu};
-  cfg.gmis_per_gpu = c.gmis_per_gpu;
-  cfg.launch = o.launch;
-  cfg.env = chosen_env(c, seconds, true, true);
-  if (const gmi::status st = runtime::can_implement(cfg); !st) return plan::trial_result::failed(st.message());
-  run_options t = o;
-  t.partition = c.partition;
-  t.gmis_per_gpu = c.gmis_per_gpu;
-  t.num_envs = c.envs_per_gmi;
-  make_training_trial(t, seconds);
-  try {
-    gmi_training_total total;
-    detail::train_on_gmis<Pipeline>(t, cfg, &total);
-    if (total.per_gmi.empty()) return plan::trial_result::failed("a GMI process ran the launcher's trial");
-    return plan::trial_result::measured(total.warm_samples_per_s, total.max_device_bytes);
-  } catch (const std::exception& e) {
-    return plan::trial_result::failed(e.what());
-  }
+  const run_options t = training_trial_options(o, c, seconds, false);
+  return run_trial(o, c, chosen_env(c, seconds, true, true),
+                   [&](const runtime::gmis_config& cfg) -> std::optional<std::pair<double, std::uint64_t>> {
+                     gmi_training_total total;
+                     detail::train_on_gmis<Pipeline>(t, cfg, &total);
+                     if (total.per_gmi.empty()) return std::nullopt;
+                     return std::pair{total.warm_samples_per_s, total.max_device_bytes};
+                   });
 }
 
 // One trial of the mapping: the pipeline's roles split on GPU o.gpu (a trainer GMI and c.gmis_per_gpu - 1 serving
 // GMIs of c.envs_per_gmi environments, asynchronous PPO with V-trace) for about `seconds` after the trainer's first
-// update; the throughput is the trainer's samples/s over that window (samples trained, not served). Never throws.
+// update: the trainer's samples/s over that window (samples trained, not served).
 template <class Pipeline>
 plan::trial_result split_trial(const run_options& o, const plan::candidate& c, double seconds) {
-  runtime::gmis_config cfg;
-  cfg.partition = c.partition;
-  cfg.gpus = {o.gpu};
-  cfg.gmis_per_gpu = c.gmis_per_gpu;
-  cfg.launch = o.launch;
-  cfg.env = chosen_env(c, seconds, true, true, true);
-  if (const gmi::status st = runtime::can_implement(cfg); !st) return plan::trial_result::failed(st.message());
-  run_options t = o;
-  t.partition = c.partition;
-  t.gmis_per_gpu = c.gmis_per_gpu;
-  t.num_envs = c.envs_per_gmi;
-  t.split_roles = true;
-  make_training_trial(t, seconds);
-  try {
-    split_total total;
-    detail::split_on_gmis<split_of<Pipeline>>(t, cfg, &total);
-    if (total.per_gmi.empty()) return plan::trial_result::failed("a GMI process ran the launcher's trial");
-    return plan::trial_result::measured(total.warm_train_samples_per_s, 0);
-  } catch (const std::exception& e) {
-    return plan::trial_result::failed(e.what());
-  }
+  const run_options t = training_trial_options(o, c, seconds, true);
+  return run_trial(o, c, chosen_env(c, seconds, true, true, true),
+                   [&](const runtime::gmis_config& cfg) -> std::optional<std::pair<double, std::uint64_t>> {
+                     split_total total;
+                     detail::split_on_gmis<split_of<Pipeline>>(t, cfg, &total);
+                     if (total.per_gmi.empty()) return std::nullopt;
+                     return std::pair{total.warm_train_samples_per_s, std::uint64_t{0}};
+                   });
 }
 
 // The mapping (colocated or split) of a colocated plan, measured: split trials with the chosen partition and
