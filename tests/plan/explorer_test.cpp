@@ -342,7 +342,7 @@ TEST_CASE("plan.profiler.memory_projection_is_a_least_squares_line") {
 TEST_CASE("plan.mapping.decided_by_measured_throughput") {
   const auto a = plan::decide_mapping(2.5e6, 1.0e6);
   CHECK(a.choice == plan::mapping_kind::colocated);
-  CHECK(a.reason == "colocated: measured 2.5e+06 vs 1e+06 for split (2.50x)");
+  CHECK(a.reason == "colocated: measured 2.50M vs 1.00M for split (2.50x)");
   const auto b = plan::decide_mapping(1.0e6, 3.0e6);
   CHECK(b.choice == plan::mapping_kind::split);
   CHECK(b.split_throughput == 3.0e6);

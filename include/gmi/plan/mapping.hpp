@@ -11,6 +11,7 @@
 #include <string>
 
 #include <gmi/core/error.hpp>
+#include <gmi/metrics/progress.hpp>
 
 namespace gmi::plan {
 
@@ -48,10 +49,11 @@ struct mapping_decision {
   const double lose = d.choice == mapping_kind::split ? colocated_throughput : split_throughput;
   char text[160];
   if (win == lose) {
-    std::snprintf(text, sizeof text, "colocated: equal measured throughput (%.6g), colocated runs fewer processes",
-                  win);
+    std::snprintf(text, sizeof text, "colocated: equal measured throughput (%s), colocated runs fewer processes",
+                  metrics::si(win).c_str());
   } else {
-    std::snprintf(text, sizeof text, "%s: measured %.6g vs %.6g for %s (%.2fx)", mapping_name(d.choice), win, lose,
+    std::snprintf(text, sizeof text, "%s: measured %s vs %s for %s (%.2fx)", mapping_name(d.choice),
+                  metrics::si(win).c_str(), metrics::si(lose).c_str(),
                   d.choice == mapping_kind::split ? "colocated" : "split", win / lose);
   }
   d.reason = text;
