@@ -275,12 +275,6 @@ std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t 
   return times;
 }
 
-// What the GMIs' chunked calls cap their sum kernels to (the environment the workers inherit, else the default).
-int overlap_blocks_per_sm() {
-  const char* b = std::getenv("GMI_HIER_OVERLAP_BLOCKS_PER_SM");
-  return b && *b ? std::atoi(b) : comm::hierarchical_options{}.overlap_blocks_per_sm;
-}
-
 void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const std::string& mode) {
   for (int n = 1; n <= max_gpus; n *= 2) {
     if (args.count("n") && arg("n", 0) != n) continue;
@@ -326,7 +320,6 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const
           if (m > 1) cfg["reduce"] = reduce == "leader" ? "leader" : "every_gmi";
           if (m > 1) cfg["mps_share_per_gmi"] = arg("share", 0) != 0 ? (100 + m - 1) / m : 100;
           if (args.count("chunk")) cfg["chunk_bytes"] = arg("chunk", 0);
-          if (m > 1) cfg["overlap_blocks_per_sm"] = overlap_blocks_per_sm();
           if (flat) cfg["ratio_to_nccl_flat"] = s.median / flat->median;
           emit(run, impl, "latency_s", s, cfg);
           emit(run, impl, "bytes_per_s", {bytes / s.median, bytes / s.max, bytes / s.min, s.reps}, cfg);

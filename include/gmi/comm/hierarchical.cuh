@@ -86,9 +86,6 @@ struct hierarchical_options {
   sharing mode = sharing::ipc;
   milliseconds timeout = default_timeout();
   std::size_t chunk_bytes = 0;  // 0: one chunk up to 32 MiB, else max(32 MiB, bytes / 4) (GMI_HIER_CHUNK_BYTES overrides)
-  // Chunked calls: blocks per SM of a sum kernel (a) or (c) that runs while an NCCL call of another chunk may run,
-  // so NCCL's blocks are not queued behind the sum's; 0: uncapped (GMI_HIER_OVERLAP_BLOCKS_PER_SM overrides).
-  int overlap_blocks_per_sm = 2;
   bool blocking = true;         // allreduce returns after the result is in this GMI's buffer (errors surface there)
   // false: step (c) is skipped; the sum goes to one result buffer the leader owns (not its gradient buffer, which
   // the leader refills while others still read) and every GMI reads it through result(), stream-ordered after
@@ -199,9 +196,6 @@ class hierarchical_allreduce {
     require(leaders == nullptr || o_.local_rank == 0, "hierarchical NCCL communicator on local rank", o_.local_rank,
             "only the leader (local rank 0)");
     if (const char* c = std::getenv("GMI_HIER_CHUNK_BYTES")) o_.chunk_bytes = std::stoull(c);
-    if (const auto b = detail::env_int("GMI_HIER_OVERLAP_BLOCKS_PER_SM")) o_.overlap_blocks_per_sm = *b;
-    require(o_.overlap_blocks_per_sm >= 0 && o_.overlap_blocks_per_sm <= 64, "hierarchical overlap_blocks_per_sm",
-            o_.overlap_blocks_per_sm, "0 (uncapped) .. 64");
     if (const char* h = std::getenv("GMI_HIER_HANDSHAKE"); h && *h) {
       const std::string v = h;
       if (v == "host") o_.sync = handshake::host;
@@ -240,12 +234,6 @@ class hierarchical_allreduce {
     chunks_ = std::max<std::size_t>(1, (count_ + chunk_floats_ - 1) / chunk_floats_);
     // One GMI per GPU has no intra-GPU step to overlap with NCCL: one call, as a flat allreduce.
     single_ = leaders_ == nullptr || count_ <= chunk_floats_ || o_.local_size == 1;
-    if (!single_ && o_.overlap_blocks_per_sm > 0) {
-      int device = 0, sms = 0;
-      GMI_CUDA_TRY(cudaGetDevice(&device));
-      GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-      overlap_blocks_ = static_cast<unsigned>(std::max(1, sms * o_.overlap_blocks_per_sm));
-    }
     try {
       if (o_.local_rank == 0) setup_leader(); else setup_member();
     } catch (const gmi::error& e) {
@@ -837,23 +825,16 @@ class hierarchical_allreduce {
   // round's (a) never overwrites the sum that this round's (c) still reads. NCCL's stream has the device's
   // greatest priority: its blocks go first onto SMs that the sum kernels leave, so (b) of one chunk runs while
   // (a) of the next sums.
-  // (a) of every chunk but the first and (c) of every chunk but the last may run beside NCCL: their grids are
-  // capped (overlap_blocks_per_sm).
   cudaStream_t enqueue_chunks() {
     for (std::size_t off = 0; off < count_; off += chunk_floats_) {
       const std::size_t n = std::min(chunk_floats_, count_ - off);
-      const bool first = off == 0, last = off + n == count_;
-      if (o_.local_size > 1) {
-        detail::launch_reduce(slice(reduce_, off, n), *reduce_stream_, first ? detail::uncapped_reduce_blocks : overlap_blocks_);  // (a)
-      }
+      if (o_.local_size > 1) detail::launch_reduce(slice(reduce_, off, n), *reduce_stream_);  // (a)
       reduced_.record(*reduce_stream_);
       reduced_.wait_on(*nccl_stream_);
       leaders_->allreduce(gpu_sum() + off, gpu_sum() + off, n, *nccl_stream_);  // (b)
       summed_.record(*nccl_stream_);
       summed_.wait_on(*bcast_stream_);
-      if (bcast_.outputs > 0) {
-        detail::launch_reduce(slice(bcast_, off, n), *bcast_stream_, last ? detail::uncapped_reduce_blocks : overlap_blocks_);  // (c)
-      }
+      if (bcast_.outputs > 0) detail::launch_reduce(slice(bcast_, off, n), *bcast_stream_);  // (c)
     }
     return *bcast_stream_;
   }
@@ -1102,7 +1083,6 @@ class hierarchical_allreduce {
   std::size_t chunk_floats_ = 0;
   bool single_ = true;  // one chunk on the caller's stream (always with one GPU)
   std::size_t chunks_ = 1;
-  unsigned overlap_blocks_ = detail::uncapped_reduce_blocks;  // grid cap of sum kernels that may run beside NCCL
   bool every_gmi_ = false;  // reducer::every_gmi (the same on every GMI of the GPU; checked at setup)
   std::vector<detail::reduce_args> slices_;          // every_gmi: this GMI's slice of each chunk
   std::vector<shared_event> slice_events_;           // every_gmi: recorded after each of them
