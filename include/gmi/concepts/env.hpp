@@ -34,6 +34,8 @@ struct transition {
 // Optional: tasks whose params point at read-only tables (matrices) too large for kernel parameters provide
 //   static std::vector<float> make_table(const params&);   // host, built once per driver
 //   GMI_HD static void bind_table(params&, const float*);  // the driver points params at its copy
+// Optional: tasks whose best reachable mean episode return is known (the LQ proxies: from the Riccati equation)
+//   static double optimal_mean_return(const params&);       // host; gmi::run reports returns beside it
 template <class E>
 concept env = requires {
   typename E::env_concept;

@@ -216,6 +216,15 @@ struct lq_proxy {
 
   static lq_model model(const params& p = {}) { return make_lq_model(N, M, Substeps, p.model_seed); }
   static std::vector<float> make_table(const params& p) { return model(p).table(); }
+  // The best mean episode return a policy can reach: -E[x0'P x0] = -init_std^2 trace(P) for x0 ~ N(0, init_std^2 I)
+  // (the max_steps truncation removes a tail below 1e-10 of it; a stochastic policy also pays for its noise).
+  static double optimal_mean_return(const params& p) {
+    lq_model md = model(p);
+    solve_dare(md);
+    double trace = 0;
+    for (int i = 0; i < N; ++i) trace += md.p[std::size_t(i) * N + i];
+    return -double(p.init_std) * p.init_std * trace;
+  }
   GMI_HD static void bind_table(params& p, const float* table) { p.table = table; }
 
   GMI_HD static void reset(state& s, gmi::rng& r, const params& p) {

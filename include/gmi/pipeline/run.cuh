@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstdio>
 #include <limits>
+#include <concepts>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,16 +51,43 @@ namespace gmi {
 
 namespace detail {
 
+// The task's best reachable mean episode return, where it is known (gmi::env's optional optimal_mean_return).
+template <class Env>
+std::optional<double> optimal_mean_return() {
+  if constexpr (requires(const typename Env::params& p) {
+                  { Env::optimal_mean_return(p) } -> std::convertible_to<double>;
+                }) {
+    return Env::optimal_mean_return(typename Env::params{});
+  } else {
+    return std::nullopt;
+  }
+}
+
+// "-36.2" or, where the task's optimum is known, "-36.2 (1.10x the optimum -32.9)".
+inline std::string return_text(double mean, const run_options& o) {
+  if (!std::isfinite(mean)) return "-";
+  std::string t = metrics::si(mean);
+  if (std::isfinite(o.optimal_mean_return) && o.optimal_mean_return != 0) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " (%.2fx the optimum %s)", mean / o.optimal_mean_return,
+                  metrics::si(o.optimal_mean_return).c_str());
+    t += buf;
+  }
+  return t;
+}
+
 // The fields every end line of a run over GMIs starts with (bench/plot and the runs/ files read them).
 inline nlohmann::json gmis_end_line(const metrics::run_info& run, const char* task, const char* layout,
                                     const runtime::gmis_config& cfg, const run_options& o) {
-  return {{"run_id", run.run_id},     {"task", task},
-          {"impl", "gmi"},            {"device", run.device},
-          {"event", "end"},           {"layout", layout},
-          {"partition", cfg.partition}, {"gmi_processes", cfg.processes()},
-          {"gpus", cfg.gpus.size()},  {"gmis_per_gpu", cfg.gmis_per_gpu},
-          {"num_envs", o.num_envs},   {"seed", o.seed},
-          {"git", run.git}};
+  nlohmann::json j = {{"run_id", run.run_id},     {"task", task},
+                      {"impl", "gmi"},            {"device", run.device},
+                      {"event", "end"},           {"layout", layout},
+                      {"partition", cfg.partition}, {"gmi_processes", cfg.processes()},
+                      {"gpus", cfg.gpus.size()},  {"gmis_per_gpu", cfg.gmis_per_gpu},
+                      {"num_envs", o.num_envs},   {"seed", o.seed},
+                      {"git", run.git}};
+  if (std::isfinite(o.optimal_mean_return)) j["optimal_mean_return"] = o.optimal_mean_return;
+  return j;
 }
 
 template <class Env>
@@ -185,6 +213,7 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
                          {"device", run.device}, {"num_envs", o.num_envs}, {"seed", o.seed},
                          {"layout", Pipeline::layout_type::name}, {"partition", o.partition},
                          {"git", run.git}, {"ppo", ppo_settings_json(o.ppo)}};
+  if (std::isfinite(o.optimal_mean_return)) base["optimal_mean_return"] = o.optimal_mean_return;
   std::printf("gmi: env-step %s steps/s | serving %s steps/s (policy + sampling + env)\n", metrics::si(env_rate).c_str(),
               metrics::si(serve_rate).c_str());
   if constexpr (!Pipeline::layout_type::trains) {
@@ -263,7 +292,7 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
           log.write(end);
           save_checkpoint();
           std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", stop_reason.c_str(),
-                      metrics::si(steps).c_str(), now, std::isfinite(last_mean) ? metrics::si(last_mean).c_str() : "-",
+                      metrics::si(steps).c_str(), now, return_text(last_mean, o).c_str(),
                       std::isfinite(target) ? metrics::si(target).c_str() : "none");
           return sig ? 128 + sig : 0;
         }
@@ -541,9 +570,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
               "return %s | weights %s (FNV-1a %016llx)\n",
               first.reason.c_str(), static_cast<unsigned long long>(t.iterations), metrics::si(t.samples_per_s).c_str(),
               t.per_gmi.size(), metrics::si(t.samples_per_s / static_cast<double>(t.per_gmi.size())).c_str(),
-              first.update.c_str(),
-              std::isfinite(first.mean_return) ? metrics::si(first.mean_return).c_str() : "-",
-              t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
+              first.update.c_str(), return_text(first.mean_return, o).c_str(), t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
               static_cast<unsigned long long>(first.weights_hash));
   if (!o.metrics_path.empty()) {
     nlohmann::json per = nlohmann::json::array();
@@ -794,7 +821,12 @@ int run(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds of training")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");
+  auto* target_return_flag =
+      app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");
+  app.add_option("--target-optimum-gap", o.target_optimum_gap,
+                 "stop when the mean return is within this fraction of the task's optimal mean return (tasks with a "
+                 "known optimum: the *_proxy tasks); e.g. 0.1: at most 10% below it")
+      ->check(CLI::PositiveNumber);
   app.add_option("--min-episodes", o.min_episodes, "episodes a mean return must cover")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--log-interval", o.log_interval, "seconds between progress lines")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
   app.add_option("--metrics", o.metrics_path, "append JSON-lines metrics to this file");
@@ -863,6 +895,19 @@ int run(int argc, char** argv) {
   std::signal(SIGTERM, detail::on_stop_signal);
   try {
     o.ppo.validate();
+    if (const auto best = detail::optimal_mean_return<Env>()) o.optimal_mean_return = *best;
+    if (std::isfinite(o.target_optimum_gap)) {
+      gmi::require(std::isfinite(o.optimal_mean_return), "--target-optimum-gap for task", detail::task_name<Env>(),
+                   "a task with a known optimal mean return (the *_proxy tasks)");
+      gmi::require(target_return_flag->count() == 0, "--target-optimum-gap with --target-return", o.target_return,
+                   "one of the two");
+      o.target_return = o.optimal_mean_return - o.target_optimum_gap * std::fabs(o.optimal_mean_return);
+    }
+    if (std::isfinite(o.optimal_mean_return) && !runtime::this_gmi()) {
+      std::printf("gmi: %s: optimal mean return %s (known for this task); target %s\n", detail::task_name<Env>(),
+                  metrics::si(o.optimal_mean_return).c_str(),
+                  std::isfinite(o.target_return) ? metrics::si(o.target_return).c_str() : "none");
+    }
     if (o.restart_on_failure > 0) {
       gmi::require(!o.checkpoint_path.empty(), "--restart-on-failure without --checkpoint", o.restart_on_failure,
                    "--checkpoint PATH as well (a restart resumes from the last checkpoint)");

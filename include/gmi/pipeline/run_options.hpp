@@ -53,6 +53,9 @@ struct run_options {
   double max_env_steps = 50e6;
   double max_seconds = 3600;
   double target_return = std::numeric_limits<double>::quiet_NaN();
+  // --target-optimum-gap g: target_return = optimum - g |optimum| (tasks with a known optimal mean return).
+  double target_optimum_gap = std::numeric_limits<double>::quiet_NaN();
+  double optimal_mean_return = std::numeric_limits<double>::quiet_NaN();  // the task's, where known (set by gmi::run)
   int min_episodes = 32;  // finished episodes a "solved" decision must rest on
   double log_interval = 1.0;
   std::string metrics_path;
