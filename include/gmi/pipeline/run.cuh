@@ -825,8 +825,7 @@ int run(int argc, char** argv) {
       app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");
   app.add_option("--target-optimum-gap", o.target_optimum_gap,
                  "stop when the mean return is within this fraction of the task's optimal mean return (tasks with a "
-                 "known optimum: the *_proxy tasks); e.g. 0.1: at most 10% below it")
-      ->check(CLI::PositiveNumber);
+                 "known optimum: the *_proxy tasks); e.g. 0.1: at most 10% below it");
   app.add_option("--min-episodes", o.min_episodes, "episodes a mean return must cover")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--log-interval", o.log_interval, "seconds between progress lines")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
   app.add_option("--metrics", o.metrics_path, "append JSON-lines metrics to this file");
@@ -896,6 +895,8 @@ int run(int argc, char** argv) {
   try {
     o.ppo.validate();
     if (const auto best = detail::optimal_mean_return<Env>()) o.optimal_mean_return = *best;
+    gmi::require(std::isnan(o.target_optimum_gap) || (std::isfinite(o.target_optimum_gap) && o.target_optimum_gap > 0),
+                 "--target-optimum-gap", o.target_optimum_gap, "> 0 (a fraction of |optimum|, e.g. 0.1)");
     if (std::isfinite(o.target_optimum_gap)) {
       gmi::require(std::isfinite(o.optimal_mean_return), "--target-optimum-gap for task", detail::task_name<Env>(),
                    "a task with a known optimal mean return (the *_proxy tasks)");
