@@ -843,6 +843,13 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--value-coef", o.ppo.value_coef, "value loss weight")->capture_default_str();
   app.add_option("--max-grad-norm", o.ppo.max_grad_norm, "gradient-norm clip (<= 0: off)")->capture_default_str();
+  app.add_option("--normalize-obs", o.ppo.normalize_obs, "running mean/std of observations (true/false)")
+      ->capture_default_str();
+  app.add_option("--normalize-value", o.ppo.normalize_value,
+                 "the value head predicts returns normalized by their running mean/std (true/false)")
+      ->capture_default_str();
+  app.add_option("--normalize-advantage", o.ppo.normalize_advantage, "advantages normalized over the rollout (true/false)")
+      ->capture_default_str();
   std::string schedule = o.ppo.schedule == rl::lr_schedule::adaptive_kl ? "adaptive" : "constant";
   app.add_option("--lr-schedule", schedule, "learning-rate schedule")->check(CLI::IsMember({"constant", "adaptive"}))->capture_default_str();
   app.add_flag("--quiet", o.quiet, "no progress lines");

@@ -36,7 +36,10 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"kl_target", c.kl_target},
           {"clip", c.clip},
           {"entropy_coef", c.entropy_coef},
-          {"bounds_loss_coef", c.bounds_loss_coef}};
+          {"bounds_loss_coef", c.bounds_loss_coef},
+          {"normalize_obs", c.normalize_obs},
+          {"normalize_value", c.normalize_value},
+          {"normalize_advantage", c.normalize_advantage}};
 }
 
 struct run_options {
