@@ -843,13 +843,18 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--value-coef", o.ppo.value_coef, "value loss weight")->capture_default_str();
   app.add_option("--max-grad-norm", o.ppo.max_grad_norm, "gradient-norm clip (<= 0: off)")->capture_default_str();
-  app.add_option("--normalize-obs", o.ppo.normalize_obs, "running mean/std of observations (true/false)")
-      ->capture_default_str();
-  app.add_option("--normalize-value", o.ppo.normalize_value,
-                 "the value head predicts returns normalized by their running mean/std (true/false)")
-      ->capture_default_str();
-  app.add_option("--normalize-advantage", o.ppo.normalize_advantage, "advantages normalized over the rollout (true/false)")
-      ->capture_default_str();
+  // The PPO config's normalizer switches, spelled true/false (anything else: one line naming the flag).
+  std::array<std::pair<bool*, std::string>, 3> normalize{{{&o.ppo.normalize_obs, "true"},
+                                                          {&o.ppo.normalize_value, "true"},
+                                                          {&o.ppo.normalize_advantage, "true"}}};
+  for (auto& [flag, text] : normalize) text = *flag ? "true" : "false";
+  app.add_option("--normalize-obs", normalize[0].second, "running mean/std of observations")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  app.add_option("--normalize-value", normalize[1].second,
+                 "the value head predicts returns normalized by their running mean/std")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  app.add_option("--normalize-advantage", normalize[2].second, "advantages normalized over the rollout")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
   std::string schedule = o.ppo.schedule == rl::lr_schedule::adaptive_kl ? "adaptive" : "constant";
   app.add_option("--lr-schedule", schedule, "learning-rate schedule")->check(CLI::IsMember({"constant", "adaptive"}))->capture_default_str();
   app.add_flag("--quiet", o.quiet, "no progress lines");
@@ -895,6 +900,7 @@ int run(int argc, char** argv) {
   app.add_option("--sweep", o.sweep_path, "population settings: a JSON array, one object per GMI (implies --population)");
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
   o.ppo.schedule = schedule == "adaptive" ? rl::lr_schedule::adaptive_kl : rl::lr_schedule::constant;
+  for (const auto& [flag, text] : normalize) *flag = text == "true";
   if (!o.sweep_path.empty()) o.population = true;
 
   std::signal(SIGINT, detail::on_stop_signal);
