@@ -90,10 +90,11 @@ std::vector<float> run_adam(const gmi::nn::adam_config& cfg, float lr2, std::vec
 }
 
 normalizer_run run_normalizer(int dim, const std::vector<float>& a, const std::vector<float>& b,
-                              const std::vector<float>& probe) {
+                              const std::vector<float>& probe, double window) {
   gmi::cuda::stream s;
   const gmi::exec::cuda pol{.stream = s};
-  gmi::nn::running_mean_std<gmi::exec::cuda> seq(dim, {}, pol), first(dim, {}, pol), second(dim, {}, pol);
+  const gmi::nn::normalizer_config c{.window = window};
+  gmi::nn::running_mean_std<gmi::exec::cuda> seq(dim, c, pol), first(dim, c, pol), second(dim, c, pol);
   auto ad = upload(a, s);
   auto bd = upload(b, s);
   auto pd = upload(probe, s);

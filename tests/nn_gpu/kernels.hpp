@@ -37,9 +37,10 @@ struct normalizer_run {
   std::vector<double> stats_sequential, stats_merged;
   std::vector<float> normalized;
 };
-// Updates with batch a then b; separately updates two instances and merges; normalizes probe.
+// Updates with batch a then b; separately updates two instances and merges; normalizes probe. Every
+// normalizer forgets under `window` (nn::normalizer_config::window; 0: every sample).
 normalizer_run run_normalizer(int dim, const std::vector<float>& a, const std::vector<float>& b,
-                              const std::vector<float>& probe);
+                              const std::vector<float>& probe, double window = 0);
 
 struct per_sample_run {
   std::vector<float> actions, logp, values, d_params;

@@ -124,19 +124,22 @@ TEST_SUITE("gpu") {
   // dim 37: a few short ranges; dim 4 and 70001 samples: a rollout-sized batch in 256 ranges of 274 samples, the
   // last one shorter, merged by the fixed tree. Feature `shifted` sits far from zero.
   TEST_CASE("nn_gpu.normalizer.kernel_equals_host") {
-    struct shape { int dim; std::size_t n_a, n_b; int shifted; float shift; };
-    for (const shape c : {shape{37, 3001, 1234, 3, 500.0f}, shape{4, 70001, 100, 1, 1000.0f}}) {
+    struct shape { int dim; std::size_t n_a, n_b; int shifted; float shift; double window; };
+    // The last shape forgets: its window keeps 2000 of a's 3001 samples when b's 1234 come in.
+    for (const shape c : {shape{37, 3001, 1234, 3, 500.0f, 0.0}, shape{4, 70001, 100, 1, 1000.0f, 0.0},
+                          shape{5, 3001, 1234, 2, 300.0f, 3234.0}}) {
       CAPTURE(c.dim);
+      CAPTURE(c.window);
       auto a = uniform(c.n_a * c.dim, 5, -4, 9), b = uniform(c.n_b * c.dim, 6, 0, 2);
       for (std::size_t s = 0; s < c.n_a; ++s) a[s * c.dim + c.shifted] += c.shift;
       const auto probe = uniform(10 * c.dim, 7, -10, 10);
-      const auto gpu = nn_gpu::run_normalizer(c.dim, a, b, probe);
-      running_mean_std<gmi::exec::host> host(c.dim);
+      const auto gpu = nn_gpu::run_normalizer(c.dim, a, b, probe, c.window);
+      running_mean_std<gmi::exec::host> host(c.dim, {.window = c.window});
       host.update({a.data(), a.size()});
       host.update({b.data(), b.size()});
       const auto want = host.stats();
       REQUIRE(gpu.stats_sequential.size() == want.size());
-      CHECK(gpu.stats_sequential[0] == static_cast<double>(c.n_a + c.n_b));
+      CHECK(gpu.stats_sequential[0] == (c.window > 0 ? c.window : static_cast<double>(c.n_a + c.n_b)));
       for (std::size_t i = 0; i < want.size(); ++i) {
         CHECK(gpu.stats_sequential[i] == doctest::Approx(want[i]).epsilon(1e-10));
         CHECK(gpu.stats_merged[i] == doctest::Approx(want[i]).epsilon(1e-10));

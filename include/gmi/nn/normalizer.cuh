@@ -98,12 +98,14 @@ __global__ static void merge_parts_kernel(const double* GMI_RESTRICT parts_recor
   }
 }
 
-// One block: stats = merge(stats, other); float caches refreshed. The count is read before anyone writes it.
+// One block: stats = merge(stats, other) under the window (normalizer.hpp); float caches refreshed. The count is read before anyone writes it.
 __global__ static void merge_stats_kernel(double* stats, const double* GMI_RESTRICT other, int dim, double epsilon,
-                                          float* GMI_RESTRICT mean_f, float* GMI_RESTRICT std_f) {
-  const double ca = stats[0], cb = other ? other[0] : 0.0;
+                                          double window, float* GMI_RESTRICT mean_f, float* GMI_RESTRICT std_f) {
+  const double held = stats[0], cb = other ? other[0] : 0.0;
+  const double ca = other ? kept_count(held, cb, window) : held;
   __syncthreads();
   for (int f = static_cast<int>(threadIdx.x); f < dim; f += static_cast<int>(blockDim.x)) {
+    if (other && ca < held) stats[1 + dim + f] *= ca / held;
     if (other) merge_moments(ca, stats[1 + f], stats[1 + dim + f], cb, other[1 + f], other[1 + dim + f]);
     float_stats(ca + cb, stats[1 + f], stats[1 + dim + f], epsilon, mean_f[f], std_f[f]);
   }
@@ -213,7 +215,7 @@ class running_mean_std<exec::cuda> {
  private:
   void refresh(const double* other) {
     detail::merge_stats_kernel<<<1, 256, 0, policy_.stream>>>(stats_.data(), other, dim_, config_.epsilon,
-                                                              cache_.data(), cache_.data() + dim_);
+                                                              config_.window, cache_.data(), cache_.data() + dim_);
     GMI_CUDA_TRY(cudaGetLastError());
   }
 

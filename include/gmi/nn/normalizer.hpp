@@ -1,7 +1,11 @@
 #pragma once
 // Running mean and variance per feature (observations, values), normalising with clipping as rl_games does.
 // Statistics are one flat record of doubles [count | mean[dim] | M2[dim]] so instances (GMIs) can exchange and
-// merge them (Chan et al.'s parallel update). Host path here; CUDA path in normalizer.cuh.
+// merge them (Chan et al.'s parallel update). By default the statistics weigh every sample ever seen (rl_games'
+// RunningMeanStd); with a window W they forget: before a batch of n samples is merged, the held statistics are
+// scaled down to at most W - n samples (mean and variance kept), so old data fades geometrically and a task whose
+// scale shrinks as the policy improves (the LQ proxies' states and returns) is normalized by its recent scale.
+// Host path here; CUDA path in normalizer.cuh.
 
 #include <cmath>
 #include <cstddef>
@@ -21,10 +25,12 @@ namespace gmi::nn {
 struct normalizer_config {
   float clip = 5.0f;       // normalised values are clamped to [-clip, clip] (rl_games default)
   double epsilon = 1e-5;   // added to the variance before the square root
+  double window = 0;       // samples the statistics weigh at most after a merge; 0: every sample ever seen
 
   void validate() const {
     gmi::require(std::isfinite(clip) && clip > 0, "normalizer clip", clip, "> 0");
     gmi::require(std::isfinite(epsilon) && epsilon > 0, "normalizer epsilon", epsilon, "> 0");
+    gmi::require(std::isfinite(window) && window >= 0, "normalizer window", window, ">= 0 samples (0: every sample)");
   }
 };
 
@@ -55,6 +61,13 @@ GMI_HD inline void merge_moments(double count_a, double& mean_a, double& m2_a, d
   const double delta = mean_b - mean_a;
   mean_a += delta * (count_b / total);
   m2_a += m2_b + delta * delta * (count_a * count_b / total);
+}
+// The count the held statistics keep before a batch of count_b samples is merged under `window` (0: all of
+// count_a); their M2 is scaled by kept / count_a so the variance stays.
+GMI_HD inline double kept_count(double count_a, double count_b, double window) {
+  if (window <= 0 || count_a + count_b <= window) return count_a;
+  const double room = window - count_b;
+  return room > 0 ? room : 0.0;
 }
 // Float mean and std of one feature; before any data: mean 0, std 1.
 GMI_HD inline void float_stats(double count, double mean, double m2, double epsilon, float& mean_f, float& std_f) {
@@ -152,13 +165,16 @@ class running_mean_std<exec::host> {
     return batch;
   }
 
-  // Merges another record [count | mean | M2] of the same dim (another instance's statistics).
+  // Merges another record [count | mean | M2] of the same dim (another instance's statistics, or a batch's),
+  // forgetting under the window first.
   void merge(host_span<const double> other) {
     gmi::require(other.size() == stats_.size(), "normalizer merge: record size", other.size(),
                  "== 1 + 2 * dim = " + std::to_string(stats_.size()));
-    const double ca = stats_[0], cb = other[0];
-    for (int f = 0; f < dim_; ++f)
+    const double held = stats_[0], cb = other[0], ca = detail::kept_count(held, cb, config_.window);
+    for (int f = 0; f < dim_; ++f) {
+      if (ca < held) stats_[1 + dim_ + f] *= ca / held;
       detail::merge_moments(ca, stats_[1 + f], stats_[1 + dim_ + f], cb, other[1 + f], other[1 + dim_ + f]);
+    }
     stats_[0] = ca + cb;
     refresh();
   }

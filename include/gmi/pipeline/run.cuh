@@ -843,6 +843,12 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--value-coef", o.ppo.value_coef, "value loss weight")->capture_default_str();
   app.add_option("--max-grad-norm", o.ppo.max_grad_norm, "gradient-norm clip (<= 0: off)")->capture_default_str();
+  app.add_option("--obs-normalizer-window", o.ppo.obs_normalizer_window,
+                 "samples the observation normalizer weighs at most (older ones fade); 0: every sample")
+      ->capture_default_str();
+  app.add_option("--value-normalizer-window", o.ppo.value_normalizer_window,
+                 "samples the return normalizer weighs at most (older ones fade); 0: every sample")
+      ->capture_default_str();
   // The PPO config's normalizer switches, spelled true/false (anything else: one line naming the flag).
   std::array<std::pair<bool*, std::string>, 3> normalize{{{&o.ppo.normalize_obs, "true"},
                                                           {&o.ppo.normalize_value, "true"},

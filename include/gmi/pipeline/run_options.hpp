@@ -39,7 +39,9 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"bounds_loss_coef", c.bounds_loss_coef},
           {"normalize_obs", c.normalize_obs},
           {"normalize_value", c.normalize_value},
-          {"normalize_advantage", c.normalize_advantage}};
+          {"normalize_advantage", c.normalize_advantage},
+          {"obs_normalizer_window", c.obs_normalizer_window},
+          {"value_normalizer_window", c.value_normalizer_window}};
 }
 
 struct run_options {

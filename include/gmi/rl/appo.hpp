@@ -137,8 +137,8 @@ class appo_learner {
         total_(horizon_ * columns_),
         minibatch_(std::min<std::size_t>(static_cast<std::size_t>(config.ppo.minibatch), total_)),
         minibatches_((total_ + minibatch_ - 1) / minibatch_),
-        obs_norm_(obs_dim, nn::normalizer_config{}, policy),
-        value_norm_(1, nn::normalizer_config{layout::value_clip, 1e-5f}, policy),
+        obs_norm_(obs_dim, nn::normalizer_config{.window = config.ppo.obs_normalizer_window}, policy),
+        value_norm_(1, nn::normalizer_config{layout::value_clip, 1e-5f, config.ppo.value_normalizer_window}, policy),
         adam_(nn::adam_config{config.ppo.learning_rate, 0.9f, 0.999f, 1e-8f,
                               config.ppo.max_grad_norm > 0 ? std::optional<float>(config.ppo.max_grad_norm)
                                                            : std::nullopt},

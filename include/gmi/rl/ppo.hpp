@@ -102,8 +102,8 @@ class ppo_trainer {
         total_(static_cast<std::size_t>(config.horizon) * n_),
         minibatch_(std::min<std::size_t>(static_cast<std::size_t>(config.minibatch), total_)),
         minibatches_((total_ + minibatch_ - 1) / minibatch_),
-        obs_norm_(obs_dim, nn::normalizer_config{}, policy),
-        value_norm_(1, nn::normalizer_config{1e6f, 1e-5f}, policy),
+        obs_norm_(obs_dim, nn::normalizer_config{.window = config.obs_normalizer_window}, policy),
+        value_norm_(1, nn::normalizer_config{1e6f, 1e-5f, config.value_normalizer_window}, policy),
         adam_(nn::adam_config{config.learning_rate, 0.9f, 0.999f, 1e-8f,
                               config.max_grad_norm > 0 ? std::optional<float>(config.max_grad_norm) : std::nullopt},
               Net::param_count, policy) {
@@ -529,7 +529,7 @@ class ppo_trainer {
   // the same sizes, and the same statistics): every trainer gathers every trainer's numbers and compares them
   // with rank 0's, so all throw alike.
   void check_group_schedule(const ppo_sync& sync) const {
-    const std::array<std::pair<const char*, double>, 10> mine{{
+    const std::array<std::pair<const char*, double>, 12> mine{{
         {"trainers", 1.0},
         {"samples per iteration (horizon x num_envs)", static_cast<double>(total_)},
         {"ppo.minibatch (samples per gradient step)", static_cast<double>(minibatch_)},
@@ -539,6 +539,8 @@ class ppo_trainer {
         {"ppo.normalize_advantage", config_.normalize_advantage ? 1.0 : 0.0},
         {"ppo.normalize_obs", config_.normalize_obs ? 1.0 : 0.0},
         {"ppo.normalize_value", config_.normalize_value ? 1.0 : 0.0},
+        {"ppo.obs_normalizer_window", config_.obs_normalizer_window},
+        {"ppo.value_normalizer_window", config_.value_normalizer_window},
         {"ppo.schedule (0 constant, 1 adaptive_kl)", config_.schedule == lr_schedule::adaptive_kl ? 1.0 : 0.0},
     }};
     const std::size_t k = mine.size(), world = static_cast<std::size_t>(sync.world);

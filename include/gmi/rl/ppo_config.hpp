@@ -27,6 +27,10 @@ struct ppo_config {
   bool normalize_advantage = true;  // over the whole rollout
   bool normalize_obs = true;        // running mean/std of observations
   bool normalize_value = true;      // the value head predicts returns normalized by their running mean/std
+  // Samples each normalizer weighs at most (nn::normalizer_config::window): 0 keeps every sample ever seen
+  // (rl_games); a window lets it follow a scale that shrinks as the policy improves.
+  double obs_normalizer_window = 0;
+  double value_normalizer_window = 0;
   bool bootstrap_truncation = true; // reward += gamma * V(final state) when the time limit cuts an episode
   // Constant by default. lr_schedule::adaptive_kl is rl_games' rule for Isaac Gym tasks: the step size follows
   // the policy's KL (/1.5 above 2x kl_target, *1.5 below kl_target/2, within [min, max]_learning_rate). On
@@ -52,6 +56,10 @@ struct ppo_config {
     gmi::require(std::isfinite(entropy_coef) && entropy_coef >= 0, "ppo.entropy_coef", entropy_coef, ">= 0");
     gmi::require(std::isfinite(bounds_loss_coef) && bounds_loss_coef >= 0, "ppo.bounds_loss_coef", bounds_loss_coef, ">= 0");
     gmi::require(finite_positive(value_clip), "ppo.value_clip", value_clip, "> 0");
+    gmi::require(std::isfinite(obs_normalizer_window) && obs_normalizer_window >= 0, "ppo.obs_normalizer_window",
+                 obs_normalizer_window, ">= 0 samples (0: every sample)");
+    gmi::require(std::isfinite(value_normalizer_window) && value_normalizer_window >= 0,
+                 "ppo.value_normalizer_window", value_normalizer_window, ">= 0 samples (0: every sample)");
     gmi::require(finite_positive(kl_target), "ppo.kl_target", kl_target, "> 0");
     gmi::require(finite_positive(min_learning_rate) && min_learning_rate <= max_learning_rate, "ppo.min_learning_rate",
                  min_learning_rate, "> 0 and <= max_learning_rate (" + std::to_string(max_learning_rate) + ")");

@@ -35,6 +35,7 @@ __global__ static void ppo_stats_gather_kernel(ppo_stats_gather_args a) {
   std::uint32_t g = 0;
   if (!cuda::exchange_begin(x, g, scratch)) return;
   for (int q = static_cast<int>(threadIdx.x); q < words; q += static_cast<int>(blockDim.x)) a.own[q] = 0.0f;
+  __syncthreads();  // every zero is written before any record word: another thread may zero the word a record takes
   for (int i = static_cast<int>(threadIdx.x); i < a.values; i += static_cast<int>(blockDim.x))
     double_to_words(a.local[i], a.own + rank * slot + i * words_per_double);
   if (!cuda::exchange_post(x, g, scratch)) return;
