@@ -114,7 +114,7 @@ TEST_SUITE("cpu") {
     CHECK_THROWS_WITH_AS(running_mean_std<gmi::exec::host>(2, {.clip = -1.0f}), "normalizer clip: got -1, need > 0",
                          gmi::config_error);
     CHECK_THROWS_WITH_AS(running_mean_std<gmi::exec::host>(2, {.window = -5}),
-                         "normalizer window: got -5, need >= 0 samples (0: every sample)", gmi::config_error);
+                         "normalizer window: got -5, need >= 0 samples and finite (0: every sample)", gmi::config_error);
     running_mean_std<gmi::exec::host> rms(3);
     std::vector<float> x(7);
     CHECK_THROWS_WITH_AS(rms.update({x.data(), x.size()}), "normalizer update: batch size: got 7, need a multiple of dim 3",

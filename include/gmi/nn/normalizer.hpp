@@ -30,7 +30,8 @@ struct normalizer_config {
   void validate() const {
     gmi::require(std::isfinite(clip) && clip > 0, "normalizer clip", clip, "> 0");
     gmi::require(std::isfinite(epsilon) && epsilon > 0, "normalizer epsilon", epsilon, "> 0");
-    gmi::require(std::isfinite(window) && window >= 0, "normalizer window", window, ">= 0 samples (0: every sample)");
+    gmi::require(std::isfinite(window) && window >= 0, "normalizer window", window,
+                 ">= 0 samples and finite (0: every sample)");
   }
 };
 

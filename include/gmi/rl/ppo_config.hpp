@@ -57,9 +57,9 @@ struct ppo_config {
     gmi::require(std::isfinite(bounds_loss_coef) && bounds_loss_coef >= 0, "ppo.bounds_loss_coef", bounds_loss_coef, ">= 0");
     gmi::require(finite_positive(value_clip), "ppo.value_clip", value_clip, "> 0");
     gmi::require(std::isfinite(obs_normalizer_window) && obs_normalizer_window >= 0, "ppo.obs_normalizer_window",
-                 obs_normalizer_window, ">= 0 samples (0: every sample)");
+                 obs_normalizer_window, ">= 0 samples and finite (0: every sample)");
     gmi::require(std::isfinite(value_normalizer_window) && value_normalizer_window >= 0,
-                 "ppo.value_normalizer_window", value_normalizer_window, ">= 0 samples (0: every sample)");
+                 "ppo.value_normalizer_window", value_normalizer_window, ">= 0 samples and finite (0: every sample)");
     gmi::require(finite_positive(kl_target), "ppo.kl_target", kl_target, "> 0");
     gmi::require(finite_positive(min_learning_rate) && min_learning_rate <= max_learning_rate, "ppo.min_learning_rate",
                  min_learning_rate, "> 0 and <= max_learning_rate (" + std::to_string(max_learning_rate) + ")");
