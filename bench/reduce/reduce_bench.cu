@@ -7,8 +7,9 @@
 // non-blocking, the flat ones plain ncclAllReduce, then one wait for the stream; the rep's time / iters is one
 // call's time. Both sides are timed the same way, on rank 0.
 // Usage: gmi.bench.reduce [intra] [hier] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
-//        [bytes=b] [chunk=bytes] [reduce=every_gmi|leader] [share=1]
+//        [bytes=b] [chunk=bytes] [overlap=blocks] [reduce=every_gmi|leader] [share=1]
 // (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: GMI_HIER_CHUNK_BYTES for the GMIs;
+// overlap: GMI_HIER_OVERLAP_BLOCKS for the GMIs, the grid of sum kernels that may run beside NCCL;
 // reduce=every_gmi|leader: only the variants of that reducer; share=1: under MPS each GMI gets 1/m of the SMs, as in gmi::run)
 // Impls: "gmi" (every GMI gets the sum in its own buffer; every GMI sums a slice), "gmi_shared_result" (copy_back
 // off: GMIs read the sum in the GPU's result buffer), "gmi_leader_reduce" and "gmi_leader_reduce_shared_result"
@@ -320,6 +321,7 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const
           if (m > 1) cfg["reduce"] = reduce == "leader" ? "leader" : "every_gmi";
           if (m > 1) cfg["mps_share_per_gmi"] = arg("share", 0) != 0 ? (100 + m - 1) / m : 100;
           if (args.count("chunk")) cfg["chunk_bytes"] = arg("chunk", 0);
+          if (args.count("overlap")) cfg["overlap_blocks"] = arg("overlap", 0);
           if (flat) cfg["ratio_to_nccl_flat"] = s.median / flat->median;
           emit(run, impl, "latency_s", s, cfg);
           emit(run, impl, "bytes_per_s", {bytes / s.median, bytes / s.max, bytes / s.min, s.reps}, cfg);
@@ -366,6 +368,13 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (args.count("chunk")) setenv("GMI_HIER_CHUNK_BYTES", args["chunk"].c_str(), 1);  // workers inherit it
+    if (args.count("overlap")) {
+      if (arg("overlap", 0) < 0) {
+        std::fprintf(stderr, "gmi.bench.reduce: overlap=%lld; need >= 0 blocks (0: uncapped)\n", arg("overlap", 0));
+        return 2;
+      }
+      setenv("GMI_HIER_OVERLAP_BLOCKS", args["overlap"].c_str(), 1);
+    }
     if (hier) bench_hier(run, reps, static_cast<int>(std::min<long long>(arg("gpus", *n), *n)), mode);
     return 0;
   } catch (const gmi::error& e) {

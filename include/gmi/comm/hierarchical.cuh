@@ -86,6 +86,10 @@ struct hierarchical_options {
   sharing mode = sharing::ipc;
   milliseconds timeout = default_timeout();
   std::size_t chunk_bytes = 0;  // 0: one chunk up to 32 MiB, else max(32 MiB, bytes / 4) (GMI_HIER_CHUNK_BYTES overrides)
+  // Chunked calls: the grid of a sum kernel, (a) of every chunk but the first and (c) of every chunk but the last,
+  // that may run beside an NCCL call of another chunk, in blocks for the whole GPU; 0: uncapped
+  // (GMI_HIER_OVERLAP_BLOCKS overrides). A small grid sums slower but leaves HBM and SMs to NCCL.
+  unsigned overlap_blocks = 0;
   bool blocking = true;         // allreduce returns after the result is in this GMI's buffer (errors surface there)
   // false: step (c) is skipped; the sum goes to one result buffer the leader owns (not its gradient buffer, which
   // the leader refills while others still read) and every GMI reads it through result(), stream-ordered after
@@ -196,6 +200,10 @@ class hierarchical_allreduce {
     require(leaders == nullptr || o_.local_rank == 0, "hierarchical NCCL communicator on local rank", o_.local_rank,
             "only the leader (local rank 0)");
     if (const char* c = std::getenv("GMI_HIER_CHUNK_BYTES")) o_.chunk_bytes = std::stoull(c);
+    if (const auto b = detail::env_int("GMI_HIER_OVERLAP_BLOCKS")) {
+      require(*b >= 0, "GMI_HIER_OVERLAP_BLOCKS", *b, ">= 0 blocks (0: uncapped)");
+      o_.overlap_blocks = static_cast<unsigned>(*b);
+    }
     if (const char* h = std::getenv("GMI_HIER_HANDSHAKE"); h && *h) {
       const std::string v = h;
       if (v == "host") o_.sync = handshake::host;
@@ -828,13 +836,19 @@ class hierarchical_allreduce {
   cudaStream_t enqueue_chunks() {
     for (std::size_t off = 0; off < count_; off += chunk_floats_) {
       const std::size_t n = std::min(chunk_floats_, count_ - off);
-      if (o_.local_size > 1) detail::launch_reduce(slice(reduce_, off, n), *reduce_stream_);  // (a)
+      const unsigned beside_nccl = o_.overlap_blocks ? o_.overlap_blocks : detail::uncapped_reduce_blocks;
+      const bool first = off == 0, last = off + n == count_;
+      if (o_.local_size > 1) {
+        detail::launch_reduce(slice(reduce_, off, n), *reduce_stream_, first ? detail::uncapped_reduce_blocks : beside_nccl);  // (a)
+      }
       reduced_.record(*reduce_stream_);
       reduced_.wait_on(*nccl_stream_);
       leaders_->allreduce(gpu_sum() + off, gpu_sum() + off, n, *nccl_stream_);  // (b)
       summed_.record(*nccl_stream_);
       summed_.wait_on(*bcast_stream_);
-      if (bcast_.outputs > 0) detail::launch_reduce(slice(bcast_, off, n), *bcast_stream_);  // (c)
+      if (bcast_.outputs > 0) {
+        detail::launch_reduce(slice(bcast_, off, n), *bcast_stream_, last ? detail::uncapped_reduce_blocks : beside_nccl);  // (c)
+      }
     }
     return *bcast_stream_;
   }

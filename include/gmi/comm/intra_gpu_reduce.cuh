@@ -65,16 +65,18 @@ __global__ static void reduce_broadcast_kernel(reduce_args a) {
 }
 
 // Launches the kernel on prepared arguments (no checks, no allocation: the per-call path of the hierarchical
-// allreduce, whose arguments are checked once at setup).
-inline void launch_reduce(const reduce_args& a, cudaStream_t stream) {
+// allreduce, whose arguments are checked once at setup). max_blocks caps the grid; the grid-stride loop covers
+// the rest.
+inline constexpr unsigned uncapped_reduce_blocks = 2048;  // fills an H100/H200 several times over
+inline void launch_reduce(const reduce_args& a, cudaStream_t stream, unsigned max_blocks = uncapped_reduce_blocks) {
   if (a.count == 0) return;
   bool aligned = true;
   for (int k = 0; k < a.inputs; ++k) aligned = aligned && reinterpret_cast<std::uintptr_t>(a.in[k]) % 16 == 0;
   for (int k = 0; k < a.outputs; ++k) aligned = aligned && reinterpret_cast<std::uintptr_t>(a.out[k]) % 16 == 0;
   constexpr int threads = 256;
   const std::size_t work = aligned ? (a.count + 3) / 4 : a.count;
-  // Enough blocks to fill an H100/H200 several times over; the grid-stride loop covers the rest.
-  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((work + threads - 1) / threads, 2048));
+  const unsigned blocks = static_cast<unsigned>(
+      std::min<std::size_t>((work + threads - 1) / threads, std::clamp(max_blocks, 1u, uncapped_reduce_blocks)));
   if (aligned) {
     reduce_broadcast_kernel<true><<<blocks, threads, 0, stream>>>(a);
   } else {
