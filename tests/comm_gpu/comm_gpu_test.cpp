@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -51,6 +52,17 @@ TEST_CASE("comm_gpu.hierarchical.green_context_threads" * doctest::timeout(120))
     MESSAGE("GMI threads ran in "
             << std::string(green ? "green contexts" : "the primary context (no green contexts here)"));
   }
+}
+
+TEST_CASE("comm_gpu.hierarchical.bad_overlap_blocks" * doctest::timeout(120)) {
+  // A negative grid cap for the sums beside NCCL is refused by every GMI with a line that names the variable.
+  ::setenv("GMI_HIER_OVERLAP_BLOCKS", "-3", 1);
+  bool green = false;
+  std::string error;
+  gmi_test::threads_hierarchical(2, 1000, 1, green, error);
+  ::unsetenv("GMI_HIER_OVERLAP_BLOCKS");
+  CHECK_MESSAGE(error.find("GMI_HIER_OVERLAP_BLOCKS") != std::string::npos, error);
+  CHECK_MESSAGE(error.find("-3") != std::string::npos, error);
 }
 
 TEST_CASE("comm_gpu.hierarchical.ipc_processes" * doctest::timeout(300)) {

@@ -5,6 +5,7 @@
 #include <gmi/rl/checkpoint.hpp>
 #include <gmi/rl/ppo.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -56,6 +57,48 @@ TEST_SUITE("cpu") {
     CHECK(t.iteration() == 1);
     CHECK(t.samples_per_iteration() == 64u * 16u);
     CHECK(t.minibatches() == 4);
+  }
+
+  // lr_schedule::linear: each update takes the lr of the env steps done before it (here 1024 a iteration over a
+  // decay of 4096: 4 updates from 3e-4 down to 1e-6, then flat); the first update matches a constant-lr run's
+  // bits and the second does not; a resumed run continues the same schedule (the iteration count is saved).
+  TEST_CASE("ppo.host.linear_lr_schedule") {
+    auto c = small_config();
+    c.schedule = gmi::rl::lr_schedule::linear;
+    c.lr_decay_env_steps = 4096;
+    trainer t(64, 5, c);
+    trainer constant(64, 5, small_config());
+    const double per_iteration = 64.0 * c.horizon;
+    for (int it = 0; it < 6; ++it) {
+      t.iterate();
+      CAPTURE(it);
+      const double done = std::min(it, 4) * per_iteration;
+      CHECK(t.losses().learning_rate == doctest::Approx(c.learning_rate + (c.min_learning_rate - c.learning_rate) * done / 4096));
+      if (it == 0) CHECK(t.losses().learning_rate == c.learning_rate);
+      if (it >= 4) CHECK(t.losses().learning_rate == c.min_learning_rate);
+      if (it < 2) {
+        constant.iterate();
+        if (it == 0) CHECK(params_of(t) == params_of(constant));
+        if (it == 1) CHECK(params_of(t) != params_of(constant));
+      }
+    }
+    const auto path = std::filesystem::temp_directory_path() / ("gmi-ppo-linear-" + std::to_string(::getpid()) + ".gmi");
+    trainer first(64, 5, c);
+    for (int i = 0; i < 2; ++i) first.iterate();
+    gmi::rl::save(first.save_state(), path);
+    trainer resumed(64, 5, c);
+    resumed.load_state(gmi::rl::load(path));
+    std::filesystem::remove(path);
+    for (int i = 0; i < 4; ++i) resumed.iterate();
+    CHECK(params_of(resumed) == params_of(t));
+    CHECK(resumed.losses().learning_rate == t.losses().learning_rate);
+  }
+
+  TEST_CASE("ppo.host.linear_lr_schedule_needs_a_span") {
+    auto c = small_config();
+    c.schedule = gmi::rl::lr_schedule::linear;
+    CHECK_THROWS_WITH_AS(trainer(64, 1, c), "ppo.lr_decay_env_steps: got 0, need >= 1 env steps and finite with the linear lr schedule",
+                         gmi::config_error);
   }
 
   TEST_CASE("ppo.host.bad_config_rejected_before_anything_starts") {

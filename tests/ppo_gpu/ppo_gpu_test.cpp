@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <vector>
+
 #include "runs.hpp"
 
 #include "rel_diff.hpp"
@@ -28,6 +30,16 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("ppo_gpu.resume_continues_the_same_curve" * doctest::timeout(120)) { CHECK(gpu_resume_matches_straight_run()); }
+
+  // The linear schedule's kernel runs inside the replayed graph: every iteration's lr is the host rule's, down to
+  // the floor, and a resumed trainer continues from the saved iteration count.
+  TEST_CASE("ppo_gpu.linear_lr_schedule_in_the_graph" * doctest::timeout(120)) {
+    const auto r = gpu_linear_lr_run(10);
+    CHECK(r.lrs == r.want);
+    CHECK(r.want.front() > r.want[5]);
+    CHECK(r.want.back() == r.want[8]);
+    CHECK(r.resumed_lrs == std::vector<float>(r.want.begin() + 5, r.want.end()));
+  }
 
   TEST_CASE("ppo_gpu.solves_cartpole" * doctest::timeout(300)) {
     const auto r = run_cartpole_ppo(true, 512, 1, 400, 8192, 8, true);

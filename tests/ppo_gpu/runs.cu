@@ -78,3 +78,29 @@ ppo_run_result run_cartpole_ppo(bool on_gpu, int num_envs, unsigned long long se
   }
   return run(gmi::exec::host{}, num_envs, seed, iterations, minibatch, epochs, stop_when_solved);
 }
+
+linear_lr_run gpu_linear_lr_run(int iterations) {
+  gmi::cuda::stream s;
+  const gmi::exec::cuda on{.stream = s.get()};
+  gmi::rl::ppo_config c;
+  c.schedule = gmi::rl::lr_schedule::linear;
+  const int envs = 256;
+  const double per_iteration = static_cast<double>(envs) * c.horizon;
+  c.lr_decay_env_steps = per_iteration * (iterations - 2);  // the last two iterations at the floor
+  using trainer = gmi::rl::ppo_trainer<gmi::envs::cartpole, net, gmi::exec::cuda>;
+  trainer t(envs, 3, c, {}, on), first(envs, 3, c, {}, on);
+  linear_lr_run r;
+  for (int i = 0; i < iterations; ++i) {
+    t.iterate();
+    r.lrs.push_back(t.losses().learning_rate);
+    r.want.push_back(gmi::rl::linear_learning_rate(c.learning_rate, c.min_learning_rate, i, iterations - 2));
+  }
+  for (int i = 0; i < iterations / 2; ++i) first.iterate();
+  trainer resumed(envs, 3, c, {}, on);
+  resumed.load_state(first.save_state());
+  for (int i = iterations / 2; i < iterations; ++i) {
+    resumed.iterate();
+    r.resumed_lrs.push_back(resumed.losses().learning_rate);
+  }
+  return r;
+}

@@ -17,3 +17,10 @@ ppo_run_result run_cartpole_ppo(bool on_gpu, int num_envs, unsigned long long se
 
 // 6 iterations straight vs 3, save_state, load_state into a fresh trainer, 3 more: the same weights?
 bool gpu_resume_matches_straight_run();
+
+// lr_schedule::linear on the GPU (the first iteration eager, the rest replayed graphs): the lr each of `iterations`
+// iterations used, and the lr of a trainer resumed from a checkpoint after half of them and run to the end.
+struct linear_lr_run {
+  std::vector<float> lrs, resumed_lrs, want;
+};
+linear_lr_run gpu_linear_lr_run(int iterations);

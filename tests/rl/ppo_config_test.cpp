@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <gmi/rl/ppo_config.hpp>
 
 TEST_SUITE("cpu") {
@@ -30,5 +32,26 @@ TEST_SUITE("cpu") {
     CHECK(gmi::rl::next_learning_rate(c, 3e-4f, c.kl_target) == 3e-4f);
     c.schedule = gmi::rl::lr_schedule::constant;
     CHECK(gmi::rl::next_learning_rate(c, 3e-4f, 1.0f) == 3e-4f);
+  }
+
+  TEST_CASE("rl.ppo_config.linear_schedule") {
+    using gmi::rl::lr_schedule;
+    for (const auto s : {lr_schedule::constant, lr_schedule::adaptive_kl, lr_schedule::linear})
+      CHECK(gmi::rl::parse_lr_schedule(gmi::rl::lr_schedule_name(s)) == s);
+    CHECK_FALSE(gmi::rl::parse_lr_schedule("cosine").has_value());
+    CHECK(gmi::rl::linear_learning_rate(1e-3f, 1e-5f, 0, 10) == 1e-3f);
+    CHECK(gmi::rl::linear_learning_rate(1e-3f, 1e-5f, 5, 10) == doctest::Approx(5.05e-4f));
+    CHECK(gmi::rl::linear_learning_rate(1e-3f, 1e-5f, 10, 10) == 1e-5f);
+    CHECK(gmi::rl::linear_learning_rate(1e-3f, 1e-5f, 1e9, 10) == 1e-5f);
+    gmi::rl::ppo_config c;
+    c.schedule = lr_schedule::linear;
+    CHECK_THROWS_WITH_AS(c.validate(),
+                         "ppo.lr_decay_env_steps: got 0, need >= 1 env steps and finite with the linear lr schedule",
+                         gmi::config_error);
+    c.lr_decay_env_steps = std::numeric_limits<double>::infinity();
+    CHECK_THROWS_AS(c.validate(), gmi::config_error);
+    c.lr_decay_env_steps = 1e6;
+    CHECK_NOTHROW(c.validate());
+    CHECK(gmi::rl::next_learning_rate(c, 3e-4f, 1.0f) == 3e-4f);  // the KL rule leaves a linear schedule alone
   }
 }

@@ -861,8 +861,14 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
   app.add_option("--normalize-advantage", normalize[2].second, "advantages normalized over the rollout")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
-  std::string schedule = o.ppo.schedule == rl::lr_schedule::adaptive_kl ? "adaptive" : "constant";
-  app.add_option("--lr-schedule", schedule, "learning-rate schedule")->check(CLI::IsMember({"constant", "adaptive"}))->capture_default_str();
+  std::string schedule = rl::lr_schedule_name(o.ppo.schedule);
+  app.add_option("--lr-schedule", schedule,
+                 "learning-rate schedule: constant, adaptive (rl_games' KL rule) or linear (from --lr down to 1e-6 "
+                 "over --lr-decay-env-steps)")
+      ->check(CLI::IsMember({"constant", "adaptive", "linear"}))->capture_default_str();
+  auto* lr_decay_flag = app.add_option("--lr-decay-env-steps", o.ppo.lr_decay_env_steps,
+                                       "linear lr schedule: env steps of the whole training the decay spans "
+                                       "(default: --max-env-steps)");
   app.add_flag("--quiet", o.quiet, "no progress lines");
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(CLI::NonNegativeNumber);
@@ -905,13 +911,20 @@ int run(int argc, char** argv) {
   app.add_flag("--population", o.population, "independent trainings, one per GMI (seeds --seed, --seed + 1, ...)");
   app.add_option("--sweep", o.sweep_path, "population settings: a JSON array, one object per GMI (implies --population)");
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
-  o.ppo.schedule = schedule == "adaptive" ? rl::lr_schedule::adaptive_kl : rl::lr_schedule::constant;
+  o.ppo.schedule = *rl::parse_lr_schedule(schedule);
+  // The linear schedule spans the run's step limit unless told otherwise (a sweep's members may ask for it too).
+  if (lr_decay_flag->count() == 0) o.ppo.lr_decay_env_steps = std::isfinite(o.max_env_steps) ? o.max_env_steps : 0;
   for (const auto& [flag, text] : normalize) *flag = text == "true";
   if (!o.sweep_path.empty()) o.population = true;
 
   std::signal(SIGINT, detail::on_stop_signal);
   std::signal(SIGTERM, detail::on_stop_signal);
   try {
+    if (o.ppo.schedule == rl::lr_schedule::linear) {
+      gmi::require(std::isfinite(o.ppo.lr_decay_env_steps) && o.ppo.lr_decay_env_steps >= 1,
+                   "--lr-decay-env-steps with --lr-schedule linear", o.ppo.lr_decay_env_steps,
+                   ">= 1 and finite (default: --max-env-steps)");
+    }
     o.ppo.validate();
     if (const auto best = detail::optimal_mean_return<Env>()) o.optimal_mean_return = *best;
     gmi::require(std::isnan(o.target_optimum_gap) || (std::isfinite(o.target_optimum_gap) && o.target_optimum_gap > 0),

@@ -28,11 +28,11 @@ struct autotune_flags {
 
 // The PPO settings a result line records (what a learning curve depends on).
 inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
-  return {{"horizon", c.horizon},
+  nlohmann::json j = {{"horizon", c.horizon},
           {"minibatch", c.minibatch},
           {"epochs", c.epochs},
           {"lr", c.learning_rate},
-          {"lr_schedule", c.schedule == rl::lr_schedule::adaptive_kl ? "adaptive" : "constant"},
+          {"lr_schedule", rl::lr_schedule_name(c.schedule)},
           {"kl_target", c.kl_target},
           {"clip", c.clip},
           {"entropy_coef", c.entropy_coef},
@@ -42,6 +42,8 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"normalize_advantage", c.normalize_advantage},
           {"obs_normalizer_window", c.obs_normalizer_window},
           {"value_normalizer_window", c.value_normalizer_window}};
+  if (c.schedule == rl::lr_schedule::linear) j["lr_decay_env_steps"] = c.lr_decay_env_steps;
+  return j;
 }
 
 struct run_options {

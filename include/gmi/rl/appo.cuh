@@ -74,6 +74,11 @@ struct appo_device_ops {
                                                     l.advantage_stats_.data());
       GMI_CUDA_TRY(cudaGetLastError());
     }
+    if (c.schedule == lr_schedule::linear) {
+      ppo_linear_lr_kernel<<<1, 1, 0, s>>>(update_count.data(), l.adam_.lr_device(), c.learning_rate,
+                                           c.min_learning_rate, l.lr_decay_span());
+      GMI_CUDA_TRY(cudaGetLastError());
+    }
     for (int e = 0; e < c.epochs; ++e) {
       for (std::size_t b = 0; b < l.minibatches_; ++b) {
         float* terms = l.term_log_.data() + (e * l.minibatches_ + b) * term_count;

@@ -322,6 +322,11 @@ class appo_learner {
     }
   }
 
+  // lr_schedule::linear: the updates the decay spans (its samples over the samples of one update).
+  [[nodiscard]] double lr_decay_span() const noexcept {
+    return config_.ppo.lr_decay_env_steps / static_cast<double>(total_);
+  }
+
   void host_update() {
     const ppo_config& c = config_.ppo;
     const auto ev = evaluate_view();
@@ -335,6 +340,9 @@ class appo_learner {
       const double std = total_ > 1 ? std::sqrt(sumsq / static_cast<double>(total_ - 1)) : 0.0;
       advantage_stats_[0] = static_cast<float>(mean);
       advantage_stats_[1] = static_cast<float>(1.0 / (std + 1e-8));
+    }
+    if (c.schedule == lr_schedule::linear) {
+      adam_.set_lr(linear_learning_rate(c.learning_rate, c.min_learning_rate, static_cast<double>(version_), lr_decay_span()));
     }
     for (int e = 0; e < c.epochs; ++e) {
       for (std::size_t b = 0; b < minibatches_; ++b) {

@@ -369,6 +369,11 @@ struct ppo_device_ops {
   void enqueue_update(trainer& t) {
     const cudaStream_t s = t.policy_.stream;
     const bool one_kernel = steps_in_one_kernel(t);
+    if (t.config_.schedule == lr_schedule::linear) {
+      ppo_linear_lr_kernel<<<1, 1, 0, s>>>(iteration.data(), t.adam_.lr_device(), t.config_.learning_rate,
+                                           t.config_.min_learning_rate, t.lr_decay_span());
+      GMI_CUDA_TRY(cudaGetLastError());
+    }
     for (int e = 0; e < t.config_.epochs; ++e) {
       for (std::size_t b = 0; b < t.minibatches_; ++b) {
         float* terms = t.term_log_.data() + (e * t.minibatches_ + b) * term_count;

@@ -406,6 +406,12 @@ class ppo_trainer {
     }
   }
 
+  // lr_schedule::linear: the updates the decay spans (its env steps over the group's env steps per iteration).
+  [[nodiscard]] double lr_decay_span() const noexcept {
+    const double world = sync_ ? static_cast<double>(sync_->world) : 1.0;
+    return config_.lr_decay_env_steps / (static_cast<double>(total_) * world);
+  }
+
   float current_learning_rate() {
     if constexpr (P::on_device) {
       float lr = 0;
@@ -427,6 +433,10 @@ class ppo_trainer {
       double record[3];
       advantage_moments(record);
       advantage_scale(record, advantage_stats_.data());
+    }
+    if (config_.schedule == lr_schedule::linear) {
+      adam_.set_lr(linear_learning_rate(config_.learning_rate, config_.min_learning_rate,
+                                        static_cast<double>(iteration_), lr_decay_span()));
     }
     for (int e = 0; e < config_.epochs; ++e) {
       for (std::size_t b = 0; b < minibatches_; ++b) {
@@ -529,7 +539,7 @@ class ppo_trainer {
   // the same sizes, and the same statistics): every trainer gathers every trainer's numbers and compares them
   // with rank 0's, so all throw alike.
   void check_group_schedule(const ppo_sync& sync) const {
-    const std::array<std::pair<const char*, double>, 12> mine{{
+    const std::array<std::pair<const char*, double>, 13> mine{{
         {"trainers", 1.0},
         {"samples per iteration (horizon x num_envs)", static_cast<double>(total_)},
         {"ppo.minibatch (samples per gradient step)", static_cast<double>(minibatch_)},
@@ -541,7 +551,8 @@ class ppo_trainer {
         {"ppo.normalize_value", config_.normalize_value ? 1.0 : 0.0},
         {"ppo.obs_normalizer_window", config_.obs_normalizer_window},
         {"ppo.value_normalizer_window", config_.value_normalizer_window},
-        {"ppo.schedule (0 constant, 1 adaptive_kl)", config_.schedule == lr_schedule::adaptive_kl ? 1.0 : 0.0},
+        {"ppo.schedule (0 constant, 1 adaptive_kl, 2 linear)", static_cast<double>(config_.schedule)},
+        {"ppo.lr_decay_env_steps", config_.lr_decay_env_steps},
     }};
     const std::size_t k = mine.size(), world = static_cast<std::size_t>(sync.world);
     std::vector<double> all(world * k, 0.0);

@@ -2,13 +2,31 @@
 // PPO hyperparameters (rl_games names where they exist), validated in one place with "got X, need Y" messages.
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <gmi/core/error.hpp>
+#include <gmi/core/hd.hpp>
 
 namespace gmi::rl {
 
-enum class lr_schedule { constant, adaptive_kl };
+enum class lr_schedule { constant, adaptive_kl, linear };
+
+// The names flags, sweep files and result lines use.
+inline const char* lr_schedule_name(lr_schedule s) {
+  switch (s) {
+    case lr_schedule::adaptive_kl: return "adaptive";
+    case lr_schedule::linear: return "linear";
+    case lr_schedule::constant: break;
+  }
+  return "constant";
+}
+inline std::optional<lr_schedule> parse_lr_schedule(std::string_view name) {
+  for (const lr_schedule s : {lr_schedule::constant, lr_schedule::adaptive_kl, lr_schedule::linear})
+    if (name == lr_schedule_name(s)) return s;
+  return std::nullopt;
+}
 
 struct ppo_config {
   int horizon = 16;                 // steps per environment per iteration
@@ -36,7 +54,11 @@ struct ppo_config {
   // the policy's KL (/1.5 above 2x kl_target, *1.5 below kl_target/2, within [min, max]_learning_rate). On
   // Cartpole it sat at the 1e-2 ceiling and left runs of every group shape unsolved that the constant 3e-4 solves
   // (bench/learning, docs/training.md "Learning over seeds").
+  // lr_schedule::linear: the lr falls in a straight line from learning_rate to min_learning_rate over this many
+  // env steps of the whole training (every GMI of a synced group together; for APPO, trained samples), then
+  // stays at min_learning_rate. Each update takes the lr of the env steps done before it.
   lr_schedule schedule = lr_schedule::constant;
+  double lr_decay_env_steps = 0;
   float kl_target = 0.016f;
   float min_learning_rate = 1e-6f;
   float max_learning_rate = 1e-2f;
@@ -60,6 +82,10 @@ struct ppo_config {
                  obs_normalizer_window, ">= 0 samples and finite (0: every sample)");
     gmi::require(std::isfinite(value_normalizer_window) && value_normalizer_window >= 0,
                  "ppo.value_normalizer_window", value_normalizer_window, ">= 0 samples and finite (0: every sample)");
+    if (schedule == lr_schedule::linear) {
+      gmi::require(std::isfinite(lr_decay_env_steps) && lr_decay_env_steps >= 1, "ppo.lr_decay_env_steps",
+                   lr_decay_env_steps, ">= 1 env steps and finite with the linear lr schedule");
+    }
     gmi::require(finite_positive(kl_target), "ppo.kl_target", kl_target, "> 0");
     gmi::require(finite_positive(min_learning_rate) && min_learning_rate <= max_learning_rate, "ppo.min_learning_rate",
                  min_learning_rate, "> 0 and <= max_learning_rate (" + std::to_string(max_learning_rate) + ")");
@@ -67,6 +93,20 @@ struct ppo_config {
                  learning_rate, "within [min_learning_rate, max_learning_rate]");
   }
 };
+
+// lr_schedule::linear: the lr of the update that follows `done` updates when the decay spans `span` updates
+// (lr_decay_env_steps / env steps per update): from lr0 down to lr_min in a straight line, then flat. Host and
+// device compute the same bits.
+GMI_HD inline float linear_learning_rate(float lr0, float lr_min, double done, double span) {
+  const double left = done >= span ? 0.0 : 1.0 - done / span;
+  const double range = static_cast<double>(lr0) - lr_min;
+#if GMI_IN_DEVICE_CODE
+  const double drop = __dmul_rn(range, left);  // never fused into an add: the host's rounding
+#else
+  const double drop = range * left;
+#endif
+  return static_cast<float>(static_cast<double>(lr_min) + drop);
+}
 
 // The adaptive-KL rule of rl_games: shrink the step when the policy moved too far, grow it when it barely moved.
 inline float next_learning_rate(const ppo_config& c, float current, float kl) {

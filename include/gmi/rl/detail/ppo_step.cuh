@@ -8,6 +8,7 @@
 
 #include <gmi/cuda/row_exchange.cuh>
 #include <gmi/nn/adam.cuh>
+#include <gmi/rl/ppo_config.hpp>
 #include <gmi/rl/ppo_steps.hpp>
 
 namespace gmi::rl::detail {
@@ -23,6 +24,11 @@ __device__ inline void ppo_adapt_lr(const float* terms, float* lr, float kl_targ
 
 __global__ static void ppo_adapt_lr_kernel(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
   ppo_adapt_lr(terms, lr, kl_target, min_lr, max_lr);
+}
+
+// lr_schedule::linear: the lr of the update that follows `done` updates (ppo_config.hpp's rule).
+__global__ static void ppo_linear_lr_kernel(const std::uint64_t* done, float* lr, float lr0, float lr_min, double span) {
+  *lr = linear_learning_rate(lr0, lr_min, static_cast<double>(*done), span);
 }
 
 // What one minibatch step needs after the gradient kernel (ppo_step_kernel).
