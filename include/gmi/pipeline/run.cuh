@@ -281,6 +281,17 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
                      {"learning_rate", losses.learning_rate}});
         log.write(line);
         last_log = now;
+        if (!losses.finite()) {  // diverged: stop with the last good checkpoint kept (this one is not saved)
+          nlohmann::json end = base;
+          end.update({{"event", "end"}, {"reason", "diverged"}, {"iteration", trainer.iteration()},
+                      {"env_steps", steps}, {"wall_s", now}, {"curve", curve.points()}});
+          log.write(end);
+          std::fprintf(stderr, "gmi: training diverged by iteration %llu (%s env steps): %s; stopped without saving%s "
+                               "(try a smaller --lr or --max-grad-norm)\n",
+                       static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
+                       losses.not_finite().c_str(), o.checkpoint_path.empty() ? "" : " (the last checkpoint is kept)");
+          return 1;
+        }
         if (solved || limit || sig) {
           if (solved) stop_reason = "solved";
           else if (sig) stop_reason = std::string("signal ") + std::to_string(sig);
@@ -497,9 +508,21 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
       const bool vote = sig != 0 || elapsed >= o.max_seconds || ctx.stop_requested();
       // the episodes were asked for 5 iterations ago: the curve point is at the steps up to then
       const double seen = steps - 5.0 * static_cast<double>(trainer.samples_per_iteration()) * world;
-      const bool stop_now = stop(ctx, mine, vote, o.target_return, seen) || steps >= o.max_env_steps;
+      // Rank 0 looks at the loss terms at each log time; non-finite ones stop the whole group in this same round,
+      // before any save (every GMI holds the same weights, so one look is enough).
+      std::optional<rl::ppo_losses> looked;
+      if (ctx.rank() == 0 && elapsed - last_log >= o.log_interval) looked = trainer.losses();
+      const bool stop_now = stop(ctx, mine, vote, o.target_return, seen, looked && !looked->finite()) ||
+                            steps >= o.max_env_steps;
+      if (stop.diverged && ctx.rank() == 0) {
+        std::fprintf(stderr, "gmi: training diverged by iteration %llu (%s env steps): %s; the group stops without "
+                             "saving (try a smaller --lr or --max-grad-norm)\n",
+                     static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
+                     looked ? looked->not_finite().c_str() : "loss terms not finite");
+      }
+      if (!printer && ctx.rank() == 0 && looked) last_log = elapsed;
       if (printer && (elapsed - last_log >= o.log_interval || stop_now)) {
-        const auto losses = trainer.losses();
+        const auto losses = looked ? *looked : trainer.losses();
         const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const double mean = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
         std::printf("iter %6llu | steps %s | train %s samples/s (all GMIs) | return %s | kl %.4f | lr %.1e | %s\n",
@@ -510,9 +533,9 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
         last_log = now;
       }
       const std::uint64_t every = static_cast<std::uint64_t>(std::max(0, o.checkpoint_every));
-      if (stop_now || (every > 0 && trainer.iteration() / every > last_saved / every)) save();
+      if (!stop.diverged && (stop_now || (every > 0 && trainer.iteration() / every > last_saved / every))) save();
       if (stop_now) {
-        reason = stop.solved ? "solved" : sig ? "signal " + std::to_string(sig)
+        reason = stop.diverged ? "diverged" : stop.solved ? "solved" : sig ? "signal " + std::to_string(sig)
                  : elapsed >= o.max_seconds ? "time limit" : steps >= o.max_env_steps ? "step limit" : "stopped";
         break;
       }
@@ -595,6 +618,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
     std::fprintf(stderr, "gmi: the GMIs ended with different weights: synchronous training is broken\n");
     return 1;
   }
+  if (first.reason == "diverged") return 1;  // the line that says why came from GMI 0
   return stop_signal.load() ? 128 + stop_signal.load() : 0;
 }
 
