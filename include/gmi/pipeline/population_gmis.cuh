@@ -72,11 +72,18 @@ population_result train_member(runtime::context& ctx, Trainer& trainer, const po
   r.overrides = m.overrides;
   rl::episode_window window(static_cast<std::uint64_t>(min_episodes));
   const auto t0 = std::chrono::steady_clock::now();
+  double last_look = 0;
   r.reason = "step limit";
   for (;;) {
     trainer.iterate();
     ctx.heartbeat();
     if (trainer.iteration() % 5 != 0) continue;
+    // About once a second the member looks at its loss terms: non-finite ones end it (reason "diverged"); the
+    // others go on.
+    if (const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); t - last_look >= 1.0) {
+      last_look = t;
+      if (!trainer.losses().finite()) { r.reason = "diverged"; break; }
+    }
     bool solved = false;
     if (const auto e = trainer.wait_episodes()) {
       if (const auto mean = window.add(*e)) solved = std::isfinite(target) && *mean >= target;
@@ -95,6 +102,7 @@ population_result train_member(runtime::context& ctx, Trainer& trainer, const po
     if (steps >= max_env_steps) break;
   }
   trainer.synchronize();
+  if (r.reason != "diverged" && !trainer.losses().finite()) r.reason = "diverged";
   r.iterations = trainer.iteration();
   r.samples = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

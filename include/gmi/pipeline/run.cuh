@@ -747,6 +747,7 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg, split_t
     if (std::isfinite(t.mean_return)) line["mean_return"] = t.mean_return;
     metrics::jsonl_log(o.metrics_path).write(line);
   }
+  if (t.reason == "diverged") return 1;  // the trainer GMI's line said why
   return stop_signal.load() ? 128 + stop_signal.load() : 0;
 }
 

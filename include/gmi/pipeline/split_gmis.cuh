@@ -205,7 +205,8 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   bool stopping = false, solved = false;
   std::string reason = "all serving GMIs closed";
   const auto t0 = std::chrono::steady_clock::now();
-  double last_log = 0;
+  double last_log = 0, last_look = 0;
+  bool diverged = false;  // the loss terms turned non-finite
   const bool printer = !s.quiet && gpu_index == 0;
   std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> first_update;
   while (auto batch = consumer.next_batch()) {
@@ -242,6 +243,18 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double trained = static_cast<double>(learner.version()) * static_cast<double>(learner.samples_per_update());
     const int sig = detail::stop_signal.load();
+    // At each log time the trainer looks at its loss terms: non-finite ones end the run (reason "diverged").
+    if (elapsed - last_look >= s.log_interval) {
+      last_look = elapsed;
+      const auto l = learner.losses();
+      if (!l.finite() && !diverged) {
+        diverged = true;
+        std::fprintf(stderr, "gmi: training diverged by update %llu (%s samples trained): %s; the run stops "
+                             "(try a smaller --lr or --max-grad-norm)\n",
+                     static_cast<unsigned long long>(learner.version()), metrics::si(trained).c_str(),
+                     l.not_finite().c_str());
+      }
+    }
     if (printer && (elapsed - last_log >= s.log_interval)) {
       const double m = window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
       std::printf("update %6llu | trained %s | %s samples/s | return %s | lag mean %.2f max %llu | dropped %llu | %s\n",
@@ -254,8 +267,10 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
     }
     const double served = static_cast<double>(r.rollouts + r.dropped) * static_cast<double>(cfg.ppo.horizon) *
                           static_cast<double>(n);
-    if (solved || sig || elapsed >= s.max_seconds || served >= s.max_env_steps || ctx.stop_requested()) {
-      reason = solved ? "solved" : sig ? "signal " + std::to_string(sig) : elapsed >= s.max_seconds ? "time limit"
+    if (!stopping && (diverged || solved || sig || elapsed >= s.max_seconds || served >= s.max_env_steps ||
+                      ctx.stop_requested())) {
+      reason = diverged ? "diverged" : solved ? "solved" : sig ? "signal " + std::to_string(sig)
+               : elapsed >= s.max_seconds ? "time limit"
                : served >= s.max_env_steps ? "step limit" : "stopped";
       stopping = true;
       if (first_update && learner.version() > first_update->second) {
