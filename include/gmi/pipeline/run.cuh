@@ -874,10 +874,11 @@ int run(int argc, char** argv) {
   app.add_option("--value-normalizer-window", o.ppo.value_normalizer_window,
                  "samples the return normalizer weighs at most (older ones fade); 0: every sample")
       ->capture_default_str();
-  // The PPO config's normalizer switches, spelled true/false (anything else: one line naming the flag).
-  std::array<std::pair<bool*, std::string>, 3> normalize{{{&o.ppo.normalize_obs, "true"},
+  // The PPO config's switches, spelled true/false (anything else: one line naming the flag).
+  std::array<std::pair<bool*, std::string>, 4> normalize{{{&o.ppo.normalize_obs, "true"},
                                                           {&o.ppo.normalize_value, "true"},
-                                                          {&o.ppo.normalize_advantage, "true"}}};
+                                                          {&o.ppo.normalize_advantage, "true"},
+                                                          {&o.ppo.clip_value, "false"}}};
   for (auto& [flag, text] : normalize) text = *flag ? "true" : "false";
   app.add_option("--normalize-obs", normalize[0].second, "running mean/std of observations")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
@@ -885,6 +886,9 @@ int run(int argc, char** argv) {
                  "the value head predicts returns normalized by their running mean/std")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
   app.add_option("--normalize-advantage", normalize[2].second, "advantages normalized over the rollout")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  app.add_option("--clip-value", normalize[3].second,
+                 "PPO2-style clipped value loss: the new value kept within 0.2 of the rollout's (rl_games' clip_value)")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
   std::string schedule = rl::lr_schedule_name(o.ppo.schedule);
   app.add_option("--lr-schedule", schedule,

@@ -40,6 +40,7 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"normalize_obs", c.normalize_obs},
           {"normalize_value", c.normalize_value},
           {"normalize_advantage", c.normalize_advantage},
+          {"clip_value", c.clip_value},
           {"obs_normalizer_window", c.obs_normalizer_window},
           {"value_normalizer_window", c.value_normalizer_window}};
   if (c.schedule == rl::lr_schedule::linear) j["lr_decay_env_steps"] = c.lr_decay_env_steps;
