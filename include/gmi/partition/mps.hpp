@@ -9,14 +9,11 @@
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -209,18 +206,13 @@ struct mps {
         if (!p.started || p.quit) continue;
         p.quit = true;
         try {
-          std::vector<int> seen = processes_using(p.pipe);  // the daemon (our child: see start_gpu) and its servers
           detail::run_command({control_}, {{"CUDA_MPS_PIPE_DIRECTORY", p.pipe}, {"CUDA_MPS_LOG_DIRECTORY", p.log}},
                               "quit\n", std::chrono::seconds(10));
           const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
           while (!processes_using(p.pipe).empty() && std::chrono::steady_clock::now() < until) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
           }
-          for (int pid : processes_using(p.pipe)) {
-            kill(pid, SIGKILL);
-            seen.push_back(pid);
-          }
-          reap(seen);
+          for (int pid : processes_using(p.pipe)) kill(pid, SIGKILL);
         } catch (...) {
         }
       }
@@ -268,9 +260,6 @@ struct mps {
       std::filesystem::create_directories(p.log, ec);
       if (ec) throw gmi::error("MPS directories under " + dir + ": " + ec.message());
       if (!processes_using(p.pipe).empty()) throw gmi::error("an MPS daemon already serves " + p.pipe);
-      // The daemon double-forks away from us. As a subreaper this process becomes its parent, so quit() can reap
-      // it: in a container whose init does not reap, it would otherwise stay behind as a zombie.
-      prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
       auto r = detail::run_command({control_, "-d"},
                                    {{"CUDA_MPS_PIPE_DIRECTORY", p.pipe},
                                     {"CUDA_MPS_LOG_DIRECTORY", p.log},
@@ -291,22 +280,6 @@ struct mps {
       if (!std::filesystem::exists(p.pipe + "/control") && processes_using(p.pipe).empty()) {
         throw gmi::error("the MPS daemon for GPU " + std::to_string(gpu) + " did not open " + p.pipe +
                          "/control within 10 s; see " + p.log + "/control.log");
-      }
-    }
-
-    // Collects the exit status of those of `pids` that are (or became) this process's children, for up to 1 s.
-    static void reap(const std::vector<int>& pids) noexcept {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-      std::vector<int> left = pids;
-      while (!left.empty()) {
-        std::vector<int> still;
-        for (int pid : left) {
-          const pid_t r = waitpid(pid, nullptr, WNOHANG);
-          if (r == 0 || (r < 0 && errno == EINTR)) still.push_back(pid);  // ECHILD: not ours, or reaped already
-        }
-        left.swap(still);
-        if (left.empty() || std::chrono::steady_clock::now() >= until) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     }
 
