@@ -229,9 +229,27 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
     bool solved = false;
     rl::learning_curve curve;  // (env steps, mean return) whenever the window gives a mean
     std::string stop_reason = "step limit";
+    // Non-finite loss terms: the end line, one line naming them, exit 1; the diverged weights are not saved.
+    const auto diverged = [&](const rl::ppo_losses& losses, double steps) {
+      const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      nlohmann::json end = base;
+      end.update({{"event", "end"}, {"reason", "diverged"}, {"iteration", trainer.iteration()},
+                  {"env_steps", steps}, {"wall_s", now}, {"curve", curve.points()}});
+      log.write(end);
+      std::fprintf(stderr, "gmi: training diverged by iteration %llu (%s env steps): %s; stopped without saving "
+                           "(try a smaller --lr or --max-grad-norm)\n",
+                   static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
+                   losses.not_finite().c_str());
+      return 1;
+    };
     for (;;) {
       trainer.iterate();
       if (o.checkpoint_every > 0 && trainer.iteration() % static_cast<std::uint64_t>(o.checkpoint_every) == 0) {
+        // A save waits for the queued work anyway: the loss terms are looked at first, so no save holds nan.
+        const auto losses = trainer.losses();
+        if (!losses.finite()) {
+          return diverged(losses, static_cast<double>(trainer.iteration() - resumed_at) * trainer.samples_per_iteration());
+        }
         save_checkpoint();
       }
       // Every 5 iterations: fold in the statistics asked for 5 iterations ago (the device is busy with the 5
@@ -281,17 +299,7 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
                      {"learning_rate", losses.learning_rate}});
         log.write(line);
         last_log = now;
-        if (!losses.finite()) {  // diverged: stop with the last good checkpoint kept (this one is not saved)
-          nlohmann::json end = base;
-          end.update({{"event", "end"}, {"reason", "diverged"}, {"iteration", trainer.iteration()},
-                      {"env_steps", steps}, {"wall_s", now}, {"curve", curve.points()}});
-          log.write(end);
-          std::fprintf(stderr, "gmi: training diverged by iteration %llu (%s env steps): %s; stopped without saving%s "
-                               "(try a smaller --lr or --max-grad-norm)\n",
-                       static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
-                       losses.not_finite().c_str(), o.checkpoint_path.empty() ? "" : " (the last checkpoint is kept)");
-          return 1;
-        }
+        if (!losses.finite()) return diverged(losses, steps);
         if (solved || limit || sig) {
           if (solved) stop_reason = "solved";
           else if (sig) stop_reason = std::string("signal ") + std::to_string(sig);
@@ -510,8 +518,11 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
       const double seen = steps - 5.0 * static_cast<double>(trainer.samples_per_iteration()) * world;
       // Rank 0 looks at the loss terms at each log time; non-finite ones stop the whole group in this same round,
       // before any save (every GMI holds the same weights, so one look is enough).
+      // It also looks before a periodic save, so no save holds nan.
+      const std::uint64_t every = static_cast<std::uint64_t>(std::max(0, o.checkpoint_every));
+      const bool save_due = every > 0 && trainer.iteration() / every > last_saved / every;
       std::optional<rl::ppo_losses> looked;
-      if (ctx.rank() == 0 && elapsed - last_log >= o.log_interval) looked = trainer.losses();
+      if (ctx.rank() == 0 && (elapsed - last_log >= o.log_interval || save_due)) looked = trainer.losses();
       const bool stop_now = stop(ctx, mine, vote, o.target_return, seen, looked && !looked->finite()) ||
                             steps >= o.max_env_steps;
       if (stop.diverged && ctx.rank() == 0) {
@@ -520,7 +531,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
                      static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
                      looked ? looked->not_finite().c_str() : "loss terms not finite");
       }
-      if (!printer && ctx.rank() == 0 && looked) last_log = elapsed;
+      if (!printer && ctx.rank() == 0 && looked && elapsed - last_log >= o.log_interval) last_log = elapsed;
       if (printer && (elapsed - last_log >= o.log_interval || stop_now)) {
         const auto losses = looked ? *looked : trainer.losses();
         const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -532,8 +543,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
         std::fflush(stdout);
         last_log = now;
       }
-      const std::uint64_t every = static_cast<std::uint64_t>(std::max(0, o.checkpoint_every));
-      if (!stop.diverged && (stop_now || (every > 0 && trainer.iteration() / every > last_saved / every))) save();
+      if (!stop.diverged && (stop_now || save_due)) save();
       if (stop_now) {
         reason = stop.diverged ? "diverged" : stop.solved ? "solved" : sig ? "signal " + std::to_string(sig)
                  : elapsed >= o.max_seconds ? "time limit" : steps >= o.max_env_steps ? "step limit" : "stopped";
