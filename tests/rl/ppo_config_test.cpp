@@ -52,6 +52,13 @@ TEST_SUITE("cpu") {
     CHECK_THROWS_AS(c.validate(), gmi::config_error);
     c.lr_decay_env_steps = 1e6;
     CHECK_NOTHROW(c.validate());
+    c.schedule = lr_schedule::constant;  // a bad span is refused whatever the schedule
+    c.lr_decay_env_steps = -5;
+    CHECK_THROWS_WITH_AS(c.validate(), "ppo.lr_decay_env_steps: got -5, need >= 0 env steps and finite (the linear lr schedule's span)",
+                         gmi::config_error);
+    c.lr_decay_env_steps = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_AS(c.validate(), gmi::config_error);
+    c.schedule = lr_schedule::linear;
     CHECK(gmi::rl::next_learning_rate(c, 3e-4f, 1.0f) == 3e-4f);  // the KL rule leaves a linear schedule alone
   }
 }

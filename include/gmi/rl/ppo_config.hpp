@@ -82,9 +82,11 @@ struct ppo_config {
                  obs_normalizer_window, ">= 0 samples and finite (0: every sample)");
     gmi::require(std::isfinite(value_normalizer_window) && value_normalizer_window >= 0,
                  "ppo.value_normalizer_window", value_normalizer_window, ">= 0 samples and finite (0: every sample)");
+    gmi::require(std::isfinite(lr_decay_env_steps) && lr_decay_env_steps >= 0, "ppo.lr_decay_env_steps",
+                 lr_decay_env_steps, ">= 0 env steps and finite (the linear lr schedule's span)");
     if (schedule == lr_schedule::linear) {
-      gmi::require(std::isfinite(lr_decay_env_steps) && lr_decay_env_steps >= 1, "ppo.lr_decay_env_steps",
-                   lr_decay_env_steps, ">= 1 env steps and finite with the linear lr schedule");
+      gmi::require(lr_decay_env_steps >= 1, "ppo.lr_decay_env_steps", lr_decay_env_steps,
+                   ">= 1 env steps and finite with the linear lr schedule");
     }
     gmi::require(finite_positive(kl_target), "ppo.kl_target", kl_target, "> 0");
     gmi::require(finite_positive(min_learning_rate) && min_learning_rate <= max_learning_rate, "ppo.min_learning_rate",
