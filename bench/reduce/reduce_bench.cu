@@ -41,7 +41,20 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 std::map<std::string, std::string> args;
-long long arg(const char* k, long long d) { return args.count(k) ? std::stoll(args[k]) : d; }
+// An integer argument k=value (d when absent); anything but a whole integer is one config_error naming it.
+long long arg(const char* k, long long d) {
+  if (!args.count(k)) return d;
+  const std::string& v = args[k];
+  std::size_t used = 0;
+  long long x = 0;
+  try {
+    x = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size()) throw gmi::config_error(gmi::got_need(k, v, "an integer"));
+  return x;
+}
 
 void emit(const gmi::metrics::run_info& run, const std::string& impl, const std::string& metric,
           const gmi::metrics::summary& s, nlohmann::json extra) {
@@ -345,15 +358,7 @@ int main(int argc, char** argv) {
   try {
     if (args.count("worker")) return worker(args["worker"]);
     if (!intra && !hier) intra = hier = true;
-    const auto n = gmi::cuda::device_count();
-    if (!n || *n < 1) {
-      std::fprintf(stderr, "gmi.bench.reduce: no GPU (%s)\n", n.error().message().c_str());
-      return 77;
-    }
-    comm::cleanup_stale_segments();
-    const auto run = gmi::metrics::describe_run();
-    const int reps = static_cast<int>(arg("reps", 20));
-    if (intra) bench_intra(run, reps);
+    // The arguments first: bad ones are refused on any machine, before the GPU is looked for.
     const std::string mode = args.count("handshake") ? args["handshake"] : "host";
     if (mode != "host" && mode != "device" && mode != "kernel") {
       std::fprintf(stderr, "gmi.bench.reduce: handshake=%s; need host, device or kernel\n", mode.c_str());
@@ -367,6 +372,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "gmi.bench.reduce: reduce=%s; need leader or every_gmi\n", args["reduce"].c_str());
       return 2;
     }
+    for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk"}) arg(k, 0);  // integers, or one line
     if (args.count("chunk")) setenv("GMI_HIER_CHUNK_BYTES", args["chunk"].c_str(), 1);  // workers inherit it
     if (args.count("overlap")) {
       if (arg("overlap", 0) < 0) {
@@ -375,8 +381,20 @@ int main(int argc, char** argv) {
       }
       setenv("GMI_HIER_OVERLAP_BLOCKS", args["overlap"].c_str(), 1);
     }
+    const auto n = gmi::cuda::device_count();
+    if (!n || *n < 1) {
+      std::fprintf(stderr, "gmi.bench.reduce: no GPU (%s)\n", n.error().message().c_str());
+      return 77;
+    }
+    comm::cleanup_stale_segments();
+    const auto run = gmi::metrics::describe_run();
+    const int reps = static_cast<int>(arg("reps", 20));
+    if (intra) bench_intra(run, reps);
     if (hier) bench_hier(run, reps, static_cast<int>(std::min<long long>(arg("gpus", *n), *n)), mode);
     return 0;
+  } catch (const gmi::config_error& e) {
+    std::fprintf(stderr, "gmi.bench.reduce: %s\n", e.what());
+    return 2;
   } catch (const gmi::error& e) {
     std::fprintf(stderr, "gmi.bench.reduce: %s\n", e.what());
     return 1;
