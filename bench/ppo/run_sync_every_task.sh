@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Synchronous PPO on one GPU for each of the paper's nine tasks, the paper's way and the strict way:
+#   base   one GMI with the paper's env count N (partition none): one process per GPU, the Isaac Gym + rl_games
+#          baseline the paper compares with;
+#   k x N  k MPS GMIs with N envs each, synchronized every minibatch (for each k in `ks`);
+#   1 x kN one GMI holding as many envs as the largest k's group (the same total).
+# Every run trains for `seconds` (--max-seconds) from seed 1 with the task's defaults (minibatch 8192 for the group,
+# horizon 16, 8 epochs), `reps` times, the configurations alternating; each appends its end line to <results.jsonl>
+# (train_samples_per_s is the compared number; bench/plot makes the table in docs/results.md).
+# Usage: run_sync_every_task.sh <build-dir> <results.jsonl> [ks="4 8"] [seconds=3] [reps=2] [tasks=all nine]
+set -uo pipefail
+build=${1:?build directory}
+out=${2:?results file}
+ks=${3:-4 8}
+seconds=${4:-3}
+reps=${5:-2}
+tasks=${6:-cartpole ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy franka_cabinet_proxy shadow_hand_proxy}
+export NCCL_NVLS_ENABLE=0
+# The paper's env count per task (seed 000's table; gmi::envs::paper_num_envs).
+declare -A paper_n=([cartpole]=512 [ball_balance]=4096 [quadcopter]=8192 [ingenuity]=4096 [ant_proxy]=1024
+                    [anymal_proxy]=4000 [humanoid_proxy]=4096 [franka_cabinet_proxy]=2048 [shadow_hand_proxy]=4096)
+binary() {
+  if [ "$1" = cartpole ]; then echo "$build/examples/cartpole_ppo/gmi.example.cartpole_ppo"
+  else echo "$build/examples/task_ppo/gmi.example.$1_ppo"; fi
+}
+for t in $tasks; do
+  [ -n "${paper_n[$t]:-}" ] || { echo "run_sync_every_task: task: got $t, need one of ${!paper_n[*]}" >&2; exit 2; }
+  [ -x "$(binary "$t")" ] || { echo "run_sync_every_task: no $(binary "$t") (build with -DGMI_BUILD_ALL_TASK_EXAMPLES=ON)" >&2; exit 2; }
+done
+kmax=0
+for k in $ks; do
+  [[ "$k" =~ ^[1-9][0-9]*$ ]] || { echo "run_sync_every_task: k: got $k, need a positive integer" >&2; exit 2; }
+  [ "$k" -gt "$kmax" ] && kmax=$k
+done
+for t in $tasks; do
+  n=${paper_n[$t]}
+  bin=$(binary "$t")
+  configs=("1 $n none")
+  for k in $ks; do configs+=("$k $n mps"); done
+  configs+=("1 $((kmax * n)) none")
+  for rep in $(seq "$reps"); do
+    for c in "${configs[@]}"; do
+      read -r g e p <<< "$c"
+      timeout $((seconds + 120)) "$bin" --gmis-per-gpu "$g" --num-envs "$e" --partition "$p" --target-return nan \
+        --max-env-steps 1e15 --max-seconds "$seconds" --log-interval 100 --metrics "$out" 2>&1 |
+        grep -E "^gmi: (step|time|solved|diverged)|rror" | sed "s|^|$t rep $rep $g x $e $p: |"
+    done
+  done
+done

@@ -1,0 +1,19 @@
+// PPO on one of the paper's tasks besides Cartpole (which has examples/cartpole_ppo): BallBalance, Quadcopter,
+// Ingenuity, or a workload proxy of an articulated task (a seeded linear-quadratic task with its observation and
+// action sizes, docs/envs.md). On a proxy the best reachable mean return is known, -trace(P) of the Riccati solution
+// for resets x0 ~ N(0, I): gmi::run prints it, reports every return beside it, and stops at --target-optimum-gap.
+// The task is chosen when building (GMI_TASK, default franka_cabinet_proxy). Try --help.
+#include <gmi/gmi.hpp>
+
+#ifndef GMI_TASK
+#define GMI_TASK franka_cabinet_proxy
+#endif
+
+using task_ppo = gmi::pipeline<gmi::envs::GMI_TASK,                                     // the task
+                               gmi::agents::gaussian_mlp<gmi::nn::layers<64, 64>>,      // n-64-64 actor-critic
+                               gmi::trainers::ppo<>,                                    // PPO, rl_games-style
+                               gmi::layout::colocated,                                  // env + agent + trainer per GMI
+                               gmi::partition::none,                                    // --gmis-per-gpu, --partition
+                               gmi::comm::hierarchical<gmi::comm::nccl>>;               // gradients over many GMIs
+
+int main(int argc, char** argv) { return gmi::run<task_ppo>(argc, argv); }
