@@ -6,8 +6,11 @@
 #   1 x kN one GMI holding as many envs as the largest k's group (the same total).
 # Every run trains for `seconds` (--max-seconds) from seed 1 with the task's defaults (minibatch 8192 for the group,
 # horizon 16, 8 epochs), `reps` times, the configurations alternating; each appends its end line to <results.jsonl>
-# (train_samples_per_s is the compared number; bench/plot makes the table in docs/results.md).
+# (train_samples_per_s is the compared number; bench/plot makes the tables in docs/results.md). `gradients` runs
+# each configuration once per way of forming the minibatch gradient (GMI_PPO_GRADIENT: warps, tiles, threads;
+# "default" leaves it unset; a way a task's network does not fit is skipped for that task by the binary's refusal).
 # Usage: run_sync_every_task.sh <build-dir> <results.jsonl> [ks="4 8"] [seconds=3] [reps=2] [tasks=all nine]
+#        [gradients=default]
 set -uo pipefail
 build=${1:?build directory}
 out=${2:?results file}
@@ -15,6 +18,7 @@ ks=${3:-4 8}
 seconds=${4:-3}
 reps=${5:-2}
 tasks=${6:-cartpole ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy franka_cabinet_proxy shadow_hand_proxy}
+gradients=${7:-default}
 export NCCL_NVLS_ENABLE=0
 # The paper's env count per task (seed 000's table; gmi::envs::paper_num_envs).
 declare -A paper_n=([cartpole]=512 [ball_balance]=4096 [quadcopter]=8192 [ingenuity]=4096 [ant_proxy]=1024
@@ -32,6 +36,9 @@ for k in $ks; do
   [[ "$k" =~ ^[1-9][0-9]*$ ]] || { echo "run_sync_every_task: k: got $k, need a positive integer" >&2; exit 2; }
   [ "$k" -gt "$kmax" ] && kmax=$k
 done
+for g in $gradients; do
+  case "$g" in default|warps|tiles|threads) ;; *) echo "run_sync_every_task: gradients: got $g, need default, warps, tiles or threads" >&2; exit 2 ;; esac
+done
 for t in $tasks; do
   n=${paper_n[$t]}
   bin=$(binary "$t")
@@ -41,9 +48,13 @@ for t in $tasks; do
   for rep in $(seq "$reps"); do
     for c in "${configs[@]}"; do
       read -r g e p <<< "$c"
-      timeout $((seconds + 120)) "$bin" --gmis-per-gpu "$g" --num-envs "$e" --partition "$p" --target-return nan \
-        --max-env-steps 1e15 --max-seconds "$seconds" --log-interval 100 --metrics "$out" 2>&1 |
-        grep -E "^gmi: (step|time|solved|diverged)|rror" | sed "s|^|$t rep $rep $g x $e $p: |"
+      for way in $gradients; do
+        if [ "$way" = default ]; then unset GMI_PPO_GRADIENT; else export GMI_PPO_GRADIENT=$way; fi
+        timeout $((${seconds%.*} + 120)) "$bin" --gmis-per-gpu "$g" --num-envs "$e" --partition "$p" --target-return nan \
+          --max-env-steps 1e15 --max-seconds "$seconds" --log-interval 100 --metrics "$out" 2>&1 |
+          grep -E "^gmi: (step|time|solved|diverged)|rror|GMI_PPO_GRADIENT" | sed "s|^|$t rep $rep $g x $e $p $way: |"
+      done
+      unset GMI_PPO_GRADIENT
     done
   done
 done

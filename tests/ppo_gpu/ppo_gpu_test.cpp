@@ -41,6 +41,34 @@ TEST_SUITE("gpu") {
     CHECK(r.resumed_lrs == std::vector<float>(r.want.begin() + 5, r.want.end()));
   }
 
+  // Every way of forming the minibatch gradient gives the host's update, to float rounding: the warp kernel and
+  // the tile kernel on Cartpole's narrow network, the tile kernel and one thread per sample on a 23-64-64 network.
+  TEST_CASE("ppo_gpu.gradient_paths_match_host" * doctest::timeout(120)) {
+    const auto host = cartpole_iteration("");
+    for (const char* path : {"warps", "tiles", "threads"}) {
+      const auto gpu = cartpole_iteration(path);
+      CAPTURE(path);
+      REQUIRE(gpu.refusal.empty());
+      CHECK(gpu.path == path);
+      CHECK(rel_diff(gpu.params, host.params) < 1e-4);
+      CHECK(gpu.value_loss == doctest::Approx(host.value_loss).epsilon(1e-3));
+    }
+    const auto wide_host = wide_proxy_iteration("");
+    for (const char* path : {"tiles", "threads"}) {
+      const auto gpu = wide_proxy_iteration(path);
+      CAPTURE(path);
+      REQUIRE(gpu.refusal.empty());
+      CHECK(gpu.path == path);
+      CHECK(rel_diff(gpu.params, wide_host.params) < 1e-4);
+      CHECK(gpu.value_loss == doctest::Approx(wide_host.value_loss).epsilon(1e-3));
+    }
+    // the warp kernel is refused for the wide network with one line (runs.cu asserts its default is the tiles)
+    const auto refused = wide_proxy_iteration("warps");
+    CAPTURE(refused.refusal);
+    CHECK(refused.refusal.find("GMI_PPO_GRADIENT: got \"warps\", need tiles, threads or nothing (the default, tiles) "
+                               "for this network") != std::string::npos);
+  }
+
   TEST_CASE("ppo_gpu.solves_cartpole" * doctest::timeout(300)) {
     const auto r = run_cartpole_ppo(true, 512, 1, 400, 8192, 8, true);
     MESSAGE("GPU PPO: best mean return " << r.best_return << " after " << r.iterations << " iterations");

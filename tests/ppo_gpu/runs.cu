@@ -5,7 +5,11 @@
 #include <gmi/agents/gaussian_mlp.hpp>
 #include <gmi/cuda/stream.hpp>
 #include <gmi/envs/cartpole.hpp>
+#include <gmi/envs/lq_proxy.hpp>
 #include <gmi/rl/ppo.cuh>
+
+#include <cstdlib>
+#include <string>
 
 namespace {
 using net = gmi::agents::gaussian_mlp<>::network<4, 1>;
@@ -103,4 +107,53 @@ linear_lr_run gpu_linear_lr_run(int iterations) {
     r.resumed_lrs.push_back(resumed.losses().learning_rate);
   }
   return r;
+}
+
+namespace {
+// One PPO iteration (8192 samples, 2 epochs of one minibatch) with the gradient path GMI_PPO_GRADIENT names
+// (empty: the host trainer), reporting the path the GPU trainer took.
+template <class Env, class Net>
+gradient_path_run one_iteration(const std::string& path) {
+  gmi::rl::ppo_config c;
+  c.minibatch = 8192;
+  c.epochs = 2;
+  gradient_path_run r;
+  auto finish = [&](auto& t, auto to_host) {
+    t.iterate();
+    t.synchronize();
+    r.params = to_host(t.params());
+    const auto l = t.losses();
+    r.policy_loss = l.policy_loss;
+    r.value_loss = l.value_loss;
+  };
+  if (path.empty()) {
+    gmi::rl::ppo_trainer<Env, Net, gmi::exec::host> t(512, 7, c, {}, gmi::exec::host{});
+    finish(t, [](auto span) { return std::vector<float>(span.begin(), span.end()); });
+    r.path = "host";
+    return r;
+  }
+  setenv("GMI_PPO_GRADIENT", path.c_str(), 1);
+  gmi::cuda::stream s;
+  try {
+    gmi::rl::ppo_trainer<Env, Net, gmi::exec::cuda> t(512, 7, c, {}, gmi::exec::cuda{.stream = s.get()});
+    finish(t, [](auto span) {
+      std::vector<float> out(span.size());
+      GMI_CUDA_TRY(cudaMemcpy(out.data(), span.data(), span.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      return out;
+    });
+    r.path = gmi::rl::detail::gradient_path_name(gmi::rl::detail::minibatch_gradient<Net>::chosen_path());
+  } catch (const gmi::config_error& e) {
+    r.refusal = e.what();
+  }
+  unsetenv("GMI_PPO_GRADIENT");
+  return r;
+}
+using wide_net = gmi::agents::gaussian_mlp<gmi::nn::layers<64, 64>>::network<23, 9>;
+static_assert(gmi::rl::detail::minibatch_gradient<wide_net>::default_path == gmi::rl::detail::gradient_path::tiles);
+static_assert(gmi::rl::detail::minibatch_gradient<net>::default_path == gmi::rl::detail::gradient_path::warps);
+}  // namespace
+
+gradient_path_run cartpole_iteration(const std::string& path) { return one_iteration<gmi::envs::cartpole, net>(path); }
+gradient_path_run wide_proxy_iteration(const std::string& path) {
+  return one_iteration<gmi::envs::franka_cabinet_proxy, wide_net>(path);
 }

@@ -1,5 +1,6 @@
 #pragma once
 // Host-callable runs of the CUDA PPO trainer for the doctest file (compiled by g++).
+#include <string>
 #include <vector>
 
 struct ppo_run_result {
@@ -24,3 +25,15 @@ struct linear_lr_run {
   std::vector<float> lrs, resumed_lrs, want;
 };
 linear_lr_run gpu_linear_lr_run(int iterations);
+
+// One PPO iteration from seed 7 (512 envs, minibatch 8192, 2 epochs) with the minibatch gradient formed the way
+// GMI_PPO_GRADIENT = path asks (warps, tiles, threads; "" runs the host trainer): Cartpole's 4-32-32 network, and
+// franka_cabinet_proxy's 23-64-64 one (too wide for the warp kernel). A path the network does not fit is refused.
+struct gradient_path_run {
+  std::vector<float> params;
+  double policy_loss = 0, value_loss = 0;
+  std::string path;     // the path taken ("host" for the host trainer)
+  std::string refusal;  // the config_error's message, where refused
+};
+gradient_path_run cartpole_iteration(const std::string& path);
+gradient_path_run wide_proxy_iteration(const std::string& path);

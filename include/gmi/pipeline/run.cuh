@@ -168,6 +168,13 @@ double measure_serve_tier(Trainer& t, int steps_per_launch, double seconds) {
   return static_cast<double>(steps) * t.num_envs() / elapsed;
 }
 
+// How a GPU trainer of this pipeline forms its minibatch gradients (rl/ppo.cuh's minibatch_gradient; GMI_PPO_GRADIENT
+// may ask for another way), for the result lines.
+template <class Pipeline>
+const char* minibatch_gradient_name() {
+  return rl::detail::gradient_path_name(rl::detail::minibatch_gradient<typename Pipeline::network>::chosen_path());
+}
+
 template <class Pipeline, class Policy>
 int run_with(const run_options& o, const Policy& policy, const std::string& device_text) {
   using Env = typename Pipeline::env;
@@ -214,6 +221,7 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
                          {"layout", Pipeline::layout_type::name}, {"partition", o.partition},
                          {"git", run.git}, {"ppo", ppo_settings_json(o.ppo)}};
   if (std::isfinite(o.optimal_mean_return)) base["optimal_mean_return"] = o.optimal_mean_return;
+  if constexpr (Policy::on_device && Pipeline::layout_type::trains) base["minibatch_gradient"] = minibatch_gradient_name<Pipeline>();
   std::printf("gmi: env-step %s steps/s | serving %s steps/s (policy + sampling + env)\n", metrics::si(env_rate).c_str(),
               metrics::si(serve_rate).c_str());
   if constexpr (!Pipeline::layout_type::trains) {
@@ -620,7 +628,8 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
                  {"ppo", ppo_settings_json(o.ppo)},
                  {"curve", first.curve},
                  {"gradient_allreduce", first.gradients},
-                 {"synced_update", first.update}});
+                 {"synced_update", first.update},
+                 {"minibatch_gradient", minibatch_gradient_name<Pipeline>()}});
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
     metrics::jsonl_log(o.metrics_path).write(line);
   }

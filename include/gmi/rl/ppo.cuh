@@ -2,7 +2,8 @@
 // The CUDA half of gmi::rl::ppo_trainer: one thread per environment collects its whole rollout column (weights
 // in shared memory); minibatch_gradient forms each minibatch's gradient: one warp per sample with the gradient
 // held in the lanes' registers and summed per block (detail/ppo_warp_gradient.cuh), or, for networks too wide for
-// that, one thread per sample with warps summing their 32 samples by shuffles; a second kernel adds the partial
+// that, a tile of samples per block as small matrix products in shared memory (detail/ppo_tile_gradient.cuh), or
+// one thread per sample with warps summing their 32 samples by shuffles; a second kernel adds the partial
 // rows in order (fixed orders throughout, so results do not vary between runs). A synced trainer whose group
 // shares its rows (ppo_sync::exchange) does the rest of a minibatch step in one more launch, ppo_step_kernel: that
 // sum, the group's mean through the row exchange, Adam, the learning-rate rule.
@@ -17,7 +18,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
+#include <gmi/core/error.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/cuda/graph.hpp>
 #include <gmi/cuda/row_exchange.cuh>
@@ -26,6 +30,7 @@
 #include <gmi/nn/normalizer.cuh>
 #include <gmi/rl/detail/ppo_stats_gather.cuh>
 #include <gmi/rl/detail/ppo_step.cuh>
+#include <gmi/rl/detail/ppo_tile_gradient.cuh>
 #include <gmi/rl/detail/ppo_warp_gradient.cuh>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/ppo.hpp>
@@ -168,39 +173,77 @@ __global__ static void ppo_average_rows_kernel(float* grads, int row, int param_
   if (q >= param_count) term_log[q - param_count] = g;
 }
 
+// How minibatch_gradient forms a minibatch's partial rows (GMI_PPO_GRADIENT picks one, for comparisons).
+enum class gradient_path { warps, tiles, threads };
+inline const char* gradient_path_name(gradient_path p) {
+  return p == gradient_path::warps ? "warps" : p == gradient_path::tiles ? "tiles" : "threads";
+}
+
 // One minibatch's mean gradient row (and loss terms) on the GPU: partial rows, one per block of the warp kernel
-// (ppo_warp_gradient.cuh) where the network fits, else one per warp of one thread per sample, then their sum in
-// row order. Either way the same sums on every run. Shared by the PPO trainer and the APPO learner.
+// (ppo_warp_gradient.cuh) where the network fits, else one per tile of the tile kernel (ppo_tile_gradient.cuh)
+// where it fits, else one per warp of one thread per sample, then their sum in row order. Either way the same sums
+// on every run. GMI_PPO_GRADIENT=warps|tiles|threads asks for one path (refused where the network does not fit
+// it). Shared by the PPO trainer and the APPO learner.
 template <class Net>
 class minibatch_gradient {
  public:
   using warp_path = warp_gradient<Net>;
-  static constexpr bool by_warps = warp_path::fits;
+  using tile_path = tile_gradient<Net>;
   static constexpr int row = Net::param_count + term_count;
   // One thread per sample: 64-thread blocks: the kernel needs ~255 registers a thread, so 256-thread blocks ran
   // one per SM and an 8192-sample minibatch used 32 of 132 SMs; 64-thread blocks spread the same warps wider.
   static constexpr int thread_block = 64;
 
+  // The path used unless GMI_PPO_GRADIENT asks for another.
+  static constexpr gradient_path default_path =
+      warp_path::fits ? gradient_path::warps : tile_path::fits ? gradient_path::tiles : gradient_path::threads;
+
+  static gradient_path chosen_path() {
+    const char* v = std::getenv("GMI_PPO_GRADIENT");
+    if (!v || !*v) return default_path;
+    const std::string want = v;
+    std::string allowed = warp_path::fits ? "warps, " : "";
+    if (tile_path::fits) allowed += "tiles, ";
+    allowed += "threads or nothing (the default, ";
+    allowed += gradient_path_name(default_path);
+    allowed += ") for this network";
+    if (want == "warps" && warp_path::fits) return gradient_path::warps;
+    if (want == "tiles" && tile_path::fits) return gradient_path::tiles;
+    if (want == "threads") return gradient_path::threads;
+    throw gmi::config_error(gmi::got_need("GMI_PPO_GRADIENT", want, allowed));
+  }
+
   // sm_count: the SMs the kernels may use (a GMI's slice); 0: the whole device.
-  minibatch_gradient(std::size_t max_count, int sm_count) {
+  minibatch_gradient(std::size_t max_count, int sm_count) : path_(chosen_path()) {
     int device = 0, sms = sm_count;
     if (sms <= 0) {
       GMI_CUDA_TRY(cudaGetDevice(&device));
       GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     }
     sms_ = sms > 0 ? sms : 1;
-    if constexpr (by_warps) {  // how many blocks of the warp kernel one SM holds (registers, shared memory)
-      int resident = 0;
-      GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, ppo_warp_gradient_kernel<Net>,
-                                                                 warp_path::block, warp_path::smem_bytes));
-      resident_ = resident > 0 ? resident : 1;
+    if constexpr (warp_path::fits) {  // how many blocks of the warp kernel one SM holds (registers, shared memory)
+      if (path_ == gradient_path::warps) {
+        int resident = 0;
+        GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, ppo_warp_gradient_kernel<Net>,
+                                                                   warp_path::block, warp_path::smem_bytes));
+        resident_ = resident > 0 ? resident : 1;
+      }
+    }
+    if constexpr (tile_path::fits) {
+      if (path_ == gradient_path::tiles && tile_path::smem_bytes > 48 * 1024) {
+        GMI_CUDA_TRY(cudaFuncSetAttribute(ppo_tile_gradient_kernel<Net>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(tile_path::smem_bytes)));
+      }
     }
     std::size_t most = (max_count + thread_block - 1) / thread_block * (thread_block / 32);
-    if constexpr (by_warps) most = blocks(max_count);
+    if (path_ == gradient_path::warps) most = blocks(max_count);
+    if (path_ == gradient_path::tiles) most = (max_count + tile_path::tile - 1) / tile_path::tile;
     most = std::max<std::size_t>(most, 1);
     rows_ = cuda::device_buffer<float>(most * row);
     partial_ = cuda::device_buffer<float>(((most + group - 1) / group) * row);
   }
+
+  [[nodiscard]] gradient_path path() const noexcept { return path_; }
 
   // Samples per warp: one wave of the blocks every SM holds for the whole minibatch (fewer samples per warp
   // leave more of the sums to the block reduction and the row sum, more leave SMs idle).
@@ -233,11 +276,24 @@ class minibatch_gradient {
   row_parts enqueue_parts(const ppo_minibatch_view<Net>& mb, const float* params, const std::uint64_t* round_base,
                           int epoch, int epochs, cudaStream_t s) {
     std::size_t parts = 0;
-    if constexpr (by_warps) {
-      parts = blocks(mb.count);
-      ppo_warp_gradient_kernel<Net><<<static_cast<unsigned>(parts), warp_path::block, warp_path::smem_bytes, s>>>(
-          mb, params, rows_.data(), round_base, epoch, epochs, per_warp(mb.count));
-    } else {
+    bool launched = false;
+    if constexpr (warp_path::fits) {
+      if (path_ == gradient_path::warps) {
+        parts = blocks(mb.count);
+        ppo_warp_gradient_kernel<Net><<<static_cast<unsigned>(parts), warp_path::block, warp_path::smem_bytes, s>>>(
+            mb, params, rows_.data(), round_base, epoch, epochs, per_warp(mb.count));
+        launched = true;
+      }
+    }
+    if constexpr (tile_path::fits) {
+      if (path_ == gradient_path::tiles) {
+        parts = (mb.count + tile_path::tile - 1) / tile_path::tile;
+        ppo_tile_gradient_kernel<Net><<<static_cast<unsigned>(parts), tile_path::block, tile_path::smem_bytes, s>>>(
+            mb, params, rows_.data(), round_base, epoch, epochs);
+        launched = true;
+      }
+    }
+    if (!launched) {
       const unsigned blocks = (mb.count + thread_block - 1) / thread_block;
       parts = static_cast<std::size_t>(blocks) * (thread_block / 32);
       ppo_gradient_kernel<Net><<<blocks, thread_block, params_in_shared<Net> ? Net::param_count * sizeof(float) : 0, s>>>(
@@ -258,6 +314,7 @@ class minibatch_gradient {
 
  private:
   static constexpr std::size_t group = 16;
+  gradient_path path_;
   int sms_ = 1, resident_ = 1;
   cuda::device_buffer<float> rows_, partial_;
 };
