@@ -192,6 +192,7 @@ TEST_CASE("runtime.process.children_inherit_only_tuning_variables") {
   ::setenv("GMI_CHOSEN_ENVS", "512", 1);
   ::setenv("GMI_HIER_HANDSHAKE", "host", 1);
   ::setenv("GMI_TRACE", "1", 1);
+  ::setenv("GMI_PPO_GRADIENT", "threads", 1);
   const gmi::runtime::env_list mine{{"GMI_RANK", "0"}};
   const auto env = gmi::runtime::detail::child_environment({&mine});
   const auto has = [&](const std::string& kv) { return std::find(env.begin(), env.end(), kv) != env.end(); };
@@ -200,5 +201,6 @@ TEST_CASE("runtime.process.children_inherit_only_tuning_variables") {
   CHECK_FALSE(has("GMI_CHOSEN_ENVS=512"));
   CHECK(has("GMI_HIER_HANDSHAKE=host"));
   CHECK(has("GMI_TRACE=1"));
-  for (const char* v : {"GMI_RANK", "GMI_CHOSEN_ENVS", "GMI_HIER_HANDSHAKE", "GMI_TRACE"}) ::unsetenv(v);
+  CHECK(has("GMI_PPO_GRADIENT=threads"));
+  for (const char* v : {"GMI_RANK", "GMI_CHOSEN_ENVS", "GMI_HIER_HANDSHAKE", "GMI_TRACE", "GMI_PPO_GRADIENT"}) ::unsetenv(v);
 }
