@@ -10,8 +10,9 @@
 #include <string>
 
 #include "channel_gpu/gpu_channel_roles.hpp"
+#include <gmi/cuda/device.hpp>
 
-int main(int argc, char** argv) {
+static int worker_main(int argc, char** argv) {
   std::map<std::string, std::string> a;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
@@ -64,4 +65,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "[worker %s %d] %s\n", a["role"].c_str(), rank, e.what());
     return 3;
   }
+}
+
+// Every return of the worker, then its CUDA contexts torn down: the driver's file for the interprocess events it
+// exported (cuda.shm.*) is removed only that way (docs/runtime.md).
+int main(int argc, char** argv) {
+  const int rc = worker_main(argc, argv);
+  gmi::cuda::release_primary_contexts();
+  return rc;
 }

@@ -30,6 +30,7 @@
 
 #include <gmi/comm/hierarchical.cuh>
 #include <gmi/cuda/row_exchange.cuh>
+#include <gmi/cuda/device.hpp>
 
 namespace {
 // round_at: where the round is read (graph replays), else `round`.
@@ -78,7 +79,7 @@ __global__ void exchange_round(gmi::cuda::row_exchange x, float* mine, float* gp
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+static int worker_main(int argc, char** argv) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   std::map<std::string, std::string> a;
   for (int i = 1; i < argc; ++i) {
@@ -294,4 +295,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "[worker %d] %s\n", rank, e.what());
     return fault ? 0 : 3;
   }
+}
+
+// Every return of the worker, then its CUDA contexts torn down: the driver's file for the interprocess events it
+// exported (cuda.shm.*) is removed only that way (docs/runtime.md).
+int main(int argc, char** argv) {
+  const int rc = worker_main(argc, argv);
+  gmi::cuda::release_primary_contexts();
+  return rc;
 }

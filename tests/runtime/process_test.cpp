@@ -4,9 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -203,4 +206,25 @@ TEST_CASE("runtime.process.children_inherit_only_tuning_variables") {
   CHECK(has("GMI_TRACE=1"));
   CHECK(has("GMI_PPO_GRADIENT=threads"));
   for (const char* v : {"GMI_RANK", "GMI_CHOSEN_ENVS", "GMI_HIER_HANDSHAKE", "GMI_TRACE", "GMI_PPO_GRADIENT"}) ::unsetenv(v);
+}
+
+TEST_CASE("runtime.process.driver_files_of_a_reaped_gmi_are_removed") {
+  // cuda.shm.<n>.<pid in hex>.<k>: only the given pid's files go, whatever <n> and <k>; other names stay.
+  CHECK(gmi::runtime::detail::driver_shm_file_of("cuda.shm.0.1a2b.1", 0x1a2b));
+  CHECK(gmi::runtime::detail::driver_shm_file_of("cuda.shm.3.1a2b.12", 0x1a2b));
+  CHECK_FALSE(gmi::runtime::detail::driver_shm_file_of("cuda.shm.0.1a2bc.1", 0x1a2b));
+  CHECK_FALSE(gmi::runtime::detail::driver_shm_file_of("cuda.shm.0.11a2b.1", 0x1a2b));
+  CHECK_FALSE(gmi::runtime::detail::driver_shm_file_of("gmi-0-1a2b", 0x1a2b));
+  CHECK_FALSE(gmi::runtime::detail::driver_shm_file_of("cuda.shm.", 0x1a2b));
+  char dir[] = "/tmp/gmi-driver-files-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string d = dir;
+  for (const char* n : {"cuda.shm.0.1a2b.1", "cuda.shm.0.1a2b.2", "cuda.shm.0.1a2c.1", "other.1a2b.1"})
+    std::ofstream(d + "/" + n) << "x";
+  CHECK(gmi::runtime::detail::remove_driver_shm_files(0x1a2b, dir) == 2);
+  CHECK_FALSE(std::filesystem::exists(d + "/cuda.shm.0.1a2b.1"));
+  CHECK(std::filesystem::exists(d + "/cuda.shm.0.1a2c.1"));
+  CHECK(std::filesystem::exists(d + "/other.1a2b.1"));
+  CHECK(gmi::runtime::detail::remove_driver_shm_files(0x1a2b, "/nonexistent-gmi-dir") == 0);
+  std::filesystem::remove_all(d);
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU integration check of a gmi binary: gpu_run.sh [--min-gpus N] <expected exit> <output regex> <command> [args...]
 # Skips visibly (exit 77) without a GPU, or with fewer than N GPUs. Passes when the command exits with the expected code, its output
-# (lines joined by spaces) matches the regex, and it left nothing behind: no /dev/shm segment of this user's runs, no MPS daemon or
-# server of ours (pipe directories /tmp/gmi-mps-<uid>-*), no process of its group.
+# (lines joined by spaces) matches the regex, and it left nothing behind: no /dev/shm segment of this user's runs, no file the
+# CUDA driver keeps there for a process's interprocess events (cuda.shm.*, see docs/runtime.md), no MPS daemon or server of
+# ours (pipe directories /tmp/gmi-mps-<uid>-*), no process of its group.
 set -uo pipefail
 min_gpus=1
 if [ "${1:-}" = "--min-gpus" ]; then min_gpus=$2; shift 2; fi
@@ -19,6 +20,8 @@ if [ "$have" -lt "$min_gpus" ]; then
 fi
 uid=$(id -u)
 shm_before=$(ls /dev/shm 2>/dev/null | grep -c "^gmi-${uid}-" || true)
+cuda_shm() { find /dev/shm -maxdepth 1 -name 'cuda.shm.*' -user "$uid" 2>/dev/null | sort; }
+cuda_shm_before=$(cuda_shm)
 out=$(timeout 300 "$@" 2>&1)
 rc=$?
 echo "$out"
@@ -29,6 +32,8 @@ if ! grep -Eq -- "$regex" <<<"$(tr '\n' ' ' <<<"$out")"; then echo "gpu_run: out
 sleep 0.2
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c "^gmi-${uid}-" || true)
 if [ "$shm_after" -gt "$shm_before" ]; then echo "gpu_run: /dev/shm segments left: $shm_after (before: $shm_before)"; fail=1; fi
+cuda_left=$(comm -13 <(echo "$cuda_shm_before") <(cuda_shm) | tr '\n' ' ')
+if [ -n "${cuda_left// /}" ]; then echo "gpu_run: CUDA interprocess-event files left in /dev/shm: $cuda_left"; fail=1; fi
 # MPS processes of a gmi run (pipe directory /tmp/gmi-mps-<uid>-*) still alive; a daemon that was told to quit
 # may take a moment to exit, so allow it 3 s.
 ours() {

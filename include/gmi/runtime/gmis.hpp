@@ -208,10 +208,14 @@ using gmi_work = std::function<void(context&, binding&)>;
 
 // In a GMI process: runs `fn` for `id` and returns the process's exit code.
 inline int run_gmi_process(const gmis_config& c, const identity& id, const gmi_work& fn) {
-  return run_worker(id, [&](context& ctx) {
+  const int rc = run_worker(id, [&](context& ctx) {
     binding b(c, ctx, nullptr);
     fn(ctx, b);
   });
+  // The process is a GMI of ours and is done with the GPU: without this, every GMI process that exported an
+  // interprocess event would leave the driver's cuda.shm file in /dev/shm.
+  cuda::release_primary_contexts();
+  return rc;
 }
 
 // In the launcher: starts every GMI of `c`, supervises until all end or one fails, tears down (MPS daemons

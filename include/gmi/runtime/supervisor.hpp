@@ -22,6 +22,7 @@
 #include <gmi/core/error.hpp>
 #include <gmi/runtime/context.hpp>
 #include <gmi/runtime/crash_report.hpp>
+#include <gmi/runtime/driver_files.hpp>
 #include <gmi/runtime/launcher.hpp>
 #include <gmi/runtime/segment.hpp>
 
@@ -265,6 +266,7 @@ class process_group {
     c.exit.how = detail::describe_wait_status(status);
     c.exit.clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!c.exit.clean && seg_->state(rank) != gmi_state::failed) seg_->set_state(rank, gmi_state::dead);
+    detail::remove_driver_shm_files(c.pid);  // what a killed GMI could not have the driver remove
   }
 
   std::vector<live_gmi> alive() const {
