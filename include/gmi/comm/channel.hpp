@@ -52,6 +52,9 @@ struct channel_options {
   payload_placement placement = payload_placement::host;
   routing route = routing::least_queued;
   milliseconds timeout = default_timeout();  // bound on every wait for a peer
+  // false: every producer and consumer is a thread of this process, so device payloads are ordered by plain CUDA
+  // events (interprocess ones each leave a driver file in /dev/shm until the process's contexts go).
+  bool across_processes = true;
 
   [[nodiscard]] std::uint64_t package_bytes() const noexcept {
     return std::uint64_t{record_bytes} * package_steps * package_envs;
@@ -308,6 +311,7 @@ class channel_producer {
     c.packages_per_slot = o_.packages_per_slot;
     c.producer = static_cast<std::uint32_t>(rank_);
     c.consumer = static_cast<std::uint32_t>(consumer);
+    c.across_processes = o_.across_processes;
     return c;
   }
 
@@ -552,6 +556,7 @@ class channel_consumer {
         c.packages_per_slot = o_.packages_per_slot;
         c.producer = static_cast<std::uint32_t>(p);
         c.consumer = static_cast<std::uint32_t>(rank);
+        c.across_processes = o_.across_processes;
         links_.push_back(detail::channel_link::create(c, channel_link_tag(o_.tag, p, rank)));
       }
     } catch (const gmi::error& e) {

@@ -150,12 +150,22 @@ class ipc_mapping {
 // An event usable across processes (cudaEventInterprocess, no timing), created here or opened from a handle.
 class shared_event {
  public:
-  // A new exportable event on the current device.
+  // A new exportable event on the current device. The driver backs interprocess events with a file in /dev/shm
+  // (cuda.shm.*) that stays until the process tears its contexts down: where every user of the event is in this
+  // process, create_local is the one to use.
   static shared_event create() {
     shared_event e;
     GMI_CUDA_TRY(cudaEventCreateWithFlags(&e.event_, cudaEventInterprocess | cudaEventDisableTiming));
     return e;
   }
+  // A new event for this process's streams only (no export_handle).
+  static shared_event create_local() {
+    shared_event e;
+    GMI_CUDA_TRY(cudaEventCreateWithFlags(&e.event_, cudaEventDisableTiming));
+    return e;
+  }
+  // create() where other processes will open the event, else create_local().
+  static shared_event create(bool across_processes) { return across_processes ? create() : create_local(); }
   // Opens another process's event.
   static shared_event open(const ipc_event_handle& h) {
     shared_event e;

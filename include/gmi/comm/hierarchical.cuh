@@ -548,7 +548,7 @@ class hierarchical_allreduce {
       ctl->device_handshake = 2;
     }
     if (!device_ && !kernel_) {
-      done_event_ = shared_event::create();
+      done_event_ = shared_event::create(o_.mode == sharing::ipc);
       if (o_.mode == sharing::ipc) ctl->done_event = done_event_.export_handle();
       ctl->raw_done_event = reinterpret_cast<std::uint64_t>(done_event_.get());
     }
@@ -565,7 +565,7 @@ class hierarchical_allreduce {
       ctl->has_result = 1;
     }
     if (every_gmi_) {  // the members read the leader's buffer and wait on its ready event, as it does on theirs
-      ready_event_ = shared_event::create();
+      ready_event_ = shared_event::create(o_.mode == sharing::ipc);
       publish(ctl->member[0]);
     } else if (kernel_ && o_.mode == sharing::ipc) {  // for the members' row exchange
       ctl->member[0].buffer = export_buffer(buffer_, count_ * sizeof(float));
@@ -650,7 +650,7 @@ class hierarchical_allreduce {
     auto& m = ctl->member[o_.local_rank];
     ctl->group.pids[o_.local_rank].store(::getpid());
     m.count = count_;
-    ready_event_ = shared_event::create();
+    ready_event_ = shared_event::create(o_.mode == sharing::ipc);
     publish(m);
     m.attached.store(1, std::memory_order_release);
     bounded_wait([&] { return ctl->setup_state.load(std::memory_order_acquire) == 1 || barrier_.broken(); },
@@ -740,7 +740,7 @@ class hierarchical_allreduce {
     }
     if (!every_gmi_) return;
     for (std::size_t i = 0; i < chunks_; ++i) {
-      slice_events_.push_back(shared_event::create());
+      slice_events_.push_back(shared_event::create(o_.mode == sharing::ipc));
       if (o_.mode == sharing::ipc) m.slice_event[i] = slice_events_.back().export_handle();
       m.raw_slice_event[i] = reinterpret_cast<std::uint64_t>(slice_events_.back().get());
     }

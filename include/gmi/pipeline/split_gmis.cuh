@@ -155,6 +155,7 @@ comm::channel_options split_channel(const runtime::context& ctx, int gpu_index, 
   c.slots = 4;
   c.placement = comm::payload_placement::device;
   c.timeout = ctx.timeout();
+  c.across_processes = runtime::this_gmi().has_value();  // GMI processes, else every GMI a thread of this one
   return c;
 }
 template <class Net>

@@ -88,6 +88,7 @@ struct link_config {
   std::uint32_t packages_per_slot = 1;
   std::uint32_t producer = 0;
   std::uint32_t consumer = 0;
+  bool across_processes = true;  // false: the producer is a thread of the consumer's process (plain events)
   [[nodiscard]] std::uint64_t package_bytes() const noexcept {
     return std::uint64_t{record_bytes} * package_steps * package_envs;
   }
@@ -175,13 +176,15 @@ class channel_link {
       GMI_CUDA_TRY(cudaMalloc(&l.pool_, bytes));
       l.owns_pool_ = true;
       raw_pool = reinterpret_cast<std::uint64_t>(l.pool_);
-      for (std::uint32_t s = 0; s < c.slots; ++s) l.consumed_.push_back(shared_event::create());
-      ipc_ok = true;
-      try {
-        pool_handle = export_buffer(l.pool_, bytes);
-      } catch (const gmi::error&) {
-        cudaGetLastError();
-        ipc_ok = false;  // MIG or a driver without IPC: in-process producers still work, others get a clear error
+      for (std::uint32_t s = 0; s < c.slots; ++s) l.consumed_.push_back(shared_event::create(c.across_processes));
+      ipc_ok = c.across_processes;  // else producers of another process get the clear error below
+      if (ipc_ok) {
+        try {
+          pool_handle = export_buffer(l.pool_, bytes);
+        } catch (const gmi::error&) {
+          cudaGetLastError();
+          ipc_ok = false;  // MIG or a driver without IPC: in-process producers still work, others get a clear error
+        }
       }
     }
     l.segment_ = shm_segment::create(tag, lay.total, [&](void* p, std::size_t bytes) {
@@ -399,8 +402,8 @@ class channel_link {
     }
     const bool same_process = hh->consumer_pid.load() == ::getpid();
     if (!same_process && hh->ipc_ok == 0) {
-      fail(name() + ": device payload across processes needs CUDA IPC, which the consumer could not export "
-                    "(MIG instance?); use payload_placement::pinned");
+      fail(name() + ": device payload across processes needs CUDA IPC, which the consumer did not export "
+                    "(channel_options::across_processes false, or a MIG instance?); use payload_placement::pinned");
     }
     if (same_process) {
       pool_ = reinterpret_cast<void*>(hh->raw_pool);
@@ -409,7 +412,7 @@ class channel_link {
       pool_ = mapping_.get();
     }
     for (std::uint32_t s = 0; s < config_.slots; ++s) {
-      filled_.push_back(shared_event::create());
+      filled_.push_back(shared_event::create(!same_process));
       consumed_.push_back(same_process ? shared_event::borrow(reinterpret_cast<cudaEvent_t>(hh->raw_consumed[s]))
                                        : shared_event::open(hh->consumed[s]));
       hh->raw_filled[s] = reinterpret_cast<std::uint64_t>(filled_[s].get());
