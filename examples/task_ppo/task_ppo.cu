@@ -8,9 +8,12 @@
 #ifndef GMI_TASK
 #define GMI_TASK franka_cabinet_proxy
 #endif
+#ifndef GMI_HIDDEN  // the hidden layers; the *_isaac_net_ppo builds use the anchor's (Isaac Gym's) sizes
+#define GMI_HIDDEN 64, 64
+#endif
 
 using task_ppo = gmi::pipeline<gmi::envs::GMI_TASK,                                     // the task
-                               gmi::agents::gaussian_mlp<gmi::nn::layers<64, 64>>,      // n-64-64 actor-critic
+                               gmi::agents::gaussian_mlp<gmi::nn::layers<GMI_HIDDEN>>,  // n-64-64 unless GMI_HIDDEN
                                gmi::trainers::ppo<>,                                    // PPO, rl_games-style
                                gmi::layout::colocated,                                  // env + agent + trainer per GMI
                                gmi::partition::none,                                    // --gmis-per-gpu, --partition

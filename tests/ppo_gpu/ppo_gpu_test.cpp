@@ -42,7 +42,8 @@ TEST_SUITE("gpu") {
   }
 
   // Every way of forming the minibatch gradient gives the host's update, to float rounding: the warp kernel and
-  // the tile kernel on Cartpole's narrow network, the tile kernel and one thread per sample on a 23-64-64 network.
+  // the tile kernel on Cartpole's narrow network, the tile kernel and one thread per sample on a 23-64-64 network
+  // (weights in shared memory) and on the anchor's 60-256-128-64-8 Ant network (weights from global memory).
   TEST_CASE("ppo_gpu.gradient_paths_match_host" * doctest::timeout(120)) {
     const auto host = cartpole_iteration("");
     for (const char* path : {"warps", "tiles", "threads"}) {
@@ -61,6 +62,16 @@ TEST_SUITE("gpu") {
       CHECK(gpu.path == path);
       CHECK(rel_diff(gpu.params, wide_host.params) < 1e-4);
       CHECK(gpu.value_loss == doctest::Approx(wide_host.value_loss).epsilon(1e-3));
+    }
+    // the anchor's Ant network: the tile kernel with the weights read from global memory
+    const auto ant_host = isaac_ant_iteration("");
+    for (const char* path : {"tiles", "threads"}) {
+      const auto gpu = isaac_ant_iteration(path);
+      CAPTURE(path);
+      REQUIRE(gpu.refusal.empty());
+      CHECK(gpu.path == path);
+      CHECK(rel_diff(gpu.params, ant_host.params) < 1e-4);
+      CHECK(gpu.value_loss == doctest::Approx(ant_host.value_loss).epsilon(1e-3));
     }
     // the warp kernel is refused for the wide network with one line (runs.cu asserts its default is the tiles)
     const auto refused = wide_proxy_iteration("warps");

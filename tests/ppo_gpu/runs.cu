@@ -153,7 +153,16 @@ static_assert(gmi::rl::detail::minibatch_gradient<wide_net>::default_path == gmi
 static_assert(gmi::rl::detail::minibatch_gradient<net>::default_path == gmi::rl::detail::gradient_path::warps);
 }  // namespace
 
+// The anchor's Ant network (60-256-128-64-8): its weights do not fit in shared memory beside a tile, so the tile
+// kernel reads them from global memory.
+using isaac_ant_net = gmi::agents::gaussian_mlp<gmi::nn::layers<256, 128, 64>>::network<60, 8>;
+static_assert(gmi::rl::detail::tile_gradient<isaac_ant_net>::fits && !gmi::rl::detail::tile_gradient<isaac_ant_net>::shared_weights);
+static_assert(gmi::rl::detail::tile_gradient<wide_net>::shared_weights);
+
 gradient_path_run cartpole_iteration(const std::string& path) { return one_iteration<gmi::envs::cartpole, net>(path); }
+gradient_path_run isaac_ant_iteration(const std::string& path) {
+  return one_iteration<gmi::envs::ant_proxy, isaac_ant_net>(path);
+}
 gradient_path_run wide_proxy_iteration(const std::string& path) {
   return one_iteration<gmi::envs::franka_cabinet_proxy, wide_net>(path);
 }

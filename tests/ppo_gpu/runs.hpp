@@ -37,3 +37,4 @@ struct gradient_path_run {
 };
 gradient_path_run cartpole_iteration(const std::string& path);
 gradient_path_run wide_proxy_iteration(const std::string& path);
+gradient_path_run isaac_ant_iteration(const std::string& path);  // 60-256-128-64-8: weights from global memory

@@ -175,6 +175,15 @@ const char* minibatch_gradient_name() {
   return rl::detail::gradient_path_name(rl::detail::minibatch_gradient<typename Pipeline::network>::chosen_path());
 }
 
+// The network's layer widths, e.g. "60-256-128-64-9" (inputs, hidden layers, the heads' outputs), for result lines.
+template <class Pipeline>
+std::string network_text() {
+  using shape = typename Pipeline::network::net::layers;
+  std::string t;
+  for (int l = 0; l <= shape::count; ++l) t += (l ? "-" : "") + std::to_string(shape::width(l));
+  return t;
+}
+
 template <class Pipeline, class Policy>
 int run_with(const run_options& o, const Policy& policy, const std::string& device_text) {
   using Env = typename Pipeline::env;
@@ -222,6 +231,7 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
                          {"git", run.git}, {"ppo", ppo_settings_json(o.ppo)}};
   if (std::isfinite(o.optimal_mean_return)) base["optimal_mean_return"] = o.optimal_mean_return;
   if constexpr (Policy::on_device && Pipeline::layout_type::trains) base["minibatch_gradient"] = minibatch_gradient_name<Pipeline>();
+  if constexpr (requires { typename Pipeline::network::net::layers; }) base["network"] = network_text<Pipeline>();
   std::printf("gmi: env-step %s steps/s | serving %s steps/s (policy + sampling + env)\n", metrics::si(env_rate).c_str(),
               metrics::si(serve_rate).c_str());
   if constexpr (!Pipeline::layout_type::trains) {
@@ -629,7 +639,8 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
                  {"curve", first.curve},
                  {"gradient_allreduce", first.gradients},
                  {"synced_update", first.update},
-                 {"minibatch_gradient", minibatch_gradient_name<Pipeline>()}});
+                 {"minibatch_gradient", minibatch_gradient_name<Pipeline>()},
+                 {"network", network_text<Pipeline>()}});
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
     metrics::jsonl_log(o.metrics_path).write(line);
   }

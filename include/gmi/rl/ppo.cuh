@@ -238,6 +238,7 @@ class minibatch_gradient {
     std::size_t most = (max_count + thread_block - 1) / thread_block * (thread_block / 32);
     if (path_ == gradient_path::warps) most = blocks(max_count);
     if (path_ == gradient_path::tiles) most = (max_count + tile_path::tile - 1) / tile_path::tile;
+    if (path_ == gradient_path::tiles && !tile_path::shared_weights) transposed_ = cuda::device_buffer<float>(Net::net::param_count);
     most = std::max<std::size_t>(most, 1);
     rows_ = cuda::device_buffer<float>(most * row);
     partial_ = cuda::device_buffer<float>(((most + group - 1) / group) * row);
@@ -288,8 +289,11 @@ class minibatch_gradient {
     if constexpr (tile_path::fits) {
       if (path_ == gradient_path::tiles) {
         parts = (mb.count + tile_path::tile - 1) / tile_path::tile;
+        if constexpr (!tile_path::shared_weights) {
+          ppo_transpose_weights_kernel<Net><<<(Net::net::param_count + 255) / 256, 256, 0, s>>>(params, transposed_.data());
+        }
         ppo_tile_gradient_kernel<Net><<<static_cast<unsigned>(parts), tile_path::block, tile_path::smem_bytes, s>>>(
-            mb, params, rows_.data(), round_base, epoch, epochs);
+            mb, params, transposed_.data(), rows_.data(), round_base, epoch, epochs);
         launched = true;
       }
     }
@@ -316,7 +320,7 @@ class minibatch_gradient {
   static constexpr std::size_t group = 16;
   gradient_path path_;
   int sms_ = 1, resident_ = 1;
-  cuda::device_buffer<float> rows_, partial_;
+  cuda::device_buffer<float> rows_, partial_, transposed_;  // transposed_: the tile kernel's weights, when not shared
 };
 
 __global__ static void ppo_count_iteration_kernel(std::uint64_t* iteration) { *iteration += 1; }

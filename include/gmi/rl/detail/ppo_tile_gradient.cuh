@@ -3,7 +3,7 @@
 // (ppo_warp_gradient.cuh keeps each lane's weight-row gradients in registers, which stops at 160 of them: a
 // 64-64 body over 24 or more inputs does not fit, and the one-thread-per-sample kernel such networks fell back to
 // took ~0.2 ms for an 8192-sample step). Block b takes minibatch samples [b T, (b + 1) T): it stages the weights
-// and the tile's normalized observations in shared memory and runs every layer as a small matrix product over the
+// (where they fit; else it reads them from global memory) and the tile's normalized observations in shared memory and runs every layer as a small matrix product over the
 // tile (block_product: each thread a few samples x a few outputs, each sum over its inputs in order), then the
 // loss per sample, then backward layer by layer: the weight gradient dW = dZ^T H over the tile's samples (in
 // sample order), the bias gradient, and dH = dZ W for the layer below. rows[b] = the tile's sum of gradients and
@@ -30,19 +30,34 @@ struct tile_gradient {
   static constexpr int act_dim = Net::act_dim;
   static constexpr int obs_dim = Net::obs_dim;
   static constexpr int block = 256;
-  static constexpr int tile = 32;  // samples a block
   static constexpr int row = Net::param_count + term_count;
+  static constexpr std::size_t shared_limit = 200 * 1024;
 
   // Odd strides: threads that read rows o, o + 1, ... of a matrix at one column hit distinct banks.
   static constexpr int stride(int width) { return width | 1; }
-  // Weights: per layer W[out][stride(in)] then b[out].
-  static constexpr int smem_weight(int l) {
+  // Weights in shared memory: per layer W[out][stride(in)] then b[out].
+  static constexpr int weights_before(int l) {
     int off = 0;
     for (int k = 0; k < l; ++k) off += shape::width(k + 1) * stride(shape::width(k)) + shape::width(k + 1);
     return off;
   }
+  // The block's shared memory with `t` samples a tile, with or without the weights.
+  static constexpr std::size_t bytes_of(int t, bool with_weights) {
+    int f = with_weights ? weights_before(count) : 0;
+    for (int k = 0; k <= count; ++k) f += t * stride(shape::width(k));
+    f += 2 * t * stride(shape::max_width) + t * act_dim + t * term_count + t;
+    return sizeof(float) * static_cast<std::size_t>(f);
+  }
+  // Weights in shared memory where they fit beside a 32-sample tile; else (Isaac-Gym-size networks) every block
+  // reads them from global memory, the forward pass from a transposed copy (consecutive outputs, consecutive
+  // addresses), with the largest tile of 32, 16 or 8 samples that fits.
+  static constexpr bool shared_weights = bytes_of(32, true) <= shared_limit;
+  static constexpr int tile = shared_weights || bytes_of(32, false) <= shared_limit ? 32
+                              : bytes_of(16, false) <= shared_limit               ? 16
+                                                                                  : 8;
+  static constexpr int weight_floats = shared_weights ? weights_before(count) : 0;
+  static constexpr int smem_weight(int l) { return weights_before(l); }
   static constexpr int smem_bias(int l) { return smem_weight(l) + shape::width(l + 1) * stride(shape::width(l)); }
-  static constexpr int weight_floats = smem_weight(count);
   // Activations H_l [tile][stride(width(l))] for l = 0 (the normalized observations) .. count (the head's outputs).
   static constexpr int smem_h(int l) {
     int off = weight_floats;
@@ -56,12 +71,23 @@ struct tile_gradient {
   static constexpr int smem_index = smem_terms + tile * term_count;      // [tile] rollout sample of each
   static constexpr int smem_floats = smem_index + tile;
   static constexpr std::size_t smem_bytes = sizeof(float) * static_cast<std::size_t>(smem_floats);
-  static constexpr bool fits = count >= 2 && smem_bytes <= 200 * 1024 &&
+  static constexpr bool fits = count >= 2 && smem_bytes <= shared_limit &&
                                std::is_same_v<typename mlp::output_activation, nn::identity>;
-
-  // Entries a thread takes in a product with n columns (or m rows): enough to reuse each load a few times.
-  static constexpr int per_thread(int n) { return n >= 64 ? 4 : n >= 16 ? 2 : 1; }
 };
+
+// wt = every layer's weight matrix transposed (W[o][i] -> wt[i][o] at the layer's offset), what the tile kernel's
+// forward pass reads where the weights do not fit in shared memory.
+template <class Net>
+__global__ static void ppo_transpose_weights_kernel(const float* params, float* wt) {
+  using shape = typename Net::net::layers;
+  const int q = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (q >= shape::param_count) return;
+  int l = 0;
+  while (q >= shape::weight_offset(l + 1)) ++l;
+  if (q >= shape::bias_offset(l)) return;
+  const int I = shape::width(l), O = shape::width(l + 1), r = q - shape::weight_offset(l);
+  wt[shape::weight_offset(l) + (r % I) * O + r / I] = params[q];
+}
 
 // C(m, n) = init(m, n) + sum over k in [0, K) in order of a(m, k) b(n, k), for m < M, n < N, handed to
 // store(m, n, value). Each thread takes RM x RN entries m = mi + r tm, n = ni + c tn: consecutive threads take
@@ -103,32 +129,41 @@ __device__ inline void block_product(A a, B b, Init init, Store store) {
   }
 }
 
-// Hidden layers and the head, L = 0 .. count - 1: H_{L+1} = act(H_L W_L^T + b_L) (the head without act).
+// Hidden layers and the head, L = 0 .. count - 1: H_{L+1} = act(H_L W_L^T + b_L) (the head without act). Weights
+// from shared memory, or from wt (transposed) and params.
 template <class Net, int L>
-__device__ inline void tile_forward(float* smem) {
+__device__ inline void tile_forward(float* smem, const float* params, const float* wt) {
   using G = tile_gradient<Net>;
   constexpr int I = G::shape::width(L), O = G::shape::width(L + 1);
   constexpr int hs = G::stride(I), os = G::stride(O), ws = G::stride(I);
   const float* h = smem + G::smem_h(L);
-  const float* w = smem + G::smem_weight(L);
-  const float* bias = smem + G::smem_bias(L);
   float* out = smem + G::smem_h(L + 1);
-  block_product<G::tile, O, I>([&](int s, int i) { return h[s * hs + i]; }, [&](int o, int i) { return w[o * ws + i]; },
-                               [&](int, int o) { return bias[o]; },
-                               [&](int s, int o, float v) { out[s * os + o] = L < G::head ? G::act::f(v) : v; });
+  auto a = [&](int s, int i) { return h[s * hs + i]; };
+  auto store = [&](int s, int o, float v) { out[s * os + o] = L < G::head ? G::act::f(v) : v; };
+  if constexpr (G::shared_weights) {
+    const float* w = smem + G::smem_weight(L);
+    const float* bias = smem + G::smem_bias(L);
+    block_product<G::tile, O, I>(a, [&](int o, int i) { return w[o * ws + i]; }, [&](int, int o) { return bias[o]; },
+                                 store);
+  } else {
+    const float* t = wt + G::shape::weight_offset(L);
+    const float* bias = params + G::shape::bias_offset(L);
+    block_product<G::tile, O, I>(a, [&](int o, int i) { return t[i * O + o]; }, [&](int, int o) { return bias[o]; },
+                                 store);
+  }
   __syncthreads();
-  if constexpr (L + 1 < G::count) tile_forward<Net, L + 1>(smem);
+  if constexpr (L + 1 < G::count) tile_forward<Net, L + 1>(smem, params, wt);
 }
 
 // Layer L's gradients from dZ_L (dz buffer `cur`) into the block's row; then, below the head's input, dZ_{L-1} =
 // (dZ_L W_L) * act'(H_L) into the other buffer, and on down.
 template <class Net, int L>
-__device__ inline void tile_backward(float* smem, float* out, int cur) {
+__device__ inline void tile_backward(float* smem, const float* params, float* out, int cur) {
   using G = tile_gradient<Net>;
   constexpr int I = G::shape::width(L), O = G::shape::width(L + 1);
-  constexpr int hs = G::stride(I), ws = G::stride(I), ds = G::dz_stride;
+  constexpr int hs = G::stride(I), ws = G::shared_weights ? G::stride(I) : I, ds = G::dz_stride;
   const float* h = smem + G::smem_h(L);
-  const float* w = smem + G::smem_weight(L);
+  const float* w = G::shared_weights ? smem + G::smem_weight(L) : params + G::shape::weight_offset(L);
   const float* dz = smem + G::smem_dz(cur);
   // dW[o][i] = sum over the tile's samples in order of dZ[s][o] H[s][i]
   block_product<O, I, G::tile>([&](int o, int s) { return dz[s * ds + o]; }, [&](int i, int s) { return h[s * hs + i]; },
@@ -145,24 +180,26 @@ __device__ inline void tile_backward(float* smem, float* out, int cur) {
                                  [](int, int) { return 0.0f; },
                                  [&](int s, int i, float v) { below[s * ds + i] = v * G::act::grad_from_output(h[s * hs + i]); });
     __syncthreads();
-    tile_backward<Net, L - 1>(smem, out, 1 - cur);
+    tile_backward<Net, L - 1>(smem, params, out, 1 - cur);
   }
 }
 
 template <class Net>
 __global__ static void __launch_bounds__(tile_gradient<Net>::block)
-    ppo_tile_gradient_kernel(ppo_minibatch_view<Net> mb, const float* params, float* rows,
+    ppo_tile_gradient_kernel(ppo_minibatch_view<Net> mb, const float* params, const float* wt, float* rows,
                              const std::uint64_t* iteration, int epoch, int epochs) {
   using G = tile_gradient<Net>;
   constexpr int A = G::act_dim, T = G::tile;
   extern __shared__ float4 shared4[];  // float4: the base is 16-byte aligned
   float* smem = reinterpret_cast<float*>(shared4);
   const int tid = static_cast<int>(threadIdx.x);
+  if constexpr (G::shared_weights) {
 #pragma unroll
-  for (int l = 0; l < G::count; ++l) {  // stage the weights with odd row strides
-    const int I = G::shape::width(l), O = G::shape::width(l + 1), S = G::stride(I);
-    for (int q = tid; q < O * I; q += G::block) smem[G::smem_weight(l) + (q / I) * S + q % I] = params[G::shape::weight_offset(l) + q];
-    for (int q = tid; q < O; q += G::block) smem[G::smem_bias(l) + q] = params[G::shape::bias_offset(l) + q];
+    for (int l = 0; l < G::count; ++l) {  // stage the weights with odd row strides
+      const int I = G::shape::width(l), O = G::shape::width(l + 1), S = G::stride(I);
+      for (int q = tid; q < O * I; q += G::block) smem[G::smem_weight(l) + (q / I) * S + q % I] = params[G::shape::weight_offset(l) + q];
+      for (int q = tid; q < O; q += G::block) smem[G::smem_bias(l) + q] = params[G::shape::bias_offset(l) + q];
+    }
   }
   mb.shuffle_round = *iteration * static_cast<std::uint64_t>(epochs) + static_cast<std::uint64_t>(epoch);
   const std::uint32_t first = static_cast<std::uint32_t>(blockIdx.x) * T;
@@ -178,7 +215,7 @@ __global__ static void __launch_bounds__(tile_gradient<Net>::block)
     }
   }
   __syncthreads();
-  tile_forward<Net, 0>(smem);
+  tile_forward<Net, 0>(smem, params, wt);
   const float* log_std = Net::log_std(params);
   if (tid < T) {  // the loss of sample tid: dZ of the head (mu, then the value), log_std's share and the terms
     constexpr int ys = G::stride(G::shape::width(G::count));
@@ -194,7 +231,7 @@ __global__ static void __launch_bounds__(tile_gradient<Net>::block)
   }
   __syncthreads();
   float* out = rows + static_cast<std::size_t>(blockIdx.x) * G::row;
-  tile_backward<Net, G::head>(smem, out, 0);
+  tile_backward<Net, G::head>(smem, params, out, 0);
   // log_std's gradient and the loss terms, summed over the tile in sample order
   constexpr int tail = A + term_count;
   for (int q = tid; q < tail; q += G::block) {
