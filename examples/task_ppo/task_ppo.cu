@@ -8,12 +8,32 @@
 #ifndef GMI_TASK
 #define GMI_TASK franka_cabinet_proxy
 #endif
-#ifndef GMI_HIDDEN  // the hidden layers; the *_isaac_net_ppo builds use the anchor's (Isaac Gym's) sizes
-#define GMI_HIDDEN 64, 64
+
+// The hidden layers: 64-64, or with GMI_ISAAC_NET (the *_isaac_net_ppo builds) the PyTorch anchor's Isaac Gym sizes.
+template <class Task>
+struct isaac_hidden {
+  using type = gmi::nn::layers<64, 64>;
+};
+template <>
+struct isaac_hidden<gmi::envs::ant_proxy> {
+  using type = gmi::nn::layers<256, 128, 64>;
+};
+template <>
+struct isaac_hidden<gmi::envs::humanoid_proxy> {
+  using type = gmi::nn::layers<200, 400, 100>;
+};
+template <>
+struct isaac_hidden<gmi::envs::shadow_hand_proxy> {
+  using type = gmi::nn::layers<512, 512, 512, 256>;
+};
+#ifdef GMI_ISAAC_NET
+using hidden = isaac_hidden<gmi::envs::GMI_TASK>::type;
+#else
+using hidden = gmi::nn::layers<64, 64>;
 #endif
 
 using task_ppo = gmi::pipeline<gmi::envs::GMI_TASK,                                     // the task
-                               gmi::agents::gaussian_mlp<gmi::nn::layers<GMI_HIDDEN>>,  // n-64-64 unless GMI_HIDDEN
+                               gmi::agents::gaussian_mlp<hidden>,                       // n-64-64 unless GMI_ISAAC_NET
                                gmi::trainers::ppo<>,                                    // PPO, rl_games-style
                                gmi::layout::colocated,                                  // env + agent + trainer per GMI
                                gmi::partition::none,                                    // --gmis-per-gpu, --partition
