@@ -985,6 +985,8 @@ int run(int argc, char** argv) {
                    ">= 1 and finite (default: --max-env-steps)");
     }
     o.ppo.validate();
+    // GMI_PPO_GRADIENT (a comparison knob of the GPU trainer) is checked on every machine, so a typo is one line
+    if constexpr (Pipeline::layout_type::trains) (void)rl::detail::minibatch_gradient<typename Pipeline::network>::chosen_path();
     if (const auto best = detail::optimal_mean_return<Env>()) o.optimal_mean_return = *best;
     gmi::require(std::isnan(o.target_optimum_gap) || (std::isfinite(o.target_optimum_gap) && o.target_optimum_gap > 0),
                  "--target-optimum-gap", o.target_optimum_gap, "> 0 (a fraction of |optimum|, e.g. 0.1)");
