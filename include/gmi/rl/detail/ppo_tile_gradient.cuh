@@ -92,11 +92,9 @@ __global__ static void ppo_transpose_weights_kernel(const float* params, float* 
 // C(m, n) = init(m, n) + sum over k in [0, K) in order of a(m, k) b(n, k), for m < M, n < N, handed to
 // store(m, n, value). Each thread takes RM x RN entries m = mi + r tm, n = ni + c tn: consecutive threads take
 // consecutive n, so reads of b at consecutive n hit distinct banks when its stride is odd.
-// FromGlobal: b reads global memory (weights too big for shared memory): each thread then takes 8 samples, so a
-// block loads each weight fewer times.
-template <int M, int N, int K, bool FromGlobal = false, class A, class B, class Init, class Store>
+template <int M, int N, int K, class A, class B, class Init, class Store>
 __device__ inline void block_product(A a, B b, Init init, Store store) {
-  constexpr int RM = FromGlobal && M >= 8 ? 8 : M >= 64 ? 4 : M >= 16 ? 2 : 1;
+  constexpr int RM = M >= 64 ? 4 : M >= 16 ? 2 : 1;
   constexpr int RN = N >= 64 ? 4 : N >= 16 ? 2 : 1;
   constexpr int tm = (M + RM - 1) / RM, tn = (N + RN - 1) / RN;
   for (int q = static_cast<int>(threadIdx.x); q < tm * tn; q += static_cast<int>(blockDim.x)) {
@@ -150,7 +148,7 @@ __device__ inline void tile_forward(float* smem, const float* params, const floa
   } else {
     const float* t = wt + G::shape::weight_offset(L);
     const float* bias = params + G::shape::bias_offset(L);
-    block_product<G::tile, O, I, true>(a, [&](int o, int i) { return t[i * O + o]; }, [&](int, int o) { return bias[o]; },
+    block_product<G::tile, O, I>(a, [&](int o, int i) { return t[i * O + o]; }, [&](int, int o) { return bias[o]; },
                                  store);
   }
   __syncthreads();
@@ -178,7 +176,7 @@ __device__ inline void tile_backward(float* smem, const float* params, float* ou
   }
   if constexpr (L > 0) {
     float* below = smem + G::smem_dz(1 - cur);
-    block_product<G::tile, I, O, !G::shared_weights>([&](int s, int o) { return dz[s * ds + o]; }, [&](int i, int o) { return w[o * ws + i]; },
+    block_product<G::tile, I, O>([&](int s, int o) { return dz[s * ds + o]; }, [&](int i, int o) { return w[o * ws + i]; },
                                  [](int, int) { return 0.0f; },
                                  [&](int s, int i, float v) { below[s * ds + i] = v * G::act::grad_from_output(h[s * hs + i]); });
     __syncthreads();
