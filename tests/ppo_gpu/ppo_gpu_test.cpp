@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "runs.hpp"
@@ -45,34 +47,21 @@ TEST_SUITE("gpu") {
   // the tile kernel on Cartpole's narrow network, the tile kernel and one thread per sample on a 23-64-64 network
   // (weights in shared memory) and on the anchor's 60-256-128-64-8 Ant network (weights from global memory).
   TEST_CASE("ppo_gpu.gradient_paths_match_host" * doctest::timeout(120)) {
-    const auto host = cartpole_iteration("");
-    for (const char* path : {"warps", "tiles", "threads"}) {
-      const auto gpu = cartpole_iteration(path);
-      CAPTURE(path);
-      REQUIRE(gpu.refusal.empty());
-      CHECK(gpu.path == path);
-      CHECK(rel_diff(gpu.params, host.params) < 1e-4);
-      CHECK(gpu.value_loss == doctest::Approx(host.value_loss).epsilon(1e-3));
-    }
-    const auto wide_host = wide_proxy_iteration("");
-    for (const char* path : {"tiles", "threads"}) {
-      const auto gpu = wide_proxy_iteration(path);
-      CAPTURE(path);
-      REQUIRE(gpu.refusal.empty());
-      CHECK(gpu.path == path);
-      CHECK(rel_diff(gpu.params, wide_host.params) < 1e-4);
-      CHECK(gpu.value_loss == doctest::Approx(wide_host.value_loss).epsilon(1e-3));
-    }
-    // the anchor's Ant network: the tile kernel with the weights read from global memory
-    const auto ant_host = isaac_ant_iteration("");
-    for (const char* path : {"tiles", "threads"}) {
-      const auto gpu = isaac_ant_iteration(path);
-      CAPTURE(path);
-      REQUIRE(gpu.refusal.empty());
-      CHECK(gpu.path == path);
-      CHECK(rel_diff(gpu.params, ant_host.params) < 1e-4);
-      CHECK(gpu.value_loss == doctest::Approx(ant_host.value_loss).epsilon(1e-3));
-    }
+    // each path of `paths` against the host trainer, for one network's run function
+    auto against_host = [](gradient_path_run (*run)(const std::string&), std::initializer_list<const char*> paths) {
+      const auto host = run("");
+      for (const char* path : paths) {
+        const auto gpu = run(path);
+        CAPTURE(path);
+        REQUIRE(gpu.refusal.empty());
+        CHECK(gpu.path == path);
+        CHECK(rel_diff(gpu.params, host.params) < 1e-4);
+        CHECK(gpu.value_loss == doctest::Approx(host.value_loss).epsilon(1e-3));
+      }
+    };
+    against_host(cartpole_iteration, {"warps", "tiles", "threads"});
+    against_host(wide_proxy_iteration, {"tiles", "threads"});
+    against_host(isaac_ant_iteration, {"tiles", "threads"});  // the tile kernel reading weights from global memory
     // the warp kernel is refused for the wide network with one line (runs.cu asserts its default is the tiles)
     const auto refused = wide_proxy_iteration("warps");
     CAPTURE(refused.refusal);
