@@ -385,10 +385,12 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
                                           "one that reduces gradients: gmi::comm::hierarchical<gmi::comm::nccl> in the "
                                           "pipeline type"));
   }
-  // --minibatch is the group's: each GMI takes its share, so an Adam step averages the same number of samples
-  // (and an iteration makes the same number of steps) as one GMI with every environment would.
+  // --minibatch-scope (run_options.hpp): the group's minibatch split over the GMIs, or each GMI's own.
   rl::ppo_config per_gmi = o.ppo;
-  per_gmi.minibatch = std::max(1, (o.ppo.minibatch + cfg.world() - 1) / cfg.world());
+  if (o.minibatch_scope == "group") per_gmi.minibatch = std::max(1, (o.ppo.minibatch + cfg.world() - 1) / cfg.world());
+  // What a step averages (a GMI's minibatch is capped at its rollout, horizon x envs), for the start line.
+  const long long gmi_minibatch = std::min<long long>(per_gmi.minibatch, static_cast<long long>(o.ppo.horizon) * o.num_envs);
+  const long long group_minibatch = gmi_minibatch * cfg.world();
   const bool launcher = !runtime::this_gmi().has_value();
   // An attempt of a restart loop resumes where its parent says; otherwise from --resume.
   const char* attempt_resume = std::getenv(restart_resume_var);
@@ -438,9 +440,9 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
   const char* task = task_name<Env>();
   if (launcher && !trial) {
     std::printf("gmi: %s | colocated (synchronous PPO) | partition %s (%s) | %d GMIs = %zu GPU(s) x %d | %d envs per "
-                "GMI | minibatch %d per GMI (%d for the group) | gradients %s | seed %llu\n",
+                "GMI | minibatch %lld per GMI (%lld for the group, --minibatch-scope %s) | gradients %s | seed %llu\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.world(), cfg.gpus.size(),
-                cfg.gmis_per_gpu, o.num_envs, per_gmi.minibatch, o.ppo.minibatch,
+                cfg.gmis_per_gpu, o.num_envs, gmi_minibatch, group_minibatch, o.minibatch_scope.c_str(),
                 o.gradient_allreduce == "cpu_staged" ? "cpu_staged (host shared memory)" : o.gradient_allreduce.c_str(),
                 static_cast<unsigned long long>(o.seed));
     std::fflush(stdout);
@@ -639,6 +641,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
                  {"curve", first.curve},
                  {"gradient_allreduce", first.gradients},
                  {"synced_update", first.update},
+                 {"minibatch_scope", o.minibatch_scope},
                  {"minibatch_gradient", minibatch_gradient_name<Pipeline>()},
                  {"network", network_text<Pipeline>()}});
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
@@ -945,6 +948,12 @@ int run(int argc, char** argv) {
                  "share their rows (fused) or as allreduce calls between kernels (graph), or enqueue it kernel by "
                  "kernel (eager)")
       ->check(CLI::IsMember({"fused", "graph", "eager"}))
+      ->capture_default_str();
+  app.add_option("--minibatch-scope", o.minibatch_scope,
+                 "synchronous training over GMIs: --minibatch is the group's, split over its GMIs (group: an "
+                 "iteration makes as many steps as one GMI holding every env), or each GMI's (gmi: rl_games' "
+                 "multi-GPU rule, the paper's; a step averages GMIs x --minibatch samples)")
+      ->check(CLI::IsMember({"group", "gmi"}))
       ->capture_default_str();
   app.add_option("--restart-on-failure", o.restart_on_failure,
                  "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "

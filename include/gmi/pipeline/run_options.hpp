@@ -85,6 +85,11 @@ struct run_options {
   // and where the GMIs of one GPU share their gradient rows (MPS, one GPU) each minibatch step sums the group's
   // rows inside its own kernel (ppo_step_kernel); "eager": kernel by kernel always (the comparison runs).
   std::string synced_update = "fused";
+  // Synchronous training over GMIs: whose --minibatch it is. "group": the group's, each GMI takes its share, so an
+  // Adam step averages as many samples (and an iteration makes as many steps) as one GMI holding every environment;
+  // "gmi": each GMI's, as rl_games' multi-GPU training (the paper's baseline and GMI-DRL) has it, so a step averages
+  // world x --minibatch samples and an iteration makes as many steps as one GMI alone.
+  std::string minibatch_scope = "group";
   bool population = false;  // independent trainings, one per GMI (population.hpp)
   std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;
