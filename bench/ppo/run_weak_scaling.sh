@@ -5,7 +5,10 @@
 # counts alternating, for `seconds` (--max-seconds) from seed 1; every end line goes to <results.jsonl> and bench/plot
 # makes the table (weak scaling = samples/s on n GPUs / (n x samples/s on 1 GPU), medians). A one-GMI shape also
 # runs alone (one GMI, no group: what one GPU does without the synced path), a second baseline.
+# `updates` runs every synced configuration once per --synced-update (fused: the default; graph: NCCL between the
+# steps), each its own row.
 # Usage: run_weak_scaling.sh <build-dir> <results.jsonl> [gpus="2"] [shapes="1 4096 none;8 512 mps"] [seconds=4] [reps=3]
+#        [updates=fused]
 set -uo pipefail
 build=${1:?build directory}
 out=${2:?results file}
@@ -13,6 +16,7 @@ gpus=${3:-2}
 IFS=';' read -r -a shapes <<< "${4:-1 4096 none;8 512 mps}"
 seconds=${5:-4}
 reps=${6:-3}
+updates=${7:-fused}
 export NCCL_NVLS_ENABLE=0
 bin="$build/examples/cartpole_ppo/gmi.example.cartpole_ppo"
 [ -x "$bin" ] || { echo "run_weak_scaling: no $bin (build gmi.example.cartpole_ppo)" >&2; exit 2; }
@@ -26,6 +30,9 @@ for s in "${shapes[@]}"; do
   [[ "$g" =~ ^[1-9][0-9]*$ && "$e" =~ ^[1-9][0-9]*$ ]] && [[ "$p" =~ ^(none|mps|green_context)$ ]] ||
     { echo "run_weak_scaling: shape: got '$s', need \"GMIs envs partition\" (partition none, mps or green_context)" >&2; exit 2; }
 done
+for u in $updates; do
+  case "$u" in fused|graph|eager) ;; *) echo "run_weak_scaling: updates: got $u, need fused, graph or eager" >&2; exit 2 ;; esac
+done
 for rep in $(seq "$reps"); do
   for s in "${shapes[@]}"; do
     read -r g e p <<< "$s"
@@ -36,10 +43,13 @@ for rep in $(seq "$reps"); do
         --max-env-steps 1e15 --max-seconds "$seconds" --log-interval 100 --metrics "$out" 2>&1 |
         grep -E "^gmi: (time|step|solved|diverged)|rror" | sed "s|^|rep $rep alone 1 x $e: |"
     fi
-    for n in 1 $gpus; do
-      timeout $((${seconds%.*} + 120)) "$bin" --gpus "$n" --gmis-per-gpu "$g" --num-envs "$e" --partition "$p" "${launch[@]}" \
-        --minibatch-scope gmi --target-return nan --max-env-steps 1e15 --max-seconds "$seconds" --log-interval 100 \
-        --metrics "$out" 2>&1 | grep -E "^gmi: (time|step|solved|diverged)|rror" | sed "s|^|rep $rep $n GPU(s) x $g x $e $p: |"
+    for u in $updates; do
+      for n in 1 $gpus; do
+        timeout $((${seconds%.*} + 120)) "$bin" --gpus "$n" --gmis-per-gpu "$g" --num-envs "$e" --partition "$p" "${launch[@]}" \
+          --minibatch-scope gmi --synced-update "$u" --target-return nan --max-env-steps 1e15 --max-seconds "$seconds" \
+          --log-interval 100 --metrics "$out" 2>&1 | grep -E "^gmi: (time|step|solved|diverged)|rror" |
+          sed "s|^|rep $rep $n GPU(s) x $g x $e $p $u: |"
+      done
     done
   done
 done

@@ -6,7 +6,9 @@
 //   peer_to_peer: in each GPU's device memory (its first GMI allocates it; every GMI maps every inbox through CUDA
 //                 IPC with peer access), so a GPU's sum travels over NVLink and each GMI polls its own GPU's memory;
 //   host:         in one block of pinned shared memory every GMI maps into its device's address space
-//                 (cudaHostRegister), where every GPU writes and polls (an MPS GMI's process sees only its GPU).
+//                 (cudaHostRegister), where every GPU writes (an MPS GMI's process sees only its GPU). Only each
+//                 GPU's first GMI polls it: it copies the entries it sees into its GPU's relay (device memory it
+//                 allocates, mapped by the GPU's other GMIs through CUDA IPC), where those GMIs poll.
 // A stall word in mapped host memory, which any GMI's kernel sets when a wait gave up and the host sets when the
 // group broke, stops every kernel at its next wait.
 //
@@ -165,6 +167,8 @@ class row_exchange_across_gpus {
     x.world = o_.world;
     for (int t = 0; t < o_.gpus; ++t) x.inbox_entries[t] = static_cast<std::uint64_t*>(inbox_[t]);
     x.inbox_shared = memory_ == inbox_memory::host;
+    if (relay_ && owns_inbox()) x.relay = static_cast<std::uint64_t*>(relay_);
+    if (relay_ && !owns_inbox()) x.inbox_entries[o_.gpu] = static_cast<std::uint64_t*>(relay_);
     x.gpu_stride = detail::across_stride(o_.count);
     x.stalled = static_cast<std::uint32_t*>(device_mapped_);
     if (x.size == 1) x.abort = x.stalled;
@@ -245,17 +249,11 @@ class row_exchange_across_gpus {
     void* host_inbox = static_cast<char*>(device_mapped_) + detail::across_page;
     if (memory_ == inbox_memory::host) {
       for (int t = 0; t < o_.gpus; ++t) inbox_[t] = host_inbox;
+      if (per_gpu() > 1) share_relay();
       return;
     }
-    // Peer to peer: each GPU's first GMI allocates its inbox (IPC shares whole allocations: 2 MiB multiples).
-    const std::size_t inbox_bytes = (detail::across_inbox_bytes(o_.gpus, o_.count) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
-    if (owns_inbox()) {
-      GMI_CUDA_TRY(cudaMalloc(&own_, inbox_bytes));
-      GMI_CUDA_TRY(cudaMemset(own_, 0, inbox_bytes));
-      GMI_CUDA_TRY(cudaDeviceSynchronize());
-      ctl->inbox[o_.gpu] = export_buffer(own_, inbox_bytes);
-      ctl->inbox_ready[o_.gpu].store(1, std::memory_order_release);
-    }
+    // Peer to peer: each GPU's first GMI allocates its inbox.
+    if (owns_inbox()) allocate_own();
     wait_for(
         [&] {
           for (int t = 0; t < o_.gpus; ++t)
@@ -274,13 +272,38 @@ class row_exchange_across_gpus {
     }
   }
 
+  // This GPU's inbox (peer_to_peer) or relay (host), zeroed, on the GPU's first GMI, exported in the segment (IPC
+  // shares whole allocations: 2 MiB multiples).
+  void allocate_own() {
+    const std::size_t bytes = (detail::across_inbox_bytes(o_.gpus, o_.count) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+    GMI_CUDA_TRY(cudaMalloc(&own_, bytes));
+    GMI_CUDA_TRY(cudaMemset(own_, 0, bytes));
+    GMI_CUDA_TRY(cudaDeviceSynchronize());
+    c()->inbox[o_.gpu] = export_buffer(own_, bytes);
+    c()->inbox_ready[o_.gpu].store(1, std::memory_order_release);
+  }
+
+  // Host inboxes with several GMIs a GPU: the GPU's relay, allocated by its first GMI, mapped by the others.
+  void share_relay() {
+    if (owns_inbox()) {
+      allocate_own();
+      relay_ = own_;
+      return;
+    }
+    auto* ctl = c();
+    wait_for([&] { return ctl->inbox_ready[o_.gpu].load(std::memory_order_acquire) != 0; },
+             "waiting for GPU " + std::to_string(o_.gpu) + "'s relay");
+    mappings_.emplace_back(ctl->inbox[o_.gpu]);
+    relay_ = mappings_.back().get();
+  }
+
   // Lets go of the other GMIs' inboxes; an inbox's owner frees it once every GMI has let go (bounded; a broken
   // group or a late GMI leaves it to the process's end).
   void teardown(bool wait) noexcept {
     if (!segment_.data()) return;
     if (!mappings_.empty() || own_) cudaDeviceSynchronize();  // this GMI's kernels no longer push or read
     mappings_.clear();
-    if (memory_ == inbox_memory::peer_to_peer) c()->let_go.fetch_add(1, std::memory_order_acq_rel);
+    if (memory_ == inbox_memory::peer_to_peer || relay_) c()->let_go.fetch_add(1, std::memory_order_acq_rel);
     if (own_) {
       bool all = false;
       if (wait && !barrier_.broken()) {
@@ -310,8 +333,9 @@ class row_exchange_across_gpus {
   void* device_mapped_ = nullptr;  // the same, in the device's address space
   bool registered_ = false;
   inbox_memory memory_ = inbox_memory::host;
-  void* own_ = nullptr;                // peer_to_peer, on each GPU's first GMI: that GPU's inbox (cudaMalloc)
-  std::vector<ipc_mapping> mappings_;  // peer_to_peer: the other inboxes
+  void* own_ = nullptr;                // on each GPU's first GMI: that GPU's inbox or relay (cudaMalloc)
+  void* relay_ = nullptr;              // host, several GMIs a GPU: this GPU's relay (own_ or mapped)
+  std::vector<ipc_mapping> mappings_;  // peer_to_peer: the other inboxes; host: this GPU's relay
   void* inbox_[cuda::row_exchange::max_gpus] = {};
   std::uint64_t checks_ = 0;
 };

@@ -98,10 +98,12 @@ __device__ inline float exchange_gpu_sum(const row_exchange& x, std::uint32_t ge
 // With a level across GPUs (else true at once), after every entry's exchange_gpu_sum: each thread waits until the
 // other GPUs' entries q = threadIdx.x, threadIdx.x + blockDim.x, ... below n of this call are in its GPU's inbox
 // (polled where they land; a deadline, the abort word or the group's stall word ends the wait), then the block
-// agrees: false on every thread if any gave up.
+// agrees: false on every thread if any gave up. With a relay (member 0 of a GPU whose members share host inboxes)
+// each entry seen is also written, as it came, to the same place in the relay, where the GPU's other members wait.
 __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t generation, std::size_t n) {
   if (x.gpus == 1) return true;
-  const std::uint64_t* slots = x.inbox_entries[x.gpu] + (generation & 1u) * x.gpus * x.gpu_stride;
+  const std::size_t slot = (generation & 1u) * x.gpus * x.gpu_stride;
+  const std::uint64_t* slots = x.inbox_entries[x.gpu] + slot;
   const unsigned long long start = detail::global_ns();
   bool ok = true;
   unsigned spins = 0;
@@ -109,7 +111,8 @@ __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t gene
     if (j == x.gpu) continue;
     for (std::size_t q = threadIdx.x; q < n && ok; q += blockDim.x) {
       const std::uint64_t* e = slots + j * x.gpu_stride + q;
-      while (static_cast<std::uint32_t>(load_entry(e) >> 32) != generation) {
+      std::uint64_t v;
+      while (static_cast<std::uint32_t>((v = load_entry(e)) >> 32) != generation) {
         if ((++spins & 255) == 0) {  // the deadline now and then; the words (maybe host memory) more rarely
           const bool late = detail::global_ns() - start > x.timeout_ns;
           if (late || ((spins & 4095) == 0 &&
@@ -120,6 +123,7 @@ __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t gene
         }
         __nanosleep(32);
       }
+      if (ok && x.relay) *reinterpret_cast<volatile std::uint64_t*>(x.relay + slot + j * x.gpu_stride + q) = v;
     }
   }
   const bool all = __syncthreads_and(ok) != 0;
@@ -128,10 +132,10 @@ __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t gene
 }
 
 // After exchange_across: entry q's sum over every GPU, the GPUs' sums added in GPU order (this GPU's is `mine`;
-// the others' are read from this GPU's inbox).
+// the others' are read from this GPU's inbox, or from the relay the same thread wrote them to).
 __device__ inline float exchange_total(const row_exchange& x, std::uint32_t generation, std::size_t q, float mine) {
   if (x.gpus == 1) return mine;
-  const std::uint64_t* slots = x.inbox_entries[x.gpu] + (generation & 1u) * x.gpus * x.gpu_stride + q;
+  const std::uint64_t* slots = (x.relay ? x.relay : x.inbox_entries[x.gpu]) + (generation & 1u) * x.gpus * x.gpu_stride + q;
   float v[row_exchange::max_gpus];
 #pragma unroll
   for (int j = 0; j < row_exchange::max_gpus; ++j) {

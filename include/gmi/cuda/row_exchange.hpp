@@ -32,13 +32,17 @@ struct row_exchange {
   // entry is one 64-bit word, the call's generation in its high half and the float's bits in its low half, written
   // at once, so a reader that sees the generation sees the value (no flag, no fence). GPU j's member 0 pushes its
   // GPU's sum into every other GPU's inbox (peer device memory over NVLink or PCIe); each member polls its own
-  // GPU's inbox. inbox_shared: one inbox in mapped host memory for every GPU (written once).
+  // GPU's inbox. inbox_shared: one inbox in mapped host memory for every GPU (written once). relay (host inboxes
+  // with several members a GPU, on member 0 only): the GPU's device-memory copy of its inbox, where member 0 writes
+  // each entry it saw arrive (as it came, tagged); the GPU's other members' inbox_entries[gpu] point there, so
+  // only one block a GPU polls host memory.
   static constexpr int max_gpus = 16;
   int gpu = 0;                          // this GPU's place among the host's GPUs
   int gpus = 1;
   int world = 0;                        // members over every GPU (the mean's divisor); 0: size
   std::uint64_t* inbox_entries[max_gpus] = {};
   bool inbox_shared = false;
+  std::uint64_t* relay = nullptr;
   std::size_t gpu_stride = 0;           // entries, >= count
 
   [[nodiscard]] GMI_HD int members() const noexcept { return world > 0 ? world : size; }

@@ -204,10 +204,10 @@ class gmi_gradient_sync {
 
   // "fused": the GPU's row exchange, and with several GPUs of this host (GMIs as processes) the level where the
   // GPUs' sums meet, so a step needs no NCCL call. Inboxes in peer device memory when every GMI's device reaches
-  // the others (partition none); in pinned host memory only when GMI_COMM_INBOX_MEMORY=host asks, since on
-  // 2 x H200 that was slower than NCCL between the steps (47.7-48.0 against 53.0 M samples/s, 1 GMI x 4096 a GPU;
-  // 20.7-21.3 against 27.0-27.2 M, 8 MPS GMIs x 512 a GPU;
-  // bench/results/runs/2026-11-21-h200x2-exchange-across-host-6120d6f.jsonl).
+  // the others (partition none); else in pinned host memory where a GPU has several GMIs (MPS: one block a GPU
+  // polls host memory and relays to the others, docs/training.md), and with one GMI a GPU only when
+  // GMI_COMM_INBOX_MEMORY=host asks, since on 2 x H200 that was slower than NCCL between the steps (47.7-48.0
+  // against 53.0 M samples/s, 1 GMI x 4096 a GPU; bench/results/runs/2026-11-21-h200x2-exchange-across-host-6120d6f.jsonl).
   // Every GMI takes the same branch.
   void build_exchange(const runtime::gmis_config& cfg) {
     const int gpus = ctx_.world() / cfg.gmis_per_gpu;
@@ -227,7 +227,7 @@ class gmi_gradient_sync {
     o.memory = comm::inbox_memory_from_env(o.memory);
     across_.emplace(o);
     binding_.reassert();
-    if (across_->memory() == comm::inbox_memory::host && o.memory != comm::inbox_memory::host) {
+    if (across_->memory() == comm::inbox_memory::host && o.memory != comm::inbox_memory::host && cfg.gmis_per_gpu == 1) {
       across_.reset();  // graph
       return;
     }

@@ -641,6 +641,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
                  {"curve", first.curve},
                  {"gradient_allreduce", first.gradients},
                  {"synced_update", first.update},
+                 {"synced_update_asked", o.synced_update},
                  {"minibatch_scope", o.minibatch_scope},
                  {"minibatch_gradient", minibatch_gradient_name<Pipeline>()},
                  {"network", network_text<Pipeline>()}});
