@@ -43,6 +43,21 @@ TEST_SUITE("cpu") {
     CHECK(c.percentage() == 34);
   }
 
+  TEST_CASE("partition.mps.first_slice_percentage") {  // layout split's trainer: its own share
+    gp::mps::config c;
+    c.gmis_per_gpu = 8;
+    CHECK(c.percentage_of(0) == 13);  // unset: as every GMI
+    c.first_slice_percentage = 0;
+    CHECK(gp::mps::can_implement(c).message() == "first_slice_percentage: got 0, need 1..100");
+    c.first_slice_percentage = 100;
+    CHECK(c.percentage_of(0) == 100);
+    CHECK(c.percentage_of(1) == 13);
+    CHECK(c.percentage_of(7) == 13);
+    c.active_thread_percentage = 20;
+    CHECK(c.percentage_of(0) == 100);
+    CHECK(c.percentage_of(3) == 20);
+  }
+
   TEST_CASE("partition.mps.missing_binary") {
     gp::mps::config c;
     c.control_program = "/nonexistent/nvidia-cuda-mps-control";

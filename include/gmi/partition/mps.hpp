@@ -46,6 +46,7 @@ struct mps {
     std::vector<int> gpus{0};          // CUDA ordinals (as this launcher sees them)
     int gmis_per_gpu = 1;
     std::optional<int> active_thread_percentage;  // per GMI, 1..100; unset: 100 / gmis_per_gpu, rounded up
+    std::optional<int> first_slice_percentage;    // slice 0 of every GPU (layout split's trainer); unset: as the others
     std::string pinned_mem_limit;      // per GMI, e.g. "8G" (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT); empty: none
     std::string control_program = "nvidia-cuda-mps-control";  // name (PATH, /usr/local/nvidia/bin) or path
     std::string attach_pipe_directory;  // non-empty: use the daemon already serving this pipe dir (one GPU)
@@ -58,6 +59,9 @@ struct mps {
       const int k = std::max(1, gmis_per_gpu);
       return active_thread_percentage ? *active_thread_percentage : std::min(100, (100 + k - 1) / k);
     }
+    [[nodiscard]] int percentage_of(int slice) const {
+      return slice == 0 && first_slice_percentage ? *first_slice_percentage : percentage();
+    }
   };
 
   // Never throws; says which value is wrong and what is allowed. Order: counts and values first, then the
@@ -68,6 +72,9 @@ struct mps {
         return gmi::status::invalid(gmi::got_need("gmis_per_gpu", c.gmis_per_gpu,
                                                   "1.." + std::to_string(max_clients_per_gpu) +
                                                       " (MPS client contexts per GPU)"));
+      }
+      if (c.first_slice_percentage && (*c.first_slice_percentage < 1 || *c.first_slice_percentage > 100)) {
+        return gmi::status::invalid(gmi::got_need("first_slice_percentage", *c.first_slice_percentage, "1..100"));
       }
       if (c.active_thread_percentage && (*c.active_thread_percentage < 1 || *c.active_thread_percentage > 100)) {
         return gmi::status::invalid(gmi::got_need("active_thread_percentage", *c.active_thread_percentage, "1..100"));
@@ -142,16 +149,16 @@ struct mps {
     // SMs of the whole GPU, as the launcher saw them before any client started.
     [[nodiscard]] int device_sm_count(int gpu) const { return at(gpu).sm_count; }
 
-    // The environment of a GMI on `gpu`: the daemon's directories, the GPU (so its local ordinal is 0), the
+    // The environment of GMI `slice` on `gpu`: the daemon's directories, the GPU (so its local ordinal is 0), the
     // active-thread percentage, the pinned-memory limit, and what verify_client needs to check itself.
-    [[nodiscard]] std::vector<std::pair<std::string, std::string>> client_env(int gpu) const {
+    [[nodiscard]] std::vector<std::pair<std::string, std::string>> client_env(int gpu, int slice) const {
       const per_gpu& p = at(gpu);
       std::vector<std::pair<std::string, std::string>> env{
           {"CUDA_MPS_PIPE_DIRECTORY", p.pipe},
           {"CUDA_MPS_LOG_DIRECTORY", p.log},
           {"CUDA_VISIBLE_DEVICES", p.visible},
-          {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(cfg_.percentage())},
-          {"GMI_MPS_PERCENTAGE", std::to_string(cfg_.percentage())},
+          {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(cfg_.percentage_of(slice))},
+          {"GMI_MPS_PERCENTAGE", std::to_string(cfg_.percentage_of(slice))},
           {"GMI_MPS_DEVICE_SMS", std::to_string(p.sm_count)}};
       if (!cfg_.pinned_mem_limit.empty()) env.emplace_back("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=" + cfg_.pinned_mem_limit);
       return env;

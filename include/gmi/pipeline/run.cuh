@@ -87,6 +87,11 @@ inline nlohmann::json gmis_end_line(const metrics::run_info& run, const char* ta
                       {"num_envs", o.num_envs},   {"seed", o.seed},
                       {"git", run.git}};
   if (std::isfinite(o.optimal_mean_return)) j["optimal_mean_return"] = o.optimal_mean_return;
+  if (cfg.partition == "mps") {  // the active-thread percentages the GMIs ran with
+    const gmi::partition::mps::config m = runtime::detail::mps_config_of(cfg);
+    j["mps_percentage"] = m.percentage();
+    if (m.first_slice_percentage) j["mps_first_slice_percentage"] = *m.first_slice_percentage;
+  }
   return j;
 }
 
@@ -701,9 +706,13 @@ int population_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
 // With `trial` (an autotune trial of the mapping, pipeline/autotune.cuh) the launcher prints nothing and writes no
 // metrics line: the totals go to *trial.
 template <class Pipeline>
-int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg, split_total* trial) {
+int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, split_total* trial) {
   using Env = typename Pipeline::env;
   using Net = typename Pipeline::network;
+  runtime::gmis_config cfg = cfg_in;
+  // Under MPS the trainer (slice 0) may use every SM unless --mps-percentage sets one share for all: the serving
+  // GMIs' share would make it the bottleneck (2x the trained samples/s on an H200, docs/training.md).
+  if (cfg.partition == "mps" && !cfg.mps_percentage && !cfg.mps_first_slice_percentage) cfg.mps_first_slice_percentage = 100;
   gmi::require(cfg.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", cfg.gmis_per_gpu,
                ">= 2 (slice 0 trains, slices 1.. serve)");
   gmi::require(cfg.gpus.size() == 1 || runtime::this_gmi().has_value(), "--gpus for layout split", cfg.gpus.size(),
@@ -730,9 +739,13 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg, split_t
   if (launcher) gmi::throw_unless_ok(runtime::can_implement(cfg));
   if (launcher && !trial) {
     std::printf("gmi: %s | split (asynchronous PPO, V-trace) | partition %s (%s) | GPU x %d GMIs: 1 trainer + %d serving "
-                "| %d envs per serving GMI | max policy lag %d | seed %llu\n",
+                "| %d envs per serving GMI | max policy lag %d | seed %llu%s\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.gmis_per_gpu,
-                cfg.gmis_per_gpu - 1, o.num_envs, o.max_policy_lag, static_cast<unsigned long long>(o.seed));
+                cfg.gmis_per_gpu - 1, o.num_envs, o.max_policy_lag, static_cast<unsigned long long>(o.seed),
+                cfg.mps_first_slice_percentage
+                    ? (" | MPS: trainer " + std::to_string(*cfg.mps_first_slice_percentage) + "% of the SMs, serving " +
+                       std::to_string(runtime::detail::mps_config_of(cfg).percentage()) + "% each").c_str()
+                    : "");
     std::fflush(stdout);
   }
   const auto outcome = runtime::run_gmis(cfg, split_gmi_work<Env, Net>(s, cfg.gmis_per_gpu));

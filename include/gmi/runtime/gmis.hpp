@@ -42,6 +42,7 @@ struct gmis_config {
   int gmis_per_gpu = 1;
   std::string launch = "auto";       // auto | threads | processes (only `none` may choose)
   std::optional<int> mps_percentage;  // per GMI, 1..100; unset: 100 / gmis_per_gpu rounded up
+  std::optional<int> mps_first_slice_percentage;  // slice 0 of every GPU, 1..100 (layout split's trainer); unset: as above
   int sms_per_gmi = 0;               // green_context: 0 = the largest equal slice
   env_list env;                      // extra variables for GMI processes
   std::vector<std::string> roles{"env", "agent", "trainer"};
@@ -66,6 +67,7 @@ inline gmi::partition::mps::config mps_config_of(const gmis_config& c) {
   m.gpus = c.gpus;
   m.gmis_per_gpu = c.gmis_per_gpu;
   m.active_thread_percentage = c.mps_percentage;
+  m.first_slice_percentage = c.mps_first_slice_percentage;
   return m;
 }
 inline gmi::partition::green_context::config green_config_of(const gmis_config& c) {
@@ -109,7 +111,7 @@ inline gmi::result<gmi::partition::mig::config> mig_config_of(const gmis_config&
     }
     if (c.gpus.empty()) return gmi::status::invalid(gmi::got_need("GPUs", "none", "at least one"));
     if (c.gmis_per_gpu < 1) return gmi::status::invalid(gmi::got_need("gmis_per_gpu", c.gmis_per_gpu, ">= 1"));
-    if (c.mps_percentage && c.partition != "mps") {
+    if ((c.mps_percentage || c.mps_first_slice_percentage) && c.partition != "mps") {
       return gmi::status::invalid(gmi::got_need("an MPS percentage with partition", c.partition, "mps"));
     }
     if (c.sms_per_gmi != 0 && c.partition != "green_context") {

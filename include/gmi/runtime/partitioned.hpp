@@ -16,7 +16,7 @@ namespace gmi::runtime {
 inline void use_mps(launch_spec& spec, const gmi::partition::mps::session& mps) {
   for (auto& p : spec.gmis) {
     if (p.gpu < 0) continue;
-    for (auto& kv : mps.client_env(p.gpu)) p.env.push_back(kv);
+    for (auto& kv : mps.client_env(p.gpu, p.slice)) p.env.push_back(kv);
     p.local_device = 0;
   }
   auto previous = spec.before_kill;
