@@ -34,6 +34,7 @@
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/graph.hpp>
 #include <gmi/metrics/progress.hpp>
+#include <gmi/pipeline/stop_reason.hpp>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/ppo_sync.hpp>
 #include <gmi/runtime/context.hpp>
@@ -393,6 +394,7 @@ struct gmi_training_total {
   std::uint64_t max_device_bytes = 0;  // the largest GMI's peak device memory (cuda::device_buffer)
   bool weights_identical = true;
   std::uint64_t iterations = 0;
+  std::string reason;  // why the group stopped (pipeline/stop_reason.hpp)
 };
 
 // In the launcher: the GMIs' reports added up. Throws gmi::error when a GMI reported nothing.
@@ -420,6 +422,9 @@ inline gmi_training_total collect_training(const runtime::run_report& report) {
   }
   t.samples_per_s = longest > 0 ? samples / longest : 0;
   t.warm_samples_per_s = warm && warm_longest > 0 ? warm_samples / warm_longest : t.samples_per_s;
+  std::vector<std::string> reasons;
+  for (const auto& g : t.per_gmi) reasons.push_back(g.reason);
+  t.reason = group_stop_reason(reasons);
   return t;
 }
 

@@ -626,7 +626,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
   }
   std::printf("gmi: %s after %llu iterations: %s samples/s over %zu GMIs (%s each on average, update %s) | mean "
               "return %s | weights %s (FNV-1a %016llx)\n",
-              first.reason.c_str(), static_cast<unsigned long long>(t.iterations), metrics::si(t.samples_per_s).c_str(),
+              t.reason.c_str(), static_cast<unsigned long long>(t.iterations), metrics::si(t.samples_per_s).c_str(),
               t.per_gmi.size(), metrics::si(t.samples_per_s / static_cast<double>(t.per_gmi.size())).c_str(),
               first.update.c_str(), return_text(first.mean_return, o).c_str(), t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
               static_cast<unsigned long long>(first.weights_hash));
@@ -637,7 +637,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
       per.back().erase("curve");  // rank 0's, once, at the top
     }
     nlohmann::json line = detail::gmis_end_line(run, task, "colocated", cfg, o);
-    line.update({{"reason", first.reason},
+    line.update({{"reason", t.reason},
                  {"iteration", t.iterations},
                  {"train_samples_per_s", t.samples_per_s},
                  {"weights_identical", t.weights_identical},
@@ -657,7 +657,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
     std::fprintf(stderr, "gmi: the GMIs ended with different weights: synchronous training is broken\n");
     return 1;
   }
-  if (first.reason == "diverged") return 1;  // the line that says why came from GMI 0
+  if (t.reason == "diverged") return 1;  // the line that says why came from GMI 0
   return stop_signal.load() ? 128 + stop_signal.load() : 0;
 }
 
