@@ -20,11 +20,6 @@ updates=${7:-fused}
 export NCCL_NVLS_ENABLE=0
 bin="$build/examples/cartpole_ppo/gmi.example.cartpole_ppo"
 [ -x "$bin" ] || { echo "run_weak_scaling: no $bin (build gmi.example.cartpole_ppo)" >&2; exit 2; }
-have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-for n in $gpus; do
-  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run_weak_scaling: gpus: got $n, need a positive integer" >&2; exit 2; }
-  [ "$n" -le "$have" ] || { echo "run_weak_scaling: gpus: got $n, need at most $have (this machine's GPUs)" >&2; exit 2; }
-done
 for s in "${shapes[@]}"; do
   read -r g e p <<< "$s"
   [[ "$g" =~ ^[1-9][0-9]*$ && "$e" =~ ^[1-9][0-9]*$ ]] && [[ "$p" =~ ^(none|mps|green_context)$ ]] ||
@@ -32,6 +27,12 @@ for s in "${shapes[@]}"; do
 done
 for u in $updates; do
   case "$u" in fused|graph|eager) ;; *) echo "run_weak_scaling: updates: got $u, need fused, graph or eager" >&2; exit 2 ;; esac
+done
+# the arguments first, then this machine
+have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+for n in $gpus; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run_weak_scaling: gpus: got $n, need a positive integer" >&2; exit 2; }
+  [ "$n" -le "$have" ] || { echo "run_weak_scaling: gpus: got $n, need at most $have (this machine's GPUs)" >&2; exit 2; }
 done
 for rep in $(seq "$reps"); do
   for s in "${shapes[@]}"; do
