@@ -48,7 +48,7 @@ for rep in $(seq "$reps"); do
       for n in 1 $gpus; do
         timeout $((${seconds%.*} + 120)) "$bin" --gpus "$n" --gmis-per-gpu "$g" --num-envs "$e" --partition "$p" "${launch[@]}" \
           --minibatch-scope gmi --synced-update "$u" --target-return nan --max-env-steps 1e15 --max-seconds "$seconds" \
-          --log-interval 100 --metrics "$out" 2>&1 | grep -E "^gmi: (time|step|solved|diverged)|rror" |
+          --log-interval 100 --metrics "$out" 2>&1 | grep -E "^gmi: (time|step|solved|diverged|communication)|rror" |
           sed "s|^|rep $rep $n GPU(s) x $g x $e $p $u: |"
       done
     done

@@ -66,3 +66,19 @@ TEST_SUITE("gpu") {
     for (std::size_t i = 0; i < n; ++i) REQUIRE(h[i] == 7 + static_cast<int>(i));
   }
 }
+
+// cuda::comm_clock adds up the spans between its stamps on a stream (eager and replayed from a graph) and what
+// kernels add through total(), and leaves out the work between spans.
+TEST_SUITE("gpu") {
+  TEST_CASE("cuda.comm_clock.adds_spans_eager_and_replayed" * doctest::timeout(60)) {
+    gmi::cuda::stream s;
+    constexpr unsigned long long ms = 1'000'000;
+    for (const bool graph : {false, true}) {
+      CAPTURE(graph);
+      const double seconds = gmi_test::comm_clock_seconds(s, 5, 2 * ms, graph, 3 * ms);
+      MESSAGE((graph ? "replayed" : "eager"), ": 5 spans of 2 ms + 3 ms from a kernel: ", seconds * 1e3, " ms");
+      CHECK(seconds >= 0.0129);  // 13 ms, less the global timer's tick
+      CHECK(seconds < 0.0175);   // the 10 ms of waits outside the spans are not in it
+    }
+  }
+}

@@ -2,6 +2,8 @@
 #include "cuda_gpu/kernels.hpp"
 
 #include <gmi/cuda/check.hpp>
+#include <gmi/cuda/comm_clock.cuh>
+#include <gmi/cuda/graph.hpp>
 
 namespace gmi_test {
 namespace {
@@ -21,6 +23,14 @@ __global__ void spin_kernel(long long cycles) {
   while (clock64() - start < cycles) {
   }
 }
+
+__global__ void wait_ns_kernel(unsigned long long ns) {
+  const unsigned long long start = gmi::cuda::detail::global_ns();
+  while (gmi::cuda::detail::global_ns() - start < ns) {
+  }
+}
+
+__global__ void add_ns_kernel(unsigned long long* total, unsigned long long ns) { atomicAdd(total, ns); }
 
 unsigned blocks_for(std::size_t n, unsigned threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
@@ -45,6 +55,27 @@ int spin_blocks_per_sm(int threads) {
   int blocks = 0;
   GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, spin_kernel, threads, 0));
   return blocks;
+}
+
+double comm_clock_seconds(cudaStream_t s, int spans, unsigned long long ns, bool graph, unsigned long long kernel_ns) {
+  gmi::cuda::comm_clock clock(s);
+  const auto one = [&](cudaStream_t on) {
+    clock.start(on);
+    wait_ns_kernel<<<1, 1, 0, on>>>(ns);
+    GMI_CUDA_TRY(cudaGetLastError());
+    clock.stop(on);
+    wait_ns_kernel<<<1, 1, 0, on>>>(ns);  // outside the span
+    GMI_CUDA_TRY(cudaGetLastError());
+  };
+  if (graph) {
+    const gmi::cuda::graph_exec g = gmi::cuda::instantiate(gmi::cuda::capture(s, one));
+    for (int i = 0; i < spans; ++i) g.launch(s);
+  } else {
+    for (int i = 0; i < spans; ++i) one(s);
+  }
+  add_ns_kernel<<<1, 1, 0, s>>>(clock.total(), kernel_ns);
+  GMI_CUDA_TRY(cudaGetLastError());
+  return clock.seconds(s);
 }
 
 }  // namespace gmi_test

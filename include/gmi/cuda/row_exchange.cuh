@@ -20,7 +20,8 @@
 // alternate: GPU j's member 0 rewrites slot (g % 2, j) at call g + 2 only after every other GPU's sums of call
 // g + 1 reached it, which that GPU pushes only after its members' call g kernels (and their reads) ended. A
 // wait that gives up (deadline, the host's abort word, or another member's stall) sets *stalled (one word for
-// the group) and returns false on every thread; the caller then touches no peer's memory. Needs nvcc.
+// the group) and returns false on every thread; the caller then touches no peer's memory. With x.wait_ns set,
+// thread 0 adds each wait's nanoseconds there (cuda::comm_clock's total). Needs nvcc.
 
 #include <cstdint>
 
@@ -32,14 +33,21 @@ namespace gmi::cuda {
 // Loads a peer's value past L1 (which is not coherent with the peers' writes).
 __device__ inline float exchange_load(const float* p) { return __ldcg(p); }
 
+// With x.wait_ns (a comm_clock's total): a wait's nanoseconds, from `since` to now, added there (one thread).
+__device__ inline void exchange_clocked(const row_exchange& x, unsigned long long since) {
+  if (x.wait_ns) atomicAdd(x.wait_ns, detail::global_ns() - since);
+}
+
 // scratch: two words of shared memory.
 __device__ inline bool exchange_begin(const row_exchange& x, std::uint32_t& generation, std::uint32_t* scratch) {
   __syncthreads();
   if (threadIdx.x == 0) {
     const std::uint32_t g = *x.counter + 1;
     *x.counter = g;
+    const unsigned long long since = detail::global_ns();
     const bool ok =
         x.size == 1 || detail::wait_generations(x.released, x.size, x.apart, g - 1, x.abort, x.timeout_ns, x.stalled);
+    exchange_clocked(x, since);
     if (!ok) *x.stalled = 1;
     scratch[0] = g;
     scratch[1] = ok ? 1u : 0u;
@@ -54,7 +62,9 @@ __device__ inline bool exchange_post(const row_exchange& x, std::uint32_t genera
   if (threadIdx.x == 0 && x.size > 1) {
     __threadfence();  // the members share this GPU: its scope covers them
     atomicExch(x.posted + x.rank * x.apart, generation);
+    const unsigned long long since = detail::global_ns();
     const bool ok = detail::wait_generations(x.posted, x.size, x.apart, generation, x.abort, x.timeout_ns, x.stalled);
+    exchange_clocked(x, since);
     if (!ok) *x.stalled = 1;
     __threadfence();  // the peers' rows behind their flags, before this block reads them
     scratch[1] = ok ? 1u : 0u;
@@ -127,7 +137,10 @@ __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t gene
     }
   }
   const bool all = __syncthreads_and(ok) != 0;
-  if (!all && threadIdx.x == 0) *reinterpret_cast<volatile std::uint32_t*>(x.stalled) = 1;
+  if (threadIdx.x == 0) {
+    exchange_clocked(x, start);
+    if (!all) *reinterpret_cast<volatile std::uint32_t*>(x.stalled) = 1;
+  }
   return all;
 }
 

@@ -26,6 +26,8 @@ struct row_exchange {
   const volatile std::uint32_t* abort = nullptr;  // non-zero: stop waiting (the host's abort word, mapped)
   std::uint32_t* stalled = nullptr;     // set to 1 when a wait gave up (one word for the group; the host checks it)
   unsigned long long timeout_ns = 0;
+  // Optional (cuda::comm_clock::total()): thread 0 adds the nanoseconds of each wait on the peers here.
+  unsigned long long* wait_ns = nullptr;
 
   // The level across GPUs (gpus > 1). GPU t's inbox, as mapped here, at inbox_entries[t]: per GPU j two slots of
   // tagged entries (slot (p, j) at + (p * gpus + j) * gpu_stride, for GPU j's sum of call g with p = g % 2); an

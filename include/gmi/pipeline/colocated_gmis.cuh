@@ -32,6 +32,7 @@
 #include <gmi/comm/nccl.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/comm_clock.cuh>
 #include <gmi/cuda/graph.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/stop_reason.hpp>
@@ -60,6 +61,11 @@ struct gmi_training_result {
   // out, as an autotune trial measures (pipeline/autotune.cuh). Zero when the run ended at its first group step.
   double warm_samples = 0, warm_seconds = 0;
   std::uint64_t device_bytes = 0;  // peak device memory this GMI's thread allocated through cuda::device_buffer
+  // From the first iteration to the end (as `seconds`), with --comm-clock on (else NaN): the device's time inside
+  // the gradient sums (gmi_gradient_sync::comm_seconds), and the host's inside the group's shared-memory sums of
+  // rollout statistics and stop decisions.
+  double comm_seconds = std::numeric_limits<double>::quiet_NaN();
+  double host_sync_seconds = std::numeric_limits<double>::quiet_NaN();
 };
 
 inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
@@ -72,6 +78,7 @@ inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
   if (!r.update.empty()) j["update"] = r.update;
   if (r.warm_seconds > 0) j.update({{"warm_samples", r.warm_samples}, {"warm_seconds", r.warm_seconds}});
   j["device_bytes"] = r.device_bytes;
+  if (std::isfinite(r.comm_seconds)) j.update({{"comm_seconds", r.comm_seconds}, {"host_sync_seconds", r.host_sync_seconds}});
 }
 inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   r.rank = j.at("rank");
@@ -93,6 +100,10 @@ inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
     r.warm_seconds = j.at("warm_seconds");
   }
   if (j.contains("device_bytes")) r.device_bytes = j.at("device_bytes");
+  if (j.contains("comm_seconds")) {
+    r.comm_seconds = j.at("comm_seconds");
+    r.host_sync_seconds = j.at("host_sync_seconds");
+  }
 }
 
 namespace detail {
@@ -113,12 +124,15 @@ inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
 // allows it (comm::hierarchical_allreduce::replayable; never CPU-staged); with "fused" it also hands the trainer
 // the allreduce's row exchange where there is one (MPS GMIs of one GPU, or GMI processes on several GPUs of one
 // host, whose GPUs' sums meet in pinned host memory), so each minibatch step sums the group's rows inside its own
-// kernel. Build it on every GMI in the same order; it lives as long as the trainer that uses it.
+// kernel. With `clocked`, it times the group's communication (comm_seconds, host_sync_seconds). Build it on every
+// GMI in the same order; it lives as long as the trainer that uses it.
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
-                    std::size_t count, const std::string& path = "hierarchical", const std::string& update = "eager")
+                    std::size_t count, const std::string& path = "hierarchical", const std::string& update = "eager",
+                    bool clocked = false)
       : ctx_(ctx), binding_(b), grads_(grads), count_(count) {
+    if (clocked) clock_.emplace(b.stream());
     gmi::require(path == "hierarchical" || path == "cpu_staged" || path == "automatic", "gradient allreduce", path,
                  "hierarchical, cpu_staged or automatic");
     if (path != "hierarchical") {
@@ -149,7 +163,9 @@ class gmi_gradient_sync {
       sum(stream);
     };
     s.sum_stats = [this](double* data, std::size_t n) {
+      const auto t0 = std::chrono::steady_clock::now();
       ctx_.allreduce(std::span<double>(data, n), ctx_.all());
+      host_sync_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
     if (graph_update_) {
       s.replayed = [this](std::size_t calls, CUstream_st* stream) {
@@ -171,6 +187,18 @@ class gmi_gradient_sync {
   }
   // The path in use ("hierarchical" or "cpu_staged"), with the measured times when it was chosen automatically.
   [[nodiscard]] const std::string& description() const noexcept { return chosen_; }
+  // Built `clocked`: seconds in the gradient sums so far, once the work on `stream` is done (waits for it): the
+  // device's spans from each sum's start to its end on the stream (cuda::comm_clock) or, fused, the step kernels'
+  // waits on the group's rows (the statistics gathered through the exchange included); the CPU-staged path's host
+  // time. NaN when not clocked.
+  [[nodiscard]] double comm_seconds(cudaStream_t stream) const {
+    if (!clock_) return std::numeric_limits<double>::quiet_NaN();
+    return clock_->seconds(stream) + staged_seconds_;
+  }
+  // Seconds this GMI's host spent in the group's shared-memory sums of rollout statistics through the hook; `add`
+  // counts others (the stop decisions).
+  [[nodiscard]] double host_sync_seconds() const noexcept { return host_sync_seconds_; }
+  void add_host_sync_seconds(double s) noexcept { host_sync_seconds_ += s; }
 
  private:
   void build_hierarchical(const runtime::gmis_config& cfg) {
@@ -214,6 +242,7 @@ class gmi_gradient_sync {
     const int gpus = ctx_.world() / cfg.gmis_per_gpu;
     if (gpus == 1) {
       exchange_ = reduce_->row_exchange();
+      if (exchange_ && clock_) exchange_->wait_ns = clock_->total();
       return;
     }
     if (!cfg.processes() || gpus > cuda::row_exchange::max_gpus) return;  // graph: NCCL between the steps
@@ -233,6 +262,7 @@ class gmi_gradient_sync {
       return;
     }
     exchange_ = reduce_->row_exchange(&*across_);
+    if (exchange_ && clock_) exchange_->wait_ns = clock_->total();
   }
   // Any GMI's step kernel that gave up, or a GMI gone: this GMI throws, and a failure here stops the others' kernels.
   void check_across() {
@@ -247,6 +277,7 @@ class gmi_gradient_sync {
 
   void sum(cudaStream_t stream) {
     if (use_ip_) {  // device -> this GMI's slot; the sum over every GMI; the result -> device; the slots free again
+      const auto t0 = std::chrono::steady_clock::now();
       const std::span<float> slot = ip_->stage<float>(count_);
       GMI_CUDA_TRY(cudaMemcpyAsync(slot.data(), grads_, count_ * sizeof(float), cudaMemcpyDeviceToHost, stream));
       GMI_CUDA_TRY(cudaStreamSynchronize(stream));
@@ -254,10 +285,13 @@ class gmi_gradient_sync {
       GMI_CUDA_TRY(cudaMemcpyAsync(grads_, total.data(), count_ * sizeof(float), cudaMemcpyHostToDevice, stream));
       GMI_CUDA_TRY(cudaStreamSynchronize(stream));
       ip_->finish(ctx_.timeout());
+      if (clock_) staged_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return;
     }
+    if (clock_) clock_->start(stream);
     reduce_->allreduce(stream);
     binding_.reassert();
+    if (clock_) clock_->stop(stream);
   }
 
   // Microseconds a sum of this path costs on this GMI as training issues them: after 5 unmeasured sums, the
@@ -335,6 +369,9 @@ class gmi_gradient_sync {
   bool graph_update_ = false;
   std::optional<cuda::row_exchange> exchange_;  // the hook's row exchange ("fused": MPS GMIs, one host)
   std::string chosen_;
+  std::optional<cuda::comm_clock> clock_;
+  double staged_seconds_ = 0;      // the CPU-staged sums' host time (clocked)
+  double host_sync_seconds_ = 0;
 };
 
 // Declared right after a GMI's gmi_gradient_sync (so destroyed right before it, on every path): the trainer's
@@ -395,7 +432,22 @@ struct gmi_training_total {
   bool weights_identical = true;
   std::uint64_t iterations = 0;
   std::string reason;  // why the group stopped (pipeline/stop_reason.hpp)
+  // With --comm-clock on (else NaN): each GMI's comm_seconds / seconds, their mean and largest; host_sync_seconds /
+  // seconds, their mean.
+  double comm_share = std::numeric_limits<double>::quiet_NaN();
+  double comm_share_max = std::numeric_limits<double>::quiet_NaN();
+  double host_sync_share = std::numeric_limits<double>::quiet_NaN();
 };
+
+// "communication: 12.3% of the time on the device (mean over 8 GMIs, largest 15.0%) | host syncs 1.2%".
+inline std::string comm_share_text(const gmi_training_total& t) {
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "communication: %.1f%% of the time on the device (gradient sums; mean over %zu GMIs, largest %.1f%%) | "
+                "host syncs %.1f%%",
+                100.0 * t.comm_share, t.per_gmi.size(), 100.0 * t.comm_share_max, 100.0 * t.host_sync_share);
+  return text;
+}
 
 // In the launcher: the GMIs' reports added up. Throws gmi::error when a GMI reported nothing.
 inline gmi_training_total collect_training(const runtime::run_report& report) {
@@ -421,6 +473,21 @@ inline gmi_training_total collect_training(const runtime::run_report& report) {
     }
   }
   t.samples_per_s = longest > 0 ? samples / longest : 0;
+  double share = 0, largest = 0, host = 0;
+  bool clocked = !t.per_gmi.empty();
+  for (const auto& g : t.per_gmi) {
+    clocked = clocked && std::isfinite(g.comm_seconds) && g.seconds > 0;
+    if (!clocked) break;
+    share += g.comm_seconds / g.seconds;
+    largest = std::max(largest, g.comm_seconds / g.seconds);
+    host += g.host_sync_seconds / g.seconds;
+  }
+  if (clocked) {
+    const double n = static_cast<double>(t.per_gmi.size());
+    t.comm_share = share / n;
+    t.comm_share_max = largest;
+    t.host_sync_share = host / n;
+  }
   t.warm_samples_per_s = warm && warm_longest > 0 ? warm_samples / warm_longest : t.samples_per_s;
   std::vector<std::string> reasons;
   for (const auto& g : t.per_gmi) reasons.push_back(g.reason);

@@ -466,7 +466,8 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
       }
     }
     const auto grads = trainer.gradient_buffer();
-    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update);
+    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update,
+                           o.comm_clock == "on");
     const graph_released_first<engine> release_graph_first{trainer, ctx.timeout()};
     if (ctx.rank() == 0 && o.gradient_allreduce == "automatic" && !o.quiet) {
       std::printf("gmi: gradients %s\n", sync.description().c_str());
@@ -515,6 +516,8 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
     };
     group_stop_check stop;
     std::string reason = "step limit";
+    // The communication clock's readings when the run starts (the automatic choice's timed sums left out).
+    const double comm0 = sync.comm_seconds(b.stream()), host_sync0 = sync.host_sync_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     double last_log = 0;
     std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> warm;  // the first group step
@@ -548,8 +551,10 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
       const bool save_due = every > 0 && trainer.iteration() / every > last_saved / every;
       std::optional<rl::ppo_losses> looked;
       if (ctx.rank() == 0 && (elapsed - last_log >= o.log_interval || save_due)) looked = trainer.losses();
+      const auto voted = std::chrono::steady_clock::now();
       const bool stop_now = stop(ctx, mine, vote, o.target_return, seen, looked && !looked->finite()) ||
                             steps >= o.max_env_steps;
+      sync.add_host_sync_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - voted).count());
       if (stop.diverged && ctx.rank() == 0) {
         std::fprintf(stderr, "gmi: training diverged by iteration %llu (%s env steps): %s; the group stops without "
                              "saving (try a smaller --lr or --max-grad-norm)\n",
@@ -591,6 +596,10 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
       r.warm_seconds = std::chrono::duration<double>(end - warm->first).count();
     }
     r.device_bytes = cuda::device_bytes_of_this_thread().peak;
+    if (o.comm_clock == "on") {
+      r.comm_seconds = sync.comm_seconds(b.stream()) - comm0;
+      r.host_sync_seconds = sync.host_sync_seconds() - host_sync0;
+    }
     r.mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
     r.reason = reason;
     r.binding = b.describe();
@@ -630,6 +639,8 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
               t.per_gmi.size(), metrics::si(t.samples_per_s / static_cast<double>(t.per_gmi.size())).c_str(),
               first.update.c_str(), return_text(first.mean_return, o).c_str(), t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
               static_cast<unsigned long long>(first.weights_hash));
+  if (std::isfinite(t.comm_share)) std::printf("gmi: %s\n", comm_share_text(t).c_str());
+  std::fflush(stdout);
   if (!o.metrics_path.empty()) {
     nlohmann::json per = nlohmann::json::array();
     for (const auto& g : t.per_gmi) {
@@ -648,9 +659,13 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
                  {"synced_update", first.update},
                  {"synced_update_asked", o.synced_update},
                  {"minibatch_scope", o.minibatch_scope},
+                 {"comm_clock", o.comm_clock},
                  {"minibatch_gradient", minibatch_gradient_name<Pipeline>()},
                  {"network", network_text<Pipeline>()}});
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
+    if (std::isfinite(t.comm_share)) {
+      line.update({{"comm_share", t.comm_share}, {"comm_share_max", t.comm_share_max}, {"host_sync_share", t.host_sync_share}});
+    }
     metrics::jsonl_log(o.metrics_path).write(line);
   }
   if (!t.weights_identical) {
@@ -968,6 +983,12 @@ int run(int argc, char** argv) {
                  "iteration makes as many steps as one GMI holding every env), or each GMI's (gmi: rl_games' "
                  "multi-GPU rule, the paper's; a step averages GMIs x --minibatch samples)")
       ->check(CLI::IsMember({"group", "gmi"}))
+      ->capture_default_str();
+  app.add_option("--comm-clock", o.comm_clock,
+                 "synchronous training over GMIs: time each GMI's gradient sums on the device (the step kernels' "
+                 "waits on the group when fused, else two one-thread stamp kernels around each sum) and report the "
+                 "share of the time spent communicating")
+      ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   app.add_option("--restart-on-failure", o.restart_on_failure,
                  "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "

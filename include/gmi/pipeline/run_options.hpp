@@ -90,6 +90,9 @@ struct run_options {
   // "gmi": each GMI's, as rl_games' multi-GPU training (the paper's baseline and GMI-DRL) has it, so a step averages
   // world x --minibatch samples and an iteration makes as many steps as one GMI alone.
   std::string minibatch_scope = "group";
+  // Synchronous training over GMIs: "on" times each GMI's communication (gmi_gradient_sync::comm_seconds) and
+  // reports its share of the time; "off" leaves the stamp kernels out of the update.
+  std::string comm_clock = "on";
   bool population = false;  // independent trainings, one per GMI (population.hpp)
   std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;
