@@ -108,40 +108,21 @@ __device__ inline float exchange_gpu_sum(const row_exchange& x, std::uint32_t ge
 // With a level across GPUs (else true at once), after every entry's exchange_gpu_sum: each thread waits until the
 // other GPUs' entries q = threadIdx.x, threadIdx.x + blockDim.x, ... below n of this call are in its GPU's inbox
 // (polled where they land; a deadline, the abort word or the group's stall word ends the wait), then the block
-// agrees: false on every thread if any gave up. A thread loads its entries `across_batch` at a time before it looks
-// at any of them, so a poll of host memory costs one round trip over the bus for the batch, not one per entry.
-// With a relay (member 0 of a GPU whose members share host inboxes) each entry seen is also written, as it came, to
-// the same place in the relay, where the GPU's other members wait.
-inline constexpr int across_batch = 8;
+// agrees: false on every thread if any gave up. With a relay (member 0 of a GPU whose members share host inboxes)
+// each entry seen is also written, as it came, to the same place in the relay, where the GPU's other members wait.
 __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t generation, std::size_t n) {
   if (x.gpus == 1) return true;
   const std::size_t slot = (generation & 1u) * x.gpus * x.gpu_stride;
-  const std::uint64_t* inbox = x.inbox_entries[x.gpu];
+  const std::uint64_t* slots = x.inbox_entries[x.gpu] + slot;
   const unsigned long long start = detail::global_ns();
-  // This thread's entries: i = 0 .. (gpus - 1) x per, the other GPUs in order (this one skipped), q ascending.
-  const std::size_t per = n > threadIdx.x ? (n - threadIdx.x + blockDim.x - 1) / blockDim.x : 0;
-  const std::size_t mine = per * static_cast<std::size_t>(x.gpus - 1);
-  const auto at = [&](std::size_t i) {
-    const int other = static_cast<int>(i / per);
-    const int j = other >= x.gpu ? other + 1 : other;
-    return slot + static_cast<std::size_t>(j) * x.gpu_stride + threadIdx.x + (i % per) * blockDim.x;
-  };
   bool ok = true;
   unsigned spins = 0;
-  for (std::size_t first = 0; first < mine && ok; first += across_batch) {
-    std::uint64_t v[across_batch];
-    std::size_t where[across_batch];
-#pragma unroll
-    for (int k = 0; k < across_batch; ++k) {  // every load of the batch in flight at once
-      if (first + k < mine) {
-        where[k] = at(first + k);
-        v[k] = load_entry(inbox + where[k]);
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < across_batch; ++k) {
-      if (first + k >= mine || !ok) continue;
-      while (static_cast<std::uint32_t>(v[k] >> 32) != generation) {
+  for (int j = 0; j < x.gpus && ok; ++j) {
+    if (j == x.gpu) continue;
+    for (std::size_t q = threadIdx.x; q < n && ok; q += blockDim.x) {
+      const std::uint64_t* e = slots + j * x.gpu_stride + q;
+      std::uint64_t v;
+      while (static_cast<std::uint32_t>((v = load_entry(e)) >> 32) != generation) {
         if ((++spins & 255) == 0) {  // the deadline now and then; the words (maybe host memory) more rarely
           const bool late = detail::global_ns() - start > x.timeout_ns;
           if (late || ((spins & 4095) == 0 &&
@@ -151,9 +132,8 @@ __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t gene
           }
         }
         __nanosleep(32);
-        v[k] = load_entry(inbox + where[k]);
       }
-      if (ok && x.relay) *reinterpret_cast<volatile std::uint64_t*>(x.relay + where[k]) = v[k];
+      if (ok && x.relay) *reinterpret_cast<volatile std::uint64_t*>(x.relay + slot + j * x.gpu_stride + q) = v;
     }
   }
   const bool all = __syncthreads_and(ok) != 0;

@@ -124,15 +124,18 @@ inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
 // allows it (comm::hierarchical_allreduce::replayable; never CPU-staged); with "fused" it also hands the trainer
 // the allreduce's row exchange where there is one (MPS GMIs of one GPU, or GMI processes on several GPUs of one
 // host, whose GPUs' sums meet in pinned host memory), so each minibatch step sums the group's rows inside its own
-// kernel. With `clocked`, it times the group's communication (comm_seconds, host_sync_seconds). Build it on every
-// GMI in the same order; it lives as long as the trainer that uses it.
+// kernel. `clock` (run_options::comm_clock): "on" times the group's communication (comm_seconds; host_sync_seconds
+// always), "auto" only where that costs nothing measurable (the fused step kernels' waits, the CPU-staged path's
+// host time; not the stamp kernels around sums between the steps), "off" never. Build it on every GMI in the same
+// order; it lives as long as the trainer that uses it.
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
                     std::size_t count, const std::string& path = "hierarchical", const std::string& update = "eager",
-                    bool clocked = false)
+                    const std::string& clock = "off")
       : ctx_(ctx), binding_(b), grads_(grads), count_(count) {
-    if (clocked) clock_.emplace(b.stream());
+    gmi::require(clock == "on" || clock == "auto" || clock == "off", "communication clock", clock, "on, auto or off");
+    if (clock != "off") clock_.emplace(b.stream());
     gmi::require(path == "hierarchical" || path == "cpu_staged" || path == "automatic", "gradient allreduce", path,
                  "hierarchical, cpu_staged or automatic");
     if (path != "hierarchical") {
@@ -149,6 +152,7 @@ class gmi_gradient_sync {
     if (path == "automatic") choose(b.stream(), graph_update && reduce_->replayable());
     graph_update_ = graph_update && !use_ip_ && reduce_->replayable();
     if (graph_update_ && update == "fused") build_exchange(cfg);
+    if (clock == "auto" && !exchange_ && !use_ip_) clock_.reset();  // the sums would need stamp kernels
   }
   gmi_gradient_sync(const gmi_gradient_sync&) = delete;
   gmi_gradient_sync& operator=(const gmi_gradient_sync&) = delete;
@@ -187,10 +191,10 @@ class gmi_gradient_sync {
   }
   // The path in use ("hierarchical" or "cpu_staged"), with the measured times when it was chosen automatically.
   [[nodiscard]] const std::string& description() const noexcept { return chosen_; }
-  // Built `clocked`: seconds in the gradient sums so far, once the work on `stream` is done (waits for it): the
+  // With a clock: seconds in the gradient sums so far, once the work on `stream` is done (waits for it): the
   // device's spans from each sum's start to its end on the stream (cuda::comm_clock) or, fused, the step kernels'
   // waits on the group's rows (the statistics gathered through the exchange included); the CPU-staged path's host
-  // time. NaN when not clocked.
+  // time. NaN without a clock.
   [[nodiscard]] double comm_seconds(cudaStream_t stream) const {
     if (!clock_) return std::numeric_limits<double>::quiet_NaN();
     return clock_->seconds(stream) + staged_seconds_;
