@@ -165,3 +165,35 @@ TEST_SUITE("cpu") {
     CHECK(ck.at("log_std").count() == 1);
   }
 }
+
+// A synced group whose row exchange carries every member's rollout statistics needs room for them in each gradient
+// buffer: widened, the buffer holds zeros after the row, and the training is the same.
+TEST_SUITE("cpu") {
+  TEST_CASE("ppo.host.gradient_buffer_widens_for_the_statistics_gather") {
+    constexpr std::size_t row = trainer::row;
+    const std::size_t gather32 = gmi::rl::detail::gather_words(32, trainer::stats_size);
+    MESSAGE("Cartpole row: ", row, " floats; the statistics of 32 GMIs: ", gather32);
+    CHECK(trainer::gradient_words_for(1) == row);
+    CHECK(trainer::gradient_words_for(32) == std::max(row, gather32));
+    CHECK(gather32 > row);  // the case the widening is for: 32 Cartpole GMIs
+    trainer plain(64, 3, small_config()), wide(64, 3, small_config());
+    CHECK(wide.gradient_buffer().size() == row);
+    wide.widen_gradient_buffer(gather32);
+    const auto buffer = wide.gradient_buffer();
+    REQUIRE(buffer.size() == gather32);
+    CHECK(std::all_of(buffer.data() + row, buffer.data() + buffer.size(), [](float x) { return x == 0.0f; }));
+    gmi::rl::ppo_sync one;  // a group of one: set_sync runs the synced path with nothing to exchange
+    one.sum_host = [](float*, std::size_t) {};
+    one.sum_stats = [](double*, std::size_t) {};
+    wide.set_sync(one);
+    CHECK_THROWS_AS(wide.widen_gradient_buffer(gather32 + 1), gmi::config_error);
+    trainer plain_synced(64, 3, small_config());
+    plain_synced.set_sync(one);
+    for (int i = 0; i < 3; ++i) {
+      wide.iterate();
+      plain_synced.iterate();
+    }
+    CHECK(params_of(wide) == params_of(plain_synced));
+    CHECK(params_of(wide) != params_of(plain));  // plain never iterated: the runs moved
+  }
+}

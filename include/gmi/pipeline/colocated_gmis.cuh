@@ -56,6 +56,7 @@ struct gmi_training_result {
   std::string binding;
   std::string gradients;  // the gradient allreduce in use (gmi_gradient_sync::description)
   std::string update;     // "fused" (replayed, the group's sum inside each step kernel), "graph" or "eager"
+  std::string statistics;  // where the group's rollout statistics meet: "kernel" (the row exchange) or "host"
   std::vector<std::array<double, 2>> curve;  // rank 0 only: (group env steps, mean return) at every group step
   // From the first group step (iteration 5) to the end: start-up, graph capture and the first iterations left
   // out, as an autotune trial measures (pipeline/autotune.cuh). Zero when the run ended at its first group step.
@@ -76,6 +77,7 @@ inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
   if (!r.curve.empty()) j["curve"] = r.curve;
   if (!r.gradients.empty()) j["gradients"] = r.gradients;
   if (!r.update.empty()) j["update"] = r.update;
+  if (!r.statistics.empty()) j["statistics"] = r.statistics;
   if (r.warm_seconds > 0) j.update({{"warm_samples", r.warm_samples}, {"warm_seconds", r.warm_seconds}});
   j["device_bytes"] = r.device_bytes;
   if (std::isfinite(r.comm_seconds)) j.update({{"comm_seconds", r.comm_seconds}, {"host_sync_seconds", r.host_sync_seconds}});
@@ -95,6 +97,7 @@ inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   if (j.contains("curve")) r.curve = j["curve"].get<std::vector<std::array<double, 2>>>();
   if (j.contains("gradients")) r.gradients = j["gradients"].get<std::string>();
   if (j.contains("update")) r.update = j["update"].get<std::string>();
+  if (j.contains("statistics")) r.statistics = j["statistics"].get<std::string>();
   if (j.contains("warm_seconds")) {
     r.warm_samples = j.at("warm_samples");
     r.warm_seconds = j.at("warm_seconds");

@@ -465,6 +465,9 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
         std::fflush(stdout);
       }
     }
+    // Room for every GMI's rollout statistics in the exchanged row (32 Cartpole GMIs need 1440 floats, the row
+    // is 1289), so the fused update gathers them in its kernels instead of through the host every iteration.
+    trainer.widen_gradient_buffer(engine::gradient_words_for(ctx.world()));
     const auto grads = trainer.gradient_buffer();
     gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update,
                            o.comm_clock);
@@ -604,6 +607,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
     if (ctx.rank() == 0) r.curve = stop.curve.points();
     r.gradients = sync.description();
     r.update = sync.update();
+    r.statistics = trainer.statistics_in_kernel() ? "kernel" : "host";
     const auto params = trainer.params();
     std::vector<float> host(params.size());
     cuda::copy(host_span<float>(host.data(), host.size()), memory_span<const float, device_memory>(params.data(), params.size()),
@@ -631,11 +635,11 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
     *trial = t;
     return 0;
   }
-  std::printf("gmi: %s after %llu iterations: %s samples/s over %zu GMIs (%s each on average, update %s) | mean "
-              "return %s | weights %s (FNV-1a %016llx)\n",
+  std::printf("gmi: %s after %llu iterations: %s samples/s over %zu GMIs (%s each on average, update %s, "
+              "statistics %s) | mean return %s | weights %s (FNV-1a %016llx)\n",
               t.reason.c_str(), static_cast<unsigned long long>(t.iterations), metrics::si(t.samples_per_s).c_str(),
               t.per_gmi.size(), metrics::si(t.samples_per_s / static_cast<double>(t.per_gmi.size())).c_str(),
-              first.update.c_str(), return_text(first.mean_return, o).c_str(), t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
+              first.update.c_str(), first.statistics.c_str(), return_text(first.mean_return, o).c_str(), t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
               static_cast<unsigned long long>(first.weights_hash));
   if (std::isfinite(t.comm_share)) std::printf("gmi: %s\n", comm_share_text(t).c_str());
   std::fflush(stdout);
@@ -656,6 +660,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
                  {"gradient_allreduce", first.gradients},
                  {"synced_update", first.update},
                  {"synced_update_asked", o.synced_update},
+                 {"rollout_statistics", first.statistics},
                  {"minibatch_scope", o.minibatch_scope},
                  {"comm_clock", o.comm_clock},
                  {"minibatch_gradient", minibatch_gradient_name<Pipeline>()},

@@ -341,6 +341,10 @@ struct ppo_device_ops {
       : gradient(t.minibatch_, t.policy_.sm_count), iteration(1), group_mean(row) {
     iteration.fill_bytes(0, t.policy_.stream);
   }
+  // The statistics gather's scratch follows the gradient buffer's length (ppo_trainer::widen_gradient_buffer).
+  void widen(std::size_t floats) {
+    if (floats > group_mean.size()) group_mean = cuda::device_buffer<float>(floats);
+  }
   ppo_device_ops(const ppo_device_ops&) = delete;
   ppo_device_ops& operator=(const ppo_device_ops&) = delete;
 

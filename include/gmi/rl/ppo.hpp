@@ -289,10 +289,36 @@ class ppo_trainer {
     broadcast_params();
   }
   [[nodiscard]] bool synced() const noexcept { return sync_.has_value(); }
+  // A synced trainer on the GPU whose group's row exchange carries every member's rollout statistics: gathered in
+  // a kernel each iteration, not through the host (the sync's sum_stats).
+  [[nodiscard]] bool statistics_in_kernel() const {
+    if constexpr (P::on_device) return detail::ppo_device_ops<E, Net>::statistics_in_kernel(*this);
+    else return false;
+  }
 
-  // The gradient row [param_count gradients | term_count loss terms] a sync sums: the same memory for the
-  // trainer's lifetime, so a transport may bind to it.
+  // The gradient row [param_count gradients | term_count loss terms] a sync sums (zeros may follow it): the same
+  // memory from set_sync on, so a transport may bind to it.
   [[nodiscard]] memory_span<float, memory_space> gradient_buffer() noexcept { return {grads_.data(), grads_.size()}; }
+
+  // Floats a synced group of `world` trainers wants in each gradient buffer: the row, or more where the group's
+  // row exchange is to carry every member's rollout statistics too (detail::gather_words), so that the gather
+  // stays inside the kernels instead of going through the host every iteration.
+  [[nodiscard]] static constexpr std::size_t gradient_words_for(int world) noexcept {
+    return std::max<std::size_t>(row, detail::gather_words(world, stats_size));
+  }
+  // Makes gradient_buffer() at least `floats` long, zeros after the row. Before set_sync and the first iteration
+  // only (a transport binds to the buffer, and a captured update holds its address).
+  void widen_gradient_buffer(std::size_t floats) {
+    gmi::require(!sync_ && iteration_ == 0, "ppo_trainer::widen_gradient_buffer", "after set_sync or an iteration",
+                 "before both");
+    if (floats <= grads_.size()) return;
+    grads_ = array<float>(floats);
+    if constexpr (P::on_device) {
+      device_->widen(floats);
+      grads_.fill_bytes(0, policy_.stream);
+      GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
+    }
+  }
 
   // The whole training state: weights, Adam, normalizers, every environment's state and RNG counter, the policy's
   // sampling counters and the iteration count. Loading it into a trainer built with the same task, network and
