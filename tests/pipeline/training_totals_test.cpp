@@ -1,0 +1,53 @@
+// The launcher's totals of a synchronous group (pipeline/training_totals.hpp): throughput, identical weights and
+// the communication shares from the GMIs' reports.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include <gmi/pipeline/training_totals.hpp>
+
+namespace {
+std::string report(int rank, double samples, double seconds, std::uint64_t hash, double comm, double host) {
+  gmi::gmi_training_result r;
+  r.rank = rank;
+  r.iterations = 10;
+  r.samples = samples;
+  r.seconds = seconds;
+  r.weights_hash = hash;
+  r.reason = rank == 0 ? "time limit" : "stopped";
+  r.comm_seconds = comm;
+  r.host_sync_seconds = host;
+  return nlohmann::json(r).dump();
+}
+}  // namespace
+
+TEST_CASE("pipeline.training_totals.communication_shares") {
+  gmi::runtime::run_report rep;
+  rep.results = {report(0, 100, 2.0, 7, 0.2, 0.02), report(1, 100, 4.0, 7, 1.2, 0.0)};
+  const gmi::gmi_training_total t = gmi::collect_training(rep);
+  CHECK(t.samples_per_s == doctest::Approx(50.0));  // 200 samples over the longest GMI's 4 s
+  CHECK(t.weights_identical);
+  CHECK(t.reason == "time limit");
+  CHECK(t.comm_share == doctest::Approx(0.2));       // (0.1 + 0.3) / 2
+  CHECK(t.comm_share_max == doctest::Approx(0.3));
+  CHECK(t.host_sync_share == doctest::Approx(0.005));  // (0.01 + 0) / 2
+  CHECK(gmi::comm_share_text(t) ==
+        "communication: 20.0% of the time on the device (gradient sums; mean over 2 GMIs, largest 30.0%) | host syncs 0.5%");
+  // The result survives its trip as a report string.
+  CHECK(t.per_gmi[1].comm_seconds == doctest::Approx(1.2));
+}
+
+TEST_CASE("pipeline.training_totals.unclocked_or_differing") {
+  gmi::runtime::run_report rep;
+  const double nan = std::nan("");
+  rep.results = {report(0, 100, 2.0, 7, 0.2, 0.0), report(1, 100, 2.0, 8, nan, nan)};
+  const gmi::gmi_training_total t = gmi::collect_training(rep);
+  CHECK(std::isnan(t.comm_share));  // one GMI without a clock: no share at all
+  CHECK_FALSE(t.weights_identical);
+  CHECK_FALSE(nlohmann::json::parse(rep.results[1]).contains("comm_seconds"));
+  rep.results.push_back("");
+  CHECK_THROWS_AS((void)gmi::collect_training(rep), gmi::error);
+}
