@@ -25,13 +25,7 @@ tasks=${6:-cartpole ball_balance quadcopter ingenuity ant_proxy anymal_proxy hum
 gradients=${7:-default}
 scopes=${8:-group}
 export NCCL_NVLS_ENABLE=0
-# The paper's env count per task (seed 000's table; gmi::envs::paper_num_envs).
-declare -A paper_n=([cartpole]=512 [ball_balance]=4096 [quadcopter]=8192 [ingenuity]=4096 [ant_proxy]=1024
-                    [anymal_proxy]=4000 [humanoid_proxy]=4096 [franka_cabinet_proxy]=2048 [shadow_hand_proxy]=4096)
-binary() {
-  if [ "$1" = cartpole ]; then echo "$build/examples/cartpole_ppo/gmi.example.cartpole_ppo"
-  else echo "$build/examples/task_ppo/gmi.example.$1_ppo"; fi
-}
+source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary
 for t in $tasks; do
   [ -n "${paper_n[$t]:-}" ] || { echo "run_sync_every_task: task: got $t, need one of ${!paper_n[*]}" >&2; exit 2; }
   [ -x "$(binary "$t")" ] || { echo "run_sync_every_task: no $(binary "$t") (build with -DGMI_BUILD_ALL_TASK_EXAMPLES=ON)" >&2; exit 2; }

@@ -18,13 +18,7 @@ seconds=${5:-3}
 reps=${6:-2}
 tasks=${7:-cartpole ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy franka_cabinet_proxy shadow_hand_proxy}
 export NCCL_NVLS_ENABLE=0
-# The paper's env count per task (seed 000's table; gmi::envs::paper_num_envs).
-declare -A paper_n=([cartpole]=512 [ball_balance]=4096 [quadcopter]=8192 [ingenuity]=4096 [ant_proxy]=1024
-                    [anymal_proxy]=4000 [humanoid_proxy]=4096 [franka_cabinet_proxy]=2048 [shadow_hand_proxy]=4096)
-binary() {
-  if [ "$1" = cartpole ]; then echo "$build/examples/cartpole_ppo/gmi.example.cartpole_ppo"
-  else echo "$build/examples/task_ppo/gmi.example.$1_ppo"; fi
-}
+source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary
 [[ "$k" =~ ^[1-9][0-9]*$ ]] || { echo "run_sync_gpus_every_task: k: got $k, need a positive integer" >&2; exit 2; }
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "run_sync_gpus_every_task: reps: got $reps, need a positive integer" >&2; exit 2; }
 for t in $tasks; do

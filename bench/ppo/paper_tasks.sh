@@ -1,0 +1,8 @@
+# Sourced by the bench scripts that run the paper's nine tasks: paper_n (the paper's env count per task, seed
+# 000's table; gmi::envs::paper_num_envs) and binary <task> (that task's PPO example under $build).
+declare -A paper_n=([cartpole]=512 [ball_balance]=4096 [quadcopter]=8192 [ingenuity]=4096 [ant_proxy]=1024
+                    [anymal_proxy]=4000 [humanoid_proxy]=4096 [franka_cabinet_proxy]=2048 [shadow_hand_proxy]=4096)
+binary() {
+  if [ "$1" = cartpole ]; then echo "$build/examples/cartpole_ppo/gmi.example.cartpole_ppo"
+  else echo "$build/examples/task_ppo/gmi.example.$1_ppo"; fi
+}
