@@ -19,6 +19,7 @@ for s in "${shapes[@]}"; do
     [[ "$u" =~ ^(fused|graph|eager)$ ]] ||
     { echo "run_comm_clock_cost: shape: got '$s', need \"GMIs envs partition update\" (partition none, mps or green_context; update fused, graph or eager)" >&2; exit 2; }
 done
+[[ "$seconds" =~ ^[0-9]+([.][0-9]+)?$ ]] && [[ ! "$seconds" =~ ^0+([.]0+)?$ ]] || { echo "run_comm_clock_cost: seconds: got $seconds, need a positive number" >&2; exit 2; }
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "run_comm_clock_cost: reps: got $reps, need a positive integer" >&2; exit 2; }
 for rep in $(seq "$reps"); do
   for s in "${shapes[@]}"; do

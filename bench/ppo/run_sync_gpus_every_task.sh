@@ -20,6 +20,7 @@ tasks=${7:-cartpole ball_balance quadcopter ingenuity ant_proxy anymal_proxy hum
 export NCCL_NVLS_ENABLE=0
 source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary
 [[ "$k" =~ ^[1-9][0-9]*$ ]] || { echo "run_sync_gpus_every_task: k: got $k, need a positive integer" >&2; exit 2; }
+[[ "$seconds" =~ ^[0-9]+([.][0-9]+)?$ ]] && [[ ! "$seconds" =~ ^0+([.]0+)?$ ]] || { echo "run_sync_gpus_every_task: seconds: got $seconds, need a positive number" >&2; exit 2; }
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "run_sync_gpus_every_task: reps: got $reps, need a positive integer" >&2; exit 2; }
 for t in $tasks; do
   [ -n "${paper_n[$t]:-}" ] || { echo "run_sync_gpus_every_task: task: got $t, need one of ${!paper_n[*]}" >&2; exit 2; }
