@@ -192,12 +192,7 @@ int main(int argc, char** argv) {
         nlohmann::json per = nlohmann::json::array();
         for (const auto& g : t.per_gmi) per.push_back({{"steps_per_s", g.steps_per_s}, {"sms", g.sm_count}});
         l["per_gmi"] = per;
-        if (t.sm_active) {
-          l["sm_active_pct"] = *t.sm_active;
-          l["sm_occupancy_pct"] = t.sm_occupancy.value_or(0);
-        } else if (!t.gpm_note.empty()) {
-          l["gpm_note"] = t.gpm_note;
-        }
+        gmi::put_sm_activity(l, t.gpm);
         return l;
       };
       auto run_job = [&](const std::string& partition, int k, int envs) -> std::optional<gmi::gmi_serving_total> {

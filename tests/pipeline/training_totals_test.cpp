@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -50,4 +51,39 @@ TEST_CASE("pipeline.training_totals.unclocked_or_differing") {
   CHECK_FALSE(nlohmann::json::parse(rep.results[1]).contains("comm_seconds"));
   rep.results.push_back("");
   CHECK_THROWS_AS((void)gmi::collect_training(rep), gmi::error);
+}
+
+// GPU utilization: slice 0 of each GPU reports GPM; the total is the mean over the GPUs with a figure, and a GPU
+// without GPM gives its note when no GPU has one.
+TEST_CASE("pipeline.training_totals.gpu_utilization") {
+  const auto with_gpm = [](int rank, int slice, std::optional<double> active, std::string note) {
+    gmi::gmi_training_result r;
+    r.rank = rank;
+    r.slice = slice;
+    r.iterations = 10;
+    r.samples = 100;
+    r.seconds = 1.0;
+    r.gpm.active = active;
+    if (active) r.gpm.occupancy = *active / 2;
+    r.gpm.note = std::move(note);
+    return nlohmann::json(r).dump();
+  };
+  gmi::runtime::run_report rep;
+  rep.results = {with_gpm(0, 0, 80.0, ""), with_gpm(1, 1, std::nullopt, ""), with_gpm(2, 0, 60.0, ""),
+                 with_gpm(3, 1, std::nullopt, "")};
+  gmi::gmi_training_total t = gmi::collect_training(rep);
+  REQUIRE(t.gpm.active.has_value());
+  CHECK(*t.gpm.active == doctest::Approx(70.0));
+  CHECK(*t.gpm.occupancy == doctest::Approx(35.0));
+  CHECK(t.gpm_gpus == 2);
+  CHECK(gmi::utilization_text(t) ==
+        "GPU utilization: SM activity 70%, occupancy 35% (GPM, mean over 2 GPUs, from the first group step)");
+  CHECK_FALSE(nlohmann::json::parse(rep.results[1]).contains("sm_active_pct"));
+
+  rep.results = {with_gpm(0, 0, std::nullopt, "GPM: not supported on this GPU (Hopper or newer needed)"),
+                 with_gpm(1, 1, std::nullopt, "")};
+  t = gmi::collect_training(rep);
+  CHECK_FALSE(t.gpm.active.has_value());
+  CHECK(t.gpm_gpus == 0);
+  CHECK(gmi::utilization_text(t) == "GPU utilization: GPM n/a: GPM: not supported on this GPU (Hopper or newer needed)");
 }

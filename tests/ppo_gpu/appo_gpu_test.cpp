@@ -17,6 +17,17 @@ TEST_SUITE("gpu") {
     CHECK(rel_diff(gpu.params, host.params) < 1e-4);
   }
 
+  // From the second update on the learner replays one captured graph: the same kernels in the same order, so
+  // the weights after several updates are bit-identical to updates enqueued kernel by kernel.
+  TEST_CASE("appo_gpu.replayed_updates_match_eager_updates" * doctest::timeout(120)) {
+    const auto replayed = run_cartpole_appo(true, 1, 6, false, true);
+    const auto eager = run_cartpole_appo(true, 1, 6, false, false);
+    CHECK(replayed.replayed_updates == 5);
+    CHECK(eager.replayed_updates == 0);
+    REQUIRE(replayed.params.size() == eager.params.size());
+    CHECK(replayed.params == eager.params);
+  }
+
   TEST_CASE("appo_gpu.lagged_actors_solve_cartpole" * doctest::timeout(300)) {
     const auto r = run_cartpole_appo(true, 3, 300, true);
     MESSAGE("GPU APPO, lag 3: best mean return " << r.best_return << " after " << r.updates

@@ -13,7 +13,7 @@ namespace {
 using net = gmi::agents::gaussian_mlp<>::network<4, 1>;
 
 template <class Policy>
-appo_run_result run(const Policy& policy, int lag, int updates, bool stop_when_solved) {
+appo_run_result run(const Policy& policy, int lag, int updates, bool stop_when_solved, bool replay_updates) {
   using learner = gmi::rl::appo_learner<net, Policy>;
   using actor = gmi::rl::appo_actor<gmi::envs::cartpole, net, Policy>;
   const int envs = 256;
@@ -22,6 +22,7 @@ appo_run_result run(const Policy& policy, int lag, int updates, bool stop_when_s
   c.ppo.minibatch = 2048;
   c.ppo.epochs = 4;
   c.ppo.schedule = gmi::rl::lr_schedule::adaptive_kl;  // what these small runs (2 x 256 envs) were tuned with
+  c.replay_updates = replay_updates;
   learner l(envs, 1, c, policy);
   actor a0(envs, 11, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation, {}, policy);
   actor a1(envs, 12, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation, {}, policy);
@@ -78,14 +79,15 @@ appo_run_result run(const Policy& policy, int lag, int updates, bool stop_when_s
   }
   l.synchronize();
   r.params = to_host(l.params().data(), l.params().size());
+  r.replayed_updates = l.replayed_updates();
   return r;
 }
 }  // namespace
 
-appo_run_result run_cartpole_appo(bool on_gpu, int lag, int updates, bool stop_when_solved) {
+appo_run_result run_cartpole_appo(bool on_gpu, int lag, int updates, bool stop_when_solved, bool replay_updates) {
   if (on_gpu) {
     gmi::cuda::stream s;
-    return run(gmi::exec::cuda{.stream = s.get()}, lag, updates, stop_when_solved);
+    return run(gmi::exec::cuda{.stream = s.get()}, lag, updates, stop_when_solved, replay_updates);
   }
-  return run(gmi::exec::host{}, lag, updates, stop_when_solved);
+  return run(gmi::exec::host{}, lag, updates, stop_when_solved, replay_updates);
 }

@@ -95,8 +95,8 @@ TEST_SUITE("cpu") {
   TEST_CASE("runtime.gmis.serving_totals") {
     gmi::runtime::run_report r;
     gmi::gmi_serving_result a, b;
-    a.rank = 0, a.num_envs = 512, a.steps = {1000, 2000, 1000}, a.seconds = {1.0, 1.0, 0.5}, a.sm_active = 80.0, a.sm_occupancy = 40.0;
-    b.rank = 1, b.num_envs = 512, b.steps = {1000, 1000, 1000}, b.seconds = {2.0, 1.0, 1.0}, b.gpm_note = "";
+    a.rank = 0, a.num_envs = 512, a.steps = {1000, 2000, 1000}, a.seconds = {1.0, 1.0, 0.5}, a.gpm.active = 80.0, a.gpm.occupancy = 40.0;
+    b.rank = 1, b.num_envs = 512, b.steps = {1000, 1000, 1000}, b.seconds = {2.0, 1.0, 1.0}, b.gpm.note = "";
     r.results = {nlohmann::json(a).dump(), nlohmann::json(b).dump()};
     const auto t = gmi::collect_serving(r);
     REQUIRE(t.window_steps_per_s.size() == 3);
@@ -105,8 +105,8 @@ TEST_SUITE("cpu") {
     CHECK(t.window_steps_per_s[2] == doctest::Approx(2000.0 * 512 / 1.0));
     CHECK(t.steps_per_s == doctest::Approx(2000.0 * 512));  // the median window
     CHECK(t.total_envs == 1024);
-    REQUIRE(t.sm_active.has_value());
-    CHECK(*t.sm_active == doctest::Approx(80.0));
+    REQUIRE(t.gpm.active.has_value());
+    CHECK(*t.gpm.active == doctest::Approx(80.0));
     r.results[1].clear();
     CHECK_THROWS_WITH_AS(gmi::collect_serving(r), "GMI 1 ended without a serving report", gmi::error);
   }

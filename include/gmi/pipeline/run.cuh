@@ -524,6 +524,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
     const auto t0 = std::chrono::steady_clock::now();
     double last_log = 0;
     std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> warm;  // the first group step
+    sm_activity_window gpm(ctx.slice(), b.nvml_index());  // GPU utilization from the first group step on
     for (;;) {
       trainer.iterate();
       ctx.heartbeat();
@@ -539,7 +540,10 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
       if (trainer.iteration() % 5 != 0) continue;
       // Every 5 iterations: the statistics asked for 5 iterations ago, then the group's decision.
       const auto mine = trainer.wait_episodes();
-      if (!warm) warm.emplace(std::chrono::steady_clock::now(), trainer.iteration());
+      if (!warm) {
+        warm.emplace(std::chrono::steady_clock::now(), trainer.iteration());
+        gpm.start();
+      }
       trainer.request_episodes();
       const double steps = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration() * world;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -586,6 +590,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
     sync.wait(b.stream());
     trainer.synchronize();
     gmi_training_result r;
+    r.gpm = gpm.finish();
     r.rank = ctx.rank();
     r.gpu = ctx.gpu();
     r.slice = ctx.slice();
@@ -642,6 +647,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
               first.update.c_str(), first.statistics.c_str(), return_text(first.mean_return, o).c_str(), t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
               static_cast<unsigned long long>(first.weights_hash));
   if (std::isfinite(t.comm_share)) std::printf("gmi: %s\n", comm_share_text(t).c_str());
+  std::printf("gmi: %s\n", utilization_text(t).c_str());
   std::fflush(stdout);
   if (!o.metrics_path.empty()) {
     nlohmann::json per = nlohmann::json::array();
@@ -669,6 +675,7 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
     if (std::isfinite(t.comm_share)) {
       line.update({{"comm_share", t.comm_share}, {"comm_share_max", t.comm_share_max}, {"host_sync_share", t.host_sync_share}});
     }
+    put_sm_activity(line, t.gpm);
     metrics::jsonl_log(o.metrics_path).write(line);
   }
   if (!t.weights_identical) {
@@ -740,6 +747,7 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   s.appo.rho_bar = o.rho_bar;
   s.appo.c_bar = o.c_bar;
   s.appo.rollouts = cfg.gmis_per_gpu - 1;
+  s.appo.replay_updates = o.learner_graph == "on";
   s.appo.validate();
   gmi::require(o.max_policy_lag >= 0, "--max-policy-lag", o.max_policy_lag, ">= 0 (updates)");
   s.max_policy_lag = o.max_policy_lag;
@@ -777,10 +785,10 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
     for (const auto& g : t.per_gmi) {
       const double rate = g.seconds > 0 ? g.steps / g.seconds : 0.0;
       if (g.trainer) {
-        std::printf("  GMI %d (GPU %d, slice %d) trainer | %s | %s samples/s | %llu updates | lag mean %.2f max %llu | "
-                    "dropped %llu of %llu rollouts\n",
+        std::printf("  GMI %d (GPU %d, slice %d) trainer | %s | %s samples/s | %llu updates (%llu as one graph) | lag mean "
+                    "%.2f max %llu | dropped %llu of %llu rollouts\n",
                     g.rank, g.gpu, g.slice, g.binding.c_str(), metrics::si(rate).c_str(),
-                    static_cast<unsigned long long>(g.updates), g.lag_mean, static_cast<unsigned long long>(g.lag_max),
+                    static_cast<unsigned long long>(g.updates), static_cast<unsigned long long>(g.replayed), g.lag_mean, static_cast<unsigned long long>(g.lag_max),
                     static_cast<unsigned long long>(g.dropped), static_cast<unsigned long long>(g.dropped + g.rollouts));
       } else {
         std::printf("  GMI %d (GPU %d, slice %d) serving | %s | %s steps/s | %llu rollouts | %llu weight versions\n",
@@ -795,6 +803,7 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
               metrics::si(t.serve_steps_per_s).c_str(), t.lag_mean, static_cast<unsigned long long>(t.lag_max),
               static_cast<unsigned long long>(t.dropped),
               std::isfinite(t.mean_return) ? metrics::si(t.mean_return).c_str() : "-");
+  std::printf("gmi: GPU utilization: %s, from the trainer's first update\n", sm_activity_text(t.gpm).c_str());
   if (!o.metrics_path.empty()) {
     nlohmann::json per = nlohmann::json::array();
     for (const auto& g : t.per_gmi) per.push_back(g);
@@ -804,12 +813,14 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
                  {"train_samples_per_s", t.train_samples_per_s},
                  {"serve_steps_per_s", t.serve_steps_per_s},
                  {"max_policy_lag", o.max_policy_lag},
+                 {"learner_graph", o.learner_graph},
                  {"lag_mean", t.lag_mean},
                  {"lag_max", t.lag_max},
                  {"dropped_rollouts", t.dropped},
                  {"per_gmi", per},
                  {"ppo", ppo_settings_json(o.ppo)}});
     if (std::isfinite(t.mean_return)) line["mean_return"] = t.mean_return;
+    put_sm_activity(line, t.gpm);
     metrics::jsonl_log(o.metrics_path).write(line);
   }
   if (t.reason == "diverged") return 1;  // the trainer GMI's line said why
@@ -852,16 +863,8 @@ int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
                     metrics::si(g.steps_per_s).c_str());
       }
     }
-    std::string util = "GPM n/a";
-    if (t.sm_active) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "SM activity %.0f%%, occupancy %.0f%% (GPM)", *t.sm_active, t.sm_occupancy.value_or(0));
-      util = buf;
-    } else if (!t.gpm_note.empty()) {
-      util = "GPM n/a: " + t.gpm_note;
-    }
     std::printf("gmi: total %s steps/s over %zu GMIs (%lld envs) | %s\n", metrics::si(t.steps_per_s).c_str(),
-                t.per_gmi.size(), t.total_envs, util.c_str());
+                t.per_gmi.size(), t.total_envs, sm_activity_text(t.gpm).c_str());
     if (!o.metrics_path.empty()) {
       nlohmann::json per = nlohmann::json::array();
       for (const auto& g : t.per_gmi) per.push_back(g);
@@ -873,8 +876,7 @@ int run_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
                              {"num_envs", o.num_envs},     {"seed", o.seed},
                              {"git", run.git},             {"serve_steps_per_s", t.steps_per_s},
                              {"per_gmi", per}};
-      if (t.sm_active) line["sm_active_pct"] = *t.sm_active;
-      if (t.sm_occupancy) line["sm_occupancy_pct"] = *t.sm_occupancy;
+      put_sm_activity(line, t.gpm);
       metrics::jsonl_log(o.metrics_path).write(line);
     }
     return stop_signal.load() ? 128 + stop_signal.load() : 0;
@@ -1012,6 +1014,11 @@ int run(int argc, char** argv) {
                "autotune, colocated: skip the split-layout trials (the mapping stays colocated, not measured)");
   app.add_option("--max-policy-lag", o.max_policy_lag, "split: drop rollouts acted with weights more updates old")
       ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+  app.add_option("--learner-graph", o.learner_graph,
+                 "split: the trainer replays its update (epochs x minibatches of kernels) as one CUDA graph from the "
+                 "second update on (on), or enqueues it kernel by kernel (off)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   app.add_option("--rho-bar", o.rho_bar, "split: V-trace truncation of the TD-error weights")->capture_default_str();
   app.add_option("--c-bar", o.c_bar, "split: V-trace truncation of the traces (<= --rho-bar)")->capture_default_str();
   app.add_flag("--population", o.population, "independent trainings, one per GMI (seeds --seed, --seed + 1, ...)");

@@ -101,6 +101,9 @@ struct run_options {
   int max_policy_lag = 4;   // split layout: rollouts acted with weights more updates old are dropped
   float rho_bar = 1.0f;     // split layout: V-trace truncations
   float c_bar = 1.0f;
+  // split layout: the trainer replays its update as one CUDA graph from the second update on ("on"), or enqueues
+  // every kernel ("off", for side-by-side runs)
+  std::string learner_graph = "on";
   // Set by a plan whose measured mapping is split (never by a flag): a colocated pipeline's roles run as layout
   // split, a trainer GMI fed by serving GMIs on every GPU.
   bool split_roles = false;

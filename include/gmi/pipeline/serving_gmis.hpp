@@ -20,7 +20,7 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/buffer.hpp>
-#include <gmi/cuda/gpm.hpp>
+#include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/runtime/context.hpp>
 #include <gmi/runtime/gmis.hpp>
 #include <gmi/runtime/supervisor.hpp>
@@ -34,8 +34,7 @@ struct gmi_serving_result {
   std::vector<double> seconds;       // this GMI's windows, each from a common barrier
   double steps_per_s = 0;            // median window: steps * num_envs / seconds
   std::string binding;       // "MPS client, 12% = 16 SMs"
-  std::optional<double> sm_active, sm_occupancy;  // GPM over the window (slice 0 of each GPU), percent
-  std::string gpm_note;      // why there is no GPM figure
+  sm_activity gpm;           // over the windows (slice 0 of each GPU)
   std::uint64_t device_bytes = 0;  // peak device memory this GMI's thread allocated through cuda::device_buffer
 };
 
@@ -43,9 +42,7 @@ inline void to_json(nlohmann::json& j, const gmi_serving_result& r) {
   j = {{"rank", r.rank},   {"gpu", r.gpu},         {"slice", r.slice},     {"num_envs", r.num_envs},
        {"sms", r.sm_count}, {"steps", r.steps},     {"seconds", r.seconds}, {"steps_per_s", r.steps_per_s},
        {"binding", r.binding}, {"device_bytes", r.device_bytes}};
-  if (r.sm_active) j["sm_active_pct"] = *r.sm_active;
-  if (r.sm_occupancy) j["sm_occupancy_pct"] = *r.sm_occupancy;
-  if (!r.gpm_note.empty()) j["gpm_note"] = r.gpm_note;
+  put_sm_activity(j, r.gpm);
 }
 inline void from_json(const nlohmann::json& j, gmi_serving_result& r) {
   r.rank = j.at("rank");
@@ -57,9 +54,7 @@ inline void from_json(const nlohmann::json& j, gmi_serving_result& r) {
   r.seconds = j.at("seconds").get<std::vector<double>>();
   r.steps_per_s = j.at("steps_per_s");
   r.binding = j.at("binding");
-  if (j.contains("sm_active_pct")) r.sm_active = j["sm_active_pct"].get<double>();
-  if (j.contains("sm_occupancy_pct")) r.sm_occupancy = j["sm_occupancy_pct"].get<double>();
-  if (j.contains("gpm_note")) r.gpm_note = j["gpm_note"];
+  r.gpm = get_sm_activity(j);
   if (j.contains("device_bytes")) r.device_bytes = j["device_bytes"];
 }
 
@@ -95,14 +90,7 @@ gmi_serving_result serve_and_report(runtime::context& ctx, const runtime::bindin
   r.num_envs = engine.num_envs();
   r.sm_count = b.sm_count();
   r.binding = b.describe();
-  std::optional<cuda::gpm::sampler> gpm;
-  if (ctx.slice() == 0) {
-    if (b.nvml_index() < 0) {
-      r.gpm_note = "no NVML index for this device";
-    } else {
-      gpm.emplace(b.nvml_index());
-    }
-  }
+  sm_activity_window gpm(ctx.slice(), b.nvml_index());
   std::vector<double> rates;
   for (int w = 0; w < windows; ++w) {
     ctx.barrier(ctx.all());
@@ -112,12 +100,7 @@ gmi_serving_result serve_and_report(runtime::context& ctx, const runtime::bindin
                   std::chrono::duration<double>(clock::now() - started).count(), windows, seconds);
       std::fflush(stdout);
     }
-    if (gpm && w == 0) {
-      if (const gmi::status st = gpm->start(); !st) {
-        r.gpm_note = st.message();
-        gpm.reset();
-      }
-    }
+    if (w == 0) gpm.start();
     std::uint64_t steps = 0;
     const auto t0 = clock::now();
     double elapsed = 0;
@@ -139,14 +122,7 @@ gmi_serving_result serve_and_report(runtime::context& ctx, const runtime::bindin
   }
   std::sort(rates.begin(), rates.end());
   r.steps_per_s = rates[rates.size() / 2];
-  if (gpm) {
-    if (auto a = gpm->finish()) {
-      r.sm_active = a->sm_active;
-      r.sm_occupancy = a->sm_occupancy;
-    } else {
-      r.gpm_note = a.error().message();
-    }
-  }
+  r.gpm = gpm.finish();
   r.device_bytes = cuda::device_bytes_of_this_thread().peak;
   ctx.report(nlohmann::json(r).dump());
   return r;
@@ -158,15 +134,13 @@ struct gmi_serving_total {
   double steps_per_s = 0;                   // the median window
   long long total_envs = 0;
   std::uint64_t max_device_bytes = 0;  // the largest GMI's peak device memory (cuda::device_buffer)
-  std::optional<double> sm_active, sm_occupancy;  // mean over the GPUs that have a GPM figure
-  std::string gpm_note;
+  sm_activity gpm;  // mean over the GPUs that have a GPM figure
 };
 
 // In the launcher, after the run: the GMIs' reports added up. Throws gmi::error when a GMI reported nothing.
 inline gmi_serving_total collect_serving(const runtime::run_report& report) {
   gmi_serving_total t;
-  double active = 0, occupancy = 0;
-  int gpm_count = 0;
+  sm_activity_mean gpm;
   std::size_t windows = SIZE_MAX;
   for (std::size_t r = 0; r < report.results.size(); ++r) {
     if (report.results[r].empty()) throw gmi::error("GMI " + std::to_string(r) + " ended without a serving report");
@@ -174,13 +148,7 @@ inline gmi_serving_total collect_serving(const runtime::run_report& report) {
     windows = std::min(windows, one.steps.size());
     t.total_envs += one.num_envs;
     t.max_device_bytes = std::max(t.max_device_bytes, one.device_bytes);
-    if (one.sm_active) {
-      active += *one.sm_active;
-      occupancy += one.sm_occupancy.value_or(0);
-      ++gpm_count;
-    } else if (!one.gpm_note.empty() && t.gpm_note.empty()) {
-      t.gpm_note = one.gpm_note;
-    }
+    gpm.add(one.gpm);
     t.per_gmi.push_back(std::move(one));
   }
   for (std::size_t w = 0; w < windows && !t.per_gmi.empty(); ++w) {
@@ -196,10 +164,7 @@ inline gmi_serving_total collect_serving(const runtime::run_report& report) {
     std::sort(sorted.begin(), sorted.end());
     t.steps_per_s = sorted[sorted.size() / 2];
   }
-  if (gpm_count) {
-    t.sm_active = active / gpm_count;
-    t.sm_occupancy = occupancy / gpm_count;
-  }
+  t.gpm = gpm.mean();
   return t;
 }
 

@@ -28,6 +28,7 @@
 #include <gmi/core/error.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/run_options.hpp>
+#include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/rl/appo.cuh>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/runtime/context.hpp>
@@ -51,6 +52,8 @@ struct split_gmi_result {
   // trainer: samples trained from its first update to the stop decision, and that time (an autotune trial's
   // window: start-up and the drain left out); zero when it stopped before a second update
   double warm_steps = 0, warm_seconds = 0;
+  std::uint64_t replayed = 0;       // trainer: updates that ran as one CUDA graph launch (--learner-graph)
+  sm_activity gpm;                  // trainer (slice 0): GPM from its first update to the stop decision
   std::string reason, binding;
 };
 
@@ -61,6 +64,8 @@ inline void to_json(nlohmann::json& j, const split_gmi_result& r) {
        {"reason", r.reason}, {"binding", r.binding}};
   if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
   if (r.warm_seconds > 0) j.update({{"warm_steps", r.warm_steps}, {"warm_seconds", r.warm_seconds}});
+  if (r.trainer) j["replayed"] = r.replayed;
+  put_sm_activity(j, r.gpm);
 }
 inline void from_json(const nlohmann::json& j, split_gmi_result& r) {
   r.rank = j.at("rank");
@@ -78,6 +83,8 @@ inline void from_json(const nlohmann::json& j, split_gmi_result& r) {
   r.reason = j.at("reason");
   r.binding = j.at("binding");
   if (j.contains("mean_return")) r.mean_return = j["mean_return"].get<double>();
+  if (j.contains("replayed")) r.replayed = j["replayed"].get<std::uint64_t>();
+  r.gpm = get_sm_activity(j);
   if (j.contains("warm_seconds")) {
     r.warm_steps = j.at("warm_steps");
     r.warm_seconds = j.at("warm_seconds");
@@ -92,6 +99,7 @@ struct split_total {
   std::uint64_t updates = 0, rollouts = 0, dropped = 0, lag_max = 0;
   double lag_mean = 0;             // over the trainers' received rollouts
   double mean_return = std::numeric_limits<double>::quiet_NaN();
+  sm_activity gpm;  // the trainers' GPM figures (one a GPU), their mean
   std::string reason;
 };
 
@@ -123,6 +131,9 @@ inline split_total collect_split(const runtime::run_report& report) {
     t.per_gmi.push_back(std::move(one));
   }
   t.lag_mean = received > 0 ? lag_weighted / received : 0.0;
+  sm_activity_mean gpm;
+  for (const auto& g : t.per_gmi) gpm.add(g.gpm);
+  t.gpm = gpm.mean();
   if (!warm) t.warm_train_samples_per_s = t.train_samples_per_s;
   return t;
 }
@@ -210,6 +221,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   bool diverged = false;  // the loss terms turned non-finite
   const bool printer = !s.quiet && gpu_index == 0;
   std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> first_update;
+  sm_activity_window gpm(ctx.slice(), b.nvml_index());
   while (auto batch = consumer.next_batch()) {
     ctx.heartbeat();
     const auto* rollout = batch->template as<record>();
@@ -239,7 +251,10 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
     if (learner.ready()) {
       learner.update();
       publish(false);
-      if (!first_update) first_update.emplace(std::chrono::steady_clock::now(), learner.version());
+      if (!first_update) {
+        first_update.emplace(std::chrono::steady_clock::now(), learner.version());
+        gpm.start();
+      }
     }
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double trained = static_cast<double>(learner.version()) * static_cast<double>(learner.samples_per_update());
@@ -279,6 +294,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
                        static_cast<double>(learner.samples_per_update());
         r.warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_update->first).count();
       }
+      r.gpm = gpm.finish();
       publish(true);
       runtime::trace(ctx.id(), "trainer: stop published (" + reason + "), draining");
     }
@@ -286,6 +302,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   learner.synchronize();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.updates = learner.version();
+  r.replayed = learner.replayed_updates();
   r.steps = static_cast<double>(learner.version()) * static_cast<double>(learner.samples_per_update());
   r.lag_mean = r.rollouts + r.dropped ? lag_sum / static_cast<double>(r.rollouts + r.dropped) : 0.0;
   r.mean_return = window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());

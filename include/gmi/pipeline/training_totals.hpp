@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <gmi/core/error.hpp>
+#include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/pipeline/stop_reason.hpp>
 #include <gmi/runtime/supervisor.hpp>
 
@@ -44,6 +45,7 @@ struct gmi_training_result {
   // rollout statistics and stop decisions.
   double comm_seconds = std::numeric_limits<double>::quiet_NaN();
   double host_sync_seconds = std::numeric_limits<double>::quiet_NaN();
+  sm_activity gpm;  // slice 0 of each GPU: GPM from the first group step to the end
 };
 
 inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
@@ -58,6 +60,7 @@ inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
   if (r.warm_seconds > 0) j.update({{"warm_samples", r.warm_samples}, {"warm_seconds", r.warm_seconds}});
   j["device_bytes"] = r.device_bytes;
   if (std::isfinite(r.comm_seconds)) j.update({{"comm_seconds", r.comm_seconds}, {"host_sync_seconds", r.host_sync_seconds}});
+  put_sm_activity(j, r.gpm);
 }
 inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   r.rank = j.at("rank");
@@ -84,6 +87,7 @@ inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
     r.comm_seconds = j.at("comm_seconds");
     r.host_sync_seconds = j.at("host_sync_seconds");
   }
+  r.gpm = get_sm_activity(j);
 }
 
 
@@ -101,7 +105,19 @@ struct gmi_training_total {
   double comm_share = std::numeric_limits<double>::quiet_NaN();
   double comm_share_max = std::numeric_limits<double>::quiet_NaN();
   double host_sync_share = std::numeric_limits<double>::quiet_NaN();
+  sm_activity gpm;   // the mean over the GPUs with a GPM figure (else the first note)
+  int gpm_gpus = 0;  // GPUs with a figure
 };
+
+// "GPU utilization: SM activity 80%, occupancy 40% (GPM, mean over 4 GPUs, from the first group step)".
+inline std::string utilization_text(const gmi_training_total& t) {
+  std::string s = "GPU utilization: " + sm_activity_text(t.gpm);
+  if (t.gpm.active) {
+    s.pop_back();  // ")"
+    s += ", mean over " + std::to_string(t.gpm_gpus) + (t.gpm_gpus == 1 ? " GPU" : " GPUs") + ", from the first group step)";
+  }
+  return s;
+}
 
 // "communication: 12.3% of the time on the device (gradient sums; mean over 8 GMIs, largest 15.0%) | host syncs 1.2%".
 inline std::string comm_share_text(const gmi_training_total& t) {
@@ -153,6 +169,10 @@ inline gmi_training_total collect_training(const runtime::run_report& report) {
     t.host_sync_share = host / n;
   }
   t.warm_samples_per_s = warm && warm_longest > 0 ? warm_samples / warm_longest : t.samples_per_s;
+  sm_activity_mean gpm;
+  for (const auto& g : t.per_gmi) gpm.add(g.gpm);
+  t.gpm = gpm.mean();
+  t.gpm_gpus = gpm.gpus();
   std::vector<std::string> reasons;
   for (const auto& g : t.per_gmi) reasons.push_back(g.reason);
   t.reason = group_stop_reason(reasons);

@@ -2,13 +2,17 @@
 // The CUDA halves of gmi::rl::appo_actor and appo_learner: the actor collects one environment per thread (the
 // weights snapshot in shared memory); the learner evaluates one column per thread (unpack, values, log-probs,
 // V-trace), then runs ppo.cuh's kernels for the update (minibatch_gradient's rows summed in order, Adam, the
-// adaptive-KL step size). Kernels are enqueued eagerly on the policy's stream.
+// adaptive-KL step size). The first update runs eagerly (lazy module loading stays out of the capture); it is
+// captured as a CUDA graph the second time and replayed from then on: an update is epochs x minibatches of small
+// kernels whose launches, not their work, set the trainer's pace (every pointer it reads is fixed at
+// construction, and the shuffle round and learning-rate rule read device counters).
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
 #include <gmi/cuda/check.hpp>
+#include <gmi/cuda/graph.hpp>
 #include <gmi/rl/appo.hpp>
 #include <gmi/rl/appo_actor.hpp>
 #include <gmi/rl/ppo.cuh>
@@ -55,6 +59,9 @@ struct appo_device_ops {
 
   minibatch_gradient<Net> gradient;
   cuda::device_buffer<std::uint64_t> update_count;  // the shuffle round's base, read by the gradient kernel
+  cuda::graph_exec graph;                           // the whole update, from the second on
+  bool warmed_up = false;
+  std::uint64_t replays = 0;                        // updates that ran as one graph launch
 
   explicit appo_device_ops(learner& l) : gradient(l.minibatch_, l.policy_.sm_count), update_count(1) {
     update_count.fill_bytes(0, l.policy_.stream);
@@ -63,6 +70,18 @@ struct appo_device_ops {
   static constexpr std::size_t shared_bytes() { return params_in_shared<Net> ? Net::param_count * sizeof(float) : 0; }
 
   void update(learner& l) {
+    if (!warmed_up || !l.config_.replay_updates) {
+      enqueue_update(l);
+      warmed_up = true;
+      return;
+    }
+    const cudaStream_t s = l.policy_.stream;
+    if (!graph) graph = cuda::instantiate(cuda::capture(s, [&](cudaStream_t) { enqueue_update(l); }));
+    graph.launch(s);
+    ++replays;
+  }
+
+  void enqueue_update(learner& l) {
     const cudaStream_t s = l.policy_.stream;
     const ppo_config& c = l.config_.ppo;
     const unsigned block = l.columns_ <= 4096 ? 32u : 128u;

@@ -38,6 +38,9 @@ struct appo_config {
   float rho_bar = 1.0f;  // V-trace truncation of the TD-error weights
   float c_bar = 1.0f;    // V-trace truncation of the traces
   int rollouts = 4;      // rollouts of T x N per update
+  // exec::cuda: the first update runs kernel by kernel, the second is captured as a CUDA graph and every later one
+  // replays it (one launch instead of about 4 x epochs x minibatches); false: every update kernel by kernel.
+  bool replay_updates = true;
 
   [[nodiscard]] vtrace_config vtrace() const { return {ppo.gamma, ppo.lambda, rho_bar, c_bar}; }
   void validate() const {
@@ -274,6 +277,14 @@ class appo_learner {
 
   [[nodiscard]] const appo_config& config() const noexcept { return config_; }
   [[nodiscard]] std::uint64_t version() const noexcept { return version_; }
+  // Updates that ran as one graph launch (appo_config::replay_updates; 0 on the host). Needs appo.cuh.
+  [[nodiscard]] std::uint64_t replayed_updates() const noexcept {
+    if constexpr (P::on_device) {
+      return device_->replays;
+    } else {
+      return 0;
+    }
+  }
   [[nodiscard]] int envs_per_rollout() const noexcept { return static_cast<int>(n_); }
   [[nodiscard]] std::size_t rollout_records() const noexcept { return (horizon_ + 1) * n_; }
   [[nodiscard]] std::uint64_t samples_per_update() const noexcept { return total_; }
