@@ -28,6 +28,7 @@
 #include <gmi/metrics/jsonl.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/metrics/run_info.hpp>
+#include <gmi/cuda/nvml.hpp>
 #include <gmi/pipeline/autotune.cuh>
 #include <gmi/comm/shm_segment.hpp>
 #include <gmi/pipeline/pipeline.hpp>
@@ -37,6 +38,7 @@
 #include <gmi/pipeline/restart.hpp>
 #include <gmi/pipeline/population_gmis.cuh>
 #include <gmi/pipeline/serving_gmis.hpp>
+#include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/pipeline/split_gmis.cuh>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/episode_window.hpp>
@@ -252,6 +254,13 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
     bool solved = false;
     rl::learning_curve curve;  // (env steps, mean return) whenever the window gives a mean
     std::string stop_reason = "step limit";
+    // From iteration 5 on (module loading and graph capture left out): samples/s and, on a GPU, its GPM figure.
+    std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> warm;
+    int nvml_index = -1;
+    if constexpr (Policy::on_device) {
+      if (auto idx = cuda::nvml::index_of_cuda_device(o.gpu)) nvml_index = *idx;
+    }
+    sm_activity_window gpm(0, nvml_index);
     // Non-finite loss terms: the end line, one line naming them, exit 1; the diverged weights are not saved.
     const auto diverged = [&](const rl::ppo_losses& losses, double steps) {
       const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -278,6 +287,11 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
       // Every 5 iterations: fold in the statistics asked for 5 iterations ago (the device is busy with the 5
       // queued since, so this wait costs it nothing and keeps the host at most 10 iterations ahead), ask again.
       if (trainer.iteration() % 5 == 0) {
+        if (!warm) {
+          trainer.synchronize();
+          warm.emplace(std::chrono::steady_clock::now(), trainer.iteration());
+          gpm.start();
+        }
         if (const auto e = trainer.wait_episodes()) {
           if (const auto mean = window.add(*e)) {
             solved = std::isfinite(target) && *mean >= target;
@@ -331,11 +345,19 @@ int run_with(const run_options& o, const Policy& policy, const std::string& devi
           end.update({{"event", "end"}, {"reason", stop_reason}, {"iteration", trainer.iteration()},
                       {"env_steps", steps}, {"wall_s", now}, {"mean_return", std::isfinite(last_mean) ? nlohmann::json(last_mean) : nlohmann::json()},
                       {"train_samples_per_s", rate}, {"curve", curve.points()}});
+          if (warm && trainer.iteration() > warm->second) {
+            const double warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm->first).count();
+            end["warm_samples_per_s"] = static_cast<double>(trainer.iteration() - warm->second) *
+                                        trainer.samples_per_iteration() / warm_s;
+          }
+          const sm_activity util = gpm.finish();
+          put_sm_activity(end, util);
           log.write(end);
           save_checkpoint();
           std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", stop_reason.c_str(),
                       metrics::si(steps).c_str(), now, return_text(last_mean, o).c_str(),
                       std::isfinite(target) ? metrics::si(target).c_str() : "none");
+          if constexpr (Policy::on_device) std::printf("gmi: GPU utilization: %s, from iteration 5\n", sm_activity_text(util).c_str());
           return sig ? 128 + sig : 0;
         }
       }
@@ -1022,6 +1044,10 @@ int run(int argc, char** argv) {
   app.add_option("--rho-bar", o.rho_bar, "split: V-trace truncation of the TD-error weights")->capture_default_str();
   app.add_option("--c-bar", o.c_bar, "split: V-trace truncation of the traces (<= --rho-bar)")->capture_default_str();
   app.add_flag("--population", o.population, "independent trainings, one per GMI (seeds --seed, --seed + 1, ...)");
+  bool split_roles_flag = false;
+  app.add_flag("--split-roles", split_roles_flag,
+               "colocated training: run the split layout instead (slice 0 trains, slices 1.. serve: asynchronous PPO "
+               "with V-trace), for side-by-side runs of the same task");
   app.add_option("--sweep", o.sweep_path, "population settings: a JSON array, one object per GMI (implies --population)");
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
   o.ppo.schedule = *rl::parse_lr_schedule(schedule);
@@ -1069,6 +1095,17 @@ int run(int argc, char** argv) {
       plan::check_writable(o.autotune.save_path, "--save-plan");
     }
     if (o.autotune.on || !o.autotune.plan_path.empty()) check_plan_flags<Pipeline>(o);
+    if (split_roles_flag) {
+      gmi::require(std::string_view(Pipeline::layout_type::name) == "colocated", "--split-roles with layout",
+                   std::string(Pipeline::layout_type::name), "colocated (whose roles it splits)");
+      gmi::require(!o.population && !o.autotune.on && o.autotune.plan_path.empty() && o.restart_on_failure == 0,
+                   "--split-roles with",
+                   o.population ? "--population" : o.autotune.on ? "--autotune" : o.restart_on_failure ? "--restart-on-failure" : "--plan",
+                   "none of --population, --autotune, --plan, --restart-on-failure");
+      gmi::require(o.gmis_per_gpu >= 2, "--gmis-per-gpu with --split-roles", o.gmis_per_gpu,
+                   ">= 2 (slice 0 trains, slices 1.. serve)");
+      o.split_roles = true;
+    }
     if constexpr (std::is_same_v<typename Pipeline::layout_type, layout::split>) {
       gmi::require(o.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", o.gmis_per_gpu,
                    ">= 2 (slice 0 trains, slices 1.. serve)");

@@ -104,7 +104,7 @@ struct run_options {
   // split layout: the trainer replays its update as one CUDA graph from the second update on ("on"), or enqueues
   // every kernel ("off", for side-by-side runs)
   std::string learner_graph = "on";
-  // Set by a plan whose measured mapping is split (never by a flag): a colocated pipeline's roles run as layout
+  // Set by a plan whose measured mapping is split, or by --split-roles: a colocated pipeline's roles run as layout
   // split, a trainer GMI fed by serving GMIs on every GPU.
   bool split_roles = false;
   autotune_flags autotune;

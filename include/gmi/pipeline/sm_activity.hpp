@@ -4,6 +4,7 @@
 // in the launcher. Serving windows and synchronous training both report it; a GPU without GPM (pre-Hopper, no
 // driver, no permission) gives a note instead of a figure, never an error.
 
+#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -54,6 +55,7 @@ class sm_activity_window {
       return;
     }
     started_ = true;
+    opened_ = std::chrono::steady_clock::now();
   }
 
   // The window's figure (once; a window that never started gives a note).
@@ -63,6 +65,15 @@ class sm_activity_window {
       sampler_.reset();
     }
     if (sampler_) {
+      // GPM needs a window of some length: a run that trained for 0.1 s read 0% on an H200.
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count();
+      if (seconds < min_window_seconds) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "a window of %.2f s is too short for GPM (>= %.1f s)", seconds, min_window_seconds);
+        result_.note = buf;
+        sampler_.reset();
+        return result_;
+      }
       if (auto a = sampler_->finish()) {
         result_.active = a->sm_active;
         result_.occupancy = a->sm_occupancy;
@@ -75,8 +86,10 @@ class sm_activity_window {
   }
 
  private:
+  static constexpr double min_window_seconds = 0.5;
   std::optional<cuda::gpm::sampler> sampler_;
   bool started_ = false;
+  std::chrono::steady_clock::time_point opened_;
   sm_activity result_;
 };
 
