@@ -2,12 +2,16 @@
 # The asynchronous split layout on one GPU for each of the paper's nine tasks, beside synchronous PPO:
 #   split  1 trainer + k-1 serving MPS GMIs with the paper's env count N each (--split-roles: the task's colocated
 #          pipeline with its roles split; V-trace; the trainer's update replayed as one CUDA graph);
-#   k x N  k MPS GMIs of synchronous PPO (the group's minibatch);
+#   k x N  k MPS GMIs of synchronous PPO;
 #   base   one GMI with N envs (partition none): one process per GPU, the paper's baseline.
 # Every run trains for `seconds` (--max-seconds) from seed 1 with the task's defaults, `reps` times, alternating;
 # each appends its end line to <results.jsonl> (train_samples_per_s is the compared number: the trainer's samples
 # over its time for split; bench/plot makes the table in docs/results.md from bench/results/split/).
+# `scopes` (--minibatch-scope) runs split and k x N once per scope: group (the trainer's minibatch is --minibatch;
+# the group's, split over k GMIs) and/or gmi (each serving GMI's rollout, each GMI, brings its own --minibatch:
+# rl_games' multi-GPU rule, the paper's); the baseline keeps one --minibatch.
 # Usage: run_split_every_task.sh <build-dir> <results.jsonl> [k=8] [seconds=3] [reps=2] [tasks=all nine]
+#        [scopes=group]
 set -uo pipefail
 build=${1:?build directory}
 out=${2:?results file}
@@ -15,10 +19,12 @@ k=${3:-8}
 seconds=${4:-3}
 reps=${5:-2}
 tasks=${6:-cartpole ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy franka_cabinet_proxy shadow_hand_proxy}
+scopes=${7:-group}
 refuse() { echo "run_split_every_task: $1" >&2; exit 2; }
 [[ "$k" =~ ^[0-9]+$ ]] && ((k >= 2)) || refuse "k: got $k, need an integer >= 2 (1 trainer + serving GMIs)"
 [[ "$seconds" =~ ^[0-9]+([.][0-9]+)?$ ]] && [[ ! "$seconds" =~ ^0+([.]0+)?$ ]] || refuse "seconds: got $seconds, need a positive number"
 [[ "$reps" =~ ^[0-9]+$ ]] && ((reps >= 1)) || refuse "reps: got $reps, need a positive integer"
+for sc in $scopes; do [[ "$sc" == group || "$sc" == gmi ]] || refuse "scopes: got $sc, need group and/or gmi"; done
 export NCCL_NVLS_ENABLE=0
 source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary
 for t in $tasks; do
@@ -30,13 +36,16 @@ for t in $tasks; do
   bin=$(binary "$t")
   for rep in $(seq "$reps"); do
     # label, GMIs, partition, extra flag ("-": none)
-    for c in "split $k mps --split-roles" "colocated $k mps -" "base 1 none -"; do
+    configs=()
+    for sc in $scopes; do configs+=("split $k mps --split-roles --minibatch-scope=$sc" "colocated $k mps --minibatch-scope=$sc"); done
+    configs+=("base 1 none -")
+    for c in "${configs[@]}"; do
       read -r label g p extra <<< "$c"
       flags=()
-      [ "$extra" != - ] && flags=("$extra")
+      [ "$extra" != - ] && read -r -a flags <<< "$extra"
       timeout $((${seconds%.*} + 150)) "$bin" --gmis-per-gpu "$g" --num-envs "$n" --partition "$p" --target-return nan \
         --max-env-steps 1e15 --max-seconds "$seconds" --log-interval 100 --metrics "$out" "${flags[@]}" 2>&1 |
-        grep -E "^gmi: (step|time|solved|diverged|GPU util)|rror" | sed "s|^|$t rep $rep $label $g x $n: |"
+        grep -E "^gmi: (step|time|solved|diverged|GPU util)|rror" | sed "s|^|$t rep $rep $label $g x $n $extra: |"
     done
   done
 done

@@ -769,6 +769,9 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   s.appo.rho_bar = o.rho_bar;
   s.appo.c_bar = o.c_bar;
   s.appo.rollouts = cfg.gmis_per_gpu - 1;
+  // --minibatch-scope gmi: each serving GMI's rollout brings its own --minibatch (rl_games' multi-GPU rule, as in
+  // the colocated layout), so an update makes as many Adam steps as one process training on one rollout.
+  if (o.minibatch_scope == "gmi") s.appo.ppo.minibatch = o.ppo.minibatch * s.appo.rollouts;
   s.appo.replay_updates = o.learner_graph == "on";
   s.appo.validate();
   gmi::require(o.max_policy_lag >= 0, "--max-policy-lag", o.max_policy_lag, ">= 0 (updates)");
@@ -787,9 +790,10 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   if (launcher) gmi::throw_unless_ok(runtime::can_implement(cfg));
   if (launcher && !trial) {
     std::printf("gmi: %s | split (asynchronous PPO, V-trace) | partition %s (%s) | GPU x %d GMIs: 1 trainer + %d serving "
-                "| %d envs per serving GMI | max policy lag %d | seed %llu%s\n",
+                "| %d envs per serving GMI | minibatch %d (--minibatch-scope %s) | max policy lag %d | seed %llu%s\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.gmis_per_gpu,
-                cfg.gmis_per_gpu - 1, o.num_envs, o.max_policy_lag, static_cast<unsigned long long>(o.seed),
+                cfg.gmis_per_gpu - 1, o.num_envs, s.appo.ppo.minibatch, o.minibatch_scope.c_str(), o.max_policy_lag,
+                static_cast<unsigned long long>(o.seed),
                 cfg.mps_first_slice_percentage
                     ? (" | MPS: trainer " + std::to_string(*cfg.mps_first_slice_percentage) + "% of the SMs, serving " +
                        std::to_string(runtime::detail::mps_config_of(cfg).percentage()) + "% each").c_str()
@@ -836,11 +840,12 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
                  {"serve_steps_per_s", t.serve_steps_per_s},
                  {"max_policy_lag", o.max_policy_lag},
                  {"learner_graph", o.learner_graph},
+                 {"minibatch_scope", o.minibatch_scope},
                  {"lag_mean", t.lag_mean},
                  {"lag_max", t.lag_max},
                  {"dropped_rollouts", t.dropped},
                  {"per_gmi", per},
-                 {"ppo", ppo_settings_json(o.ppo)}});
+                 {"ppo", ppo_settings_json(s.appo.ppo)}});
     if (std::isfinite(t.mean_return)) line["mean_return"] = t.mean_return;
     put_sm_activity(line, t.gpm);
     metrics::jsonl_log(o.metrics_path).write(line);
@@ -1008,7 +1013,8 @@ int run(int argc, char** argv) {
   app.add_option("--minibatch-scope", o.minibatch_scope,
                  "synchronous training over GMIs: --minibatch is the group's, split over its GMIs (group: an "
                  "iteration makes as many steps as one GMI holding every env), or each GMI's (gmi: rl_games' "
-                 "multi-GPU rule, the paper's; a step averages GMIs x --minibatch samples)")
+                 "multi-GPU rule, the paper's; a step averages GMIs x --minibatch samples); split: the trainer's "
+                 "minibatch is --minibatch (group) or serving GMIs x --minibatch (gmi)")
       ->check(CLI::IsMember({"group", "gmi"}))
       ->capture_default_str();
   app.add_option("--comm-clock", o.comm_clock,
