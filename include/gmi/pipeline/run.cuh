@@ -478,6 +478,10 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
     runtime::trace(ctx.id(), "building the trainer");
     engine trainer(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), per_gmi,
                    typename Env::params{}, exec::cuda{.stream = b.stream(), .sm_count = b.sm_count()});
+    // Room for every GMI's rollout statistics in the exchanged row (32 Cartpole GMIs need 1440 floats, the row
+    // is 1289), so the fused update gathers them in its kernels instead of through the host every iteration.
+    // Before a resume too: a resumed trainer is past iteration 0, and the buffer holds no state a checkpoint keeps.
+    trainer.widen_gradient_buffer(engine::gradient_words_for(ctx.world()));
     std::uint64_t start_iteration = 0;
     if (!resume.empty()) {  // each GMI from its own file, before set_sync (Adam and normalizers must agree)
       start_iteration = resume_gmi(ctx, trainer, resume);
@@ -487,9 +491,6 @@ int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, gmi_
         std::fflush(stdout);
       }
     }
-    // Room for every GMI's rollout statistics in the exchanged row (32 Cartpole GMIs need 1440 floats, the row
-    // is 1289), so the fused update gathers them in its kernels instead of through the host every iteration.
-    trainer.widen_gradient_buffer(engine::gradient_words_for(ctx.world()));
     const auto grads = trainer.gradient_buffer();
     gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update,
                            o.comm_clock);
