@@ -7,13 +7,16 @@
 // non-blocking, the flat ones plain ncclAllReduce, then one wait for the stream; the rep's time / iters is one
 // call's time. Both sides are timed the same way, on rank 0.
 // Usage: gmi.bench.reduce [intra] [hier] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
-//        [bytes=b] [chunk=bytes] [overlap=blocks] [reduce=every_gmi|leader] [share=1]
+//        [bytes=b] [chunk=bytes] [overlap=blocks] [reduce=every_gmi|leader|lanes] [share=1] [lane_ctas=k]
 // (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: GMI_HIER_CHUNK_BYTES for the GMIs;
 // overlap: GMI_HIER_OVERLAP_BLOCKS for the GMIs, the grid of sum kernels that may run beside NCCL;
-// reduce=every_gmi|leader: only the variants of that reducer; share=1: under MPS each GMI gets 1/m of the SMs, as in gmi::run)
+// reduce=every_gmi|leader|lanes: only the variants of that reducer (lanes: handshake=kernel only, every GMI allreduces
+// its slice over its own NCCL communicator); share=1: under MPS each GMI gets 1/m of the SMs, as in gmi::run;
+// lane_ctas: GMI_HIER_LANE_CTAS for the GMIs, NCCL's blocks a lane, 0: NCCL's default)
 // Impls: "gmi" (every GMI gets the sum in its own buffer; every GMI sums a slice), "gmi_shared_result" (copy_back
 // off: GMIs read the sum in the GPU's result buffer), "gmi_leader_reduce" and "gmi_leader_reduce_shared_result"
-// (the same with the leader summing every buffer alone), "gmi_device_handshake" (handshake=device); workers are
+// (the same with the leader summing every buffer alone), "gmi_kernel_handshake_lanes[_shared_result]" (reduce=lanes),
+// "gmi_device_handshake" (handshake=device); workers are
 // this binary re-executed with worker=...
 #include <signal.h>
 #include <spawn.h>
@@ -149,17 +152,21 @@ int worker(const std::string& kind) {
   auto barrier = rank == 0 ? comm::ip_allreduce::create(tag + "-b", world, 64) : comm::ip_allreduce::open(tag + "-b", rank);
   std::unique_ptr<comm::nccl_communicator> nc;
   std::optional<comm::nccl_id_exchange> ids;
-  if (gpus > 1 && local == 0) {
+  const bool lanes = kind == "hier" && args["reduce"] == "lanes";
+  if (gpus > 1 && (local == 0 || lanes)) {  // the leaders' communicator, or with lanes this GMI's lane
+    const std::string id_tag = tag + "-id" + (lanes ? "-lane" + std::to_string(local) : "");
     comm::nccl_id id;
     if (gpu == 0) {
-      ids = comm::nccl_id_exchange::create(tag + "-id");
+      ids = comm::nccl_id_exchange::create(id_tag);
       id = comm::nccl_id::generate();
       ids->publish(id, 1);
     } else {
-      ids = comm::nccl_id_exchange::open(tag + "-id");
+      ids = comm::nccl_id_exchange::open(id_tag);
       id = ids->receive(1);
     }
-    nc = std::make_unique<comm::nccl_communicator>(gpus, id, gpu);
+    comm::nccl_options no;
+    if (lanes) no.max_ctas = comm::lane_max_ctas(m);
+    nc = std::make_unique<comm::nccl_communicator>(gpus, id, gpu, no);
   }
   gmi::cuda::device_buffer<float> buf(count);
   buf.fill_bytes(0, nullptr);
@@ -178,6 +185,7 @@ int worker(const std::string& kind) {
     o.copy_back = arg("copy_back", 1) != 0;
     o.reduce = args["reduce"] == "leader"      ? comm::reducer::leader
                : args["reduce"] == "every_gmi" ? comm::reducer::every_gmi
+               : lanes                         ? comm::reducer::lanes
                                                : comm::reducer::automatic;
     o.blocking = false;
     h.emplace(o, buf.data(), count, nc.get());
@@ -323,6 +331,10 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const
             variants.push_back({"gmi" + hs + "_leader_reduce", mode, true, "leader"});
             variants.push_back({"gmi" + hs + "_leader_reduce_shared_result", mode, false, "leader"});
           }
+          if (mode == "kernel" && (!args.count("reduce") || args["reduce"] == "lanes")) {
+            variants.push_back({"gmi" + hs + "_lanes", mode, true, "lanes"});
+            variants.push_back({"gmi" + hs + "_lanes_shared_result", mode, false, "lanes"});
+          }
         }
         if (m > 1 && mode == "device") variants.push_back({"gmi_device_handshake", "device", true, "leader"});
         for (const auto& [impl, handshake, copy_back, reduce] : variants) {
@@ -331,7 +343,11 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const
                                 {"iters_per_rep", arg("iters", 20)}};
           if (m > 1) cfg["handshake"] = handshake;
           if (m > 1) cfg["copy_back"] = copy_back;
-          if (m > 1) cfg["reduce"] = reduce == "leader" ? "leader" : "every_gmi";
+          if (m > 1) cfg["reduce"] = reduce == "leader" || reduce == "lanes" ? reduce : "every_gmi";
+          if (m > 1 && reduce == "lanes" && n > 1) {
+            cfg["lane_ctas"] = comm::lane_max_ctas(m);  // the workers inherit GMI_HIER_LANE_CTAS
+            cfg["lane_ctas_default"] = !args.count("lane_ctas");
+          }
           if (m > 1) cfg["mps_share_per_gmi"] = arg("share", 0) != 0 ? (100 + m - 1) / m : 100;
           if (args.count("chunk")) cfg["chunk_bytes"] = arg("chunk", 0);
           if (args.count("overlap")) cfg["overlap_blocks"] = arg("overlap", 0);
@@ -368,9 +384,21 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "gmi.bench.reduce: iters=%lld reps=%lld; need >= 1 each\n", arg("iters", 20), arg("reps", 20));
       return 2;
     }
-    if (args.count("reduce") && args["reduce"] != "leader" && args["reduce"] != "every_gmi") {
-      std::fprintf(stderr, "gmi.bench.reduce: reduce=%s; need leader or every_gmi\n", args["reduce"].c_str());
+    if (args.count("reduce") && args["reduce"] != "leader" && args["reduce"] != "every_gmi" && args["reduce"] != "lanes") {
+      std::fprintf(stderr, "gmi.bench.reduce: reduce=%s; need leader, every_gmi or lanes\n", args["reduce"].c_str());
       return 2;
+    }
+    if (args.count("reduce") && args["reduce"] == "lanes" && mode != "kernel") {
+      std::fprintf(stderr, "gmi.bench.reduce: reduce=lanes with handshake=%s; lanes need handshake=kernel\n", mode.c_str());
+      return 2;
+    }
+    if (args.count("lane_ctas")) {
+      if (arg("lane_ctas", 0) < 0) {
+        std::fprintf(stderr, "gmi.bench.reduce: lane_ctas=%lld; need >= 0 blocks a lane (0: NCCL's default)\n",
+                     arg("lane_ctas", 0));
+        return 2;
+      }
+      setenv("GMI_HIER_LANE_CTAS", args["lane_ctas"].c_str(), 1);
     }
     for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk"}) arg(k, 0);  // integers, or one line
     if (args.count("chunk")) setenv("GMI_HIER_CHUNK_BYTES", args["chunk"].c_str(), 1);  // workers inherit it

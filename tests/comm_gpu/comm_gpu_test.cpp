@@ -146,6 +146,21 @@ TEST_CASE("comm_gpu.hierarchical.reducers_that_differ" * doctest::timeout(120)) 
   CHECK(bad.seconds < 40);
 }
 
+TEST_CASE("comm_gpu.hierarchical.lanes_need_the_kernel_handshake" * doctest::timeout(120)) {
+  // reducer::lanes with the host handshake: every GMI fails at once with a config error (the worker's fault path
+  // exits 0 only on an error); with the kernel handshake on one GPU it runs as every_gmi and the sums are right.
+  const auto bad = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("lnbad"), 1, 2, "4097", {"reduce=lanes", "handshake=host", "expect_error=1"}),
+      {}, 60s);
+  for (int c : bad.codes) CHECK(c == 0);
+  CHECK(bad.seconds < 40);
+  const auto ok = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("lnok"), 1, 4, "1,4097,262147",
+                          {"reduce=lanes", "handshake=kernel", "blocking=0", "expect_reduce=lanes"}),
+      {}, 120s);
+  for (int c : ok.codes) CHECK(c == 0);
+}
+
 TEST_CASE("comm_gpu.hierarchical.handshake_choice" * doctest::timeout(120)) {
   // automatic picks the kernel handshake between MPS clients and the host one otherwise (these workers are not
   // MPS clients); the device one works where asked for.

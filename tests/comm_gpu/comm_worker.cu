@@ -5,8 +5,10 @@
 //        [expect_handshake=host|device] (exit 4 when the group chose another)
 //        [copy_back=1] (0: the sum is checked where result() points: the leader's buffer)
 //        [copy_back_rank=-1] (this rank asks for the opposite copy_back: every GMI of its GPU must fail)
-//        [reduce=automatic|leader|every_gmi] [expect_reduce=leader|every_gmi] (exit 4 when the group chose another)
+//        [reduce=automatic|leader|every_gmi|lanes] [expect_reduce=leader|every_gmi|lanes] (exit 4 when the group chose
+//        another; lanes: with several GPUs every GMI builds its lane, the NCCL communicator of its local rank)
 //        [reduce_rank=-1] (this rank asks for the other reducer: every GMI of its GPU must fail)
+//        [expect_error=0] (1: the arguments themselves must be refused: exit 0 only on an error)
 //        [graph=0] (1: blocking=0 only; after one eager round, the rounds are captured two to a CUDA graph and the
 //        graph replayed, the round number in device memory; then one more eager round)
 //        [exchange=0] (1: blocking=0, kernel handshake or one GMI per GPU: besides allreduce calls, rounds of the row
@@ -96,7 +98,8 @@ static int worker_main(int argc, char** argv) {
   const bool exchange = num("exchange", 0) != 0;
   const int exchange_skip_rank = static_cast<int>(num("exchange_skip_rank", -1));
   const auto timeout = gmi::comm::milliseconds(num("timeout_ms", 20000));
-  const bool fault = mismatch_rank >= 0 || die_rank >= 0 || a.count("copy_back_rank") > 0 || a.count("reduce_rank") > 0 ||
+  const bool fault = num("expect_error", 0) != 0 || mismatch_rank >= 0 || die_rank >= 0 || a.count("copy_back_rank") > 0 ||
+                     a.count("reduce_rank") > 0 ||
                      exchange_skip_rank >= 0;
   const std::string reduce = a.count("reduce") ? a["reduce"] : "automatic";
   const std::string expect_reduce = a["expect_reduce"];
@@ -117,17 +120,21 @@ static int worker_main(int argc, char** argv) {
     GMI_CUDA_TRY(cudaSetDevice(gpu));
     std::unique_ptr<gmi::comm::nccl_communicator> leaders;
     std::optional<gmi::comm::nccl_id_exchange> ids;
-    if (gpus > 1 && local == 0) {
+    const bool lanes = reduce == "lanes";
+    if (gpus > 1 && (local == 0 || lanes)) {  // the leaders' communicator, or with lanes this GMI's lane
+      const std::string id_tag = tag + "-ncclid" + (lanes ? "-lane" + std::to_string(local) : "");
       gmi::comm::nccl_id id;
       if (gpu == 0) {
-        ids = gmi::comm::nccl_id_exchange::create(tag + "-ncclid");
+        ids = gmi::comm::nccl_id_exchange::create(id_tag);
         id = gmi::comm::nccl_id::generate();
         ids->publish(id, 1);
       } else {
-        ids = gmi::comm::nccl_id_exchange::open(tag + "-ncclid", timeout);
+        ids = gmi::comm::nccl_id_exchange::open(id_tag, timeout);
         id = ids->receive(1, timeout);
       }
-      leaders = std::make_unique<gmi::comm::nccl_communicator>(gpus, id, gpu, gmi::comm::nccl_options{timeout});
+      gmi::comm::nccl_options no{timeout};
+      if (lanes) no.max_ctas = gmi::comm::lane_max_ctas(per_gpu);
+      leaders = std::make_unique<gmi::comm::nccl_communicator>(gpus, id, gpu, no);
     }
     gmi::cuda::stream stream;
     gmi::cuda::device_buffer<unsigned long long> wrong(1);
@@ -143,8 +150,10 @@ static int worker_main(int argc, char** argv) {
       o.timeout = timeout;
       o.blocking = blocking;
       o.copy_back = copy_back;
-      o.reduce = reduce == "leader" ? gmi::comm::reducer::leader : reduce == "every_gmi" ? gmi::comm::reducer::every_gmi
-                                                                                       : gmi::comm::reducer::automatic;
+      o.reduce = reduce == "leader"      ? gmi::comm::reducer::leader
+                 : reduce == "every_gmi" ? gmi::comm::reducer::every_gmi
+                 : lanes                 ? gmi::comm::reducer::lanes
+                                         : gmi::comm::reducer::automatic;
       if (rank == reduce_rank) {
         o.reduce = reduce == "leader" ? gmi::comm::reducer::every_gmi : gmi::comm::reducer::leader;
       }
@@ -161,7 +170,9 @@ static int worker_main(int argc, char** argv) {
         std::fprintf(stderr, "[worker %d] handshake %s, expected %s\n", rank, chosen, expect_handshake.c_str());
         return 4;
       }
-      const char* by = h.reduced_by() == gmi::comm::reducer::every_gmi ? "every_gmi" : "leader";
+      const char* by = h.reduced_by() == gmi::comm::reducer::every_gmi ? "every_gmi"
+                       : h.reduced_by() == gmi::comm::reducer::lanes   ? "lanes"
+                                                                       : "leader";
       if (s == 0 && rank == 0) std::fprintf(stderr, "[worker 0] reduced by %s\n", by);
       if (!expect_reduce.empty() && per_gpu > 1 && expect_reduce != by) {
         std::fprintf(stderr, "[worker %d] reduced by %s, expected %s\n", rank, by, expect_reduce.c_str());

@@ -41,6 +41,30 @@ TEST_CASE(GMI_NAME(".hierarchical.matches_reference") * doctest::timeout(600)) {
   }
 }
 
+TEST_CASE(GMI_NAME(".hierarchical.lanes") * doctest::timeout(600)) {
+  // reducer::lanes: every GMI sums its slice and allreduces it over its own NCCL communicator (GMI r of every GPU),
+  // kernel handshake; copy back and shared result, every size (256 MB in four chunks: each GMI's NCCL calls on a
+  // stream of their own), m = 2 and 4.
+  for (int m : {2, 4}) {
+    for (const char* copy_back : {"copy_back=1", "copy_back=0"}) {
+      CAPTURE(m);
+      CAPTURE(copy_back);
+      const auto r = gmi_test::run_workers(
+          gmi_test::hier_args(gmi::comm::unique_tag("mgln"), gpus, m, all_sizes,
+                              {"handshake=kernel", "reduce=lanes", "expect_reduce=lanes", "blocking=0", copy_back}),
+          {}, 300s);
+      for (int c : r.codes) CHECK(c == 0);
+    }
+  }
+  // Captured into a CUDA graph and replayed, in 256 KiB chunks (the lane streams forked from the captured one).
+  const std::vector<std::string> chunked{"GMI_HIER_CHUNK_BYTES=262144"};
+  const auto g = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("mglg"), gpus, 4, "1,4097,262149",
+                          {"rounds=4", "handshake=kernel", "blocking=0", "graph=1", "reduce=lanes"}),
+      std::vector<std::vector<std::string>>(gpus * 4, chunked), 300s);
+  for (int c : g.codes) CHECK(c == 0);
+}
+
 TEST_CASE(GMI_NAME(".hierarchical.replayed_in_a_graph") * doctest::timeout(600)) {
   // The leaders' NCCL allreduce captured with the kernel handshake (m > 1) or alone (m = 1), replayed.
   for (int m : {1, 4}) {

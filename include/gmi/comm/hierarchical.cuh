@@ -4,7 +4,9 @@
 // NCCL on their own stream, (c) the leader writes the result into every GMI's buffer (or, with copy_back off,
 // every GMI reads the sum from the leader's buffer: GMIs of one GPU share its memory, so m copies of one result
 // are optional); large buffers go in chunks so (a), (b) and (c) of different chunks overlap. NCCL never sees
-// two ranks on one GPU. The handshake between a GPU's GMIs is host-side by default (events plus generation
+// two ranks on one GPU. With reducer::lanes (the paper's RP plan on top of an on-device reduce-scatter) every GMI
+// sums a slice of every buffer and allreduces that slice itself over its lane, an NCCL communicator of the GMIs
+// with its local rank on every GPU; the m lanes run side by side. The handshake between a GPU's GMIs is host-side by default (events plus generation
 // counters in shared memory); a device-side one (stream memory operations) is there for measurement. See
 // docs/comm.md for the steps and their waits.
 
@@ -77,7 +79,22 @@ enum class reducer {
   every_gmi,  // GMI r sums slice r of every buffer on its own SMs (all of the GPU's SMs work on (a)); the
               // leader then runs NCCL over the sum; with copy_back each GMI copies the sum into its buffer
               // (host handshake only)
+  lanes,      // GMI r sums slice r of every buffer into the GPU's result buffer, then allreduces that slice across
+              // GPUs over its lane (an NCCL communicator of GMI r of every GPU; every GMI passes its own): m NCCL
+              // calls of 1/m of the bytes side by side, no leader in the way (kernel handshake only; with one GPU
+              // the same as every_gmi)
 };
+
+// NCCL options for a lane communicator of reducer::lanes with m GMIs a GPU: NCCL's blocks capped at
+// max(2, 32 / m) a lane, so the m lanes' kernels on a GPU (each waiting for its peers on the other GPUs) fit on
+// the SMs together (GMI_HIER_LANE_CTAS overrides; 0: NCCL's default).
+inline int lane_max_ctas(int gmis_per_gpu) {
+  if (const auto n = detail::env_int("GMI_HIER_LANE_CTAS")) {
+    require(*n >= 0, "GMI_HIER_LANE_CTAS", *n, ">= 0 blocks a lane (0: NCCL's default)");
+    return *n;
+  }
+  return std::max(2, 32 / std::max(1, gmis_per_gpu));
+}
 
 struct hierarchical_options {
   std::string tag;          // names this GPU's group; the same on every GMI of the GPU, unique per run and GPU
@@ -97,7 +114,7 @@ struct hierarchical_options {
   // The leader's choice holds for the group; members must ask for the same.
   bool copy_back = true;
   handshake sync = handshake::automatic;  // the leader's choice holds for the group (GMI_HIER_HANDSHAKE=host|device|kernel)
-  reducer reduce = reducer::automatic;    // every GMI of a GPU must ask for the same (GMI_HIER_REDUCE=leader|every_gmi)
+  reducer reduce = reducer::automatic;    // every GMI of a GPU must ask for the same (GMI_HIER_REDUCE=leader|every_gmi|lanes)
 };
 
 // Host-side timings of this GMI's last allreduce call, in microseconds (for diagnosis; a few clock reads).
@@ -135,7 +152,7 @@ struct hier_control {
   std::uint32_t mode;
   std::uint32_t device_handshake;  // the leader's choice: 1 device, 0 host
   std::uint32_t copy_back;         // the leader's choice: 0 members read the leader's buffer (result())
-  std::uint32_t every_gmi;         // the leader's choice: 1 every GMI reduces a slice (reducer::every_gmi)
+  std::uint32_t every_gmi;         // the leader's choice: 0 leader, 1 every_gmi, 2 lanes (reducer_code())
   std::uint32_t across_gpus;       // 1: the leader has an NCCL communicator (the group spans GPUs)
   ipc_event_handle done_event;
   std::uint64_t raw_done_event;
@@ -189,7 +206,9 @@ inline constexpr std::uint32_t hier_release_ahead = 1u << 30;
 class hierarchical_allreduce {
  public:
   // buffer: this GMI's `count` floats on the current device (with sharing::ipc, the base of its own cudaMalloc).
-  // leaders: the NCCL communicator of the GPUs' leaders, on local rank 0 only; nullptr with one GPU.
+  // leaders: the NCCL communicator of the GPUs' leaders, on local rank 0 only; nullptr with one GPU. With
+  // reducer::lanes, every GMI's lane instead: the communicator of the GMIs of its local rank on every GPU (ranked
+  // by GPU; lane_max_ctas() gives its NCCL options' max_ctas).
   hierarchical_allreduce(hierarchical_options options, float* buffer, std::size_t count,
                          nccl_communicator* leaders = nullptr)
       : o_(std::move(options)), buffer_(buffer), count_(count), leaders_(leaders) {
@@ -197,8 +216,17 @@ class hierarchical_allreduce {
             "1.." + std::to_string(max_local_gmis));
     require(o_.local_rank >= 0 && o_.local_rank < o_.local_size, "hierarchical local_rank", o_.local_rank,
             "0.." + std::to_string(o_.local_size - 1));
-    require(leaders == nullptr || o_.local_rank == 0, "hierarchical NCCL communicator on local rank", o_.local_rank,
-            "only the leader (local rank 0)");
+    if (const char* r = std::getenv("GMI_HIER_REDUCE"); r && *r) {
+      const std::string v = r;
+      if (v == "leader") o_.reduce = reducer::leader;
+      else if (v == "every_gmi") o_.reduce = reducer::every_gmi;
+      else if (v == "lanes") o_.reduce = reducer::lanes;
+      else if (v == "automatic") o_.reduce = reducer::automatic;
+      else throw config_error(got_need("GMI_HIER_REDUCE", v, "leader, every_gmi, lanes or automatic"));
+    }
+    require(leaders == nullptr || o_.local_rank == 0 || o_.reduce == reducer::lanes,
+            "hierarchical NCCL communicator on local rank", o_.local_rank,
+            "only the leader (local rank 0), or every GMI with reducer::lanes");
     if (const char* c = std::getenv("GMI_HIER_CHUNK_BYTES")) o_.chunk_bytes = std::stoull(c);
     if (const auto b = detail::env_int("GMI_HIER_OVERLAP_BLOCKS")) {
       require(*b >= 0, "GMI_HIER_OVERLAP_BLOCKS", *b, ">= 0 blocks (0: uncapped)");
@@ -212,19 +240,20 @@ class hierarchical_allreduce {
       else if (v == "automatic") o_.sync = handshake::automatic;
       else throw config_error(got_need("GMI_HIER_HANDSHAKE", v, "host, device, kernel or automatic"));
     }
-    if (const char* r = std::getenv("GMI_HIER_REDUCE"); r && *r) {
-      const std::string v = r;
-      if (v == "leader") o_.reduce = reducer::leader;
-      else if (v == "every_gmi") o_.reduce = reducer::every_gmi;
-      else if (v == "automatic") o_.reduce = reducer::automatic;
-      else throw config_error(got_need("GMI_HIER_REDUCE", v, "leader, every_gmi or automatic"));
-    }
-    if (o_.reduce == reducer::every_gmi && o_.sync == handshake::device) {
-      throw config_error(got_need("hierarchical reducer", "every_gmi with the device handshake",
+    if (o_.reduce != reducer::leader && o_.reduce != reducer::automatic && o_.sync == handshake::device) {
+      throw config_error(got_need("hierarchical reducer", std::string(o_.reduce == reducer::lanes ? "lanes" : "every_gmi") +
+                                  " with the device handshake",
                                   "the host handshake (every GMI waits for the others' gradients on its host)"));
     }
-    every_gmi_ = o_.local_size > 1 && o_.sync != handshake::device && o_.reduce == reducer::every_gmi;
+    every_gmi_ = o_.local_size > 1 && o_.sync != handshake::device &&
+                 (o_.reduce == reducer::every_gmi || o_.reduce == reducer::lanes);
     if (o_.sync == handshake::automatic && o_.mode == sharing::ipc && mps_shared_device()) o_.sync = handshake::kernel;
+    lanes_ = every_gmi_ && o_.reduce == reducer::lanes;
+    if (lanes_ && o_.sync != handshake::kernel) {
+      throw config_error(got_need("hierarchical reducer", "lanes with the " + std::string(o_.sync == handshake::host ? "host" : "automatic (host)") +
+                                  " handshake", "the kernel handshake (GMI processes that are MPS clients, or "
+                                  "handshake::kernel): each GMI's NCCL call waits on the device for the GPU's gradients"));
+    }
     if ((o_.sync == handshake::device || o_.sync == handshake::kernel) && o_.mode != sharing::ipc) {
       throw config_error(got_need("hierarchical handshake", std::string(o_.sync == handshake::kernel ? "kernel" : "device") +
                                   " with sharing::in_process",
@@ -242,6 +271,11 @@ class hierarchical_allreduce {
     chunks_ = std::max<std::size_t>(1, (count_ + chunk_floats_ - 1) / chunk_floats_);
     // One GMI per GPU has no intra-GPU step to overlap with NCCL: one call, as a flat allreduce.
     single_ = leaders_ == nullptr || count_ <= chunk_floats_ || o_.local_size == 1;
+    if (lanes_ && leaders_ && chunks_ > 1) {  // each GMI's NCCL calls on a stream of their own, beside its sums
+      int least = 0, greatest = 0;
+      GMI_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      lane_stream_.emplace(greatest);
+    }
     try {
       if (o_.local_rank == 0) setup_leader(); else setup_member();
     } catch (const gmi::error& e) {
@@ -311,8 +345,10 @@ class hierarchical_allreduce {
   }
   [[nodiscard]] const hier_call_timing& last_timing() const noexcept { return timing_; }
   [[nodiscard]] bool copy_back() const noexcept { return o_.copy_back; }
-  // Who ran step (a): every GMI of the GPU on its slice, or the leader alone.
-  [[nodiscard]] reducer reduced_by() const noexcept { return every_gmi_ ? reducer::every_gmi : reducer::leader; }
+  // Who ran step (a): every GMI of the GPU on its slice (and with lanes step (b) too), or the leader alone.
+  [[nodiscard]] reducer reduced_by() const noexcept {
+    return lanes_ ? reducer::lanes : every_gmi_ ? reducer::every_gmi : reducer::leader;
+  }
   // Where this GMI reads the sum: its own buffer (copy_back or one GMI per GPU), else the GPU's result buffer.
   [[nodiscard]] const float* result() const noexcept { return sum_ != nullptr && !o_.copy_back ? sum_ : buffer_; }
 
@@ -433,6 +469,7 @@ class hierarchical_allreduce {
   static double us(clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
   detail::hier_control* c() const { return static_cast<detail::hier_control*>(segment_.data()); }
+  std::uint32_t reducer_code() const noexcept { return lanes_ ? 2 : every_gmi_ ? 1 : 0; }
 
   // Every wait's health check: a dead GMI or a broken group also releases the device waits of this process.
   void check_group() {
@@ -554,7 +591,7 @@ class hierarchical_allreduce {
     }
     ctl->member[0].count = count_;
     ctl->copy_back = o_.copy_back ? 1 : 0;
-    ctl->every_gmi = every_gmi_ ? 1 : 0;
+    ctl->every_gmi = reducer_code();
     // The GPU's result buffer: where every GMI reads the sum (copy_back off), and where every_gmi's slices meet
     // for NCCL when there are several GPUs (the leader's buffer would be refilled while members still copy).
     if (o_.local_size > 1 && (!o_.copy_back || (every_gmi_ && leaders_))) {
@@ -681,10 +718,18 @@ class hierarchical_allreduce {
       done_event_ = o_.mode == sharing::ipc ? shared_event::open(ctl->done_event)
                                             : shared_event::borrow(reinterpret_cast<cudaEvent_t>(ctl->raw_done_event));
     }
-    if ((ctl->every_gmi == 1) != every_gmi_) {
+    if (ctl->every_gmi != reducer_code()) {
+      static constexpr const char* names[] = {"leader", "every_gmi", "lanes"};
       const std::string why = got_need("hierarchical reducer on GMI " + std::to_string(o_.local_rank) + " of " +
-                                           segment_.name(), every_gmi_ ? "every_gmi" : "leader",
-                                       std::string(ctl->every_gmi ? "every_gmi" : "leader") + " as on its leader");
+                                           segment_.name(), names[reducer_code()],
+                                       std::string(names[std::min<std::uint32_t>(ctl->every_gmi, 2)]) + " as on its leader");
+      barrier_.mark_broken(why);
+      throw config_error(why);
+    }
+    if (lanes_ && (ctl->across_gpus == 1) != (leaders_ != nullptr)) {
+      const std::string why = got_need("hierarchical lanes on GMI " + std::to_string(o_.local_rank) + " of " +
+                                           segment_.name(), leaders_ ? "a lane communicator" : "no lane communicator",
+                                       std::string(ctl->across_gpus ? "one" : "none") + ", as its leader has");
       barrier_.mark_broken(why);
       throw config_error(why);
     }
@@ -715,6 +760,7 @@ class hierarchical_allreduce {
       }
       build_slices(inputs);
       if (kernel_) peer_rows_ = inputs;
+      if (lanes_ && leaders_) check_sizes_across_gpus();  // on its lane, as the leader does on lane 0
     } else if (kernel_) {  // the row exchange reads every GMI's buffer
       peer_rows_.assign(o_.local_size, nullptr);
       for (int k = 0; k < o_.local_size; ++k) {
@@ -880,7 +926,14 @@ class hierarchical_allreduce {
       f.skip_slot = detail::skip_slot(me);
       detail::launch_flag(f, stream);
     };
-    if (every_gmi_) {
+    if (lanes_ && leaders_) {
+      op(detail::ready_slot(me), detail::ready_slot(0), m);
+      enqueue_lane(stream);
+      op(detail::sliced_slot(me), detail::sliced_slot(0), m);  // every lane's slice is in the result buffer
+      if (o_.copy_back) {
+        GMI_CUDA_TRY(cudaMemcpyAsync(buffer_, sum_, count_ * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+      }
+    } else if (every_gmi_) {
       op(detail::ready_slot(me), detail::ready_slot(0), m);
       for (const auto& s : slices_) detail::launch_reduce(s, stream);
       if (is_leader()) {
@@ -913,6 +966,31 @@ class hierarchical_allreduce {
     }
     if (!captured) tail_->record(stream);
     finish_call(stream, t0, t0);
+  }
+
+  // reducer::lanes: this GMI's slice of each chunk summed into the result buffer, then allreduced in place over its
+  // lane. In chunks, the NCCL calls go on a stream of their own (forked from the caller's, joined back), so the
+  // sum of chunk i + 1 runs beside the NCCL call of chunk i. Reuse is safe as with every_gmi: the next round's
+  // sums write the result buffer only after every GMI's next ready flag, which follows its copy or its reads.
+  void enqueue_lane(cudaStream_t stream) {
+    const auto lane_call = [&](const detail::reduce_args& a, cudaStream_t s) {
+      if (a.count > 0) leaders_->allreduce(a.out[0], a.out[0], a.count, s);  // the same slices on every GPU
+    };
+    if (!lane_stream_) {
+      for (const auto& a : slices_) {
+        detail::launch_reduce(a, stream);
+        lane_call(a, stream);
+      }
+      return;
+    }
+    for (const auto& a : slices_) {
+      detail::launch_reduce(a, stream);
+      reduced_.record(stream);
+      reduced_.wait_on(*lane_stream_);
+      lane_call(a, *lane_stream_);
+    }
+    own_done_.record(*lane_stream_);
+    own_done_.wait_on(stream);
   }
 
   // reducer::every_gmi, host handshake. (1) every GMI says "my gradient is on the device" and waits (host) until
@@ -1097,7 +1175,9 @@ class hierarchical_allreduce {
   std::size_t chunk_floats_ = 0;
   bool single_ = true;  // one chunk on the caller's stream (always with one GPU)
   std::size_t chunks_ = 1;
-  bool every_gmi_ = false;  // reducer::every_gmi (the same on every GMI of the GPU; checked at setup)
+  bool every_gmi_ = false;  // reducer::every_gmi or lanes (the same on every GMI of the GPU; checked at setup)
+  bool lanes_ = false;      // reducer::lanes: leaders_ is this GMI's lane
+  std::optional<cuda::stream> lane_stream_;  // lanes in chunks: this GMI's NCCL calls, beside its sums
   std::vector<detail::reduce_args> slices_;          // every_gmi: this GMI's slice of each chunk
   std::vector<shared_event> slice_events_;           // every_gmi: recorded after each of them
   std::vector<std::vector<shared_event>> peer_slices_;  // every_gmi, leader: the members' slice events
