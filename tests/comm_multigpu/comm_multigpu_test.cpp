@@ -56,8 +56,9 @@ TEST_CASE(GMI_NAME(".hierarchical.lanes") * doctest::timeout(600)) {
       for (int c : r.codes) CHECK(c == 0);
     }
   }
-  // Captured into a CUDA graph and replayed, in 256 KiB chunks (the lane streams forked from the captured one).
-  const std::vector<std::string> chunked{"GMI_HIER_CHUNK_BYTES=262144"};
+  // Captured into a CUDA graph and replayed, in 64 KiB chunks (262149 floats: 17 chunks, more than the 8 that
+  // every_gmi allows; the lane streams forked from the captured one).
+  const std::vector<std::string> chunked{"GMI_HIER_CHUNK_BYTES=65536"};
   const auto g = gmi_test::run_workers(
       gmi_test::hier_args(gmi::comm::unique_tag("mglg"), gpus, 4, "1,4097,262149",
                           {"rounds=4", "handshake=kernel", "blocking=0", "graph=1", "reduce=lanes"}),

@@ -265,8 +265,9 @@ class hierarchical_allreduce {
     // 8 MiB chunks (NCCL loses more on smaller messages than the overlap gains), 256 MB fastest in 4 chunks.
     chunk_floats_ = o_.chunk_bytes ? o_.chunk_bytes / sizeof(float)
                                    : (bytes <= (32u << 20) ? count : std::max<std::size_t>((32u << 20) / 4, (count + 3) / 4));
-    // every_gmi: at most max_hier_chunks chunks (one exported event per GMI and chunk).
-    if (every_gmi_) chunk_floats_ = std::max(chunk_floats_, (count + detail::max_hier_chunks - 1) / detail::max_hier_chunks);
+    // every_gmi: at most max_hier_chunks chunks (one exported event per GMI and chunk); lanes export none.
+    const std::size_t most_chunks = lanes_ ? max_lane_chunks : detail::max_hier_chunks;
+    if (every_gmi_) chunk_floats_ = std::max(chunk_floats_, (count + most_chunks - 1) / most_chunks);
     chunk_floats_ = std::max<std::size_t>(64, (chunk_floats_ + 63) / 64 * 64);  // chunks keep 256-byte alignment
     chunks_ = std::max<std::size_t>(1, (count_ + chunk_floats_ - 1) / chunk_floats_);
     // One GMI per GPU has no intra-GPU step to overlap with NCCL: one call, as a flat allreduce.
@@ -467,6 +468,7 @@ class hierarchical_allreduce {
     return on != 0;
   }
   static double us(clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+  static constexpr std::size_t max_lane_chunks = 64;
 
   detail::hier_control* c() const { return static_cast<detail::hier_control*>(segment_.data()); }
   std::uint32_t reducer_code() const noexcept { return lanes_ ? 2 : every_gmi_ ? 1 : 0; }
@@ -784,7 +786,7 @@ class hierarchical_allreduce {
       m.raw_buffer = reinterpret_cast<std::uint64_t>(buffer_);
       m.raw_event = reinterpret_cast<std::uint64_t>(ready_event_.get());
     }
-    if (!every_gmi_) return;
+    if (!every_gmi_ || lanes_) return;  // lanes: the kernel handshake's flags, no events
     for (std::size_t i = 0; i < chunks_; ++i) {
       slice_events_.push_back(shared_event::create(o_.mode == sharing::ipc));
       if (o_.mode == sharing::ipc) m.slice_event[i] = slice_events_.back().export_handle();
