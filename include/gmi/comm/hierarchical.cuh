@@ -6,9 +6,9 @@
 // are optional); large buffers go in chunks so (a), (b) and (c) of different chunks overlap. NCCL never sees
 // two ranks on one GPU. With reducer::lanes (the paper's RP plan on top of an on-device reduce-scatter) every GMI
 // sums a slice of every buffer and allreduces that slice itself over its lane, an NCCL communicator of the GMIs
-// with its local rank on every GPU; the m lanes run side by side. The handshake between a GPU's GMIs is host-side by default (events plus generation
-// counters in shared memory); a device-side one (stream memory operations) is there for measurement. See
-// docs/comm.md for the steps and their waits.
+// with its local rank on every GPU; the m lanes run side by side. The handshake between a GPU's GMIs is host-side
+// by default (events plus generation counters in shared memory); a device-side one (stream memory operations) is
+// there for measurement. See docs/comm.md for the steps and their waits.
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
