@@ -310,3 +310,26 @@ TEST_CASE("comm.bootstrap.rendezvous_file_missing_times_out_naming_it" * doctest
   std::filesystem::remove_all(dir);
 }
 }
+
+TEST_SUITE("cpu") {
+TEST_CASE("comm.lanes.max_ctas") {
+  // reducer::lanes' NCCL blocks a lane: max(2, 32 / m), GMI_HIER_LANE_CTAS overriding; bad values one config_error.
+  ::unsetenv("GMI_HIER_LANE_CTAS");
+  CHECK(comm::lane_max_ctas(1) == 32);
+  CHECK(comm::lane_max_ctas(2) == 16);
+  CHECK(comm::lane_max_ctas(4) == 8);
+  CHECK(comm::lane_max_ctas(8) == 4);
+  CHECK(comm::lane_max_ctas(16) == 2);
+  CHECK(comm::lane_max_ctas(48) == 2);
+  ::setenv("GMI_HIER_LANE_CTAS", "0", 1);
+  CHECK(comm::lane_max_ctas(8) == 0);
+  ::setenv("GMI_HIER_LANE_CTAS", "12", 1);
+  CHECK(comm::lane_max_ctas(8) == 12);
+  ::setenv("GMI_HIER_LANE_CTAS", "-1", 1);
+  CHECK_THROWS_WITH_AS(comm::lane_max_ctas(8), doctest::Contains("GMI_HIER_LANE_CTAS: got -1"), gmi::config_error);
+  ::setenv("GMI_HIER_LANE_CTAS", "many", 1);
+  CHECK_THROWS_WITH_AS(comm::lane_max_ctas(8), doctest::Contains("GMI_HIER_LANE_CTAS: got \"many\", need an integer"),
+                       gmi::config_error);
+  ::unsetenv("GMI_HIER_LANE_CTAS");
+}
+}

@@ -85,17 +85,6 @@ enum class reducer {
               // the same as every_gmi)
 };
 
-// NCCL options for a lane communicator of reducer::lanes with m GMIs a GPU: NCCL's blocks capped at
-// max(2, 32 / m) a lane, so the m lanes' kernels on a GPU (each waiting for its peers on the other GPUs) fit on
-// the SMs together (GMI_HIER_LANE_CTAS overrides; 0: NCCL's default).
-inline int lane_max_ctas(int gmis_per_gpu) {
-  if (const auto n = detail::env_int("GMI_HIER_LANE_CTAS")) {
-    require(*n >= 0, "GMI_HIER_LANE_CTAS", *n, ">= 0 blocks a lane (0: NCCL's default)");
-    return *n;
-  }
-  return std::max(2, 32 / std::max(1, gmis_per_gpu));
-}
-
 struct hierarchical_options {
   std::string tag;          // names this GPU's group; the same on every GMI of the GPU, unique per run and GPU
   int local_rank = 0;       // 0 is the GPU's leader
@@ -208,7 +197,7 @@ class hierarchical_allreduce {
   // buffer: this GMI's `count` floats on the current device (with sharing::ipc, the base of its own cudaMalloc).
   // leaders: the NCCL communicator of the GPUs' leaders, on local rank 0 only; nullptr with one GPU. With
   // reducer::lanes, every GMI's lane instead: the communicator of the GMIs of its local rank on every GPU (ranked
-  // by GPU; lane_max_ctas() gives its NCCL options' max_ctas).
+  // by GPU; lane_max_ctas() in nccl.hpp gives its NCCL options' max_ctas).
   hierarchical_allreduce(hierarchical_options options, float* buffer, std::size_t count,
                          nccl_communicator* leaders = nullptr)
       : o_(std::move(options)), buffer_(buffer), count_(count), leaders_(leaders) {

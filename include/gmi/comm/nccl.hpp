@@ -7,6 +7,7 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -323,6 +324,18 @@ struct nccl_options {
   int max_ctas = 0;                          // 0: NCCL's default; caps NCCL's SM use beside the GMIs' kernels
   int cga_cluster_size = -1;                 // -1: NCCL's default; 0 or 1 in small green-context slices
 };
+
+// max_ctas for a lane of the hierarchical allreduce's reducer::lanes (the communicator of the GMIs with one local
+// rank on every GPU) with m GMIs a GPU: max(2, 32 / m) blocks a lane, so the m lanes' kernels on a GPU, each
+// waiting for its peers on the other GPUs, fit on the SMs together. GMI_HIER_LANE_CTAS overrides (0: NCCL's
+// default); a value below 0 or not an integer is one config_error.
+inline int lane_max_ctas(int gmis_per_gpu) {
+  if (const auto n = detail::env_int("GMI_HIER_LANE_CTAS")) {
+    require(*n >= 0, "GMI_HIER_LANE_CTAS", *n, ">= 0 blocks a lane (0: NCCL's default)");
+    return *n;
+  }
+  return std::max(2, 32 / std::max(1, gmis_per_gpu));
+}
 
 // A nonblocking NCCL communicator. Errors and timeouts abort it (ncclCommAbort) and throw nccl_error; after
 // that it is unusable (rebuild it with a new id). Use from one thread at a time.
