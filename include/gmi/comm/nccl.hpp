@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <optional>
 #include <source_location>
 #include <sstream>
@@ -29,6 +30,7 @@
 #include <gmi/comm/shm_segment.hpp>
 #include <gmi/comm/wait.hpp>
 #include <gmi/core/cuda_try.hpp>
+#include <gmi/core/env_var.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/check.hpp>
 
@@ -152,22 +154,9 @@ struct launch_env {
 };
 
 namespace detail {
-inline std::optional<int> env_int(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || errno == ERANGE || x < INT_MIN || x > INT_MAX) throw config_error(got_need(name, v, "an integer"));
-  return static_cast<int>(x);
-}
-inline std::string env_str(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
 // Both variables of a pair, or neither: one alone is a broken launch environment, not "no launcher".
 inline std::optional<std::pair<int, int>> env_pair(const std::string& source, const char* first, const char* second) {
-  const auto a = env_int(first), b = env_int(second);
+  const auto a = env_var::integer(first), b = env_var::integer(second);
   if (a.has_value() != b.has_value()) {
     throw config_error(got_need(source + " launch variables", std::string(a ? first : second) + " set, " +
                                                                   (a ? second : first) + " unset",
@@ -222,9 +211,7 @@ inline int slurm_tasks_on_node(const std::string& list, int node) {
 //             SLURM_NODEID, SLURM_JOB_ID, SLURM_STEP_ID
 // A variable without its partner, a non-integer or a rank outside its world throws one config_error naming it.
 inline std::optional<launch_env> detect_launcher() {
-  using detail::env_int;
   using detail::env_pair;
-  using detail::env_str;
   launch_env e;
   if (const auto rw = env_pair("torchrun", "RANK", "WORLD_SIZE")) {
     e.source = "torchrun";
@@ -232,13 +219,13 @@ inline std::optional<launch_env> detect_launcher() {
     if (const auto local = env_pair("torchrun", "LOCAL_RANK", "LOCAL_WORLD_SIZE")) {
       std::tie(e.local_rank, e.local_world) = *local;
     }
-    const std::string addr = env_str("MASTER_ADDR"), port = env_str("MASTER_PORT");
+    const std::string addr = env_var::text("MASTER_ADDR"), port = env_var::text("MASTER_PORT");
     if (addr.empty() || port.empty()) {
       throw config_error(got_need("torchrun launch variables", "RANK and WORLD_SIZE set, MASTER_ADDR/MASTER_PORT '" +
                                                                    addr + "'/'" + port + "'",
                                   "MASTER_ADDR and MASTER_PORT set as well (torchrun sets all four)"));
     }
-    const std::string run = env_str("TORCHELASTIC_RUN_ID");
+    const std::string run = env_var::text("TORCHELASTIC_RUN_ID");
     e.job = (run.empty() || run == "none" ? std::string() : run + "-") + addr + "-" + port;
   } else if (const auto rw2 = env_pair("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")) {
     e.source = "openmpi";
@@ -246,28 +233,28 @@ inline std::optional<launch_env> detect_launcher() {
     if (const auto local = env_pair("openmpi", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE")) {
       std::tie(e.local_rank, e.local_world) = *local;
     }
-    e.job = env_str("OMPI_MCA_ess_base_jobid");
-    if (e.job.empty()) e.job = env_str("PMIX_NAMESPACE");
+    e.job = env_var::text("OMPI_MCA_ess_base_jobid");
+    if (e.job.empty()) e.job = env_var::text("PMIX_NAMESPACE");
   } else if (const auto rw3 = env_pair("slurm", "SLURM_PROCID",
                                              std::getenv("SLURM_NPROCS") && !std::getenv("SLURM_NTASKS") ? "SLURM_NPROCS"
                                                                                                    : "SLURM_NTASKS")) {
     e.source = "slurm";
     std::tie(e.rank, e.world) = *rw3;
-    if (const auto local = env_int("SLURM_LOCALID")) {
+    if (const auto local = env_var::integer("SLURM_LOCALID")) {
       e.local_rank = *local;
-      if (const auto per_node = env_str("SLURM_NTASKS_PER_NODE");
+      if (const auto per_node = env_var::text("SLURM_NTASKS_PER_NODE");
           !per_node.empty() && per_node.find_first_not_of("0123456789") == std::string::npos) {
-        e.local_world = *env_int("SLURM_NTASKS_PER_NODE");
-      } else if (const auto node = env_int("SLURM_NODEID"); node && !env_str("SLURM_TASKS_PER_NODE").empty()) {
-        e.local_world = detail::slurm_tasks_on_node(env_str("SLURM_TASKS_PER_NODE"), *node);
+        e.local_world = *env_var::integer("SLURM_NTASKS_PER_NODE");
+      } else if (const auto node = env_var::integer("SLURM_NODEID"); node && !env_var::text("SLURM_TASKS_PER_NODE").empty()) {
+        e.local_world = detail::slurm_tasks_on_node(env_var::text("SLURM_TASKS_PER_NODE"), *node);
       } else {
         throw config_error(got_need("slurm launch variables", "SLURM_LOCALID=" + std::to_string(*local) +
                                                                   " without the tasks of this node",
                                     "SLURM_NTASKS_PER_NODE, or SLURM_TASKS_PER_NODE and SLURM_NODEID"));
       }
     }
-    const std::string job = env_str("SLURM_JOB_ID");
-    if (!job.empty()) e.job = job + "." + (env_str("SLURM_STEP_ID").empty() ? "0" : env_str("SLURM_STEP_ID"));
+    const std::string job = env_var::text("SLURM_JOB_ID");
+    if (!job.empty()) e.job = job + "." + (env_var::text("SLURM_STEP_ID").empty() ? "0" : env_var::text("SLURM_STEP_ID"));
   } else {
     return std::nullopt;
   }
@@ -290,7 +277,7 @@ inline std::optional<launch_env> detect_launcher() {
 // the launcher's job key; the other ranks wait for that file.
 inline nccl_id bootstrap_id_from_env(const launch_env& env, milliseconds timeout = default_timeout()) {
   if (const char* hex = std::getenv("GMI_NCCL_ID"); hex && *hex) return nccl_id::from_hex(hex);
-  const std::string dir = detail::env_str("GMI_NCCL_RENDEZVOUS");
+  const std::string dir = env_var::text("GMI_NCCL_RENDEZVOUS");
   if (dir.empty()) {
     throw config_error(got_need("GMI_NCCL_ID / GMI_NCCL_RENDEZVOUS", "both unset",
                                 "GMI_NCCL_ID=<256 hex digits> or GMI_NCCL_RENDEZVOUS=<shared directory>"));
@@ -330,7 +317,7 @@ struct nccl_options {
 // waiting for its peers on the other GPUs, fit on the SMs together. GMI_HIER_LANE_CTAS overrides (0: NCCL's
 // default); a value below 0 or not an integer is one config_error.
 inline int lane_max_ctas(int gmis_per_gpu) {
-  if (const auto n = detail::env_int("GMI_HIER_LANE_CTAS")) {
+  if (const auto n = env_var::integer("GMI_HIER_LANE_CTAS")) {
     require(*n >= 0, "GMI_HIER_LANE_CTAS", *n, ">= 0 blocks a lane (0: NCCL's default)");
     return *n;
   }

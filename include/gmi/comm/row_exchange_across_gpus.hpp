@@ -30,6 +30,7 @@
 #include <vector>
 
 #include <gmi/comm/device_share.hpp>
+#include <gmi/core/env_var.hpp>
 #include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/shm_segment.hpp>
 #include <gmi/comm/wait.hpp>
@@ -44,13 +45,10 @@ enum class inbox_memory { automatic, peer_to_peer, host };
 
 // GMI_COMM_INBOX_MEMORY (automatic, peer_to_peer or host) where set, else `fallback`; anything else is refused.
 inline inbox_memory inbox_memory_from_env(inbox_memory fallback) {
-  const char* v = std::getenv("GMI_COMM_INBOX_MEMORY");
-  if (!v || !*v) return fallback;
-  const std::string s = v;
-  if (s == "automatic") return inbox_memory::automatic;
-  if (s == "peer_to_peer") return inbox_memory::peer_to_peer;
-  if (s == "host") return inbox_memory::host;
-  throw config_error(got_need("GMI_COMM_INBOX_MEMORY", s, "automatic, peer_to_peer or host"));
+  return env_var::choice<inbox_memory>("GMI_COMM_INBOX_MEMORY", {{"automatic", inbox_memory::automatic},
+                                                             {"peer_to_peer", inbox_memory::peer_to_peer},
+                                                             {"host", inbox_memory::host}})
+      .value_or(fallback);
 }
 
 struct row_exchange_across_gpus_options {

@@ -1,6 +1,7 @@
 #pragma once
-// core/: errors, status/result, spans, the counter-based RNG. Standard C++ only.
+// core/: errors, status/result, spans, the counter-based RNG, settings from the environment. Standard C++ only.
 #include <gmi/core/cuda_try.hpp>
+#include <gmi/core/env_var.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/hd.hpp>
 #include <gmi/core/rng.hpp>
