@@ -333,23 +333,3 @@ TEST_CASE("comm.lanes.max_ctas") {
   ::unsetenv("GMI_HIER_LANE_CTAS");
 }
 }
-
-TEST_SUITE("cpu") {
-TEST_CASE("core.env.choice") {
-  // GMI_HIER_REDUCE / GMI_HIER_HANDSHAKE read this way: unset or empty is no choice, a name its value, anything
-  // else one config_error with every choice.
-  enum class pick { a, b, c };
-  const auto read = [] {
-    return gmi::env_var::choice<pick>("GMI_TEST_CHOICE", {{"a", pick::a}, {"b", pick::b}, {"c", pick::c}});
-  };
-  ::unsetenv("GMI_TEST_CHOICE");
-  CHECK_FALSE(read().has_value());
-  ::setenv("GMI_TEST_CHOICE", "", 1);
-  CHECK_FALSE(read().has_value());
-  ::setenv("GMI_TEST_CHOICE", "b", 1);
-  CHECK(read() == pick::b);
-  ::setenv("GMI_TEST_CHOICE", "d", 1);
-  CHECK_THROWS_WITH_AS(read(), doctest::Contains("GMI_TEST_CHOICE: got \"d\", need a, b or c"), gmi::config_error);
-  ::unsetenv("GMI_TEST_CHOICE");
-}
-}
