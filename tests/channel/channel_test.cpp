@@ -38,15 +38,20 @@ comm::channel_options options(const std::string& tag, int producers, int consume
   return o;
 }
 
+// produce() sends each rollout with the note {producer, rollout, note_magic, 0}.
+constexpr std::uint64_t note_magic = 0x6e6f7465ull;
+
 struct consumed {
   std::size_t packages = 0, wrong = 0, batches = 0, zero_copy = 0, short_batches = 0;
+  std::size_t noted = 0, note_wrong = 0;  // packages with produce()'s note; of those, notes that do not fit
   std::set<std::pair<std::uint32_t, std::uint64_t>> seen;  // (producer, package index): each exactly once
   std::size_t duplicates = 0;
 };
 
-// Drains a consumer, checking every package against the reference data.
+// Drains a consumer, checking every package against the reference data, and produce()'s notes: a slot carries
+// its last send's note, so a package's note names its own rollout or one at most per_slot - 1 rollouts later.
 consumed drain(comm::channel_consumer& c, const gmi_test::geometry& g, std::uint32_t per_batch,
-               std::chrono::milliseconds per_batch_delay = 0ms) {
+               std::chrono::milliseconds per_batch_delay = 0ms, std::uint32_t per_slot = 1) {
   consumed r;
   while (auto b = c.next_batch()) {
     ++r.batches;
@@ -54,8 +59,14 @@ consumed drain(comm::channel_consumer& c, const gmi_test::geometry& g, std::uint
     r.short_batches += b->packages() != per_batch;
     REQUIRE(b->bytes() == b->packages() * g.package_bytes());
     REQUIRE(b->origins().size() == b->packages());
+    REQUIRE(b->notes().size() == b->packages());
     for (std::uint32_t k = 0; k < b->packages(); ++k) {
       const auto [producer, index] = b->origins()[k];
+      if (const auto& note = b->notes()[k]; note.words[2] == note_magic) {
+        const std::uint64_t rollout = index / g.packages_per_rollout();
+        ++r.noted;
+        r.note_wrong += note.words[0] != producer || note.words[1] < rollout || note.words[1] > rollout + per_slot - 1;
+      }
       r.wrong += gmi_test::check_package(g, b->as<std::uint32_t>() + k * g.package_bytes() / 4, producer, index);
       r.duplicates += !r.seen.emplace(producer, index).second;
       ++r.packages;
@@ -69,7 +80,11 @@ void produce(comm::channel_producer& p, const gmi_test::geometry& g, int rollout
   for (int r = 0; r < rollouts; ++r) {
     const auto data = gmi_test::make_rollout(static_cast<std::uint32_t>(p.rank()), static_cast<std::uint64_t>(r), g.steps,
                                              g.envs, g.record_bytes);
-    p.send(data.data(), g.steps, g.envs);
+    comm::package_note note;
+    note.words[0] = static_cast<std::uint64_t>(p.rank());
+    note.words[1] = static_cast<std::uint64_t>(r);
+    note.words[2] = note_magic;
+    p.send(data.data(), g.steps, g.envs, note);
   }
   p.close();
 }
@@ -166,11 +181,13 @@ TEST_CASE("channel.threads.pack_and_batch_shapes" * doctest::timeout(60)) {
           comm::channel_producer p(o, 0);
           produce(p, g, 5);
         });
-        r = drain(c, g, per_batch);
+        r = drain(c, g, per_batch, 0ms, per_slot);
         producer.join();
         const std::uint64_t total = 5 * g.packages_per_rollout();
         CHECK(r.packages == total);
         CHECK(r.wrong == 0);
+        CHECK(r.noted == total);
+        CHECK(r.note_wrong == 0);
         CHECK(r.duplicates == 0);
         CHECK(r.short_batches <= 1);
         if (per_slot % per_batch == 0) CHECK(r.zero_copy == r.batches);  // every batch inside one slot

@@ -220,10 +220,12 @@ class channel_producer {
 
   // Dispenses a time-major rollout ([steps][envs][record_bytes]) into packages, packs them into slots and
   // migrates full slots. Host placement: `rollout` is host memory; pinned and device: host or device memory.
-  void send(const void* rollout, std::uint32_t steps, std::uint32_t envs) {
+  // `note` travels with the rollout's slots (package_note).
+  void send(const void* rollout, std::uint32_t steps, std::uint32_t envs, const package_note& note = {}) {
     guarded([&] {
       require(!closed_, "channel producer state", "closed", "open (send after close)");
       health_check(false);
+      note_ = note;
       dispenser_.dispense(rollout, steps, envs, [&](const package_region& r) { add(r); });
       // Every copy out of `rollout` is queued before send returns, so the caller may rewrite it on the stream
       // right away: a merged copy left pending in a partly filled slot would read the next contents.
@@ -293,6 +295,7 @@ class channel_producer {
     std::uint32_t slot;
     std::uint32_t packages = 0;
     std::uint64_t first_package = 0;
+    package_note note;  // of the last send that added packages
     // A copy not issued yet: adjacent contiguous packages merge into one memcpy (a whole slot when the rollout's
     // package rows are contiguous), which is what makes large transfers run at copy bandwidth.
     const std::byte* pending_src = nullptr;
@@ -380,6 +383,7 @@ class channel_producer {
       copy_2d(dst, r.row_bytes, r.src, r.src_pitch, r.row_bytes, r.rows);
     }
     if (os.packages == 0) os.first_package = package_counter_;
+    os.note = note_;
     ++os.packages;
     ++package_counter_;
     ++stats_.packages;
@@ -458,6 +462,7 @@ class channel_producer {
     d.package_steps = o_.package_steps;
     d.package_envs = o_.package_envs;
     d.producer = static_cast<std::uint32_t>(rank_);
+    d.note = os.note;
     s.slot_generation[os.slot] = d.generation;
     s.slot_bytes[os.slot] = d.bytes;
     s.queued += d.bytes;
@@ -477,6 +482,7 @@ class channel_producer {
   std::vector<link_state> state_;
   std::optional<open_slot> open_;
   std::uint64_t package_counter_ = 0;
+  package_note note_;  // the current send's
   producer_stats stats_;
   bool closed_ = false;
   std::chrono::steady_clock::time_point last_check_;
@@ -511,6 +517,8 @@ class experience_batch {
   [[nodiscard]] bool zero_copy() const noexcept { return zero_copy_; }
   // The producer and running package index of each package, in order (who sent what, for tests and tracing).
   [[nodiscard]] const std::vector<std::pair<std::uint32_t, std::uint64_t>>& origins() const noexcept { return origins_; }
+  // The note each package's slot carried (package_note), in the same order: host memory, readable at once.
+  [[nodiscard]] const std::vector<package_note>& notes() const noexcept { return notes_; }
   void release() noexcept;
 
  private:
@@ -522,6 +530,7 @@ class experience_batch {
   bool on_device_ = false, zero_copy_ = false;
   std::int64_t held_slot_ = -1;  // index into the consumer's received slots (zero-copy batches)
   std::vector<std::pair<std::uint32_t, std::uint64_t>> origins_;
+  std::vector<package_note> notes_;
 };
 
 struct consumer_stats {
@@ -703,7 +712,10 @@ class channel_consumer {
       b.data_ = links_[front.link]->slot_data(front.d.slot) + std::uint64_t{front.taken} * o_.package_bytes();
       b.zero_copy_ = true;
       b.held_slot_ = static_cast<std::int64_t>(first_live_ + dropped_);
-      for (std::uint32_t k = 0; k < want; ++k) b.origins_.emplace_back(front.d.producer, front.d.first_package + front.taken + k);
+      for (std::uint32_t k = 0; k < want; ++k) {
+        b.origins_.emplace_back(front.d.producer, front.d.first_package + front.taken + k);
+        b.notes_.push_back(front.d.note);
+      }
       front.taken += want;
       ++front.holders;
       available_ -= want;
@@ -744,7 +756,10 @@ class channel_consumer {
       } else {
         GMI_CUDA_TRY(cudaMemcpyAsync(out + at, src, nb, cudaMemcpyDefault, stream_));
       }
-      for (std::uint32_t k = 0; k < n; ++k) b.origins_.emplace_back(r.d.producer, r.d.first_package + r.taken + k);
+      for (std::uint32_t k = 0; k < n; ++k) {
+        b.origins_.emplace_back(r.d.producer, r.d.first_package + r.taken + k);
+        b.notes_.push_back(r.d.note);
+      }
       r.taken += n;
       left -= n;
       at += nb;
@@ -825,6 +840,7 @@ inline experience_batch& experience_batch::operator=(experience_batch&& o) noexc
     zero_copy_ = o.zero_copy_;
     held_slot_ = std::exchange(o.held_slot_, -1);
     origins_ = std::move(o.origins_);
+    notes_ = std::move(o.notes_);
   }
   return *this;
 }

@@ -813,10 +813,11 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
       const double rate = g.seconds > 0 ? g.steps / g.seconds : 0.0;
       if (g.trainer) {
         std::printf("  GMI %d (GPU %d, slice %d) trainer | %s | %s samples/s | %llu updates (%llu as one graph) | lag mean "
-                    "%.2f max %llu | dropped %llu of %llu rollouts\n",
+                    "%.2f max %llu | dropped %llu of %llu rollouts | waited %.0f%% of its time for rollouts\n",
                     g.rank, g.gpu, g.slice, g.binding.c_str(), metrics::si(rate).c_str(),
                     static_cast<unsigned long long>(g.updates), static_cast<unsigned long long>(g.replayed), g.lag_mean, static_cast<unsigned long long>(g.lag_max),
-                    static_cast<unsigned long long>(g.dropped), static_cast<unsigned long long>(g.dropped + g.rollouts));
+                    static_cast<unsigned long long>(g.dropped), static_cast<unsigned long long>(g.dropped + g.rollouts),
+                    g.seconds > 0 ? 100.0 * g.waited / g.seconds : 0.0);
       } else {
         std::printf("  GMI %d (GPU %d, slice %d) serving | %s | %s steps/s | %llu rollouts | %llu weight versions\n",
                     g.rank, g.gpu, g.slice, g.binding.c_str(), metrics::si(rate).c_str(),
@@ -842,6 +843,8 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
                  {"max_policy_lag", o.max_policy_lag},
                  {"learner_graph", o.learner_graph},
                  {"minibatch_scope", o.minibatch_scope},
+                 {"appo_evaluate", rl::detail::chosen_appo_evaluate_path() == rl::detail::appo_evaluate_path::steps
+                                       ? "steps" : "columns"},
                  {"lag_mean", t.lag_mean},
                  {"lag_max", t.lag_max},
                  {"dropped_rollouts", t.dropped},

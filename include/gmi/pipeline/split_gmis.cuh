@@ -8,10 +8,15 @@
 // The trainer decides when the run stops (solved from the rollouts' finished episodes, time, step limit, signal,
 // teardown) and says so in the published payload ([snapshot | stop]); the serving GMIs close their channel ends,
 // and the trainer drains the channel until every one has closed, so every wait is bounded by the channel timeout.
+// The trainer's host never waits for its own update: a rollout's weights version and finished episodes come in
+// its package note (comm::package_note, counted by the serving GMI), its copy into the update batch queues behind
+// the running update, and the weights of update k are published once its event has fired, from one of two
+// payload buffers, while update k + 1 may already run.
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -26,6 +31,9 @@
 #include <gmi/comm/channel.hpp>
 #include <gmi/comm/weights_channel.hpp>
 #include <gmi/core/error.hpp>
+#include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/event.hpp>
+#include <gmi/cuda/stream.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/run_options.hpp>
 #include <gmi/pipeline/sm_activity.hpp>
@@ -53,6 +61,7 @@ struct split_gmi_result {
   // window: start-up and the drain left out); zero when it stopped before a second update
   double warm_steps = 0, warm_seconds = 0;
   std::uint64_t replayed = 0;       // trainer: updates that ran as one CUDA graph launch (--learner-graph)
+  double waited = 0;                // trainer: seconds waiting for rollouts (the serving GMIs were behind)
   sm_activity gpm;                  // trainer (slice 0): GPM from its first update to the stop decision
   std::string reason, binding;
 };
@@ -64,7 +73,7 @@ inline void to_json(nlohmann::json& j, const split_gmi_result& r) {
        {"reason", r.reason}, {"binding", r.binding}};
   if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
   if (r.warm_seconds > 0) j.update({{"warm_steps", r.warm_steps}, {"warm_seconds", r.warm_seconds}});
-  if (r.trainer) j["replayed"] = r.replayed;
+  if (r.trainer) j.update({{"replayed", r.replayed}, {"waited", r.waited}});
   put_sm_activity(j, r.gpm);
 }
 inline void from_json(const nlohmann::json& j, split_gmi_result& r) {
@@ -84,6 +93,7 @@ inline void from_json(const nlohmann::json& j, split_gmi_result& r) {
   r.binding = j.at("binding");
   if (j.contains("mean_return")) r.mean_return = j["mean_return"].get<double>();
   if (j.contains("replayed")) r.replayed = j["replayed"].get<std::uint64_t>();
+  if (j.contains("waited")) r.waited = j["waited"].get<double>();
   r.gpm = get_sm_activity(j);
   if (j.contains("warm_seconds")) {
     r.warm_steps = j.at("warm_steps");
@@ -148,6 +158,38 @@ struct split_settings {
   bool quiet = false;
 };
 
+// What a serving GMI's package note says about its rollout: the weights version it acted with, and the episodes
+// that finished in its previous rollout (counted from that rollout's bootstrap row, one rollout behind so the
+// serving GMI never waits for the copy).
+struct rollout_note {
+  std::uint64_t version = 0;
+  rl::episode_stats episodes;
+
+  template <class Record>
+  static rl::episode_stats count(const Record* bootstrap_row, std::size_t n) {
+    rl::episode_stats e;
+    for (std::size_t i = 0; i < n; ++i) {
+      e.episodes += bootstrap_row[i].end;
+      e.return_sum += bootstrap_row[i].reward;
+    }
+    return e;
+  }
+  [[nodiscard]] comm::package_note packed() const {
+    comm::package_note p;
+    p.words[0] = version;
+    p.words[1] = episodes.episodes;
+    p.words[2] = std::bit_cast<std::uint64_t>(episodes.return_sum);
+    return p;
+  }
+  static rollout_note from(const comm::package_note& p) {
+    rollout_note r;
+    r.version = p.words[0];
+    r.episodes.episodes = p.words[1];
+    r.episodes.return_sum = std::bit_cast<double>(p.words[2]);
+    return r;
+  }
+};
+
 namespace detail {
 // The channel and board of GPU `gpu_index`, the same values on every GMI of that GPU.
 template <class Net>
@@ -196,20 +238,51 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   comm::channel_consumer consumer(detail::split_channel<Net>(ctx, gpu_index, servers, cfg.ppo.horizon, s.num_envs), 0, 1,
                                   stream);
   b.reassert();
-  cuda::device_buffer<float> payload(layout::size + 1);
-  auto publish = [&](bool stop) {
-    const auto snap = learner.snapshot();
-    GMI_CUDA_TRY(cudaMemcpyAsync(payload.data(), snap.data(), layout::size * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    const float flag = stop ? 1.0f : 0.0f;
-    GMI_CUDA_TRY(cudaMemcpyAsync(payload.data() + layout::size, &flag, sizeof flag, cudaMemcpyHostToDevice, stream));
-    GMI_CUDA_TRY(cudaStreamSynchronize(stream));
-    board.publish(payload.data(), stream);
+  // Two payloads ([snapshot | stop]) so update k + 1 can be queued before update k's weights are published.
+  cuda::device_buffer<float> payloads[2] = {cuda::device_buffer<float>(layout::size + 1),
+                                           cuda::device_buffer<float>(layout::size + 1)};
+  for (auto& p : payloads) p.fill_bytes(0, stream);  // stop = 0.0f
+  cuda::event filled[2];
+  bool pending[2] = {false, false};
+  int next_payload = 0, oldest = 0;
+  cuda::stream publish_stream;  // the board's copy waits only for itself
+  // Publishes the oldest pending payload (waiting for its update when `wait`); false when none is pending or its
+  // update still runs.
+  auto publish_oldest = [&](bool wait) {
+    if (!pending[oldest] || (!wait && !filled[oldest].ready())) return false;
+    filled[oldest].synchronize();
+    board.publish(payloads[oldest].data(), publish_stream.get());
+    pending[oldest] = false;
+    oldest ^= 1;
+    return true;
   };
-  publish(false);  // version 1: the initial weights; board version v = learner version v - 1
+  // Queues the learner's current weights into the next payload; published by publish_oldest.
+  auto queue_publish = [&] {
+    if (pending[next_payload]) publish_oldest(true);  // two updates behind: wait for the older one
+    const auto snap = learner.snapshot();
+    GMI_CUDA_TRY(cudaMemcpyAsync(payloads[next_payload].data(), snap.data(), layout::size * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, stream));
+    filled[next_payload].record(stream);
+    pending[next_payload] = true;
+    next_payload ^= 1;
+  };
+  // The final weights with stop = 1, after everything pending.
+  auto publish_stop = [&] {
+    while (publish_oldest(true)) {
+    }
+    const auto snap = learner.snapshot();
+    const float flag = 1.0f;
+    float* p = payloads[next_payload].data();
+    GMI_CUDA_TRY(cudaMemcpyAsync(p, snap.data(), layout::size * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    GMI_CUDA_TRY(cudaMemcpyAsync(p + layout::size, &flag, sizeof flag, cudaMemcpyHostToDevice, stream));
+    GMI_CUDA_TRY(cudaStreamSynchronize(stream));
+    board.publish(p, publish_stream.get());
+  };
+  queue_publish();  // version 1: the initial weights; board version v = learner version v - 1
+  publish_oldest(true);
   runtime::trace(ctx.id(), "trainer: initial weights published");
 
   const std::size_t n = static_cast<std::size_t>(s.num_envs);
-  std::vector<record> last_row(n);
   rl::episode_window window(static_cast<std::uint64_t>(s.min_episodes));
   split_gmi_result r;
   r.trainer = true;
@@ -222,22 +295,20 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   const bool printer = !s.quiet && gpu_index == 0;
   std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> first_update;
   sm_activity_window gpm(ctx.slice(), b.nvml_index());
-  while (auto batch = consumer.next_batch()) {
+  for (;;) {
+    const auto asked = std::chrono::steady_clock::now();
+    auto batch = consumer.next_batch();
+    r.waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+    if (!batch) break;
     ctx.heartbeat();
     const auto* rollout = batch->template as<record>();
-    GMI_CUDA_TRY(cudaMemcpyAsync(last_row.data(), rollout + static_cast<std::size_t>(cfg.ppo.horizon) * n,
-                                 n * sizeof(record), cudaMemcpyDeviceToHost, stream));
-    GMI_CUDA_TRY(cudaStreamSynchronize(stream));
     if (stopping) continue;  // draining: the serving GMIs close once they read the stop
-    rl::episode_stats e;
-    for (const record& x : last_row) {
-      e.episodes += x.end;
-      e.return_sum += x.reward;
-    }
-    if (e.episodes > 0)
-      if (const auto mean = window.add(e)) solved = std::isfinite(s.target_return) && *mean >= s.target_return;
+    publish_oldest(false);   // the last update's weights, if it has finished
+    const rollout_note note = rollout_note::from(batch->notes().front());
+    if (note.episodes.episodes > 0)
+      if (const auto mean = window.add(note.episodes)) solved = std::isfinite(s.target_return) && *mean >= s.target_return;
     const std::uint64_t current = learner.version() + 1;  // the board version of the learner's weights
-    const std::uint64_t version = last_row.front().version;
+    const std::uint64_t version = note.version;
     const std::uint64_t lag = current > version ? current - version : 0;
     lag_sum += static_cast<double>(lag);
     r.lag_max = std::max(r.lag_max, lag);
@@ -250,7 +321,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
     batch->release();
     if (learner.ready()) {
       learner.update();
-      publish(false);
+      queue_publish();
       if (!first_update) {
         first_update.emplace(std::chrono::steady_clock::now(), learner.version());
         gpm.start();
@@ -295,7 +366,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
         r.warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_update->first).count();
       }
       r.gpm = gpm.finish();
-      publish(true);
+      publish_stop();
       runtime::trace(ctx.id(), "trainer: stop published (" + reason + "), draining");
     }
   }
@@ -325,6 +396,11 @@ split_gmi_result split_server(runtime::context& ctx, runtime::binding& b, const 
   comm::weights_reader board(detail::split_board<Net>(ctx, gpu_index, servers));
   b.reassert();
   std::vector<float> payload(layout::size + 1);
+  using record = typename actor_type::record;
+  const std::size_t n = static_cast<std::size_t>(s.num_envs);
+  // The bootstrap rows of the last two rollouts (their finished episodes), each with the event of its copy.
+  cuda::pinned_buffer<record> rows[2] = {cuda::pinned_buffer<record>(n), cuda::pinned_buffer<record>(n)};
+  cuda::event copied[2];
   split_gmi_result r;
   std::uint64_t have = 0;
   auto adopt = [&](std::uint64_t version) {
@@ -345,8 +421,17 @@ split_gmi_result split_server(runtime::context& ctx, runtime::binding& b, const 
       break;
     }
     actor.collect();
+    const std::size_t k = r.rollouts % 2;
+    GMI_CUDA_TRY(cudaMemcpyAsync(rows[k].data(), actor.records().data() + static_cast<std::size_t>(p.horizon) * n,
+                                 n * sizeof(record), cudaMemcpyDeviceToHost, stream));
+    copied[k].record(stream);
+    rollout_note note{.version = have};
+    if (r.rollouts > 0) {  // the previous rollout's row: its copy was queued a whole rollout ago
+      copied[k ^ 1].synchronize();
+      note.episodes = rollout_note::count(rows[k ^ 1].data(), n);
+    }
     producer.send(actor.records().data(), static_cast<std::uint32_t>(p.horizon + 1),
-                  static_cast<std::uint32_t>(s.num_envs));
+                  static_cast<std::uint32_t>(s.num_envs), note.packed());
     ++r.rollouts;
     ctx.heartbeat();
     if (const auto v = board.read_latest(payload.data(), have, stream)) adopt(*v);

@@ -49,10 +49,18 @@ inline const char* to_string(payload_placement p) noexcept {
   return "unknown";
 }
 
+// Four words of host metadata a producer sends with a rollout (the weights version it was acted with, episode
+// counts, ...): the consumer reads them on the host, without waiting for the payload's copy. A slot carries the
+// note of the last send that put packages into it.
+struct package_note {
+  std::uint64_t words[4] = {0, 0, 0, 0};
+};
+static_assert(std::is_trivially_copyable_v<package_note>);
+
 namespace detail {
 
 inline constexpr std::uint32_t max_link_slots = 64;
-inline constexpr std::uint64_t link_magic = 0x676d692d63686e31ull;  // "gmi-chn1"
+inline constexpr std::uint64_t link_magic = 0x676d692d63686e32ull;  // "gmi-chn2"
 inline constexpr std::size_t page_bytes = 4096;
 
 // The control message of one migrated slot. Every field is checked by the consumer: a peer built with other
@@ -68,6 +76,7 @@ struct slot_descriptor {
   std::uint32_t package_steps;
   std::uint32_t package_envs;
   std::uint32_t producer;
+  package_note note;            // the slot's last send's
 };
 static_assert(std::is_trivially_copyable_v<slot_descriptor>);
 
