@@ -10,10 +10,8 @@
 # `scopes` (--minibatch-scope) runs split and k x N once per scope: group (the trainer's minibatch is --minibatch;
 # the group's, split over k GMIs) and/or gmi (each serving GMI's rollout, each GMI, brings its own --minibatch:
 # rl_games' multi-GPU rule, the paper's); the baseline keeps one --minibatch.
-# `evaluates` runs split once per way the trainer evaluates its batch before V-trace (GMI_APPO_EVALUATE): steps
-# (one thread per step of every column, the default) and/or columns (one thread per column, the first way).
 # Usage: run_split_every_task.sh <build-dir> <results.jsonl> [k=8] [seconds=3] [reps=2] [tasks=all nine]
-#        [scopes=group] [evaluates=steps]
+#        [scopes=group]
 set -uo pipefail
 build=${1:?build directory}
 out=${2:?results file}
@@ -22,13 +20,11 @@ seconds=${4:-3}
 reps=${5:-2}
 tasks=${6:-cartpole ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy franka_cabinet_proxy shadow_hand_proxy}
 scopes=${7:-group}
-evaluates=${8:-steps}
 refuse() { echo "run_split_every_task: $1" >&2; exit 2; }
 [[ "$k" =~ ^[0-9]+$ ]] && ((k >= 2)) || refuse "k: got $k, need an integer >= 2 (1 trainer + serving GMIs)"
 [[ "$seconds" =~ ^[0-9]+([.][0-9]+)?$ ]] && [[ ! "$seconds" =~ ^0+([.]0+)?$ ]] || refuse "seconds: got $seconds, need a positive number"
 [[ "$reps" =~ ^[0-9]+$ ]] && ((reps >= 1)) || refuse "reps: got $reps, need a positive integer"
 for sc in $scopes; do [[ "$sc" == group || "$sc" == gmi ]] || refuse "scopes: got $sc, need group and/or gmi"; done
-for ev in $evaluates; do [[ "$ev" == steps || "$ev" == columns ]] || refuse "evaluates: got $ev, need steps and/or columns"; done
 export NCCL_NVLS_ENABLE=0
 source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary
 for t in $tasks; do
@@ -39,19 +35,14 @@ for t in $tasks; do
   n=${paper_n[$t]}
   bin=$(binary "$t")
   for rep in $(seq "$reps"); do
-    # label, GMIs, partition, evaluate, extra flag ("-": none)
+    # label, GMIs, partition, extra flag ("-": none)
     configs=()
-    for sc in $scopes; do
-      for ev in $evaluates; do configs+=("split $k mps $ev --split-roles --minibatch-scope=$sc"); done
-      configs+=("colocated $k mps - --minibatch-scope=$sc")
-    done
-    configs+=("base 1 none - -")
+    for sc in $scopes; do configs+=("split $k mps --split-roles --minibatch-scope=$sc" "colocated $k mps --minibatch-scope=$sc"); done
+    configs+=("base 1 none -")
     for c in "${configs[@]}"; do
-      read -r label g p ev extra <<< "$c"
+      read -r label g p extra <<< "$c"
       flags=()
       [ "$extra" != - ] && read -r -a flags <<< "$extra"
-      [ "$ev" != - ] && label="$label($ev)"
-      GMI_APPO_EVALUATE=$([ "$ev" != - ] && echo "$ev") \
       timeout $((${seconds%.*} + 150)) "$bin" --gmis-per-gpu "$g" --num-envs "$n" --partition "$p" --target-return nan \
         --max-env-steps 1e15 --max-seconds "$seconds" --log-interval 100 --metrics "$out" "${flags[@]}" 2>&1 |
         grep -E "^gmi: (step|time|solved|diverged|GPU util)|rror| trainer [|]" | sed "s|^|$t rep $rep $label $g x $n $extra: |"

@@ -843,8 +843,6 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
                  {"max_policy_lag", o.max_policy_lag},
                  {"learner_graph", o.learner_graph},
                  {"minibatch_scope", o.minibatch_scope},
-                 {"appo_evaluate", rl::detail::chosen_appo_evaluate_path() == rl::detail::appo_evaluate_path::steps
-                                       ? "steps" : "columns"},
                  {"lag_mean", t.lag_mean},
                  {"lag_max", t.lag_max},
                  {"dropped_rollouts", t.dropped},

@@ -1,17 +1,16 @@
 #pragma once
 // The CUDA halves of gmi::rl::appo_actor and appo_learner: the actor collects one environment per thread (the
-// weights snapshot in shared memory); the learner evaluates one step of one column per thread (unpack, values,
-// log-probs), runs V-trace with one thread per column, then ppo.cuh's kernels for the update (minibatch_gradient's
-// rows summed in order, Adam, the adaptive-KL step size). The first update runs eagerly (lazy module loading
-// stays out of the capture); it is captured as a CUDA graph the second time and replayed from then on: an update
-// is epochs x minibatches of small kernels whose launches, not their work, set the trainer's pace (every pointer
-// it reads is fixed at construction, and the shuffle round and learning-rate rule read device counters).
+// weights snapshot in shared memory); the learner evaluates one column per thread (unpack, values, log-probs,
+// V-trace), then runs ppo.cuh's kernels for the update (minibatch_gradient's rows summed in order, Adam, the
+// adaptive-KL step size). The first update runs eagerly (lazy module loading stays out of the capture); it is
+// captured as a CUDA graph the second time and replayed from then on: an update is epochs x minibatches of small
+// kernels whose launches, not their work, set the trainer's pace (every pointer it reads is fixed at
+// construction, and the shuffle round and learning-rate rule read device counters).
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-#include <gmi/core/env_var.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/cuda/graph.hpp>
 #include <gmi/rl/appo.hpp>
@@ -34,38 +33,12 @@ __global__ static void appo_actor_collect_kernel(appo_actor_view<E, Net> v, cons
   if (i < static_cast<std::size_t>(v.num_envs)) v.collect(i, s);
 }
 
-// One thread per step of every column ((T + 1) x C threads; adjacent threads: adjacent columns of one step).
 template <class Net>
-__global__ static void appo_evaluate_steps_kernel(appo_evaluate_view<Net> v, const float* params) {
-  extern __shared__ float shared_params[];
-  const float* p = stage_params<Net>(params, shared_params);
-  const std::size_t s = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t cols = static_cast<std::size_t>(v.columns);
-  if (s < (static_cast<std::size_t>(v.horizon) + 1) * cols) v.evaluate_step(s / cols, s % cols, p);
-}
-
-template <class Net>
-__global__ static void appo_vtrace_kernel(appo_evaluate_view<Net> v) {
-  const std::size_t c = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c < static_cast<std::size_t>(v.columns)) v.vtrace_down(c);
-}
-
-// One thread per column, its steps one after another (the learner's first way; GMI_APPO_EVALUATE=columns, for
-// comparisons): C threads only, so a wide network's T + 1 forward passes run in series.
-template <class Net>
-__global__ static void appo_evaluate_columns_kernel(appo_evaluate_view<Net> v, const float* params) {
+__global__ static void appo_evaluate_kernel(appo_evaluate_view<Net> v, const float* params) {
   extern __shared__ float shared_params[];
   const float* p = stage_params<Net>(params, shared_params);
   const std::size_t c = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c < static_cast<std::size_t>(v.columns)) v.evaluate(c, p);
-}
-
-// How the learner evaluates its batch: GMI_APPO_EVALUATE=steps (default) or columns.
-enum class appo_evaluate_path { steps, columns };
-inline appo_evaluate_path chosen_appo_evaluate_path() {
-  return env_var::choice<appo_evaluate_path>("GMI_APPO_EVALUATE", {{"steps", appo_evaluate_path::steps},
-                                                                    {"columns", appo_evaluate_path::columns}})
-      .value_or(appo_evaluate_path::steps);
 }
 
 template <class E, class Net>
@@ -89,7 +62,6 @@ struct appo_device_ops {
   cuda::graph_exec graph;                           // the whole update, from the second on
   bool warmed_up = false;
   std::uint64_t replays = 0;                        // updates that ran as one graph launch
-  appo_evaluate_path evaluate_path = chosen_appo_evaluate_path();
 
   explicit appo_device_ops(learner& l) : gradient(l.minibatch_, l.policy_.sm_count), update_count(1) {
     update_count.fill_bytes(0, l.policy_.stream);
@@ -112,17 +84,9 @@ struct appo_device_ops {
   void enqueue_update(learner& l) {
     const cudaStream_t s = l.policy_.stream;
     const ppo_config& c = l.config_.ppo;
-    if (evaluate_path == appo_evaluate_path::steps) {
-      const std::size_t steps = (l.horizon_ + 1) * l.columns_;
-      appo_evaluate_steps_kernel<Net><<<static_cast<unsigned>((steps + 127) / 128), 128, shared_bytes(), s>>>(
-          l.evaluate_view(), l.params_.data());
-      GMI_CUDA_TRY(cudaGetLastError());
-      appo_vtrace_kernel<Net><<<static_cast<unsigned>((l.columns_ + 127) / 128), 128, 0, s>>>(l.evaluate_view());
-    } else {
-      const unsigned block = l.columns_ <= 4096 ? 32u : 128u;
-      appo_evaluate_columns_kernel<Net><<<static_cast<unsigned>((l.columns_ + block - 1) / block), block,
-                                          shared_bytes(), s>>>(l.evaluate_view(), l.params_.data());
-    }
+    const unsigned block = l.columns_ <= 4096 ? 32u : 128u;
+    appo_evaluate_kernel<Net><<<static_cast<unsigned>((l.columns_ + block - 1) / block), block, shared_bytes(), s>>>(
+        l.evaluate_view(), l.params_.data());
     GMI_CUDA_TRY(cudaGetLastError());
     if (c.normalize_advantage) {
       ppo_advantage_stats_kernel<<<1, 1024, 0, s>>>(l.advantages_.data(), static_cast<std::uint32_t>(l.total_),

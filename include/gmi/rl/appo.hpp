@@ -85,33 +85,27 @@ struct appo_evaluate_view {
 
   GMI_HD float value_of(float head) const { return normalize_value ? value_norm.denormalize(0, head) : head; }
 
-  // Step t (0..T; T: the bootstrap row, value only) of column c: unpack and evaluate with the learner's weights.
-  GMI_HD void evaluate_step(std::size_t t, std::size_t c, const float* params) const {
+  GMI_HD void evaluate(std::size_t c, const float* params) const {
     const std::size_t n = static_cast<std::size_t>(envs_per_rollout), cols = static_cast<std::size_t>(columns);
     const record* rollout = staging + (c / n) * (static_cast<std::size_t>(horizon) + 1) * n;
-    const record& rec = rollout[t * n + c % n];
-    const std::size_t at = t * cols + c;
+    const std::size_t i = c % n;
     float on[obs_dim], mu[act_dim], v;
-    obs_norm.normalize(rec.obs, on);
-    Net::forward(params, on, mu, &v);
-    values[at] = value_of(v);
-    if (t == static_cast<std::size_t>(horizon)) return;
-    for (int k = 0; k < obs_dim; ++k) obs[at * obs_dim + k] = rec.obs[k];
-    for (int k = 0; k < act_dim; ++k) actions[at * act_dim + k] = rec.action[k];
-    const float lp = gaussian_log_prob<act_dim>(rec.action, mu, Net::log_std(params));  // as the loss does
-    log_probs[at] = lp;
-    log_ratios[at] = lp - rec.log_prob;
-    rewards[at] = rec.reward;
-    ends[at] = rec.end ? 1 : 0;
-  }
-  // V-trace down column c, once every step of it is evaluated.
-  GMI_HD void vtrace_down(std::size_t c) const {
+    for (int t = 0; t <= horizon; ++t) {
+      const record& rec = rollout[static_cast<std::size_t>(t) * n + i];
+      const std::size_t at = static_cast<std::size_t>(t) * cols + c;
+      obs_norm.normalize(rec.obs, on);
+      Net::forward(params, on, mu, &v);
+      values[at] = value_of(v);
+      if (t == horizon) break;
+      for (int k = 0; k < obs_dim; ++k) obs[at * obs_dim + k] = rec.obs[k];
+      for (int k = 0; k < act_dim; ++k) actions[at * act_dim + k] = rec.action[k];
+      const float lp = gaussian_log_prob<act_dim>(rec.action, mu, Net::log_std(params));  // as the loss does
+      log_probs[at] = lp;
+      log_ratios[at] = lp - rec.log_prob;
+      rewards[at] = rec.reward;
+      ends[at] = rec.end ? 1 : 0;
+    }
     vtrace_column(static_cast<int>(c), columns, horizon, vtrace, rewards, ends, values, log_ratios, returns, advantages);
-  }
-  // The whole column: every step, then V-trace.
-  GMI_HD void evaluate(std::size_t c, const float* params) const {
-    for (std::size_t t = 0; t <= static_cast<std::size_t>(horizon); ++t) evaluate_step(t, c, params);
-    vtrace_down(c);
   }
 };
 
