@@ -10,8 +10,9 @@
 # `scopes` (--minibatch-scope) runs split and k x N once per scope: group (the trainer's minibatch is --minibatch;
 # the group's, split over k GMIs) and/or gmi (each serving GMI's rollout, each GMI, brings its own --minibatch:
 # rl_games' multi-GPU rule, the paper's); the baseline keeps one --minibatch.
+# `slots` (--channel-slots) runs split once per count: the rollouts each serving GMI may have queued for the trainer.
 # Usage: run_split_every_task.sh <build-dir> <results.jsonl> [k=8] [seconds=3] [reps=2] [tasks=all nine]
-#        [scopes=group]
+#        [scopes=group] [slots=1]
 set -uo pipefail
 build=${1:?build directory}
 out=${2:?results file}
@@ -20,11 +21,15 @@ seconds=${4:-3}
 reps=${5:-2}
 tasks=${6:-cartpole ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy franka_cabinet_proxy shadow_hand_proxy}
 scopes=${7:-group}
+slot_counts=${8:-1}
 refuse() { echo "run_split_every_task: $1" >&2; exit 2; }
 [[ "$k" =~ ^[0-9]+$ ]] && ((k >= 2)) || refuse "k: got $k, need an integer >= 2 (1 trainer + serving GMIs)"
 [[ "$seconds" =~ ^[0-9]+([.][0-9]+)?$ ]] && [[ ! "$seconds" =~ ^0+([.]0+)?$ ]] || refuse "seconds: got $seconds, need a positive number"
 [[ "$reps" =~ ^[0-9]+$ ]] && ((reps >= 1)) || refuse "reps: got $reps, need a positive integer"
 for sc in $scopes; do [[ "$sc" == group || "$sc" == gmi ]] || refuse "scopes: got $sc, need group and/or gmi"; done
+for sl in $slot_counts; do
+  [[ "$sl" =~ ^(1|2|4|8|16|32|64)$ ]] || refuse "slots: got $sl, need powers of two in 1..64"
+done
 export NCCL_NVLS_ENABLE=0
 source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary
 for t in $tasks; do
@@ -35,14 +40,17 @@ for t in $tasks; do
   n=${paper_n[$t]}
   bin=$(binary "$t")
   for rep in $(seq "$reps"); do
-    # label, GMIs, partition, extra flag ("-": none)
+    # label, GMIs, partition, extra flags (comma-separated; "-": none)
     configs=()
-    for sc in $scopes; do configs+=("split $k mps --split-roles --minibatch-scope=$sc" "colocated $k mps --minibatch-scope=$sc"); done
+    for sc in $scopes; do
+      for sl in $slot_counts; do configs+=("split $k mps --split-roles,--minibatch-scope=$sc,--channel-slots=$sl"); done
+      configs+=("colocated $k mps --minibatch-scope=$sc")
+    done
     configs+=("base 1 none -")
     for c in "${configs[@]}"; do
       read -r label g p extra <<< "$c"
       flags=()
-      [ "$extra" != - ] && read -r -a flags <<< "$extra"
+      [ "$extra" != - ] && IFS=, read -r -a flags <<< "$extra"
       timeout $((${seconds%.*} + 150)) "$bin" --gmis-per-gpu "$g" --num-envs "$n" --partition "$p" --target-return nan \
         --max-env-steps 1e15 --max-seconds "$seconds" --log-interval 100 --metrics "$out" "${flags[@]}" 2>&1 |
         grep -E "^gmi: (step|time|solved|diverged|GPU util)|rror| trainer [|]" | sed "s|^|$t rep $rep $label $g x $n $extra: |"

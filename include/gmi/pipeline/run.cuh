@@ -777,6 +777,9 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   s.appo.validate();
   gmi::require(o.max_policy_lag >= 0, "--max-policy-lag", o.max_policy_lag, ">= 0 (updates)");
   s.max_policy_lag = o.max_policy_lag;
+  gmi::require(o.channel_slots >= 1 && o.channel_slots <= 64 && (o.channel_slots & (o.channel_slots - 1)) == 0,
+               "--channel-slots", o.channel_slots, "a power of two in 1..64");
+  s.channel_slots = static_cast<std::uint32_t>(o.channel_slots);
   s.num_envs = o.num_envs;
   s.seed = o.seed;
   s.max_env_steps = o.max_env_steps;
@@ -791,9 +794,9 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   if (launcher) gmi::throw_unless_ok(runtime::can_implement(cfg));
   if (launcher && !trial) {
     std::printf("gmi: %s | split (asynchronous PPO, V-trace) | partition %s (%s) | GPU x %d GMIs: 1 trainer + %d serving "
-                "| %d envs per serving GMI | minibatch %d (--minibatch-scope %s) | max policy lag %d | seed %llu%s\n",
+                "| %d envs per serving GMI | minibatch %d (--minibatch-scope %s) | max policy lag %d | %d channel slots | seed %llu%s\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.gmis_per_gpu,
-                cfg.gmis_per_gpu - 1, o.num_envs, s.appo.ppo.minibatch, o.minibatch_scope.c_str(), o.max_policy_lag,
+                cfg.gmis_per_gpu - 1, o.num_envs, s.appo.ppo.minibatch, o.minibatch_scope.c_str(), o.max_policy_lag, o.channel_slots,
                 static_cast<unsigned long long>(o.seed),
                 cfg.mps_first_slice_percentage
                     ? (" | MPS: trainer " + std::to_string(*cfg.mps_first_slice_percentage) + "% of the SMs, serving " +
@@ -841,6 +844,7 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
                  {"train_samples_per_s", t.train_samples_per_s},
                  {"serve_steps_per_s", t.serve_steps_per_s},
                  {"max_policy_lag", o.max_policy_lag},
+                 {"channel_slots", o.channel_slots},
                  {"learner_graph", o.learner_graph},
                  {"minibatch_scope", o.minibatch_scope},
                  {"lag_mean", t.lag_mean},
@@ -1044,6 +1048,10 @@ int run(int argc, char** argv) {
                "autotune, colocated: skip the split-layout trials (the mapping stays colocated, not measured)");
   app.add_option("--max-policy-lag", o.max_policy_lag, "split: drop rollouts acted with weights more updates old")
       ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+  app.add_option("--channel-slots", o.channel_slots,
+                 "split: rollouts each serving GMI may have queued for the trainer (a power of two in 1..64); each "
+                 "queued rollout adds about one update of policy lag while the trainer is the bottleneck")
+      ->capture_default_str();
   app.add_option("--learner-graph", o.learner_graph,
                  "split: the trainer replays its update (epochs x minibatches of kernels) as one CUDA graph from the "
                  "second update on (on), or enqueues it kernel by kernel (off)")

@@ -99,6 +99,9 @@ struct run_options {
   std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;
   int max_policy_lag = 4;   // split layout: rollouts acted with weights more updates old are dropped
+  // split layout: rollouts each serving GMI may have queued for the trainer (its channel link's slots). Each queued
+  // rollout adds about one update of policy lag while the trainer is the bottleneck.
+  int channel_slots = 1;
   float rho_bar = 1.0f;     // split layout: V-trace truncations
   float c_bar = 1.0f;
   // split layout: the trainer replays its update as one CUDA graph from the second update on ("on"), or enqueues

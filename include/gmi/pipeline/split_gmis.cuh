@@ -151,6 +151,7 @@ inline split_total collect_split(const runtime::run_report& report) {
 struct split_settings {
   rl::appo_config appo;
   int max_policy_lag = 4;
+  std::uint32_t channel_slots = 1;  // rollouts each serving GMI may have queued (comm::channel_options::slots)
   int num_envs = 0;
   std::uint64_t seed = 0;
   double max_env_steps = 0, max_seconds = 0, target_return = 0, log_interval = 1;
@@ -193,7 +194,8 @@ struct rollout_note {
 namespace detail {
 // The channel and board of GPU `gpu_index`, the same values on every GMI of that GPU.
 template <class Net>
-comm::channel_options split_channel(const runtime::context& ctx, int gpu_index, int servers, int horizon, int envs) {
+comm::channel_options split_channel(const runtime::context& ctx, const split_settings& s, int gpu_index, int servers) {
+  const int horizon = s.appo.ppo.horizon, envs = s.num_envs;
   using record = rl::appo_record<Net::obs_dim, Net::act_dim>;
   comm::channel_options c;
   c.tag = ctx.id().run_id + "-exp-g" + std::to_string(gpu_index);
@@ -205,7 +207,7 @@ comm::channel_options split_channel(const runtime::context& ctx, int gpu_index, 
   c.package_steps = static_cast<std::uint32_t>(horizon + 1);  // a package is one whole rollout
   c.package_envs = static_cast<std::uint32_t>(envs);
   c.packages_per_slot = 1;
-  c.slots = 4;
+  c.slots = s.channel_slots;
   c.placement = comm::payload_placement::device;
   c.timeout = ctx.timeout();
   c.across_processes = runtime::this_gmi().has_value();  // GMI processes, else every GMI a thread of this one
@@ -235,7 +237,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   cfg.rollouts = servers;
   learner_type learner(s.num_envs, s.seed, cfg, exec::cuda{.stream = stream, .sm_count = b.sm_count()});
   comm::weights_writer board(detail::split_board<Net>(ctx, gpu_index, servers));
-  comm::channel_consumer consumer(detail::split_channel<Net>(ctx, gpu_index, servers, cfg.ppo.horizon, s.num_envs), 0, 1,
+  comm::channel_consumer consumer(detail::split_channel<Net>(ctx, s, gpu_index, servers), 0, 1,
                                   stream);
   b.reassert();
   // Two payloads ([snapshot | stop]) so update k + 1 can be queued before update k's weights are published.
@@ -391,7 +393,7 @@ split_gmi_result split_server(runtime::context& ctx, runtime::binding& b, const 
   const rl::ppo_config& p = s.appo.ppo;
   actor_type actor(s.num_envs, s.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), p.horizon, p.gamma,
                    p.bootstrap_truncation, typename Env::params{}, exec::cuda{.stream = stream});
-  comm::channel_producer producer(detail::split_channel<Net>(ctx, gpu_index, servers, p.horizon, s.num_envs),
+  comm::channel_producer producer(detail::split_channel<Net>(ctx, s, gpu_index, servers),
                                   ctx.slice() - 1, stream);
   comm::weights_reader board(detail::split_board<Net>(ctx, gpu_index, servers));
   b.reassert();
