@@ -777,8 +777,6 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   s.appo.validate();
   gmi::require(o.max_policy_lag >= 0, "--max-policy-lag", o.max_policy_lag, ">= 0 (updates)");
   s.max_policy_lag = o.max_policy_lag;
-  gmi::require(o.channel_slots >= 1 && o.channel_slots <= 64 && (o.channel_slots & (o.channel_slots - 1)) == 0,
-               "--channel-slots", o.channel_slots, "a power of two in 1..64");
   s.channel_slots = static_cast<std::uint32_t>(o.channel_slots);
   s.num_envs = o.num_envs;
   s.seed = o.seed;
@@ -1129,6 +1127,8 @@ int run(int argc, char** argv) {
       gmi::require(std::isfinite(o.c_bar) && o.c_bar > 0 && o.c_bar <= o.rho_bar, "--c-bar", o.c_bar,
                    "<= --rho-bar (" + metrics::si(o.rho_bar) + ") and > 0");
     }
+    gmi::require(o.channel_slots >= 1 && o.channel_slots <= 64 && (o.channel_slots & (o.channel_slots - 1)) == 0,
+                 "--channel-slots", o.channel_slots, "a power of two in 1..64");
     const auto gpus = cuda::device_count();
     const bool use_gpu = o.device == "gpu" || (o.device == "auto" && gpus.has_value());
     if (use_gpu) {
