@@ -333,9 +333,10 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
     const double trained = static_cast<double>(learner.version()) * static_cast<double>(learner.samples_per_update());
     const int sig = detail::stop_signal.load();
     // At each log time the trainer looks at its loss terms: non-finite ones end the run (reason "diverged").
+    std::optional<rl::ppo_losses> looked;  // the loss terms, when the trainer looks at them
     if (elapsed - last_look >= s.log_interval) {
       last_look = elapsed;
-      const auto l = learner.losses();
+      const auto& l = looked.emplace(learner.losses());
       if (!l.finite() && !diverged) {
         diverged = true;
         std::fprintf(stderr, "gmi: training diverged by update %llu (%s samples trained): %s; the run stops "
@@ -344,13 +345,17 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
                      l.not_finite().c_str());
       }
     }
-    if (printer && (elapsed - last_log >= s.log_interval)) {
+    if (printer && looked && (elapsed - last_log >= s.log_interval)) {
       const double m = window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
-      std::printf("update %6llu | trained %s | %s samples/s | return %s | lag mean %.2f max %llu | dropped %llu | %s\n",
+      // How far the serving GMIs' policies were from the learner's in the last update (copies T x C floats).
+      const rl::appo_lag_stats off = learner.lag_stats();
+      std::printf("update %6llu | trained %s | %s samples/s | return %s | lag mean %.2f max %llu | dropped %llu | kl %.4f "
+                  "| entropy %.2f | clipped %.2f | |log pi/mu| %.2f, rho clipped %.2f | %s\n",
                   static_cast<unsigned long long>(learner.version()), metrics::si(trained).c_str(),
                   metrics::si(trained / std::max(elapsed, 1e-9)).c_str(), std::isfinite(m) ? metrics::si(m).c_str() : "-",
                   lag_sum / static_cast<double>(r.rollouts + r.dropped), static_cast<unsigned long long>(r.lag_max),
-                  static_cast<unsigned long long>(r.dropped), metrics::clock_text(elapsed).c_str());
+                  static_cast<unsigned long long>(r.dropped), looked->approx_kl, looked->entropy, looked->clip_fraction,
+                  off.mean_abs_log_ratio, off.rho_clipped, metrics::clock_text(elapsed).c_str());
       std::fflush(stdout);
       last_log = elapsed;
     }
