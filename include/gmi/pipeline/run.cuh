@@ -774,6 +774,7 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   // the colocated layout), so an update makes as many Adam steps as one process training on one rollout.
   if (o.minibatch_scope == "gmi") s.appo.ppo.minibatch = o.ppo.minibatch * s.appo.rollouts;
   s.appo.replay_updates = o.learner_graph == "on";
+  s.appo.clip_against_behaviour = o.clip_against == "behaviour";
   s.appo.validate();
   gmi::require(o.max_policy_lag >= 0, "--max-policy-lag", o.max_policy_lag, ">= 0 (updates)");
   s.max_policy_lag = o.max_policy_lag;
@@ -792,9 +793,10 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   if (launcher) gmi::throw_unless_ok(runtime::can_implement(cfg));
   if (launcher && !trial) {
     std::printf("gmi: %s | split (asynchronous PPO, V-trace) | partition %s (%s) | GPU x %d GMIs: 1 trainer + %d serving "
-                "| %d envs per serving GMI | minibatch %d (--minibatch-scope %s) | max policy lag %d | %d channel slots | seed %llu%s\n",
+                "| %d envs per serving GMI | minibatch %d (--minibatch-scope %s) | max policy lag %d | %d channel slots | clip against %s | seed %llu%s\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.gmis_per_gpu,
                 cfg.gmis_per_gpu - 1, o.num_envs, s.appo.ppo.minibatch, o.minibatch_scope.c_str(), o.max_policy_lag, o.channel_slots,
+                o.clip_against.c_str(),
                 static_cast<unsigned long long>(o.seed),
                 cfg.mps_first_slice_percentage
                     ? (" | MPS: trainer " + std::to_string(*cfg.mps_first_slice_percentage) + "% of the SMs, serving " +
@@ -844,6 +846,7 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
                  {"max_policy_lag", o.max_policy_lag},
                  {"channel_slots", o.channel_slots},
                  {"learner_graph", o.learner_graph},
+                 {"clip_against", o.clip_against},
                  {"minibatch_scope", o.minibatch_scope},
                  {"lag_mean", t.lag_mean},
                  {"lag_max", t.lag_max},
@@ -1054,6 +1057,11 @@ int run(int argc, char** argv) {
                  "split: the trainer replays its update (epochs x minibatches of kernels) as one CUDA graph from the "
                  "second update on (on), or enqueues it kernel by kernel (off)")
       ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  app.add_option("--clip-against", o.clip_against,
+                 "split: PPO's ratio is pi over the learner's policy at the start of the update (learner: decoupled "
+                 "PPO) or over the serving GMI's policy that acted (behaviour: Sample Factory's APPO)")
+      ->check(CLI::IsMember({"learner", "behaviour"}))
       ->capture_default_str();
   app.add_option("--rho-bar", o.rho_bar, "split: V-trace truncation of the TD-error weights")->capture_default_str();
   app.add_option("--c-bar", o.c_bar, "split: V-trace truncation of the traces (<= --rho-bar)")->capture_default_str();

@@ -102,6 +102,7 @@ struct run_options {
   // split layout: rollouts each serving GMI may have queued for the trainer (its channel link's slots). Each queued
   // rollout adds about one update of policy lag while the trainer is the bottleneck.
   int channel_slots = 1;
+  std::string clip_against = "learner";  // split layout: PPO's ratio over the learner's policy or the behaviour's
   float rho_bar = 1.0f;     // split layout: V-trace truncations
   float c_bar = 1.0f;
   // split layout: the trainer replays its update as one CUDA graph from the second update on ("on"), or enqueues

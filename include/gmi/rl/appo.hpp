@@ -38,6 +38,10 @@ struct appo_config {
   float rho_bar = 1.0f;  // V-trace truncation of the TD-error weights
   float c_bar = 1.0f;    // V-trace truncation of the traces
   int rollouts = 4;      // rollouts of T x N per update
+  // PPO's ratio: pi over the learner's policy at the start of the update (false: decoupled PPO, each update may
+  // move pi by the clip from where it starts), or over the policy that acted (true: Sample Factory's APPO: a step
+  // stops pulling once pi is the clip away from its serving GMI's policy, however many updates that takes).
+  bool clip_against_behaviour = false;
   // exec::cuda: the first update runs kernel by kernel, the second is captured as a CUDA graph and every later one
   // replays it (one launch instead of about 4 x epochs x minibatches); false: every update kernel by kernel.
   bool replay_updates = true;
@@ -71,7 +75,8 @@ struct appo_evaluate_view {
   bool normalize_value;
   float* obs;             // [T][C][obs_dim], raw
   float* actions;         // [T][C][act_dim]
-  float* log_probs;       // [T][C]: the learner's log pi at the start of the update
+  float* log_probs;       // [T][C]: PPO's old log-probs: the learner's log pi at the start of the update, or mu's
+  bool clip_against_behaviour;
   float* log_ratios;      // [T][C]: log pi - log mu
   float* values;          // [T + 1][C], return units
   float* rewards;         // [T][C]
@@ -101,7 +106,7 @@ struct appo_evaluate_view {
       for (int k = 0; k < obs_dim; ++k) obs[at * obs_dim + k] = rec.obs[k];
       for (int k = 0; k < act_dim; ++k) actions[at * act_dim + k] = rec.action[k];
       const float lp = gaussian_log_prob<act_dim>(rec.action, mu, Net::log_std(params));  // as the loss does
-      log_probs[at] = lp;
+      log_probs[at] = clip_against_behaviour ? rec.log_prob : lp;
       log_ratios[at] = lp - rec.log_prob;
       rewards[at] = rec.reward;
       ends[at] = rec.end ? 1 : 0;
@@ -319,7 +324,7 @@ class appo_learner {
     auto* self = const_cast<appo_learner*>(this);
     return {staging_.data(),          obs_norm_.view(),        value_norm_.view(),
             config_.ppo.normalize_value, self->obs_.data(),    self->actions_.data(),
-            self->log_probs_.data(),  self->log_ratios_.data(), self->values_.data(),
+            self->log_probs_.data(),  config_.clip_against_behaviour, self->log_ratios_.data(), self->values_.data(),
             self->rewards_.data(),    self->ends_.data(),      self->advantages_.data(),
             self->pg_weights_.data(), self->returns_.data(),   static_cast<int>(n_),    static_cast<int>(columns_),
             static_cast<int>(horizon_), config_.vtrace()};
