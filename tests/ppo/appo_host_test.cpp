@@ -122,41 +122,6 @@ TEST_SUITE("cpu") {
     CHECK(returns == doctest::Approx(e.return_sum).epsilon(1e-5));
   }
 
-  // Advantages are normalized before V-trace's rho weights them: divided by its weight, every step's advantage is
-  // back on the normalized scale (mean 0, std 1 over the batch), the steps pi finds unlikely (rho near 0) included.
-  // Normalizing the weighted advantages instead would shift those steps by the whole mean.
-  TEST_CASE("appo.host.advantages_normalized_then_weighted") {
-    auto c = config(1);
-    c.ppo.learning_rate = 3e-3f;  // move the learner well away from the actor's weights
-    learner l(64, 1, c);
-    actor a(64, 5, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation);
-    const auto s = l.snapshot();
-    std::copy(s.begin(), s.end(), a.snapshot().begin());
-    a.collect();
-    for (int u = 0; u < 6; ++u) {
-      l.take(a.records().data());
-      l.update();
-    }
-    const auto st = l.lag_stats();
-    MESSAGE("mean |log pi - log mu| " << st.mean_abs_log_ratio << ", rho clipped " << st.rho_clipped);
-    REQUIRE(st.mean_abs_log_ratio > 0.05);  // the weights vary
-    const auto [adv, w] = l.last_advantages();
-    REQUIRE(adv.size() == w.size());
-    double sum = 0, sumsq = 0, below = 0;
-    for (std::size_t i = 0; i < adv.size(); ++i) {
-      REQUIRE(w[i] > 0.0f);
-      CHECK(w[i] <= c.rho_bar);
-      below += w[i] < 0.9f;
-      const double u = adv[i] / w[i];
-      sum += u;
-      sumsq += u * u;
-    }
-    const double n = static_cast<double>(adv.size()), mean = sum / n;
-    CHECK(below > 0);
-    CHECK(std::fabs(mean) < 1e-4);
-    CHECK(std::sqrt((sumsq - n * mean * mean) / (n - 1)) == doctest::Approx(1.0).epsilon(1e-3));
-  }
-
   TEST_CASE("appo.host.take_and_update_refuse_misuse") {
     auto c = config(2);
     learner l(8, 1, c);

@@ -81,8 +81,7 @@ struct appo_evaluate_view {
   float* values;          // [T + 1][C], return units
   float* rewards;         // [T][C]
   std::uint8_t* ends;     // [T][C]
-  float* advantages;      // [T][C]: V-trace policy-gradient advantages, unweighted (A_t / rho_t; see pg_weights)
-  float* pg_weights;      // [T][C]: rho_t = min(rho_bar, pi / mu), applied after the advantages are normalized
+  float* advantages;      // [T][C]: V-trace policy-gradient advantages
   float* returns;         // [T][C]: V-trace targets
   int envs_per_rollout;   // N
   int columns;            // C = rollouts x N
@@ -111,17 +110,7 @@ struct appo_evaluate_view {
       rewards[at] = rec.reward;
       ends[at] = rec.end ? 1 : 0;
     }
-    vtrace_column(static_cast<int>(c), columns, horizon, vtrace, rewards, ends, values, log_ratios, returns, advantages,
-                  pg_weights);
-  }
-
-  // After the advantages' statistics ([mean, 1 / (std + eps)], or [0, 1] without normalization): the final
-  // advantage of step i, rho_i * (A_i / rho_i - mean) / std. Normalizing V-trace's rho-weighted advantages instead
-  // shifts every step by the same mean, the steps with rho near 0 included, and pushes pi away from the actions it
-  // finds unlikely: the policy narrows, its ratios to the lagging actors' grow, and more steps get rho near 0 (on
-  // Cartpole over 8 GMIs of an H200 the split layout solved, then fell back to random play, or diverged).
-  GMI_HD void weight_advantage(std::size_t i, const float* stats) const {
-    advantages[i] = pg_weights[i] * (advantages[i] - stats[0]) * stats[1];
+    vtrace_column(static_cast<int>(c), columns, horizon, vtrace, rewards, ends, values, log_ratios, returns, advantages);
   }
 };
 
@@ -173,10 +162,8 @@ class appo_learner {
     rewards_ = array<float>(total_);
     ends_ = array<std::uint8_t>(total_);
     advantages_ = array<float>(total_);
-    pg_weights_ = array<float>(total_);
     returns_ = array<float>(total_);
     advantage_stats_ = array<float>(2);
-    if constexpr (!P::on_device) advantage_stats_ = {0.0f, 1.0f};
     grads_ = array<float>(row);
     term_log_ = array<float>(static_cast<std::size_t>(config_.ppo.epochs) * minibatches_ * term_count);
     snapshot_ = array<float>(layout::size);
@@ -289,15 +276,6 @@ class appo_learner {
     return s;
   }
 
-  // The last update's policy-gradient advantages (normalized, then weighted) and their weights rho_t (copies T x C
-  // floats each; waits on exec::cuda).
-  struct advantages_and_weights {
-    std::vector<float> advantages, weights;
-  };
-  [[nodiscard]] advantages_and_weights last_advantages() {
-    return {to_host<float>(advantages_), to_host<float>(pg_weights_)};
-  }
-
   void synchronize() {
     if constexpr (P::on_device) GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
   }
@@ -326,20 +304,17 @@ class appo_learner {
             config_.ppo.normalize_value, self->obs_.data(),    self->actions_.data(),
             self->log_probs_.data(),  config_.clip_against_behaviour, self->log_ratios_.data(), self->values_.data(),
             self->rewards_.data(),    self->ends_.data(),      self->advantages_.data(),
-            self->pg_weights_.data(), self->returns_.data(),   static_cast<int>(n_),    static_cast<int>(columns_),
+            self->returns_.data(),    static_cast<int>(n_),    static_cast<int>(columns_),
             static_cast<int>(horizon_), config_.vtrace()};
   }
 
   // Minibatch b of epoch e in update `u`: the PPO minibatch over the evaluated arrays (old log-probs: the
-  // learner's at the start of the update; advantages and targets: V-trace's, the advantages already normalized and
-  // weighted by appo_evaluate_view::weight_advantage).
+  // learner's at the start of the update; advantages and targets: V-trace's).
   [[nodiscard]] ppo_minibatch_view<Net> minibatch_view(std::uint64_t u, int epoch, std::size_t b) const {
-    ppo_config c = config_.ppo;
-    c.normalize_advantage = false;
     return make_minibatch_view<Net>({obs_.data(), actions_.data(), log_probs_.data(), values_.data(), advantages_.data(),
                                      returns_.data(), advantage_stats_.data(), obs_norm_.view(), value_norm_.view(),
                                      static_cast<std::uint32_t>(total_), detail::shuffle_stream_seed(seed_)},
-                                    c, u, epoch, minibatch_, b);
+                                    config_.ppo, u, epoch, minibatch_, b);
   }
 
  private:
@@ -382,7 +357,6 @@ class appo_learner {
       advantage_stats_[0] = static_cast<float>(mean);
       advantage_stats_[1] = static_cast<float>(1.0 / (std + 1e-8));
     }
-    exec::for_each(policy_, total_, [&](std::size_t i) { ev.weight_advantage(i, advantage_stats_.data()); });
     if (c.schedule == lr_schedule::linear) {
       adam_.set_lr(linear_learning_rate(c.learning_rate, c.min_learning_rate, static_cast<double>(version_), lr_decay_span()));
     }
@@ -423,7 +397,7 @@ class appo_learner {
   adam_type adam_;
   array<float> params_;
   array<record> staging_;
-  array<float> obs_, actions_, log_probs_, log_ratios_, values_, rewards_, advantages_, pg_weights_, returns_;
+  array<float> obs_, actions_, log_probs_, log_ratios_, values_, rewards_, advantages_, returns_;
   array<std::uint8_t> ends_;
   array<float> advantage_stats_, grads_, term_log_, snapshot_;
   std::vector<float> chunk_rows_;
