@@ -10,9 +10,10 @@
 # `scopes` (--minibatch-scope) runs split and k x N once per scope: group (the trainer's minibatch is --minibatch;
 # the group's, split over k GMIs) and/or gmi (each serving GMI's rollout, each GMI, brings its own --minibatch:
 # rl_games' multi-GPU rule, the paper's); the baseline keeps one --minibatch.
-# `slots` (--channel-slots) runs split once per count: the rollouts each serving GMI may have queued for the trainer.
+# `slots` (--channel-slots) runs split once per count: the rollouts each serving GMI may have queued for the trainer;
+# `clips` (--clip-against) once per choice: PPO's ratio over the acting policy (behaviour) or the learner's (learner).
 # Usage: run_split_every_task.sh <build-dir> <results.jsonl> [k=8] [seconds=3] [reps=2] [tasks=all nine]
-#        [scopes=group] [slots=1]
+#        [scopes=group] [slots=4] [clips=behaviour]
 set -uo pipefail
 build=${1:?build directory}
 out=${2:?results file}
@@ -21,7 +22,8 @@ seconds=${4:-3}
 reps=${5:-2}
 tasks=${6:-cartpole ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy franka_cabinet_proxy shadow_hand_proxy}
 scopes=${7:-group}
-slot_counts=${8:-1}
+slot_counts=${8:-4}
+clips=${9:-behaviour}
 refuse() { echo "run_split_every_task: $1" >&2; exit 2; }
 [[ "$k" =~ ^[0-9]+$ ]] && ((k >= 2)) || refuse "k: got $k, need an integer >= 2 (1 trainer + serving GMIs)"
 [[ "$seconds" =~ ^[0-9]+([.][0-9]+)?$ ]] && [[ ! "$seconds" =~ ^0+([.]0+)?$ ]] || refuse "seconds: got $seconds, need a positive number"
@@ -30,6 +32,7 @@ for sc in $scopes; do [[ "$sc" == group || "$sc" == gmi ]] || refuse "scopes: go
 for sl in $slot_counts; do
   [[ "$sl" =~ ^(1|2|4|8|16|32|64)$ ]] || refuse "slots: got $sl, need powers of two in 1..64"
 done
+for cl in $clips; do [[ "$cl" == behaviour || "$cl" == learner ]] || refuse "clips: got $cl, need behaviour and/or learner"; done
 export NCCL_NVLS_ENABLE=0
 source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary
 for t in $tasks; do
@@ -43,7 +46,9 @@ for t in $tasks; do
     # label, GMIs, partition, extra flags (comma-separated; "-": none)
     configs=()
     for sc in $scopes; do
-      for sl in $slot_counts; do configs+=("split $k mps --split-roles,--minibatch-scope=$sc,--channel-slots=$sl"); done
+      for sl in $slot_counts; do
+        for cl in $clips; do configs+=("split $k mps --split-roles,--minibatch-scope=$sc,--channel-slots=$sl,--clip-against=$cl"); done
+      done
       configs+=("colocated $k mps --minibatch-scope=$sc")
     done
     configs+=("base 1 none -")

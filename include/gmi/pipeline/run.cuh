@@ -1050,8 +1050,8 @@ int run(int argc, char** argv) {
   app.add_option("--max-policy-lag", o.max_policy_lag, "split: drop rollouts acted with weights more updates old")
       ->check(CLI::Range(0, 1 << 20))->capture_default_str();
   app.add_option("--channel-slots", o.channel_slots,
-                 "split: rollouts each serving GMI may have queued for the trainer (a power of two in 1..64); each "
-                 "queued rollout adds about one update of policy lag while the trainer is the bottleneck")
+                 "split: rollouts each serving GMI may have queued for the trainer, the back-pressure bound (a power "
+                 "of two in 1..64)")
       ->capture_default_str();
   app.add_option("--learner-graph", o.learner_graph,
                  "split: the trainer replays its update (epochs x minibatches of kernels) as one CUDA graph from the "
@@ -1059,8 +1059,8 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   app.add_option("--clip-against", o.clip_against,
-                 "split: PPO's ratio is pi over the learner's policy at the start of the update (learner: decoupled "
-                 "PPO) or over the serving GMI's policy that acted (behaviour: Sample Factory's APPO)")
+                 "split: PPO's ratio is pi over the serving GMI's policy that acted (behaviour: Sample Factory's "
+                 "APPO) or over the learner's policy at the start of the update (learner: decoupled PPO)")
       ->check(CLI::IsMember({"learner", "behaviour"}))
       ->capture_default_str();
   app.add_option("--rho-bar", o.rho_bar, "split: V-trace truncation of the TD-error weights")->capture_default_str();

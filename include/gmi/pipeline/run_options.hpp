@@ -99,10 +99,10 @@ struct run_options {
   std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;
   int max_policy_lag = 4;   // split layout: rollouts acted with weights more updates old are dropped
-  // split layout: rollouts each serving GMI may have queued for the trainer (its channel link's slots). Each queued
-  // rollout adds about one update of policy lag while the trainer is the bottleneck.
-  int channel_slots = 1;
-  std::string clip_against = "learner";  // split layout: PPO's ratio over the learner's policy or the behaviour's
+  // split layout: rollouts each serving GMI may have queued for the trainer (its channel link's slots: the
+  // back-pressure bound). On an H200 the lag stayed 3 updates with 1, 2 or 4; with 1 the trainer waited more.
+  int channel_slots = 4;
+  std::string clip_against = "behaviour";  // split layout: PPO's ratio over the behaviour's policy or the learner's
   float rho_bar = 1.0f;     // split layout: V-trace truncations
   float c_bar = 1.0f;
   // split layout: the trainer replays its update as one CUDA graph from the second update on ("on"), or enqueues

@@ -151,7 +151,7 @@ inline split_total collect_split(const runtime::run_report& report) {
 struct split_settings {
   rl::appo_config appo;
   int max_policy_lag = 4;
-  std::uint32_t channel_slots = 1;  // rollouts each serving GMI may have queued (comm::channel_options::slots)
+  std::uint32_t channel_slots = 4;  // rollouts each serving GMI may have queued (comm::channel_options::slots)
   int num_envs = 0;
   std::uint64_t seed = 0;
   double max_env_steps = 0, max_seconds = 0, target_return = 0, log_interval = 1;

@@ -38,10 +38,12 @@ struct appo_config {
   float rho_bar = 1.0f;  // V-trace truncation of the TD-error weights
   float c_bar = 1.0f;    // V-trace truncation of the traces
   int rollouts = 4;      // rollouts of T x N per update
-  // PPO's ratio: pi over the learner's policy at the start of the update (false: decoupled PPO, each update may
-  // move pi by the clip from where it starts), or over the policy that acted (true: Sample Factory's APPO: a step
-  // stops pulling once pi is the clip away from its serving GMI's policy, however many updates that takes).
-  bool clip_against_behaviour = false;
+  // PPO's ratio: pi over the policy that acted (true, the default: Sample Factory's APPO: a step stops pulling once
+  // pi is the clip away from its serving GMI's policy, however many updates that takes), or over the learner's
+  // policy at the start of the update (false: decoupled PPO: each update may move pi by the clip from where it
+  // starts, so with a lag of 3 updates pi drifts up to three clips from the data; the split layout on 8 GMIs of an
+  // H200 then solved and lost Cartpole again, and fell back on ball balance and quadcopter, docs/training.md).
+  bool clip_against_behaviour = true;
   // exec::cuda: the first update runs kernel by kernel, the second is captured as a CUDA graph and every later one
   // replays it (one launch instead of about 4 x epochs x minibatches); false: every update kernel by kernel.
   bool replay_updates = true;
