@@ -122,6 +122,61 @@ TEST_SUITE("cpu") {
     CHECK(returns == doctest::Approx(e.return_sum).epsilon(1e-5));
   }
 
+  // normalize_before_weights: divided by its weight, every step's advantage is back on the normalized scale (mean
+  // 0, std 1 over the batch), the steps pi finds unlikely (rho near 0) included.
+  TEST_CASE("appo.host.advantages_normalized_then_weighted") {
+    auto c = config(1);
+    c.normalize_before_weights = true;
+    c.ppo.learning_rate = 3e-3f;  // move the learner well away from the actor's weights
+    learner l(64, 1, c);
+    actor a(64, 5, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation);
+    const auto s = l.snapshot();
+    std::copy(s.begin(), s.end(), a.snapshot().begin());
+    a.collect();
+    for (int u = 0; u < 6; ++u) {
+      l.take(a.records().data());
+      l.update();
+    }
+    const auto st = l.lag_stats();
+    MESSAGE("mean |log pi - log mu| " << st.mean_abs_log_ratio << ", rho clipped " << st.rho_clipped);
+    REQUIRE(st.mean_abs_log_ratio > 0.05);  // the weights vary
+    const auto [adv, w] = l.last_advantages();
+    REQUIRE(adv.size() == w.size());
+    double sum = 0, sumsq = 0, below = 0;
+    for (std::size_t i = 0; i < adv.size(); ++i) {
+      REQUIRE(w[i] > 0.0f);
+      CHECK(w[i] <= c.rho_bar);
+      below += w[i] < 0.9f;
+      const double u = adv[i] / w[i];
+      sum += u;
+      sumsq += u * u;
+    }
+    const double n = static_cast<double>(adv.size()), mean = sum / n;
+    CHECK(below > 0);
+    CHECK(std::fabs(mean) < 1e-4);
+    CHECK(std::sqrt((sumsq - n * mean * mean) / (n - 1)) == doctest::Approx(1.0).epsilon(1e-3));
+  }
+
+  // The default (normalized after the weights, Sample Factory's way): the advantages themselves have mean 0, std 1.
+  TEST_CASE("appo.host.advantages_weighted_then_normalized") {
+    auto c = config(1);
+    REQUIRE_FALSE(c.normalize_before_weights);
+    learner l(64, 1, c);
+    actor a(64, 5, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation);
+    a.collect();
+    l.take(a.records().data());
+    l.update();
+    const auto adv = l.last_advantages().advantages;
+    double sum = 0, sumsq = 0;
+    for (float x : adv) {
+      sum += x;
+      sumsq += static_cast<double>(x) * x;
+    }
+    const double n = static_cast<double>(adv.size()), mean = sum / n;
+    CHECK(std::fabs(mean) < 1e-4);
+    CHECK(std::sqrt((sumsq - n * mean * mean) / (n - 1)) == doctest::Approx(1.0).epsilon(1e-3));
+  }
+
   TEST_CASE("appo.host.take_and_update_refuse_misuse") {
     auto c = config(2);
     learner l(8, 1, c);

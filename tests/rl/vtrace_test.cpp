@@ -107,6 +107,31 @@ TEST_SUITE("cpu") {
     CHECK(adv[1] == doctest::Approx(4));
   }
 
+  TEST_CASE("rl.vtrace.pg_weights_split_the_advantage") {
+    // The same two steps with pg_weights: the weights are rho (0.5, then 2 clipped to 1), the advantages unweighted
+    // (A_0 / 0.5 = 7, A_1 = 4), the targets unchanged.
+    const std::vector<float> r{1, 3}, v{2, 4, 5}, lr{std::log(0.5f), std::log(2.0f)};
+    const std::vector<std::uint8_t> ends{0, 0};
+    std::vector<float> targets(2), adv(2), w(2);
+    gmi::rl::vtrace_column(0, 1, 2, {1.0f, 1.0f, 1.0f, 1.0f}, r.data(), ends.data(), v.data(), lr.data(),
+                           targets.data(), adv.data(), w.data());
+    CHECK(w[0] == doctest::Approx(0.5));
+    CHECK(w[1] == doctest::Approx(1));
+    CHECK(adv[0] == doctest::Approx(7));
+    CHECK(adv[1] == doctest::Approx(4));
+    CHECK(targets[0] == doctest::Approx(5.5));
+    // ... and over the sample columns, weight x advantage is the weighted advantage, for any truncation.
+    const auto d = sample_data();
+    const gmi::rl::vtrace_config c{0.99f, 0.95f, 1.2f, 0.9f};
+    const auto weighted = run(d, c);
+    std::vector<float> t2(d.rewards.size()), a2(d.rewards.size()), w2(d.rewards.size());
+    for (int e = 0; e < d.envs; ++e)
+      gmi::rl::vtrace_column(e, d.envs, d.horizon, c, d.rewards.data(), d.ends.data(), d.values.data(),
+                             d.log_ratios.data(), t2.data(), a2.data(), w2.data());
+    CHECK(t2 == weighted.targets);
+    for (std::size_t k = 0; k < a2.size(); ++k) CHECK(w2[k] * a2[k] == doctest::Approx(weighted.advantages[k]).epsilon(1e-6));
+  }
+
   TEST_CASE("rl.vtrace.matches_the_papers_sum_with_truncation_and_ends") {
     const auto d = sample_data();
     for (const gmi::rl::vtrace_config c : {gmi::rl::vtrace_config{0.9f, 1.0f, 1.0f, 1.0f},

@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include <gmi/cuda/check.hpp>
@@ -41,6 +42,12 @@ __global__ static void appo_evaluate_kernel(appo_evaluate_view<Net> v, const flo
   if (c < static_cast<std::size_t>(v.columns)) v.evaluate(c, p);
 }
 
+template <class Net>
+__global__ static void appo_weight_advantages_kernel(appo_evaluate_view<Net> v, std::uint32_t n, const float* stats) {
+  for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    v.weight_advantage(i, stats);
+}
+
 template <class E, class Net>
 struct appo_actor_device_ops {
   static void collect(const appo_actor_view<E, Net>& v, const float* snapshot, cudaStream_t s) {
@@ -65,6 +72,9 @@ struct appo_device_ops {
 
   explicit appo_device_ops(learner& l) : gradient(l.minibatch_, l.policy_.sm_count), update_count(1) {
     update_count.fill_bytes(0, l.policy_.stream);
+    const float unit[2] = {0.0f, 1.0f};  // the advantages' statistics without normalization
+    GMI_CUDA_TRY(cudaMemcpyAsync(l.advantage_stats_.data(), unit, sizeof unit, cudaMemcpyHostToDevice, l.policy_.stream));
+    GMI_CUDA_TRY(cudaStreamSynchronize(l.policy_.stream));
   }
 
   static constexpr std::size_t shared_bytes() { return params_in_shared<Net> ? Net::param_count * sizeof(float) : 0; }
@@ -91,6 +101,12 @@ struct appo_device_ops {
     if (c.normalize_advantage) {
       ppo_advantage_stats_kernel<<<1, 1024, 0, s>>>(l.advantages_.data(), static_cast<std::uint32_t>(l.total_),
                                                     l.advantage_stats_.data());
+      GMI_CUDA_TRY(cudaGetLastError());
+    }
+    if (l.config_.normalize_before_weights) {
+      const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((l.total_ + 255) / 256, 4096));
+      appo_weight_advantages_kernel<Net><<<blocks, 256, 0, s>>>(l.evaluate_view(), static_cast<std::uint32_t>(l.total_),
+                                                                l.advantage_stats_.data());
       GMI_CUDA_TRY(cudaGetLastError());
     }
     if (c.schedule == lr_schedule::linear) {

@@ -44,6 +44,10 @@ struct appo_config {
   // starts, so with a lag of 3 updates pi drifts up to three clips from the data; the split layout on 8 GMIs of an
   // H200 then solved and lost Cartpole again, and fell back on ball balance and quadcopter, docs/training.md).
   bool clip_against_behaviour = true;
+  // With ppo.normalize_advantage: normalize V-trace's advantages before rho weights them (true: rho_t (A_t / rho_t -
+  // mean) / std, the steps pi finds unlikely keep an advantage near 0), or after (false, Sample Factory's way:
+  // (A_t - mean) / std, every step shifted by the whole mean).
+  bool normalize_before_weights = false;
   // exec::cuda: the first update runs kernel by kernel, the second is captured as a CUDA graph and every later one
   // replays it (one launch instead of about 4 x epochs x minibatches); false: every update kernel by kernel.
   bool replay_updates = true;
@@ -83,7 +87,8 @@ struct appo_evaluate_view {
   float* values;          // [T + 1][C], return units
   float* rewards;         // [T][C]
   std::uint8_t* ends;     // [T][C]
-  float* advantages;      // [T][C]: V-trace policy-gradient advantages
+  float* advantages;      // [T][C]: V-trace policy-gradient advantages (unweighted, A_t / rho_t, with pg_weights)
+  float* pg_weights;      // [T][C]: rho_t, applied after the advantages are normalized; null: A_t weighted at once
   float* returns;         // [T][C]: V-trace targets
   int envs_per_rollout;   // N
   int columns;            // C = rollouts x N
@@ -112,7 +117,14 @@ struct appo_evaluate_view {
       rewards[at] = rec.reward;
       ends[at] = rec.end ? 1 : 0;
     }
-    vtrace_column(static_cast<int>(c), columns, horizon, vtrace, rewards, ends, values, log_ratios, returns, advantages);
+    vtrace_column(static_cast<int>(c), columns, horizon, vtrace, rewards, ends, values, log_ratios, returns, advantages,
+                  pg_weights);
+  }
+
+  // With pg_weights (appo_config::normalize_before_weights), after the advantages' statistics ([mean, 1 / (std +
+  // eps)], or [0, 1] without normalization): the final advantage of step i, rho_i * (A_i / rho_i - mean) / std.
+  GMI_HD void weight_advantage(std::size_t i, const float* stats) const {
+    advantages[i] = pg_weights[i] * (advantages[i] - stats[0]) * stats[1];
   }
 };
 
@@ -164,8 +176,10 @@ class appo_learner {
     rewards_ = array<float>(total_);
     ends_ = array<std::uint8_t>(total_);
     advantages_ = array<float>(total_);
+    pg_weights_ = array<float>(total_);
     returns_ = array<float>(total_);
     advantage_stats_ = array<float>(2);
+    if constexpr (!P::on_device) advantage_stats_ = {0.0f, 1.0f};  // without normalization
     grads_ = array<float>(row);
     term_log_ = array<float>(static_cast<std::size_t>(config_.ppo.epochs) * minibatches_ * term_count);
     snapshot_ = array<float>(layout::size);
@@ -278,6 +292,20 @@ class appo_learner {
     return s;
   }
 
+  // The last update's policy-gradient advantages as the loss reads them and, with normalize_before_weights, their
+  // weights rho_t (copies T x C floats each; waits on exec::cuda).
+  struct advantages_and_weights {
+    std::vector<float> advantages, weights;
+  };
+  [[nodiscard]] advantages_and_weights last_advantages() {
+    advantages_and_weights out{to_host<float>(advantages_), to_host<float>(pg_weights_)};
+    if (!config_.normalize_before_weights && config_.ppo.normalize_advantage) {  // the loss normalizes as it reads
+      const std::vector<float> st = to_host<float>(advantage_stats_);
+      for (float& a : out.advantages) a = (a - st[0]) * st[1];
+    }
+    return out;
+  }
+
   void synchronize() {
     if constexpr (P::on_device) GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
   }
@@ -306,17 +334,20 @@ class appo_learner {
             config_.ppo.normalize_value, self->obs_.data(),    self->actions_.data(),
             self->log_probs_.data(),  config_.clip_against_behaviour, self->log_ratios_.data(), self->values_.data(),
             self->rewards_.data(),    self->ends_.data(),      self->advantages_.data(),
-            self->returns_.data(),    static_cast<int>(n_),    static_cast<int>(columns_),
+            config_.normalize_before_weights ? self->pg_weights_.data() : nullptr, self->returns_.data(),   static_cast<int>(n_),    static_cast<int>(columns_),
             static_cast<int>(horizon_), config_.vtrace()};
   }
 
   // Minibatch b of epoch e in update `u`: the PPO minibatch over the evaluated arrays (old log-probs: the
-  // learner's at the start of the update; advantages and targets: V-trace's).
+  // learner's at the start of the update; advantages and targets: V-trace's, the advantages already normalized and
+  // weighted by appo_evaluate_view::weight_advantage when normalize_before_weights).
   [[nodiscard]] ppo_minibatch_view<Net> minibatch_view(std::uint64_t u, int epoch, std::size_t b) const {
+    ppo_config c = config_.ppo;
+    if (config_.normalize_before_weights) c.normalize_advantage = false;
     return make_minibatch_view<Net>({obs_.data(), actions_.data(), log_probs_.data(), values_.data(), advantages_.data(),
                                      returns_.data(), advantage_stats_.data(), obs_norm_.view(), value_norm_.view(),
                                      static_cast<std::uint32_t>(total_), detail::shuffle_stream_seed(seed_)},
-                                    config_.ppo, u, epoch, minibatch_, b);
+                                    c, u, epoch, minibatch_, b);
   }
 
  private:
@@ -359,6 +390,8 @@ class appo_learner {
       advantage_stats_[0] = static_cast<float>(mean);
       advantage_stats_[1] = static_cast<float>(1.0 / (std + 1e-8));
     }
+    if (config_.normalize_before_weights)
+      exec::for_each(policy_, total_, [&](std::size_t i) { ev.weight_advantage(i, advantage_stats_.data()); });
     if (c.schedule == lr_schedule::linear) {
       adam_.set_lr(linear_learning_rate(c.learning_rate, c.min_learning_rate, static_cast<double>(version_), lr_decay_span()));
     }
@@ -399,7 +432,7 @@ class appo_learner {
   adam_type adam_;
   array<float> params_;
   array<record> staging_;
-  array<float> obs_, actions_, log_probs_, log_ratios_, values_, rewards_, advantages_, returns_;
+  array<float> obs_, actions_, log_probs_, log_ratios_, values_, rewards_, advantages_, pg_weights_, returns_;
   array<std::uint8_t> ends_;
   array<float> advantage_stats_, grads_, term_log_, snapshot_;
   std::vector<float> chunk_rows_;

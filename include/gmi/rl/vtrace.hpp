@@ -35,10 +35,13 @@ struct vtrace_config {
 };
 
 // values has horizon + 1 rows (row horizon: V(observation after the last step)); log_ratios = log pi - log mu per
-// step. Writes the targets v_t (value targets) and A_t (advantages for the policy gradient).
+// step. Writes the targets v_t (value targets) and A_t (advantages for the policy gradient). With `pg_weights`,
+// rho_t goes there and `advantages` gets A_t / rho_t = r_t + gamma * v_{t+1} - V(x_t), unweighted, so a caller can
+// normalize the advantages before it weights them: centring rho_t * (...) would give the steps pi finds unlikely
+// (rho_t near 0, which should barely count) the whole shift of the mean (rl/appo.hpp).
 GMI_HD inline void vtrace_column(int env, int num_envs, int horizon, const vtrace_config& c, const float* rewards,
                                  const std::uint8_t* episode_ends, const float* values, const float* log_ratios,
-                                 float* targets, float* advantages) {
+                                 float* targets, float* advantages, float* pg_weights = nullptr) {
   float next_target = values[horizon * num_envs + env];  // v_{t+1}; at the end of the rollout, the bootstrap
   float next_excess = 0.0f;                               // v_{t+1} - V(x_{t+1})
   for (int t = horizon - 1; t >= 0; --t) {
@@ -50,7 +53,13 @@ GMI_HD inline void vtrace_column(int env, int num_envs, int horizon, const vtrac
     const float value = values[at];
     const float delta = rho * (rewards[at] + c.gamma * next_weight * values[at + num_envs] - value);
     const float excess = delta + c.gamma * trace * next_weight * next_excess;
-    advantages[at] = rho * (rewards[at] + c.gamma * next_weight * next_target - value);
+    const float advantage = rewards[at] + c.gamma * next_weight * next_target - value;
+    if (pg_weights) {
+      pg_weights[at] = rho;
+      advantages[at] = advantage;
+    } else {
+      advantages[at] = rho * advantage;
+    }
     targets[at] = value + excess;
     next_excess = excess;
     next_target = targets[at];
