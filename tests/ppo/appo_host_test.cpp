@@ -126,7 +126,7 @@ TEST_SUITE("cpu") {
   // 0, std 1 over the batch), the steps pi finds unlikely (rho near 0) included.
   TEST_CASE("appo.host.advantages_normalized_then_weighted") {
     auto c = config(1);
-    c.normalize_before_weights = true;
+    REQUIRE(c.normalize_before_weights);  // the default
     c.ppo.learning_rate = 3e-3f;  // move the learner well away from the actor's weights
     learner l(64, 1, c);
     actor a(64, 5, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation);
@@ -157,10 +157,10 @@ TEST_SUITE("cpu") {
     CHECK(std::sqrt((sumsq - n * mean * mean) / (n - 1)) == doctest::Approx(1.0).epsilon(1e-3));
   }
 
-  // The default (normalized after the weights, Sample Factory's way): the advantages themselves have mean 0, std 1.
+  // normalize_before_weights off (Sample Factory's way): the advantages themselves have mean 0, std 1.
   TEST_CASE("appo.host.advantages_weighted_then_normalized") {
     auto c = config(1);
-    REQUIRE_FALSE(c.normalize_before_weights);
+    c.normalize_before_weights = false;
     learner l(64, 1, c);
     actor a(64, 5, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation);
     a.collect();

@@ -775,7 +775,7 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   if (o.minibatch_scope == "gmi") s.appo.ppo.minibatch = o.ppo.minibatch * s.appo.rollouts;
   s.appo.replay_updates = o.learner_graph == "on";
   s.appo.clip_against_behaviour = o.clip_against == "behaviour";
-  s.appo.normalize_before_weights = o.normalize_before_rho;
+  s.appo.normalize_before_weights = o.normalize_advantages == "before_rho";
   s.appo.validate();
   gmi::require(o.max_policy_lag >= 0, "--max-policy-lag", o.max_policy_lag, ">= 0 (updates)");
   s.max_policy_lag = o.max_policy_lag;
@@ -794,10 +794,10 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   if (launcher) gmi::throw_unless_ok(runtime::can_implement(cfg));
   if (launcher && !trial) {
     std::printf("gmi: %s | split (asynchronous PPO, V-trace) | partition %s (%s) | GPU x %d GMIs: 1 trainer + %d serving "
-                "| %d envs per serving GMI | minibatch %d (--minibatch-scope %s) | max policy lag %d | %d channel slots | clip against %s%s | seed %llu%s\n",
+                "| %d envs per serving GMI | minibatch %d (--minibatch-scope %s) | max policy lag %d | %d channel slots | clip against %s | advantages normalized %s | seed %llu%s\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.gmis_per_gpu,
                 cfg.gmis_per_gpu - 1, o.num_envs, s.appo.ppo.minibatch, o.minibatch_scope.c_str(), o.max_policy_lag, o.channel_slots,
-                o.clip_against.c_str(), o.normalize_before_rho ? " | advantages normalized before rho" : "",
+                o.clip_against.c_str(), o.normalize_advantages == "before_rho" ? "before rho" : "after rho",
                 static_cast<unsigned long long>(o.seed),
                 cfg.mps_first_slice_percentage
                     ? (" | MPS: trainer " + std::to_string(*cfg.mps_first_slice_percentage) + "% of the SMs, serving " +
@@ -848,7 +848,7 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
                  {"channel_slots", o.channel_slots},
                  {"learner_graph", o.learner_graph},
                  {"clip_against", o.clip_against},
-                 {"normalize_before_rho", o.normalize_before_rho},
+                 {"normalize_advantages", o.normalize_advantages},
                  {"minibatch_scope", o.minibatch_scope},
                  {"lag_mean", t.lag_mean},
                  {"lag_max", t.lag_max},
@@ -1065,9 +1065,11 @@ int run(int argc, char** argv) {
                  "APPO) or over the learner's policy at the start of the update (learner: decoupled PPO)")
       ->check(CLI::IsMember({"learner", "behaviour"}))
       ->capture_default_str();
-  app.add_flag("--normalize-before-rho", o.normalize_before_rho,
-               "split: normalize V-trace's advantages before its rho weights them (default: after, Sample Factory's "
-               "way)");
+  app.add_option("--normalize-advantages", o.normalize_advantages,
+                 "split: normalize V-trace's advantages before its rho weights them (before_rho), or the weighted ones "
+                 "(after_rho, Sample Factory's way)")
+      ->check(CLI::IsMember({"before_rho", "after_rho"}))
+      ->capture_default_str();
   app.add_option("--rho-bar", o.rho_bar, "split: V-trace truncation of the TD-error weights")->capture_default_str();
   app.add_option("--c-bar", o.c_bar, "split: V-trace truncation of the traces (<= --rho-bar)")->capture_default_str();
   app.add_flag("--population", o.population, "independent trainings, one per GMI (seeds --seed, --seed + 1, ...)");

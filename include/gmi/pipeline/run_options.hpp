@@ -102,7 +102,7 @@ struct run_options {
   // split layout: rollouts each serving GMI may have queued for the trainer (its channel link's slots: the
   // back-pressure bound). On an H200 the lag stayed 3 updates with 1, 2 or 4; with 1 the trainer waited more.
   int channel_slots = 4;
-  bool normalize_before_rho = false;  // split layout: advantages normalized before V-trace's rho weights them
+  std::string normalize_advantages = "before_rho";  // split layout: before or after V-trace's rho weights them
   std::string clip_against = "behaviour";  // split layout: PPO's ratio over the behaviour's policy or the learner's
   float rho_bar = 1.0f;     // split layout: V-trace truncations
   float c_bar = 1.0f;
