@@ -6,3 +6,21 @@ binary() {
   if [ "$1" = cartpole ]; then echo "$build/examples/cartpole_ppo/gmi.example.cartpole_ppo"
   else echo "$build/examples/task_ppo/gmi.example.$1_ppo"; fi
 }
+# check_task_names <script> <tasks...> / check_task_binaries <script> <tasks...>: one line and exit 2 for a task
+# that is not one of the nine, or whose example is not built under $build; check_tasks does both.
+check_task_names() {
+  local script=$1 t; shift
+  for t in "$@"; do
+    [ -n "${paper_n[$t]:-}" ] || { echo "$script: task: got $t, need one of ${!paper_n[*]}" >&2; exit 2; }
+  done
+}
+check_task_binaries() {
+  local script=$1 t; shift
+  for t in "$@"; do
+    [ -x "$(binary "$t")" ] || { echo "$script: no $(binary "$t") (build with -DGMI_BUILD_ALL_TASK_EXAMPLES=ON)" >&2; exit 2; }
+  done
+}
+check_tasks() {
+  check_task_names "$@"
+  check_task_binaries "$@"
+}

@@ -34,11 +34,8 @@ for sl in $slot_counts; do
 done
 for cl in $clips; do [[ "$cl" == behaviour || "$cl" == learner ]] || refuse "clips: got $cl, need behaviour and/or learner"; done
 export NCCL_NVLS_ENABLE=0
-source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary
-for t in $tasks; do
-  [ -n "${paper_n[$t]:-}" ] || refuse "task: got $t, need one of ${!paper_n[*]}"
-  [ -x "$(binary "$t")" ] || refuse "no $(binary "$t") (build with -DGMI_BUILD_ALL_TASK_EXAMPLES=ON)"
-done
+source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary, check_tasks
+check_tasks run_split_every_task $tasks
 for t in $tasks; do
   n=${paper_n[$t]}
   bin=$(binary "$t")

@@ -20,11 +20,8 @@ refuse() { echo "run_split_learning_sweep: $1" >&2; exit 2; }
 [[ "$seconds" =~ ^[0-9]+([.][0-9]+)?$ ]] && [[ ! "$seconds" =~ ^0+([.]0+)?$ ]] || refuse "seconds: got $seconds, need a positive number"
 for s in $seeds; do [[ "$s" =~ ^[0-9]+$ ]] || refuse "seeds: got $s, need non-negative integers"; done
 export NCCL_NVLS_ENABLE=0
-source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary
-for t in $tasks; do
-  [ -n "${paper_n[$t]:-}" ] || refuse "task: got $t, need one of ${!paper_n[*]}"
-  [ -x "$(binary "$t")" ] || refuse "no $(binary "$t") (build with -DGMI_BUILD_ALL_TASK_EXAMPLES=ON)"
-done
+source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary, check_tasks
+check_tasks run_split_learning_sweep $tasks
 for t in $tasks; do
   for seed in $seeds; do
     for clip in behaviour learner; do

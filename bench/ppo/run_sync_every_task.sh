@@ -25,11 +25,8 @@ tasks=${6:-cartpole ball_balance quadcopter ingenuity ant_proxy anymal_proxy hum
 gradients=${7:-default}
 scopes=${8:-group}
 export NCCL_NVLS_ENABLE=0
-source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary
-for t in $tasks; do
-  [ -n "${paper_n[$t]:-}" ] || { echo "run_sync_every_task: task: got $t, need one of ${!paper_n[*]}" >&2; exit 2; }
-  [ -x "$(binary "$t")" ] || { echo "run_sync_every_task: no $(binary "$t") (build with -DGMI_BUILD_ALL_TASK_EXAMPLES=ON)" >&2; exit 2; }
-done
+source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary, check_tasks
+check_tasks run_sync_every_task $tasks
 kmax=0
 for k in $ks; do
   [[ "$k" =~ ^[1-9][0-9]*$ ]] || { echo "run_sync_every_task: k: got $k, need a positive integer" >&2; exit 2; }

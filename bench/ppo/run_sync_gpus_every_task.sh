@@ -18,20 +18,16 @@ seconds=${5:-3}
 reps=${6:-2}
 tasks=${7:-cartpole ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy franka_cabinet_proxy shadow_hand_proxy}
 export NCCL_NVLS_ENABLE=0
-source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary
+source "$(dirname "$0")/paper_tasks.sh"  # paper_n, binary, check_task_*
 [[ "$k" =~ ^[1-9][0-9]*$ ]] || { echo "run_sync_gpus_every_task: k: got $k, need a positive integer" >&2; exit 2; }
 [[ "$seconds" =~ ^[0-9]+([.][0-9]+)?$ ]] && [[ ! "$seconds" =~ ^0+([.]0+)?$ ]] || { echo "run_sync_gpus_every_task: seconds: got $seconds, need a positive number" >&2; exit 2; }
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "run_sync_gpus_every_task: reps: got $reps, need a positive integer" >&2; exit 2; }
-for t in $tasks; do
-  [ -n "${paper_n[$t]:-}" ] || { echo "run_sync_gpus_every_task: task: got $t, need one of ${!paper_n[*]}" >&2; exit 2; }
-done
+check_task_names run_sync_gpus_every_task $tasks
 [[ "$gpus" =~ ^[1-9][0-9]*$ ]] || { echo "run_sync_gpus_every_task: gpus: got $gpus, need a positive integer" >&2; exit 2; }
 # the arguments first, then this machine
 have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 [ "$gpus" -le "$have" ] || { echo "run_sync_gpus_every_task: gpus: got $gpus, need at most $have (this machine's GPUs)" >&2; exit 2; }
-for t in $tasks; do
-  [ -x "$(binary "$t")" ] || { echo "run_sync_gpus_every_task: no $(binary "$t") (build with -DGMI_BUILD_ALL_TASK_EXAMPLES=ON)" >&2; exit 2; }
-done
+check_task_binaries run_sync_gpus_every_task $tasks
 for t in $tasks; do
   n=${paper_n[$t]}
   bin=$(binary "$t")
