@@ -94,7 +94,8 @@ normalizer_run run_normalizer(int dim, const std::vector<float>& a, const std::v
   gmi::cuda::stream s;
   const gmi::exec::cuda pol{.stream = s};
   const gmi::nn::normalizer_config c{.window = window};
-  gmi::nn::running_mean_std<gmi::exec::cuda> seq(dim, c, pol), first(dim, c, pol), second(dim, c, pol);
+  gmi::nn::running_mean_std<gmi::exec::cuda> seq(dim, c, pol), first(dim, c, pol), second(dim, c, pol),
+      gathered(dim, c, pol);
   auto ad = upload(a, s);
   auto bd = upload(b, s);
   auto pd = upload(probe, s);
@@ -103,11 +104,17 @@ normalizer_run run_normalizer(int dim, const std::vector<float>& a, const std::v
   first.update(ad);
   second.update(bd);
   first.merge(second.stats());
+  const std::size_t record = 1 + 2 * static_cast<std::size_t>(dim);
+  gmi::cuda::device_buffer<double> records(2 * record);
+  gathered.moments(ad, {records.data(), record});
+  gathered.moments(bd, {records.data() + record, record});
+  gathered.merge_in_order({records.data(), records.size()});
   gmi::cuda::device_buffer<float> y(probe.size());
   seq.normalize(pd, y);
   normalizer_run r;
   r.stats_sequential = seq.stats_on_host();
   r.stats_merged = first.stats_on_host();
+  r.stats_gathered = gathered.stats_on_host();
   r.normalized = download(y, s);
   return r;
 }

@@ -34,10 +34,11 @@ std::vector<float> run_adam(const gmi::nn::adam_config& cfg, float lr2, std::vec
                             const std::vector<std::vector<float>>& grads, double& last_norm);
 
 struct normalizer_run {
-  std::vector<double> stats_sequential, stats_merged;
+  std::vector<double> stats_sequential, stats_merged, stats_gathered;
   std::vector<float> normalized;
 };
-// Updates with batch a then b; separately updates two instances and merges; normalizes probe. Every
+// Updates with batch a then b; separately updates two instances and merges; merges the records of a and b laid
+// end to end into a fresh instance (merge_in_order); normalizes probe. Every
 // normalizer forgets under `window` (nn::normalizer_config::window; 0: every sample).
 normalizer_run run_normalizer(int dim, const std::vector<float>& a, const std::vector<float>& b,
                               const std::vector<float>& probe, double window = 0);

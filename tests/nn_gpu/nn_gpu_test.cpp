@@ -138,6 +138,19 @@ TEST_SUITE("gpu") {
       host.update({a.data(), a.size()});
       host.update({b.data(), b.size()});
       const auto want = host.stats();
+      // The two batches' records merged in order, then into a fresh instance as one batch (what the split
+      // layout's trainers do with the group's moments).
+      running_mean_std<gmi::exec::host> gathered(c.dim, {.window = c.window});
+      std::vector<double> records = gathered.moments({a.data(), a.size()});
+      const std::vector<double> rb = gathered.moments({b.data(), b.size()});
+      records.insert(records.end(), rb.begin(), rb.end());
+      const std::vector<double> batch = merge_in_order({records.data(), records.size()}, c.dim);
+      gathered.merge({batch.data(), batch.size()});
+      const auto want_gathered = gathered.stats();
+      REQUIRE(gpu.stats_gathered.size() == want_gathered.size());
+      CHECK(gpu.stats_gathered[0] == static_cast<double>(c.n_a + c.n_b));  // one batch: nothing held to forget
+      for (std::size_t i = 0; i < want.size(); ++i)
+        CHECK(gpu.stats_gathered[i] == doctest::Approx(want_gathered[i]).epsilon(1e-10));
       REQUIRE(gpu.stats_sequential.size() == want.size());
       CHECK(gpu.stats_sequential[0] == (c.window > 0 ? c.window : static_cast<double>(c.n_a + c.n_b)));
       for (std::size_t i = 0; i < want.size(); ++i) {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <source_location>
 #include <sstream>
@@ -373,21 +374,13 @@ class nccl_communicator {
   // Waits until the stream's work is done, watching NCCL's async error; aborts and throws on error or timeout.
   void synchronize(cudaStream_t stream) { synchronize(stream, options_.timeout); }
   void synchronize(cudaStream_t stream, milliseconds timeout) {
-    check_usable();
-    // Spins first (short_wait): a collective is usually tens of microseconds from done, and a sleep costs more.
-    wait_for([&] {
-      const cudaError_t e = cudaStreamQuery(stream);
-      if (e == cudaSuccess) return true;
-      if (e != cudaErrorNotReady) {
-        abort();
-        GMI_CUDA_TRY(e);
-      }
-      return false;
-    }, [&] {
-      ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &async);
-      if (async != ncclSuccess && async != ncclInProgress) fail(async, "NCCL async error while waiting for the stream");
-    }, timeout, "waiting for a collective (a peer died or disagrees)");
+    wait_done([&] { return cudaStreamQuery(stream); }, timeout, "waiting for a collective (a peer died or disagrees)");
+  }
+  // Waits until `event` has fired (work recorded on a stream that runs this communicator's collectives), the same
+  // way: bounded, watching NCCL's async error.
+  void synchronize_event(cudaEvent_t event) {
+    wait_done([&] { return cudaEventQuery(event); }, options_.timeout,
+              "waiting for an event behind a collective (a peer died or disagrees)");
   }
 
   // Throws (after aborting) if NCCL reported an asynchronous error: for waits of the caller's own.
@@ -451,6 +444,25 @@ class nccl_communicator {
       return state == ncclSuccess;
     }, [] {}, options_.timeout, std::string(what) + " (a peer is missing or died)");
   }
+  // Spins first (short_wait): a collective is usually tens of microseconds from done, and a sleep costs more.
+  // `query` is cudaStreamQuery or cudaEventQuery on the work to wait for.
+  template <class Query>
+  void wait_done(Query&& query, milliseconds timeout, const char* what) {
+    check_usable();
+    wait_for([&] {
+      const cudaError_t e = query();
+      if (e == cudaSuccess) return true;
+      if (e != cudaErrorNotReady) {
+        abort();
+        GMI_CUDA_TRY(e);
+      }
+      return false;
+    }, [&] {
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &async);
+      if (async != ncclSuccess && async != ncclInProgress) fail(async, "NCCL async error while waiting for the stream");
+    }, timeout, what);
+  }
   // bounded_wait whose timeout aborts the communicator and throws nccl_error.
   template <class Ready, class Check>
   void wait_for(Ready&& ready, Check&& check, milliseconds timeout, const std::string& what) {
@@ -468,6 +480,29 @@ class nccl_communicator {
   nccl_options options_;
   int rank_ = 0, size_ = 1;
   bool failed_ = false;
+};
+
+// A communicator of `nranks` ranks of one host whose unique id goes through shared memory: rank 0 creates the id
+// slot `tag` and publishes a fresh id, the others wait for it (bounded by `timeout`). The slot lives as long as
+// the communicator, so a late rank still finds it.
+struct shm_bootstrapped_nccl {
+  std::optional<nccl_id_exchange> ids;
+  std::unique_ptr<nccl_communicator> comm;
+
+  static shm_bootstrapped_nccl create(const std::string& tag, int nranks, int rank, milliseconds timeout) {
+    shm_bootstrapped_nccl out;
+    nccl_id id;
+    if (rank == 0) {
+      out.ids = nccl_id_exchange::create(tag);
+      id = nccl_id::generate();
+      out.ids->publish(id, 1);
+    } else {
+      out.ids = nccl_id_exchange::open(tag, timeout);
+      id = out.ids->receive(1, timeout);
+    }
+    out.comm = std::make_unique<nccl_communicator>(nranks, id, rank, nccl_options{timeout});
+    return out;
+  }
 };
 
 }  // namespace gmi::comm

@@ -113,6 +113,28 @@ __global__ static void merge_stats_kernel(double* stats, const double* GMI_RESTR
   if (threadIdx.x == 0) stats[0] = ca + cb;
 }
 
+// out = the `count` records [n | mean | M2] at `records`, merged in their order (merge_in_order, on the device):
+// thread f merges feature f; thread 0 also adds the counts.
+__global__ static void merge_records_kernel(const double* GMI_RESTRICT records, int count, int dim,
+                                            double* GMI_RESTRICT out) {
+  const std::size_t size = 1 + 2 * static_cast<std::size_t>(dim);
+  for (int f = static_cast<int>(threadIdx.x); f < dim; f += static_cast<int>(blockDim.x)) {
+    double n = records[0], mean = records[1 + f], m2 = records[1 + dim + f];
+    for (int r = 1; r < count; ++r) {
+      const double* b = records + static_cast<std::size_t>(r) * size;
+      merge_moments(n, mean, m2, b[0], b[1 + f], b[1 + dim + f]);
+      n += b[0];
+    }
+    out[1 + f] = mean;
+    out[1 + dim + f] = m2;
+  }
+  if (threadIdx.x == 0) {
+    double n = 0;
+    for (int r = 0; r < count; ++r) n += records[static_cast<std::size_t>(r) * size];
+    out[0] = n;
+  }
+}
+
 __global__ static void normalize_kernel(normalizer_view v, const float* GMI_RESTRICT x, float* GMI_RESTRICT y,
                                         std::size_t total) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -188,6 +210,18 @@ class running_mean_std<exec::cuda> {
     gmi::require(other.size() == stats_.size(), "normalizer merge: record size", other.size(),
                  "== 1 + 2 * dim = " + std::to_string(stats_.size()));
     refresh(other.data());
+  }
+
+  // Merges k records [count | mean | M2] laid end to end in device memory, first merged with each other in their
+  // order (nn::merge_in_order) and then into the statistics as one batch: instances that each took part of one
+  // batch and gathered every part's record end with the same statistics, bit for bit. Asynchronous.
+  void merge_in_order(device_span<const double> records) {
+    gmi::require(!records.empty() && records.size() % stats_.size() == 0, "normalizer merge_in_order: record values",
+                 records.size(), "a positive multiple of 1 + 2 * dim = " + std::to_string(stats_.size()));
+    const int count = static_cast<int>(records.size() / stats_.size());
+    detail::merge_records_kernel<<<1, 256, 0, policy_.stream>>>(records.data(), count, dim_, batch_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    refresh(batch_.data());
   }
 
   // Replaces the statistics with a record in device memory.

@@ -146,17 +146,17 @@ plan::trial_result split_trial(const run_options& o, const plan::candidate& c, d
 
 // The mapping (colocated or split) of a colocated plan, measured: split trials with the chosen partition and
 // environments per GMI for 2, 4, 8, ... GMIs per GPU up to --autotune-max-gmis, the fastest against the plan's
-// colocated throughput (plan::decide_mapping). Prints a line per trial and the decision; leaves the mapping
-// "not measured" (and says why) when no split trial ran, the budget is spent, or the run is on several GPUs.
+// colocated throughput (plan::decide_mapping). Like the colocated trials, a split trial runs on one GPU and its
+// rate is per GPU (with several GPUs the trainers then sum their gradients, as the colocated GMIs do). Prints a
+// line per trial and the decision; leaves the mapping "not measured" (and says why) when no split trial ran or
+// the budget is spent.
 template <class Pipeline>
 void measure_mapping(const run_options& o, plan::plan& p, double seconds, double estimated_trial_seconds) {
   std::optional<plan::candidate> best;
   double best_rate = 0;
   std::string why_none = "no split trial: --autotune-max-gmis " + std::to_string(o.autotune.max_gmis_per_gpu) + " < 2";
   double spent = p.explore_seconds;
-  const bool one_gpu = o.gpus == "1";  // the split layout trains on one GPU in this version
-  if (!one_gpu) why_none = "--gpus " + o.gpus + ": the split layout trains on one GPU in this version";
-  for (int k = 2; one_gpu && k <= o.autotune.max_gmis_per_gpu; k *= 2) {
+  for (int k = 2; k <= o.autotune.max_gmis_per_gpu; k *= 2) {
     if (spent + estimated_trial_seconds > o.autotune.budget_seconds) {
       why_none = best ? why_none : "the budget was spent before a split trial";
       std::printf("plan: mapping trials stop: %.1f s spent of the %.0f s budget\n", spent, o.autotune.budget_seconds);

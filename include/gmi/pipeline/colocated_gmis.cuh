@@ -32,6 +32,7 @@
 #include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/nccl.hpp>
 #include <gmi/core/error.hpp>
+#include <gmi/core/hash.hpp>
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/comm_clock.cuh>
 #include <gmi/cuda/graph.hpp>
@@ -44,15 +45,6 @@
 #include <gmi/runtime/trace.hpp>
 
 namespace gmi {
-
-namespace detail {
-inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-}  // namespace detail
 
 // One GMI's transport for rl::ppo_sync: the GPU's hierarchical allreduce over the trainer's gradient buffer
 // (NCCL among the GPUs' leaders when there are several GPUs), or with cpu_staged every GMI's row through one
@@ -150,17 +142,9 @@ class gmi_gradient_sync {
     const bool leader = ctx_.slice() == 0;
     const comm::milliseconds timeout = ctx_.timeout();
     if (gpus > 1 && leader) {  // NCCL among the GPUs' leaders; the id goes through shared memory
-      const std::string tag = ctx_.id().run_id + "-nccl";
-      comm::nccl_id id;
-      if (gpu_index == 0) {
-        ids_ = comm::nccl_id_exchange::create(tag);
-        id = comm::nccl_id::generate();
-        ids_->publish(id, 1);
-      } else {
-        ids_ = comm::nccl_id_exchange::open(tag, timeout);
-        id = ids_->receive(1, timeout);
-      }
-      leaders_ = std::make_unique<comm::nccl_communicator>(gpus, id, gpu_index, comm::nccl_options{timeout});
+      auto boot = comm::shm_bootstrapped_nccl::create(ctx_.id().run_id + "-nccl", gpus, gpu_index, timeout);
+      ids_ = std::move(boot.ids);
+      leaders_ = std::move(boot.comm);
       binding_.reassert();
     }
     comm::hierarchical_options o;

@@ -750,7 +750,8 @@ int population_on_gmis(const run_options& o, const runtime::gmis_config& cfg) {
 }
 
 // The split layout (split_gmis.cuh): per GPU, slice 0 trains with V-trace, slices 1..k-1 serve and stream
-// rollouts to it. The launcher prints every GMI's line and the totals, and writes the metrics line.
+// rollouts to it; with several GPUs the trainers are one data-parallel group (split_trainer_group.hpp). The
+// launcher prints every GMI's line and the totals, and writes the metrics line.
 // With `trial` (an autotune trial of the mapping, pipeline/autotune.cuh) the launcher prints nothing and writes no
 // metrics line: the totals go to *trial.
 template <class Pipeline>
@@ -763,8 +764,6 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   if (cfg.partition == "mps" && !cfg.mps_percentage && !cfg.mps_first_slice_percentage) cfg.mps_first_slice_percentage = 100;
   gmi::require(cfg.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", cfg.gmis_per_gpu,
                ">= 2 (slice 0 trains, slices 1.. serve)");
-  gmi::require(cfg.gpus.size() == 1 || runtime::this_gmi().has_value(), "--gpus for layout split", cfg.gpus.size(),
-               "1 (trainers of several GPUs do not share gradients in this version)");
   split_settings s;
   s.appo.ppo = o.ppo;
   s.appo.rho_bar = o.rho_bar;
@@ -788,15 +787,20 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   s.log_interval = o.log_interval;
   s.min_episodes = o.min_episodes;
   s.quiet = o.quiet;
+  s.kill = test_kill_from_env();
   const bool launcher = !runtime::this_gmi().has_value();
   const metrics::run_info run = metrics::describe_run();
   const char* task = task_name<Env>();
+  if (launcher && s.kill) {
+    gmi::require(s.kill->rank < cfg.world() && s.kill->rank % cfg.gmis_per_gpu == 0, test_kill_var,
+                 std::getenv(test_kill_var), "a trainer's rank (a multiple of --gmis-per-gpu) below " + std::to_string(cfg.world()));
+  }
   if (launcher) gmi::throw_unless_ok(runtime::can_implement(cfg));
   if (launcher && !trial) {
-    std::printf("gmi: %s | split (asynchronous PPO, V-trace) | partition %s (%s) | GPU x %d GMIs: 1 trainer + %d serving "
-                "| %d envs per serving GMI | minibatch %d (--minibatch-scope %s) | max policy lag %d | %d channel slots | clip against %s | advantages normalized %s | seed %llu%s\n",
-                task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.gmis_per_gpu,
-                cfg.gmis_per_gpu - 1, o.num_envs, s.appo.ppo.minibatch, o.minibatch_scope.c_str(), o.max_policy_lag, o.channel_slots,
+    std::printf("gmi: %s | split (asynchronous PPO, V-trace) | partition %s (%s) | %zu GPU(s) x %d GMIs: 1 trainer + %d serving "
+                "%s| %d envs per serving GMI | minibatch %d (--minibatch-scope %s) | max policy lag %d | %d channel slots | clip against %s | advantages normalized %s | seed %llu%s\n",
+                task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.gpus.size(), cfg.gmis_per_gpu,
+                cfg.gmis_per_gpu - 1, cfg.gpus.size() > 1 ? "(the trainers synced over NCCL) " : "", o.num_envs, s.appo.ppo.minibatch, o.minibatch_scope.c_str(), o.max_policy_lag, o.channel_slots,
                 o.clip_against.c_str(), o.normalize_advantages == "before_rho" ? "before rho" : "after rho",
                 static_cast<unsigned long long>(o.seed),
                 cfg.mps_first_slice_percentage
@@ -836,6 +840,11 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
               static_cast<unsigned long long>(t.dropped),
               std::isfinite(t.mean_return) ? metrics::si(t.mean_return).c_str() : "-");
   std::printf("gmi: GPU utilization: %s, from the trainer's first update\n", sm_activity_text(t.gpm).c_str());
+  if (t.trainers > 1) {
+    std::printf("gmi: weights %s on every trainer (%d trainers, FNV-1a %016llx)\n",
+                t.weights_identical ? "identical" : "DIFFER", t.trainers,
+                static_cast<unsigned long long>(t.per_gmi.front().weights_hash));
+  }
   if (!o.metrics_path.empty()) {
     nlohmann::json per = nlohmann::json::array();
     for (const auto& g : t.per_gmi) per.push_back(g);
@@ -853,11 +862,17 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
                  {"lag_mean", t.lag_mean},
                  {"lag_max", t.lag_max},
                  {"dropped_rollouts", t.dropped},
+                 {"trainers", t.trainers},
+                 {"weights_identical", t.weights_identical},
                  {"per_gmi", per},
                  {"ppo", ppo_settings_json(s.appo.ppo)}});
     if (std::isfinite(t.mean_return)) line["mean_return"] = t.mean_return;
     put_sm_activity(line, t.gpm);
     metrics::jsonl_log(o.metrics_path).write(line);
+  }
+  if (!t.weights_identical) {
+    std::fprintf(stderr, "gmi: the trainers ended with different weights: the split layout's gradient sync is broken\n");
+    return 1;
   }
   if (t.reason == "diverged") return 1;  // the trainer GMI's line said why
   return stop_signal.load() ? 128 + stop_signal.load() : 0;

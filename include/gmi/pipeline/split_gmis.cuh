@@ -1,5 +1,5 @@
 #pragma once
-// The split layout on one GPU: asynchronous PPO with V-trace (rl/appo.hpp). Slice 0 is the trainer GMI, slices
+// The split layout: asynchronous PPO with V-trace (rl/appo.hpp). On every GPU, slice 0 is the trainer GMI, slices
 // 1..k-1 serving GMIs:
 //   serving GMI   acts with the newest weights it has (read from the weights board without waiting), sends each
 //                 rollout ([T + 1][N] appo_records, the version inside) through comm::channel to the trainer;
@@ -12,12 +12,16 @@
 // its package note (comm::package_note, counted by the serving GMI), its copy into the update batch queues behind
 // the running update, and the weights of update k are published once its event has fired, from one of two
 // payload buffers, while update k + 1 may already run.
+// With several GPUs the trainers are one data-parallel group (split_trainer_group.hpp): they sum gradients and
+// normalizer moments through NCCL inside each update and take the stop decision together every few updates;
+// each GPU's serving GMIs still feed and read only their own trainer.
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -31,12 +35,16 @@
 #include <gmi/comm/channel.hpp>
 #include <gmi/comm/weights_channel.hpp>
 #include <gmi/core/error.hpp>
+#include <gmi/core/hash.hpp>
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/event.hpp>
 #include <gmi/cuda/stream.hpp>
 #include <gmi/metrics/progress.hpp>
+#include <gmi/pipeline/restart.hpp>
 #include <gmi/pipeline/run_options.hpp>
 #include <gmi/pipeline/sm_activity.hpp>
+#include <gmi/pipeline/split_totals.hpp>
+#include <gmi/pipeline/split_trainer_group.hpp>
 #include <gmi/rl/appo.cuh>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/runtime/context.hpp>
@@ -44,109 +52,6 @@
 #include <gmi/runtime/trace.hpp>
 
 namespace gmi {
-
-// What one GMI of the split layout reports (short: a report holds 1023 bytes).
-struct split_gmi_result {
-  int rank = 0, gpu = 0, slice = 0, num_envs = 0;
-  bool trainer = false;
-  double seconds = 0;
-  double steps = 0;                 // serving: environment steps; trainer: samples trained on
-  std::uint64_t rollouts = 0;       // serving: sent; trainer: trained on
-  std::uint64_t dropped = 0;        // trainer: rollouts older than the lag bound
-  std::uint64_t updates = 0;        // trainer: updates; serving: weight versions picked up
-  double lag_mean = 0;              // trainer: mean policy lag (updates) of the rollouts received
-  std::uint64_t lag_max = 0;
-  double mean_return = std::numeric_limits<double>::quiet_NaN();  // trainer: last window over every server
-  // trainer: samples trained from its first update to the stop decision, and that time (an autotune trial's
-  // window: start-up and the drain left out); zero when it stopped before a second update
-  double warm_steps = 0, warm_seconds = 0;
-  std::uint64_t replayed = 0;       // trainer: updates that ran as one CUDA graph launch (--learner-graph)
-  double waited = 0;                // trainer: seconds waiting for rollouts (the serving GMIs were behind)
-  sm_activity gpm;                  // trainer (slice 0): GPM from its first update to the stop decision
-  std::string reason, binding;
-};
-
-inline void to_json(nlohmann::json& j, const split_gmi_result& r) {
-  j = {{"rank", r.rank},   {"gpu", r.gpu},         {"slice", r.slice},       {"num_envs", r.num_envs},
-       {"trainer", r.trainer}, {"seconds", r.seconds}, {"steps", r.steps},   {"rollouts", r.rollouts},
-       {"dropped", r.dropped}, {"updates", r.updates}, {"lag_mean", r.lag_mean}, {"lag_max", r.lag_max},
-       {"reason", r.reason}, {"binding", r.binding}};
-  if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
-  if (r.warm_seconds > 0) j.update({{"warm_steps", r.warm_steps}, {"warm_seconds", r.warm_seconds}});
-  if (r.trainer) j.update({{"replayed", r.replayed}, {"waited", r.waited}});
-  put_sm_activity(j, r.gpm);
-}
-inline void from_json(const nlohmann::json& j, split_gmi_result& r) {
-  r.rank = j.at("rank");
-  r.gpu = j.at("gpu");
-  r.slice = j.at("slice");
-  r.num_envs = j.at("num_envs");
-  r.trainer = j.at("trainer");
-  r.seconds = j.at("seconds");
-  r.steps = j.at("steps");
-  r.rollouts = j.at("rollouts");
-  r.dropped = j.at("dropped");
-  r.updates = j.at("updates");
-  r.lag_mean = j.at("lag_mean");
-  r.lag_max = j.at("lag_max");
-  r.reason = j.at("reason");
-  r.binding = j.at("binding");
-  if (j.contains("mean_return")) r.mean_return = j["mean_return"].get<double>();
-  if (j.contains("replayed")) r.replayed = j["replayed"].get<std::uint64_t>();
-  if (j.contains("waited")) r.waited = j["waited"].get<double>();
-  r.gpm = get_sm_activity(j);
-  if (j.contains("warm_seconds")) {
-    r.warm_steps = j.at("warm_steps");
-    r.warm_seconds = j.at("warm_seconds");
-  }
-}
-
-struct split_total {
-  std::vector<split_gmi_result> per_gmi;
-  double train_samples_per_s = 0;  // every trainer's samples over its time, added up
-  double serve_steps_per_s = 0;    // every serving GMI's steps over its time, added up
-  double warm_train_samples_per_s = 0;  // the trainers' from their first update on; train_samples_per_s without
-  std::uint64_t updates = 0, rollouts = 0, dropped = 0, lag_max = 0;
-  double lag_mean = 0;             // over the trainers' received rollouts
-  double mean_return = std::numeric_limits<double>::quiet_NaN();
-  sm_activity gpm;  // the trainers' GPM figures (one a GPU), their mean
-  std::string reason;
-};
-
-// In the launcher: the GMIs' reports added up. Throws gmi::error when a GMI reported nothing.
-inline split_total collect_split(const runtime::run_report& report) {
-  split_total t;
-  double lag_weighted = 0, received = 0;
-  bool warm = true;
-  for (std::size_t r = 0; r < report.results.size(); ++r) {
-    if (report.results[r].empty()) throw gmi::error("GMI " + std::to_string(r) + " ended without a split-layout report");
-    auto one = nlohmann::json::parse(report.results[r]).get<split_gmi_result>();
-    const double rate = one.seconds > 0 ? one.steps / one.seconds : 0.0;
-    if (one.trainer) {
-      t.train_samples_per_s += rate;
-      warm = warm && one.warm_seconds > 0;
-      if (one.warm_seconds > 0) t.warm_train_samples_per_s += one.warm_steps / one.warm_seconds;
-      t.updates += one.updates;
-      t.rollouts += one.rollouts;
-      t.dropped += one.dropped;
-      t.lag_max = std::max(t.lag_max, one.lag_max);
-      const double n = static_cast<double>(one.rollouts + one.dropped);
-      lag_weighted += one.lag_mean * n;
-      received += n;
-      if (std::isfinite(one.mean_return)) t.mean_return = one.mean_return;
-      if (t.reason.empty()) t.reason = one.reason;
-    } else {
-      t.serve_steps_per_s += rate;
-    }
-    t.per_gmi.push_back(std::move(one));
-  }
-  t.lag_mean = received > 0 ? lag_weighted / received : 0.0;
-  sm_activity_mean gpm;
-  for (const auto& g : t.per_gmi) gpm.add(g.gpm);
-  t.gpm = gpm.mean();
-  if (!warm) t.warm_train_samples_per_s = t.train_samples_per_s;
-  return t;
-}
 
 struct split_settings {
   rl::appo_config appo;
@@ -157,6 +62,7 @@ struct split_settings {
   double max_env_steps = 0, max_seconds = 0, target_return = 0, log_interval = 1;
   int min_episodes = 32;
   bool quiet = false;
+  std::optional<kill_at> kill;  // the test hook GMI_TEST_KILL_AT: this trainer SIGKILLs itself after that update
 };
 
 // What a serving GMI's package note says about its rollout: the weights version it acted with, and the episodes
@@ -225,9 +131,10 @@ comm::weights_options split_board(const runtime::context& ctx, int gpu_index, in
 }
 }  // namespace detail
 
-// The trainer GMI of one GPU.
+// The trainer GMI of one GPU; `gpus` > 1: one of the group of every GPU's trainer.
 template <class Env, class Net>
-split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const split_settings& s, int servers) {
+split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const split_settings& s, int servers,
+                               int gpus) {
   using learner_type = rl::appo_learner<Net, exec::cuda>;
   using record = typename learner_type::record;
   using layout = rl::appo_snapshot_layout<Net>;
@@ -235,7 +142,24 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   const cudaStream_t stream = b.stream();
   rl::appo_config cfg = s.appo;
   cfg.rollouts = servers;
+  // Before the learner, so it goes after it (the learner's update graph holds the group's NCCL work).
+  std::optional<split_trainer_group> group;
+  if (gpus > 1) {
+    group.emplace(ctx, gpus, servers + 1);
+    b.reassert();
+  }
   learner_type learner(s.num_envs, s.seed, cfg, exec::cuda{.stream = stream, .sm_count = b.sm_count()});
+  if (group) learner.set_sync(group->sync());
+  const split_group_abort_on_unwind abort_guard{group ? &*group : nullptr};
+  // Waits for this trainer's stream or an event on it; bounded in a group (behind its collectives).
+  auto settle = [&] {
+    if (group) group->settle(stream);
+    else learner.synchronize();
+  };
+  auto wait_for = [&](const cuda::event& e) {
+    if (group) group->wait(e.get());
+    else e.synchronize();
+  };
   comm::weights_writer board(detail::split_board<Net>(ctx, gpu_index, servers));
   comm::channel_consumer consumer(detail::split_channel<Net>(ctx, s, gpu_index, servers), 0, 1,
                                   stream);
@@ -252,7 +176,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   // update still runs.
   auto publish_oldest = [&](bool wait) {
     if (!pending[oldest] || (!wait && !filled[oldest].ready())) return false;
-    filled[oldest].synchronize();
+    wait_for(filled[oldest]);
     board.publish(payloads[oldest].data(), publish_stream.get());
     pending[oldest] = false;
     oldest ^= 1;
@@ -277,7 +201,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
     float* p = payloads[next_payload].data();
     GMI_CUDA_TRY(cudaMemcpyAsync(p, snap.data(), layout::size * sizeof(float), cudaMemcpyDeviceToDevice, stream));
     GMI_CUDA_TRY(cudaMemcpyAsync(p + layout::size, &flag, sizeof flag, cudaMemcpyHostToDevice, stream));
-    GMI_CUDA_TRY(cudaStreamSynchronize(stream));
+    settle();
     board.publish(p, publish_stream.get());
   };
   queue_publish();  // version 1: the initial weights; board version v = learner version v - 1
@@ -286,6 +210,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
 
   const std::size_t n = static_cast<std::size_t>(s.num_envs);
   rl::episode_window window(static_cast<std::uint64_t>(s.min_episodes));
+  rl::episode_stats unshared;  // in a group: episodes finished since the group's last decision
   split_gmi_result r;
   r.trainer = true;
   double lag_sum = 0;
@@ -297,6 +222,41 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   const bool printer = !s.quiet && gpu_index == 0;
   std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> first_update;
   sm_activity_window gpm(ctx.slice(), b.nvml_index());
+  // The run stops here (`why`): throughput window closed, the final weights published with the stop flag.
+  auto stop_now = [&](std::string why) {
+    reason = std::move(why);
+    stopping = true;
+    if (first_update && learner.version() > first_update->second) {
+      r.warm_steps = static_cast<double>(learner.version() - first_update->second) *
+                     static_cast<double>(learner.samples_per_update());
+      r.warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_update->first).count();
+    }
+    r.gpm = gpm.finish();
+    publish_stop();
+    runtime::trace(ctx.id(), "trainer: stop published (" + reason + "), draining");
+  };
+  auto served_steps = [&] {
+    return static_cast<double>(r.rollouts + r.dropped) * static_cast<double>(cfg.ppo.horizon) * static_cast<double>(n);
+  };
+  auto seconds_since_start = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  // In a group, before every check_every-th update: the group's episodes and votes; true when it stops now.
+  auto group_decides = [&] {
+    const int sig = detail::stop_signal.load();
+    const split_trainer_group::tally t =
+        group->decide({.diverged = diverged, .signal = sig != 0, .time_up = seconds_since_start() >= s.max_seconds,
+                       .stop_requested = ctx.stop_requested(), .episodes = static_cast<double>(unshared.episodes),
+                       .return_sum = unshared.return_sum, .served = served_steps()});
+    unshared = {};
+    if (t.episodes > 0)
+      if (const auto mean = window.add({.episodes = static_cast<std::uint64_t>(t.episodes), .return_sum = t.return_sum}))
+        solved = std::isfinite(s.target_return) && *mean >= s.target_return;
+    const std::string why = t.diverged ? "diverged" : solved ? "solved"
+                          : t.signal ? (sig ? "signal " + std::to_string(sig) : std::string("signal (on another trainer)"))
+                          : t.time_up ? "time limit" : t.served >= s.max_env_steps ? "step limit"
+                          : t.stop_requested ? "stopped" : "";
+    if (!why.empty()) stop_now(why);
+    return stopping;
+  };
   for (;;) {
     const auto asked = std::chrono::steady_clock::now();
     auto batch = consumer.next_batch();
@@ -307,8 +267,14 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
     if (stopping) continue;  // draining: the serving GMIs close once they read the stop
     publish_oldest(false);   // the last update's weights, if it has finished
     const rollout_note note = rollout_note::from(batch->notes().front());
-    if (note.episodes.episodes > 0)
-      if (const auto mean = window.add(note.episodes)) solved = std::isfinite(s.target_return) && *mean >= s.target_return;
+    if (note.episodes.episodes > 0) {
+      if (group) {
+        unshared.episodes += note.episodes.episodes;
+        unshared.return_sum += note.episodes.return_sum;
+      } else if (const auto mean = window.add(note.episodes)) {
+        solved = std::isfinite(s.target_return) && *mean >= s.target_return;
+      }
+    }
     const std::uint64_t current = learner.version() + 1;  // the board version of the learner's weights
     const std::uint64_t version = note.version;
     const std::uint64_t lag = current > version ? current - version : 0;
@@ -321,21 +287,30 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
       ++r.rollouts;
     }
     batch->release();
-    if (learner.ready()) {
+    if (learner.ready() && !(group && learner.version() % split_trainer_group::check_every == 0 && group_decides())) {
       learner.update();
       queue_publish();
+      if (s.kill && s.kill->rank == ctx.rank() && learner.version() == s.kill->iteration) {
+        std::fprintf(stderr, "gmi: %s killed by the test hook %s=%s after update %llu\n", ctx.id().describe().c_str(),
+                     test_kill_var, std::getenv(test_kill_var), static_cast<unsigned long long>(learner.version()));
+        std::fflush(stderr);
+        ::raise(SIGKILL);
+      }
       if (!first_update) {
         first_update.emplace(std::chrono::steady_clock::now(), learner.version());
         gpm.start();
       }
     }
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (stopping) continue;
+    const double elapsed = seconds_since_start();
     const double trained = static_cast<double>(learner.version()) * static_cast<double>(learner.samples_per_update());
     const int sig = detail::stop_signal.load();
-    // At each log time the trainer looks at its loss terms: non-finite ones end the run (reason "diverged").
+    // At each log time the trainer looks at its loss terms: non-finite ones end the run (reason "diverged"; in a
+    // group, at its next decision).
     std::optional<rl::ppo_losses> looked;  // the loss terms, when the trainer looks at them
     if (elapsed - last_look >= s.log_interval) {
       last_look = elapsed;
+      if (group) group->settle(stream);  // the losses' copy waits behind the group's collectives
       const auto& l = looked.emplace(learner.losses());
       if (!l.finite() && !diverged) {
         diverged = true;
@@ -351,40 +326,37 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
       const rl::appo_lag_stats off = learner.lag_stats();
       std::printf("update %6llu | trained %s | %s samples/s | return %s | lag mean %.2f max %llu | dropped %llu | kl %.4f "
                   "| entropy %.2f | clipped %.2f | |log pi/mu| %.2f, rho clipped %.2f | %s\n",
-                  static_cast<unsigned long long>(learner.version()), metrics::si(trained).c_str(),
-                  metrics::si(trained / std::max(elapsed, 1e-9)).c_str(), std::isfinite(m) ? metrics::si(m).c_str() : "-",
+                  static_cast<unsigned long long>(learner.version()), metrics::si(trained * gpus).c_str(),
+                  metrics::si(trained * gpus / std::max(elapsed, 1e-9)).c_str(),
+                  std::isfinite(m) ? metrics::si(m).c_str() : "-",
                   lag_sum / static_cast<double>(r.rollouts + r.dropped), static_cast<unsigned long long>(r.lag_max),
                   static_cast<unsigned long long>(r.dropped), looked->approx_kl, looked->entropy, looked->clip_fraction,
                   off.mean_abs_log_ratio, off.rho_clipped, metrics::clock_text(elapsed).c_str());
       std::fflush(stdout);
       last_log = elapsed;
     }
-    const double served = static_cast<double>(r.rollouts + r.dropped) * static_cast<double>(cfg.ppo.horizon) *
-                          static_cast<double>(n);
-    if (!stopping && (diverged || solved || sig || elapsed >= s.max_seconds || served >= s.max_env_steps ||
-                      ctx.stop_requested())) {
-      reason = diverged ? "diverged" : solved ? "solved" : sig ? "signal " + std::to_string(sig)
+    if (group) continue;  // the group decides before its updates
+    if (diverged || solved || sig || elapsed >= s.max_seconds || served_steps() >= s.max_env_steps ||
+        ctx.stop_requested()) {
+      stop_now(diverged ? "diverged" : solved ? "solved" : sig ? "signal " + std::to_string(sig)
                : elapsed >= s.max_seconds ? "time limit"
-               : served >= s.max_env_steps ? "step limit" : "stopped";
-      stopping = true;
-      if (first_update && learner.version() > first_update->second) {
-        r.warm_steps = static_cast<double>(learner.version() - first_update->second) *
-                       static_cast<double>(learner.samples_per_update());
-        r.warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_update->first).count();
-      }
-      r.gpm = gpm.finish();
-      publish_stop();
-      runtime::trace(ctx.id(), "trainer: stop published (" + reason + "), draining");
+               : served_steps() >= s.max_env_steps ? "step limit" : "stopped");
     }
   }
-  learner.synchronize();
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  settle();
+  r.seconds = seconds_since_start();
   r.updates = learner.version();
   r.replayed = learner.replayed_updates();
   r.steps = static_cast<double>(learner.version()) * static_cast<double>(learner.samples_per_update());
   r.lag_mean = r.rollouts + r.dropped ? lag_sum / static_cast<double>(r.rollouts + r.dropped) : 0.0;
   r.mean_return = window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
   r.reason = reason;
+  std::vector<float> final_weights(layout::size);
+  const auto snap = learner.snapshot();
+  GMI_CUDA_TRY(cudaMemcpyAsync(final_weights.data(), snap.data(), layout::size * sizeof(float), cudaMemcpyDeviceToHost,
+                               stream));
+  learner.synchronize();  // a copy after everything has settled
+  r.weights_hash = detail::fnv1a(final_weights.data(), final_weights.size() * sizeof(float));
   return r;
 }
 
@@ -456,7 +428,9 @@ auto split_gmi_work(const split_settings& s, int gmis_per_gpu) {
   return [s, gmis_per_gpu](runtime::context& ctx, runtime::binding& b) {
     const int servers = gmis_per_gpu - 1;
     runtime::trace(ctx.id(), ctx.slice() == 0 ? "split: trainer" : "split: serving");
-    split_gmi_result r = ctx.slice() == 0 ? split_trainer<Env, Net>(ctx, b, s, servers) : split_server<Env, Net>(ctx, b, s, servers);
+    const int gpus = ctx.world() / gmis_per_gpu;  // from the identity: a GMI process's config sees one device
+    split_gmi_result r = ctx.slice() == 0 ? split_trainer<Env, Net>(ctx, b, s, servers, gpus)
+                                          : split_server<Env, Net>(ctx, b, s, servers);
     r.rank = ctx.rank();
     r.gpu = ctx.gpu();
     r.slice = ctx.slice();

@@ -5,7 +5,9 @@
 // adaptive-KL step size). The first update runs eagerly (lazy module loading stays out of the capture); it is
 // captured as a CUDA graph the second time and replayed from then on: an update is epochs x minibatches of small
 // kernels whose launches, not their work, set the trainer's pace (every pointer it reads is fixed at
-// construction, and the shuffle round and learning-rate rule read device counters).
+// construction, and the shuffle round and learning-rate rule read device counters). A synced learner (appo_sync.hpp)
+// sums the group's gradient rows after each minibatch's gradient and gathers the group's normalizer moments after
+// the epochs, all inside the update (so inside the graph).
 
 #include <cuda_runtime_api.h>
 
@@ -91,6 +93,29 @@ struct appo_device_ops {
     ++replays;
   }
 
+  // A synced learner's normalizers: its batch's moments in its own slots (the others zero), the group's sum (an
+  // all-gather: every slot holds one member's record plus zeros), then every member merges the records in rank
+  // order, so the normalizers stay identical.
+  static void update_synced_normalizers(learner& l) {
+    const cudaStream_t s = l.policy_.stream;
+    const ppo_config& c = l.config_.ppo;
+    if (!c.normalize_obs && !c.normalize_value) return;
+    const std::size_t world = static_cast<std::size_t>(l.sync_->world), rank = static_cast<std::size_t>(l.sync_->rank);
+    double* obs_slots = l.moment_slots_.data();
+    double* value_slots = obs_slots + world * learner::obs_record();
+    GMI_CUDA_TRY(cudaMemsetAsync(obs_slots, 0, l.moment_slots_.size() * sizeof(double), s));
+    if (c.normalize_obs)
+      l.obs_norm_.moments(device_span<const float>(l.obs_.data(), l.obs_.size()),
+                          device_span<double>(obs_slots + rank * learner::obs_record(), learner::obs_record()));
+    if (c.normalize_value)
+      l.value_norm_.moments(device_span<const float>(l.returns_.data(), l.returns_.size()),
+                            device_span<double>(value_slots + rank * learner::value_record(), learner::value_record()));
+    l.sync_->sum_doubles(obs_slots, l.moment_slots_.size(), s);
+    if (c.normalize_obs) l.obs_norm_.merge_in_order(device_span<const double>(obs_slots, world * learner::obs_record()));
+    if (c.normalize_value)
+      l.value_norm_.merge_in_order(device_span<const double>(value_slots, world * learner::value_record()));
+  }
+
   void enqueue_update(learner& l) {
     const cudaStream_t s = l.policy_.stream;
     const ppo_config& c = l.config_.ppo;
@@ -119,6 +144,12 @@ struct appo_device_ops {
         float* terms = l.term_log_.data() + (e * l.minibatches_ + b) * term_count;
         gradient.enqueue(l.minibatch_view(0, e, b), l.params_.data(), update_count.data(), e, c.epochs,
                          l.grads_.data(), terms, s);
+        if (l.sync_) {  // the group's mean gradient and loss terms (so the adaptive-KL step size agrees too)
+          l.sync_->sum_floats(l.grads_.data(), l.grads_.size(), s);
+          ppo_average_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(l.grads_.data(), row, Net::param_count,
+                                                                    static_cast<float>(l.sync_->world), terms);
+          GMI_CUDA_TRY(cudaGetLastError());
+        }
         l.adam_.step(device_span<float>(l.params_.data(), Net::param_count),
                      device_span<const float>(l.grads_.data(), Net::param_count));
         if (c.schedule == lr_schedule::adaptive_kl) {
@@ -128,8 +159,12 @@ struct appo_device_ops {
         }
       }
     }
-    if (c.normalize_obs) l.obs_norm_.update(device_span<const float>(l.obs_.data(), l.obs_.size()));
-    if (c.normalize_value) l.value_norm_.update(device_span<const float>(l.returns_.data(), l.returns_.size()));
+    if (l.sync_) {
+      update_synced_normalizers(l);
+    } else {
+      if (c.normalize_obs) l.obs_norm_.update(device_span<const float>(l.obs_.data(), l.obs_.size()));
+      if (c.normalize_value) l.value_norm_.update(device_span<const float>(l.returns_.data(), l.returns_.size()));
+    }
     ppo_count_iteration_kernel<<<1, 1, 0, s>>>(update_count.data());
     GMI_CUDA_TRY(cudaGetLastError());
   }

@@ -3,9 +3,10 @@
 // environments each, from actors whose weights may lag), evaluates them with its current weights (values,
 // log-probabilities), computes V-trace targets and advantages (vtrace.hpp) from the importance ratios
 // pi_learner / mu_behaviour, and runs the clipped PPO update over them: epochs x shuffled minibatches, Adam,
-// the adaptive-KL step size. The PPO ratio is taken against the learner's policy at the start of the update
-// (the proximal policy), the behaviour lag is corrected by V-trace's truncated ratios. On exec::host here; on
-// exec::cuda include <gmi/rl/appo.cuh>.
+// the adaptive-KL step size. The PPO ratio is taken against the policy that acted (appo_config::
+// clip_against_behaviour, the default) or the learner's at the start of the update; V-trace's truncated ratios
+// correct the targets for the lag. Several learners (one per GPU) may train as one data-parallel group
+// (appo_sync.hpp, exec::cuda). On exec::host here; on exec::cuda include <gmi/rl/appo.cuh>.
 
 #include <algorithm>
 #include <cmath>
@@ -26,6 +27,7 @@
 #include <gmi/nn/adam.hpp>
 #include <gmi/nn/normalizer.hpp>
 #include <gmi/rl/appo_record.hpp>
+#include <gmi/rl/appo_sync.hpp>
 #include <gmi/rl/ppo.hpp>
 #include <gmi/rl/ppo_config.hpp>
 #include <gmi/rl/ppo_steps.hpp>
@@ -199,6 +201,21 @@ class appo_learner {
   appo_learner& operator=(const appo_learner&) = delete;
   ~appo_learner() = default;
 
+  // Makes this learner one of a data-parallel group (appo_sync.hpp): from the first update on, its gradient rows
+  // and normalizer moments are summed with the group's. exec::cuda only; before the first update; every member
+  // starts from the same seed (the same initial weights).
+  void set_sync(appo_sync sync) {
+    gmi::require(P::on_device, "appo set_sync on", "exec::host", "exec::cuda (the group sums on the device)");
+    gmi::require(version_ == 0, "appo set_sync after updates", version_, "0 (set the group before the first update)");
+    sync.validate();
+    if constexpr (P::on_device) {
+      const std::size_t records = static_cast<std::size_t>(sync.world) * (obs_record() + value_record());
+      moment_slots_ = array<double>(records);
+    }
+    sync_ = std::move(sync);
+  }
+  [[nodiscard]] const std::optional<appo_sync>& sync() const noexcept { return sync_; }
+
   // Copies one rollout ([T + 1][N] records: host memory on exec::host; host or device memory on exec::cuda, copied
   // on the learner's stream) into the next free place of the update batch.
   void take(const record* rollout) {
@@ -356,6 +373,10 @@ class appo_learner {
   friend struct detail::appo_device_ops<Net>;
   static constexpr std::size_t host_chunk = 64;  // samples per host gradient row, as ppo_trainer
 
+  // The normalizers' moment records [n | mean | M2] (a synced update gathers one of each per member).
+  static constexpr std::size_t obs_record() noexcept { return 1 + 2 * static_cast<std::size_t>(obs_dim); }
+  static constexpr std::size_t value_record() noexcept { return 3; }
+
   static std::size_t checked_envs(int n) {
     gmi::require(n >= 1, "appo envs per rollout", n, ">= 1");
     return static_cast<std::size_t>(n);
@@ -438,6 +459,9 @@ class appo_learner {
   array<std::uint8_t> ends_;
   array<float> advantage_stats_, grads_, term_log_, snapshot_;
   std::vector<float> chunk_rows_;
+  std::optional<appo_sync> sync_;
+  // synced: [world][obs record] then [world][value record]; each member fills its own slots, the group sums them
+  array<double> moment_slots_;
   std::conditional_t<P::on_device, std::unique_ptr<detail::appo_device_ops<Net>>, char> device_{};
   std::size_t taken_ = 0;
   std::uint64_t version_ = 0;
