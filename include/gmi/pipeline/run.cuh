@@ -794,6 +794,7 @@ int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg_in, spli
   if (launcher && s.kill) {
     gmi::require(s.kill->rank < cfg.world() && s.kill->rank % cfg.gmis_per_gpu == 0, test_kill_var,
                  std::getenv(test_kill_var), "a trainer's rank (a multiple of --gmis-per-gpu) below " + std::to_string(cfg.world()));
+    cfg.env.emplace_back(test_kill_var, std::getenv(test_kill_var));  // GMI processes get no GMI_* of ours unasked
   }
   if (launcher) gmi::throw_unless_ok(runtime::can_implement(cfg));
   if (launcher && !trial) {
