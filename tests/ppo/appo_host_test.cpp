@@ -190,6 +190,27 @@ TEST_SUITE("cpu") {
     CHECK_THROWS_AS(learner(8, 1, c), gmi::config_error);
   }
 
+  // A data-parallel group (appo_sync) sums on the device: a host learner refuses one, and a sync with a field
+  // missing or out of range is named.
+  TEST_CASE("appo.host.sync_refused_or_named") {
+    gmi::rl::appo_sync s;
+    s.world = 2;
+    s.rank = 1;
+    CHECK_THROWS_WITH_AS(s.validate(), "appo_sync.sum_floats: got none, need a callable (the gradient row's sum)",
+                         gmi::config_error);
+    s.sum_floats = [](float*, std::size_t, CUstream_st*) {};
+    CHECK_THROWS_WITH_AS(s.validate(), "appo_sync.sum_doubles: got none, need a callable (the moments' sum)",
+                         gmi::config_error);
+    s.sum_doubles = [](double*, std::size_t, CUstream_st*) {};
+    CHECK_NOTHROW(s.validate());
+    s.rank = 2;
+    CHECK_THROWS_WITH_AS(s.validate(), "appo_sync.rank: got 2, need 0..1 (world 2)", gmi::config_error);
+    s.rank = 0;
+    learner l(8, 1, config(1));
+    CHECK_THROWS_WITH_AS(l.set_sync(s), "appo set_sync on: got \"exec::host\", need exec::cuda (the group sums on the device)",
+                         gmi::config_error);
+  }
+
   TEST_CASE("appo.host.snapshot_carries_weights_and_normalizers") {
     auto c = config(1);
     learner l(32, 1, c);
