@@ -6,7 +6,9 @@
 // A rep is `iters` calls back to back after a start barrier (as nccl-tests times them): the hierarchical calls
 // non-blocking, the flat ones plain ncclAllReduce, then one wait for the stream; the rep's time / iters is one
 // call's time. Both sides are timed the same way, on rank 0.
-// Usage: gmi.bench.reduce [intra] [hier] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
+// (iii) `peer`: comm::peer_allreduce (one kernel a GMI over peer device memory, no NCCL) of m GMIs per GPU x n
+// GPUs beside the same flat NCCL allreduce; impls "gmi_peer" (copy back) and "gmi_peer_shared_result".
+// Usage: gmi.bench.reduce [intra] [hier] [peer] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
 //        [bytes=b] [chunk=bytes] [overlap=blocks] [reduce=every_gmi|leader|lanes] [share=1] [lane_ctas=k]
 // (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: GMI_HIER_CHUNK_BYTES for the GMIs;
 // overlap: GMI_HIER_OVERLAP_BLOCKS for the GMIs, the grid of sum kernels that may run beside NCCL;
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include <gmi/comm/hierarchical.cuh>
+#include <gmi/comm/peer_allreduce.cuh>
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/metrics/summary.hpp>
 
@@ -145,7 +148,7 @@ int worker(const std::string& kind) {
   const int gpu = rank / m, local = rank % m, world = gpus * m;
   // share=1: each GMI an MPS client with 1/m of the SMs (rounded up), as gmi::run starts MPS GMIs; before any
   // CUDA call. The flat ranks (one per GPU) keep the whole GPU.
-  if (kind == "hier" && arg("share", 0) != 0) {
+  if ((kind == "hier" || kind == "peer") && arg("share", 0) != 0) {
     setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string((100 + m - 1) / m).c_str(), 1);
   }
   GMI_CUDA_TRY(cudaSetDevice(gpu));
@@ -153,7 +156,7 @@ int worker(const std::string& kind) {
   std::unique_ptr<comm::nccl_communicator> nc;
   std::optional<comm::nccl_id_exchange> ids;
   const bool lanes = kind == "hier" && args["reduce"] == "lanes";
-  if (gpus > 1 && (local == 0 || lanes)) {  // the leaders' communicator, or with lanes this GMI's lane
+  if (gpus > 1 && kind != "peer" && (local == 0 || lanes)) {  // the leaders', or with lanes this GMI's lane
     const std::string id_tag = tag + "-id" + (lanes ? "-lane" + std::to_string(local) : "");
     comm::nccl_id id;
     if (gpu == 0) {
@@ -172,6 +175,17 @@ int worker(const std::string& kind) {
   buf.fill_bytes(0, nullptr);
   gmi::cuda::stream s;
   std::optional<comm::hierarchical_allreduce> h;
+  std::optional<comm::peer_allreduce> peer;
+  if (kind == "peer") {
+    comm::peer_allreduce_options o;
+    o.tag = tag + "-peer";
+    o.rank = rank;
+    o.gpus = gpus;
+    o.world = world;
+    o.copy_back = arg("copy_back", 1) != 0;
+    peer.emplace(o, buf.data(), count);
+    if (rank == 0) std::fprintf(stderr, "[peer] %u blocks a GMI\n", peer->blocks());
+  }
   if (kind == "hier") {
     comm::hierarchical_options o;
     o.tag = tag + "-g" + std::to_string(gpu);
@@ -199,14 +213,16 @@ int worker(const std::string& kind) {
     barrier.finish();
     const auto t0 = clock_type::now();
     for (int i = 0; i < iters; ++i) {
-      if (h) {
+      if (peer) {
+        peer->allreduce(s);
+      } else if (h) {
         h->allreduce(s);
       } else if (nc) {
         nc->allreduce(buf.data(), buf.data(), count, s);
       }
     }
     const auto t1 = clock_type::now();
-    if (h) h->wait(s); else if (nc) nc->synchronize(s);
+    if (peer) peer->wait(s); else if (h) h->wait(s); else if (nc) nc->synchronize(s);
     s.synchronize();
     const auto t2 = clock_type::now();
     barrier.finish();  // every rank done before the next rep starts (not timed)
@@ -233,7 +249,7 @@ int worker(const std::string& kind) {
   }
   if (rank == 0 || (h && rank == 1)) {
     const auto med = [](const std::vector<double>& v) { return v.empty() ? 0.0 : gmi::metrics::summarize(v).median; };
-    const std::string who = !h ? "flat rank 0" : rank == 0 ? "leader of GPU 0" : "member 1 of GPU 0";
+    const std::string who = peer ? "peer GMI 0" : !h ? "flat rank 0" : rank == 0 ? "leader of GPU 0" : "member 1 of GPU 0";
     const char* hs = !h ? "-" : h->sync() == comm::handshake::device ? "device" : "host";
     std::fprintf(stderr,
                  "[breakdown] %s handshake=%s gpus=%d per_gpu=%d bytes=%zu %s, median us: call %.1f (host_wait %.1f "
@@ -359,21 +375,54 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const
     }
   }
 }
+// comm::peer_allreduce beside one flat NCCL allreduce of the same bytes (one rank a GPU), copy back and shared result.
+void bench_peer(const gmi::metrics::run_info& run, int reps, int max_gpus) {
+  for (int n = 1; n <= max_gpus; n *= 2) {
+    if (args.count("n") && arg("n", 0) != n) continue;
+    for (std::size_t bytes : {std::size_t{1} << 20, std::size_t{16} << 20, std::size_t{256} << 20}) {
+      if (args.count("bytes") && arg("bytes", 0) != static_cast<long long>(bytes)) continue;
+      std::optional<gmi::metrics::summary> flat;
+      if (n > 1) {
+        flat = gmi::metrics::summarize(spawn("flat", n, 1, bytes, reps));
+        const nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", 1}, {"gpus_used", n}, {"bytes", bytes},
+                                    {"iters_per_rep", arg("iters", 20)}};
+        emit(run, "nccl_flat", "latency_s", *flat, cfg);
+        emit(run, "nccl_flat", "bytes_per_s", {bytes / flat->median, bytes / flat->max, bytes / flat->min, flat->reps}, cfg);
+      }
+      for (int m : {1, 2, 4, 8}) {
+        if ((n == 1 && m == 1) || (args.count("m") && arg("m", 0) != m)) continue;
+        for (bool copy_back : {true, false}) {
+          if (m == 1 && !copy_back) continue;  // one GMI: the result is its buffer either way
+          const auto s = gmi::metrics::summarize(spawn("peer", n, m, bytes, reps, "host", copy_back));
+          nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", m}, {"gpus_used", n}, {"bytes", bytes},
+                                {"iters_per_rep", arg("iters", 20)}, {"reduce", "peer"}, {"copy_back", copy_back},
+                                {"mps_share_per_gmi", arg("share", 0) != 0 ? (100 + m - 1) / m : 100}};
+          if (args.count("blocks")) cfg["blocks_per_gmi"] = arg("blocks", 0);
+          if (flat) cfg["ratio_to_nccl_flat"] = s.median / flat->median;
+          const std::string impl = copy_back ? "gmi_peer" : "gmi_peer_shared_result";
+          emit(run, impl, "latency_s", s, cfg);
+          emit(run, impl, "bytes_per_s", {bytes / s.median, bytes / s.max, bytes / s.min, s.reps}, cfg);
+        }
+      }
+    }
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   comm::disable_nvls();
-  bool intra = false, hier = false;
+  bool intra = false, hier = false, peer = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto eq = a.find('=');
     if (eq != std::string::npos) args[a.substr(0, eq)] = a.substr(eq + 1);
     intra = intra || a == "intra";
     hier = hier || a == "hier";
+    peer = peer || a == "peer";
   }
   try {
     if (args.count("worker")) return worker(args["worker"]);
-    if (!intra && !hier) intra = hier = true;
+    if (!intra && !hier && !peer) intra = hier = true;
     // The arguments first: bad ones are refused on any machine, before the GPU is looked for.
     const std::string mode = args.count("handshake") ? args["handshake"] : "host";
     if (mode != "host" && mode != "device" && mode != "kernel") {
@@ -400,7 +449,15 @@ int main(int argc, char** argv) {
       }
       setenv("GMI_HIER_LANE_CTAS", args["lane_ctas"].c_str(), 1);
     }
-    for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk"}) arg(k, 0);  // integers, or one line
+    for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk", "blocks"}) arg(k, 0);  // integers, or one line
+    if (args.count("blocks")) {
+      if (arg("blocks", 0) < 0 || arg("blocks", 0) > 65535) {
+        std::fprintf(stderr, "gmi.bench.reduce: blocks=%lld; need 0..65535 (a peer GMI's grid, 0: the default)\n",
+                     arg("blocks", 0));
+        return 2;
+      }
+      setenv("GMI_PEER_BLOCKS", args["blocks"].c_str(), 1);  // the peer workers inherit it
+    }
     if (args.count("chunk")) setenv("GMI_HIER_CHUNK_BYTES", args["chunk"].c_str(), 1);  // workers inherit it
     if (args.count("overlap")) {
       if (arg("overlap", 0) < 0) {
@@ -418,7 +475,9 @@ int main(int argc, char** argv) {
     const auto run = gmi::metrics::describe_run();
     const int reps = static_cast<int>(arg("reps", 20));
     if (intra) bench_intra(run, reps);
-    if (hier) bench_hier(run, reps, static_cast<int>(std::min<long long>(arg("gpus", *n), *n)), mode);
+    const int gpus = static_cast<int>(std::min<long long>(arg("gpus", *n), *n));
+    if (hier) bench_hier(run, reps, gpus, mode);
+    if (peer) bench_peer(run, reps, gpus);
     return 0;
   } catch (const gmi::config_error& e) {
     std::fprintf(stderr, "gmi.bench.reduce: %s\n", e.what());

@@ -231,4 +231,42 @@ TEST_CASE("comm_gpu.hierarchical.gmi_killed_mid_collective" * doctest::timeout(1
   }
   CHECK(gmi::comm::cleanup_stale_segments() >= 0);  // whatever the dead GMI left is removable
 }
+
+// comm::peer_allreduce on one GPU (GMI processes; without MPS they time-slice it, which the waits must survive):
+// exact sums for odd and even sizes, copy back and shared result, eager and replayed in a graph.
+TEST_CASE("comm_gpu.peer.matches_reference" * doctest::timeout(300)) {
+  for (int m : {2, 3}) {
+    for (const char* copy_back : {"copy_back=1", "copy_back=0"}) {
+      CAPTURE(m);
+      CAPTURE(copy_back);
+      const auto r = gmi_test::run_workers(
+          gmi_test::hier_args(gmi::comm::unique_tag("peer"), 1, m, "1,3,1025,262149",
+                              {"impl=peer", "rounds=3", "graph=1", copy_back}),
+          {}, 200s);
+      for (int c : r.codes) CHECK(c == 0);
+    }
+  }
+}
+
+TEST_CASE("comm_gpu.peer.faults" * doctest::timeout(200)) {
+  // One GMI with one float more: every GMI gets an error (exit 0 = the expected error), in bounded time.
+  const auto mis = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("peermis"), 1, 3, "1000",
+                          {"impl=peer", "mismatch_rank=2", "timeout_ms=10000"}),
+      {}, 60s);
+  for (int c : mis.codes) CHECK(c == 0);
+  CHECK(mis.seconds < 30);
+  // A member killed before its second call: the others' kernels give up (the host sees the dead pid), no hang.
+  const auto die = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("peerdie"), 1, 3, "262144",
+                          {"impl=peer", "die_rank=2", "die_round=1", "rounds=3", "timeout_ms=10000"}),
+      {}, 60s);
+  REQUIRE(die.codes.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(die.codes[i] == (i == 2 ? -SIGKILL : 0));
+  }
+  CHECK(die.seconds < 30);
+  CHECK(gmi::comm::cleanup_stale_segments() >= 0);
+}
 }

@@ -18,6 +18,8 @@
 //        [exchange_skip_rank=-1] (this rank calls no exchange: the others' waits must give up and say so)
 //        [inbox=automatic|peer_to_peer|host] (several GPUs: where the GPUs' sums meet; exit 4 when the group chose
 //        other than expect_inbox=)
+//        [impl=peer] (comm::peer_allreduce instead: one kernel a GMI over peer device memory; sizes, rounds,
+//        copy_back, graph, mismatch_rank, die_rank/die_round and timeout_ms as above)
 // Exit: 0 all sums right (or, when a fault is injected, the expected error seen); 2 wrong sums; 3 unexpected error.
 #include <signal.h>
 #include <unistd.h>
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include <gmi/comm/hierarchical.cuh>
+#include <gmi/comm/peer_allreduce.cuh>
 #include <gmi/cuda/row_exchange.cuh>
 #include <gmi/cuda/device.hpp>
 
@@ -81,6 +84,68 @@ __global__ void exchange_round(gmi::cuda::row_exchange x, float* mine, float* gp
 }
 }  // namespace
 
+// impl=peer: every size, `rounds` eager rounds (fill, allreduce, bounded wait, check where result() points), then
+// with graph=1 two-round graphs replayed `rounds` times and one more eager round.
+static std::size_t peer_rounds(const std::string& tag, int gpus, int per_gpu, int rank, int rounds, bool copy_back,
+                               bool graph, int mismatch_rank, int die_rank, int die_round,
+                               gmi::comm::milliseconds timeout, const std::vector<std::size_t>& sizes) {
+  const int world = gpus * per_gpu;
+  gmi::cuda::stream stream;
+  gmi::cuda::device_buffer<unsigned long long> wrong(1);
+  std::size_t total_wrong = 0;
+  for (std::size_t s = 0; s < sizes.size(); ++s) {
+    const std::size_t count = sizes[s] + (rank == mismatch_rank ? 1 : 0);
+    gmi::cuda::device_buffer<float> buf(count);
+    gmi::comm::peer_allreduce_options o;
+    o.tag = tag + "-peer-s" + std::to_string(s);
+    o.rank = rank;
+    o.gpus = gpus;
+    o.world = world;
+    o.copy_back = copy_back;
+    o.timeout = timeout;
+    gmi::comm::peer_allreduce p(o, buf.data(), count);
+    if (s == 0 && rank == 0) std::fprintf(stderr, "[worker 0] peer allreduce, %u blocks a GMI\n", p.blocks());
+    const auto tally = [&](const char* what, int round) {
+      unsigned long long w = 0;
+      GMI_CUDA_TRY(cudaMemcpyAsync(&w, wrong.data(), sizeof w, cudaMemcpyDeviceToHost, stream));
+      stream.synchronize();
+      if (w) std::fprintf(stderr, "[worker %d] %zu floats %s %d: %llu wrong\n", rank, count, what, round, w);
+      total_wrong += w;
+    };
+    const auto eager_round = [&](int round) {
+      if (rank == die_rank && round == die_round) ::raise(SIGKILL);
+      fill<<<256, 256, 0, stream>>>(buf.data(), count, rank, round);
+      p.allreduce(stream);
+      p.wait(stream);
+      wrong.fill_bytes(0, stream);
+      count_wrong<<<256, 256, 0, stream>>>(p.result(), count, world, round, wrong.data());
+      tally("round", round);
+    };
+    for (int round = 0; round < rounds; ++round) eager_round(round);
+    if (graph) {
+      gmi::cuda::device_buffer<int> round_at(1);
+      const int first = rounds;
+      GMI_CUDA_TRY(cudaMemcpyAsync(round_at.data(), &first, sizeof first, cudaMemcpyHostToDevice, stream));
+      wrong.fill_bytes(0, stream);
+      const gmi::cuda::graph_exec replay = gmi::cuda::instantiate(gmi::cuda::capture(stream, [&](cudaStream_t cs) {
+        for (int k = 0; k < 2; ++k) {
+          fill<<<256, 256, 0, cs>>>(buf.data(), count, rank, 0, round_at.data());
+          p.allreduce(cs);
+          count_wrong<<<256, 256, 0, cs>>>(p.result(), count, world, 0, wrong.data(), round_at.data());
+          next_round<<<1, 1, 0, cs>>>(round_at.data());
+        }
+      }));
+      for (int r = 0; r < rounds; ++r) {
+        replay.launch(stream);
+        p.wait(stream);
+      }
+      tally("graph replays", rounds);
+      eager_round(3 * rounds);
+    }
+  }
+  return total_wrong;
+}
+
 static int worker_main(int argc, char** argv) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   std::map<std::string, std::string> a;
@@ -118,6 +183,15 @@ static int worker_main(int argc, char** argv) {
   const int gpu = rank / per_gpu, local = rank % per_gpu, world = gpus * per_gpu;
   try {
     GMI_CUDA_TRY(cudaSetDevice(gpu));
+    if (a["impl"] == "peer") {
+      const std::size_t w = peer_rounds(tag, gpus, per_gpu, rank, rounds, copy_back, graph, mismatch_rank, die_rank,
+                                        die_round, timeout, sizes);
+      if (fault) {
+        std::fprintf(stderr, "[worker %d] no error although a fault was injected\n", rank);
+        return 3;
+      }
+      return w ? 2 : 0;
+    }
     std::unique_ptr<gmi::comm::nccl_communicator> leaders;
     std::optional<gmi::comm::nccl_id_exchange> ids;
     const bool lanes = reduce == "lanes";

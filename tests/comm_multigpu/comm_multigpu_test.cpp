@@ -185,4 +185,45 @@ TEST_CASE(GMI_NAME(".hierarchical.leader_killed_mid_collective") * doctest::time
     CHECK(r.seconds < 60);
   }
 }
+
+// comm::peer_allreduce over n GPUs x m GMIs (one kernel a GMI over peer device memory): the exact sum at every
+// size from 4 bytes to 256 MB, copy back and shared result; replayed in a graph; faults.
+TEST_CASE(GMI_NAME(".peer.matches_reference") * doctest::timeout(600)) {
+  for (int m : {1, 2, 4}) {
+    for (const char* copy_back : {"copy_back=1", "copy_back=0"}) {
+      CAPTURE(gpus);
+      CAPTURE(m);
+      CAPTURE(copy_back);
+      const auto r = gmi_test::run_workers(
+          gmi_test::hier_args(gmi::comm::unique_tag("mgp"), gpus, m, all_sizes, {"impl=peer", copy_back}), {}, 300s);
+      for (int c : r.codes) CHECK(c == 0);
+    }
+  }
+  const auto g = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("mgpg"), gpus, 3, "1,4097,262149", {"impl=peer", "rounds=4", "graph=1"}),
+      {}, 300s);
+  for (int c : g.codes) CHECK(c == 0);
+}
+
+TEST_CASE(GMI_NAME(".peer.faults") * doctest::timeout(300)) {
+  const int m = 2;
+  const auto mis = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("mgpmis"), gpus, m, "1000",
+                          {"impl=peer", "mismatch_rank=" + std::to_string(gpus * m - 1), "timeout_ms=10000"}),
+      {}, 90s);
+  for (int c : mis.codes) CHECK(c == 0);
+  CHECK(mis.seconds < 60);
+  const int victim = gpus * m - 1;  // the last GPU's second GMI, in the middle of the rounds
+  const auto die = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("mgpdie"), gpus, m, "4194304",
+                          {"impl=peer", "die_rank=" + std::to_string(victim), "die_round=1", "rounds=3",
+                           "timeout_ms=10000"}),
+      {}, 90s);
+  for (int i = 0; i < static_cast<int>(die.codes.size()); ++i) {
+    CAPTURE(i);
+    if (i == victim) CHECK(die.codes[i] == -SIGKILL);
+    else CHECK(die.codes[i] == 0);
+  }
+  CHECK(die.seconds < 60);
+}
 }
