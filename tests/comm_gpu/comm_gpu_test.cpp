@@ -268,5 +268,12 @@ TEST_CASE("comm_gpu.peer.faults" * doctest::timeout(200)) {
   }
   CHECK(die.seconds < 30);
   CHECK(gmi::comm::cleanup_stale_segments() >= 0);
+  // Grids that cannot fit on the GPU together (they would wait for each other's SMs until the deadline): refused
+  // at setup with one line, on every GMI (the others see the group broken), quickly.
+  const auto big = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("peerbig"), 1, 2, "4097", {"impl=peer", "expect_error=1", "timeout_ms=10000"}),
+      std::vector<std::vector<std::string>>(2, {"GMI_PEER_BLOCKS=60000"}), 60s);
+  for (int c : big.codes) CHECK(c == 0);
+  CHECK(big.seconds < 20);
 }
 }

@@ -41,7 +41,8 @@ struct peer_allreduce_options {
   int world = 1;         // GMIs over every GPU, the same number on each (at most 16 a GPU)
   bool copy_back = true;  // false: every GMI reads the sum in its GPU's result (result()) until its next call
   // A GMI's grid; 0: (the GPU's SMs x resident blocks an SM, at most 2) / GMIs a GPU, so that the m grids of a
-  // GPU, which wait for each other, fit on it together (GMI_PEER_BLOCKS overrides).
+  // GPU, which wait for each other, fit on it together (GMI_PEER_BLOCKS overrides; a grid that cannot fit is
+  // refused).
   unsigned blocks = 0;
   milliseconds timeout = default_timeout();
 };
@@ -264,16 +265,21 @@ class peer_allreduce {
     a.abort = static_cast<const volatile std::uint32_t*>(device_page);
     a.stalled = static_cast<std::uint32_t*>(device_page);
     a.timeout_ns = static_cast<unsigned long long>(o_.timeout.count()) * 1000000ull;
-    blocks_ = o_.blocks ? o_.blocks : default_blocks();
-  }
-
-  [[nodiscard]] unsigned default_blocks() const {
+    // The m grids of a GPU wait for each other, so together they must fit on it at once: a larger grid would
+    // wait for SMs that spinning blocks hold, until the deadline.
     int device = 0, sms = 0, resident = 0;
     GMI_CUDA_TRY(cudaGetDevice(&device));
     GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, detail::peer_allreduce_kernel,
                                                                detail::peer_threads, 0));
-    return static_cast<unsigned>(std::max(1, sms * std::clamp(resident, 1, 2) / per_gpu()));
+    const int fit = std::max(1, sms * std::max(resident, 1) / per_gpu());
+    blocks_ = o_.blocks ? o_.blocks : static_cast<unsigned>(std::max(1, sms * std::clamp(resident, 1, 2) / per_gpu()));
+    if (blocks_ > static_cast<unsigned>(fit)) {
+      throw config_error(got_need("peer allreduce: blocks a GMI (options.blocks or GMI_PEER_BLOCKS)", blocks_,
+                                  "<= " + std::to_string(fit) + " (" + std::to_string(sms) + " SMs x " +
+                                      std::to_string(resident) + " resident blocks / " + std::to_string(per_gpu()) +
+                                      " GMIs a GPU: the GPU's grids must fit on it together)"));
+    }
   }
 
   // Lets go of every mapping; a GMI whose memory others map (its buffer, its GPU's block) waits, bounded, until
