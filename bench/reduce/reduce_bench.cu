@@ -184,7 +184,7 @@ int worker(const std::string& kind) {
     o.world = world;
     o.copy_back = arg("copy_back", 1) != 0;
     peer.emplace(o, buf.data(), count);
-    if (rank == 0) std::fprintf(stderr, "[peer] %u blocks a GMI\n", peer->blocks());
+    if (rank == 0) std::fprintf(stderr, "[peer] %u blocks a GMI, %d chunks\n", peer->blocks(), peer->chunks());
   }
   if (kind == "hier") {
     comm::hierarchical_options o;

@@ -104,7 +104,7 @@ static std::size_t peer_rounds(const std::string& tag, int gpus, int per_gpu, in
     o.copy_back = copy_back;
     o.timeout = timeout;
     gmi::comm::peer_allreduce p(o, buf.data(), count);
-    if (s == 0 && rank == 0) std::fprintf(stderr, "[worker 0] peer allreduce, %u blocks a GMI\n", p.blocks());
+    if (rank == 0) std::fprintf(stderr, "[worker 0] peer allreduce, %zu floats: %u blocks a GMI, %d chunks\n", count, p.blocks(), p.chunks());
     const auto tally = [&](const char* what, int round) {
       unsigned long long w = 0;
       GMI_CUDA_TRY(cudaMemcpyAsync(&w, wrong.data(), sizeof w, cudaMemcpyDeviceToHost, stream));

@@ -53,6 +53,7 @@ struct peer_control {
   group_control group;  // pids, broken flag and reason
   std::uint32_t gpus = 0, world = 0, copy_back = 0;
   std::uint64_t count = 0;
+  std::atomic<std::uint32_t> blocks;  // GMI 0's grid, which every GMI must match (blocks pair up across GPUs)
   std::atomic<std::uint32_t> gpu_ready[peer_max_gpus];
   ipc_buffer_handle gpu_block[peer_max_gpus];  // flags, result, landing rows
   std::atomic<std::uint32_t> buffer_ready[max_group_ranks];
@@ -166,6 +167,7 @@ class peer_allreduce {
   // Where this GMI reads the sum after its call: its own buffer (copy back) or its GPU's result.
   [[nodiscard]] const float* result() const noexcept { return o_.copy_back ? mine_ : args_.result[args_.gpu]; }
   [[nodiscard]] unsigned blocks() const noexcept { return blocks_; }
+  [[nodiscard]] int chunks() const noexcept { return args_.chunks; }
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
   [[nodiscard]] const std::string& name() const noexcept { return segment_.name(); }
 
@@ -199,6 +201,32 @@ class peer_allreduce {
                                         ctl->copy_back != 0) + " as on GMI 0"));
     }
     ctl->group.pids[o_.rank].store(::getpid(), std::memory_order_release);
+    // The m grids of a GPU wait for each other, so together they must fit on it at once: a larger grid would
+    // wait for SMs that spinning blocks hold, until the deadline.
+    int device = 0, sms = 0, resident = 0;
+    GMI_CUDA_TRY(cudaGetDevice(&device));
+    GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, detail::peer_allreduce_kernel,
+                                                               detail::peer_threads, 0));
+    const int fit = std::max(1, sms * std::max(resident, 1) / per_gpu());
+    blocks_ = o_.blocks ? o_.blocks : static_cast<unsigned>(std::max(1, sms * std::clamp(resident, 1, 2) / per_gpu()));
+    if (blocks_ > static_cast<unsigned>(fit)) {
+      throw config_error(got_need("peer allreduce: blocks a GMI (options.blocks or GMI_PEER_BLOCKS)", blocks_,
+                                  "<= " + std::to_string(fit) + " (" + std::to_string(sms) + " SMs x " +
+                                      std::to_string(resident) + " resident blocks / " + std::to_string(per_gpu()) +
+                                      " GMIs a GPU: the GPU's grids must fit on it together)"));
+    }
+    require(detail::peer_layout{o_.gpus, per_gpu(), static_cast<int>(blocks_)}.slots() <= detail::peer_max_slots,
+            "peer allreduce: GMIs a GPU x blocks a GMI", per_gpu() * static_cast<int>(blocks_),
+            "<= " + std::to_string(detail::peer_max_slots - 2 * per_gpu() - 1) + " (flag words)");
+    // Block b of GMI r pairs with block b of GMI r on every GPU: one grid for all, GMI 0's.
+    if (o_.rank == 0) ctl->blocks.store(blocks_, std::memory_order_release);
+    wait_for([&] { return ctl->blocks.load(std::memory_order_acquire) != 0; }, "waiting for GMI 0's grid");
+    if (ctl->blocks.load(std::memory_order_acquire) != blocks_) {
+      throw config_error(got_need("peer allreduce: blocks a GMI on GMI " + std::to_string(o_.rank), blocks_,
+                                  std::to_string(ctl->blocks.load()) + " as on GMI 0 (every GMI's grid must match: set "
+                                  "GMI_PEER_BLOCKS alike, on GPUs alike)"));
+    }
     void* page = detail::peer_stall_page(segment_.data());
     GMI_CUDA_TRY(cudaHostRegister(page, detail::peer_page, cudaHostRegisterMapped | cudaHostRegisterPortable));
     registered_ = page;
@@ -265,21 +293,10 @@ class peer_allreduce {
     a.abort = static_cast<const volatile std::uint32_t*>(device_page);
     a.stalled = static_cast<std::uint32_t*>(device_page);
     a.timeout_ns = static_cast<unsigned long long>(o_.timeout.count()) * 1000000ull;
-    // The m grids of a GPU wait for each other, so together they must fit on it at once: a larger grid would
-    // wait for SMs that spinning blocks hold, until the deadline.
-    int device = 0, sms = 0, resident = 0;
-    GMI_CUDA_TRY(cudaGetDevice(&device));
-    GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, detail::peer_allreduce_kernel,
-                                                               detail::peer_threads, 0));
-    const int fit = std::max(1, sms * std::max(resident, 1) / per_gpu());
-    blocks_ = o_.blocks ? o_.blocks : static_cast<unsigned>(std::max(1, sms * std::clamp(resident, 1, 2) / per_gpu()));
-    if (blocks_ > static_cast<unsigned>(fit)) {
-      throw config_error(got_need("peer allreduce: blocks a GMI (options.blocks or GMI_PEER_BLOCKS)", blocks_,
-                                  "<= " + std::to_string(fit) + " (" + std::to_string(sms) + " SMs x " +
-                                      std::to_string(resident) + " resident blocks / " + std::to_string(per_gpu()) +
-                                      " GMIs a GPU: the GPU's grids must fit on it together)"));
-    }
+    // Chunks of about peer_chunk_floats for each block's piece of a part, at most peer_max_chunks.
+    const std::uint64_t piece = count_ / static_cast<std::uint64_t>(o_.gpus * per_gpu()) / blocks_;
+    a.chunks = static_cast<int>(std::clamp<std::uint64_t>((piece + detail::peer_chunk_floats - 1) / detail::peer_chunk_floats,
+                                                          1, detail::peer_max_chunks));
   }
 
   // Lets go of every mapping; a GMI whose memory others map (its buffer, its GPU's block) waits, bounded, until

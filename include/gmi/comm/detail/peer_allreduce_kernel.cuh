@@ -1,14 +1,18 @@
 #pragma once
 // The kernel of comm::peer_allreduce: one launch per GMI and call does the whole hierarchical allreduce over peer
-// device memory. The floats are cut into n x m parts, part (j, r) = the r-th of GPU j's slice.
-//   phase 1: GMI r of GPU g sums part (j, r) of its GPU's m buffers and stores it into row g of GPU j's landing
-//            rows (over NVLink for j != g), for every j; then tells GPU j (arrived).
-//   phase 2: once every GPU's GMI r has arrived, it adds the n rows of part (g, r) and stores the sum into every
-//            GPU's result; then tells every GPU (done).
-//   phase 3: once every part of its GPU's result is done, it copies the result into its own buffer (copy back).
-// The local sum happens while the stores cross the links, so it costs no step of its own, and the GPU's m GMIs
-// share the work on their own SMs. A GMI's blocks meet through counters in its GPU's flag words; every wait gives
-// up at its deadline or when the host's stall word is raised, and then raises it for everyone.
+// device memory. The floats are cut into n x m parts, part (j, r) = the r-th of GPU j's slice; block b of every
+// GMI owns piece b of every part, cut again into K chunks, and works through them as a pipeline:
+//   phase 1 of chunk k: GMI r of GPU g sums chunk k of its piece of part (j, r) from its GPU's m buffers and stores
+//            it into row g of GPU j's landing rows (over NVLink for j != g), for every j; then adds one to GPU j's
+//            count for (r, b);
+//   phase 2 of chunk k - 1 (right after): once GPU g's count for (r, b) says every GPU's block b of GMI r stored
+//            that chunk, it adds the n rows and stores the sum into every GPU's result;
+//   then, after its last chunk, it adds one to every GPU's done count, and once its own GPU's done count holds
+//            every block of every GMI of every GPU, copies the result into its own buffer (copy back).
+// So the local sum of one chunk runs while the previous chunk's sums cross the links, no block waits for more than
+// its counterparts on the other GPUs, and the GPU's m GMIs share the work on their own SMs. Counts are cumulative
+// over calls (32 bits, compared cyclically); every wait gives up at its deadline or when the host's stall word is
+// raised, and then raises it for everyone.
 
 #include <cstdint>
 
@@ -21,20 +25,19 @@ inline constexpr int peer_max_local = 16;
 inline constexpr int peer_words_apart = 32;  // flag words 128 bytes apart
 inline constexpr int peer_threads = 512;
 
-// The flag words of one GPU (slots, each peer_words_apart words), for m GMIs a GPU and n GPUs.
+// The flag words of one GPU (slots, each peer_words_apart words), for m GMIs a GPU, n GPUs and G blocks a GMI.
 struct peer_layout {
-  int n = 1, m = 1;
-  __host__ __device__ int ready(int r) const { return r; }                            // GMI r's buffer is this call's
-  __host__ __device__ int arrived(int r, int src) const { return m + r * n + src; }   // part (this GPU, r) from src
-  __host__ __device__ int done(int r, int src) const { return m + m * n + r * n + src; }  // sum of part (src, r)
-  __host__ __device__ int phase1(int r) const { return m + 2 * m * n + r; }           // GMI r's blocks past phase 1
-  __host__ __device__ int phase2(int r) const { return 2 * m + 2 * m * n + r; }       // ... past phase 2
-  __host__ __device__ int generation(int r) const { return 3 * m + 2 * m * n + r; }   // GMI r's last call
-  __host__ __device__ int slots() const { return 4 * m + 2 * m * n; }
+  int n = 1, m = 1, blocks = 1;
+  __host__ __device__ int ready(int r) const { return r; }             // GMI r's buffer holds this call's gradient
+  __host__ __device__ int generation(int r) const { return m + r; }    // GMI r's last call
+  __host__ __device__ int done() const { return 2 * m; }               // blocks, over every GPU, past phase 2
+  __host__ __device__ int arrived(int r, int b) const { return 2 * m + 1 + r * blocks + b; }  // chunks stored here
+  __host__ __device__ int slots() const { return 2 * m + 1 + m * blocks; }
 };
-inline constexpr std::size_t peer_flag_bytes = 64 << 10;  // >= (4 x 16 + 2 x 16 x 8) slots x 128 bytes
-static_assert(std::size_t{4 * peer_max_local + 2 * peer_max_local * peer_max_gpus} * peer_words_apart * 4 <=
-              peer_flag_bytes);
+inline constexpr std::size_t peer_flag_bytes = 512 << 10;
+inline constexpr int peer_max_slots = static_cast<int>(peer_flag_bytes / (peer_words_apart * 4));
+inline constexpr int peer_max_chunks = 8;
+inline constexpr std::uint64_t peer_chunk_floats = 8192;  // 32 KiB: a block's piece goes in chunks of about this
 
 // Start of part p of `parts` over `count` floats: a multiple of 4 floats (float4 stores), the last part ends at count.
 __host__ __device__ inline std::uint64_t peer_bound(std::uint64_t count, int p, int parts) {
@@ -49,6 +52,7 @@ struct peer_args {
   float* mine = nullptr;                    // copy back into this (nullptr: the GMIs read result[gpu])
   std::uint64_t count = 0, stride = 0;
   int n = 1, m = 1, gpu = 0, r = 0;
+  int chunks = 1;  // K; the same on every GMI, as is the grid
   const volatile std::uint32_t* abort = nullptr;  // the host's stall word (mapped host memory)
   std::uint32_t* stalled = nullptr;               // the same word, written when a wait gives up
   unsigned long long timeout_ns = 0;
@@ -108,21 +112,16 @@ __device__ inline void peer_sum_range(const float* const* in, std::uint64_t in_a
   }
 }
 
-// Counts this block past a phase in slot `counter` of its GPU's flags; block 0 then waits for every block (the
-// counter at g x blocks) and returns true to go on for the whole grid.
-__device__ inline bool peer_grid_arrive(const peer_args& a, int counter, std::uint32_t g, int* verdict) {
-  __threadfence_system();  // this thread's stores (some on other GPUs) before the count
-  __syncthreads();
-  std::uint32_t* own = a.flags[a.gpu];
-  if (threadIdx.x == 0) atomicAdd(own + counter * peer_words_apart, 1u);
-  if (blockIdx.x != 0) return true;
-  return peer_block_wait(a, own + counter * peer_words_apart, 1, peer_words_apart, g * gridDim.x, verdict);
+// Start of chunk k of block b's piece of part p (of parts over count floats), multiples of 4 floats.
+__device__ inline std::uint64_t peer_piece(std::uint64_t count, int p, int parts, std::uint64_t q, std::uint64_t pieces) {
+  const std::uint64_t lo = peer_bound(count, p, parts), hi = peer_bound(count, p + 1, parts);
+  return q >= pieces ? hi : lo + (hi - lo) * q / pieces / 4 * 4;
 }
 
 __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(peer_args a) {
   __shared__ int verdict;
   __shared__ std::uint32_t gen_shared;
-  const peer_layout L{a.n, a.m};
+  const peer_layout L{a.n, a.m, static_cast<int>(gridDim.x)};
   std::uint32_t* own = a.flags[a.gpu];
   if (threadIdx.x == 0) gen_shared = *reinterpret_cast<volatile std::uint32_t*>(own + L.generation(a.r) * peer_words_apart) + 1;
   __syncthreads();
@@ -133,45 +132,58 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
   }
   // Every GMI of this GPU has its gradient in place.
   if (!peer_block_wait(a, own + L.ready(0) * peer_words_apart, a.m, peer_words_apart, g, &verdict)) return;
-  const std::uint64_t thread = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-  const std::uint64_t threads = std::uint64_t{gridDim.x} * blockDim.x;
-  const int parts = a.n * a.m;
-  // Phase 1: part (j, r) of the m buffers, summed, into row `gpu` of GPU j's landing rows; GPU g + 1 first.
-  for (int k = 1; k <= a.n; ++k) {
-    const int j = (a.gpu + k) % a.n;
-    const std::uint64_t base = peer_bound(a.count, j * a.m, parts);
-    float* row = a.landing[j] + a.gpu * a.stride;
-    peer_sum_range(a.local, 0, a.m, &row, 1, 0, -static_cast<std::int64_t>(base),
-                      peer_bound(a.count, j * a.m + a.r, parts), peer_bound(a.count, j * a.m + a.r + 1, parts), thread,
-                      threads);
-  }
-  if (!peer_grid_arrive(a, L.phase1(a.r), g, &verdict)) return;
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    own[L.generation(a.r) * peer_words_apart] = g;  // every block has read it by now
-    __threadfence_system();
-    for (int j = 0; j < a.n; ++j) atomicExch(a.flags[j] + L.arrived(a.r, a.gpu) * peer_words_apart, g);
-  }
-  // Phase 2: every GPU's row of part (gpu, r) has arrived; their sum into every GPU's result.
-  if (!peer_block_wait(a, own + L.arrived(a.r, 0) * peer_words_apart, a.n, peer_words_apart, g, &verdict)) return;
-  {
+  const int parts = a.n * a.m, b = static_cast<int>(blockIdx.x), K = a.chunks;
+  const std::uint64_t pieces = std::uint64_t{gridDim.x} * static_cast<std::uint64_t>(K);
+  const int arrived = L.arrived(a.r, b);
+  // Phase 2 of chunk k: every GPU's row of it has arrived; their sum into every GPU's result.
+  const auto phase2 = [&](int k) {
+    const std::uint32_t want = ((g - 1) * static_cast<std::uint32_t>(K) + static_cast<std::uint32_t>(k) + 1) *
+                               static_cast<std::uint32_t>(a.n);
+    if (!peer_block_wait(a, own + arrived * peer_words_apart, 1, peer_words_apart, want, &verdict)) return false;
+    const int p = a.gpu * a.m + a.r;
+    const std::uint64_t q = static_cast<std::uint64_t>(b) * K + k;
     const std::uint64_t base = peer_bound(a.count, a.gpu * a.m, parts);
     const float* rows = a.landing[a.gpu];
     float* outs[peer_max_gpus];
-    for (int q = 0; q < a.n; ++q) outs[q] = a.result[(a.gpu + q) % a.n];
+    for (int o = 0; o < a.n; ++o) outs[o] = a.result[(a.gpu + o) % a.n];
     peer_sum_range(&rows, a.stride, a.n, outs, a.n, -static_cast<std::int64_t>(base), 0,
-                                  peer_bound(a.count, a.gpu * a.m + a.r, parts),
-                                  peer_bound(a.count, a.gpu * a.m + a.r + 1, parts), thread, threads);
+                   peer_piece(a.count, p, parts, q, pieces), peer_piece(a.count, p, parts, q + 1, pieces), threadIdx.x,
+                   blockDim.x);
+    return true;
+  };
+  for (int k = 0; k < K; ++k) {
+    // Phase 1 of chunk k: this GMI's part of every GPU's slice, summed over the GPU's m buffers, into row `gpu` of
+    // that GPU's landing rows; GPU g + 1 first.
+    const std::uint64_t q = static_cast<std::uint64_t>(b) * K + k;
+    for (int t = 1; t <= a.n; ++t) {
+      const int j = (a.gpu + t) % a.n, p = j * a.m + a.r;
+      const std::uint64_t base = peer_bound(a.count, j * a.m, parts);
+      float* row = a.landing[j] + a.gpu * a.stride;
+      peer_sum_range(a.local, 0, a.m, &row, 1, 0, -static_cast<std::int64_t>(base),
+                     peer_piece(a.count, p, parts, q, pieces), peer_piece(a.count, p, parts, q + 1, pieces),
+                     threadIdx.x, blockDim.x);
+    }
+    __threadfence_system();  // this thread's stores (some on other GPUs) before the counts
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int t = 1; t <= a.n; ++t) atomicAdd_system(a.flags[(a.gpu + t) % a.n] + arrived * peer_words_apart, 1u);
+    }
+    if (k > 0 && !phase2(k - 1)) return;
   }
-  if (!peer_grid_arrive(a, L.phase2(a.r), g, &verdict)) return;
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    __threadfence_system();
-    for (int q = 0; q < a.n; ++q) atomicExch(a.flags[q] + L.done(a.r, a.gpu) * peer_words_apart, g);
+  if (!phase2(K - 1)) return;
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int t = 1; t <= a.n; ++t) atomicAdd_system(a.flags[(a.gpu + t) % a.n] + L.done() * peer_words_apart, 1u);
   }
-  // Phase 3: every part of this GPU's result is in place.
-  if (!peer_block_wait(a, own + L.done(0, 0) * peer_words_apart, a.m * a.n, peer_words_apart, g, &verdict)) return;
+  // Every block of every GMI of every GPU has stored its sums into this GPU's result.
+  const std::uint32_t total = g * static_cast<std::uint32_t>(a.n * a.m) * gridDim.x;
+  if (!peer_block_wait(a, own + L.done() * peer_words_apart, 1, peer_words_apart, total, &verdict)) return;
+  if (b == 0 && threadIdx.x == 0) own[L.generation(a.r) * peer_words_apart] = g;  // every block has read it
   if (a.mine) {
     const float* res = a.result[a.gpu];
-    peer_sum_range(&res, 0, 1, &a.mine, 1, 0, 0, 0, a.count, thread, threads);
+    peer_sum_range(&res, 0, 1, &a.mine, 1, 0, 0, 0, a.count, blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x,
+                   std::uint64_t{gridDim.x} * blockDim.x);
   }
 }
 
