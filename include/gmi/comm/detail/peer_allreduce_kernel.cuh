@@ -3,15 +3,15 @@
 // device memory. The floats are cut into n x m parts, part (j, r) = the r-th of GPU j's slice; block b of every
 // GMI owns piece b of every part, cut again into K chunks, and works through them as a pipeline:
 //   phase 1 of chunk k: GMI r of GPU g sums chunk k of its piece of part (j, r) from its GPU's m buffers and stores
-//            it into row g of GPU j's landing rows (over NVLink for j != g), for every j; then adds one to GPU j's
-//            count for (r, b);
-//   phase 2 of chunk k - 1 (right after): once GPU g's count for (r, b) says every GPU's block b of GMI r stored
-//            that chunk, it adds the n rows and stores the sum into every GPU's result;
+//            it into row g of GPU j's landing rows (over NVLink for j != g), for every j; then writes the chunk's
+//            number into its own word of GPU j's slot for (r, b);
+//   phase 2 of chunk k - 1 (right after): once every word of GPU g's slot for (r, b) says that GPU's block b of
+//            GMI r stored that chunk, it adds the n rows and stores the sum into every GPU's result;
 //   then, after its last chunk, it adds one to every GPU's done count, and once its own GPU's done count holds
 //            every block of every GMI of every GPU, copies the result into its own buffer (copy back).
 // So the local sum of one chunk runs while the previous chunk's sums cross the links, no block waits for more than
-// its counterparts on the other GPUs, and the GPU's m GMIs share the work on their own SMs. Counts are cumulative
-// over calls (32 bits, compared cyclically); every wait gives up at its deadline or when the host's stall word is
+// its counterparts on the other GPUs, and the GPU's m GMIs share the work on their own SMs. Chunk numbers and
+// counts are cumulative over calls (32 bits, compared cyclically); every wait gives up at its deadline or when the host's stall word is
 // raised, and then raises it for everyone.
 
 #include <cstdint>
@@ -31,12 +31,14 @@ struct peer_layout {
   __host__ __device__ int ready(int r) const { return r; }             // GMI r's buffer holds this call's gradient
   __host__ __device__ int generation(int r) const { return m + r; }    // GMI r's last call
   __host__ __device__ int done() const { return 2 * m; }               // blocks, over every GPU, past phase 2
-  __host__ __device__ int arrived(int r, int b) const { return 2 * m + 1 + r * blocks + b; }  // chunks stored here
+  // Word src of this slot: the last chunk (counted over calls) that GPU src's block b of GMI r stored here.
+  __host__ __device__ int arrived(int r, int b) const { return 2 * m + 1 + r * blocks + b; }
   __host__ __device__ int slots() const { return 2 * m + 1 + m * blocks; }
 };
 inline constexpr std::size_t peer_flag_bytes = 512 << 10;
 inline constexpr int peer_max_slots = static_cast<int>(peer_flag_bytes / (peer_words_apart * 4));
 inline constexpr int peer_max_chunks = 8;
+static_assert(peer_max_gpus <= peer_words_apart, "a slot holds one word per GPU");
 inline constexpr std::uint64_t peer_chunk_floats = 8192;  // 32 KiB: a block's piece goes in chunks of about this
 
 // Start of part p of `parts` over `count` floats: a multiple of 4 floats (float4 stores), the last part ends at count.
@@ -137,9 +139,8 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
   const int arrived = L.arrived(a.r, b);
   // Phase 2 of chunk k: every GPU's row of it has arrived; their sum into every GPU's result.
   const auto phase2 = [&](int k) {
-    const std::uint32_t want = ((g - 1) * static_cast<std::uint32_t>(K) + static_cast<std::uint32_t>(k) + 1) *
-                               static_cast<std::uint32_t>(a.n);
-    if (!peer_block_wait(a, own + arrived * peer_words_apart, 1, peer_words_apart, want, &verdict)) return false;
+    const std::uint32_t want = (g - 1) * static_cast<std::uint32_t>(K) + static_cast<std::uint32_t>(k) + 1;
+    if (!peer_block_wait(a, own + arrived * peer_words_apart, a.n, 1, want, &verdict)) return false;
     const int p = a.gpu * a.m + a.r;
     const std::uint64_t q = static_cast<std::uint64_t>(b) * K + k;
     const std::uint64_t base = peer_bound(a.count, a.gpu * a.m, parts);
@@ -166,7 +167,8 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
     __threadfence_system();  // this thread's stores (some on other GPUs) before the counts
     __syncthreads();
     if (threadIdx.x == 0) {
-      for (int t = 1; t <= a.n; ++t) atomicAdd_system(a.flags[(a.gpu + t) % a.n] + arrived * peer_words_apart, 1u);
+      const std::uint32_t chunk = (g - 1) * static_cast<std::uint32_t>(K) + static_cast<std::uint32_t>(k) + 1;
+      for (int t = 1; t <= a.n; ++t) atomicExch_system(a.flags[(a.gpu + t) % a.n] + arrived * peer_words_apart + a.gpu, chunk);
     }
     if (k > 0 && !phase2(k - 1)) return;
   }
