@@ -23,7 +23,7 @@ namespace gmi::comm::detail {
 inline constexpr int peer_max_gpus = 8;
 inline constexpr int peer_max_local = 16;
 inline constexpr int peer_words_apart = 32;  // flag words 128 bytes apart
-inline constexpr int peer_threads = 512;  // and at least 2 blocks an SM (__launch_bounds__): latency hiding over registers
+inline constexpr int peer_threads = 512;
 
 // The flag words of one GPU (slots, each peer_words_apart words), for m GMIs a GPU, n GPUs and G blocks a GMI.
 struct peer_layout {
@@ -120,7 +120,7 @@ __device__ inline std::uint64_t peer_piece(std::uint64_t count, int p, int parts
   return q >= pieces ? hi : lo + (hi - lo) * q / pieces / 4 * 4;
 }
 
-__global__ static void __launch_bounds__(peer_threads, 2) peer_allreduce_kernel(peer_args a) {
+__global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(peer_args a) {
   __shared__ int verdict;
   __shared__ std::uint32_t gen_shared;
   const peer_layout L{a.n, a.m, static_cast<int>(gridDim.x)};
