@@ -7,7 +7,8 @@
 // non-blocking, the flat ones plain ncclAllReduce, then one wait for the stream; the rep's time / iters is one
 // call's time. Both sides are timed the same way, on rank 0.
 // (iii) `peer`: comm::peer_allreduce (one kernel a GMI over peer device memory, no NCCL) of m GMIs per GPU x n
-// GPUs beside the same flat NCCL allreduce; impls "gmi_peer" (copy back) and "gmi_peer_shared_result".
+// GPUs beside the same flat NCCL allreduce; impls "gmi_peer" (copy back) and "gmi_peer_shared_result"
+// (blocks=: GMI_PEER_BLOCKS, chunk_floats=: GMI_PEER_CHUNK_FLOATS for the workers).
 // Usage: gmi.bench.reduce [intra] [hier] [peer] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
 //        [bytes=b] [chunk=bytes] [overlap=blocks] [reduce=every_gmi|leader|lanes] [share=1] [lane_ctas=k]
 // (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: GMI_HIER_CHUNK_BYTES for the GMIs;
@@ -398,6 +399,7 @@ void bench_peer(const gmi::metrics::run_info& run, int reps, int max_gpus) {
                                 {"iters_per_rep", arg("iters", 20)}, {"reduce", "peer"}, {"copy_back", copy_back},
                                 {"mps_share_per_gmi", arg("share", 0) != 0 ? (100 + m - 1) / m : 100}};
           if (args.count("blocks")) cfg["blocks_per_gmi"] = arg("blocks", 0);
+          if (args.count("chunk_floats")) cfg["chunk_floats"] = arg("chunk_floats", 0);
           if (flat) cfg["ratio_to_nccl_flat"] = s.median / flat->median;
           const std::string impl = copy_back ? "gmi_peer" : "gmi_peer_shared_result";
           emit(run, impl, "latency_s", s, cfg);
@@ -449,7 +451,15 @@ int main(int argc, char** argv) {
       }
       setenv("GMI_HIER_LANE_CTAS", args["lane_ctas"].c_str(), 1);
     }
-    for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk", "blocks"}) arg(k, 0);  // integers, or one line
+    for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk", "blocks", "chunk_floats"}) arg(k, 0);  // integers
+    if (args.count("chunk_floats")) {
+      if (arg("chunk_floats", 0) < 0) {
+        std::fprintf(stderr, "gmi.bench.reduce: chunk_floats=%lld; need >= 0 (a peer chunk's floats, 0: the default)\n",
+                     arg("chunk_floats", 0));
+        return 2;
+      }
+      setenv("GMI_PEER_CHUNK_FLOATS", args["chunk_floats"].c_str(), 1);  // the peer workers inherit it
+    }
     if (args.count("blocks")) {
       if (arg("blocks", 0) < 0 || arg("blocks", 0) > 65535) {
         std::fprintf(stderr, "gmi.bench.reduce: blocks=%lld; need 0..65535 (a peer GMI's grid, 0: the default)\n",

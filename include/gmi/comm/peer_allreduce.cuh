@@ -44,6 +44,9 @@ struct peer_allreduce_options {
   // GPU, which wait for each other, fit on it together (GMI_PEER_BLOCKS overrides; a grid that cannot fit is
   // refused).
   unsigned blocks = 0;
+  // A block's piece of a part goes through the links in chunks of about this many floats (at most 32 chunks), so
+  // the local sum of one chunk runs beside the stores of the one before; 0: 8192 (GMI_PEER_CHUNK_FLOATS overrides).
+  std::size_t chunk_floats = 0;
   milliseconds timeout = default_timeout();
 };
 
@@ -54,6 +57,7 @@ struct peer_control {
   std::uint32_t gpus = 0, world = 0, copy_back = 0;
   std::uint64_t count = 0;
   std::atomic<std::uint32_t> blocks;  // GMI 0's grid, which every GMI must match (blocks pair up across GPUs)
+  std::atomic<std::uint64_t> chunk_floats;  // GMI 0's chunk size, which every GMI must match
   std::atomic<std::uint32_t> gpu_ready[peer_max_gpus];
   ipc_buffer_handle gpu_block[peer_max_gpus];  // flags, result, landing rows
   std::atomic<std::uint32_t> buffer_ready[max_group_ranks];
@@ -98,6 +102,11 @@ class peer_allreduce {
       require(*b >= 0 && *b <= 65535, "GMI_PEER_BLOCKS", *b, "0..65535 (0: the default grid)");
       o_.blocks = static_cast<unsigned>(*b);
     }
+    if (const auto f = env_var::integer("GMI_PEER_CHUNK_FLOATS")) {
+      require(*f >= 0, "GMI_PEER_CHUNK_FLOATS", *f, ">= 0 (0: the default, 8192)");
+      o_.chunk_floats = static_cast<std::size_t>(*f);
+    }
+    if (o_.chunk_floats == 0) o_.chunk_floats = detail::peer_chunk_floats;
     if (o_.rank == 0) {
       segment_ = shm_segment::create(o_.tag, detail::peer_segment_bytes(), [&](void* p, std::size_t) {
         auto* c = new (p) detail::peer_control{};
@@ -220,8 +229,15 @@ class peer_allreduce {
             "peer allreduce: GMIs a GPU x blocks a GMI", per_gpu() * static_cast<int>(blocks_),
             "<= " + std::to_string(detail::peer_max_slots - 2 * per_gpu() - 1) + " (flag words)");
     // Block b of GMI r pairs with block b of GMI r on every GPU: one grid for all, GMI 0's.
-    if (o_.rank == 0) ctl->blocks.store(blocks_, std::memory_order_release);
+    if (o_.rank == 0) {
+      ctl->chunk_floats.store(o_.chunk_floats, std::memory_order_relaxed);
+      ctl->blocks.store(blocks_, std::memory_order_release);
+    }
     wait_for([&] { return ctl->blocks.load(std::memory_order_acquire) != 0; }, "waiting for GMI 0's grid");
+    if (ctl->chunk_floats.load(std::memory_order_relaxed) != o_.chunk_floats) {
+      throw config_error(got_need("peer allreduce: floats a chunk on GMI " + std::to_string(o_.rank), o_.chunk_floats,
+                                  std::to_string(ctl->chunk_floats.load()) + " as on GMI 0 (set GMI_PEER_CHUNK_FLOATS alike)"));
+    }
     if (ctl->blocks.load(std::memory_order_acquire) != blocks_) {
       throw config_error(got_need("peer allreduce: blocks a GMI on GMI " + std::to_string(o_.rank), blocks_,
                                   std::to_string(ctl->blocks.load()) + " as on GMI 0 (every GMI's grid must match: set "
@@ -293,10 +309,10 @@ class peer_allreduce {
     a.abort = static_cast<const volatile std::uint32_t*>(device_page);
     a.stalled = static_cast<std::uint32_t*>(device_page);
     a.timeout_ns = static_cast<unsigned long long>(o_.timeout.count()) * 1000000ull;
-    // Chunks of about peer_chunk_floats for each block's piece of a part, at most peer_max_chunks.
+    // Chunks of about chunk_floats for each block's piece of a part, at most peer_max_chunks.
     const std::uint64_t piece = count_ / static_cast<std::uint64_t>(o_.gpus * per_gpu()) / blocks_;
-    a.chunks = static_cast<int>(std::clamp<std::uint64_t>((piece + detail::peer_chunk_floats - 1) / detail::peer_chunk_floats,
-                                                          1, detail::peer_max_chunks));
+    a.chunks = static_cast<int>(std::clamp<std::uint64_t>((piece + o_.chunk_floats - 1) / o_.chunk_floats, 1,
+                                                          detail::peer_max_chunks));
   }
 
   // Lets go of every mapping; a GMI whose memory others map (its buffer, its GPU's block) waits, bounded, until

@@ -37,9 +37,9 @@ struct peer_layout {
 };
 inline constexpr std::size_t peer_flag_bytes = 512 << 10;
 inline constexpr int peer_max_slots = static_cast<int>(peer_flag_bytes / (peer_words_apart * 4));
-inline constexpr int peer_max_chunks = 8;
+inline constexpr int peer_max_chunks = 32;
 static_assert(peer_max_gpus <= peer_words_apart, "a slot holds one word per GPU");
-inline constexpr std::uint64_t peer_chunk_floats = 8192;  // 32 KiB: a block's piece goes in chunks of about this
+inline constexpr std::uint64_t peer_chunk_floats = 8192;  // default: a block's piece goes in chunks of about 32 KiB
 
 // Start of part p of `parts` over `count` floats: a multiple of 4 floats (float4 stores), the last part ends at count.
 __host__ __device__ inline std::uint64_t peer_bound(std::uint64_t count, int p, int parts) {
