@@ -37,7 +37,7 @@ struct peer_layout {
 };
 inline constexpr std::size_t peer_flag_bytes = 512 << 10;
 inline constexpr int peer_max_slots = static_cast<int>(peer_flag_bytes / (peer_words_apart * 4));
-inline constexpr int peer_max_chunks = 32;
+inline constexpr int peer_max_chunks = 8;  // 32 chunks of 8192 floats were slower at 256 MB (docs/comm.md)
 static_assert(peer_max_gpus <= peer_words_apart, "a slot holds one word per GPU");
 inline constexpr std::uint64_t peer_chunk_floats = 8192;  // default: a block's piece goes in chunks of about 32 KiB
 
