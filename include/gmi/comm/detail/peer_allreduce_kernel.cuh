@@ -79,28 +79,6 @@ __device__ inline bool peer_block_wait(const peer_args& a, const std::uint32_t* 
   return *verdict != 0;
 }
 
-// acc[u] += rows k .. k + Rows - 1 at float4 v + u * threads (below v_hi), all loads first.
-template <int Rows, int Unroll>
-__device__ inline void peer_add_rows(float4 (&acc)[Unroll], const float* const* in, std::uint64_t in_apart,
-                                     std::int64_t in_shift, int k, std::uint64_t v, std::uint64_t v_hi,
-                                     std::uint64_t threads) {
-  float4 t[Rows][Unroll];
-#pragma unroll
-  for (int r = 0; r < Rows; ++r) {
-    const float4* src = reinterpret_cast<const float4*>((in_apart ? in[0] + (k + r) * in_apart : in[k + r]) + in_shift);
-#pragma unroll
-    for (int u = 0; u < Unroll; ++u) {
-      const std::uint64_t w = v + u * threads;
-      t[r][u] = w < v_hi ? __ldcg(src + w) : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < Rows; ++r) {
-#pragma unroll
-    for (int u = 0; u < Unroll; ++u) acc[u] = add4(acc[u], t[r][u]);
-  }
-}
-
 // out[i] = sum over k < rows of in_k[i] for i in [lo, hi); in_k = in + k * in_apart; written to every one of
 // `outs` outputs (out_k = outs[k] + out_shift). lo is a multiple of 4; a tail of 1..3 floats only at the end.
 __device__ inline void peer_sum_range(const float* const* in, std::uint64_t in_apart, int rows, float* const* outs,
@@ -112,12 +90,14 @@ __device__ inline void peer_sum_range(const float* const* in, std::uint64_t in_a
     float4 acc[unroll];
 #pragma unroll
     for (int u = 0; u < unroll; ++u) acc[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-    // Rows four, then two, then one at a time, every load of a group issued before any add: a chain of one HBM
-    // latency a group, not one a row.
-    int k = 0;
-    for (; k + 4 <= rows; k += 4) peer_add_rows<4, unroll>(acc, in, in_apart, in_shift, k, v, v_hi, threads);
-    for (; k + 2 <= rows; k += 2) peer_add_rows<2, unroll>(acc, in, in_apart, in_shift, k, v, v_hi, threads);
-    if (k < rows) peer_add_rows<1, unroll>(acc, in, in_apart, in_shift, k, v, v_hi, threads);
+    for (int k = 0; k < rows; ++k) {
+      const float* src = (in_apart ? in[0] + k * in_apart : in[k]) + in_shift;
+#pragma unroll
+      for (int u = 0; u < unroll; ++u) {
+        const std::uint64_t w = v + u * threads;
+        if (w < v_hi) acc[u] = add4(acc[u], __ldcg(reinterpret_cast<const float4*>(src) + w));
+      }
+    }
     for (int o = 0; o < out_count; ++o) {
 #pragma unroll
       for (int u = 0; u < unroll; ++u) {
