@@ -314,19 +314,23 @@ std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t 
   return times;
 }
 
+// One flat NCCL allreduce of `bytes` with one rank a GPU (n > 1), its lines emitted: what every m x n line is beside.
+std::optional<gmi::metrics::summary> flat_beside(const gmi::metrics::run_info& run, int n, std::size_t bytes, int reps) {
+  if (n < 2) return std::nullopt;
+  const auto flat = gmi::metrics::summarize(spawn("flat", n, 1, bytes, reps));
+  const nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", 1}, {"gpus_used", n}, {"bytes", bytes},
+                              {"iters_per_rep", arg("iters", 20)}};
+  emit(run, "nccl_flat", "latency_s", flat, cfg);
+  emit(run, "nccl_flat", "bytes_per_s", {bytes / flat.median, bytes / flat.max, bytes / flat.min, flat.reps}, cfg);
+  return flat;
+}
+
 void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const std::string& mode) {
   for (int n = 1; n <= max_gpus; n *= 2) {
     if (args.count("n") && arg("n", 0) != n) continue;
     for (std::size_t bytes : {std::size_t{1} << 20, std::size_t{16} << 20, std::size_t{256} << 20}) {
       if (args.count("bytes") && arg("bytes", 0) != static_cast<long long>(bytes)) continue;
-      std::optional<gmi::metrics::summary> flat;
-      if (n > 1) {
-        flat = gmi::metrics::summarize(spawn("flat", n, 1, bytes, reps));
-        const nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", 1}, {"gpus_used", n}, {"bytes", bytes},
-                                    {"iters_per_rep", arg("iters", 20)}};
-        emit(run, "nccl_flat", "latency_s", *flat, cfg);
-        emit(run, "nccl_flat", "bytes_per_s", {bytes / flat->median, bytes / flat->max, bytes / flat->min, flat->reps}, cfg);
-      }
+      const std::optional<gmi::metrics::summary> flat = flat_beside(run, n, bytes, reps);
       for (int m : {1, 2, 4, 8}) {
         if (n == 1 && m == 1) continue;
         if (args.count("m") && arg("m", 0) != m) continue;
@@ -382,14 +386,7 @@ void bench_peer(const gmi::metrics::run_info& run, int reps, int max_gpus) {
     if (args.count("n") && arg("n", 0) != n) continue;
     for (std::size_t bytes : {std::size_t{1} << 20, std::size_t{16} << 20, std::size_t{256} << 20}) {
       if (args.count("bytes") && arg("bytes", 0) != static_cast<long long>(bytes)) continue;
-      std::optional<gmi::metrics::summary> flat;
-      if (n > 1) {
-        flat = gmi::metrics::summarize(spawn("flat", n, 1, bytes, reps));
-        const nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", 1}, {"gpus_used", n}, {"bytes", bytes},
-                                    {"iters_per_rep", arg("iters", 20)}};
-        emit(run, "nccl_flat", "latency_s", *flat, cfg);
-        emit(run, "nccl_flat", "bytes_per_s", {bytes / flat->median, bytes / flat->max, bytes / flat->min, flat->reps}, cfg);
-      }
+      const std::optional<gmi::metrics::summary> flat = flat_beside(run, n, bytes, reps);
       for (int m : {1, 2, 4, 8}) {
         if ((n == 1 && m == 1) || (args.count("m") && arg("m", 0) != m)) continue;
         for (bool copy_back : {true, false}) {
