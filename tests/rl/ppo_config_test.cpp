@@ -14,6 +14,12 @@ TEST_SUITE("cpu") {
     c.clip = 1.5f;
     CHECK_THROWS_WITH_AS(c.validate(), "ppo.clip: got 1.5, need in (0, 1)", gmi::config_error);
     c = {};
+    c.dual_clip = 1.1f;
+    CHECK_THROWS_WITH_AS(c.validate(), "ppo.dual_clip: got 1.1, need 0 (off) or finite and > 1 + clip",
+                         gmi::config_error);
+    c.dual_clip = 3.0f;
+    CHECK_NOTHROW(c.validate());
+    c = {};
     c.gamma = 0;
     CHECK_THROWS_AS(c.validate(), gmi::config_error);
     c = {};

@@ -72,6 +72,40 @@ TEST_SUITE("cpu") {
     CHECK(bounds(2.1f, -3.1f) == doctest::Approx(1.0 + 4.0));
   }
 
+  // Dual clip: a negative advantage with a ratio above c keeps the loss -c A and no policy gradient; below c (and
+  // for positive advantages) the loss is PPO's.
+  TEST_CASE("rl.ppo_loss.dual_clip_caps_negative_advantages") {
+    float dm[act], dl[act], dv, dm0[act], dl0[act], dv0;
+    const auto terms = [&](float log_ratio, float adv, float dual, float* m, float* l, float* v) {
+      inputs in;
+      in.adv = adv;
+      in.old_lp = gmi::rl::gaussian_log_prob<act>(in.a.data(), in.mu.data(), in.log_std.data()) - log_ratio;
+      return gmi::rl::ppo_sample_gradient<act>(in.a.data(), in.mu.data(), in.log_std.data(), in.value, in.old_lp,
+                                               in.old_value, in.adv, in.target, 0.2f, 0.5f, 0.0f, 0.0f, false, 0.2f,
+                                               1.0f, m, l, v, dual);
+    };
+    // ratio e^2 = 7.39 > 3, A = -0.8: capped.
+    const auto capped = terms(2.0f, -0.8f, 3.0f, dm, dl, &dv);
+    CHECK(capped.clipped);
+    CHECK(capped.policy_loss == doctest::Approx(3.0 * 0.8));
+    for (int j = 0; j < act; ++j) CHECK(dm[j] == 0.0f);
+    for (int j = 0; j < act; ++j) CHECK(dl[j] == 0.0f);
+    const auto plain = terms(2.0f, -0.8f, 0.0f, dm0, dl0, &dv0);  // off: PPO's -r A with its gradient
+    CHECK_FALSE(plain.clipped);
+    CHECK(plain.policy_loss == doctest::Approx(std::exp(2.0) * 0.8).epsilon(1e-5));
+    CHECK(std::fabs(dm0[0]) > 0.1f);
+    CHECK(dv == dv0);  // the value loss is untouched
+    // ratio e^0.5 = 1.65 < 3: PPO's loss and gradient, on or off.
+    const auto below = terms(0.5f, -0.8f, 3.0f, dm, dl, &dv);
+    const auto below_off = terms(0.5f, -0.8f, 0.0f, dm0, dl0, &dv0);
+    CHECK(below.policy_loss == below_off.policy_loss);
+    for (int j = 0; j < act; ++j) CHECK(dm[j] == dm0[j]);
+    // a positive advantage above c is PPO's clip, whatever the dual clip.
+    const auto positive = terms(2.0f, 0.8f, 3.0f, dm, dl, &dv);
+    CHECK(positive.clipped);
+    CHECK(positive.policy_loss == doctest::Approx(-1.2 * 0.8));
+  }
+
   TEST_CASE("rl.ppo_loss.log_prob_and_entropy_closed_forms") {
     const float a[1] = {1.0f}, mu[1] = {0.0f}, ls[1] = {0.0f};
     CHECK(gmi::rl::gaussian_log_prob<1>(a, mu, ls) == doctest::Approx(-0.5 - 0.9189385332));

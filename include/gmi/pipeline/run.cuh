@@ -979,6 +979,9 @@ int run(int argc, char** argv) {
   app.add_option("--epochs", o.ppo.epochs, "PPO epochs per iteration")->capture_default_str();
   app.add_option("--lr", o.ppo.learning_rate, "Adam learning rate")->capture_default_str();
   app.add_option("--clip", o.ppo.clip, "PPO ratio clip")->capture_default_str();
+  app.add_option("--dual-clip", o.ppo.dual_clip,
+                 "dual-clip PPO: a negative advantage's ratio counts up to this (0: off; else > 1 + clip)")
+      ->capture_default_str();
   app.add_option("--gamma", o.ppo.gamma, "discount")->capture_default_str();
   app.add_option("--lambda", o.ppo.lambda, "GAE lambda")->capture_default_str();
   app.add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus weight")->capture_default_str();

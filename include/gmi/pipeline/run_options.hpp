@@ -35,6 +35,7 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"lr_schedule", rl::lr_schedule_name(c.schedule)},
           {"kl_target", c.kl_target},
           {"clip", c.clip},
+          {"dual_clip", c.dual_clip},
           {"entropy_coef", c.entropy_coef},
           {"bounds_loss_coef", c.bounds_loss_coef},
           {"normalize_obs", c.normalize_obs},

@@ -33,6 +33,7 @@ struct ppo_config {
   int minibatch = 8192;             // samples per gradient step (capped at horizon * num_envs)
   int epochs = 8;                   // passes over the rollout per iteration
   float clip = 0.2f;                // surrogate ratio clip (epsilon)
+  float dual_clip = 0.0f;           // dual-clip PPO's c (ppo_loss.hpp): 0 off, else > 1 + clip
   float gamma = 0.99f;
   float lambda = 0.95f;             // GAE
   float learning_rate = 3e-4f;
@@ -70,6 +71,8 @@ struct ppo_config {
     gmi::require(minibatch >= 1, "ppo.minibatch", minibatch, ">= 1");
     gmi::require(epochs >= 1 && epochs <= 1000, "ppo.epochs", epochs, "1..1000");
     gmi::require(finite_positive(clip) && clip < 1, "ppo.clip", clip, "in (0, 1)");
+    gmi::require(dual_clip == 0 || (std::isfinite(dual_clip) && dual_clip > 1 + clip), "ppo.dual_clip", dual_clip,
+                 "0 (off) or finite and > 1 + clip");
     gmi::require(gamma > 0 && gamma <= 1, "ppo.gamma", gamma, "in (0, 1]");
     gmi::require(lambda >= 0 && lambda <= 1, "ppo.lambda", lambda, "in [0, 1]");
     gmi::require(finite_positive(learning_rate) && learning_rate < 1, "ppo.learning_rate", learning_rate, "in (0, 1)");

@@ -15,7 +15,7 @@ struct ppo_sample_terms {
   float ratio;
   float approx_kl;    // (r - 1) - log r, Schulman's low-variance estimator
   float bounds_loss;  // sum over action dims of how far the mean is outside [-action_soft_bound, action_soft_bound], squared
-  bool clipped;       // the clipped branch was taken (no policy gradient)
+  bool clipped;       // the clipped branch (or the dual clip) was taken: no policy gradient
 };
 
 // Environments clamp actions to [-1, 1]. A mean far outside that range saturates every sampled action, so the
@@ -46,13 +46,16 @@ GMI_HD inline float gaussian_entropy(const float* log_std) {
 
 // Computes the terms and d(loss)/d(mu), d(loss)/d(log_std), d(loss)/d(value) for
 // loss = policy_loss + value_coef * value_loss - entropy_coef * entropy + bounds_coef * bounds_loss, all
-// multiplied by `scale`.
+// multiplied by `scale`. dual_clip > 1 (0: off) is dual-clip PPO (Ye et al., AAAI 2020): a sample with a negative
+// advantage whose ratio is above dual_clip keeps the loss -dual_clip * A and adds no policy gradient, so the steps
+// data from lagging actors finds far likelier under pi than under the policy that acted (ratios of e^4 and more
+// were seen in the split layout, docs/training.md) can not pull the update with weight r.
 template <int ActDim>
 GMI_HD inline ppo_sample_terms ppo_sample_gradient(const float* action, const float* mu, const float* log_std, float value,
                                                    float old_log_prob, float old_value, float advantage, float target,
                                                    float clip, float value_coef, float entropy_coef, float bounds_coef,
                                                    bool clip_value, float value_clip, float scale, float* d_mu, float* d_log_std,
-                                                   float* d_value) {
+                                                   float* d_value, float dual_clip = 0.0f) {
   ppo_sample_terms t{};
   const float lp = gaussian_log_prob<ActDim>(action, mu, log_std);
   const float log_ratio = lp - old_log_prob;
@@ -63,6 +66,10 @@ GMI_HD inline ppo_sample_terms ppo_sample_gradient(const float* action, const fl
   const float clipped = clipped_ratio * advantage;
   t.clipped = clipped < unclipped;
   t.policy_loss = -fminf(unclipped, clipped);
+  if (dual_clip > 0.0f && advantage < 0.0f && t.ratio > dual_clip) {  // then -min(...) = -r A > -dual_clip A
+    t.clipped = true;
+    t.policy_loss = -dual_clip * advantage;
+  }
   const float d_log_prob = t.clipped ? 0.0f : -advantage * t.ratio;  // d policy_loss / d log_prob
 
   t.entropy = gaussian_entropy<ActDim>(log_std);

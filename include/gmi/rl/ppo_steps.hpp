@@ -129,6 +129,7 @@ struct ppo_minibatch_view {
   float clip, value_coef, entropy_coef, value_clip;
   bool clip_value, normalize_advantage;
   float bounds_coef;
+  float dual_clip;
 
   // Adds sample k's gradient of the minibatch-mean loss into grads (Net::param_count) and its loss terms into
   // terms (term_count), each through add(where, value). Inactive samples (active == false) add zeros, so every
@@ -175,7 +176,7 @@ struct ppo_minibatch_view {
                                         float scale, float* d_mu, float* d_log_std, float* d_value) const {
     return ppo_sample_gradient<act_dim>(in.action, mu, log_std, v, in.log_prob, in.old_value, in.advantage, in.target,
                                         clip, value_coef, entropy_coef, bounds_coef, clip_value, value_clip, scale,
-                                        d_mu, d_log_std, d_value);
+                                        d_mu, d_log_std, d_value, dual_clip);
   }
   GMI_HD ppo_sample_terms loss_gradient(std::uint32_t j, const float* mu, float v, const float* log_std, float scale,
                                         float* d_mu, float* d_log_std, float* d_value) const {
@@ -230,7 +231,8 @@ ppo_minibatch_view<Net> make_minibatch_view(const ppo_update_arrays& a, const pp
           c.value_clip,
           c.clip_value,
           c.normalize_advantage,
-          c.bounds_loss_coef};
+          c.bounds_loss_coef,
+          c.dual_clip};
 }
 
 }  // namespace gmi::rl
