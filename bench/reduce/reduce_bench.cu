@@ -8,7 +8,8 @@
 // call's time. Both sides are timed the same way, on rank 0.
 // (iii) `peer`: comm::peer_allreduce (one kernel a GMI over peer device memory, no NCCL) of m GMIs per GPU x n
 // GPUs beside the same flat NCCL allreduce; impls "gmi_peer" (copy back) and "gmi_peer_shared_result"
-// (blocks=: GMI_PEER_BLOCKS, chunk_floats=: GMI_PEER_CHUNK_FLOATS for the workers).
+// (blocks=: GMI_PEER_BLOCKS, chunk_floats=: GMI_PEER_CHUNK_FLOATS, producer_warps=: GMI_PEER_PRODUCER_WARPS for the
+// workers; copy_back=0|1: only the shared-result or only the copy-back lines where m > 1).
 // Usage: gmi.bench.reduce [intra] [hier] [peer] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
 //        [bytes=b] [chunk=bytes] [overlap=blocks] [reduce=every_gmi|leader|lanes] [share=1] [lane_ctas=k]
 // (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: GMI_HIER_CHUNK_BYTES for the GMIs;
@@ -185,7 +186,10 @@ int worker(const std::string& kind) {
     o.world = world;
     o.copy_back = arg("copy_back", 1) != 0;
     peer.emplace(o, buf.data(), count);
-    if (rank == 0) std::fprintf(stderr, "[peer] %u blocks a GMI, %d chunks\n", peer->blocks(), peer->chunks());
+    if (rank == 0) {
+      std::fprintf(stderr, "[peer] %u blocks a GMI, %d chunks, %u producer warps\n", peer->blocks(), peer->chunks(),
+                   peer->producer_warps());
+    }
   }
   if (kind == "hier") {
     comm::hierarchical_options o;
@@ -391,12 +395,14 @@ void bench_peer(const gmi::metrics::run_info& run, int reps, int max_gpus) {
         if ((n == 1 && m == 1) || (args.count("m") && arg("m", 0) != m)) continue;
         for (bool copy_back : {true, false}) {
           if (m == 1 && !copy_back) continue;  // one GMI: the result is its buffer either way
+          if (m > 1 && args.count("copy_back") && (arg("copy_back", 1) != 0) != copy_back) continue;
           const auto s = gmi::metrics::summarize(spawn("peer", n, m, bytes, reps, "host", copy_back));
           nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", m}, {"gpus_used", n}, {"bytes", bytes},
                                 {"iters_per_rep", arg("iters", 20)}, {"reduce", "peer"}, {"copy_back", copy_back},
                                 {"mps_share_per_gmi", arg("share", 0) != 0 ? (100 + m - 1) / m : 100}};
           if (args.count("blocks")) cfg["blocks_per_gmi"] = arg("blocks", 0);
           if (args.count("chunk_floats")) cfg["chunk_floats"] = arg("chunk_floats", 0);
+          if (args.count("producer_warps")) cfg["producer_warps"] = arg("producer_warps", 0);
           if (flat) cfg["ratio_to_nccl_flat"] = s.median / flat->median;
           const std::string impl = copy_back ? "gmi_peer" : "gmi_peer_shared_result";
           emit(run, impl, "latency_s", s, cfg);
@@ -448,7 +454,10 @@ int main(int argc, char** argv) {
       }
       setenv("GMI_HIER_LANE_CTAS", args["lane_ctas"].c_str(), 1);
     }
-    for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk", "blocks", "chunk_floats"}) arg(k, 0);  // integers
+    for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk", "blocks", "chunk_floats", "producer_warps",
+                          "copy_back"}) {
+      arg(k, 0);  // integers
+    }
     if (args.count("chunk_floats")) {
       if (arg("chunk_floats", 0) < 0) {
         std::fprintf(stderr, "gmi.bench.reduce: chunk_floats=%lld; need >= 0 (a peer chunk's floats, 0: the default)\n",
@@ -464,6 +473,14 @@ int main(int argc, char** argv) {
         return 2;
       }
       setenv("GMI_PEER_BLOCKS", args["blocks"].c_str(), 1);  // the peer workers inherit it
+    }
+    if (args.count("producer_warps")) {
+      if (arg("producer_warps", 0) < 0 || arg("producer_warps", 0) > 16) {
+        std::fprintf(stderr, "gmi.bench.reduce: producer_warps=%lld; need 0..16 (a peer block's warps on phase 1, 0: the "
+                     "default, 16: both phases in turn)\n", arg("producer_warps", 0));
+        return 2;
+      }
+      setenv("GMI_PEER_PRODUCER_WARPS", args["producer_warps"].c_str(), 1);  // the peer workers inherit it
     }
     if (args.count("chunk")) setenv("GMI_HIER_CHUNK_BYTES", args["chunk"].c_str(), 1);  // workers inherit it
     if (args.count("overlap")) {

@@ -44,9 +44,12 @@ struct peer_allreduce_options {
   // GPU, which wait for each other, fit on it together (GMI_PEER_BLOCKS overrides; a grid that cannot fit is
   // refused).
   unsigned blocks = 0;
-  // A block's piece of a part goes through the links in chunks of about this many floats (at most 32 chunks), so
-  // the local sum of one chunk runs beside the stores of the one before; 0: 8192 (GMI_PEER_CHUNK_FLOATS overrides).
+  // A block's piece of a part goes through the links in chunks of about this many floats (at most 16 chunks), so
+  // the local sum of one chunk runs beside the stores of the one before; 0: 4096 (GMI_PEER_CHUNK_FLOATS overrides).
   std::size_t chunk_floats = 0;
+  // Warps of a block (of 16) that sum chunks into the landing rows while the others add the arrived rows into the
+  // results; 16: every warp does both, in turn; 0: 8 (GMI_PEER_PRODUCER_WARPS overrides).
+  unsigned producer_warps = 0;
   milliseconds timeout = default_timeout();
 };
 
@@ -103,10 +106,20 @@ class peer_allreduce {
       o_.blocks = static_cast<unsigned>(*b);
     }
     if (const auto f = env_var::integer("GMI_PEER_CHUNK_FLOATS")) {
-      require(*f >= 0, "GMI_PEER_CHUNK_FLOATS", *f, ">= 0 (0: the default, 8192)");
+      require(*f >= 0, "GMI_PEER_CHUNK_FLOATS", *f, ">= 0 (0: the default, " + std::to_string(detail::peer_chunk_floats) + ")");
       o_.chunk_floats = static_cast<std::size_t>(*f);
     }
     if (o_.chunk_floats == 0) o_.chunk_floats = detail::peer_chunk_floats;
+    if (const auto w = env_var::integer("GMI_PEER_PRODUCER_WARPS")) {
+      require(*w >= 0 && *w <= detail::peer_warps, "GMI_PEER_PRODUCER_WARPS", *w,
+              "0.." + std::to_string(detail::peer_warps) + " (0: the default, " +
+                  std::to_string(detail::peer_producer_warps) + "; " + std::to_string(detail::peer_warps) +
+                  ": every warp runs both phases in turn)");
+      o_.producer_warps = static_cast<unsigned>(*w);
+    }
+    if (o_.producer_warps == 0) o_.producer_warps = detail::peer_producer_warps;
+    require(o_.producer_warps <= static_cast<unsigned>(detail::peer_warps), "peer allreduce: producer warps",
+            o_.producer_warps, "1.." + std::to_string(detail::peer_warps));
     if (o_.rank == 0) {
       segment_ = shm_segment::create(o_.tag, detail::peer_segment_bytes(), [&](void* p, std::size_t) {
         auto* c = new (p) detail::peer_control{};
@@ -177,6 +190,7 @@ class peer_allreduce {
   [[nodiscard]] const float* result() const noexcept { return o_.copy_back ? mine_ : args_.result[args_.gpu]; }
   [[nodiscard]] unsigned blocks() const noexcept { return blocks_; }
   [[nodiscard]] int chunks() const noexcept { return args_.chunks; }
+  [[nodiscard]] unsigned producer_warps() const noexcept { return o_.producer_warps; }
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
   [[nodiscard]] const std::string& name() const noexcept { return segment_.name(); }
 
@@ -313,6 +327,7 @@ class peer_allreduce {
     const std::uint64_t piece = count_ / static_cast<std::uint64_t>(o_.gpus * per_gpu()) / blocks_;
     a.chunks = static_cast<int>(std::clamp<std::uint64_t>((piece + o_.chunk_floats - 1) / o_.chunk_floats, 1,
                                                           detail::peer_max_chunks));
+    a.producers = o_.producer_warps >= static_cast<unsigned>(detail::peer_warps) ? 0 : static_cast<int>(o_.producer_warps) * 32;
   }
 
   // Lets go of every mapping; a GMI whose memory others map (its buffer, its GPU's block) waits, bounded, until

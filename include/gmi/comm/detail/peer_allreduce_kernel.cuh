@@ -5,14 +5,17 @@
 //   phase 1 of chunk k: GMI r of GPU g sums chunk k of its piece of part (j, r) from its GPU's m buffers and stores
 //            it into row g of GPU j's landing rows (over NVLink for j != g), for every j; then writes the chunk's
 //            number into its own word of GPU j's slot for (r, b);
-//   phase 2 of chunk k - 1 (right after): once every word of GPU g's slot for (r, b) says that GPU's block b of
-//            GMI r stored that chunk, it adds the n rows and stores the sum into every GPU's result;
+//   phase 2 of chunk k: once every word of GPU g's slot for (r, b) says that GPU's block b of GMI r stored that
+//            chunk, it adds the n rows and stores the sum into every GPU's result;
 //   then, after its last chunk, it adds one to every GPU's done count, and once its own GPU's done count holds
 //            every block of every GMI of every GPU, copies the result into its own buffer (copy back).
-// So the local sum of one chunk runs while the previous chunk's sums cross the links, no block waits for more than
-// its counterparts on the other GPUs, and the GPU's m GMIs share the work on their own SMs. Chunk numbers and
-// counts are cumulative over calls (32 bits, compared cyclically); every wait gives up at its deadline or when the host's stall word is
-// raised, and then raises it for everyone.
+// The two phases run at once on different warps of a block: the first `producers` threads run phase 1 of chunk
+// k + 1 (reading HBM) while the others run phase 2 of chunk k (storing over the links), so the local sum hides
+// behind the link traffic even in calls of a few chunks. With producers = 0 every thread runs phase 1 of chunk k,
+// then phase 2 of chunk k - 1, in turn. No block waits for more than its counterparts on the other GPUs, and the
+// GPU's m GMIs share the work on their own SMs. Chunk numbers and counts are cumulative over calls (32 bits,
+// compared cyclically); every wait gives up at its deadline or when the host's stall word is raised, and then
+// raises it for everyone.
 
 #include <cstdint>
 
@@ -37,9 +40,11 @@ struct peer_layout {
 };
 inline constexpr std::size_t peer_flag_bytes = 512 << 10;
 inline constexpr int peer_max_slots = static_cast<int>(peer_flag_bytes / (peer_words_apart * 4));
-inline constexpr int peer_max_chunks = 8;  // 32 chunks of 8192 floats were slower at 256 MB (docs/comm.md)
+inline constexpr int peer_max_chunks = 16;
 static_assert(peer_max_gpus <= peer_words_apart, "a slot holds one word per GPU");
-inline constexpr std::uint64_t peer_chunk_floats = 8192;  // default: a block's piece goes in chunks of about 32 KiB
+inline constexpr std::uint64_t peer_chunk_floats = 4096;  // default: a block's piece goes in chunks of about 16 KiB
+inline constexpr int peer_warps = peer_threads / 32;
+inline constexpr int peer_producer_warps = 8;  // default: half of a block's warps run phase 1, half phase 2
 
 // Start of part p of `parts` over `count` floats: a multiple of 4 floats (float4 stores), the last part ends at count.
 __host__ __device__ inline std::uint64_t peer_bound(std::uint64_t count, int p, int parts) {
@@ -55,6 +60,7 @@ struct peer_args {
   std::uint64_t count = 0, stride = 0;
   int n = 1, m = 1, gpu = 0, r = 0;
   int chunks = 1;  // K; the same on every GMI, as is the grid
+  int producers = 0;  // threads (whole warps) that run phase 1 while the others run phase 2; 0: all run both in turn
   const volatile std::uint32_t* abort = nullptr;  // the host's stall word (mapped host memory)
   std::uint32_t* stalled = nullptr;               // the same word, written when a wait gives up
   unsigned long long timeout_ns = 0;
@@ -62,21 +68,34 @@ struct peer_args {
 
 __device__ inline float4 add4(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
 
-// Thread 0 waits until `count` slots from `first` reach g (then every thread of the block goes on), or gives up
-// and raises the stall word; false for every thread of the block then.
-__device__ inline bool peer_block_wait(const peer_args& a, const std::uint32_t* first, int count, int apart,
-                                       std::uint32_t g, int* verdict) {
-  if (threadIdx.x == 0) {
+__device__ inline void peer_group_barrier(int id, int threads) {
+  if (id == 0) __syncthreads();
+  else asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The group of `threads` threads from thread `leader` (named barrier `bar`; 0: the whole block): the leader waits
+// until `count` slots from `first` reach g (then the whole group goes on), or gives up and raises the stall word;
+// false for every thread of the group then. `verdict` is the group's own shared word.
+__device__ inline bool peer_group_wait(const peer_args& a, const std::uint32_t* first, int count, int apart,
+                                       std::uint32_t g, int leader, int bar, int threads, int* verdict) {
+  if (static_cast<int>(threadIdx.x) == leader) {
     const bool ok = cuda::detail::wait_generations(first, count, apart, g, a.abort, a.timeout_ns);
     if (!ok) {
       *a.stalled = 1;
       __threadfence_system();
     }
-    __threadfence_system();  // what the peers (some on other GPUs) stored before their flags, before this block reads it
+    __threadfence_system();  // what the peers (some on other GPUs) stored before their flags, before this group reads it
     *verdict = ok ? 1 : 0;
   }
-  __syncthreads();
-  return *verdict != 0;
+  peer_group_barrier(bar, threads);
+  const bool ok = *verdict != 0;
+  peer_group_barrier(bar, threads);  // every thread has read it before the leader writes it again
+  return ok;
+}
+
+__device__ inline bool peer_block_wait(const peer_args& a, const std::uint32_t* first, int count, int apart,
+                                       std::uint32_t g, int* verdict) {
+  return peer_group_wait(a, first, count, apart, g, 0, 0, static_cast<int>(blockDim.x), verdict);
 }
 
 // out[i] = sum over k < rows of in_k[i] for i in [lo, hi); in_k = in + k * in_apart; written to every one of
@@ -121,11 +140,15 @@ __device__ inline std::uint64_t peer_piece(std::uint64_t count, int p, int parts
 }
 
 __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(peer_args a) {
-  __shared__ int verdict;
+  __shared__ int verdict;  // the block's wait's, then the consumers' (the producers never wait)
+  __shared__ int failed;
   __shared__ std::uint32_t gen_shared;
   const peer_layout L{a.n, a.m, static_cast<int>(gridDim.x)};
   std::uint32_t* own = a.flags[a.gpu];
-  if (threadIdx.x == 0) gen_shared = *reinterpret_cast<volatile std::uint32_t*>(own + L.generation(a.r) * peer_words_apart) + 1;
+  if (threadIdx.x == 0) {
+    gen_shared = *reinterpret_cast<volatile std::uint32_t*>(own + L.generation(a.r) * peer_words_apart) + 1;
+    failed = 0;
+  }
   __syncthreads();
   const std::uint32_t g = gen_shared;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -137,10 +160,32 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
   const int parts = a.n * a.m, b = static_cast<int>(blockIdx.x), K = a.chunks;
   const std::uint64_t pieces = std::uint64_t{gridDim.x} * static_cast<std::uint64_t>(K);
   const int arrived = L.arrived(a.r, b);
-  // Phase 2 of chunk k: every GPU's row of it has arrived; their sum into every GPU's result.
-  const auto phase2 = [&](int k) {
-    const std::uint32_t want = (g - 1) * static_cast<std::uint32_t>(K) + static_cast<std::uint32_t>(k) + 1;
-    if (!peer_block_wait(a, own + arrived * peer_words_apart, a.n, 1, want, &verdict)) return false;
+  const auto chunk_number = [&](int k) { return (g - 1) * static_cast<std::uint32_t>(K) + static_cast<std::uint32_t>(k) + 1; };
+  // Phase 1 of chunk k on `threads` threads (this one is `t`): this GMI's part of every GPU's slice, summed over
+  // the GPU's m buffers, into row `gpu` of that GPU's landing rows, GPU g + 1 first; then the chunk's number into
+  // this GPU's word of every GPU's slot (r, b), by the group's first thread, after the group's barrier `bar`.
+  const auto phase1 = [&](int k, std::uint64_t t, int threads, int bar) {
+    const std::uint64_t q = static_cast<std::uint64_t>(b) * K + k;
+    for (int step = 1; step <= a.n; ++step) {
+      const int j = (a.gpu + step) % a.n, p = j * a.m + a.r;
+      const std::uint64_t base = peer_bound(a.count, j * a.m, parts);
+      float* row = a.landing[j] + a.gpu * a.stride;
+      peer_sum_range(a.local, 0, a.m, &row, 1, 0, -static_cast<std::int64_t>(base),
+                     peer_piece(a.count, p, parts, q, pieces), peer_piece(a.count, p, parts, q + 1, pieces), t,
+                     static_cast<std::uint64_t>(threads));
+    }
+    __threadfence_system();  // this thread's stores (some on other GPUs) before the counts
+    peer_group_barrier(bar, threads);
+    if (t == 0) {
+      for (int step = 1; step <= a.n; ++step)
+        atomicExch_system(a.flags[(a.gpu + step) % a.n] + arrived * peer_words_apart + a.gpu, chunk_number(k));
+    }
+  };
+  // Phase 2 of chunk k on the group of `threads` threads from `leader` (barrier `bar`): every GPU's row of it has
+  // arrived; their sum into every GPU's result.
+  const auto phase2 = [&](int k, int leader, int threads, int bar) {
+    if (!peer_group_wait(a, own + arrived * peer_words_apart, a.n, 1, chunk_number(k), leader, bar, threads, &verdict))
+      return false;
     const int p = a.gpu * a.m + a.r;
     const std::uint64_t q = static_cast<std::uint64_t>(b) * K + k;
     const std::uint64_t base = peer_bound(a.count, a.gpu * a.m, parts);
@@ -148,33 +193,30 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
     float* outs[peer_max_gpus];
     for (int o = 0; o < a.n; ++o) outs[o] = a.result[(a.gpu + o) % a.n];
     peer_sum_range(&rows, a.stride, a.n, outs, a.n, -static_cast<std::int64_t>(base), 0,
-                   peer_piece(a.count, p, parts, q, pieces), peer_piece(a.count, p, parts, q + 1, pieces), threadIdx.x,
-                   blockDim.x);
+                   peer_piece(a.count, p, parts, q, pieces), peer_piece(a.count, p, parts, q + 1, pieces),
+                   threadIdx.x - static_cast<unsigned>(leader), static_cast<std::uint64_t>(threads));
     return true;
   };
-  for (int k = 0; k < K; ++k) {
-    // Phase 1 of chunk k: this GMI's part of every GPU's slice, summed over the GPU's m buffers, into row `gpu` of
-    // that GPU's landing rows; GPU g + 1 first.
-    const std::uint64_t q = static_cast<std::uint64_t>(b) * K + k;
-    for (int t = 1; t <= a.n; ++t) {
-      const int j = (a.gpu + t) % a.n, p = j * a.m + a.r;
-      const std::uint64_t base = peer_bound(a.count, j * a.m, parts);
-      float* row = a.landing[j] + a.gpu * a.stride;
-      peer_sum_range(a.local, 0, a.m, &row, 1, 0, -static_cast<std::int64_t>(base),
-                     peer_piece(a.count, p, parts, q, pieces), peer_piece(a.count, p, parts, q + 1, pieces),
-                     threadIdx.x, blockDim.x);
+  const int P = a.producers, all = static_cast<int>(blockDim.x);
+  if (P == 0) {  // in turn: phase 1 of chunk k, then phase 2 of chunk k - 1
+    for (int k = 0; k < K; ++k) {
+      phase1(k, threadIdx.x, all, 0);
+      if (k > 0 && !phase2(k - 1, 0, all, 0)) return;
     }
-    __threadfence_system();  // this thread's stores (some on other GPUs) before the counts
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      const std::uint32_t chunk = (g - 1) * static_cast<std::uint32_t>(K) + static_cast<std::uint32_t>(k) + 1;
-      for (int t = 1; t <= a.n; ++t) atomicExch_system(a.flags[(a.gpu + t) % a.n] + arrived * peer_words_apart + a.gpu, chunk);
+    if (!phase2(K - 1, 0, all, 0)) return;
+  } else if (static_cast<int>(threadIdx.x) < P) {  // producers: phase 1 of every chunk, back to back
+    for (int k = 0; k < K; ++k) phase1(k, threadIdx.x, P, 1);
+  } else {  // consumers: phase 2 of every chunk, each once its rows have arrived
+    for (int k = 0; k < K; ++k) {
+      if (!phase2(k, P, all - P, 2)) {
+        if (static_cast<int>(threadIdx.x) == P) failed = 1;
+        break;
+      }
     }
-    if (k > 0 && !phase2(k - 1)) return;
   }
-  if (!phase2(K - 1)) return;
   __threadfence_system();
   __syncthreads();
+  if (failed) return;
   if (threadIdx.x == 0) {
     for (int t = 1; t <= a.n; ++t) atomicAdd_system(a.flags[(a.gpu + t) % a.n] + L.done() * peer_words_apart, 1u);
   }
