@@ -9,7 +9,8 @@
 // (iii) `peer`: comm::peer_allreduce (one kernel a GMI over peer device memory, no NCCL) of m GMIs per GPU x n
 // GPUs beside the same flat NCCL allreduce; impls "gmi_peer" (copy back) and "gmi_peer_shared_result"
 // (blocks=: GMI_PEER_BLOCKS, chunk_floats=: GMI_PEER_CHUNK_FLOATS, producer_warps=: GMI_PEER_PRODUCER_WARPS for the
-// workers; copy_back=0|1: only the shared-result or only the copy-back lines where m > 1).
+// workers; copy_back=0|1: only the shared-result or only the copy-back lines where m > 1; trace=1: every GMI prints
+// on stderr where its blocks spent one call, bench/reduce/trace_summary.py lines them up).
 // Usage: gmi.bench.reduce [intra] [hier] [peer] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
 //        [bytes=b] [chunk=bytes] [overlap=blocks] [reduce=every_gmi|leader|lanes] [share=1] [lane_ctas=k]
 // (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: GMI_HIER_CHUNK_BYTES for the GMIs;
@@ -27,6 +28,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -138,6 +141,24 @@ void bench_intra(const gmi::metrics::run_info& run, int reps) {
   }
 }
 
+// One GMI's traced call on stderr, the GPU clock in ns, over its blocks: "[trace] n= m= bytes= gpu= r= start=first,last
+// ready=last phases=first,last done=first,last end=last" (bench/reduce/trace_summary.py lines up a GPU's GMIs).
+void print_trace(const gmi::cuda::device_buffer<unsigned long long>& stamps, int n, int m, int gpu, int r,
+                 std::size_t bytes) {
+  constexpr int points = comm::detail::peer_trace_points;
+  std::vector<unsigned long long> t(stamps.size());
+  GMI_CUDA_TRY(cudaMemcpy(t.data(), stamps.data(), t.size() * sizeof t[0], cudaMemcpyDeviceToHost));
+  std::array<unsigned long long, points> lo, hi;
+  lo.fill(~0ull);
+  hi.fill(0);
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    lo[i % points] = std::min(lo[i % points], t[i]);
+    hi[i % points] = std::max(hi[i % points], t[i]);
+  }
+  std::fprintf(stderr, "[trace] n=%d m=%d bytes=%zu gpu=%d r=%d start=%llu,%llu ready=%llu phases=%llu,%llu done=%llu,%llu end=%llu\n",
+               n, m, bytes, gpu, r, lo[0], hi[0], hi[1], lo[2], hi[2], lo[3], hi[3], hi[4]);
+}
+
 // A worker: one GMI (hier) or one flat NCCL rank (flat). Rank 0 prints its per-rep times on stdout as
 // "times t1 t2 ..."; every rep starts after a shm barrier so all ranks start together. The leader of GPU 0
 // and its first member print their stage medians on stderr.
@@ -209,6 +230,13 @@ int worker(const std::string& kind) {
     o.blocking = false;
     h.emplace(o, buf.data(), count, nc.get());
   }
+  // trace=1: one call in the middle of the last rep traced on the device (where each GMI's blocks spent it).
+  std::optional<gmi::cuda::device_buffer<unsigned long long>> stamps;
+  if (peer && arg("trace", 0) != 0) {
+    stamps.emplace(std::size_t{peer->blocks()} * comm::detail::peer_trace_points);
+    stamps->fill_bytes(0, nullptr);
+    peer->trace(stamps->data(), static_cast<std::uint32_t>((reps + 4) * iters + iters / 2));
+  }
   std::vector<double> times;
   // Stages, microseconds: waiting at the start barrier, the call (host wait, enqueue, device wait inside it),
   // the stream synchronize after it, waiting at the end barrier for the slowest rank.
@@ -246,6 +274,7 @@ int worker(const std::string& kind) {
       }
     }
   }
+  if (stamps) print_trace(*stamps, gpus, m, gpu, local, count * 4);
   if (rank == 0) {
     std::printf("times");
     for (double t : times) std::printf(" %.9g", t);
@@ -281,7 +310,7 @@ std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t 
                                "bytes=" + std::to_string(bytes), "reps=" + std::to_string(reps),
                                "handshake=" + handshake, "copy_back=" + std::string(copy_back ? "1" : "0"),
                                "reduce=" + reduce, "share=" + std::to_string(arg("share", 0)),
-                               "iters=" + std::to_string(arg("iters", 20))};
+                               "iters=" + std::to_string(arg("iters", 20)), "trace=" + std::to_string(arg("trace", 0))};
     std::vector<char*> argv;
     for (auto& x : a) argv.push_back(x.data());
     argv.push_back(nullptr);
@@ -455,7 +484,7 @@ int main(int argc, char** argv) {
       setenv("GMI_HIER_LANE_CTAS", args["lane_ctas"].c_str(), 1);
     }
     for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk", "blocks", "chunk_floats", "producer_warps",
-                          "copy_back"}) {
+                          "copy_back", "trace"}) {
       arg(k, 0);  // integers
     }
     if (args.count("chunk_floats")) {

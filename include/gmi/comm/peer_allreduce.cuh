@@ -191,6 +191,12 @@ class peer_allreduce {
   [[nodiscard]] unsigned blocks() const noexcept { return blocks_; }
   [[nodiscard]] int chunks() const noexcept { return args_.chunks; }
   [[nodiscard]] unsigned producer_warps() const noexcept { return o_.producer_warps; }
+  // Traces this GMI's call number `call` (counted from 1 over this object's calls): `stamps` (device memory,
+  // blocks() x detail::peer_trace_points) gets the GPU clock of each block at each point (detail::peer_trace_points).
+  void trace(unsigned long long* stamps, std::uint32_t call) noexcept {
+    args_.trace = stamps;
+    args_.trace_call = call;
+  }
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
   [[nodiscard]] const std::string& name() const noexcept { return segment_.name(); }
 

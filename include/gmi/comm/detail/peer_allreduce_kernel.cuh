@@ -64,7 +64,14 @@ struct peer_args {
   const volatile std::uint32_t* abort = nullptr;  // the host's stall word (mapped host memory)
   std::uint32_t* stalled = nullptr;               // the same word, written when a wait gives up
   unsigned long long timeout_ns = 0;
+  // Where the time goes (bench and tests): in the call of generation trace_call, thread 0 of every block stores the
+  // GPU clock (ns) at peer_trace_points points into trace[block * peer_trace_points + point]; nullptr: no trace.
+  unsigned long long* trace = nullptr;
+  std::uint32_t trace_call = 0;
 };
+// The points: the block started, every GMI of its GPU was ready, both phases were done, every block of every GPU
+// was done, the block ended (after its copy back).
+inline constexpr int peer_trace_points = 5;
 
 __device__ inline float4 add4(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
 
@@ -151,12 +158,18 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
   }
   __syncthreads();
   const std::uint32_t g = gen_shared;
+  const bool tracing = a.trace != nullptr && g == a.trace_call && threadIdx.x == 0;
+  const auto stamp = [&](int point) {
+    if (tracing) a.trace[blockIdx.x * peer_trace_points + point] = cuda::detail::global_ns();
+  };
+  stamp(0);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     __threadfence_system();  // the stream's earlier writes to this GMI's buffer before "ready"
     atomicExch(own + L.ready(a.r) * peer_words_apart, g);
   }
   // Every GMI of this GPU has its gradient in place.
   if (!peer_block_wait(a, own + L.ready(0) * peer_words_apart, a.m, peer_words_apart, g, &verdict)) return;
+  stamp(1);
   const int parts = a.n * a.m, b = static_cast<int>(blockIdx.x), K = a.chunks;
   const std::uint64_t pieces = std::uint64_t{gridDim.x} * static_cast<std::uint64_t>(K);
   const int arrived = L.arrived(a.r, b);
@@ -217,18 +230,21 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
   __threadfence_system();
   __syncthreads();
   if (failed) return;
+  stamp(2);
   if (threadIdx.x == 0) {
     for (int t = 1; t <= a.n; ++t) atomicAdd_system(a.flags[(a.gpu + t) % a.n] + L.done() * peer_words_apart, 1u);
   }
   // Every block of every GMI of every GPU has stored its sums into this GPU's result.
   const std::uint32_t total = g * static_cast<std::uint32_t>(a.n * a.m) * gridDim.x;
   if (!peer_block_wait(a, own + L.done() * peer_words_apart, 1, peer_words_apart, total, &verdict)) return;
+  stamp(3);
   if (b == 0 && threadIdx.x == 0) own[L.generation(a.r) * peer_words_apart] = g;  // every block has read it
   if (a.mine) {
     const float* res = a.result[a.gpu];
     peer_sum_range(&res, 0, 1, &a.mine, 1, 0, 0, 0, a.count, blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x,
                    std::uint64_t{gridDim.x} * blockDim.x);
   }
+  stamp(4);
 }
 
 }  // namespace gmi::comm::detail
