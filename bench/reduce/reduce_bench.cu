@@ -155,8 +155,12 @@ void print_trace(const gmi::cuda::device_buffer<unsigned long long>& stamps, int
     lo[i % points] = std::min(lo[i % points], t[i]);
     hi[i % points] = std::max(hi[i % points], t[i]);
   }
-  std::fprintf(stderr, "[trace] n=%d m=%d bytes=%zu gpu=%d r=%d start=%llu,%llu ready=%llu phases=%llu,%llu done=%llu,%llu end=%llu\n",
-               n, m, bytes, gpu, r, lo[0], hi[0], hi[1], lo[2], hi[2], lo[3], hi[3], hi[4]);
+  char line[512];  // one write: the GMIs' lines must not interleave
+  const int len = std::snprintf(line, sizeof line,
+                                "[trace] n=%d m=%d bytes=%zu gpu=%d r=%d start=%llu,%llu ready=%llu phases=%llu,%llu "
+                                "done=%llu,%llu end=%llu\n",
+                                n, m, bytes, gpu, r, lo[0], hi[0], hi[1], lo[2], hi[2], lo[3], hi[3], hi[4]);
+  if (len > 0 && ::write(2, line, static_cast<std::size_t>(std::min<int>(len, sizeof line - 1))) < 0) std::perror("trace");
 }
 
 // A worker: one GMI (hier) or one flat NCCL rank (flat). Rank 0 prints its per-rep times on stdout as

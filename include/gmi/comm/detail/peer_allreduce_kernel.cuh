@@ -82,16 +82,20 @@ __device__ inline void peer_group_barrier(int id, int threads) {
 
 // The group of `threads` threads from thread `leader` (named barrier `bar`; 0: the whole block): the leader waits
 // until `count` slots from `first` reach g (then the whole group goes on), or gives up and raises the stall word;
-// false for every thread of the group then. `verdict` is the group's own shared word.
+// false for every thread of the group then. `verdict` is the group's own shared word. `across_gpus`: the flags were
+// written on other GPUs (a fence at system scope after the wait), else only by this GPU's GMIs (at GPU scope).
 __device__ inline bool peer_group_wait(const peer_args& a, const std::uint32_t* first, int count, int apart,
-                                       std::uint32_t g, int leader, int bar, int threads, int* verdict) {
+                                       std::uint32_t g, int leader, int bar, int threads, int* verdict,
+                                       bool across_gpus = true) {
   if (static_cast<int>(threadIdx.x) == leader) {
     const bool ok = cuda::detail::wait_generations(first, count, apart, g, a.abort, a.timeout_ns);
     if (!ok) {
       *a.stalled = 1;
       __threadfence_system();
     }
-    __threadfence_system();  // what the peers (some on other GPUs) stored before their flags, before this group reads it
+    // What the flags' writers stored before them, before this group reads it.
+    if (across_gpus) __threadfence_system();
+    else __threadfence();
     *verdict = ok ? 1 : 0;
   }
   peer_group_barrier(bar, threads);
@@ -101,32 +105,54 @@ __device__ inline bool peer_group_wait(const peer_args& a, const std::uint32_t* 
 }
 
 __device__ inline bool peer_block_wait(const peer_args& a, const std::uint32_t* first, int count, int apart,
-                                       std::uint32_t g, int* verdict) {
-  return peer_group_wait(a, first, count, apart, g, 0, 0, static_cast<int>(blockDim.x), verdict);
+                                       std::uint32_t g, int* verdict, bool across_gpus = true) {
+  return peer_group_wait(a, first, count, apart, g, 0, 0, static_cast<int>(blockDim.x), verdict, across_gpus);
+}
+
+// acc[u] += rows k .. k + Rows - 1 at float4 v + u * threads (below v_hi), every load issued before any add: one
+// memory latency for the group, not one a row.
+template <int Rows, int Unroll>
+__device__ inline void peer_add_rows(float4 (&acc)[Unroll], const float* const* in, std::uint64_t in_apart,
+                                     std::int64_t in_shift, int k, std::uint64_t v, std::uint64_t v_hi,
+                                     std::uint64_t threads) {
+  float4 t[Rows][Unroll];
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    const float4* src = reinterpret_cast<const float4*>((in_apart ? in[0] + (k + r) * in_apart : in[k + r]) + in_shift);
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) {
+      const std::uint64_t w = v + u * threads;
+      t[r][u] = w < v_hi ? __ldcg(src + w) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) acc[u] = add4(acc[u], t[r][u]);
+  }
 }
 
 // out[i] = sum over k < rows of in_k[i] for i in [lo, hi); in_k = in + k * in_apart; written to every one of
 // `outs` outputs (out_k = outs[k] + out_shift). lo is a multiple of 4; a tail of 1..3 floats only at the end.
+// Each thread holds Unroll float4s of every row of a group of up to Group rows in flight at once.
+template <int Unroll, int Group>
 __device__ inline void peer_sum_range(const float* const* in, std::uint64_t in_apart, int rows, float* const* outs,
                                       int out_count, std::int64_t in_shift, std::int64_t out_shift, std::uint64_t lo,
                                       std::uint64_t hi, std::uint64_t thread, std::uint64_t threads) {
-  constexpr int unroll = 4;
+  static_assert(Group == 1 || Group == 2 || Group == 4 || Group == 8, "rows in flight: 1, 2, 4 or 8");
   const std::uint64_t v_lo = lo / 4, v_hi = hi / 4;
-  for (std::uint64_t v = v_lo + thread; v < v_hi; v += unroll * threads) {
-    float4 acc[unroll];
+  for (std::uint64_t v = v_lo + thread; v < v_hi; v += Unroll * threads) {
+    float4 acc[Unroll];
 #pragma unroll
-    for (int u = 0; u < unroll; ++u) acc[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int k = 0; k < rows; ++k) {
-      const float* src = (in_apart ? in[0] + k * in_apart : in[k]) + in_shift;
-#pragma unroll
-      for (int u = 0; u < unroll; ++u) {
-        const std::uint64_t w = v + u * threads;
-        if (w < v_hi) acc[u] = add4(acc[u], __ldcg(reinterpret_cast<const float4*>(src) + w));
-      }
-    }
+    for (int u = 0; u < Unroll; ++u) acc[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+    int k = 0;
+    if constexpr (Group >= 8) for (; k + 8 <= rows; k += 8) peer_add_rows<8, Unroll>(acc, in, in_apart, in_shift, k, v, v_hi, threads);
+    if constexpr (Group >= 4) for (; k + 4 <= rows; k += 4) peer_add_rows<4, Unroll>(acc, in, in_apart, in_shift, k, v, v_hi, threads);
+    if constexpr (Group >= 2) for (; k + 2 <= rows; k += 2) peer_add_rows<2, Unroll>(acc, in, in_apart, in_shift, k, v, v_hi, threads);
+    for (; k < rows; ++k) peer_add_rows<1, Unroll>(acc, in, in_apart, in_shift, k, v, v_hi, threads);
     for (int o = 0; o < out_count; ++o) {
 #pragma unroll
-      for (int u = 0; u < unroll; ++u) {
+      for (int u = 0; u < Unroll; ++u) {
         const std::uint64_t w = v + u * threads;
         if (w < v_hi) reinterpret_cast<float4*>(outs[o] + out_shift)[w] = acc[u];
       }
@@ -164,11 +190,11 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
   };
   stamp(0);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
-    __threadfence_system();  // the stream's earlier writes to this GMI's buffer before "ready"
+    __threadfence();  // the stream's earlier writes to this GMI's buffer before "ready" (read on this GPU only)
     atomicExch(own + L.ready(a.r) * peer_words_apart, g);
   }
   // Every GMI of this GPU has its gradient in place.
-  if (!peer_block_wait(a, own + L.ready(0) * peer_words_apart, a.m, peer_words_apart, g, &verdict)) return;
+  if (!peer_block_wait(a, own + L.ready(0) * peer_words_apart, a.m, peer_words_apart, g, &verdict, false)) return;
   stamp(1);
   const int parts = a.n * a.m, b = static_cast<int>(blockIdx.x), K = a.chunks;
   const std::uint64_t pieces = std::uint64_t{gridDim.x} * static_cast<std::uint64_t>(K);
@@ -183,7 +209,7 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
       const int j = (a.gpu + step) % a.n, p = j * a.m + a.r;
       const std::uint64_t base = peer_bound(a.count, j * a.m, parts);
       float* row = a.landing[j] + a.gpu * a.stride;
-      peer_sum_range(a.local, 0, a.m, &row, 1, 0, -static_cast<std::int64_t>(base),
+      peer_sum_range<2, 8>(a.local, 0, a.m, &row, 1, 0, -static_cast<std::int64_t>(base),
                      peer_piece(a.count, p, parts, q, pieces), peer_piece(a.count, p, parts, q + 1, pieces), t,
                      static_cast<std::uint64_t>(threads));
     }
@@ -205,7 +231,7 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
     const float* rows = a.landing[a.gpu];
     float* outs[peer_max_gpus];
     for (int o = 0; o < a.n; ++o) outs[o] = a.result[(a.gpu + o) % a.n];
-    peer_sum_range(&rows, a.stride, a.n, outs, a.n, -static_cast<std::int64_t>(base), 0,
+    peer_sum_range<4, 1>(&rows, a.stride, a.n, outs, a.n, -static_cast<std::int64_t>(base), 0,
                    peer_piece(a.count, p, parts, q, pieces), peer_piece(a.count, p, parts, q + 1, pieces),
                    threadIdx.x - static_cast<unsigned>(leader), static_cast<std::uint64_t>(threads));
     return true;
@@ -241,7 +267,7 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
   if (b == 0 && threadIdx.x == 0) own[L.generation(a.r) * peer_words_apart] = g;  // every block has read it
   if (a.mine) {
     const float* res = a.result[a.gpu];
-    peer_sum_range(&res, 0, 1, &a.mine, 1, 0, 0, 0, a.count, blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x,
+    peer_sum_range<4, 1>(&res, 0, 1, &a.mine, 1, 0, 0, 0, a.count, blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x,
                    std::uint64_t{gridDim.x} * blockDim.x);
   }
   stamp(4);
