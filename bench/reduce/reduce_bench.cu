@@ -8,8 +8,8 @@
 // call's time. Both sides are timed the same way, on rank 0.
 // (iii) `peer`: comm::peer_allreduce (one kernel a GMI over peer device memory, no NCCL) of m GMIs per GPU x n
 // GPUs beside the same flat NCCL allreduce; impls "gmi_peer" (copy back) and "gmi_peer_shared_result"
-// (blocks=: GMI_PEER_BLOCKS, chunk_floats=: GMI_PEER_CHUNK_FLOATS, producer_warps=: GMI_PEER_PRODUCER_WARPS for the
-// workers; copy_back=0|1: only the shared-result or only the copy-back lines where m > 1; trace=1: every GMI prints
+// (blocks=: GMI_PEER_BLOCKS, chunk_floats=: GMI_PEER_CHUNK_FLOATS, producer_warps=: GMI_PEER_PRODUCER_WARPS,
+// early_launch=: GMI_PEER_EARLY_LAUNCH for the workers; copy_back=0|1: only the shared-result or only the copy-back lines where m > 1; trace=1: every GMI prints
 // on stderr where its blocks spent one call, bench/reduce/trace_summary.py lines them up).
 // Usage: gmi.bench.reduce [intra] [hier] [peer] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
 //        [bytes=b] [chunk=bytes] [overlap=blocks] [reduce=every_gmi|leader|lanes] [share=1] [lane_ctas=k]
@@ -417,6 +417,23 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const
     }
   }
 }
+// The peer allreduce's settings a run may sweep: bench argument, environment variable of the GMIs, allowed range,
+// field of the result lines.
+struct peer_knob {
+  const char* arg;
+  const char* env;
+  long long lo, hi;
+  const char* field;
+  const char* what;
+};
+constexpr peer_knob peer_knobs[] = {
+    {"blocks", "GMI_PEER_BLOCKS", 0, 65535, "blocks_per_gmi", "a peer GMI's grid, 0: the default"},
+    {"chunk_floats", "GMI_PEER_CHUNK_FLOATS", 0, 1ll << 40, "chunk_floats", "a peer chunk's floats, 0: the default"},
+    {"producer_warps", "GMI_PEER_PRODUCER_WARPS", 0, 16, "producer_warps",
+     "a peer block's warps on phase 1, 0: the default, 16: both phases in turn"},
+    {"early_launch", "GMI_PEER_EARLY_LAUNCH", 0, 1, "early_launch", "1: peer kernels launched as programmatic dependents"},
+};
+
 // comm::peer_allreduce beside one flat NCCL allreduce of the same bytes (one rank a GPU), copy back and shared result.
 void bench_peer(const gmi::metrics::run_info& run, int reps, int max_gpus) {
   for (int n = 1; n <= max_gpus; n *= 2) {
@@ -433,9 +450,9 @@ void bench_peer(const gmi::metrics::run_info& run, int reps, int max_gpus) {
           nlohmann::json cfg = {{"case", "allreduce"}, {"gmis_per_gpu", m}, {"gpus_used", n}, {"bytes", bytes},
                                 {"iters_per_rep", arg("iters", 20)}, {"reduce", "peer"}, {"copy_back", copy_back},
                                 {"mps_share_per_gmi", arg("share", 0) != 0 ? (100 + m - 1) / m : 100}};
-          if (args.count("blocks")) cfg["blocks_per_gmi"] = arg("blocks", 0);
-          if (args.count("chunk_floats")) cfg["chunk_floats"] = arg("chunk_floats", 0);
-          if (args.count("producer_warps")) cfg["producer_warps"] = arg("producer_warps", 0);
+          for (const peer_knob& k : peer_knobs) {
+            if (args.count(k.arg)) cfg[k.field] = arg(k.arg, 0);
+          }
           if (flat) cfg["ratio_to_nccl_flat"] = s.median / flat->median;
           const std::string impl = copy_back ? "gmi_peer" : "gmi_peer_shared_result";
           emit(run, impl, "latency_s", s, cfg);
@@ -488,32 +505,17 @@ int main(int argc, char** argv) {
       setenv("GMI_HIER_LANE_CTAS", args["lane_ctas"].c_str(), 1);
     }
     for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk", "blocks", "chunk_floats", "producer_warps",
-                          "copy_back", "trace"}) {
+                          "early_launch", "copy_back", "trace"}) {
       arg(k, 0);  // integers
     }
-    if (args.count("chunk_floats")) {
-      if (arg("chunk_floats", 0) < 0) {
-        std::fprintf(stderr, "gmi.bench.reduce: chunk_floats=%lld; need >= 0 (a peer chunk's floats, 0: the default)\n",
-                     arg("chunk_floats", 0));
+    // The peer allreduce's knobs: checked here, passed to the workers through the environment (they inherit it).
+    for (const peer_knob& k : peer_knobs) {
+      if (!args.count(k.arg)) continue;
+      if (arg(k.arg, 0) < k.lo || arg(k.arg, 0) > k.hi) {
+        std::fprintf(stderr, "gmi.bench.reduce: %s=%lld; need %lld..%lld (%s)\n", k.arg, arg(k.arg, 0), k.lo, k.hi, k.what);
         return 2;
       }
-      setenv("GMI_PEER_CHUNK_FLOATS", args["chunk_floats"].c_str(), 1);  // the peer workers inherit it
-    }
-    if (args.count("blocks")) {
-      if (arg("blocks", 0) < 0 || arg("blocks", 0) > 65535) {
-        std::fprintf(stderr, "gmi.bench.reduce: blocks=%lld; need 0..65535 (a peer GMI's grid, 0: the default)\n",
-                     arg("blocks", 0));
-        return 2;
-      }
-      setenv("GMI_PEER_BLOCKS", args["blocks"].c_str(), 1);  // the peer workers inherit it
-    }
-    if (args.count("producer_warps")) {
-      if (arg("producer_warps", 0) < 0 || arg("producer_warps", 0) > 16) {
-        std::fprintf(stderr, "gmi.bench.reduce: producer_warps=%lld; need 0..16 (a peer block's warps on phase 1, 0: the "
-                     "default, 16: both phases in turn)\n", arg("producer_warps", 0));
-        return 2;
-      }
-      setenv("GMI_PEER_PRODUCER_WARPS", args["producer_warps"].c_str(), 1);  // the peer workers inherit it
+      setenv(k.env, args[k.arg].c_str(), 1);
     }
     if (args.count("chunk")) setenv("GMI_HIER_CHUNK_BYTES", args["chunk"].c_str(), 1);  // workers inherit it
     if (args.count("overlap")) {

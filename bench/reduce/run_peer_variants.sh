@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # comm::peer_allreduce's block split and chunk size side by side, under MPS, each line beside a flat NCCL allreduce
 # of the same bytes measured in the same invocation: for every GPU count in <gpu counts> (each <= the machine's),
-# 16 MB with a shared result for every variant, then 1, 16 and 256 MB with both results for the default.
-# Variants: producer_warps / chunk_floats pairs, 16 = every warp runs both phases in turn (the kernel before the
-# split). Usage: run_peer_variants.sh <build-dir> <results.jsonl> [gpu counts, default "2 4"] [reps, default 7]
+# 16 MB with a shared result for every variant, then 1, 16 and 256 MB with both results for the defaults.
+# Variants: producer_warps:chunk_floats pairs (16 warps = every warp runs both phases in turn), or "defaults" for
+# none. Usage: run_peer_variants.sh <build-dir> <results.jsonl> [gpu counts, default "2 4"] [reps, default 7]
+#              [variants, default "16:8192 8:8192 12:8192"]
 set -euo pipefail
 build=${1:?build directory}
 out=${2:?results file}
 counts=${3:-2 4}
 reps=${4:-7}
+variants=${5:-16:8192 8:8192 12:8192}
+[ "$variants" = defaults ] && variants=""
 here=$(dirname "$0")
 have=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
 for n in $counts; do
@@ -25,7 +28,7 @@ for l in sys.stdin:
           "%.3f" % r["ratio_to_nccl_flat"] if "ratio_to_nccl_flat" in r else "-"))'
 }
 for n in $counts; do
-  for variant in 16:8192 8:4096 12:4096 8:8192; do
+  for variant in $variants; do
     bash "$here/run_reduce_under_mps.sh" "$build" "$out" peer n="$n" bytes=16777216 copy_back=0 reps="$reps" \
       producer_warps="${variant%%:*}" chunk_floats="${variant##*:}" 2>/dev/null | summary
   done

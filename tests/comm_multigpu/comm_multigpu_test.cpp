@@ -205,16 +205,17 @@ TEST_CASE(GMI_NAME(".peer.matches_reference") * doctest::timeout(600)) {
   for (int c : g.codes) CHECK(c == 0);
 }
 
-// The block's split between the phases: every warp running both in turn (16), and more warps on phase 1 than on
-// phase 2 (12), with sizes of one to 16 chunks, eager and replayed back to back in a graph.
-TEST_CASE(GMI_NAME(".peer.producer_warps") * doctest::timeout(600)) {
-  for (const char* warps : {"GMI_PEER_PRODUCER_WARPS=16", "GMI_PEER_PRODUCER_WARPS=12"}) {
-    CAPTURE(warps);
+// Other settings than the defaults (12 of 16 warps on phase 1, plain launches): every warp running both phases in
+// turn (16), half the warps on each phase (8), launches as programmatic dependents of the stream's work; sizes of
+// one to 16 chunks, eager and replayed back to back in a graph.
+TEST_CASE(GMI_NAME(".peer.settings") * doctest::timeout(600)) {
+  for (const char* setting : {"GMI_PEER_PRODUCER_WARPS=16", "GMI_PEER_PRODUCER_WARPS=8", "GMI_PEER_EARLY_LAUNCH=1"}) {
+    CAPTURE(setting);
     const int m = 2;
     const auto r = gmi_test::run_workers(
         gmi_test::hier_args(gmi::comm::unique_tag("mgpw"), gpus, m, "5,262149,4194304,67108864",
                             {"impl=peer", "copy_back=0", "rounds=3", "graph=1"}),
-        std::vector<std::vector<std::string>>(gpus * m, {warps}), 300s);
+        std::vector<std::vector<std::string>>(gpus * m, {setting}), 300s);
     for (int c : r.codes) CHECK(c == 0);
   }
 }

@@ -45,10 +45,10 @@ struct peer_allreduce_options {
   // refused).
   unsigned blocks = 0;
   // A block's piece of a part goes through the links in chunks of about this many floats (at most 16 chunks), so
-  // the local sum of one chunk runs beside the stores of the one before; 0: 4096 (GMI_PEER_CHUNK_FLOATS overrides).
+  // the local sum of one chunk runs beside the stores of the one before; 0: 8192 (GMI_PEER_CHUNK_FLOATS overrides).
   std::size_t chunk_floats = 0;
   // Warps of a block (of 16) that sum chunks into the landing rows while the others add the arrived rows into the
-  // results; 16: every warp does both, in turn; 0: 8 (GMI_PEER_PRODUCER_WARPS overrides).
+  // results; 16: every warp does both, in turn; 0: 12 (GMI_PEER_PRODUCER_WARPS overrides).
   unsigned producer_warps = 0;
   milliseconds timeout = default_timeout();
 };
@@ -118,6 +118,10 @@ class peer_allreduce {
       o_.producer_warps = static_cast<unsigned>(*w);
     }
     if (o_.producer_warps == 0) o_.producer_warps = detail::peer_producer_warps;
+    if (const auto e = env_var::integer("GMI_PEER_EARLY_LAUNCH")) {
+      require(*e == 0 || *e == 1, "GMI_PEER_EARLY_LAUNCH", *e, "0 or 1");
+      args_.early_launch = static_cast<int>(*e);
+    }
     require(o_.producer_warps <= static_cast<unsigned>(detail::peer_warps), "peer allreduce: producer warps",
             o_.producer_warps, "1.." + std::to_string(detail::peer_warps));
     if (o_.rank == 0) {
@@ -148,7 +152,20 @@ class peer_allreduce {
   // Enqueues this GMI's part of one allreduce on s. Every GMI must call it once per round.
   void allreduce(cudaStream_t s) {
     barrier_.throw_if_broken();
-    detail::peer_allreduce_kernel<<<blocks_, detail::peer_threads, 0, s>>>(args_);
+    if (args_.early_launch) {
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(blocks_);
+      config.blockDim = dim3(detail::peer_threads);
+      config.stream = s;
+      cudaLaunchAttribute attribute{};
+      attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attribute.val.programmaticStreamSerializationAllowed = 1;
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      GMI_CUDA_TRY(cudaLaunchKernelEx(&config, detail::peer_allreduce_kernel, args_));
+    } else {
+      detail::peer_allreduce_kernel<<<blocks_, detail::peer_threads, 0, s>>>(args_);
+    }
     GMI_CUDA_TRY(cudaGetLastError());
   }
   // Waits (bounded) for s, then check().

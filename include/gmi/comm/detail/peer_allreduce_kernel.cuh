@@ -42,9 +42,9 @@ inline constexpr std::size_t peer_flag_bytes = 512 << 10;
 inline constexpr int peer_max_slots = static_cast<int>(peer_flag_bytes / (peer_words_apart * 4));
 inline constexpr int peer_max_chunks = 16;
 static_assert(peer_max_gpus <= peer_words_apart, "a slot holds one word per GPU");
-inline constexpr std::uint64_t peer_chunk_floats = 4096;  // default: a block's piece goes in chunks of about 16 KiB
+inline constexpr std::uint64_t peer_chunk_floats = 8192;  // default: a block's piece goes in chunks of about 32 KiB
 inline constexpr int peer_warps = peer_threads / 32;
-inline constexpr int peer_producer_warps = 8;  // default: half of a block's warps run phase 1, half phase 2
+inline constexpr int peer_producer_warps = 12;  // default: 3 in 4 of a block's warps run phase 1, the rest phase 2
 
 // Start of part p of `parts` over `count` floats: a multiple of 4 floats (float4 stores), the last part ends at count.
 __host__ __device__ inline std::uint64_t peer_bound(std::uint64_t count, int p, int parts) {
@@ -61,6 +61,7 @@ struct peer_args {
   int n = 1, m = 1, gpu = 0, r = 0;
   int chunks = 1;  // K; the same on every GMI, as is the grid
   int producers = 0;  // threads (whole warps) that run phase 1 while the others run phase 2; 0: all run both in turn
+  int early_launch = 0;  // launched as a programmatic dependent: wait for the grid before, let the next one launch
   const volatile std::uint32_t* abort = nullptr;  // the host's stall word (mapped host memory)
   std::uint32_t* stalled = nullptr;               // the same word, written when a wait gives up
   unsigned long long timeout_ns = 0;
@@ -176,6 +177,7 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
   __shared__ int verdict;  // the block's wait's, then the consumers' (the producers never wait)
   __shared__ int failed;
   __shared__ std::uint32_t gen_shared;
+  if (a.early_launch) asm volatile("griddepcontrol.wait;" ::: "memory");  // the stream's work before this call
   const peer_layout L{a.n, a.m, static_cast<int>(gridDim.x)};
   std::uint32_t* own = a.flags[a.gpu];
   if (threadIdx.x == 0) {
@@ -265,6 +267,9 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
   if (!peer_block_wait(a, own + L.done() * peer_words_apart, 1, peer_words_apart, total, &verdict)) return;
   stamp(3);
   if (b == 0 && threadIdx.x == 0) own[L.generation(a.r) * peer_words_apart] = g;  // every block has read it
+  // Every grid of this GPU's GMIs is resident (each block counted in done), so the stream's next grid may launch
+  // now and take SMs as this one's blocks leave.
+  if (a.early_launch) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if (a.mine) {
     const float* res = a.result[a.gpu];
     peer_sum_range<4, 1>(&res, 0, 1, &a.mine, 1, 0, 0, 0, a.count, blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x,
