@@ -431,7 +431,7 @@ constexpr peer_knob peer_knobs[] = {
     {"chunk_floats", "GMI_PEER_CHUNK_FLOATS", 0, 1ll << 40, "chunk_floats", "a peer chunk's floats, 0: the default"},
     {"producer_warps", "GMI_PEER_PRODUCER_WARPS", 0, 16, "producer_warps",
      "a peer block's warps on phase 1, 0: the default, 16: both phases in turn"},
-    {"early_launch", "GMI_PEER_EARLY_LAUNCH", 0, 1, "early_launch", "1: peer kernels launched as programmatic dependents"},
+    {"early_launch", "GMI_PEER_EARLY_LAUNCH", 0, 1, "early_launch", "0: plain peer kernel launches, 1: as programmatic dependents (the default)"},
 };
 
 // comm::peer_allreduce beside one flat NCCL allreduce of the same bytes (one rank a GPU), copy back and shared result.

@@ -50,6 +50,10 @@ struct peer_allreduce_options {
   // Warps of a block (of 16) that sum chunks into the landing rows while the others add the arrived rows into the
   // results; 16: every warp does both, in turn; 0: 12 (GMI_PEER_PRODUCER_WARPS overrides).
   unsigned producer_warps = 0;
+  // Launch each call as a programmatic dependent of the stream's work before it (it waits for that work inside the
+  // kernel, and lets the stream's next kernel launch once every grid of the GPU's GMIs is in): the GMIs' kernels
+  // start closer together (GMI_PEER_EARLY_LAUNCH=0|1 overrides).
+  bool early_launch = true;
   milliseconds timeout = default_timeout();
 };
 
@@ -120,8 +124,9 @@ class peer_allreduce {
     if (o_.producer_warps == 0) o_.producer_warps = detail::peer_producer_warps;
     if (const auto e = env_var::integer("GMI_PEER_EARLY_LAUNCH")) {
       require(*e == 0 || *e == 1, "GMI_PEER_EARLY_LAUNCH", *e, "0 or 1");
-      args_.early_launch = static_cast<int>(*e);
+      o_.early_launch = *e != 0;
     }
+    args_.early_launch = o_.early_launch ? 1 : 0;
     require(o_.producer_warps <= static_cast<unsigned>(detail::peer_warps), "peer allreduce: producer warps",
             o_.producer_warps, "1.." + std::to_string(detail::peer_warps));
     if (o_.rank == 0) {

@@ -191,7 +191,7 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
     if (tracing) a.trace[blockIdx.x * peer_trace_points + point] = cuda::detail::global_ns();
   };
   stamp(0);
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
+  if (threadIdx.x == 0) {  // every block: the GMI is ready as soon as its first block runs
     __threadfence();  // the stream's earlier writes to this GMI's buffer before "ready" (read on this GPU only)
     atomicExch(own + L.ready(a.r) * peer_words_apart, g);
   }
