@@ -23,29 +23,29 @@ def main():
     detail = tree / "include/gmi/rl/detail"
     patch(detail / "ppo_warp_gradient.cuh", [
         ("namespace gmi::rl::detail {\n",
-         "#include <gmi/cuda/flag_wait.cuh>\nnamespace gmi::rl::detail {\n__device__ unsigned long long timing_grad_start;\n"),
+         "#include <gmi/comm/flag_wait.cuh>\nnamespace gmi::rl::detail {\n__device__ unsigned long long timing_grad_start;\n"),
         ("  constexpr int A = W::act_dim, S = W::in_flight;\n",
          "  constexpr int A = W::act_dim, S = W::in_flight;\n"
-         "  if (blockIdx.x == 0 && threadIdx.x == 0) timing_grad_start = cuda::detail::global_ns();\n"),
+         "  if (blockIdx.x == 0 && threadIdx.x == 0) timing_grad_start = comm::detail::global_ns();\n"),
     ])
     patch(detail / "ppo_step.cuh", [
         ("namespace gmi::rl::detail {\n",
          "#include <cstdio>\n#include <gmi/rl/detail/ppo_warp_gradient.cuh>\nnamespace gmi::rl::detail {\n"
          "__device__ double timing_sum[8];\n__device__ unsigned long long timing_last_end;\n"),
-        ("  std::uint32_t g = 0;\n  if (exchanged && !cuda::exchange_begin(a.exchange, g, scratch)) return;\n",
+        ("  std::uint32_t g = 0;\n  if (exchanged && !comm::exchange_begin(a.exchange, g, scratch)) return;\n",
          "  std::uint32_t g = 0;\n  unsigned long long tD = 0, tE = 0, tF = 0, tG = 0;\n"
-         "  if (threadIdx.x == 0) tD = cuda::detail::global_ns();\n"
-         "  if (exchanged && !cuda::exchange_begin(a.exchange, g, scratch)) return;\n"
-         "  if (threadIdx.x == 0) tE = cuda::detail::global_ns();\n"),
-        ("  if (exchanged) {\n    if (!cuda::exchange_post(a.exchange, g, scratch)) return;\n",
-         "  if (threadIdx.x == 0) tF = cuda::detail::global_ns();\n"
-         "  if (exchanged) {\n    if (!cuda::exchange_post(a.exchange, g, scratch)) return;\n"
-         "    if (threadIdx.x == 0) tG = cuda::detail::global_ns();\n"),
+         "  if (threadIdx.x == 0) tD = comm::detail::global_ns();\n"
+         "  if (exchanged && !comm::exchange_begin(a.exchange, g, scratch)) return;\n"
+         "  if (threadIdx.x == 0) tE = comm::detail::global_ns();\n"),
+        ("  if (exchanged) {\n    if (!comm::exchange_post(a.exchange, g, scratch)) return;\n",
+         "  if (threadIdx.x == 0) tF = comm::detail::global_ns();\n"
+         "  if (exchanged) {\n    if (!comm::exchange_post(a.exchange, g, scratch)) return;\n"
+         "    if (threadIdx.x == 0) tG = comm::detail::global_ns();\n"),
         ("    if (threadIdx.x == 0) ppo_adapt_lr(a.term_log, a.lr, a.kl_target, a.min_lr, a.max_lr);\n  }\n}\n",
          "    if (threadIdx.x == 0) ppo_adapt_lr(a.term_log, a.lr, a.kl_target, a.min_lr, a.max_lr);\n  }\n"
          "  __syncthreads();\n"
          "  if (threadIdx.x == 0) {\n"
-         "    const unsigned long long tH = cuda::detail::global_ns(), tC = timing_grad_start;\n"
+         "    const unsigned long long tH = comm::detail::global_ns(), tC = timing_grad_start;\n"
          "    timing_sum[6] += 1;\n"
          "    if (timing_last_end != 0) {\n"
          "      timing_sum[0] += tC - timing_last_end;\n"

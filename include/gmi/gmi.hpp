@@ -24,7 +24,8 @@
 #include <gmi/pipeline/pipeline.hpp>
 #include <gmi/pipeline/serving_gmis.hpp>
 #include <gmi/plan/explorer.hpp>
-#include <gmi/rl/checkpoint.hpp>
+#include <gmi/io/gmi_file.hpp>
+#include <gmi/io/safetensors.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/ppo.hpp>
 #include <gmi/rl/episode_window.hpp>

@@ -122,7 +122,7 @@ TEST_CASE("comm_gpu.hierarchical.replayed_in_a_graph" * doctest::timeout(300)) {
 }
 
 TEST_CASE("comm_gpu.hierarchical.row_exchange_in_a_kernel" * doctest::timeout(300)) {
-  // The row exchange (cuda::row_exchange from hierarchical_allreduce::row_exchange()): every GMI sums the group's
+  // The row exchange (comm::row_exchange from hierarchical_allreduce::row_exchange()): every GMI sums the group's
   // rows inside its own kernel, eagerly and from graph replays, alternating with allreduce calls; sizes from one
   // float to 262147; both reducers (their allreduce calls share the buffers with the exchange).
   kernel_handshake_groups_pass("xchg", {2, 4, 8}, {"rounds=3", "exchange=1"});

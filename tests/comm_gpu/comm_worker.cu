@@ -12,7 +12,7 @@
 //        [graph=0] (1: blocking=0 only; after one eager round, the rounds are captured two to a CUDA graph and the
 //        graph replayed, the round number in device memory; then one more eager round)
 //        [exchange=0] (1: blocking=0, kernel handshake or one GMI per GPU: besides allreduce calls, rounds of the row
-//        exchange inside a kernel (cuda::row_exchange, with several GPUs its level across them,
+//        exchange inside a kernel (comm::row_exchange, with several GPUs its level across them,
 //        comm::row_exchange_across_gpus): eagerly, then from replays of a two-round graph, then after one more
 //        allreduce call one more eagerly; every GMI checks the group's sum in the kernel)
 //        [exchange_skip_rank=-1] (this rank calls no exchange: the others' waits must give up and say so)
@@ -34,7 +34,7 @@
 
 #include <gmi/comm/hierarchical.cuh>
 #include <gmi/comm/peer_allreduce.cuh>
-#include <gmi/cuda/row_exchange.cuh>
+#include <gmi/comm/row_exchange.cuh>
 #include <gmi/cuda/device.hpp>
 
 namespace {
@@ -60,26 +60,26 @@ __global__ void next_round(int* round) { *round += 1; }
 // One call of the row exchange in one block: this GMI's row (fill's values for global rank `me`), then every
 // GMI's row summed in the kernel (the GPU's sum, then with a level across GPUs every GPU's) and checked.
 // round_at: where the round is read (graph replays), else `round`. gpu_sums: `count` floats of scratch.
-__global__ void exchange_round(gmi::cuda::row_exchange x, float* mine, float* gpu_sums, int me, int round,
+__global__ void exchange_round(gmi::comm::row_exchange x, float* mine, float* gpu_sums, int me, int round,
                                const int* round_at, unsigned long long* wrong) {
   __shared__ std::uint32_t scratch[2];
   if (round_at) round = *round_at;
   std::uint32_t g = 0;
-  if (!gmi::cuda::exchange_begin(x, g, scratch)) return;
+  if (!gmi::comm::exchange_begin(x, g, scratch)) return;
   for (std::size_t i = threadIdx.x; i < x.count; i += blockDim.x)
     mine[i] = static_cast<float>(me + 1) + 0.25f * static_cast<float>(i % 7) + static_cast<float>(round);
-  if (!gmi::cuda::exchange_post(x, g, scratch)) return;
-  for (std::size_t i = threadIdx.x; i < x.count; i += blockDim.x) gpu_sums[i] = gmi::cuda::exchange_gpu_sum(x, g, i);
-  if (!gmi::cuda::exchange_across(x, g, x.count)) return;
+  if (!gmi::comm::exchange_post(x, g, scratch)) return;
+  for (std::size_t i = threadIdx.x; i < x.count; i += blockDim.x) gpu_sums[i] = gmi::comm::exchange_gpu_sum(x, g, i);
+  if (!gmi::comm::exchange_across(x, g, x.count)) return;
   unsigned long long w = 0;
   const int ranks = x.members();
   for (std::size_t i = threadIdx.x; i < x.count; i += blockDim.x) {
-    const float s = gmi::cuda::exchange_total(x, g, i, gpu_sums[i]);
+    const float s = gmi::comm::exchange_total(x, g, i, gpu_sums[i]);
     const float want = static_cast<float>(ranks * (ranks + 1) / 2) +
                        static_cast<float>(ranks) * (0.25f * static_cast<float>(i % 7) + static_cast<float>(round));
     if (s != want) ++w;
   }
-  gmi::cuda::exchange_release(x, g);
+  gmi::comm::exchange_release(x, g);
   if (w) atomicAdd(wrong, w);
 }
 }  // namespace
@@ -290,7 +290,7 @@ static int worker_main(int argc, char** argv) {
         const auto check_across = [&] {
           if (across) across->check();
         };
-        const std::optional<gmi::cuda::row_exchange> x = h.row_exchange(across ? &*across : nullptr);
+        const std::optional<gmi::comm::row_exchange> x = h.row_exchange(across ? &*across : nullptr);
         if (!x || !x->valid()) {
           std::fprintf(stderr, "[worker %d] exchange=1: no row exchange on this group\n", rank);
           return 3;

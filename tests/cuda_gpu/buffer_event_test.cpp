@@ -67,7 +67,7 @@ TEST_SUITE("gpu") {
   }
 }
 
-// cuda::comm_clock adds up the spans between its stamps on a stream (eager and replayed from a graph) and what
+// comm::comm_clock adds up the spans between its stamps on a stream (eager and replayed from a graph) and what
 // kernels add through total(), and leaves out the work between spans.
 TEST_SUITE("gpu") {
   TEST_CASE("cuda.comm_clock.adds_spans_eager_and_replayed" * doctest::timeout(60)) {

@@ -2,7 +2,7 @@
 #include "cuda_gpu/kernels.hpp"
 
 #include <gmi/cuda/check.hpp>
-#include <gmi/cuda/comm_clock.cuh>
+#include <gmi/comm/comm_clock.cuh>
 #include <gmi/cuda/graph.hpp>
 
 namespace gmi_test {
@@ -25,8 +25,8 @@ __global__ void spin_kernel(long long cycles) {
 }
 
 __global__ void wait_ns_kernel(unsigned long long ns) {
-  const unsigned long long start = gmi::cuda::detail::global_ns();
-  while (gmi::cuda::detail::global_ns() - start < ns) {
+  const unsigned long long start = gmi::comm::detail::global_ns();
+  while (gmi::comm::detail::global_ns() - start < ns) {
   }
 }
 
@@ -58,7 +58,7 @@ int spin_blocks_per_sm(int threads) {
 }
 
 double comm_clock_seconds(cudaStream_t s, int spans, unsigned long long ns, bool graph, unsigned long long kernel_ns) {
-  gmi::cuda::comm_clock clock(s);
+  gmi::comm::comm_clock clock(s);
   const auto one = [&](cudaStream_t on) {
     clock.start(on);
     wait_ns_kernel<<<1, 1, 0, on>>>(ns);

@@ -20,7 +20,7 @@ void spin(cudaStream_t s, int blocks, int threads, long long cycles);
 // How many spin blocks of `threads` threads fit on one SM at once.
 int spin_blocks_per_sm(int threads);
 
-// A cuda::comm_clock's seconds after `spans` spans on `s`, each around a one-thread kernel that waits `ns`
+// A comm::comm_clock's seconds after `spans` spans on `s`, each around a one-thread kernel that waits `ns`
 // nanoseconds on the global timer, with as long a wait outside every span; with `graph`, the spans (and the waits
 // outside them) captured once as a CUDA graph and the graph launched `spans` times; `kernel_ns` more added from a
 // kernel through total().

@@ -91,4 +91,16 @@ TEST_CASE("pipeline.chosen_env.a_training_trial_is_the_same_on_both_sides") {
     CHECK(gmi_process.split_roles == split);
   }
 }
+
+TEST_CASE("pipeline.chosen_env.malformed_is_one_line") {
+  gmi::run_options o = flags_of_a_launcher();
+  {
+    const scoped_env env(gmi::runtime::env_list{{"GMI_CHOSEN", "not json"}});
+    CHECK_THROWS_WITH_AS(gmi::apply_chosen_from_env(o), doctest::Contains("GMI_CHOSEN: got"), gmi::config_error);
+  }
+  {
+    const scoped_env env(gmi::runtime::env_list{{"GMI_CHOSEN", R"({"partition": "mps", "gmis_per_gpu": "four"})"}});
+    CHECK_THROWS_WITH_AS(gmi::apply_chosen_from_env(o), doctest::Contains("GMI_CHOSEN.gmis_per_gpu"), gmi::config_error);
+  }
+}
 }

@@ -83,14 +83,14 @@ struct fake_trainer {
   std::vector<float> state;
   [[nodiscard]] std::uint64_t iteration() const { return it; }
   [[nodiscard]] int num_envs() const { return envs; }
-  gmi::rl::checkpoint save_state() {
+  gmi::io::checkpoint save_state() {
     if (fail_save) throw gmi::error("disk full (test)");
-    gmi::rl::checkpoint ck;
+    gmi::io::checkpoint ck;
     ck.meta = {{"iteration", it}, {"num_envs", envs}};
     ck.add("state", state);
     return ck;
   }
-  void load_state(const gmi::rl::checkpoint& ck) {
+  void load_state(const gmi::io::checkpoint& ck) {
     state = ck.get<float>("state");
     it = ck.meta.at("iteration").get<std::uint64_t>();
   }
@@ -106,11 +106,11 @@ gmi::gmis_manifest sample_manifest(const fs::path& path, int world, std::uint64_
   m.env_steps = 1234;
   m.task = "cartpole";
   for (int r = 0; r < world; ++r) {
-    gmi::rl::checkpoint ck;
+    gmi::io::checkpoint ck;
     ck.meta = {{"iteration", it}};
     ck.add("state", std::vector<float>{static_cast<float>(r), 1.0f, 2.0f});
     const fs::path file = gmi::gmis_checkpoint_file(path, it, r);
-    gmi::rl::save(ck, file);
+    gmi::io::save(ck, file);
     m.files.push_back(gmi::describe_saved(file, r));
   }
   return m;
@@ -156,9 +156,9 @@ TEST_CASE("pipeline.gmis_checkpoint.refuses_another_gmi_count_and_bad_manifests"
 
   // a single-GMI checkpoint is not a manifest
   const fs::path single = d.path / "one.gmi";
-  gmi::rl::checkpoint ck;
+  gmi::io::checkpoint ck;
   ck.add("x", std::vector<float>{1.0f});
-  gmi::rl::save(ck, single);
+  gmi::io::save(ck, single);
   CHECK(error_of([&] { (void)gmi::read_manifest(single); }).find("got a checkpoint of 1 GMI") != std::string::npos);
   // not JSON, another format, a manifest with a file per GMI missing
   const fs::path junk = d.path / "junk";
@@ -185,10 +185,10 @@ TEST_CASE("pipeline.gmis_checkpoint.torn_checkpoint_is_not_picked") {
   gmi::write_manifest(m, path);
   REQUIRE(gmi::last_complete_checkpoint(path).has_value());
   SUBCASE("a file rewritten by a save that never completed") {
-    gmi::rl::checkpoint other;
+    gmi::io::checkpoint other;
     other.meta = {{"iteration", 35}};
     other.add("state", std::vector<float>{9.0f, 9.0f, 9.0f, 9.0f});
-    gmi::rl::save(other, gmi::gmis_checkpoint_file(path, 30, 1));
+    gmi::io::save(other, gmi::gmis_checkpoint_file(path, 30, 1));
     std::string why;
     CHECK_FALSE(gmi::last_complete_checkpoint(path, &why).has_value());
     CHECK(why.find("GMI 1's file ck.gmi.iter30.gmi1: got") != std::string::npos);

@@ -2,7 +2,8 @@
 
 #include <gmi/agents/gaussian_mlp.hpp>
 #include <gmi/envs/cartpole.hpp>
-#include <gmi/rl/checkpoint.hpp>
+#include <gmi/io/gmi_file.hpp>
+#include <gmi/io/safetensors.hpp>
 #include <gmi/rl/ppo.hpp>
 
 #include <algorithm>
@@ -85,9 +86,9 @@ TEST_SUITE("cpu") {
     const auto path = std::filesystem::temp_directory_path() / ("gmi-ppo-linear-" + std::to_string(::getpid()) + ".gmi");
     trainer first(64, 5, c);
     for (int i = 0; i < 2; ++i) first.iterate();
-    gmi::rl::save(first.save_state(), path);
+    gmi::io::save(first.save_state(), path);
     trainer resumed(64, 5, c);
-    resumed.load_state(gmi::rl::load(path));
+    resumed.load_state(gmi::io::load(path));
     std::filesystem::remove(path);
     for (int i = 0; i < 4; ++i) resumed.iterate();
     CHECK(params_of(resumed) == params_of(t));
@@ -137,9 +138,9 @@ TEST_SUITE("cpu") {
 
     trainer first(64, 3, small_config());
     for (int i = 0; i < 2; ++i) first.iterate();
-    gmi::rl::save(first.save_state(), path);
+    gmi::io::save(first.save_state(), path);
     trainer resumed(64, 3, small_config());
-    resumed.load_state(gmi::rl::load(path));
+    resumed.load_state(gmi::io::load(path));
     CHECK(resumed.iteration() == 2);
     for (int i = 0; i < 3; ++i) resumed.iterate();
     CHECK(params_of(resumed) == params_of(straight));

@@ -240,7 +240,7 @@ TEST_SUITE("cpu") {
                          gmi::config_error);
     // A row exchange runs in a kernel: refused on the host; on the device it must be complete and match the sync.
     s = one.host_sync(0);
-    s.exchange = gmi::cuda::row_exchange{};
+    s.exchange = gmi::comm::row_exchange{};
     CHECK_THROWS_WITH_AS(t.set_sync(s), "ppo_sync.exchange: got one, need none on exec::host (the exchange runs in a kernel)",
                          gmi::config_error);
     s.sum_device = [](float*, std::size_t, CUstream_st*) {};
@@ -250,7 +250,7 @@ TEST_SUITE("cpu") {
                          gmi::config_error);
     std::uint32_t word = 0;
     const float row = 0.0f;
-    gmi::cuda::row_exchange x;
+    gmi::comm::row_exchange x;
     x.rows[0] = x.rows[1] = &row;
     x.count = 1;
     x.size = 2;
@@ -269,7 +269,7 @@ TEST_SUITE("cpu") {
     CHECK_NOTHROW(s.validate(true));
     // A level across GPUs: one member on each of two GPUs; this one is GPU 1's, so global rank 1.
     std::uint64_t entries[4] = {};
-    gmi::cuda::row_exchange across;
+    gmi::comm::row_exchange across;
     across.rows[0] = &row;
     across.count = 1;
     across.size = 1;

@@ -45,7 +45,7 @@ std::vector<stats_gather_round> run_stats_gather(const stats_gather_rounds& o) {
   device_array<std::uint32_t> posted(static_cast<std::size_t>(m)), released(static_cast<std::size_t>(m)),
       counters(static_cast<std::size_t>(m)), abort_word(1), stalled(1);
 
-  gmi::cuda::row_exchange base{.count = count, .size = m, .posted = posted.p, .released = released.p,
+  gmi::comm::row_exchange base{.count = count, .size = m, .posted = posted.p, .released = released.p,
                                .abort = abort_word.p, .stalled = stalled.p, .timeout_ns = 10'000'000'000ull};
   for (int r = 0; r < m; ++r) base.rows[r] = rows[static_cast<std::size_t>(r)]->p;
 

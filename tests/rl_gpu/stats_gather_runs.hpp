@@ -1,7 +1,7 @@
 #pragma once
 // Host-callable runs of the synced PPO statistics gather (rl::detail::ppo_stats_gather_kernel) for the doctest
 // file (compiled by g++): `members` one-block kernels on one GPU, each on its own stream, joined by a
-// cuda::row_exchange over device buffers, as the MPS GMIs of one GPU are.
+// comm::row_exchange over device buffers, as the MPS GMIs of one GPU are.
 #include <cstdint>
 #include <vector>
 

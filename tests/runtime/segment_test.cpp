@@ -21,6 +21,8 @@ TEST_SUITE("cpu") {
     id.gpu = 1;
     id.slice = 1;
     id.local_device = 0;
+    id.gpus = 2;
+    id.gmis_per_gpu = 4;
     id.run_id = "123-abc";
     id.shm_name = "/gmi-0-123-abc";
     id.roles = {"env", "agent"};
@@ -32,6 +34,9 @@ TEST_SUITE("cpu") {
     REQUIRE(back.has_value());
     CHECK(back->rank == 3);
     CHECK(back->world == 8);
+    CHECK(back->gpus == 2);
+    CHECK(back->gmis_per_gpu == 4);
+    CHECK(back->gpu_index() == 0);
     CHECK(back->gpu == 1);
     CHECK(back->roles == id.roles);
     CHECK(back->groups == id.groups);
@@ -42,9 +47,12 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE("runtime.identity.malformed_env_is_a_config_error") {
-    setenv("GMI_RANK", "x", 1);
-    CHECK_THROWS_WITH_AS((void)gmi::runtime::this_gmi(), "GMI_RANK: got \"x\", need an integer", gmi::config_error);
-    unsetenv("GMI_RANK");
+    setenv("GMI_IDENTITY", "x", 1);
+    CHECK_THROWS_WITH_AS((void)gmi::runtime::this_gmi(), "GMI_IDENTITY: got \"x\", need a JSON object set by the gmi launcher",
+                         gmi::config_error);
+    setenv("GMI_IDENTITY", R"({"rank": "three"})", 1);
+    CHECK_THROWS_WITH_AS((void)gmi::runtime::this_gmi(), doctest::Contains("GMI_IDENTITY.rank: got"), gmi::config_error);
+    unsetenv("GMI_IDENTITY");
   }
 
   TEST_CASE("runtime.segment.stale_segments_are_removed") {

@@ -38,7 +38,7 @@ static_assert(std::is_trivially_copyable_v<ipc_event_handle>);
 // whole allocation; allocate shared buffers on their own, in 2 MiB multiples, so nothing else leaks out).
 inline ipc_buffer_handle export_buffer(const void* base, std::size_t bytes) {
   using range_fn = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
-  static const auto get_range = cuda::detail::driver_entry<range_fn>("cuMemGetAddressRange");
+  static const auto get_range = cuda::driver_entry<range_fn>("cuMemGetAddressRange");
   if (get_range) {
     CUdeviceptr start = 0;
     std::size_t size = 0;

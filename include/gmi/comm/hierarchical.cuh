@@ -36,7 +36,7 @@
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/event.hpp>
 #include <gmi/cuda/graph.hpp>
-#include <gmi/cuda/row_exchange.hpp>
+#include <gmi/comm/row_exchange.hpp>
 #include <gmi/cuda/stream.hpp>
 
 namespace gmi::comm {
@@ -181,8 +181,8 @@ struct stream_memops {
   wait_fn wait = nullptr;
   write_fn write = nullptr;
   static const stream_memops& get() {
-    static const stream_memops m{cuda::detail::driver_entry<wait_fn>("cuStreamWaitValue32"),
-                                 cuda::detail::driver_entry<write_fn>("cuStreamWriteValue32")};
+    static const stream_memops m{cuda::driver_entry<wait_fn>("cuStreamWaitValue32"),
+                                 cuda::driver_entry<write_fn>("cuStreamWriteValue32")};
     return m;
   }
   [[nodiscard]] bool available() const noexcept { return wait && write; }
@@ -346,7 +346,7 @@ class hierarchical_allreduce {
   // comes from this GMI's device counter, so every replay is a new call; tell replayed() after each launch.
   void allreduce(cudaStream_t stream) {
     const auto t0 = clock::now();
-    const bool captured = cuda::detail::is_capturing(stream);
+    const bool captured = cuda::is_capturing(stream);
     if (captured && !replayable()) {
       throw config_error(got_need("hierarchical allreduce captured into a CUDA graph on " + segment_.name(),
                                   o_.blocking ? "a blocking call" : "a handshake with host waits",
@@ -366,14 +366,14 @@ class hierarchical_allreduce {
     }
   }
 
-  // A kernel's way to sum this GMI's buffer over the GPU's GMIs from inside the kernel (cuda/row_exchange.cuh):
+  // A kernel's way to sum this GMI's buffer over the GPU's GMIs from inside the kernel (comm/row_exchange.cuh):
   // every GMI's buffer, the group's flags and a call counter of this GMI's own. There is one with the kernel
   // handshake (MPS GMIs), or with one GMI per GPU; none otherwise (threads of one process may share a hardware
   // queue). With several GPUs there is one only with `across`, the level where the GPUs' sums meet (built on
   // every GMI of the host over this buffer's size), since the GPU's sum alone is not the group's. The exchange
   // and allreduce calls use separate flags and may alternate; a stalled exchange shows up at replayed() and
   // wait(), or with `across` at its check().
-  [[nodiscard]] std::optional<cuda::row_exchange> row_exchange(const row_exchange_across_gpus* across = nullptr) {
+  [[nodiscard]] std::optional<comm::row_exchange> row_exchange(const row_exchange_across_gpus* across = nullptr) {
     const bool several_gpus = leaders_ != nullptr || c()->across_gpus != 0;
     if (several_gpus != (across != nullptr)) return std::nullopt;
     const bool alone = o_.local_size == 1;
@@ -384,8 +384,8 @@ class hierarchical_allreduce {
       exchange_counter_->fill_bytes(0, nullptr);
       GMI_CUDA_TRY(cudaDeviceSynchronize());
     }
-    static_assert(cuda::row_exchange::max_members == max_local_gmis);
-    cuda::row_exchange x;
+    static_assert(comm::row_exchange::max_members == max_local_gmis);
+    comm::row_exchange x;
     if (alone) x.rows[0] = buffer_;
     for (std::size_t k = 0; k < peer_rows_.size(); ++k) x.rows[k] = peer_rows_[k];
     x.count = count_;

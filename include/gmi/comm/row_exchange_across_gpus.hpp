@@ -1,5 +1,5 @@
 #pragma once
-// comm::row_exchange_across_gpus: the second level of a row exchange (cuda::row_exchange), where the GPUs of one
+// comm::row_exchange_across_gpus: the second level of a row exchange (comm::row_exchange), where the GPUs of one
 // host meet inside their step kernels with no NCCL call between the steps. Each GPU has an inbox: per GPU, two
 // slots of `count` tagged entries (a float and its call's generation in one 64-bit word; calls alternate between
 // the slots). The inboxes live
@@ -36,7 +36,7 @@
 #include <gmi/comm/wait.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/check.hpp>
-#include <gmi/cuda/row_exchange.hpp>
+#include <gmi/comm/row_exchange.hpp>
 
 namespace gmi::comm {
 
@@ -55,7 +55,7 @@ struct row_exchange_across_gpus_options {
   std::string tag;        // the same on every GMI of the run's host, unique per run
   int rank = 0;           // this GMI among every GMI of the host (0 creates the segment)
   int gpu = 0;            // this GMI's GPU among the host's GPUs
-  int gpus = 2;           // GPUs taking part (2 .. cuda::row_exchange::max_gpus)
+  int gpus = 2;           // GPUs taking part (2 .. comm::row_exchange::max_gpus)
   int world = 2;          // GMIs over every GPU (equal on each GPU)
   std::size_t count = 0;  // floats in a row
   inbox_memory memory = inbox_memory::automatic;  // every GMI must ask for the same
@@ -71,8 +71,8 @@ struct across_control {
   std::atomic<std::uint32_t> voted;       // GMIs that said whether they reach every other device
   std::atomic<std::uint32_t> cannot;      // of those, the ones that do not
   std::atomic<std::uint32_t> decided;     // 0 until GMI 0 decides; then 1 + inbox_memory
-  std::atomic<std::uint32_t> inbox_ready[cuda::row_exchange::max_gpus];
-  ipc_buffer_handle inbox[cuda::row_exchange::max_gpus];
+  std::atomic<std::uint32_t> inbox_ready[comm::row_exchange::max_gpus];
+  ipc_buffer_handle inbox[comm::row_exchange::max_gpus];
   std::atomic<std::uint32_t> let_go;      // GMIs that no longer map any other GMI's inbox
 };
 // An inbox: 2 x gpus slots of tagged entries (8 bytes each).
@@ -107,8 +107,8 @@ inline bool reaches_every_device() {
 class row_exchange_across_gpus {
  public:
   explicit row_exchange_across_gpus(row_exchange_across_gpus_options o) : o_(std::move(o)) {
-    require(o_.gpus >= 2 && o_.gpus <= cuda::row_exchange::max_gpus, "row exchange across GPUs: gpus", o_.gpus,
-            "2.." + std::to_string(cuda::row_exchange::max_gpus));
+    require(o_.gpus >= 2 && o_.gpus <= comm::row_exchange::max_gpus, "row exchange across GPUs: gpus", o_.gpus,
+            "2.." + std::to_string(comm::row_exchange::max_gpus));
     require(o_.world >= o_.gpus && o_.world <= max_group_ranks && o_.world % o_.gpus == 0,
             "row exchange across GPUs: GMIs", o_.world,
             "a multiple of " + std::to_string(o_.gpus) + " GPUs, at most " + std::to_string(max_group_ranks));
@@ -154,7 +154,7 @@ class row_exchange_across_gpus {
   // Adds this level to x, a row exchange among the members of this GMI's GPU over rows of count() floats. The
   // stall word becomes this level's (one word for every GMI of the host); with one GMI per GPU it is also the
   // abort word the waits watch.
-  void attach(cuda::row_exchange& x) const {
+  void attach(comm::row_exchange& x) const {
     require(x.count == o_.count, "row exchange across GPUs: floats in the GPU's rows", x.count,
             std::to_string(o_.count) + " as in " + segment_.name());
     require(x.size == per_gpu(), "row exchange across GPUs: members on GPU " + std::to_string(o_.gpu), x.size,
@@ -334,7 +334,7 @@ class row_exchange_across_gpus {
   void* own_ = nullptr;                // on each GPU's first GMI: that GPU's inbox or relay (cudaMalloc)
   void* relay_ = nullptr;              // host, several GMIs a GPU: this GPU's relay (own_ or mapped)
   std::vector<ipc_mapping> mappings_;  // peer_to_peer: the other inboxes; host: this GPU's relay
-  void* inbox_[cuda::row_exchange::max_gpus] = {};
+  void* inbox_[comm::row_exchange::max_gpus] = {};
   std::uint64_t checks_ = 0;
 };
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace gmi::detail {
+namespace gmi {
 
 inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
   std::uint64_t h = 0xcbf29ce484222325ull;
@@ -14,4 +14,4 @@ inline std::uint64_t fnv1a(const void* data, std::size_t bytes) {
   return h;
 }
 
-}  // namespace gmi::detail
+}  // namespace gmi

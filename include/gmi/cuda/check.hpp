@@ -41,6 +41,10 @@ inline std::string driver_error_text(CUresult r) {
 
 }  // namespace gmi::cuda::detail
 
+namespace gmi::cuda {
+using detail::driver_entry;  // driver API entry points for the layers that need one (partition, comm)
+}  // namespace gmi::cuda
+
 namespace gmi::detail {
 
 inline void check_call(cudaError_t e, const char* expr, std::source_location where) {

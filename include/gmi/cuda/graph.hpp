@@ -29,6 +29,7 @@ inline bool is_capturing(cudaStream_t s) {
   return st != cudaStreamCaptureStatusNone;
 }
 }  // namespace detail
+using detail::is_capturing;  // also comm::hierarchical_allreduce's question
 
 // An owned cudaGraph_t (a captured or built graph, not yet executable).
 class graph {

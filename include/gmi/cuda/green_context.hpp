@@ -213,6 +213,10 @@ inline status check_split(const device_sm& d, int groups, int min_sms, unsigned 
 }
 
 }  // namespace detail
+// Shared with partition::green_context and plan::explore: whether green contexts work here, the SM slice step.
+using detail::green_available;
+using detail::slice_granularity;
+using detail::try_query_sm;
 
 // The SM resource of `device` (throws cuda_error without a driver or device, config_error for a bad ordinal).
 [[nodiscard]] inline sm_resource query_sm_resource(int device,

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include <gmi/exec/detail/thread_pool.hpp>
+#include <gmi/exec/thread_pool.hpp>
 #include <gmi/exec/policy.hpp>
 
 namespace gmi::exec {

@@ -116,6 +116,7 @@ __global__ static void adam_finalize_kernel(const double* GMI_RESTRICT partials,
 }
 
 }  // namespace detail
+using detail::adam_fused_block;  // the block size a kernel that fuses Adam into its own must launch with
 
 // One Adam step done by a whole block of adam_fused_block threads (n <= adam_fused_max), so that a kernel which
 // computes the gradient row may end in the step: adam<exec::cuda>::block_step() gives one.

@@ -13,7 +13,7 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/core/status.hpp>
-#include <gmi/exec/detail/thread_pool.hpp>
+#include <gmi/exec/thread_pool.hpp>
 #include <gmi/exec/policy.hpp>
 #include <gmi/partition/none.hpp>
 
@@ -89,7 +89,7 @@ struct cpu_cores {
         throw gmi::config_error(gmi::got_need("cpu_cores binding", "core set of " + std::to_string(cores_.size()),
                                               "cores this process may use (pthread_setaffinity_np failed)"));
       }
-      pool_ = std::make_shared<gmi::exec::detail::thread_pool>(
+      pool_ = std::make_shared<gmi::exec::thread_pool>(
           static_cast<unsigned>(cores_.size() > 1 ? cores_.size() - 1 : 1));  // 0 would mean "every core"
       policy_.threads = static_cast<unsigned>(cores_.size());
       policy_.pool = pool_;
@@ -108,7 +108,7 @@ struct cpu_cores {
    private:
     std::vector<int> cores_;
     cpu_set_t previous_{};
-    std::shared_ptr<gmi::exec::detail::thread_pool> pool_;
+    std::shared_ptr<gmi::exec::thread_pool> pool_;
     gmi::exec::host policy_;
   };
 };

@@ -30,7 +30,7 @@ struct green_context {
   // The largest slice size (a multiple of the device's step) that `groups` slices of `device` can have;
   // 0 when none (the status then says why).
   static int largest_slice(int device, int groups, gmi::status* why = nullptr) {
-    auto r = gmi::cuda::detail::try_query_sm(device);
+    auto r = gmi::cuda::try_query_sm(device);
     if (!r) {
       if (why) *why = r.error();
       return 0;
@@ -60,7 +60,7 @@ struct green_context {
       if (c.gmis_per_gpu < 1) return gmi::status::invalid(gmi::got_need("gmis_per_gpu", c.gmis_per_gpu, ">= 1"));
       if (c.gpus.empty()) return gmi::status::invalid(gmi::got_need("gpus", "none", "at least one GPU"));
       for (int g : c.gpus) {
-        if (gmi::status st = gmi::cuda::detail::green_available(g); !st) return st;
+        if (gmi::status st = gmi::cuda::green_available(g); !st) return st;
         if (c.sms_per_gmi > 0) {
           if (gmi::status st = gmi::cuda::can_split(g, c.gmis_per_gpu, c.sms_per_gmi); !st) return st;
         } else {

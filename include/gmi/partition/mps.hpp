@@ -366,8 +366,8 @@ struct mps {
     client_state s;
     using attr_fn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
     using init_fn = CUresult (*)(unsigned);
-    const auto init = gmi::cuda::detail::driver_entry<init_fn>("cuInit");
-    const auto get_attr = gmi::cuda::detail::driver_entry<attr_fn>("cuDeviceGetAttribute");
+    const auto init = gmi::cuda::driver_entry<init_fn>("cuInit");
+    const auto get_attr = gmi::cuda::driver_entry<attr_fn>("cuDeviceGetAttribute");
     if (!init || !get_attr) throw gmi::error("MPS check: no CUDA driver (cuDeviceGetAttribute not found)");
     GMI_CUDA_TRY(init(0));
     GMI_CUDA_TRY(cudaFree(nullptr));  // create the context: the MPS connection happens here

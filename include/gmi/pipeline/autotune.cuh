@@ -5,8 +5,8 @@
 // steps/s; colocated: synchronous PPO's training samples/s, from the first group step on) and the largest GMI's
 // device memory (what it allocated through cuda::device_buffer: CUDA contexts and library workspaces are not
 // counted). The explorer's plan is printed, optionally saved (--save-plan) and then run on every GPU of the run;
-// --plan runs a saved plan after checking it was made for this machine and with trials of this layout. Also
-// here: the work one serving GMI does (serving_gmi_work), used by the serving layout and by its trials alike.
+// --plan runs a saved plan after checking it was made for this machine and with trials of this layout. The trials
+// run the layouts' own runs (run_serving.cuh, run_colocated.cuh, run_split.cuh) quietly.
 //
 // GMI processes (MPS, MIG) re-run the binary with the launcher's flags; the candidate they belong to travels in
 // their environment (pipeline/chosen_env.hpp).
@@ -27,10 +27,11 @@
 #include <gmi/layout/layouts.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/chosen_env.hpp>
-#include <gmi/pipeline/colocated_gmis.cuh>
+#include <gmi/pipeline/run_colocated.cuh>
+#include <gmi/pipeline/run_serving.cuh>
+#include <gmi/pipeline/run_split.cuh>
+#include <gmi/pipeline/train_config.hpp>
 #include <gmi/pipeline/run_options.hpp>
-#include <gmi/pipeline/serving_gmis.hpp>
-#include <gmi/pipeline/split_gmis.cuh>
 #include <gmi/plan/explorer.hpp>
 #include <gmi/plan/plan.hpp>
 #include <gmi/plan/topology.hpp>
@@ -39,33 +40,16 @@
 
 namespace gmi {
 
-// What one serving GMI does: build the pipeline's engine with o.num_envs environments (seed per rank) on the
-// GMI's stream, then serve_and_report.
-template <class Pipeline>
-runtime::gmi_work serving_gmi_work(const run_options& o) {
-  return [o](runtime::context& ctx, runtime::binding& b) {
-    using Env = typename Pipeline::env;
-    using engine = typename Pipeline::template engine<exec::cuda>;
-    runtime::trace(ctx.id(), "building the engine (" + std::to_string(o.num_envs) + " envs)");
-    engine e(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), o.ppo, typename Env::params{},
-             exec::cuda{.stream = b.stream()});
-    runtime::trace(ctx.id(), "engine built");
-    serve_and_report(ctx, b, e, o.serve_seconds, o.serve_steps_per_launch, &detail::stop_signal, 1, o.quiet);
-  };
-}
-
-namespace detail {
-// run.cuh: synchronous PPO over the GMIs of cfg (the colocated layout), and the split layout; with `trial`, quiet,
-// the totals into *trial.
-template <class Pipeline>
-int train_on_gmis(const run_options& o, const runtime::gmis_config& cfg, gmi_training_total* trial = nullptr);
-template <class Pipeline>
-int split_on_gmis(const run_options& o, const runtime::gmis_config& cfg, split_total* trial = nullptr);
-}  // namespace detail
-
-// A pipeline's roles in the split layout (the mapping's other side).
+// A pipeline's roles in the split layout (the mapping's other side), and its config for them.
 template <class Pipeline>
 using split_of = typename Pipeline::template with_layout<layout::split>;
+template <class Pipeline>
+train_config<split_of<Pipeline>> as_split(const train_config<Pipeline>& o) {
+  train_config<split_of<Pipeline>> s;
+  static_cast<run_options&>(s) = o;
+  s.env = o.env;
+  return s;
+}
 
 // Runs one trial: the GMIs of candidate `c` on GPU o.gpu (their processes get the candidate through `env`), and
 // `measure(cfg)`, which runs the layout and returns {throughput, peak bytes of one GMI}. Never throws: a refused
@@ -89,8 +73,10 @@ plan::trial_result run_trial(const run_options& o, const plan::candidate& c, run
 }
 
 // The run's options for a training trial of candidate c (the launcher's side of make_training_trial).
-inline run_options training_trial_options(const run_options& o, const plan::candidate& c, double seconds, bool split) {
-  run_options t = o;
+template <class Pipeline>
+train_config<Pipeline> training_trial_options(const train_config<Pipeline>& o, const plan::candidate& c, double seconds,
+                                              bool split) {
+  train_config<Pipeline> t = o;
   t.partition = c.partition;
   t.gmis_per_gpu = c.gmis_per_gpu;
   t.num_envs = c.envs_per_gmi;
@@ -101,14 +87,14 @@ inline run_options training_trial_options(const run_options& o, const plan::cand
 
 // One trial of Algorithm 1: `c` serving on GPU o.gpu for `seconds`: the GPU's total steps/s.
 template <class Pipeline>
-plan::trial_result serving_trial(const run_options& o, const plan::candidate& c, double seconds) {
-  run_options t = o;
+plan::trial_result serving_trial(const train_config<Pipeline>& o, const plan::candidate& c, double seconds) {
+  train_config<Pipeline> t = o;
   t.num_envs = c.envs_per_gmi;
   t.serve_seconds = seconds;
   t.quiet = true;
   return run_trial(o, c, chosen_env(c, seconds, true),
                    [&](const runtime::gmis_config& cfg) -> std::optional<std::pair<double, std::uint64_t>> {
-                     const auto outcome = runtime::run_gmis(cfg, serving_gmi_work<Pipeline>(t));
+                     const auto outcome = runtime::run_gmis(cfg, detail::serving_gmi_work<Pipeline>(t));
                      if (!outcome.report) return std::nullopt;
                      const gmi_serving_total total = collect_serving(*outcome.report);
                      return std::pair{total.steps_per_s, total.max_device_bytes};
@@ -118,8 +104,8 @@ plan::trial_result serving_trial(const run_options& o, const plan::candidate& c,
 // One training trial: `c` trains (the colocated layout, synchronous PPO) on GPU o.gpu for about `seconds` after
 // its first group step: the GPU's training samples/s over that window.
 template <class Pipeline>
-plan::trial_result training_trial(const run_options& o, const plan::candidate& c, double seconds) {
-  const run_options t = training_trial_options(o, c, seconds, false);
+plan::trial_result training_trial(const train_config<Pipeline>& o, const plan::candidate& c, double seconds) {
+  const train_config<Pipeline> t = training_trial_options(o, c, seconds, false);
   return run_trial(o, c, chosen_env(c, seconds, true, true),
                    [&](const runtime::gmis_config& cfg) -> std::optional<std::pair<double, std::uint64_t>> {
                      gmi_training_total total;
@@ -133,8 +119,8 @@ plan::trial_result training_trial(const run_options& o, const plan::candidate& c
 // GMIs of c.envs_per_gmi environments, asynchronous PPO with V-trace) for about `seconds` after the trainer's first
 // update: the trainer's samples/s over that window (samples trained, not served).
 template <class Pipeline>
-plan::trial_result split_trial(const run_options& o, const plan::candidate& c, double seconds) {
-  const run_options t = training_trial_options(o, c, seconds, true);
+plan::trial_result split_trial(const train_config<Pipeline>& o, const plan::candidate& c, double seconds) {
+  const train_config<split_of<Pipeline>> t = as_split(training_trial_options(o, c, seconds, true));
   return run_trial(o, c, chosen_env(c, seconds, true, true, true),
                    [&](const runtime::gmis_config& cfg) -> std::optional<std::pair<double, std::uint64_t>> {
                      split_total total;
@@ -151,7 +137,7 @@ plan::trial_result split_trial(const run_options& o, const plan::candidate& c, d
 // line per trial and the decision; leaves the mapping "not measured" (and says why) when no split trial ran or
 // the budget is spent.
 template <class Pipeline>
-void measure_mapping(const run_options& o, plan::plan& p, double seconds, double estimated_trial_seconds) {
+void measure_mapping(const train_config<Pipeline>& o, plan::plan& p, double seconds, double estimated_trial_seconds) {
   std::optional<plan::candidate> best;
   double best_rate = 0;
   std::string why_none = "no split trial: --autotune-max-gmis " + std::to_string(o.autotune.max_gmis_per_gpu) + " < 2";
@@ -238,7 +224,7 @@ void check_plan_flags(const run_options& o) {
 // prints a line per trial and the choice, saves the plan when asked. Throws config_error for bad options or a
 // budget too small for one trial.
 template <class Pipeline>
-plan::plan autotune(const run_options& o) {
+plan::plan autotune(const train_config<Pipeline>& o) {
   constexpr bool trains = Pipeline::layout_type::trains;
   static_assert(!std::is_same_v<typename Pipeline::layout_type, layout::split>,
                 "autotune: trials measure the serving or the colocated layout");

@@ -1,14 +1,17 @@
 #pragma once
 // The candidate a GMI process belongs to, through its environment: a launcher running an autotune trial or a
-// planned run (pipeline/autotune.cuh, run.cuh) sets GMI_CHOSEN_PARTITION, GMI_CHOSEN_GMIS, GMI_CHOSEN_ENVS,
-// GMI_CHOSEN_SECONDS, GMI_CHOSEN_QUIET and, for a training trial, GMI_CHOSEN_TRIAL=1, for the split layout
-// GMI_CHOSEN_LAYOUT=split; the GMI process re-runs the binary with the launcher's flags and takes these over them
-// (apply_chosen_from_env). What a training trial changes in the options is here too, for both sides alike.
+// planned run (autotune.cuh, resolve.cuh) sets GMI_CHOSEN (JSON: partition, GMIs per GPU, envs per GMI, seconds,
+// quiet, whether a training trial, whether the roles run split); the GMI process re-runs the binary with the
+// launcher's flags and takes these over them (apply_chosen_from_env). What a training trial changes in the
+// options is here too, for both sides alike.
 
 #include <cstdlib>
 #include <limits>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include <gmi/core/error.hpp>
 #include <gmi/pipeline/run_options.hpp>
 #include <gmi/plan/profiler.hpp>
 #include <gmi/runtime/launcher.hpp>
@@ -34,32 +37,43 @@ inline void make_training_trial(run_options& o, double seconds) {
   o.population = false;
 }
 
+inline constexpr const char* chosen_variable = "GMI_CHOSEN";
+
 // The candidate a GMI process belongs to (set by the launcher of a trial or of a planned run).
 inline runtime::env_list chosen_env(const plan::candidate& c, double seconds, bool quiet = false,
                                     bool training_trial = false, bool split_roles = false) {
-  runtime::env_list vars = {{"GMI_CHOSEN_PARTITION", c.partition},
-                            {"GMI_CHOSEN_GMIS", std::to_string(c.gmis_per_gpu)},
-                            {"GMI_CHOSEN_ENVS", std::to_string(c.envs_per_gmi)},
-                            {"GMI_CHOSEN_SECONDS", std::to_string(seconds)},
-                            {"GMI_CHOSEN_QUIET", quiet ? "1" : "0"}};
-  if (training_trial) vars.emplace_back("GMI_CHOSEN_TRIAL", "1");
-  if (split_roles) vars.emplace_back("GMI_CHOSEN_LAYOUT", "split");
-  return vars;
+  const nlohmann::json j = {{"partition", c.partition}, {"gmis_per_gpu", c.gmis_per_gpu},
+                            {"envs_per_gmi", c.envs_per_gmi}, {"seconds", seconds},
+                            {"quiet", quiet}, {"training_trial", training_trial}, {"split_roles", split_roles}};
+  return {{chosen_variable, j.dump()}};
 }
-// In a GMI process: takes the launcher's candidate over the flags (returns false when there is none).
+// In a GMI process: takes the launcher's candidate over the flags (returns false when there is none). Throws
+// config_error naming the field when GMI_CHOSEN is malformed.
 inline bool apply_chosen_from_env(run_options& o) {
-  const char* p = std::getenv("GMI_CHOSEN_PARTITION");
-  const char* k = std::getenv("GMI_CHOSEN_GMIS");
-  const char* n = std::getenv("GMI_CHOSEN_ENVS");
-  const char* s = std::getenv("GMI_CHOSEN_SECONDS");
-  if (!p || !k || !n || !s) return false;
-  o.partition = p;
-  o.gmis_per_gpu = std::atoi(k);
-  o.num_envs = std::atoi(n);
-  o.serve_seconds = std::atof(s);
-  if (const char* q = std::getenv("GMI_CHOSEN_QUIET"); q && std::string(q) == "1") o.quiet = true;
-  if (const char* t = std::getenv("GMI_CHOSEN_TRIAL"); t && std::string(t) == "1") make_training_trial(o, o.serve_seconds);
-  if (const char* l = std::getenv("GMI_CHOSEN_LAYOUT"); l && std::string(l) == "split") o.split_roles = true;
+  const char* text = std::getenv(chosen_variable);
+  if (!text) return false;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  const std::string what = chosen_variable;
+  if (!j.is_object()) throw gmi::config_error(gmi::got_need(what, text, "a JSON object set by the gmi launcher"));
+  auto field = [&](const char* key, auto& out) {
+    try {
+      out = j.at(key).get<std::remove_reference_t<decltype(out)>>();
+    } catch (const nlohmann::json::exception&) {
+      throw gmi::config_error(gmi::got_need(what + "." + key, j.contains(key) ? j[key].dump() : "<missing>",
+                                            "the value the gmi launcher sets"));
+    }
+  };
+  bool quiet = false, trial = false, split = false;
+  field("partition", o.partition);
+  field("gmis_per_gpu", o.gmis_per_gpu);
+  field("envs_per_gmi", o.num_envs);
+  field("seconds", o.serve_seconds);
+  field("quiet", quiet);
+  field("training_trial", trial);
+  field("split_roles", split);
+  if (quiet) o.quiet = true;
+  if (trial) make_training_trial(o, o.serve_seconds);
+  if (split) o.split_roles = true;
   o.autotune.on = false;
   o.autotune.plan_path.clear();
   return true;

@@ -34,7 +34,7 @@
 #include <gmi/core/error.hpp>
 #include <gmi/core/hash.hpp>
 #include <gmi/cuda/buffer.hpp>
-#include <gmi/cuda/comm_clock.cuh>
+#include <gmi/comm/comm_clock.cuh>
 #include <gmi/cuda/graph.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/training_totals.hpp>
@@ -123,7 +123,7 @@ class gmi_gradient_sync {
   // The path in use ("hierarchical" or "cpu_staged"), with the measured times when it was chosen automatically.
   [[nodiscard]] const std::string& description() const noexcept { return chosen_; }
   // With a clock: seconds in the gradient sums so far, once the work on `stream` is done (waits for it): the
-  // device's spans from each sum's start to its end on the stream (cuda::comm_clock) or, fused, the step kernels'
+  // device's spans from each sum's start to its end on the stream (comm::comm_clock) or, fused, the step kernels'
   // waits on the group's rows (the statistics gathered through the exchange included); the CPU-staged path's host
   // time. NaN without a clock.
   [[nodiscard]] double comm_seconds(cudaStream_t stream) const {
@@ -137,8 +137,8 @@ class gmi_gradient_sync {
 
  private:
   void build_hierarchical(const runtime::gmis_config& cfg) {
-    const int gpus = ctx_.world() / cfg.gmis_per_gpu;  // from the identity: a GMI process's config sees one device
-    const int gpu_index = ctx_.rank() / cfg.gmis_per_gpu;
+    const int gpus = ctx_.id().gpus;  // a GMI process's config sees one device: the run's shape is the identity's
+    const int gpu_index = ctx_.id().gpu_index();
     const bool leader = ctx_.slice() == 0;
     const comm::milliseconds timeout = ctx_.timeout();
     if (gpus > 1 && leader) {  // NCCL among the GPUs' leaders; the id goes through shared memory
@@ -150,7 +150,7 @@ class gmi_gradient_sync {
     comm::hierarchical_options o;
     o.tag = ctx_.id().run_id + "-grad-g" + std::to_string(gpu_index);
     o.local_rank = ctx_.slice();
-    o.local_size = cfg.gmis_per_gpu;
+    o.local_size = ctx_.id().gmis_per_gpu;
     o.mode = cfg.processes() ? comm::sharing::ipc : comm::sharing::in_process;
     o.timeout = timeout;
     o.blocking = false;  // Adam follows on the same stream
@@ -166,17 +166,17 @@ class gmi_gradient_sync {
   // against 53.0 M samples/s, 1 GMI x 4096 a GPU; bench/results/runs/2026-11-21-h200x2-exchange-across-host-6120d6f.jsonl).
   // Every GMI takes the same branch.
   void build_exchange(const runtime::gmis_config& cfg) {
-    const int gpus = ctx_.world() / cfg.gmis_per_gpu;
+    const int gpus = ctx_.id().gpus;
     if (gpus == 1) {
       exchange_ = reduce_->row_exchange();
       if (exchange_ && clock_) exchange_->wait_ns = clock_->total();
       return;
     }
-    if (!cfg.processes() || gpus > cuda::row_exchange::max_gpus) return;  // graph: NCCL between the steps
+    if (!cfg.processes() || gpus > comm::row_exchange::max_gpus) return;  // graph: NCCL between the steps
     comm::row_exchange_across_gpus_options o;
     o.tag = ctx_.id().run_id + "-grad-across";
     o.rank = ctx_.rank();
-    o.gpu = ctx_.rank() / cfg.gmis_per_gpu;
+    o.gpu = ctx_.id().gpu_index();
     o.gpus = gpus;
     o.world = ctx_.world();
     o.count = count_;
@@ -294,9 +294,9 @@ class gmi_gradient_sync {
   std::optional<comm::ip_allreduce> ip_;
   bool use_ip_ = false;
   bool graph_update_ = false;
-  std::optional<cuda::row_exchange> exchange_;  // the hook's row exchange ("fused": MPS GMIs, one host)
+  std::optional<comm::row_exchange> exchange_;  // the hook's row exchange ("fused": MPS GMIs, one host)
   std::string chosen_;
-  std::optional<cuda::comm_clock> clock_;
+  std::optional<comm::comm_clock> clock_;
   double staged_seconds_ = 0;      // the CPU-staged sums' host time (clocked)
   double host_sync_seconds_ = 0;
 };

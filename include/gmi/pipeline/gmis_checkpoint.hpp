@@ -6,7 +6,7 @@
 //   PATH                   manifest {"format": "gmi checkpoint manifest", "version": 1, "world", "gmis_per_gpu",
 //                          "gpus", "iteration", "env_steps", "num_envs", "task", "run_id", "git",
 //                          "files": [{"rank", "file", "bytes", "crc32c"}...]}; file names relative to PATH's folder
-//   PATH.iter<N>.gmi<r>    rank r's trainer state at iteration N (rl::save: CRC-32C at its end, atomic write)
+//   PATH.iter<N>.gmi<r>    rank r's trainer state at iteration N (io::save: CRC-32C at its end, atomic write)
 //
 // What is per GMI and what is shared: the weights, Adam moments and step, learning rate and the normalizers are
 // the group's (identical on every GMI: rl::ppo_sync keeps them so); environment states, their RNG counters and
@@ -30,8 +30,9 @@
 #include <nlohmann/json.hpp>
 
 #include <gmi/core/error.hpp>
-#include <gmi/rl/checkpoint.hpp>
-#include <gmi/rl/detail/file_io.hpp>
+#include <gmi/io/gmi_file.hpp>
+#include <gmi/io/safetensors.hpp>
+#include <gmi/io/file_io.hpp>
 #include <gmi/runtime/context.hpp>
 
 namespace gmi {
@@ -69,15 +70,9 @@ inline constexpr int manifest_version = 1;
   gmis_manifest_file f;
   f.rank = rank;
   f.file = file.filename().string();
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw gmi::error(rl::detail::file_label("checkpoint", file) + ": cannot open after saving it");
-  const off_t end = ::lseek(fd, 0, SEEK_END);
-  std::array<std::byte, 4> tail{};
-  const bool ok = end >= 4 && ::pread(fd, tail.data(), 4, end - 4) == 4;
-  ::close(fd);
-  if (!ok) throw gmi::error(rl::detail::file_label("checkpoint", file) + ": too short after saving it");
-  f.bytes = static_cast<std::uint64_t>(end);
-  f.crc32c = rl::detail::get_u32(tail.data());
+  const io::stored_crc stored = io::read_stored_crc(file);
+  f.bytes = stored.bytes;
+  f.crc32c = stored.crc32c;
   return f;
 }
 
@@ -99,29 +94,29 @@ inline void write_manifest(const gmis_manifest& m, const std::filesystem::path& 
   gmi::require(static_cast<int>(m.files.size()) == m.world, "checkpoint manifest files",
                std::to_string(m.files.size()), "one per GMI (" + std::to_string(m.world) + ")");
   const std::string text = to_json_manifest(m).dump(1) + "\n";
-  rl::detail::atomic_file_writer out(path, "checkpoint manifest");
+  gmi::io::atomic_file_writer out(path, "checkpoint manifest");
   out.write(text.data(), text.size());
   out.commit();
 }
 
-// True when `path` starts like a single-GMI .gmi checkpoint (rl::save) rather than a manifest.
+// True when `path` starts like a single-GMI .gmi checkpoint (io::save) rather than a manifest.
 [[nodiscard]] inline bool is_single_checkpoint(const std::filesystem::path& path) {
   std::array<char, 8> head{};
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   const bool got = ::read(fd, head.data(), head.size()) == static_cast<ssize_t>(head.size());
   ::close(fd);
-  return got && head == rl::checkpoint_magic;
+  return got && head == io::checkpoint_magic;
 }
 
 // Reads and checks a manifest's structure; config_error naming the file and the problem.
 [[nodiscard]] inline gmis_manifest read_manifest(const std::filesystem::path& path) {
-  const auto label = rl::detail::file_label("checkpoint manifest", path);
+  const auto label = gmi::io::file_label("checkpoint manifest", path);
   if (is_single_checkpoint(path)) {
     throw config_error(label + ": got a checkpoint of 1 GMI (saved by a run on one GMI), need a manifest of a run "
                                "over GMIs (--checkpoint of a run with several GMIs)");
   }
-  const std::vector<std::byte> bytes = rl::detail::read_file(path, "checkpoint manifest");
+  const std::vector<std::byte> bytes = gmi::io::read_file(path, "checkpoint manifest");
   gmis_manifest m;
   try {
     const auto j = nlohmann::json::parse(reinterpret_cast<const char*>(bytes.data()),
@@ -182,7 +177,7 @@ inline void check_complete(const gmis_manifest& m, const std::filesystem::path& 
     const auto& want = m.files[static_cast<std::size_t>(r)];
     std::error_code ec;
     if (!std::filesystem::is_regular_file(file, ec)) {
-      throw config_error(rl::detail::file_label("checkpoint manifest", path) + ": GMI " + std::to_string(r) +
+      throw config_error(gmi::io::file_label("checkpoint manifest", path) + ": GMI " + std::to_string(r) +
                          "'s file " + want.file + " is missing; the checkpoint is incomplete");
     }
     const gmis_manifest_file got = describe_saved(file, r);
@@ -192,7 +187,7 @@ inline void check_complete(const gmis_manifest& m, const std::filesystem::path& 
       char need[96];
       std::snprintf(need, sizeof need, "%llu bytes, CRC %08x as the manifest says",
                     static_cast<unsigned long long>(want.bytes), want.crc32c);
-      throw config_error(rl::detail::file_label("checkpoint manifest", path) + ": GMI " + std::to_string(r) + "'s file " +
+      throw config_error(gmi::io::file_label("checkpoint manifest", path) + ": GMI " + std::to_string(r) + "'s file " +
                          want.file + ": got " + text + ", need " + need + "; the checkpoint is torn");
     }
   }
@@ -272,11 +267,11 @@ std::optional<gmis_manifest> save_gmis_checkpoint(runtime::context& ctx, Trainer
   std::vector<double> sizes(2 * static_cast<std::size_t>(world) + 1, 0.0);  // per rank: bytes, CRC; then failures
   std::string failed;
   try {
-    rl::checkpoint ck = trainer.save_state();
+    io::checkpoint ck = trainer.save_state();
     for (const auto& [k, v] : meta.items()) ck.meta[k] = v;
     ck.meta["gmi_rank"] = rank;
     ck.meta["gmi_world"] = world;
-    rl::save(ck, file);
+    io::save(ck, file);
     const gmis_manifest_file d = describe_saved(file, rank);
     sizes[2 * static_cast<std::size_t>(rank)] = static_cast<double>(d.bytes);
     sizes[2 * static_cast<std::size_t>(rank) + 1] = static_cast<double>(d.crc32c);
@@ -321,7 +316,7 @@ std::optional<gmis_manifest> save_gmis_checkpoint(runtime::context& ctx, Trainer
 template <class Trainer>
 std::uint64_t resume_gmi(runtime::context& ctx, Trainer& trainer, const std::filesystem::path& path) {
   const gmis_manifest m = manifest_for_resume(path, ctx.world(), trainer.num_envs());
-  const rl::checkpoint ck = rl::load(file_of(m, path, ctx.rank()));
+  const io::checkpoint ck = io::load(file_of(m, path, ctx.rank()));
   const auto saved_at = ck.meta.value("iteration", std::uint64_t{0});
   gmi::require(saved_at == m.iteration, "checkpoint " + file_of(m, path, ctx.rank()).string() + " iteration",
                saved_at, std::to_string(m.iteration) + " (the manifest's)");

@@ -272,8 +272,7 @@ inline int run_with_restarts(const restart_loop_config& cfg) {
                           {restart_fd_var, std::to_string(status.fd())},
                           {restart_resume_var, resume}};
     if (const char* k = std::getenv(test_kill_var)) env.emplace_back(test_kill_var, k);
-    const pid_t pid = runtime::detail::spawn_process("/proc/self/exe", runtime::detail::own_argv(),
-                                                     runtime::detail::child_environment({&env}));
+    const pid_t pid = runtime::spawn_self(env);
     const auto start = std::chrono::steady_clock::now();
     attempt_end end;
     int forwarded = 0;

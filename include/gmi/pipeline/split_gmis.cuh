@@ -138,7 +138,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   using learner_type = rl::appo_learner<Net, exec::cuda>;
   using record = typename learner_type::record;
   using layout = rl::appo_snapshot_layout<Net>;
-  const int gpu_index = ctx.rank() / (servers + 1);
+  const int gpu_index = ctx.id().gpu_index();
   const cudaStream_t stream = b.stream();
   rl::appo_config cfg = s.appo;
   cfg.rollouts = servers;
@@ -356,20 +356,21 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   GMI_CUDA_TRY(cudaMemcpyAsync(final_weights.data(), snap.data(), layout::size * sizeof(float), cudaMemcpyDeviceToHost,
                                stream));
   learner.synchronize();  // a copy after everything has settled
-  r.weights_hash = detail::fnv1a(final_weights.data(), final_weights.size() * sizeof(float));
+  r.weights_hash = gmi::fnv1a(final_weights.data(), final_weights.size() * sizeof(float));
   return r;
 }
 
 // A serving GMI: act, send, pick up newer weights between rollouts; stop when the trainer says so.
 template <class Env, class Net>
-split_gmi_result split_server(runtime::context& ctx, runtime::binding& b, const split_settings& s, int servers) {
+split_gmi_result split_server(runtime::context& ctx, runtime::binding& b, const split_settings& s, int servers,
+                              const typename Env::params& env_params) {
   using actor_type = rl::appo_actor<Env, Net, exec::cuda>;
   using layout = rl::appo_snapshot_layout<Net>;
-  const int gpu_index = ctx.rank() / (servers + 1);
+  const int gpu_index = ctx.id().gpu_index();
   const cudaStream_t stream = b.stream();
   const rl::ppo_config& p = s.appo.ppo;
   actor_type actor(s.num_envs, s.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), p.horizon, p.gamma,
-                   p.bootstrap_truncation, typename Env::params{}, exec::cuda{.stream = stream});
+                   p.bootstrap_truncation, env_params, exec::cuda{.stream = stream});
   comm::channel_producer producer(detail::split_channel<Net>(ctx, s, gpu_index, servers),
                                   ctx.slice() - 1, stream);
   comm::weights_reader board(detail::split_board<Net>(ctx, gpu_index, servers));
@@ -424,13 +425,13 @@ split_gmi_result split_server(runtime::context& ctx, runtime::binding& b, const 
 
 // The work of every GMI of a split run (runtime::run_gmis).
 template <class Env, class Net>
-auto split_gmi_work(const split_settings& s, int gmis_per_gpu) {
-  return [s, gmis_per_gpu](runtime::context& ctx, runtime::binding& b) {
+auto split_gmi_work(const split_settings& s, int gmis_per_gpu, const typename Env::params& env_params) {
+  return [s, gmis_per_gpu, env_params](runtime::context& ctx, runtime::binding& b) {
     const int servers = gmis_per_gpu - 1;
     runtime::trace(ctx.id(), ctx.slice() == 0 ? "split: trainer" : "split: serving");
-    const int gpus = ctx.world() / gmis_per_gpu;  // from the identity: a GMI process's config sees one device
+    const int gpus = ctx.id().gpus;  // a GMI process's config sees one device: the run's shape is the identity's
     split_gmi_result r = ctx.slice() == 0 ? split_trainer<Env, Net>(ctx, b, s, servers, gpus)
-                                          : split_server<Env, Net>(ctx, b, s, servers);
+                                          : split_server<Env, Net>(ctx, b, s, servers, env_params);
     r.rank = ctx.rank();
     r.gpu = ctx.gpu();
     r.slice = ctx.slice();

@@ -38,7 +38,7 @@ class split_trainer_group {
 
   // A trainer GMI (slice 0) of a run with `gpus` GPUs and `gmis_per_gpu` GMIs each; builds the group's
   // communicator (its id through shared memory; bounded by the run's timeout).
-  split_trainer_group(runtime::context& ctx, int gpus, int gmis_per_gpu) : ctx_(ctx), gpu_(ctx.rank() / gmis_per_gpu) {
+  split_trainer_group(runtime::context& ctx, int gpus, int gmis_per_gpu) : ctx_(ctx), gpu_(ctx.id().gpu_index()) {
     for (int g = 0; g < gpus; ++g) trainers_.push_back(g * gmis_per_gpu);
     nccl_ = comm::shm_bootstrapped_nccl::create(ctx.id().run_id + "-split-nccl", gpus, gpu_, ctx.timeout());
   }

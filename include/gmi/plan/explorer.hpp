@@ -68,7 +68,7 @@ inline constexpr const char* known_partitions = "none, mps, green_context, mig o
   if (partition == gmi::partition::green_context::name) {
     if (t.gpus.empty()) return {0, "green_context: no GPU (" + t.reason + ")"};
     const auto& g = t.gpus[0];
-    const int step = gmi::cuda::detail::slice_granularity(g.cc_major, 0);
+    const int step = gmi::cuda::slice_granularity(g.cc_major, 0);
     return {g.sm_count / step, "green_context: " + std::to_string(g.sm_count) + " SMs in slices of at least " +
                                    std::to_string(step)};
   }

@@ -24,7 +24,7 @@
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/cuda/graph.hpp>
-#include <gmi/cuda/row_exchange.cuh>
+#include <gmi/comm/row_exchange.cuh>
 #include <gmi/exec/cuda.cuh>
 #include <gmi/nn/adam.cuh>
 #include <gmi/nn/normalizer.cuh>
@@ -504,7 +504,7 @@ struct ppo_device_ops {
                                               t.config_.epochs, s);
     a.parts = parts.rows;
     a.part_count = parts.count;
-    ppo_step_kernel<<<1, nn::detail::adam_fused_block, 0, s>>>(a);
+    ppo_step_kernel<<<1, nn::adam_fused_block, 0, s>>>(a);
     GMI_CUDA_TRY(cudaGetLastError());
   }
 
@@ -544,3 +544,14 @@ struct ppo_device_ops {
 };
 
 }  // namespace gmi::rl::detail
+
+namespace gmi::rl {
+
+// How the GPU trainer forms Net's minibatch gradients ("warps", "tiles" or "threads"), for result lines; throws
+// config_error when GMI_PPO_GRADIENT asks for a path Net does not fit.
+template <class Net>
+const char* minibatch_gradient_name() {
+  return detail::gradient_path_name(detail::minibatch_gradient<Net>::chosen_path());
+}
+
+}  // namespace gmi::rl

@@ -29,7 +29,8 @@
 #include <gmi/nn/adam.hpp>
 #include <gmi/nn/mlp.hpp>
 #include <gmi/nn/normalizer.hpp>
-#include <gmi/rl/checkpoint.hpp>
+#include <gmi/io/gmi_file.hpp>
+#include <gmi/io/safetensors.hpp>
 #include <gmi/rl/detail/stats_words.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/ppo_config.hpp>
@@ -323,9 +324,9 @@ class ppo_trainer {
   // The whole training state: weights, Adam, normalizers, every environment's state and RNG counter, the policy's
   // sampling counters and the iteration count. Loading it into a trainer built with the same task, network and
   // num_envs continues the same curve (bit for bit on one backend). Waits for queued work.
-  [[nodiscard]] checkpoint save_state() {
+  [[nodiscard]] io::checkpoint save_state() {
     synchronize();
-    checkpoint ck;
+    io::checkpoint ck;
     ck.meta = {{"format", "gmi ppo trainer"},  {"task", task_name()},       {"obs_dim", obs_dim},
                {"act_dim", act_dim},            {"param_count", param_count}, {"num_envs", n_},
                {"seed", seed_},                 {"iteration", iteration_},    {"horizon", config_.horizon},
@@ -345,7 +346,7 @@ class ppo_trainer {
     return ck;
   }
 
-  void load_state(const checkpoint& ck) {
+  void load_state(const io::checkpoint& ck) {
     auto need = [&](const char* key, auto value, const char* why) {
       if (!ck.meta.contains(key) || ck.meta[key] != nlohmann::json(value)) {
         throw gmi::config_error(std::string("checkpoint ") + key + ": got " +
@@ -376,10 +377,10 @@ class ppo_trainer {
 
   // The policy's weights as PyTorch-style named tensors (body.<l>.weight [out, in], body.<l>.bias, heads.weight
   // [act + 1, hidden] (mean rows, then the value row), heads.bias, log_std), for export_safetensors.
-  [[nodiscard]] checkpoint policy_tensors() {
+  [[nodiscard]] io::checkpoint policy_tensors() {
     using layers = typename Net::net::layers;
     const std::vector<float> p = to_host(params_.data(), params_.size());
-    checkpoint ck;
+    io::checkpoint ck;
     ck.meta = {{"format", "pt"}, {"task", task_name()}, {"layout", "weight [out, in] row-major; heads = mean rows then value"}};
     for (int l = 0; l < layers::count; ++l) {
       const int in = layers::width(l), out = layers::width(l + 1);

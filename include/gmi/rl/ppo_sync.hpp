@@ -9,7 +9,7 @@
 #include <string>
 
 #include <gmi/core/error.hpp>
-#include <gmi/cuda/row_exchange.hpp>
+#include <gmi/comm/row_exchange.hpp>
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*: host-only users need no CUDA header
 
@@ -43,7 +43,7 @@ struct ppo_sync {
   // group's rows in its own step kernel (its row, the exchange, the group's mean, Adam: one launch a minibatch)
   // instead of calling sum_device, wherever its network allows that step (ppo_trainer::steps_in_one_kernel), and
   // gathers the rollout statistics through it too when the row holds every member's records.
-  std::optional<cuda::row_exchange> exchange;
+  std::optional<comm::row_exchange> exchange;
 
   // Throws config_error naming the first missing or bad field.
   void validate(bool on_device) const {

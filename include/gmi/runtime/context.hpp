@@ -34,7 +34,7 @@ class context {
   // A context for `id` over `seg` (shared: thread GMIs of one process use one mapping). Marks the GMI running.
   context(identity id, std::shared_ptr<const segment> seg) : id_(std::move(id)), seg_(std::move(seg)) {
     gmi::require(seg_ != nullptr, "context segment", "null", "the run's segment");
-    gmi::require(seg_->world() == id_.world, "GMI_WORLD", id_.world,
+    gmi::require(seg_->world() == id_.world, "GMI world", id_.world,
                  "the segment's world " + std::to_string(seg_->world()));
     pending_.resize(static_cast<std::size_t>(id_.world));
     seg_->slot(id_.rank).pid.store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);

@@ -60,8 +60,7 @@ struct gmis_config {
 
 inline constexpr const char* partition_names = "none, mps, green_context, mig";
 
-namespace detail {
-// Each backend's own config for `c` (one place, used by can_implement and launch_gmis alike).
+// Each backend's own config for `c` (one place, used by can_implement, launch_gmis and the run's result lines).
 inline gmi::partition::mps::config mps_config_of(const gmis_config& c) {
   gmi::partition::mps::config m;
   m.gpus = c.gpus;
@@ -77,6 +76,8 @@ inline gmi::partition::green_context::config green_config_of(const gmis_config& 
   g.sms_per_gmi = c.sms_per_gmi;
   return g;
 }
+
+namespace detail {
 // MIG speaks NVML indices; `c` names CUDA ordinals.
 inline gmi::result<gmi::partition::mig::config> mig_config_of(const gmis_config& c) {
   gmi::partition::mig::config m;
@@ -128,8 +129,8 @@ inline gmi::result<gmi::partition::mig::config> mig_config_of(const gmis_config&
         if (c.gpus[j] == g) return gmi::status::invalid(gmi::got_need("GPUs", "GPU " + std::to_string(g) + " twice", "each GPU once"));
       }
     }
-    if (c.partition == "mps") return gmi::partition::mps::can_implement(detail::mps_config_of(c));
-    if (c.partition == "green_context") return gmi::partition::green_context::can_implement(detail::green_config_of(c));
+    if (c.partition == "mps") return gmi::partition::mps::can_implement(mps_config_of(c));
+    if (c.partition == "green_context") return gmi::partition::green_context::can_implement(green_config_of(c));
     if (c.partition == "mig") {
       auto m = detail::mig_config_of(c);
       if (!m) return m.error();
@@ -228,7 +229,7 @@ inline run_report launch_gmis(const gmis_config& c, const gmi_work& fn) {
   launch_spec spec = spec_of(c);
   if (!c.processes()) {
     std::optional<gmi::partition::green_context::session> green;
-    if (c.partition == "green_context") green.emplace(detail::green_config_of(c));
+    if (c.partition == "green_context") green.emplace(green_config_of(c));
     const gmi::partition::green_context::session* gs = green ? &*green : nullptr;
     thread_group group(std::move(spec), [&c, gs, &fn](context& ctx) {
       binding b(c, ctx, gs);
@@ -238,7 +239,7 @@ inline run_report launch_gmis(const gmis_config& c, const gmi_work& fn) {
   }
   std::optional<gmi::partition::mps::session> mps;
   if (c.partition == "mps") {
-    mps.emplace(detail::mps_config_of(c));
+    mps.emplace(mps_config_of(c));
     use_mps(spec, *mps);
   } else if (c.partition == "mig") {
     const gmi::partition::mig::config m = detail::mig_config_of(c).value();

@@ -1,6 +1,7 @@
 #pragma once
-// A GMI's identity (global rank, GPU, slice, roles, groups) and how it travels from the launcher to a worker
-// process: as GMI_* environment variables, so one binary is both launcher and worker.
+// A GMI's identity (global rank, GPU, slice, roles, groups, and the run's shape: GPUs and GMIs per GPU) and how it
+// travels from the launcher to a worker process: as one variable, GMI_IDENTITY (JSON), so one binary is both
+// launcher and worker and nothing re-derives the shape from rank and world.
 
 #include <cstdlib>
 #include <optional>
@@ -9,6 +10,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <gmi/core/error.hpp>
 
@@ -20,6 +23,8 @@ struct identity {
   int gpu = -1;           // the GPU it runs on (CUDA ordinal of the launcher); -1: a host (cpu_cores) GMI
   int slice = 0;          // which slice of that GPU (or which core set of the host)
   int local_device = 0;   // the CUDA ordinal to use inside the GMI (0 when CUDA_VISIBLE_DEVICES names one GPU)
+  int gpus = 1;           // GPUs in the run (1 for host GMIs)
+  int gmis_per_gpu = 1;   // GMIs on each GPU: rank = gpu index * gmis_per_gpu + slice
   std::string run_id;     // unique per run; names the shared-memory segment and MPS directories
   std::string shm_name;   // the run's shared-memory segment ("/gmi-<uid>-<run id>")
   std::vector<std::string> roles;         // e.g. {"env", "agent", "trainer"}
@@ -46,6 +51,9 @@ struct identity {
     return false;
   }
 
+  // This GMI's GPU among the run's (0 .. gpus - 1), not its CUDA ordinal.
+  [[nodiscard]] int gpu_index() const noexcept { return gmis_per_gpu > 0 ? rank / gmis_per_gpu : 0; }
+
   // "GMI 3 (GPU 0, slice 1)" or "GMI 3 (host, slice 1)": the name every error about this GMI uses.
   [[nodiscard]] std::string describe() const {
     std::ostringstream out;
@@ -61,7 +69,7 @@ struct identity {
 };
 
 namespace detail {
-
+// "0,1,2": a rank list for messages.
 inline std::string join_ints(const std::vector<int>& v, char sep) {
   std::string out;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -70,77 +78,52 @@ inline std::string join_ints(const std::vector<int>& v, char sep) {
   }
   return out;
 }
-
-inline std::vector<std::string> split(std::string_view s, char sep) {
-  std::vector<std::string> out;
-  if (s.empty()) return out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t end = s.find(sep, start);
-    out.emplace_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
-
-inline int parse_int(const char* var, std::string_view text) {
-  try {
-    std::size_t used = 0;
-    const int v = std::stoi(std::string(text), &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  throw gmi::config_error(gmi::got_need(var, text, "an integer"));
-}
-
-inline const char* env_or_null(const char* name) { return std::getenv(name); }
-
 }  // namespace detail
 
-// The environment variables that carry `id` to a worker process.
+inline constexpr const char* identity_variable = "GMI_IDENTITY";
+
+// The variable that carries `id` to a worker process.
 [[nodiscard]] inline std::vector<std::pair<std::string, std::string>> to_env(const identity& id) {
-  std::string roles;
-  for (std::size_t i = 0; i < id.roles.size(); ++i) roles += (i ? "," : "") + id.roles[i];
-  std::string groups;
-  for (std::size_t g = 0; g < id.groups.size(); ++g) groups += (g ? ";" : "") + detail::join_ints(id.groups[g], ',');
-  return {{"GMI_RANK", std::to_string(id.rank)},
-          {"GMI_WORLD", std::to_string(id.world)},
-          {"GMI_GPU", std::to_string(id.gpu)},
-          {"GMI_SLICE", std::to_string(id.slice)},
-          {"GMI_LOCAL_DEVICE", std::to_string(id.local_device)},
-          {"GMI_RUN_ID", id.run_id},
-          {"GMI_SHM", id.shm_name},
-          {"GMI_ROLES", roles},
-          {"GMI_GROUPS", groups}};
+  const nlohmann::json j = {{"rank", id.rank},         {"world", id.world},   {"gpu", id.gpu},
+                            {"slice", id.slice},       {"local_device", id.local_device},
+                            {"gpus", id.gpus},         {"gmis_per_gpu", id.gmis_per_gpu},
+                            {"run_id", id.run_id},     {"shm", id.shm_name},  {"roles", id.roles},
+                            {"groups", id.groups}};
+  return {{identity_variable, j.dump()}};
 }
 
 // The identity of this process when it was started as a GMI by the launcher; std::nullopt in the launcher
-// (GMI_RANK unset). Throws config_error when the variables are present but malformed.
+// (GMI_IDENTITY unset). Throws config_error naming the field when the variable is present but malformed.
 [[nodiscard]] inline std::optional<identity> this_gmi() {
-  const char* rank = detail::env_or_null("GMI_RANK");
-  if (!rank) return std::nullopt;
-  identity id;
-  id.rank = detail::parse_int("GMI_RANK", rank);
-  auto get = [](const char* name) -> std::string {
-    const char* v = detail::env_or_null(name);
-    if (!v) throw gmi::config_error(gmi::got_need(name, "<unset>", "set by the gmi launcher alongside GMI_RANK"));
-    return v;
+  const char* text = std::getenv(identity_variable);
+  if (!text) return std::nullopt;
+  const std::string what = identity_variable;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) throw gmi::config_error(gmi::got_need(what, text, "a JSON object set by the gmi launcher"));
+  auto field = [&](const char* key, auto& out) {
+    try {
+      out = j.at(key).get<std::remove_reference_t<decltype(out)>>();
+    } catch (const nlohmann::json::exception&) {
+      throw gmi::config_error(gmi::got_need(what + "." + key, j.contains(key) ? j[key].dump() : "<missing>",
+                                            "the value the gmi launcher sets"));
+    }
   };
-  id.world = detail::parse_int("GMI_WORLD", get("GMI_WORLD"));
-  id.gpu = detail::parse_int("GMI_GPU", get("GMI_GPU"));
-  id.slice = detail::parse_int("GMI_SLICE", get("GMI_SLICE"));
-  id.local_device = detail::parse_int("GMI_LOCAL_DEVICE", get("GMI_LOCAL_DEVICE"));
-  id.run_id = get("GMI_RUN_ID");
-  id.shm_name = get("GMI_SHM");
-  id.roles = detail::split(get("GMI_ROLES"), ',');
-  for (const auto& g : detail::split(get("GMI_GROUPS"), ';')) {
-    std::vector<int> members;
-    for (const auto& r : detail::split(g, ',')) members.push_back(detail::parse_int("GMI_GROUPS", r));
-    id.groups.push_back(std::move(members));
-  }
-  gmi::require(id.world >= 1, "GMI_WORLD", id.world, ">= 1");
-  gmi::require(id.rank >= 0 && id.rank < id.world, "GMI_RANK", id.rank, "0..GMI_WORLD-1");
+  identity id;
+  field("rank", id.rank);
+  field("world", id.world);
+  field("gpu", id.gpu);
+  field("slice", id.slice);
+  field("local_device", id.local_device);
+  field("gpus", id.gpus);
+  field("gmis_per_gpu", id.gmis_per_gpu);
+  field("run_id", id.run_id);
+  field("shm", id.shm_name);
+  field("roles", id.roles);
+  field("groups", id.groups);
+  gmi::require(id.world >= 1, what + ".world", id.world, ">= 1");
+  gmi::require(id.rank >= 0 && id.rank < id.world, what + ".rank", id.rank, "0..world-1");
+  gmi::require(id.gpus >= 1 && id.gmis_per_gpu >= 1, what + ".gpus x gmis_per_gpu",
+               std::to_string(id.gpus) + " x " + std::to_string(id.gmis_per_gpu), ">= 1 each");
   return id;
 }
 

@@ -60,6 +60,8 @@ struct failure {
 struct launch_spec {
   std::vector<placement> gmis;               // rank i runs at gmis[i]
   std::vector<std::vector<int>> groups;      // the run's groups (get_group)
+  int gpus = 1;                              // the run's shape, for every GMI's identity (uniform() sets it)
+  int gmis_per_gpu = 1;
   std::string program = "/proc/self/exe";    // process GMIs: the binary to start (default: this one)
   std::optional<std::vector<std::string>> args;  // its argv (default: this process's argv)
   env_list env;                              // variables for every GMI process
@@ -79,6 +81,8 @@ struct launch_spec {
     gmi::require(per_gpu >= 1, "gmis_per_gpu", per_gpu, ">= 1");
     launch_spec s;
     const int n_gpu = gpus == 0 ? 1 : gpus;
+    s.gpus = n_gpu;
+    s.gmis_per_gpu = per_gpu;
     std::vector<int> everyone;
     for (int g = 0; g < n_gpu; ++g) {
       std::vector<int> on_gpu;
@@ -105,6 +109,8 @@ struct launch_spec {
     id.gpu = p.gpu;
     id.slice = p.slice;
     id.local_device = p.local_device;
+    id.gpus = gpus;
+    id.gmis_per_gpu = gmis_per_gpu;
     id.run_id = run_id;
     id.shm_name = shm;
     id.roles = p.roles;
@@ -261,6 +267,12 @@ int run_worker(const identity& id, F&& fn) {
     seg->set_state(id.rank, gmi_state::failed);
     return 1;
   }
+}
+
+// Starts this program again (same argv) in a new process group with our environment (less GMI_* identities)
+// plus `env`; returns its pid. What a restart loop runs each attempt as.
+inline pid_t spawn_self(const env_list& env) {
+  return detail::spawn_process("/proc/self/exe", detail::own_argv(), detail::child_environment({&env}));
 }
 
 }  // namespace gmi::runtime

@@ -10,14 +10,14 @@
 
 #include <gmi/comm/intra_gpu_reduce.cuh>
 #include <gmi/cuda/check.hpp>
-#include <gmi/cuda/flag_wait.cuh>
+#include <gmi/comm/flag_wait.cuh>
 
 namespace gmi::comm::detail {
 
 // Flags in one device allocation, 128 bytes apart: ready[r], sliced[r], done, and skip[r]: GMI r's flag kernels
 // leave 1 there when they gave up, so the sum kernels behind them on r's stream touch no buffer (one read from
 // device memory per block; a read of the abort word in mapped host memory from every block costs milliseconds).
-// Then posted[r] and released[r], the words of the row exchange inside a kernel (cuda::row_exchange), which
+// Then posted[r] and released[r], the words of the row exchange inside a kernel (comm::row_exchange), which
 // counts its own calls.
 inline constexpr int flag_words_apart = 32;
 inline constexpr int flag_slots = 5 * max_local_gmis + 1;
@@ -65,7 +65,7 @@ __global__ static void flag_kernel(flag_op op) {
     if (op.skip_slot >= 0) op.flags[op.skip_slot * flag_words_apart] = 0;
     return;
   }
-  if (!cuda::detail::wait_generations(op.flags + op.wait_first * flag_words_apart, op.wait_count, flag_words_apart,
+  if (!comm::detail::wait_generations(op.flags + op.wait_first * flag_words_apart, op.wait_count, flag_words_apart,
                                       op.generation, op.abort, op.timeout_ns)) {
     *op.stalled = 1;
     if (op.skip_slot >= 0) op.flags[op.skip_slot * flag_words_apart] = 1;

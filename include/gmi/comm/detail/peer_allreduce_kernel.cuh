@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include <gmi/cuda/flag_wait.cuh>
+#include <gmi/comm/flag_wait.cuh>
 
 namespace gmi::comm::detail {
 
@@ -89,7 +89,7 @@ __device__ inline bool peer_group_wait(const peer_args& a, const std::uint32_t* 
                                        std::uint32_t g, int leader, int bar, int threads, int* verdict,
                                        bool across_gpus = true) {
   if (static_cast<int>(threadIdx.x) == leader) {
-    const bool ok = cuda::detail::wait_generations(first, count, apart, g, a.abort, a.timeout_ns);
+    const bool ok = comm::detail::wait_generations(first, count, apart, g, a.abort, a.timeout_ns);
     if (!ok) {
       *a.stalled = 1;
       __threadfence_system();
@@ -188,7 +188,7 @@ __global__ static void __launch_bounds__(peer_threads) peer_allreduce_kernel(pee
   const std::uint32_t g = gen_shared;
   const bool tracing = a.trace != nullptr && g == a.trace_call && threadIdx.x == 0;
   const auto stamp = [&](int point) {
-    if (tracing) a.trace[blockIdx.x * peer_trace_points + point] = cuda::detail::global_ns();
+    if (tracing) a.trace[blockIdx.x * peer_trace_points + point] = comm::detail::global_ns();
   };
   stamp(0);
   if (threadIdx.x == 0) {  // every block: the GMI is ready as soon as its first block runs

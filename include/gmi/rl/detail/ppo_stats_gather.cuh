@@ -6,13 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <gmi/cuda/row_exchange.cuh>
+#include <gmi/comm/row_exchange.cuh>
 #include <gmi/rl/detail/stats_words.hpp>
 
 namespace gmi::rl::detail {
 
 struct ppo_stats_gather_args {
-  cuda::row_exchange exchange;
+  comm::row_exchange exchange;
   const double* local = nullptr;      // this member's records (values doubles)
   float* own = nullptr;               // this member's exchanged row (its gradient buffer)
   float* sums = nullptr;              // scratch of gather_words(world, values) floats
@@ -27,26 +27,26 @@ struct ppo_stats_gather_args {
 // there (the host finds the stall word set).
 __global__ static void ppo_stats_gather_kernel(ppo_stats_gather_args a) {
   __shared__ std::uint32_t scratch[2];
-  const cuda::row_exchange& x = a.exchange;
+  const comm::row_exchange& x = a.exchange;
   const int world = x.members();
   const int slot = words_per_double * a.values;
   const int words = world * slot;
   const int rank = x.gpu * x.size + x.rank;
   std::uint32_t g = 0;
-  if (!cuda::exchange_begin(x, g, scratch)) return;
+  if (!comm::exchange_begin(x, g, scratch)) return;
   for (int q = static_cast<int>(threadIdx.x); q < words; q += static_cast<int>(blockDim.x)) a.own[q] = 0.0f;
   __syncthreads();  // every zero is written before any record word: another thread may zero the word a record takes
   for (int i = static_cast<int>(threadIdx.x); i < a.values; i += static_cast<int>(blockDim.x))
     double_to_words(a.local[i], a.own + rank * slot + i * words_per_double);
-  if (!cuda::exchange_post(x, g, scratch)) return;
+  if (!comm::exchange_post(x, g, scratch)) return;
   for (int q = static_cast<int>(threadIdx.x); q < words; q += static_cast<int>(blockDim.x))
-    a.sums[q] = cuda::exchange_gpu_sum(x, g, q);
+    a.sums[q] = comm::exchange_gpu_sum(x, g, q);
   if (x.gpus > 1) {
-    if (!cuda::exchange_across(x, g, static_cast<std::size_t>(words))) return;
+    if (!comm::exchange_across(x, g, static_cast<std::size_t>(words))) return;
     for (int q = static_cast<int>(threadIdx.x); q < words; q += static_cast<int>(blockDim.x))
-      a.sums[q] = cuda::exchange_total(x, g, q, a.sums[q]);
+      a.sums[q] = comm::exchange_total(x, g, q, a.sums[q]);
   }
-  cuda::exchange_release(x, g);  // its barrier: every thread's sums are written
+  comm::exchange_release(x, g);  // its barrier: every thread's sums are written
   if (threadIdx.x >= 3) return;
   const int part = static_cast<int>(threadIdx.x);  // one thread per record
   const float* sums = a.sums;

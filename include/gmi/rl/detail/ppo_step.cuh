@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <gmi/cuda/row_exchange.cuh>
+#include <gmi/comm/row_exchange.cuh>
 #include <gmi/nn/adam.cuh>
 #include <gmi/rl/ppo_config.hpp>
 #include <gmi/rl/ppo_steps.hpp>
@@ -41,7 +41,7 @@ struct ppo_step_args {
   float* term_log = nullptr;  // this step's loss terms (the group's means with an exchange)
   float* params = nullptr;
   nn::adam_block_step adam;
-  cuda::row_exchange exchange;  // size 0: none
+  comm::row_exchange exchange;  // size 0: none
   bool adapt_lr = false;        // lr_schedule::adaptive_kl: the lr after this step from the logged KL
   float* lr = nullptr;
   float kl_target = 0, min_lr = 0, max_lr = 0;
@@ -54,14 +54,14 @@ struct ppo_step_args {
 // ppo_average_rows_kernel; with a level across GPUs, the GPUs' sums added in GPU order before the division);
 // Adam; the adaptive-KL rule (ppo_adapt_lr_kernel's). The same bits as those kernels
 // one after another. If an exchange wait gives up, the step stops there (the host finds the stall word set).
-__global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_kernel(ppo_step_args a) {
-  __shared__ double shared[nn::detail::adam_fused_block];
+__global__ static void __launch_bounds__(nn::adam_fused_block) ppo_step_kernel(ppo_step_args a) {
+  __shared__ double shared[nn::adam_fused_block];
   __shared__ std::uint32_t scratch[2];
   const bool exchanged = a.exchange.size > 0;
   nn::adam_block_step::held held;  // Adam's parameters and moments: loaded before any wait
   a.adam.prefetch(a.params, held);
   std::uint32_t g = 0;
-  if (exchanged && !cuda::exchange_begin(a.exchange, g, scratch)) return;
+  if (exchanged && !comm::exchange_begin(a.exchange, g, scratch)) return;
   for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
     float s = 0.0f;
 #pragma unroll 16
@@ -70,11 +70,11 @@ __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_
     if (!exchanged && q >= a.param_count) a.term_log[q - a.param_count] = s;
   }
   if (exchanged) {
-    if (!cuda::exchange_post(a.exchange, g, scratch)) return;
+    if (!comm::exchange_post(a.exchange, g, scratch)) return;
     const float world = static_cast<float>(a.exchange.members());
     const bool across = a.exchange.gpus > 1;
     for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
-      const float s = cuda::exchange_gpu_sum(a.exchange, g, q);
+      const float s = comm::exchange_gpu_sum(a.exchange, g, q);
       if (across) {
         a.mean[q] = s;  // this GPU's sum, until every GPU's is there
         continue;
@@ -84,14 +84,14 @@ __global__ static void __launch_bounds__(nn::detail::adam_fused_block) ppo_step_
       if (q >= a.param_count) a.term_log[q - a.param_count] = m;
     }
     if (across) {
-      if (!cuda::exchange_across(a.exchange, g, static_cast<std::size_t>(a.row))) return;
+      if (!comm::exchange_across(a.exchange, g, static_cast<std::size_t>(a.row))) return;
       for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
-        const float m = cuda::exchange_total(a.exchange, g, q, a.mean[q]) / world;
+        const float m = comm::exchange_total(a.exchange, g, q, a.mean[q]) / world;
         a.mean[q] = m;
         if (q >= a.param_count) a.term_log[q - a.param_count] = m;
       }
     }
-    cuda::exchange_release(a.exchange, g);
+    comm::exchange_release(a.exchange, g);
   }
   __syncthreads();
   a.adam(a.params, a.mean, shared, held);

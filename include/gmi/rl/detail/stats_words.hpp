@@ -1,5 +1,5 @@
 #pragma once
-// The rollout statistics all-gather carried by a float sum (cuda::row_exchange): each double travels as three
+// The rollout statistics all-gather carried by a float sum (comm::row_exchange): each double travels as three
 // floats holding 22-, 22- and 20-bit integers, so a sum in which every other member adds exact zeros gives the
 // same bits back (a double's bits reinterpreted as floats would not survive: -0 and NaN patterns change); and the
 // records' merge in rank order with the rounding of nn::merge_in_order on the host (no fused multiply-adds), so

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <gmi/rl/detail/crc32c.hpp>
+#include <gmi/io/crc32c.hpp>
 #include <string_view>
 #include <vector>
 
@@ -20,12 +20,12 @@ std::uint32_t crc32c_bitwise(const unsigned char* p, std::size_t n) {
 TEST_SUITE("cpu") {
   TEST_CASE("checkpoint.crc32c.known_values") {
     constexpr std::string_view check = "123456789";
-    CHECK(gmi::rl::detail::crc32c_of(check.data(), check.size()) == 0xE3069283u);  // the CRC-32C check value
-    CHECK(gmi::rl::detail::crc32c_of(nullptr, 0) == 0u);
+    CHECK(gmi::io::crc32c_of(check.data(), check.size()) == 0xE3069283u);  // the CRC-32C check value
+    CHECK(gmi::io::crc32c_of(nullptr, 0) == 0u);
     // RFC 3720 (iSCSI) B.4: 32 bytes of zeros, and of 0xFF.
     const std::vector<unsigned char> zeros(32, 0x00), ones(32, 0xFF);
-    CHECK(gmi::rl::detail::crc32c_of(zeros.data(), zeros.size()) == 0x8A9136AAu);
-    CHECK(gmi::rl::detail::crc32c_of(ones.data(), ones.size()) == 0x62A8AB43u);
+    CHECK(gmi::io::crc32c_of(zeros.data(), zeros.size()) == 0x8A9136AAu);
+    CHECK(gmi::io::crc32c_of(ones.data(), ones.size()) == 0x62A8AB43u);
   }
 
   TEST_CASE("checkpoint.crc32c.pieces_match_one_pass_and_the_bitwise_definition") {
@@ -37,10 +37,10 @@ TEST_SUITE("cpu") {
     }
     for (std::size_t n : {0u, 1u, 7u, 8u, 9u, 63u, 64u, 65u, 999u, 1000u}) {
       CAPTURE(n);
-      const std::uint32_t whole = gmi::rl::detail::crc32c_of(data.data(), n);
+      const std::uint32_t whole = gmi::io::crc32c_of(data.data(), n);
       CHECK(whole == crc32c_bitwise(data.data(), n));
       for (std::size_t cut : {std::size_t{0}, n / 3, n / 2, n}) {
-        gmi::rl::detail::crc32c crc;
+        gmi::io::crc32c crc;
         crc.update(data.data(), cut);
         crc.update(data.data() + cut, n - cut);
         CHECK(crc.value() == whole);

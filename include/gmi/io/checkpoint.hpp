@@ -1,19 +1,7 @@
 #pragma once
-// Training checkpoints: the whole training state (weights, optimizer moments, normalizers, RNG counters) as named
-// host tensors plus a JSON `meta` object, saved atomically with a CRC-32C and refused on load when damaged;
-// weights also go out as safetensors, so PyTorch (safetensors.torch.load_file) can read them.
-//
-// The .gmi checkpoint file (version 1; all integers little-endian):
-//   [0, 8)     magic "GMICKPT\0"
-//   [8, 12)    u32 format version (1)
-//   [12, 16)   u32 reserved, 0
-//   [16, 24)   u64 H: bytes of the JSON header, a multiple of 8 (padded with spaces)
-//   [24, 32)   u64 F: bytes of the whole file, checksum included
-//   [32, 32+H) JSON header {"format": "gmi checkpoint", "tensors": [{"name", "dtype", "shape", "offset", "bytes"}...],
-//              "meta": {...}}; dtype is one of f32 f64 i32 i64 u32 u64 u8, offset counts from the payload start
-//   [32+H, F-4) payload: the tensors in table order, each starting 8-byte aligned, zero padding between
-//   [F-4, F)   u32 CRC-32C (Castagnoli) of bytes [0, F-4)
-// load() checks, in order: magic, version, size against F, checksum, then the JSON and every tensor's range.
+// io::checkpoint: a training state as named host tensors (weights, optimizer moments, normalizers, RNG
+// counters) plus a JSON `meta` object, with checked getters. Files: gmi_file.hpp (.gmi, CRC-32C, atomic) and
+// safetensors.hpp (weights PyTorch reads).
 
 #include <algorithm>
 #include <array>
@@ -25,8 +13,7 @@
 #include <functional>
 #include <gmi/core/error.hpp>
 #include <gmi/core/span.hpp>
-#include <gmi/rl/detail/crc32c.hpp>
-#include <gmi/rl/detail/file_io.hpp>
+#include <gmi/io/file_io.hpp>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -37,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace gmi::rl {
+namespace gmi::io {
 
 // Element types a checkpoint tensor may hold: what RL training state is made of (parameters and moments,
 // counters, RNG block counters, flags).
@@ -226,7 +213,7 @@ class checkpoint {
   void add(std::string name, host_span<T> values, tensor_shape shape = {}) {
     using element = std::remove_const_t<T>;
     static_assert(tensor_element<element>,
-                  "gmi::rl::checkpoint holds float, double, int32_t, int64_t, uint32_t, uint64_t or uint8_t tensors");
+                  "gmi::io::checkpoint holds float, double, int32_t, int64_t, uint32_t, uint64_t or uint8_t tensors");
     if (shape.empty()) shape = {values.size()};
     const std::optional<std::uint64_t> elements = detail::element_count(shape);
     if (!elements || *elements != values.size()) {
@@ -245,7 +232,7 @@ class checkpoint {
   template <class T>
   void add(std::string, device_span<T>, tensor_shape = {}) {
     static_assert(detail::dependent_false<T>,
-                  "gmi::rl::checkpoint::add takes host memory: copy device tensors to the host first "
+                  "gmi::io::checkpoint::add takes host memory: copy device tensors to the host first "
                   "(gmi::cuda::copy into a pinned_buffer), then add the host span");
   }
   // A rank-0 tensor (shape []).
@@ -408,11 +395,6 @@ class checkpoint {
   friend checkpoint load_safetensors(const std::filesystem::path& path);
 };
 
-inline constexpr std::array<char, 8> checkpoint_magic = {'G', 'M', 'I', 'C', 'K', 'P', 'T', '\0'};
-inline constexpr std::uint32_t checkpoint_format_version = 1;
-inline constexpr std::size_t checkpoint_preamble_bytes = 32;
-inline constexpr std::size_t checkpoint_checksum_bytes = 4;
-
 namespace detail {
 
 // JSON text for a file header; a meta holding strings that are not UTF-8 is refused here, before any write.
@@ -441,258 +423,4 @@ inline void pad_to_8(std::string& text, std::size_t offset_before) {
 
 }  // namespace detail
 
-// Writes ck to path atomically: `<path>.tmp.<pid>` next to it, fsync, rename over path, fsync the directory.
-inline void save(const checkpoint& ck, const std::filesystem::path& path) {
-  if (!ck.meta.is_object()) {
-    throw config_error(
-        detail::got_need_text(detail::file_label("checkpoint", path) + " meta", ck.meta.type_name(), "a JSON object"));
-  }
-  // ordered_json: name first, meta last, so `head -c 300 last.gmi` reads naturally.
-  nlohmann::ordered_json table = nlohmann::ordered_json::array();
-  std::uint64_t payload = 0;
-  for (const tensor& t : ck.tensors()) {
-    table.push_back({{"name", t.name},
-                     {"dtype", name_of(t.type)},
-                     {"shape", t.shape},
-                     {"offset", payload},
-                     {"bytes", t.bytes.size()}});
-    payload = detail::align8(payload + t.bytes.size());
-  }
-  const nlohmann::ordered_json header = {
-      {"format", "gmi checkpoint"}, {"tensors", std::move(table)}, {"meta", nlohmann::ordered_json(ck.meta)}};
-  std::string text = detail::dump_header(header, "checkpoint", path);
-  detail::pad_to_8(text, checkpoint_preamble_bytes);
-  const std::uint64_t file_bytes = checkpoint_preamble_bytes + text.size() + payload + checkpoint_checksum_bytes;
-
-  std::array<std::byte, checkpoint_preamble_bytes> preamble{};
-  std::memcpy(preamble.data(), checkpoint_magic.data(), checkpoint_magic.size());
-  detail::put_u32(preamble.data() + 8, checkpoint_format_version);
-  detail::put_u64(preamble.data() + 16, text.size());
-  detail::put_u64(preamble.data() + 24, file_bytes);
-
-  detail::atomic_file_writer out(path, "checkpoint");
-  detail::crc32c crc;
-  const auto put = [&](const void* data, std::size_t size) {
-    crc.update(data, size);
-    out.write(data, size);
-  };
-  put(preamble.data(), preamble.size());
-  put(text.data(), text.size());
-  constexpr std::array<std::byte, 8> zeros{};
-  for (const tensor& t : ck.tensors()) {
-    put(t.bytes.data(), t.bytes.size());
-    put(zeros.data(), detail::align8(t.bytes.size()) - t.bytes.size());
-  }
-  std::array<std::byte, 4> checksum{};
-  detail::put_u32(checksum.data(), crc.value());
-  out.write(checksum.data(), checksum.size());
-  out.commit();
-}
-
-// Reads a checkpoint written by save(); config_error naming the file and the problem when it is missing, not a
-// checkpoint, of another format version, truncated, corrupted (checksum) or inconsistent.
-inline checkpoint load(const std::filesystem::path& path) {
-  const std::vector<std::byte> file = detail::read_file(path, "checkpoint");
-  const auto refuse = [&](const std::string& problem) {
-    return config_error(detail::file_label("checkpoint", path) + ": " + problem);
-  };
-  const std::size_t size = file.size();
-  constexpr std::size_t smallest = checkpoint_preamble_bytes + checkpoint_checksum_bytes;
-
-  const std::size_t magic_bytes = std::min(size, checkpoint_magic.size());
-  if (std::memcmp(file.data(), checkpoint_magic.data(), magic_bytes) != 0 || size == 0) {
-    if (size == 0) throw refuse("file is 0 bytes, need at least " + std::to_string(smallest) + "; the file is empty");
-    throw refuse("not a gmi checkpoint (first bytes got \"" + detail::printable(file.data(), magic_bytes) +
-                 "\", need \"GMICKPT\\x00\")");
-  }
-  if (size < smallest) {
-    throw refuse("file is " + std::to_string(size) + " bytes, need at least " + std::to_string(smallest) +
-                 "; the file is truncated");
-  }
-  const std::uint32_t version = detail::get_u32(file.data() + 8);
-  if (version != checkpoint_format_version) {
-    throw refuse(got_need("format version", version,
-                          std::to_string(checkpoint_format_version) + " (the version this build of gmi reads)"));
-  }
-  const std::uint64_t file_bytes = detail::get_u64(file.data() + 24);
-  if (file_bytes != size) {
-    throw refuse("file is " + std::to_string(size) + " bytes, header says " + std::to_string(file_bytes) +
-                 (size < file_bytes ? "; the file is truncated" : "; the file has extra bytes at its end"));
-  }
-  const std::uint32_t need_crc = detail::get_u32(file.data() + size - checkpoint_checksum_bytes);
-  const std::uint32_t got_crc = detail::crc32c_of(file.data(), size - checkpoint_checksum_bytes);
-  if (got_crc != need_crc) {
-    throw refuse("checksum (CRC-32C): got " + detail::hex32(got_crc) + ", need " + detail::hex32(need_crc) +
-                 "; the file is corrupted");
-  }
-  // Past the checksum the file is what save() wrote, or a crafted one: still check everything before using it.
-  const std::uint64_t header_bytes = detail::get_u64(file.data() + 16);
-  if (header_bytes > size - smallest) {
-    throw refuse(got_need(
-        "header length", header_bytes,
-        "at most " + std::to_string(size - smallest) + " (what the file holds besides preamble and checksum)"));
-  }
-  const auto* header_begin = reinterpret_cast<const char*>(file.data() + checkpoint_preamble_bytes);
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(header_begin, header_begin + header_bytes);
-  } catch (const nlohmann::json::exception& e) {
-    throw refuse(std::string("header is not valid JSON (") + e.what() + ")");
-  }
-  const std::byte* payload = file.data() + checkpoint_preamble_bytes + header_bytes;
-  const std::uint64_t payload_bytes = size - smallest - header_bytes;
-
-  checkpoint ck;
-  try {
-    if (!header.is_object() || !header.contains("tensors") || !header["tensors"].is_array()) {
-      throw refuse("header: got " + header.dump().substr(0, 80) + ", need an object with a \"tensors\" array");
-    }
-    std::size_t i = 0;
-    for (const nlohmann::json& entry : header["tensors"]) {
-      const std::string where = "header tensor " + std::to_string(i++);
-      tensor t;
-      t.name = entry.at("name").get<std::string>();
-      const std::string type = entry.at("dtype").get<std::string>();
-      const std::optional<dtype> parsed = parse_dtype(type);
-      if (!parsed)
-        throw refuse(got_need(where + " \"" + t.name + "\" dtype", type, "one of f32 f64 i32 i64 u32 u64 u8"));
-      t.type = *parsed;
-      t.shape = entry.at("shape").get<tensor_shape>();
-      const auto offset = entry.at("offset").get<std::uint64_t>();
-      const auto bytes = entry.at("bytes").get<std::uint64_t>();
-      if (offset > payload_bytes || bytes > payload_bytes - offset) {
-        throw refuse(where + " \"" + t.name + "\": bytes [" + std::to_string(offset) + ", " +
-                     std::to_string(offset + bytes) + ") out of range, need within the payload's " +
-                     std::to_string(payload_bytes) + " bytes");
-      }
-      t.bytes.assign(payload + offset, payload + offset + bytes);
-      ck.add(std::move(t));
-    }
-    const nlohmann::json meta = header.value("meta", nlohmann::json::object());
-    if (!meta.is_object()) throw refuse(detail::got_need_text("header meta", meta.type_name(), "a JSON object"));
-    ck.meta = meta;
-    ck.origin_ = path.string();  // set last: messages while loading already name the file
-  } catch (const nlohmann::json::exception& e) {
-    throw refuse(std::string("header does not describe tensors as gmi writes them (") + e.what() + ")");
-  } catch (const gmi::config_error& e) {
-    if (std::string_view(e.what()).starts_with("checkpoint \"")) throw;
-    throw refuse(std::string("header: ") + e.what());
-  }
-  return ck;
-}
-
-// Which tensors export_safetensors writes; an empty filter keeps all.
-using tensor_filter = std::function<bool(std::string_view name)>;
-
-// Keeps tensors whose name starts with one of the prefixes: names_starting_with({"policy.", "obs_norm."}).
-[[nodiscard]] inline tensor_filter names_starting_with(std::vector<std::string> prefixes) {
-  return [prefixes = std::move(prefixes)](std::string_view name) {
-    return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) { return name.starts_with(p); });
-  };
-}
-
-// Writes the tensors that `keep` selects as a safetensors file (atomically, like save): u64 N, N bytes of JSON
-// header padded with spaces to a multiple of 8, then the data, contiguous in header order. Meta goes into
-// "__metadata__" as strings (non-string values as their JSON text), with "format": "pt" unless meta sets it:
-// transformers-style loaders look for it.
-inline void export_safetensors(const checkpoint& ck, const std::filesystem::path& path,
-                               const tensor_filter& keep = {}) {
-  std::vector<const tensor*> chosen;
-  for (const tensor& t : ck.tensors()) {
-    if (!keep || keep(t.name)) chosen.push_back(&t);
-  }
-  // Wider elements first (stable, so same-width tensors keep their order): the data section starts 8-byte
-  // aligned, so every tensor then starts aligned to its element size, which zero-copy readers need.
-  std::stable_sort(chosen.begin(), chosen.end(),
-                   [](const tensor* a, const tensor* b) { return size_of(a->type) > size_of(b->type); });
-
-  if (!ck.meta.is_object()) {
-    throw config_error(
-        detail::got_need_text(detail::file_label("safetensors", path) + " meta", ck.meta.type_name(), "a JSON object"));
-  }
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
-  if (!ck.meta.contains("format")) metadata["format"] = "pt";
-  for (const auto& [key, value] : ck.meta.items()) {
-    metadata[key] = value.is_string() ? value.get<std::string>() : detail::dump_header(value, "safetensors", path);
-  }
-  header["__metadata__"] = std::move(metadata);
-  std::uint64_t offset = 0;
-  for (const tensor* t : chosen) {
-    header[t->name] = {{"dtype", safetensors_name_of(t->type)},
-                       {"shape", t->shape},
-                       {"data_offsets", {offset, offset + t->bytes.size()}}};
-    offset += t->bytes.size();
-  }
-  std::string text = detail::dump_header(header, "safetensors", path);
-  detail::pad_to_8(text, 8);
-  std::array<std::byte, 8> length{};
-  detail::put_u64(length.data(), text.size());
-
-  detail::atomic_file_writer out(path, "safetensors");
-  out.write(length.data(), length.size());
-  out.write(text.data(), text.size());
-  for (const tensor* t : chosen) out.write(t->bytes.data(), t->bytes.size());
-  out.commit();
-}
-
-// Reads a safetensors file (ours or PyTorch's) of the dtypes gmi holds; tensors in header order, meta from
-// "__metadata__" (values stay strings). config_error naming the file and the problem otherwise.
-inline checkpoint load_safetensors(const std::filesystem::path& path) {
-  const std::vector<std::byte> file = detail::read_file(path, "safetensors");
-  const auto refuse = [&](const std::string& problem) {
-    return config_error(detail::file_label("safetensors", path) + ": " + problem);
-  };
-  if (file.size() < 8) {
-    throw refuse("file is " + std::to_string(file.size()) + " bytes, need at least 8 (the header length)");
-  }
-  const std::uint64_t header_bytes = detail::get_u64(file.data());
-  if (header_bytes > file.size() - 8) {
-    throw refuse("file is " + std::to_string(file.size()) + " bytes, header length says at least " +
-                 std::to_string(header_bytes) + " + 8; the file is truncated or not safetensors");
-  }
-  const auto* header_begin = reinterpret_cast<const char*>(file.data() + 8);
-  nlohmann::ordered_json header;
-  try {
-    header = nlohmann::ordered_json::parse(header_begin, header_begin + header_bytes);
-  } catch (const nlohmann::json::exception& e) {
-    throw refuse(std::string("header is not valid JSON (") + e.what() + ")");
-  }
-  if (!header.is_object()) throw refuse(detail::got_need_text("header", header.type_name(), "a JSON object"));
-  const std::byte* data = file.data() + 8 + header_bytes;
-  const std::uint64_t data_bytes = file.size() - 8 - header_bytes;
-
-  checkpoint ck;
-  try {
-    for (const auto& [name, entry] : header.items()) {
-      if (name == "__metadata__") {
-        for (const auto& [key, value] : entry.items()) ck.meta[key] = value.get<std::string>();
-        continue;
-      }
-      const std::string type = entry.at("dtype").get<std::string>();
-      const std::optional<dtype> parsed = parse_safetensors_dtype(type);
-      if (!parsed) {
-        throw refuse(got_need("tensor \"" + name + "\" dtype", type,
-                              "one of F32 F64 I32 I64 U32 U64 U8 (the types gmi checkpoints hold)"));
-      }
-      tensor t{name, *parsed, entry.at("shape").get<tensor_shape>(), {}};
-      const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
-      if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_bytes) {
-        throw refuse("tensor \"" + name + "\": data_offsets " + entry.at("data_offsets").dump() +
-                     " out of range, need [begin, end] within the data section's " + std::to_string(data_bytes) +
-                     " bytes");
-      }
-      t.bytes.assign(data + offsets[0], data + offsets[1]);
-      ck.add(std::move(t));
-    }
-    ck.origin_ = path.string();
-  } catch (const nlohmann::json::exception& e) {
-    throw refuse(std::string("header does not describe tensors as safetensors does (") + e.what() + ")");
-  } catch (const gmi::config_error& e) {
-    if (std::string_view(e.what()).starts_with("safetensors \"")) throw;
-    throw refuse(std::string("header: ") + e.what());
-  }
-  return ck;
-}
-
-}  // namespace gmi::rl
+}  // namespace gmi::io

@@ -113,3 +113,7 @@ inline const std::shared_ptr<thread_pool>& shared_pool() {
 }
 
 }  // namespace gmi::exec::detail
+
+namespace gmi::exec {
+using detail::thread_pool;  // also partition::cpu_cores's core sets
+}  // namespace gmi::exec

@@ -1,5 +1,5 @@
 #pragma once
-// The device side of cuda::row_exchange, for one block (every thread calls each step, in this order):
+// The device side of comm::row_exchange, for one block (every thread calls each step, in this order):
 //
 //   std::uint32_t g;
 //   if (exchange_begin(x, g, scratch)) {         // this call's generation; every peer is done reading my row
@@ -21,14 +21,14 @@
 // g + 1 reached it, which that GPU pushes only after its members' call g kernels (and their reads) ended. A
 // wait that gives up (deadline, the host's abort word, or another member's stall) sets *stalled (one word for
 // the group) and returns false on every thread; the caller then touches no peer's memory. With x.wait_ns set,
-// thread 0 adds each wait's nanoseconds there (cuda::comm_clock's total). Needs nvcc.
+// thread 0 adds each wait's nanoseconds there (comm::comm_clock's total). Needs nvcc.
 
 #include <cstdint>
 
-#include <gmi/cuda/flag_wait.cuh>
-#include <gmi/cuda/row_exchange.hpp>
+#include <gmi/comm/flag_wait.cuh>
+#include <gmi/comm/row_exchange.hpp>
 
-namespace gmi::cuda {
+namespace gmi::comm {
 
 // Loads a peer's value past L1 (which is not coherent with the peers' writes).
 __device__ inline float exchange_load(const float* p) { return __ldcg(p); }
@@ -170,4 +170,4 @@ __device__ inline void exchange_release(const row_exchange& x, std::uint32_t gen
   }
 }
 
-}  // namespace gmi::cuda
+}  // namespace gmi::comm

@@ -4,7 +4,8 @@
 #include <cstdint>
 #include <cstring>
 #include <gmi/core/rng.hpp>
-#include <gmi/rl/checkpoint.hpp>
+#include <gmi/io/gmi_file.hpp>
+#include <gmi/io/safetensors.hpp>
 #include <limits>
 #include <string>
 #include <vector>
@@ -13,12 +14,12 @@
 
 namespace {
 
-namespace rl = gmi::rl;
+namespace io = gmi::io;
 
 // A checkpoint with tensors of every dtype, odd sizes (so padding is exercised), a scalar, an empty tensor and
 // nested meta.
-rl::checkpoint sample_checkpoint() {
-  rl::checkpoint ck;
+io::checkpoint sample_checkpoint() {
+  io::checkpoint ck;
   std::vector<float> params(1250);
   for (std::size_t i = 0; i < params.size(); ++i) params[i] = 0.001f * static_cast<float>(i) - 0.5f;
   params[3] = std::numeric_limits<float>::quiet_NaN();
@@ -76,7 +77,7 @@ void write_crafted(const std::filesystem::path& path, std::string header, const 
   std::memcpy(file.data() + 24, &file_bytes, 8);
   file.insert(file.end(), header.begin(), header.end());
   file.insert(file.end(), payload.begin(), payload.end());
-  const std::uint32_t crc = gmi::rl::detail::crc32c_of(file.data(), file.size());
+  const std::uint32_t crc = gmi::io::crc32c_of(file.data(), file.size());
   file.resize(file.size() + 4);
   std::memcpy(file.data() + file.size() - 4, &crc, 4);
   gmi_test::write_bytes(path, file);
@@ -127,8 +128,8 @@ struct toy_trainer {
     return loss;
   }
 
-  [[nodiscard]] rl::checkpoint to_checkpoint() const {
-    rl::checkpoint ck;
+  [[nodiscard]] io::checkpoint to_checkpoint() const {
+    io::checkpoint ck;
     ck.add("policy.w", w);
     ck.add("optim.m", m);
     ck.add("optim.v", v);
@@ -139,7 +140,7 @@ struct toy_trainer {
     return ck;
   }
 
-  void restore(const rl::checkpoint& ck) {
+  void restore(const io::checkpoint& ck) {
     ck.get_into("policy.w", gmi::host_span<float>(w.data(), w.size()), "the toy network");
     ck.get_into("optim.m", gmi::host_span<float>(m.data(), m.size()));
     ck.get_into("optim.v", gmi::host_span<float>(v.data(), v.size()));
@@ -155,15 +156,15 @@ struct toy_trainer {
 TEST_SUITE("cpu") {
   TEST_CASE("checkpoint.roundtrip.restores_every_tensor") {
     gmi_test::temp_dir dir;
-    const rl::checkpoint ck = sample_checkpoint();
-    rl::save(ck, dir / "last.gmi");
-    const rl::checkpoint back = rl::load(dir / "last.gmi");
+    const io::checkpoint ck = sample_checkpoint();
+    io::save(ck, dir / "last.gmi");
+    const io::checkpoint back = io::load(dir / "last.gmi");
 
     CHECK(back == ck);  // names, order, dtypes, shapes, bytes (NaN and -0 included) and meta
     REQUIRE(back.tensors().size() == ck.tensors().size());
     for (std::size_t i = 0; i < ck.tensors().size(); ++i) CHECK(back.tensors()[i].name == ck.tensors()[i].name);
     CHECK(back.origin() == (dir / "last.gmi").string());
-    CHECK(back.at("policy.params").shape == rl::tensor_shape{25, 50});
+    CHECK(back.at("policy.params").shape == io::tensor_shape{25, 50});
     CHECK(back.at("env_steps").shape.empty());
     CHECK(back.get_scalar<std::uint64_t>("env_steps") == 123456789012ull);
     CHECK(back.get_f64("obs_norm.mean") == std::vector<double>{1.5, -2.25, 1e300});
@@ -183,8 +184,8 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("checkpoint.roundtrip.file_layout_matches_the_spec") {
     gmi_test::temp_dir dir;
-    const rl::checkpoint ck = sample_checkpoint();
-    rl::save(ck, dir / "a.gmi");
+    const io::checkpoint ck = sample_checkpoint();
+    io::save(ck, dir / "a.gmi");
     const std::vector<unsigned char> file = gmi_test::read_bytes(dir / "a.gmi");
     REQUIRE(file.size() >= 36);
     CHECK(std::memcmp(file.data(), "GMICKPT\0", 8) == 0);
@@ -196,7 +197,7 @@ TEST_SUITE("cpu") {
     CHECK(u64_at(file, 24) == file.size());
     std::uint32_t crc = 0;
     std::memcpy(&crc, file.data() + file.size() - 4, 4);
-    CHECK(crc == gmi::rl::detail::crc32c_of(file.data(), file.size() - 4));
+    CHECK(crc == gmi::io::crc32c_of(file.data(), file.size() - 4));
 
     const auto header = nlohmann::json::parse(file.begin() + 32, file.begin() + 32 + static_cast<long>(header_bytes));
     CHECK(header.at("format") == "gmi checkpoint");
@@ -205,11 +206,11 @@ TEST_SUITE("cpu") {
     REQUIRE(header.at("tensors").size() == ck.tensors().size());
     for (std::size_t i = 0; i < ck.tensors().size(); ++i) {
       const auto& entry = header.at("tensors")[i];
-      const rl::tensor& t = ck.tensors()[i];
+      const io::tensor& t = ck.tensors()[i];
       CAPTURE(t.name);
       CHECK(entry.at("name") == t.name);
-      CHECK(entry.at("dtype") == std::string(rl::name_of(t.type)));
-      CHECK(entry.at("shape").get<rl::tensor_shape>() == t.shape);
+      CHECK(entry.at("dtype") == std::string(io::name_of(t.type)));
+      CHECK(entry.at("shape").get<io::tensor_shape>() == t.shape);
       const auto offset = entry.at("offset").get<std::size_t>();
       CHECK(offset % 8 == 0);
       CHECK(entry.at("bytes") == t.bytes.size());
@@ -219,65 +220,65 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("checkpoint.roundtrip.empty_checkpoint") {
     gmi_test::temp_dir dir;
-    rl::save(rl::checkpoint{}, dir / "empty.gmi");
-    const rl::checkpoint back = rl::load(dir / "empty.gmi");
+    io::save(io::checkpoint{}, dir / "empty.gmi");
+    const io::checkpoint back = io::load(dir / "empty.gmi");
     CHECK(back.tensors().empty());
     CHECK(back.meta == nlohmann::json::object());
   }
 
   TEST_CASE("checkpoint.save.replaces_atomically_and_leaves_no_temp_files") {
     gmi_test::temp_dir dir;
-    rl::checkpoint first = sample_checkpoint();
-    rl::save(first, dir / "last.gmi");
+    io::checkpoint first = sample_checkpoint();
+    io::save(first, dir / "last.gmi");
     CHECK(dir.entries() == std::vector<std::string>{"last.gmi"});
 
-    rl::checkpoint second;
+    io::checkpoint second;
     second.add("policy.params", std::vector<float>{1, 2, 3});
     second.meta["iteration"] = 13;
-    rl::save(second, dir / "last.gmi");
+    io::save(second, dir / "last.gmi");
     CHECK(dir.entries() == std::vector<std::string>{"last.gmi"});  // no last.gmi.tmp.<pid> left behind
-    const rl::checkpoint back = rl::load(dir / "last.gmi");
+    const io::checkpoint back = io::load(dir / "last.gmi");
     CHECK(back == second);
     CHECK(!back.contains("obs_norm.mean"));
 
     // A relative path saves next to the working directory's files too (the directory fsync uses ".").
     const auto cwd = std::filesystem::current_path();
     std::filesystem::current_path(dir.path());
-    rl::save(second, "relative.gmi");
+    io::save(second, "relative.gmi");
     std::filesystem::current_path(cwd);
-    CHECK(rl::load(dir / "relative.gmi") == second);
+    CHECK(io::load(dir / "relative.gmi") == second);
   }
 
   TEST_CASE("checkpoint.save.failure_leaves_no_temp_file_and_old_file_intact") {
     gmi_test::temp_dir dir;
     // rename() over a non-empty directory fails after the temp file is fully written.
     std::filesystem::create_directories(dir / "taken" / "inside");
-    CHECK_THROWS_AS(rl::save(sample_checkpoint(), dir / "taken"), gmi::error);
+    CHECK_THROWS_AS(io::save(sample_checkpoint(), dir / "taken"), gmi::error);
     CHECK(dir.entries() == std::vector<std::string>{"taken"});
 
-    const std::string message = config_error_of([&] { rl::save(sample_checkpoint(), dir / "missing" / "x.gmi"); });
+    const std::string message = config_error_of([&] { io::save(sample_checkpoint(), dir / "missing" / "x.gmi"); });
     CHECK(contains(message, (dir / "missing" / "x.gmi").string()));
     CHECK(contains(message, "cannot create"));
 
-    rl::checkpoint bad_meta;
+    io::checkpoint bad_meta;
     bad_meta.meta = nlohmann::json::array();
-    CHECK(contains(config_error_of([&] { rl::save(bad_meta, dir / "m.gmi"); }), "meta: got array, need a JSON object"));
+    CHECK(contains(config_error_of([&] { io::save(bad_meta, dir / "m.gmi"); }), "meta: got array, need a JSON object"));
     bad_meta.meta = {{"task", std::string("\xFF\xFE")}};  // not UTF-8: refused before anything is written
-    CHECK(contains(config_error_of([&] { rl::save(bad_meta, dir / "m.gmi"); }), "meta can not be written as JSON"));
+    CHECK(contains(config_error_of([&] { io::save(bad_meta, dir / "m.gmi"); }), "meta can not be written as JSON"));
     CHECK(dir.entries() == std::vector<std::string>{"taken"});
   }
 
   TEST_CASE("checkpoint.load.refuses_missing_file_and_directories") {
     gmi_test::temp_dir dir;
-    const std::string missing = config_error_of([&] { (void)rl::load(dir / "nope.gmi"); });
+    const std::string missing = config_error_of([&] { (void)io::load(dir / "nope.gmi"); });
     CHECK(contains(missing, "checkpoint \"" + (dir / "nope.gmi").string() + "\": cannot open"));
     CHECK(contains(missing, "No such file"));
-    CHECK(contains(config_error_of([&] { (void)rl::load(dir.path()); }), "not a regular file"));
+    CHECK(contains(config_error_of([&] { (void)io::load(dir.path()); }), "not a regular file"));
   }
 
   TEST_CASE("checkpoint.load.refuses_truncated_file") {
     gmi_test::temp_dir dir;
-    rl::save(sample_checkpoint(), dir / "full.gmi");
+    io::save(sample_checkpoint(), dir / "full.gmi");
     const std::vector<unsigned char> full = gmi_test::read_bytes(dir / "full.gmi");
     const std::size_t header_bytes = u64_at(full, 16);
     struct cut {
@@ -296,7 +297,7 @@ TEST_SUITE("cpu") {
       CAPTURE(c.where);
       const auto path = dir / "cut.gmi";
       gmi_test::write_bytes(path, {full.begin(), full.begin() + static_cast<long>(c.size)});
-      const std::string message = config_error_of([&] { (void)rl::load(path); });
+      const std::string message = config_error_of([&] { (void)io::load(path); });
       CAPTURE(message);
       CHECK(contains(message, "checkpoint \"" + path.string() + "\": file is " + std::to_string(c.size) + " bytes"));
       if (c.size == 0) {
@@ -310,12 +311,12 @@ TEST_SUITE("cpu") {
     std::vector<unsigned char> longer = full;
     longer.push_back(0);
     gmi_test::write_bytes(dir / "long.gmi", longer);
-    CHECK(contains(config_error_of([&] { (void)rl::load(dir / "long.gmi"); }), "extra bytes"));
+    CHECK(contains(config_error_of([&] { (void)io::load(dir / "long.gmi"); }), "extra bytes"));
   }
 
   TEST_CASE("checkpoint.load.refuses_a_flipped_byte_by_checksum") {
     gmi_test::temp_dir dir;
-    rl::save(sample_checkpoint(), dir / "good.gmi");
+    io::save(sample_checkpoint(), dir / "good.gmi");
     const std::vector<unsigned char> good = gmi_test::read_bytes(dir / "good.gmi");
     const std::size_t header_bytes = u64_at(good, 16);
     for (std::size_t at : {32 + header_bytes + 17, 32 + header_bytes / 2, good.size() - 5, good.size() - 1}) {
@@ -323,7 +324,7 @@ TEST_SUITE("cpu") {
       std::vector<unsigned char> bad = good;
       bad[at] ^= 0x10;
       gmi_test::write_bytes(dir / "bad.gmi", bad);
-      const std::string message = config_error_of([&] { (void)rl::load(dir / "bad.gmi"); });
+      const std::string message = config_error_of([&] { (void)io::load(dir / "bad.gmi"); });
       CAPTURE(message);
       CHECK(contains(message, "checkpoint \"" + (dir / "bad.gmi").string() + "\": checksum (CRC-32C): got 0x"));
       CHECK(contains(message, "; the file is corrupted"));
@@ -333,16 +334,16 @@ TEST_SUITE("cpu") {
   TEST_CASE("checkpoint.load.refuses_wrong_magic_and_version") {
     gmi_test::temp_dir dir;
     gmi_test::write_bytes(dir / "text.gmi", std::vector<unsigned char>(100, 'x'));
-    CHECK(contains(config_error_of([&] { (void)rl::load(dir / "text.gmi"); }),
+    CHECK(contains(config_error_of([&] { (void)io::load(dir / "text.gmi"); }),
                    "not a gmi checkpoint (first bytes got \"xxxxxxxx\", need \"GMICKPT\\x00\")"));
     gmi_test::write_bytes(dir / "short.gmi", {'P', 'K', 3});
-    CHECK(contains(config_error_of([&] { (void)rl::load(dir / "short.gmi"); }), "not a gmi checkpoint"));
+    CHECK(contains(config_error_of([&] { (void)io::load(dir / "short.gmi"); }), "not a gmi checkpoint"));
 
-    rl::save(sample_checkpoint(), dir / "good.gmi");
+    io::save(sample_checkpoint(), dir / "good.gmi");
     std::vector<unsigned char> file = gmi_test::read_bytes(dir / "good.gmi");
     file[8] = 2;
     gmi_test::write_bytes(dir / "v2.gmi", file);
-    CHECK(contains(config_error_of([&] { (void)rl::load(dir / "v2.gmi"); }),
+    CHECK(contains(config_error_of([&] { (void)io::load(dir / "v2.gmi"); }),
                    "format version: got 2, need 1 (the version this build of gmi reads)"));
   }
 
@@ -352,38 +353,38 @@ TEST_SUITE("cpu") {
     const std::vector<unsigned char> payload(16, 0);
 
     write_crafted(path, R"({"tensors": [)", payload);
-    CHECK(contains(config_error_of([&] { (void)rl::load(path); }), "header is not valid JSON"));
+    CHECK(contains(config_error_of([&] { (void)io::load(path); }), "header is not valid JSON"));
 
     write_crafted(path, R"({"tensors": [{"name": "a", "dtype": "f32", "shape": [4], "offset": 8, "bytes": 16}]})",
                   payload);
-    CHECK(contains(config_error_of([&] { (void)rl::load(path); }),
+    CHECK(contains(config_error_of([&] { (void)io::load(path); }),
                    "header tensor 0 \"a\": bytes [8, 24) out of range, need within the payload's 16 bytes"));
 
     write_crafted(path, R"({"tensors": [{"name": "a", "dtype": "bf16", "shape": [4], "offset": 0, "bytes": 8}]})",
                   payload);
-    CHECK(contains(config_error_of([&] { (void)rl::load(path); }), "dtype: got \"bf16\", need one of f32"));
+    CHECK(contains(config_error_of([&] { (void)io::load(path); }), "dtype: got \"bf16\", need one of f32"));
 
     write_crafted(path, R"({"tensors": [{"name": "a", "dtype": "f32", "shape": [3], "offset": 0, "bytes": 16}]})",
                   payload);
-    CHECK(contains(config_error_of([&] { (void)rl::load(path); }), "bytes: got 16, need 12 (shape [3] of f32)"));
+    CHECK(contains(config_error_of([&] { (void)io::load(path); }), "bytes: got 16, need 12 (shape [3] of f32)"));
 
     write_crafted(path, R"({"tensors": [{"name": "a", "dtype": "f32", "offset": 0, "bytes": 16}]})", payload);
-    CHECK(contains(config_error_of([&] { (void)rl::load(path); }), "header does not describe tensors"));
+    CHECK(contains(config_error_of([&] { (void)io::load(path); }), "header does not describe tensors"));
 
     write_crafted(path, R"({"tensors": [], "meta": 3})", payload);
-    CHECK(contains(config_error_of([&] { (void)rl::load(path); }), "header meta: got number, need a JSON object"));
+    CHECK(contains(config_error_of([&] { (void)io::load(path); }), "header meta: got number, need a JSON object"));
 
     write_crafted(path, R"([1, 2])", payload);
-    CHECK(contains(config_error_of([&] { (void)rl::load(path); }), "need an object with a \"tensors\" array"));
+    CHECK(contains(config_error_of([&] { (void)io::load(path); }), "need an object with a \"tensors\" array"));
 
     write_crafted(path, R"({"tensors": [{"name": "a", "dtype": "u8", "shape": [1], "offset": 0, "bytes": 1},
                                         {"name": "a", "dtype": "u8", "shape": [1], "offset": 8, "bytes": 1}]})",
                   payload);
-    CHECK(contains(config_error_of([&] { (void)rl::load(path); }), "a name not added before"));
+    CHECK(contains(config_error_of([&] { (void)io::load(path); }), "a name not added before"));
   }
 
   TEST_CASE("checkpoint.get.refuses_wrong_name_dtype_and_size") {
-    const rl::checkpoint ck = sample_checkpoint();
+    const io::checkpoint ck = sample_checkpoint();
     CHECK(
         config_error_of([&] { (void)ck.get_f32("policy.params", 1234, "the network this program was built with"); }) ==
         "checkpoint tensor \"policy.params\": got 1250 floats, need 1234 (the network this program was built with)");
@@ -403,14 +404,14 @@ TEST_SUITE("cpu") {
 
     // Messages of a loaded checkpoint name its file.
     gmi_test::temp_dir dir;
-    rl::save(ck, dir / "x.gmi");
-    const rl::checkpoint back = rl::load(dir / "x.gmi");
+    io::save(ck, dir / "x.gmi");
+    const io::checkpoint back = io::load(dir / "x.gmi");
     CHECK(contains(config_error_of([&] { (void)back.get_f32("policy.params", 1); }),
                    "checkpoint tensor \"policy.params\" (in \"" + (dir / "x.gmi").string() + "\"): got 1250 floats"));
   }
 
   TEST_CASE("checkpoint.add.refuses_bad_shapes_and_names") {
-    rl::checkpoint ck;
+    io::checkpoint ck;
     const std::vector<float> six(6, 1.0f);
     CHECK(config_error_of([&] {
             ck.add("w", six, {2, 4});
@@ -423,11 +424,11 @@ TEST_SUITE("cpu") {
     CHECK(contains(config_error_of([&] { ck.add("", six); }), "need a non-empty name"));
     CHECK(contains(config_error_of([&] { ck.add("__metadata__", six); }), "safetensors reserves it"));
     CHECK(contains(config_error_of([&] {
-                     ck.add(rl::tensor{"raw", rl::dtype::f64, {2}, std::vector<std::byte>(12)});
+                     ck.add(io::tensor{"raw", io::dtype::f64, {2}, std::vector<std::byte>(12)});
                    }),
                    "checkpoint tensor \"raw\" bytes: got 12, need 16 (shape [2] of f64)"));
     CHECK(ck.tensors().size() == 1);
-    CHECK(ck.at("w").shape == rl::tensor_shape{2, 3});
+    CHECK(ck.at("w").shape == io::tensor_shape{2, 3});
   }
 
   TEST_CASE("checkpoint.resume.continues_the_same_curve") {
@@ -442,10 +443,10 @@ TEST_SUITE("cpu") {
     {
       toy_trainer before;
       for (int i = 0; i < saved_at; ++i) resumed_curve.push_back(before.step());
-      rl::save(before.to_checkpoint(), dir / "resume.gmi");
+      io::save(before.to_checkpoint(), dir / "resume.gmi");
     }  // the first process ends here
     toy_trainer after;
-    after.restore(rl::load(dir / "resume.gmi"));
+    after.restore(io::load(dir / "resume.gmi"));
     for (int i = saved_at; i < total; ++i) resumed_curve.push_back(after.step());
 
     CHECK(resumed_curve == curve);  // bit for bit, not approximately

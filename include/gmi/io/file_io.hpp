@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace gmi::rl::detail {
+namespace gmi::io {
 
 inline std::string errno_text(int code) { return std::strerror(code); }
 
@@ -132,4 +132,4 @@ inline std::vector<std::byte> read_file(const std::filesystem::path& path, std::
   return bytes;
 }
 
-}  // namespace gmi::rl::detail
+}  // namespace gmi::io

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace gmi::rl::detail {
+namespace gmi::io {
 
 static_assert(std::endian::native == std::endian::little,
               "gmi checkpoints store little-endian data and are read and written on little-endian hosts only");
@@ -68,4 +68,4 @@ class crc32c {
   return crc.value();
 }
 
-}  // namespace gmi::rl::detail
+}  // namespace gmi::io

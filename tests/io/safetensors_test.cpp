@@ -2,7 +2,8 @@
 
 #include <cstdint>
 #include <cstring>
-#include <gmi/rl/checkpoint.hpp>
+#include <gmi/io/gmi_file.hpp>
+#include <gmi/io/safetensors.hpp>
 #include <string>
 #include <vector>
 
@@ -10,10 +11,10 @@
 
 namespace {
 
-namespace rl = gmi::rl;
+namespace io = gmi::io;
 
-rl::checkpoint weights() {
-  rl::checkpoint ck;
+io::checkpoint weights() {
+  io::checkpoint ck;
   ck.add_u8("policy.mask", std::vector<std::uint8_t>{1, 0, 1});  // odd size first: export must realign the rest
   std::vector<float> w(6);
   for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.5f - 1.0f;
@@ -54,8 +55,8 @@ TEST_SUITE("cpu") {
   // Reads the file as the safetensors spec describes it, independently of load_safetensors.
   TEST_CASE("checkpoint.safetensors.header_and_data_follow_the_format") {
     gmi_test::temp_dir dir;
-    const rl::checkpoint ck = weights();
-    rl::export_safetensors(ck, dir / "w.safetensors");
+    const io::checkpoint ck = weights();
+    io::export_safetensors(ck, dir / "w.safetensors");
     CHECK(dir.entries() == std::vector<std::string>{"w.safetensors"});
 
     const std::vector<unsigned char> file = gmi_test::read_bytes(dir / "w.safetensors");
@@ -84,16 +85,16 @@ TEST_SUITE("cpu") {
       if (name == "__metadata__") continue;
       CAPTURE(name);
       ++seen;
-      const rl::tensor& t = ck.at(name);
-      CHECK(entry.at("dtype") == std::string(rl::safetensors_name_of(t.type)));
-      CHECK(entry.at("shape").get<rl::tensor_shape>() == t.shape);
+      const io::tensor& t = ck.at(name);
+      CHECK(entry.at("dtype") == std::string(io::safetensors_name_of(t.type)));
+      CHECK(entry.at("shape").get<io::tensor_shape>() == t.shape);
       const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
       REQUIRE(offsets.size() == 2);
       CHECK(offsets[0] == expected_begin);  // contiguous in header order, no holes
       CHECK(offsets[1] - offsets[0] == t.bytes.size());
-      CHECK((data + offsets[0]) % rl::size_of(t.type) == 0);  // every tensor aligned to its element size
-      CHECK(rl::size_of(t.type) <= last_width);
-      last_width = rl::size_of(t.type);
+      CHECK((data + offsets[0]) % io::size_of(t.type) == 0);  // every tensor aligned to its element size
+      CHECK(io::size_of(t.type) <= last_width);
+      last_width = io::size_of(t.type);
       REQUIRE(data + offsets[1] <= file.size());
       CHECK(std::memcmp(file.data() + data + offsets[0], t.bytes.data(), t.bytes.size()) == 0);
       expected_begin = offsets[1];
@@ -104,11 +105,11 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("checkpoint.safetensors.load_safetensors_reads_back_the_export") {
     gmi_test::temp_dir dir;
-    const rl::checkpoint ck = weights();
-    rl::export_safetensors(ck, dir / "w.safetensors");
-    const rl::checkpoint back = rl::load_safetensors(dir / "w.safetensors");
+    const io::checkpoint ck = weights();
+    io::export_safetensors(ck, dir / "w.safetensors");
+    const io::checkpoint back = io::load_safetensors(dir / "w.safetensors");
     CHECK(back.tensors().size() == ck.tensors().size());
-    for (const rl::tensor& t : ck.tensors()) {
+    for (const io::tensor& t : ck.tensors()) {
       CAPTURE(t.name);
       REQUIRE(back.contains(t.name));
       CHECK(back.at(t.name) == t);
@@ -121,16 +122,16 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("checkpoint.safetensors.filter_selects_tensors") {
     gmi_test::temp_dir dir;
-    const rl::checkpoint ck = weights();
-    rl::export_safetensors(ck, dir / "policy.safetensors", rl::names_starting_with({"policy.w", "policy.log_std"}));
-    const rl::checkpoint back = rl::load_safetensors(dir / "policy.safetensors");
+    const io::checkpoint ck = weights();
+    io::export_safetensors(ck, dir / "policy.safetensors", io::names_starting_with({"policy.w", "policy.log_std"}));
+    const io::checkpoint back = io::load_safetensors(dir / "policy.safetensors");
     REQUIRE(back.tensors().size() == 2);
     CHECK(back.tensors()[0].name == "policy.log_std");  // f64 before f32: widest first
     CHECK(back.tensors()[1].name == "policy.w");
     CHECK(back.get_f32("policy.w", 6) == ck.get_f32("policy.w"));
 
-    rl::export_safetensors(ck, dir / "none.safetensors", [](std::string_view) { return false; });
-    CHECK(rl::load_safetensors(dir / "none.safetensors").tensors().empty());
+    io::export_safetensors(ck, dir / "none.safetensors", [](std::string_view) { return false; });
+    CHECK(io::load_safetensors(dir / "none.safetensors").tensors().empty());
   }
 
   // Byte strings from the safetensors project's own Python tests (bindings/python/tests/test_simple.py): files
@@ -146,9 +147,9 @@ TEST_SUITE("cpu") {
       file.insert(file.end(), p, p + 4);
     }
     gmi_test::write_bytes(dir / "simple.safetensors", file);
-    const rl::checkpoint simple = rl::load_safetensors(dir / "simple.safetensors");
+    const io::checkpoint simple = io::load_safetensors(dir / "simple.safetensors");
     CHECK(simple.get_i32("test", 4) == std::vector<std::int32_t>{1, 2, 3, 4});
-    CHECK(simple.at("test").shape == rl::tensor_shape{2, 2});
+    CHECK(simple.at("test").shape == io::tensor_shape{2, 2});
 
     const std::string with_meta =
         R"({"__metadata__":{"framework":"pt"},"test1":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}})"
@@ -158,7 +159,7 @@ TEST_SUITE("cpu") {
     file.insert(file.end(), with_meta.begin(), with_meta.end());
     file.resize(file.size() + 16, 0);
     gmi_test::write_bytes(dir / "meta.safetensors", file);
-    const rl::checkpoint meta = rl::load_safetensors(dir / "meta.safetensors");
+    const io::checkpoint meta = io::load_safetensors(dir / "meta.safetensors");
     CHECK(meta.get_i32("test1") == std::vector<std::int32_t>(4, 0));
     CHECK(meta.meta.at("framework") == "pt");
   }
@@ -176,30 +177,30 @@ TEST_SUITE("cpu") {
     };
 
     gmi_test::write_bytes(path, bytes_of("abc"));
-    CHECK(contains(config_error_of([&] { (void)rl::load_safetensors(path); }),
+    CHECK(contains(config_error_of([&] { (void)io::load_safetensors(path); }),
                    "safetensors \"" + path.string() + "\": file is 3 bytes, need at least 8"));
 
-    rl::export_safetensors(weights(), dir / "good.safetensors");
+    io::export_safetensors(weights(), dir / "good.safetensors");
     std::vector<unsigned char> good = gmi_test::read_bytes(dir / "good.safetensors");
     std::uint64_t n = 0;
     std::memcpy(&n, good.data(), 8);
     gmi_test::write_bytes(path, {good.begin(), good.begin() + static_cast<long>(n / 2)});
-    CHECK(contains(config_error_of([&] { (void)rl::load_safetensors(path); }), "the file is truncated"));
+    CHECK(contains(config_error_of([&] { (void)io::load_safetensors(path); }), "the file is truncated"));
     gmi_test::write_bytes(path, {good.begin(), good.end() - 3});
-    CHECK(contains(config_error_of([&] { (void)rl::load_safetensors(path); }), "out of range"));
+    CHECK(contains(config_error_of([&] { (void)io::load_safetensors(path); }), "out of range"));
 
     write_with_header(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})", 4);
-    CHECK(contains(config_error_of([&] { (void)rl::load_safetensors(path); }),
+    CHECK(contains(config_error_of([&] { (void)io::load_safetensors(path); }),
                    "tensor \"a\" dtype: got \"BF16\", need one of F32 F64 I32 I64 U32 U64 U8"));
     write_with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4);
-    CHECK(contains(config_error_of([&] { (void)rl::load_safetensors(path); }),
+    CHECK(contains(config_error_of([&] { (void)io::load_safetensors(path); }),
                    "bytes: got 4, need 8 (shape [2] of f32)"));
     write_with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4);
-    CHECK(contains(config_error_of([&] { (void)rl::load_safetensors(path); }),
+    CHECK(contains(config_error_of([&] { (void)io::load_safetensors(path); }),
                    "tensor \"a\": data_offsets [0,8] out of range"));
     write_with_header(R"({"a":)", 0);
-    CHECK(contains(config_error_of([&] { (void)rl::load_safetensors(path); }), "header is not valid JSON"));
+    CHECK(contains(config_error_of([&] { (void)io::load_safetensors(path); }), "header is not valid JSON"));
     write_with_header(R"({"__metadata__":{"k":1}})", 0);
-    CHECK(contains(config_error_of([&] { (void)rl::load_safetensors(path); }), "header does not describe tensors"));
+    CHECK(contains(config_error_of([&] { (void)io::load_safetensors(path); }), "header does not describe tensors"));
   }
 }

@@ -2,11 +2,11 @@
 // Device-side waits on generation words: 32-bit counters in device memory that one kernel advances and kernels of
 // other GMIs (processes under MPS) poll. A wait gives up at its deadline or when the host raises an abort word, so
 // a dead peer never holds a stream forever. Used by comm's kernel handshake (comm/detail/flag_kernel.cuh) and by
-// row exchanges inside a kernel (cuda/row_exchange.cuh). Needs nvcc.
+// row exchanges inside a kernel (comm/row_exchange.cuh). Needs nvcc.
 
 #include <cstdint>
 
-namespace gmi::cuda::detail {
+namespace gmi::comm::detail {
 
 __device__ inline unsigned long long global_ns() {
   unsigned long long t;
@@ -49,4 +49,4 @@ __device__ inline bool wait_generations(const std::uint32_t* first, int count, i
   }
 }
 
-}  // namespace gmi::cuda::detail
+}  // namespace gmi::comm::detail

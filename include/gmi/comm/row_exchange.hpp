@@ -1,5 +1,5 @@
 #pragma once
-// cuda::row_exchange: what one block of a kernel needs to sum a row of floats over a group of GMIs of one GPU
+// comm::row_exchange: what one block of a kernel needs to sum a row of floats over a group of GMIs of one GPU
 // from inside that kernel, with no extra launch: every member's row mapped into this GMI, the group's flag words
 // in device memory and this member's call counter; optionally a second level across the GPUs of one host, where
 // each GPU's sum of its members' rows meets the other GPUs' in inboxes (peer device memory or pinned host
@@ -11,7 +11,7 @@
 
 #include <gmi/core/hd.hpp>
 
-namespace gmi::cuda {
+namespace gmi::comm {
 
 struct row_exchange {
   static constexpr int max_members = 16;
@@ -26,7 +26,7 @@ struct row_exchange {
   const volatile std::uint32_t* abort = nullptr;  // non-zero: stop waiting (the host's abort word, mapped)
   std::uint32_t* stalled = nullptr;     // set to 1 when a wait gave up (one word for the group; the host checks it)
   unsigned long long timeout_ns = 0;
-  // Optional (cuda::comm_clock::total()): thread 0 adds the nanoseconds of each wait on the peers here.
+  // Optional (comm::comm_clock::total()): thread 0 adds the nanoseconds of each wait on the peers here.
   unsigned long long* wait_ns = nullptr;
 
   // The level across GPUs (gpus > 1). GPU t's inbox, as mapped here, at inbox_entries[t]: per GPU j two slots of
@@ -64,4 +64,4 @@ struct row_exchange {
   }
 };
 
-}  // namespace gmi::cuda
+}  // namespace gmi::comm

@@ -1,8 +1,8 @@
 #pragma once
-// cuda::comm_clock: how long a GMI's stream spent in its group's communication, on the GPU's global timer (one
+// comm::comm_clock: how long a GMI's stream spent in its group's communication, on the GPU's global timer (one
 // clock for every kernel of the device). Around a call enqueued on a stream (the hierarchical allreduce, NCCL)
 // start() and stop() enqueue one-thread kernels that stamp the timer and add the span, so a CUDA graph that
-// captured them replays them too; a kernel that communicates itself (a row exchange's waits, cuda/row_exchange.cuh)
+// captured them replays them too; a kernel that communicates itself (a row exchange's waits, comm/row_exchange.cuh)
 // adds its spans to total() directly. The spans include waiting for the peers: that is what synchronous training
 // pays for its group. The global timer ticks in steps of up to a microsecond; spans that start at random phases
 // add up without bias. Needs nvcc.
@@ -11,9 +11,9 @@
 
 #include <gmi/core/cuda_try.hpp>
 #include <gmi/cuda/buffer.hpp>
-#include <gmi/cuda/flag_wait.cuh>
+#include <gmi/comm/flag_wait.cuh>
 
-namespace gmi::cuda {
+namespace gmi::comm {
 
 namespace detail {
 // words[0]: nanoseconds added up; words[1]: the open span's start.
@@ -49,7 +49,7 @@ class comm_clock {
   }
 
  private:
-  device_buffer<unsigned long long> words_;
+  cuda::device_buffer<unsigned long long> words_;
 };
 
-}  // namespace gmi::cuda
+}  // namespace gmi::comm

@@ -1,0 +1,192 @@
+#pragma once
+// gmi::run's flags: parse_cli fills a train_config from argv (the pipeline's defaults first, then the flags), with
+// CLI11's --help; a bad flag or value is one line naming it and what is allowed, exit code 2. What a flag's value
+// means is train_config's business (run_options.hpp, rl::ppo_config); the checks that need every flag at once
+// are validate's (resolve.cuh), so a program that fills a config in code gets them too.
+
+#include <array>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <CLI/CLI.hpp>
+
+#include <gmi/core/error.hpp>
+#include <gmi/pipeline/defaults.hpp>
+#include <gmi/pipeline/train_config.hpp>
+#include <gmi/rl/ppo_config.hpp>
+#include <gmi/runtime/flags.hpp>
+
+namespace gmi {
+
+// Fills `o` from argv on top of what it holds (gmi::default_config<Pipeline>() for gmi::run). Returns the exit
+// code when the program should stop here (--help: 0; a bad flag: 2, its line printed), nullopt to run.
+template <class Pipeline>
+std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
+  CLI::App app{"gmi pipeline: " + std::string(Pipeline::layout_type::name) + " layout", argc > 0 ? argv[0] : "gmi"};
+  app.add_option("--num-envs", o.num_envs, "environments per GMI")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of environments, policy sampling, initial weights and shuffles")->capture_default_str();
+  app.add_option("--device", o.device, "where to run")->check(CLI::IsMember({"auto", "gpu", "host"}))->capture_default_str();
+  app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--gpus", o.gpus, "GPUs to use from --gpu on: a count or \"all\"")->capture_default_str();
+  app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU (the backend sets the upper bound)")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--partition", o.partition, "partition backend (default: the pipeline's)")
+      ->check(CLI::IsMember({"none", "mps", "green_context", "mig"}))->capture_default_str();
+  app.add_option("--launch", o.launch, "GMIs as threads or processes (mps/mig: processes; green_context: threads)")
+      ->check(CLI::IsMember({"auto", "threads", "processes"}))->capture_default_str();
+  app.add_option("--mps-percentage", o.mps_percentage, "MPS active-thread percentage per GMI (default 100 / GMIs per GPU, rounded up)")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--sms-per-gmi", o.sms_per_gmi, "green_context: SMs per GMI (0: the largest equal slice)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds of training")->check(CLI::PositiveNumber)->capture_default_str();
+  auto* target_return_flag =
+      app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");
+  app.add_option("--target-optimum-gap", o.target_optimum_gap,
+                 "stop when the mean return is within this fraction of the task's optimal mean return (tasks with a "
+                 "known optimum: the *_proxy tasks); e.g. 0.1: at most 10% below it");
+  app.add_option("--min-episodes", o.min_episodes, "episodes a mean return must cover")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--log-interval", o.log_interval, "seconds between progress lines")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
+  app.add_option("--metrics", o.metrics_path, "append JSON-lines metrics to this file");
+  app.add_option("--serve-seconds", o.serve_seconds, "serving layout: seconds to measure")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--horizon", o.ppo.horizon, "PPO steps per environment per iteration")->capture_default_str();
+  app.add_option("--minibatch", o.ppo.minibatch, "PPO minibatch size")->capture_default_str();
+  app.add_option("--epochs", o.ppo.epochs, "PPO epochs per iteration")->capture_default_str();
+  app.add_option("--lr", o.ppo.learning_rate, "Adam learning rate")->capture_default_str();
+  app.add_option("--clip", o.ppo.clip, "PPO ratio clip")->capture_default_str();
+  app.add_option("--dual-clip", o.ppo.dual_clip,
+                 "dual-clip PPO: a negative advantage's ratio counts up to this (0: off; else > 1 + clip)")
+      ->capture_default_str();
+  app.add_option("--gamma", o.ppo.gamma, "discount")->capture_default_str();
+  app.add_option("--lambda", o.ppo.lambda, "GAE lambda")->capture_default_str();
+  app.add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus weight")->capture_default_str();
+  app.add_option("--bounds-loss-coef", o.ppo.bounds_loss_coef,
+                 "weight of the loss that keeps action means inside [-1.1, 1.1] (rl_games' bounds_loss_coef)")
+      ->capture_default_str();
+  app.add_option("--value-coef", o.ppo.value_coef, "value loss weight")->capture_default_str();
+  app.add_option("--max-grad-norm", o.ppo.max_grad_norm, "gradient-norm clip (<= 0: off)")->capture_default_str();
+  app.add_option("--obs-normalizer-window", o.ppo.obs_normalizer_window,
+                 "samples the observation normalizer weighs at most (older ones fade); 0: every sample")
+      ->capture_default_str();
+  app.add_option("--value-normalizer-window", o.ppo.value_normalizer_window,
+                 "samples the return normalizer weighs at most (older ones fade); 0: every sample")
+      ->capture_default_str();
+  // The PPO config's switches, spelled true/false (anything else: one line naming the flag).
+  std::array<std::pair<bool*, std::string>, 4> normalize{{{&o.ppo.normalize_obs, "true"},
+                                                          {&o.ppo.normalize_value, "true"},
+                                                          {&o.ppo.normalize_advantage, "true"},
+                                                          {&o.ppo.clip_value, "false"}}};
+  for (auto& [flag, text] : normalize) text = *flag ? "true" : "false";
+  app.add_option("--normalize-obs", normalize[0].second, "running mean/std of observations")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  app.add_option("--normalize-value", normalize[1].second,
+                 "the value head predicts returns normalized by their running mean/std")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  app.add_option("--normalize-advantage", normalize[2].second, "advantages normalized over the rollout")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  app.add_option("--clip-value", normalize[3].second,
+                 "PPO2-style clipped value loss: the new value kept within 0.2 of the rollout's (rl_games' clip_value)")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  std::string schedule = rl::lr_schedule_name(o.ppo.schedule);
+  app.add_option("--lr-schedule", schedule,
+                 "learning-rate schedule: constant, adaptive (rl_games' KL rule) or linear (from --lr down to 1e-6 "
+                 "over --lr-decay-env-steps)")
+      ->check(CLI::IsMember({"constant", "adaptive", "linear"}))->capture_default_str();
+  auto* lr_decay_flag = app.add_option("--lr-decay-env-steps", o.ppo.lr_decay_env_steps,
+                                       "linear lr schedule: env steps of the whole training the decay spans "
+                                       "(default: --max-env-steps)");
+  app.add_flag("--quiet", o.quiet, "no progress lines");
+  app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
+  app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(CLI::NonNegativeNumber);
+  app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint (over GMIs: its manifest)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--gradient-allreduce", o.gradient_allreduce,
+                 "synchronous training over GMIs: gradients summed on the device (hierarchical: GMIs of a GPU, then "
+                 "NCCL), through host shared memory (cpu_staged, the paper's IP baseline), or automatic: both timed "
+                 "at the start, the faster kept")
+      ->check(CLI::IsMember({"hierarchical", "cpu_staged", "automatic"}))
+      ->capture_default_str();
+  app.add_option("--synced-update", o.synced_update,
+                 "synchronous training over GMIs: replay each GMI's update as a CUDA graph where the gradient sum "
+                 "allows it, with the group's sum inside each minibatch step's kernel where the GMIs of one GPU "
+                 "share their rows (fused) or as allreduce calls between kernels (graph), or enqueue it kernel by "
+                 "kernel (eager)")
+      ->check(CLI::IsMember({"fused", "graph", "eager"}))
+      ->capture_default_str();
+  app.add_option("--minibatch-scope", o.minibatch_scope,
+                 "synchronous training over GMIs: --minibatch is the group's, split over its GMIs (group: an "
+                 "iteration makes as many steps as one GMI holding every env), or each GMI's (gmi: rl_games' "
+                 "multi-GPU rule, the paper's; a step averages GMIs x --minibatch samples); split: the trainer's "
+                 "minibatch is --minibatch (group) or serving GMIs x --minibatch (gmi)")
+      ->check(CLI::IsMember({"group", "gmi"}))
+      ->capture_default_str();
+  app.add_option("--comm-clock", o.comm_clock,
+                 "synchronous training over GMIs: time each GMI's gradient sums and report the share of the time "
+                 "spent communicating: on (the step kernels' waits on the group when fused, else two one-thread "
+                 "stamp kernels around each sum), auto (only where free: fused, cpu_staged), off")
+      ->check(CLI::IsMember({"on", "auto", "off"}))
+      ->capture_default_str();
+  app.add_option("--restart-on-failure", o.restart_on_failure,
+                 "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "
+                 "at most N times (needs --checkpoint)")
+      ->expected(0, 1)->default_str("3")->check(CLI::Range(1, 1000));
+  app.add_flag("--autotune", o.autotune.on, "serving, colocated: find GMIs per GPU and envs per GMI (the paper's Algorithm 1 with "
+               "trials of the layout), then serve or train with them");
+  app.add_option("--autotune-budget", o.autotune.budget_seconds, "autotune: seconds for all trials")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--autotune-max-gmis", o.autotune.max_gmis_per_gpu, "autotune: most GMIs per GPU to try")
+      ->check(CLI::Range(1, 48))->capture_default_str();
+  app.add_option("--autotune-partitions", o.autotune.partitions, "autotune: backends to search, comma list (default: --partition)");
+  app.add_option("--autotune-trial-seconds", o.autotune.trial_seconds, "autotune: measured window of one trial")
+      ->check(CLI::Range(0.05, 60.0))->capture_default_str();
+  app.add_option("--plan", o.autotune.plan_path, "serving, colocated: use this saved plan (made for this machine and layout)")->check(CLI::ExistingFile);
+  app.add_option("--save-plan", o.autotune.save_path, "autotune: save the plan here (JSON)");
+  app.add_flag("!--autotune-no-mapping", o.autotune.mapping,
+               "autotune, colocated: skip the split-layout trials (the mapping stays colocated, not measured)");
+  app.add_option("--max-policy-lag", o.max_policy_lag, "split: drop rollouts acted with weights more updates old")
+      ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+  app.add_option("--channel-slots", o.channel_slots,
+                 "split: rollouts each serving GMI may have queued for the trainer, the back-pressure bound (a power "
+                 "of two in 1..64)")
+      ->capture_default_str();
+  app.add_option("--learner-graph", o.learner_graph,
+                 "split: the trainer replays its update (epochs x minibatches of kernels) as one CUDA graph from the "
+                 "second update on (on), or enqueues it kernel by kernel (off)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  app.add_option("--clip-against", o.clip_against,
+                 "split: PPO's ratio is pi over the serving GMI's policy that acted (behaviour: Sample Factory's "
+                 "APPO) or over the learner's policy at the start of the update (learner: decoupled PPO)")
+      ->check(CLI::IsMember({"learner", "behaviour"}))
+      ->capture_default_str();
+  app.add_option("--normalize-advantages", o.normalize_advantages,
+                 "split: normalize V-trace's advantages before its rho weights them (before_rho), or the weighted ones "
+                 "(after_rho, Sample Factory's way)")
+      ->check(CLI::IsMember({"before_rho", "after_rho"}))
+      ->capture_default_str();
+  app.add_option("--rho-bar", o.rho_bar, "split: V-trace truncation of the TD-error weights")->capture_default_str();
+  app.add_option("--c-bar", o.c_bar, "split: V-trace truncation of the traces (<= --rho-bar)")->capture_default_str();
+  app.add_flag("--population", o.population, "independent trainings, one per GMI (seeds --seed, --seed + 1, ...)");
+  bool split_roles_flag = false;
+  app.add_flag("--split-roles", split_roles_flag,
+               "colocated training: run the split layout instead (slice 0 trains, slices 1.. serve: asynchronous PPO "
+               "with V-trace), for side-by-side runs of the same task");
+  app.add_option("--sweep", o.sweep_path, "population settings: a JSON array, one object per GMI (implies --population)");
+  if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
+  o.ppo.schedule = *rl::parse_lr_schedule(schedule);
+  // The linear schedule spans the run's step limit unless told otherwise (a sweep's members may ask for it too).
+  if (lr_decay_flag->count() == 0) o.ppo.lr_decay_env_steps = std::isfinite(o.max_env_steps) ? o.max_env_steps : 0;
+  for (const auto& [flag, text] : normalize) *flag = text == "true";
+  if (!o.sweep_path.empty()) o.population = true;
+  o.split_roles = o.split_roles || split_roles_flag;
+  if (std::isfinite(o.target_optimum_gap) && target_return_flag->count() > 0) {
+    std::fprintf(stderr, "%s: --target-optimum-gap with --target-return: got %g, need one of the two\n",
+                 app.get_name().c_str(), o.target_return);
+    return 2;
+  }
+  return std::nullopt;
+}
+
+}  // namespace gmi

@@ -1,0 +1,220 @@
+#pragma once
+// From a config to where the run goes: validate() checks the options against each other and the pipeline type
+// (config_error, one line each), whoever filled them in; place() settles a plan (--autotune searches one, --plan
+// loads one) and picks host threads, one GPU, or GMIs over GPUs (runtime::gmis_config) for the run.
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <gmi/core/error.hpp>
+#include <gmi/cuda/device.hpp>
+#include <gmi/layout/layouts.hpp>
+#include <gmi/metrics/progress.hpp>
+#include <gmi/pipeline/autotune.cuh>
+#include <gmi/pipeline/chosen_env.hpp>
+#include <gmi/pipeline/report.hpp>
+#include <gmi/pipeline/train_config.hpp>
+#include <gmi/plan/plan.hpp>
+#include <gmi/rl/ppo.cuh>
+#include <gmi/runtime/gmis.hpp>
+
+namespace gmi::detail {
+
+// The GPUs a run uses: --gpus N from --gpu on, or every visible one.
+inline std::vector<int> chosen_gpus(const run_options& o, int visible) {
+  int count = 0;
+  if (o.gpus == "all") {
+    count = visible - o.gpu;
+  } else {
+    try {
+      std::size_t used = 0;
+      count = std::stoi(o.gpus, &used);
+      if (used != o.gpus.size()) count = 0;
+    } catch (const std::exception&) {
+      count = 0;
+    }
+    gmi::require(count >= 1, "--gpus", o.gpus, "a positive count or \"all\"");
+  }
+  gmi::require(o.gpu + count <= visible, "--gpu + --gpus", std::to_string(o.gpu) + " + " + std::to_string(count),
+               "<= " + std::to_string(visible) + " (visible CUDA devices)");
+  std::vector<int> out;
+  for (int g = 0; g < count; ++g) out.push_back(o.gpu + g);
+  return out;
+}
+
+// Throws config_error naming the first option that can not work with the others or with the pipeline type; sets
+// what follows from them (the task's optimum and a target from --target-optimum-gap, the linear schedule's span).
+template <class Pipeline>
+void validate(train_config<Pipeline>& o) {
+  using Env = typename Pipeline::env;
+  if (o.ppo.schedule == rl::lr_schedule::linear && o.ppo.lr_decay_env_steps == 0 && std::isfinite(o.max_env_steps)) {
+    o.ppo.lr_decay_env_steps = o.max_env_steps;
+  }
+  if constexpr (!Pipeline::layout_type::trains) {
+    gmi::require(!o.population, "--population with layout", std::string(Pipeline::layout_type::name),
+                 "a training layout (gmi::layout::colocated): the serving layout trains nothing");
+  }
+  if (o.ppo.schedule == rl::lr_schedule::linear) {
+    gmi::require(std::isfinite(o.ppo.lr_decay_env_steps) && o.ppo.lr_decay_env_steps >= 1,
+                 "--lr-decay-env-steps with --lr-schedule linear", o.ppo.lr_decay_env_steps,
+                 ">= 1 and finite (default: --max-env-steps)");
+  }
+  o.ppo.validate();
+  // GMI_PPO_GRADIENT (a comparison knob of the GPU trainer) is checked on every machine, so a typo is one line
+  if constexpr (Pipeline::layout_type::trains) (void)rl::minibatch_gradient_name<typename Pipeline::network>();
+  if (const auto best = optimal_mean_return<Env>(o.env)) o.optimal_mean_return = *best;
+  gmi::require(std::isnan(o.target_optimum_gap) || (std::isfinite(o.target_optimum_gap) && o.target_optimum_gap > 0),
+               "--target-optimum-gap", o.target_optimum_gap, "> 0 (a fraction of |optimum|, e.g. 0.1)");
+  if (std::isfinite(o.target_optimum_gap)) {
+    gmi::require(std::isfinite(o.optimal_mean_return), "--target-optimum-gap for task", task_name<Env>(),
+                 "a task with a known optimal mean return (the *_proxy tasks)");
+    o.target_return = o.optimal_mean_return - o.target_optimum_gap * std::fabs(o.optimal_mean_return);
+  }
+  if (o.restart_on_failure > 0) {
+    gmi::require(!o.checkpoint_path.empty(), "--restart-on-failure without --checkpoint", o.restart_on_failure,
+                 "--checkpoint PATH as well (a restart resumes from the last checkpoint)");
+    gmi::require(std::string_view(Pipeline::layout_type::name) == "colocated" && !o.population, "--restart-on-failure with",
+                 o.population ? std::string("--population") : std::string("layout ") + Pipeline::layout_type::name,
+                 "synchronous training (layout colocated, no --population)");
+  }
+  if (!o.autotune.save_path.empty()) {  // before a search of minutes, not after it
+    gmi::require(o.autotune.on, "--save-plan without --autotune", o.autotune.save_path,
+                 "--autotune as well (--save-plan saves the plan the search chose)");
+    plan::check_writable(o.autotune.save_path, "--save-plan");
+  }
+  if (o.autotune.on || !o.autotune.plan_path.empty()) check_plan_flags<Pipeline>(o);
+  if (o.split_roles) {
+    gmi::require(std::string_view(Pipeline::layout_type::name) == "colocated", "--split-roles with layout",
+                 std::string(Pipeline::layout_type::name), "colocated (whose roles it splits)");
+    gmi::require(!o.population && !o.autotune.on && o.autotune.plan_path.empty() && o.restart_on_failure == 0,
+                 "--split-roles with",
+                 o.population ? "--population" : o.autotune.on ? "--autotune" : o.restart_on_failure ? "--restart-on-failure" : "--plan",
+                 "none of --population, --autotune, --plan, --restart-on-failure");
+    gmi::require(o.gmis_per_gpu >= 2, "--gmis-per-gpu with --split-roles", o.gmis_per_gpu,
+                 ">= 2 (slice 0 trains, slices 1.. serve)");
+  }
+  if constexpr (std::is_same_v<typename Pipeline::layout_type, layout::split>) {
+    gmi::require(o.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", o.gmis_per_gpu,
+                 ">= 2 (slice 0 trains, slices 1.. serve)");
+    gmi::require(std::isfinite(o.rho_bar) && o.rho_bar > 0, "--rho-bar", o.rho_bar, "> 0");
+    gmi::require(std::isfinite(o.c_bar) && o.c_bar > 0 && o.c_bar <= o.rho_bar, "--c-bar", o.c_bar,
+                 "<= --rho-bar (" + metrics::si(o.rho_bar) + ") and > 0");
+  }
+  gmi::require(o.channel_slots >= 1 && o.channel_slots <= 64 && (o.channel_slots & (o.channel_slots - 1)) == 0,
+               "--channel-slots", o.channel_slots, "a power of two in 1..64");
+}
+
+// Where a validated config runs.
+struct placement {
+  enum class where { host, one_gpu, gmis } at = where::host;
+  runtime::gmis_config cfg;  // where::gmis
+  int gpu = -1;              // where::one_gpu
+  std::string device_text;   // where::host and where::one_gpu: "NVIDIA H200 (132 SMs)", "host threads (...)"
+
+  static placement on_host(std::string why) {
+    placement p;
+    p.device_text = std::move(why);
+    return p;
+  }
+  static placement on_gpu(int gpu, std::string text) {
+    placement p;
+    p.at = where::one_gpu;
+    p.gpu = gpu;
+    p.device_text = std::move(text);
+    return p;
+  }
+  static placement on_gmis(runtime::gmis_config cfg) {
+    placement p;
+    p.at = where::gmis;
+    p.cfg = std::move(cfg);
+    return p;
+  }
+};
+
+// Settles the plan (may run --autotune's trials) and the placement; o's partition, GMIs per GPU and envs per GMI
+// become the plan's.
+template <class Pipeline>
+placement place(train_config<Pipeline>& o) {
+  const auto gpus = cuda::device_count();
+  const bool use_gpu = o.device == "gpu" || (o.device == "auto" && gpus.has_value());
+  if (use_gpu) {
+    if (!gpus) throw gmi::config_error(gmi::got_need("--device", "gpu", "a CUDA device (" + gpus.error().message() + ")"));
+    // A GMI process takes its placement from its identity (under MPS and MIG it sees one device): the launcher
+    // has checked --gpu and --gpus against every GPU already.
+    const bool gmi_process = runtime::this_gmi().has_value();
+    if (!gmi_process) gmi::require(o.gpu < *gpus, "--gpu", o.gpu, "< " + std::to_string(*gpus) + " (visible CUDA devices)");
+    // A plan (searched now or saved before) sets partition, GMIs per GPU and envs per GMI; GMI processes get
+    // their launcher's choice through the environment.
+    bool planned = gmi_process && apply_chosen_from_env(o);
+    runtime::env_list chosen_vars;
+    if (!gmi_process && (o.autotune.on || !o.autotune.plan_path.empty())) {
+      if constexpr (!std::is_same_v<typename Pipeline::layout_type, layout::split>) {  // refused above
+        plan::plan p;
+        if (o.autotune.on) {
+          p = autotune<Pipeline>(o);
+        } else {
+          p = plan::load(o.autotune.plan_path);
+          if (p.trials_of != trials_of<Pipeline>()) {
+            throw gmi::config_error("plan " + o.autotune.plan_path + ": " +
+                                    gmi::got_need("trials of", p.trials_of,
+                                                  std::string(trials_of<Pipeline>()) + " (this run's layout; search "
+                                                  "again with --autotune on it)"));
+          }
+          std::printf("gmi: plan %s: %s (%s %s per GPU when it was made)\n", o.autotune.plan_path.c_str(),
+                      plan::describe(p.chosen).c_str(), metrics::si(p.gpu_throughput).c_str(),
+                      Pipeline::layout_type::trains ? "training samples/s" : "steps/s");
+        }
+        const bool split = p.mapping && p.mapping->choice == plan::mapping_kind::split;
+        const plan::candidate& use = split ? *p.split_chosen : p.chosen;
+        if (split) {
+          // The split layout saves no checkpoints and does not restart in this version.
+          gmi::require(o.checkpoint_path.empty() && o.restart_on_failure == 0 && o.resume_path.empty(),
+                       "--checkpoint/--resume/--restart-on-failure with a plan that maps the roles", "split",
+                       "a colocated plan (the split layout saves no checkpoints; --autotune-no-mapping keeps "
+                       "colocated)");
+          std::printf("gmi: the plan maps the roles split (%s): %s\n", p.mapping->reason.c_str(),
+                      plan::describe(use).c_str());
+        }
+        o.partition = use.partition;
+        o.gmis_per_gpu = use.gmis_per_gpu;
+        o.num_envs = use.envs_per_gmi;
+        o.split_roles = split;
+        chosen_vars = chosen_env(use, o.serve_seconds, false, false, split);
+        planned = true;
+      }
+    }
+    // In a GMI process only the number of GPUs matters (NCCL among the GPUs' leaders): its identity's.
+    const std::vector<int> chosen =
+        gmi_process ? std::vector<int>(static_cast<std::size_t>(runtime::this_gmi()->gpus), 0)
+                    : chosen_gpus(o, *gpus);
+    const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == "processes" ||
+                         gmi_process || o.population || planned || o.restart_on_failure > 0;
+    if (several) {
+      runtime::gmis_config cfg;
+      cfg.partition = o.partition;
+      cfg.gpus = chosen;
+      cfg.gmis_per_gpu = o.gmis_per_gpu;
+      cfg.launch = o.launch;
+      cfg.mps_percentage = o.mps_percentage;
+      cfg.sms_per_gmi = o.sms_per_gmi;
+      cfg.env = chosen_vars;
+      return placement::on_gmis(std::move(cfg));
+    }
+    const auto info = cuda::describe_device(o.gpu);
+    return placement::on_gpu(o.gpu, info.name + " (" + std::to_string(info.sm_count) + " SMs)");
+  }
+  if (o.gmis_per_gpu > 1 || o.partition != "none" || o.gpus != "1" || o.population || o.autotune.on ||
+      !o.autotune.plan_path.empty() || o.restart_on_failure > 0) {
+    throw gmi::config_error(gmi::got_need("--gmis-per-gpu/--partition/--gpus/--population/--autotune/--plan/--restart-on-failure on", "host threads",
+                                          "a GPU (several GMIs run on GPUs; the host runs one)"));
+  }
+  const std::string why = gpus ? std::string("host threads (asked for)") : "host threads (" + gpus.error().message() + ")";
+  return placement::on_host(why);
+}
+
+}  // namespace gmi::detail

@@ -1,0 +1,362 @@
+#pragma once
+// The colocated layout's run: synchronous data-parallel PPO over every GMI of every GPU (the gradient sums are
+// colocated_gmis.cuh's). Every GMI trains on its own environments (seed + rank); rank 0's initial weights start
+// the group; rank 0 prints the group's progress; the launcher prints the totals and checks that every GMI holds
+// the same weights. --checkpoint saves every GMI at the same group step (gmis_checkpoint.hpp); --resume restores
+// every GMI; --restart-on-failure makes the launcher a loop of attempts (restart.hpp).
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gmi/core/hash.hpp>
+#include <gmi/io/safetensors.hpp>
+#include <gmi/metrics/jsonl.hpp>
+#include <gmi/metrics/progress.hpp>
+#include <gmi/metrics/run_info.hpp>
+#include <gmi/pipeline/colocated_gmis.cuh>
+#include <gmi/pipeline/gmis_checkpoint.hpp>
+#include <gmi/pipeline/report.hpp>
+#include <gmi/pipeline/restart.hpp>
+#include <gmi/pipeline/sm_activity.hpp>
+#include <gmi/pipeline/train_config.hpp>
+#include <gmi/pipeline/training_totals.hpp>
+#include <gmi/rl/episode_window.hpp>
+#include <gmi/rl/ppo.cuh>
+#include <gmi/runtime/gmis.hpp>
+#include <gmi/runtime/trace.hpp>
+
+namespace gmi::detail {
+
+template <class Pipeline>
+train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_config& cfg_in,
+                           gmi_training_total* trial = nullptr) {
+  using Env = typename Pipeline::env;
+  using engine = typename Pipeline::template engine<exec::cuda>;
+  runtime::gmis_config cfg = cfg_in;  // the launcher adds the restart loop's variables for GMI processes
+  if constexpr (!Pipeline::comm_type::reduces) {
+    throw gmi::config_error(gmi::got_need("communicator for layout colocated over " + std::to_string(cfg.world()) + " GMIs",
+                                          Pipeline::comm_type::name,
+                                          "one that reduces gradients: gmi::comm::hierarchical<gmi::comm::nccl> in the "
+                                          "pipeline type"));
+  }
+  // --minibatch-scope (run_options.hpp): the group's minibatch split over the GMIs, or each GMI's own.
+  rl::ppo_config per_gmi = o.ppo;
+  if (o.minibatch_scope == "group") per_gmi.minibatch = std::max(1, (o.ppo.minibatch + cfg.world() - 1) / cfg.world());
+  // What a step averages (a GMI's minibatch is capped at its rollout, horizon x envs), for the start line.
+  const long long gmi_minibatch = std::min<long long>(per_gmi.minibatch, static_cast<long long>(o.ppo.horizon) * o.num_envs);
+  const long long group_minibatch = gmi_minibatch * cfg.world();
+  const bool launcher = !runtime::this_gmi().has_value();
+  // An attempt of a restart loop resumes where its parent says; otherwise from --resume.
+  const char* attempt_resume = std::getenv(restart_resume_var);
+  const std::string resume = is_restart_attempt() ? std::string(attempt_resume ? attempt_resume : "") : o.resume_path;
+  const std::optional<kill_at> kill = test_kill_from_env();
+  const double group_samples = static_cast<double>(o.num_envs) * o.ppo.horizon * cfg.world();
+  if (launcher) {
+    gmi::throw_unless_ok(runtime::can_implement(cfg));
+    if (kill) gmi::require(kill->rank < cfg.world(), test_kill_var, std::getenv(test_kill_var), "a rank below " + std::to_string(cfg.world()));
+    if (!resume.empty()) (void)manifest_for_resume(resume, cfg.world(), o.num_envs);  // one line before anything starts
+    if (o.restart_on_failure > 0 && !is_restart_attempt()) {
+      restart_loop_config rc;
+      rc.restarts = o.restart_on_failure;
+      rc.checkpoint_path = o.checkpoint_path;
+      rc.first_resume = o.resume_path;
+      rc.first_iteration = o.resume_path.empty() ? 0 : read_manifest(o.resume_path).iteration;
+      rc.samples_per_iteration = group_samples;
+      rc.attempt_bound = std::chrono::seconds(static_cast<long long>(std::min(o.max_seconds, 1e7)) + 600);
+      rc.last_checkpoint = [&](std::optional<std::uint64_t> saved, std::string& why) -> std::optional<std::uint64_t> {
+        if (!saved) {
+          why = "no checkpoint saved in this run yet";
+          return std::nullopt;
+        }
+        const auto m = last_complete_checkpoint(o.checkpoint_path, &why);
+        if (m && m->iteration >= *saved && m->world == cfg.world()) return m->iteration;
+        if (m) why = "the manifest at " + o.checkpoint_path + " is not the one this run saved";
+        return std::nullopt;
+      };
+      rc.prune = [&] {
+        const auto m = last_complete_checkpoint(o.checkpoint_path);
+        remove_unreferenced(o.checkpoint_path, m ? &*m : nullptr);
+      };
+      rc.stop_signal = &detail::stop_signal;
+      std::printf("gmi: --restart-on-failure %d: each attempt runs as a child process; a lost GMI group restarts from "
+                  "the last checkpoint at %s\n", o.restart_on_failure, o.checkpoint_path.c_str());
+      std::fflush(stdout);
+      return ended_elsewhere(run_with_restarts(rc), true);
+    }
+    // GMI processes get their environment from the launcher (GMI_* of ours are not passed on): the attempt's
+    // place in a restart loop and the test hook go along explicitly.
+    for (const char* var : {restart_attempt_var, restart_fd_var, restart_resume_var, test_kill_var}) {
+      if (const char* v = std::getenv(var)) cfg.env.emplace_back(var, v);
+    }
+  }
+  const std::optional<restart_status> status = restart_status::from_env();
+  const metrics::run_info run = metrics::describe_run();
+  const char* task = task_name<Env>();
+  if (launcher && !trial) {
+    std::printf("gmi: %s | colocated (synchronous PPO) | partition %s (%s) | %d GMIs = %zu GPU(s) x %d | %d envs per "
+                "GMI | minibatch %lld per GMI (%lld for the group, --minibatch-scope %s) | gradients %s | seed %llu\n",
+                task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.world(), cfg.gpus.size(),
+                cfg.gmis_per_gpu, o.num_envs, gmi_minibatch, group_minibatch, o.minibatch_scope.c_str(),
+                o.gradient_allreduce == "cpu_staged" ? "cpu_staged (host shared memory)" : o.gradient_allreduce.c_str(),
+                static_cast<unsigned long long>(o.seed));
+    std::fflush(stdout);
+  }
+  const runtime::gmi_work work = [&](runtime::context& ctx, runtime::binding& b) {
+    runtime::trace(ctx.id(), "building the trainer");
+    engine trainer(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), per_gmi,
+                   o.env, exec::cuda{.stream = b.stream(), .sm_count = b.sm_count()});
+    // Room for every GMI's rollout statistics in the exchanged row (32 Cartpole GMIs need 1440 floats, the row
+    // is 1289), so the fused update gathers them in its kernels instead of through the host every iteration.
+    // Before a resume too: a resumed trainer is past iteration 0, and the buffer holds no state a checkpoint keeps.
+    trainer.widen_gradient_buffer(engine::gradient_words_for(ctx.world()));
+    std::uint64_t start_iteration = 0;
+    if (!resume.empty()) {  // each GMI from its own file, before set_sync (Adam and normalizers must agree)
+      start_iteration = resume_gmi(ctx, trainer, resume);
+      if (ctx.rank() == 0) {
+        std::printf("gmi: resumed from %s at iteration %llu (%d GMIs)\n", resume.c_str(),
+                    static_cast<unsigned long long>(start_iteration), ctx.world());
+        std::fflush(stdout);
+      }
+    }
+    const auto grads = trainer.gradient_buffer();
+    gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update,
+                           o.comm_clock);
+    const graph_released_first<engine> release_graph_first{trainer, ctx.timeout()};
+    if (ctx.rank() == 0 && o.gradient_allreduce == "automatic" && !o.quiet) {
+      std::printf("gmi: gradients %s\n", sync.description().c_str());
+      std::fflush(stdout);
+    }
+    trainer.set_sync(sync.hook());  // rank 0's weights to every GMI
+    if (ctx.rank() == 0 && !o.quiet && o.synced_update != "eager" && !sync.graph_update()) {
+      std::printf("gmi: the update runs eagerly (kernel by kernel): the gradient sum (%s) waits on the host between "
+                  "kernels\n", sync.description().c_str());
+      std::fflush(stdout);
+    }
+    runtime::trace(ctx.id(), "trainer synced");
+    const bool printer = ctx.rank() == 0 && !o.quiet;
+    const double world = ctx.world();
+    if (status && ctx.rank() == 0) {
+      status->block().start_iteration.store(start_iteration);
+      status->block().iteration.store(start_iteration);
+      status->block().started_ns.store(steady_ns());
+    }
+    // Saves happen at group steps (every 5 iterations), so every GMI saves the same iteration: the first group
+    // step at or after each multiple of --checkpoint-every, and the last one.
+    std::uint64_t last_saved = start_iteration;
+    const auto save = [&] {
+      if (o.checkpoint_path.empty() || trainer.iteration() == last_saved) return;
+      gmis_manifest base;
+      base.gmis_per_gpu = cfg.gmis_per_gpu;
+      base.gpus = ctx.id().gpus;
+      base.num_envs = trainer.num_envs();
+      base.env_steps = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration() * world;
+      base.task = task;
+      base.run_id = run.run_id;
+      base.git = run.git;
+      const auto m = save_gmis_checkpoint(ctx, trainer, o.checkpoint_path, base, {{"git", run.git}, {"run_id", run.run_id}});
+      last_saved = trainer.iteration();
+      if (!m) return;
+      io::export_safetensors(trainer.policy_tensors(), o.checkpoint_path + ".safetensors");
+      if (status) {
+        status->block().checkpoint_ns.store(steady_ns());
+        status->block().checkpoint_plus_1.store(m->iteration + 1);
+      }
+      if (!o.quiet) {
+        std::printf("gmi: checkpoint %s (manifest + %d GMI files, + .safetensors) at iteration %llu\n",
+                    o.checkpoint_path.c_str(), m->world, static_cast<unsigned long long>(m->iteration));
+        std::fflush(stdout);
+      }
+    };
+    group_stop_check stop;
+    std::string reason = "step limit";
+    // The communication clock's readings when the run starts (the automatic choice's timed sums left out).
+    const double comm0 = sync.comm_seconds(b.stream()), host_sync0 = sync.host_sync_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    double last_log = 0;
+    std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> warm;  // the first group step
+    sm_activity_window gpm(ctx.slice(), b.nvml_index());  // GPU utilization from the first group step on
+    for (;;) {
+      trainer.iterate();
+      ctx.heartbeat();
+      if (status && ctx.rank() == 0) status->block().iteration.store(trainer.iteration(), std::memory_order_relaxed);
+      if (kill && kill->rank == ctx.rank() && trainer.iteration() == kill->iteration) {
+        const std::string line = ctx.id().describe() + " killed by the test hook " + test_kill_var + "=" +
+                                 std::getenv(test_kill_var) + " after iteration " + std::to_string(kill->iteration);
+        if (status) status->set_note(line);
+        std::fprintf(stderr, "gmi: %s\n", line.c_str());
+        std::fflush(stderr);
+        ::raise(SIGKILL);
+      }
+      if (trainer.iteration() % 5 != 0) continue;
+      // Every 5 iterations: the statistics asked for 5 iterations ago, then the group's decision.
+      const auto mine = trainer.wait_episodes();
+      if (!warm) {
+        warm.emplace(std::chrono::steady_clock::now(), trainer.iteration());
+        gpm.start();
+      }
+      trainer.request_episodes();
+      const double steps = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration() * world;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const int sig = detail::stop_signal.load();
+      const bool vote = sig != 0 || elapsed >= o.max_seconds || ctx.stop_requested();
+      // the episodes were asked for 5 iterations ago: the curve point is at the steps up to then
+      const double seen = steps - 5.0 * static_cast<double>(trainer.samples_per_iteration()) * world;
+      // Rank 0 looks at the loss terms at each log time; non-finite ones stop the whole group in this same round,
+      // before any save (every GMI holds the same weights, so one look is enough).
+      // It also looks before a periodic save, so no save holds nan.
+      const std::uint64_t every = static_cast<std::uint64_t>(std::max(0, o.checkpoint_every));
+      const bool save_due = every > 0 && trainer.iteration() / every > last_saved / every;
+      std::optional<rl::ppo_losses> looked;
+      if (ctx.rank() == 0 && (elapsed - last_log >= o.log_interval || save_due)) looked = trainer.losses();
+      const auto voted = std::chrono::steady_clock::now();
+      const bool stop_now = stop(ctx, mine, vote, o.target_return, seen, looked && !looked->finite()) ||
+                            steps >= o.max_env_steps;
+      sync.add_host_sync_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - voted).count());
+      if (stop.diverged && ctx.rank() == 0) {
+        std::fprintf(stderr, "gmi: training diverged by iteration %llu (%s env steps): %s; the group stops without "
+                             "saving (try a smaller --lr or --max-grad-norm)\n",
+                     static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
+                     looked ? looked->not_finite().c_str() : "loss terms not finite");
+      }
+      if (!printer && ctx.rank() == 0 && looked && elapsed - last_log >= o.log_interval) last_log = elapsed;
+      if (printer && (elapsed - last_log >= o.log_interval || stop_now)) {
+        const auto losses = looked ? *looked : trainer.losses();
+        const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double mean = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
+        std::printf("iter %6llu | steps %s | train %s samples/s (all GMIs) | return %s | kl %.4f | lr %.1e | %s\n",
+                    static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
+                    metrics::si(steps / now).c_str(), std::isfinite(mean) ? metrics::si(mean).c_str() : "-",
+                    losses.approx_kl, losses.learning_rate, metrics::clock_text(now).c_str());
+        std::fflush(stdout);
+        last_log = now;
+      }
+      if (!stop.diverged && (stop_now || save_due)) save();
+      if (stop_now) {
+        reason = stop.diverged ? "diverged" : stop.solved ? "solved" : sig ? "signal " + std::to_string(sig)
+                 : elapsed >= o.max_seconds ? "time limit" : steps >= o.max_env_steps ? "step limit" : "stopped";
+        break;
+      }
+    }
+    sync.wait(b.stream());
+    trainer.synchronize();
+    gmi_training_result r;
+    r.gpm = gpm.finish();
+    r.rank = ctx.rank();
+    r.gpu = ctx.gpu();
+    r.slice = ctx.slice();
+    r.num_envs = trainer.num_envs();
+    r.iterations = trainer.iteration();
+    r.samples = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration();
+    const auto end = std::chrono::steady_clock::now();
+    r.seconds = std::chrono::duration<double>(end - t0).count();
+    if (warm && trainer.iteration() > warm->second) {
+      r.warm_samples = static_cast<double>(trainer.iteration() - warm->second) * trainer.samples_per_iteration();
+      r.warm_seconds = std::chrono::duration<double>(end - warm->first).count();
+    }
+    r.device_bytes = cuda::device_bytes_of_this_thread().peak;
+    r.comm_seconds = sync.comm_seconds(b.stream()) - comm0;  // NaN without a clock
+    r.host_sync_seconds = sync.host_sync_seconds() - host_sync0;
+    r.mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
+    r.reason = reason;
+    r.binding = b.describe();
+    if (ctx.rank() == 0) r.curve = stop.curve.points();
+    r.gradients = sync.description();
+    r.update = sync.update();
+    r.statistics = trainer.statistics_in_kernel() ? "kernel" : "host";
+    const auto params = trainer.params();
+    std::vector<float> host(params.size());
+    cuda::copy(host_span<float>(host.data(), host.size()), memory_span<const float, device_memory>(params.data(), params.size()),
+               b.stream());
+    GMI_CUDA_TRY(cudaStreamSynchronize(b.stream()));
+    r.weights_hash = gmi::fnv1a(host.data(), host.size() * sizeof(float));
+    ctx.report(nlohmann::json(r).dump());
+    runtime::trace(ctx.id(), "done: " + reason);
+  };
+  runtime::gmis_outcome outcome;
+  try {
+    outcome = runtime::run_gmis(cfg, work);
+  } catch (const runtime::gmi_failed& e) {
+    if (status && e.info().rank >= 0) {  // tell the restart loop a GMI was lost (a launcher signal is no loss)
+      status->set_note(e.what());
+      status->block().lost_gmi.store(1);
+    }
+    throw;
+  }
+  if (!outcome.report) return ended_elsewhere(outcome.exit_code, false);  // a GMI process: its launcher reports
+  const gmi_training_total t = collect_training(*outcome.report);
+  const gmi_training_result& first = t.per_gmi.front();
+  if (trial) {
+    if (!t.weights_identical) throw gmi::error("the GMIs ended with different weights: synchronous training is broken");
+    *trial = t;
+    return {};
+  }
+  std::printf("gmi: %s after %llu iterations: %s samples/s over %zu GMIs (%s each on average, update %s, "
+              "statistics %s) | mean return %s | weights %s (FNV-1a %016llx)\n",
+              t.reason.c_str(), static_cast<unsigned long long>(t.iterations), metrics::si(t.samples_per_s).c_str(),
+              t.per_gmi.size(), metrics::si(t.samples_per_s / static_cast<double>(t.per_gmi.size())).c_str(),
+              first.update.c_str(), first.statistics.c_str(), return_text(first.mean_return, o).c_str(), t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
+              static_cast<unsigned long long>(first.weights_hash));
+  if (std::isfinite(t.comm_share)) std::printf("gmi: %s\n", comm_share_text(t).c_str());
+  std::printf("gmi: %s\n", utilization_text(t).c_str());
+  std::fflush(stdout);
+  if (!o.metrics_path.empty()) {
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& g : t.per_gmi) {
+      per.push_back(g);
+      per.back().erase("curve");  // rank 0's, once, at the top
+    }
+    nlohmann::json line = gmis_end_line(run, task, "colocated", cfg, o);
+    line.update({{"reason", t.reason},
+                 {"iteration", t.iterations},
+                 {"train_samples_per_s", t.samples_per_s},
+                 {"weights_identical", t.weights_identical},
+                 {"per_gmi", per},
+                 {"ppo", ppo_settings_json(o.ppo)},
+                 {"curve", first.curve},
+                 {"gradient_allreduce", first.gradients},
+                 {"synced_update", first.update},
+                 {"synced_update_asked", o.synced_update},
+                 {"rollout_statistics", first.statistics},
+                 {"minibatch_scope", o.minibatch_scope},
+                 {"comm_clock", o.comm_clock},
+                 {"minibatch_gradient", rl::minibatch_gradient_name<typename Pipeline::network>()},
+                 {"network", network_text<Pipeline>()}});
+    if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
+    if (std::isfinite(t.comm_share)) {
+      line.update({{"comm_share", t.comm_share}, {"comm_share_max", t.comm_share_max}, {"host_sync_share", t.host_sync_share}});
+    }
+    put_sm_activity(line, t.gpm);
+    metrics::jsonl_log(o.metrics_path).write(line);
+  }
+  train_result result;
+  result.set_reason(t.reason);
+  result.gmis = static_cast<int>(t.per_gmi.size());
+  result.iterations = t.iterations;
+  result.env_steps = static_cast<double>(t.iterations) * group_samples;
+  result.wall_seconds = first.seconds;
+  result.mean_return = first.mean_return;
+  result.curve = first.curve;
+  result.rates.train_samples_per_s = t.samples_per_s;
+  if (!t.weights_identical) {
+    std::fprintf(stderr, "gmi: the GMIs ended with different weights: synchronous training is broken\n");
+    result.exit_code = 1;
+  } else if (result.reason == stop_reason::diverged) {
+    result.exit_code = 1;  // the line that says why came from GMI 0
+  } else {
+    result.exit_code = detail::stop_signal.load() ? 128 + detail::stop_signal.load() : 0;
+  }
+  return result;
+}
+
+}  // namespace gmi::detail
