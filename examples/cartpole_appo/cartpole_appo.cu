@@ -6,7 +6,7 @@
 
 using cartpole_appo = gmi::pipeline<gmi::envs::cartpole,
                                     gmi::agents::gaussian_mlp<gmi::nn::layers<32, 32>>,  // 4-32-32 actor-critic
-                                    gmi::trainers::ppo<>,                             // PPO loss, V-trace advantages
+                                    gmi::trainers::appo<>,                            // PPO loss, V-trace advantages
                                     gmi::layout::split,                               // serving GMIs -> trainer GMI
                                     gmi::partition::green_context,                    // SM slices, one process
                                     gmi::comm::hierarchical<gmi::comm::nccl>>;

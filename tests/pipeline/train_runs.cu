@@ -74,8 +74,7 @@ train_outcome train_constant_reward(float reward, int max_steps, double max_env_
 
 train_outcome train_cartpole(double max_env_steps, unsigned long long seed) {
   auto c = gmi::default_config<cartpole_ppo>();
-  c.device = "host";
-  c.quiet = true;
+  small(c);
   c.seed = seed;
   c.max_env_steps = max_env_steps;
   return outcome_of(gmi::train<cartpole_ppo>(c));

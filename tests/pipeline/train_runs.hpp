@@ -20,7 +20,7 @@ struct train_outcome {
 // A constant-reward task (reward = params.reward every step, episodes of params.max_steps steps) trained for
 // max_env_steps on host threads, optionally to a target return.
 train_outcome train_constant_reward(float reward, int max_steps, double max_env_steps, double target_return);
-// Cartpole trained on host threads with its defaults until solved or max_env_steps.
+// Cartpole trained on host threads (64 envs) until solved or max_env_steps.
 train_outcome train_cartpole(double max_env_steps, unsigned long long seed);
 // A config that can not run: population on host threads, or --target-optimum-gap for a task without an optimum.
 train_outcome train_refused(const std::string& which);

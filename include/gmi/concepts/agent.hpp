@@ -51,6 +51,14 @@ consteval bool check_trainer() {
   return trainer<T>;
 }
 
+// A trainer's optional `static constexpr bool asynchronous` (false when absent): it learns from rollouts that
+// other GMIs acted (layout split) rather than from its own (layout colocated).
+template <class T>
+consteval bool trainer_is_asynchronous() {
+  if constexpr (requires { { T::asynchronous } -> std::convertible_to<bool>; }) return T::asynchronous;
+  else return false;
+}
+
 static_assert(!agent<int>);
 static_assert(!trainer<int>);
 

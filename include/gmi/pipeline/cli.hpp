@@ -9,10 +9,12 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include <gmi/core/error.hpp>
+#include <gmi/partition/partition.hpp>
 #include <gmi/pipeline/defaults.hpp>
 #include <gmi/pipeline/train_config.hpp>
 #include <gmi/rl/ppo_config.hpp>
@@ -33,7 +35,9 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU (the backend sets the upper bound)")
       ->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--partition", o.partition, "partition backend (default: the pipeline's)")
-      ->check(CLI::IsMember({"none", "mps", "green_context", "mig"}))->capture_default_str();
+      ->check(CLI::IsMember(std::vector<std::string>(partition::gpu_backends::names.begin(),
+                                                     partition::gpu_backends::names.end())))
+      ->capture_default_str();
   app.add_option("--launch", o.launch, "GMIs as threads or processes (mps/mig: processes; green_context: threads)")
       ->check(CLI::IsMember({"auto", "threads", "processes"}))->capture_default_str();
   app.add_option("--mps-percentage", o.mps_percentage, "MPS active-thread percentage per GMI (default 100 / GMIs per GPU, rounded up)")

@@ -8,6 +8,9 @@
 #include <gmi/concepts/env.hpp>
 #include <gmi/layout/layouts.hpp>
 #include <gmi/partition/none.hpp>
+#include <gmi/trainers/ppo.hpp>
+
+#include <type_traits>
 
 namespace gmi {
 
@@ -25,6 +28,12 @@ struct pipeline {
   static_assert(!Layout::trains || Trainer::trains,
                 "gmi::pipeline: a training layout (colocated, split) needs a trainer that trains: use "
                 "gmi::trainers::ppo<> or choose gmi::layout::serving");
+  static_assert(!std::is_same_v<Layout, layout::split> || gmi::trainer_is_asynchronous<Trainer>(),
+                "gmi::pipeline: layout split runs asynchronous PPO with V-trace: name gmi::trainers::appo<> as the "
+                "Trainer");
+  static_assert(!std::is_same_v<Layout, layout::colocated> || !gmi::trainer_is_asynchronous<Trainer>(),
+                "gmi::pipeline: layout colocated runs synchronous PPO: name gmi::trainers::ppo<> as the Trainer "
+                "(gmi::trainers::appo<> runs in layout split)");
   using env = Env;
   using agent = Agent;
   using trainer = Trainer;
@@ -37,7 +46,8 @@ struct pipeline {
   // The same roles, partition and communicator in another layout (autotune's measured mapping runs a colocated
   // pipeline's roles split).
   template <class OtherLayout>
-  using with_layout = pipeline<Env, Agent, Trainer, OtherLayout, Partition, Comm>;
+  using with_layout = pipeline<Env, Agent, typename trainers::trainer_for_layout<OtherLayout, Trainer>::type,
+                               OtherLayout, Partition, Comm>;
 };
 
 }  // namespace gmi

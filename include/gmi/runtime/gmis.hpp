@@ -26,9 +26,7 @@
 #include <gmi/cuda/device.hpp>
 #include <gmi/cuda/nvml.hpp>
 #include <gmi/cuda/stream.hpp>
-#include <gmi/partition/green_context.hpp>
-#include <gmi/partition/mig.hpp>
-#include <gmi/partition/mps.hpp>
+#include <gmi/partition/partition.hpp>
 #include <gmi/runtime/launcher.hpp>
 #include <gmi/runtime/partitioned.hpp>
 #include <gmi/runtime/supervisor.hpp>
@@ -58,7 +56,6 @@ struct gmis_config {
   }
 };
 
-inline constexpr const char* partition_names = "none, mps, green_context, mig";
 
 // Each backend's own config for `c` (one place, used by can_implement, launch_gmis and the run's result lines).
 inline gmi::partition::mps::config mps_config_of(const gmis_config& c) {
@@ -97,7 +94,7 @@ inline gmi::result<gmi::partition::mig::config> mig_config_of(const gmis_config&
 [[nodiscard]] inline gmi::status can_implement(const gmis_config& c) noexcept {
   try {
     if (c.partition != "none" && c.partition != "mps" && c.partition != "green_context" && c.partition != "mig") {
-      return gmi::status::invalid(gmi::got_need("partition", c.partition, partition_names));
+      return gmi::status::invalid(gmi::got_need("partition", c.partition, gmi::partition::gpu_backends::names_text()));
     }
     if (c.launch != "auto" && c.launch != "threads" && c.launch != "processes") {
       return gmi::status::invalid(gmi::got_need("launch", c.launch, "auto, threads or processes"));

@@ -1,7 +1,10 @@
 #pragma once
-// Trainer recipes for pipelines: gmi::trainers::ppo<> (gmi::rl::ppo_trainer) and gmi::trainers::none (serving).
+// Trainer recipes for pipelines: gmi::trainers::ppo<> (synchronous PPO, gmi::rl::ppo_trainer: the colocated
+// layout), gmi::trainers::appo<> (asynchronous PPO with V-trace, gmi::rl::appo_learner: the split layout) and
+// gmi::trainers::none (serving). A layout takes only the trainers it can run (pipeline.hpp says which).
 
 #include <gmi/concepts/agent.hpp>
+#include <gmi/layout/layouts.hpp>
 #include <gmi/rl/ppo.hpp>
 #include <gmi/rl/ppo_config.hpp>
 
@@ -12,8 +15,31 @@ struct ppo {
   using trainer_concept = gmi::trainer_tag;
   using config = Config;
   static constexpr bool trains = true;
+  static constexpr bool asynchronous = false;
   template <class Env, class Net, class Policy>
   using engine = rl::ppo_trainer<Env, Net, Policy>;
+};
+
+// Asynchronous PPO: serving GMIs act with the newest weights they have and stream rollouts to a learner that
+// corrects the lag with V-trace (layout split). Its settings are the PPO config's plus the split flags.
+template <class Config = rl::ppo_config>
+struct appo {
+  using trainer_concept = gmi::trainer_tag;
+  using config = Config;
+  static constexpr bool trains = true;
+  static constexpr bool asynchronous = true;
+  template <class Env, class Net, class Policy>
+  using engine = rl::ppo_trainer<Env, Net, Policy>;  // the serving tier's engine (act, sample, step)
+};
+
+// The trainer of the same recipe for another layout: split runs ppo's settings as appo.
+template <class Layout, class Trainer>
+struct trainer_for_layout {
+  using type = Trainer;
+};
+template <class Config>
+struct trainer_for_layout<layout::split, ppo<Config>> {
+  using type = appo<Config>;
 };
 
 // Serving only: the pipeline runs policy inference and environments, no updates. It still uses the PPO engine's
@@ -22,11 +48,13 @@ struct none {
   using trainer_concept = gmi::trainer_tag;
   using config = rl::ppo_config;
   static constexpr bool trains = false;
+  static constexpr bool asynchronous = false;
   template <class Env, class Net, class Policy>
   using engine = rl::ppo_trainer<Env, Net, Policy>;
 };
 
 static_assert(gmi::trainer<ppo<>>);
+static_assert(gmi::trainer<appo<>>);
 static_assert(gmi::trainer<none>);
 
 }  // namespace gmi::trainers
