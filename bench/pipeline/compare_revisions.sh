@@ -12,7 +12,8 @@ reps=${4:-5}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 export NCCL_NVLS_ENABLE=0
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "${GMI_GIT_REVISION:-unknown}")
+# The device checkout may not know the revision: GMI_GIT_REVISION or .carry/git-rev (scripts/carry-rev) first.
+rev=${GMI_GIT_REVISION:-$(cat "$root/.carry/git-rev" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 run_id="$(date -u +%Y-%m-%dT%H:%M:%SZ)-pipeline-${rev}-vs-${old_rev}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
