@@ -59,10 +59,10 @@ struct hierarchical_options {
   int local_size = 1;       // GMIs on this GPU
   sharing mode = sharing::ipc;
   milliseconds timeout = default_timeout();
-  std::size_t chunk_bytes = 0;  // 0: one chunk up to 32 MiB, else max(32 MiB, bytes / 4) (GMI_HIER_CHUNK_BYTES overrides)
+  std::size_t chunk_bytes = 0;  // 0: one chunk up to 32 MiB, else max(32 MiB, bytes / 4)
   // Chunked calls: the grid of a sum kernel, (a) of every chunk but the first and (c) of every chunk but the last,
-  // that may run beside an NCCL call of another chunk, in blocks for the whole GPU; 0: uncapped
-  // (GMI_HIER_OVERLAP_BLOCKS overrides). A small grid sums slower but leaves HBM and SMs to NCCL.
+  // that may run beside an NCCL call of another chunk, in blocks for the whole GPU; 0: uncapped. A small grid sums
+  // slower but leaves HBM and SMs to NCCL.
   unsigned overlap_blocks = 0;
   bool blocking = true;         // allreduce returns after the result is in this GMI's buffer (errors surface there)
   // false: step (c) is skipped; the sum goes to one result buffer the leader owns (not its gradient buffer, which
@@ -70,8 +70,8 @@ struct hierarchical_options {
   // its allreduce and before its next one (the next call overwrites it).
   // The leader's choice holds for the group; members must ask for the same.
   bool copy_back = true;
-  handshake sync = handshake::automatic;  // the leader's choice holds for the group (GMI_HIER_HANDSHAKE=host|device|kernel)
-  reducer reduce = reducer::automatic;    // every GMI of a GPU must ask for the same (GMI_HIER_REDUCE=leader|every_gmi|lanes)
+  handshake sync = handshake::automatic;  // the leader's choice holds for the group
+  reducer reduce = reducer::automatic;    // every GMI of a GPU must ask for the same
 };
 
 // Host-side timings of this GMI's last allreduce call, in microseconds (for diagnosis; a few clock reads).

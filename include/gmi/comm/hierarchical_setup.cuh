@@ -14,26 +14,9 @@ inline hierarchical_allreduce::hierarchical_allreduce(hierarchical_options optio
           "1.." + std::to_string(max_local_gmis));
   require(o_.local_rank >= 0 && o_.local_rank < o_.local_size, "hierarchical local_rank", o_.local_rank,
           "0.." + std::to_string(o_.local_size - 1));
-  if (const auto r = env_var::choice<reducer>("GMI_HIER_REDUCE", {{"leader", reducer::leader},
-                                                                      {"every_gmi", reducer::every_gmi},
-                                                                      {"lanes", reducer::lanes},
-                                                                      {"automatic", reducer::automatic}})) {
-    o_.reduce = *r;
-  }
   require(leaders == nullptr || o_.local_rank == 0 || o_.reduce == reducer::lanes,
           "hierarchical NCCL communicator on local rank", o_.local_rank,
           "only the leader (local rank 0), or every GMI with reducer::lanes");
-  if (const char* c = std::getenv("GMI_HIER_CHUNK_BYTES")) o_.chunk_bytes = std::stoull(c);
-  if (const auto b = env_var::integer("GMI_HIER_OVERLAP_BLOCKS")) {
-    require(*b >= 0, "GMI_HIER_OVERLAP_BLOCKS", *b, ">= 0 blocks (0: uncapped)");
-    o_.overlap_blocks = static_cast<unsigned>(*b);
-  }
-  if (const auto h = env_var::choice<handshake>("GMI_HIER_HANDSHAKE", {{"host", handshake::host},
-                                                                           {"device", handshake::device},
-                                                                           {"kernel", handshake::kernel},
-                                                                           {"automatic", handshake::automatic}})) {
-    o_.sync = *h;
-  }
   if (o_.reduce != reducer::leader && o_.reduce != reducer::automatic && o_.sync == handshake::device) {
     throw config_error(got_need("hierarchical reducer", std::string(o_.reduce == reducer::lanes ? "lanes" : "every_gmi") +
                                 " with the device handshake",
