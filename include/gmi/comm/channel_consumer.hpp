@@ -89,18 +89,8 @@ class channel_consumer {
     expected_generation_.assign(static_cast<std::size_t>(o_.producers), 1);
     try {
       for (int p = 0; p < o_.producers; ++p) {
-        detail::link_config c;
-        c.placement = o_.placement;
-        c.slots = o_.slots;
-        c.shape_tag = o_.shape_tag;
-        c.record_bytes = o_.record_bytes;
-        c.package_steps = o_.package_steps;
-        c.package_envs = o_.package_envs;
-        c.packages_per_slot = o_.packages_per_slot;
-        c.producer = static_cast<std::uint32_t>(p);
-        c.consumer = static_cast<std::uint32_t>(rank);
-        c.across_processes = o_.across_processes;
-        links_.push_back(detail::channel_link::create(c, channel_link_tag(o_.tag, p, rank)));
+        links_.push_back(
+            detail::channel_link::create(detail::link_config_for(o_, p, rank), channel_link_tag(o_.tag, p, rank)));
       }
     } catch (const gmi::error& e) {
       poison(e.what());

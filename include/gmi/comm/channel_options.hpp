@@ -57,6 +57,24 @@ struct channel_options {
   }
 };
 
+namespace detail {
+// The link from producer p to consumer c as both of its ends describe it.
+inline link_config link_config_for(const channel_options& o, int producer, int consumer) {
+  link_config c;
+  c.placement = o.placement;
+  c.slots = o.slots;
+  c.shape_tag = o.shape_tag;
+  c.record_bytes = o.record_bytes;
+  c.package_steps = o.package_steps;
+  c.package_envs = o.package_envs;
+  c.packages_per_slot = o.packages_per_slot;
+  c.producer = static_cast<std::uint32_t>(producer);
+  c.consumer = static_cast<std::uint32_t>(consumer);
+  c.across_processes = o.across_processes;
+  return c;
+}
+}  // namespace detail
+
 // The segment tag of the link from producer p to consumer c.
 inline std::string channel_link_tag(const std::string& tag, int producer, int consumer) {
   return tag + "-p" + std::to_string(producer) + "-c" + std::to_string(consumer);

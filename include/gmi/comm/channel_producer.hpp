@@ -44,7 +44,8 @@ class channel_producer {
     stats_.slots_to.assign(static_cast<std::size_t>(o_.consumers), 0);
     try {
       for (int c = 0; c < o_.consumers; ++c) {
-        links_.push_back(detail::channel_link::open(config_for(c), channel_link_tag(o_.tag, rank, c), o_.timeout));
+        links_.push_back(
+            detail::channel_link::open(detail::link_config_for(o_, rank, c), channel_link_tag(o_.tag, rank, c), o_.timeout));
         auto& s = state_.emplace_back();
         for (std::uint32_t k = 0; k < o_.slots; ++k) s.free.push_back(o_.slots - 1 - k);
         s.slot_generation.assign(o_.slots, 0);
@@ -158,21 +159,6 @@ class channel_producer {
     std::byte* pending_dst = nullptr;
     std::size_t pending_bytes = 0;
   };
-
-  detail::link_config config_for(int consumer) const {
-    detail::link_config c;
-    c.placement = o_.placement;
-    c.slots = o_.slots;
-    c.shape_tag = o_.shape_tag;
-    c.record_bytes = o_.record_bytes;
-    c.package_steps = o_.package_steps;
-    c.package_envs = o_.package_envs;
-    c.packages_per_slot = o_.packages_per_slot;
-    c.producer = static_cast<std::uint32_t>(rank_);
-    c.consumer = static_cast<std::uint32_t>(consumer);
-    c.across_processes = o_.across_processes;
-    return c;
-  }
 
   template <class Fn>
   void guarded(Fn&& fn) {
