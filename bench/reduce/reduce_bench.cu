@@ -8,16 +8,17 @@
 // call's time. Both sides are timed the same way, on rank 0.
 // (iii) `peer`: comm::peer_allreduce (one kernel a GMI over peer device memory, no NCCL) of m GMIs per GPU x n
 // GPUs beside the same flat NCCL allreduce; impls "gmi_peer" (copy back) and "gmi_peer_shared_result"
-// (blocks=: GMI_PEER_BLOCKS, chunk_floats=: GMI_PEER_CHUNK_FLOATS, producer_warps=: GMI_PEER_PRODUCER_WARPS,
-// early_launch=: GMI_PEER_EARLY_LAUNCH for the workers; copy_back=0|1: only the shared-result or only the copy-back lines where m > 1; trace=1: every GMI prints
+// (blocks=, chunk_floats=, producer_warps=, early_launch=: the workers' peer_allreduce_options fields of those
+// names; copy_back=0|1: only the shared-result or only the copy-back lines where m > 1; trace=1: every GMI prints
 // on stderr where its blocks spent one call, bench/reduce/trace_summary.py lines them up).
 // Usage: gmi.bench.reduce [intra] [hier] [peer] [gpus=n] [reps=20] [iters=20] [handshake=host|device] [n=g] [m=k]
 //        [bytes=b] [chunk=bytes] [overlap=blocks] [reduce=every_gmi|leader|lanes] [share=1] [lane_ctas=k]
-// (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: GMI_HIER_CHUNK_BYTES for the GMIs;
-// overlap: GMI_HIER_OVERLAP_BLOCKS for the GMIs, the grid of sum kernels that may run beside NCCL;
+// (n, m, bytes: run only that GPU count / GMIs-per-GPU count / size in hier; chunk: the GMIs'
+// hierarchical_options::chunk_bytes; overlap: their hierarchical_options::overlap_blocks, the grid of sum kernels
+// that may run beside NCCL;
 // reduce=every_gmi|leader|lanes: only the variants of that reducer (lanes: handshake=kernel only, every GMI allreduces
 // its slice over its own NCCL communicator); share=1: under MPS each GMI gets 1/m of the SMs, as in gmi::run;
-// lane_ctas: GMI_HIER_LANE_CTAS for the GMIs, NCCL's blocks a lane, 0: NCCL's default)
+// lane_ctas: the lanes' nccl_options::max_ctas, NCCL's blocks a lane, 0: NCCL's default; unset: lane_max_ctas(m))
 // Impls: "gmi" (every GMI gets the sum in its own buffer; every GMI sums a slice), "gmi_shared_result" (copy_back
 // off: GMIs read the sum in the GPU's result buffer), "gmi_leader_reduce" and "gmi_leader_reduce_shared_result"
 // (the same with the leader summing every buffer alone), "gmi_kernel_handshake_lanes[_shared_result]" (reduce=lanes),
@@ -195,7 +196,7 @@ int worker(const std::string& kind) {
       id = ids->receive(1);
     }
     comm::nccl_options no;
-    if (lanes) no.max_ctas = comm::lane_max_ctas(m);
+    if (lanes) no.max_ctas = args.count("lane_ctas") ? static_cast<int>(arg("lane_ctas", 0)) : comm::lane_max_ctas(m);
     nc = std::make_unique<comm::nccl_communicator>(gpus, id, gpu, no);
   }
   gmi::cuda::device_buffer<float> buf(count);
@@ -210,6 +211,10 @@ int worker(const std::string& kind) {
     o.gpus = gpus;
     o.world = world;
     o.copy_back = arg("copy_back", 1) != 0;
+    o.blocks = static_cast<unsigned>(arg("blocks", 0));
+    o.chunk_floats = static_cast<std::size_t>(arg("chunk_floats", 0));
+    o.producer_warps = static_cast<unsigned>(arg("producer_warps", 0));
+    o.early_launch = arg("early_launch", 1) != 0;
     peer.emplace(o, buf.data(), count);
     if (rank == 0) {
       std::fprintf(stderr, "[peer] %u blocks a GMI, %d chunks, %u producer warps\n", peer->blocks(), peer->chunks(),
@@ -231,6 +236,8 @@ int worker(const std::string& kind) {
                : args["reduce"] == "every_gmi" ? comm::reducer::every_gmi
                : lanes                         ? comm::reducer::lanes
                                                : comm::reducer::automatic;
+    o.chunk_bytes = static_cast<std::size_t>(arg("chunk", 0));
+    o.overlap_blocks = static_cast<unsigned>(arg("overlap", 0));
     o.blocking = false;
     h.emplace(o, buf.data(), count, nc.get());
   }
@@ -315,6 +322,10 @@ std::vector<double> spawn(const std::string& kind, int gpus, int m, std::size_t 
                                "handshake=" + handshake, "copy_back=" + std::string(copy_back ? "1" : "0"),
                                "reduce=" + reduce, "share=" + std::to_string(arg("share", 0)),
                                "iters=" + std::to_string(arg("iters", 20)), "trace=" + std::to_string(arg("trace", 0))};
+    // The components' tuning, as the user gave it (checked in main): the workers set their options' fields.
+    for (const char* k : {"blocks", "chunk_floats", "producer_warps", "early_launch", "chunk", "overlap", "lane_ctas"}) {
+      if (args.count(k)) a.push_back(std::string(k) + "=" + args[k]);
+    }
     std::vector<char*> argv;
     for (auto& x : a) argv.push_back(x.data());
     argv.push_back(nullptr);
@@ -403,7 +414,7 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const
           if (m > 1) cfg["copy_back"] = copy_back;
           if (m > 1) cfg["reduce"] = reduce == "leader" || reduce == "lanes" ? reduce : "every_gmi";
           if (m > 1 && reduce == "lanes" && n > 1) {
-            cfg["lane_ctas"] = comm::lane_max_ctas(m);  // the workers inherit GMI_HIER_LANE_CTAS
+            cfg["lane_ctas"] = args.count("lane_ctas") ? arg("lane_ctas", 0) : comm::lane_max_ctas(m);
             cfg["lane_ctas_default"] = !args.count("lane_ctas");
           }
           if (m > 1) cfg["mps_share_per_gmi"] = arg("share", 0) != 0 ? (100 + m - 1) / m : 100;
@@ -417,21 +428,20 @@ void bench_hier(const gmi::metrics::run_info& run, int reps, int max_gpus, const
     }
   }
 }
-// The peer allreduce's settings a run may sweep: bench argument, environment variable of the GMIs, allowed range,
-// field of the result lines.
+// The peer allreduce's settings a run may sweep: bench argument (the workers' peer_allreduce_options field of that
+// name), allowed range, field of the result lines.
 struct peer_knob {
   const char* arg;
-  const char* env;
   long long lo, hi;
   const char* field;
   const char* what;
 };
 constexpr peer_knob peer_knobs[] = {
-    {"blocks", "GMI_PEER_BLOCKS", 0, 65535, "blocks_per_gmi", "a peer GMI's grid, 0: the default"},
-    {"chunk_floats", "GMI_PEER_CHUNK_FLOATS", 0, 1ll << 40, "chunk_floats", "a peer chunk's floats, 0: the default"},
-    {"producer_warps", "GMI_PEER_PRODUCER_WARPS", 0, 16, "producer_warps",
+    {"blocks", 0, 65535, "blocks_per_gmi", "a peer GMI's grid, 0: the default"},
+    {"chunk_floats", 0, 1ll << 40, "chunk_floats", "a peer chunk's floats, 0: the default"},
+    {"producer_warps", 0, 16, "producer_warps",
      "a peer block's warps on phase 1, 0: the default, 16: both phases in turn"},
-    {"early_launch", "GMI_PEER_EARLY_LAUNCH", 0, 1, "early_launch", "0: plain peer kernel launches, 1: as programmatic dependents (the default)"},
+    {"early_launch", 0, 1, "early_launch", "0: plain peer kernel launches, 1: as programmatic dependents (the default)"},
 };
 
 // comm::peer_allreduce beside one flat NCCL allreduce of the same bytes (one rank a GPU), copy back and shared result.
@@ -496,34 +506,30 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "gmi.bench.reduce: reduce=lanes with handshake=%s; lanes need handshake=kernel\n", mode.c_str());
       return 2;
     }
-    if (args.count("lane_ctas")) {
-      if (arg("lane_ctas", 0) < 0) {
-        std::fprintf(stderr, "gmi.bench.reduce: lane_ctas=%lld; need >= 0 blocks a lane (0: NCCL's default)\n",
-                     arg("lane_ctas", 0));
-        return 2;
-      }
-      setenv("GMI_HIER_LANE_CTAS", args["lane_ctas"].c_str(), 1);
+    if (args.count("lane_ctas") && arg("lane_ctas", 0) < 0) {
+      std::fprintf(stderr, "gmi.bench.reduce: lane_ctas=%lld; need >= 0 blocks a lane (0: NCCL's default)\n",
+                   arg("lane_ctas", 0));
+      return 2;
     }
-    for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk", "blocks", "chunk_floats", "producer_warps",
-                          "early_launch", "copy_back", "trace"}) {
+    for (const char* k : {"n", "m", "bytes", "gpus", "share", "chunk", "overlap", "lane_ctas", "blocks", "chunk_floats",
+                          "producer_warps", "early_launch", "copy_back", "trace"}) {
       arg(k, 0);  // integers
     }
-    // The peer allreduce's knobs: checked here, passed to the workers through the environment (they inherit it).
+    // The peer allreduce's knobs: checked here, passed to the workers as arguments (spawn).
     for (const peer_knob& k : peer_knobs) {
       if (!args.count(k.arg)) continue;
       if (arg(k.arg, 0) < k.lo || arg(k.arg, 0) > k.hi) {
         std::fprintf(stderr, "gmi.bench.reduce: %s=%lld; need %lld..%lld (%s)\n", k.arg, arg(k.arg, 0), k.lo, k.hi, k.what);
         return 2;
       }
-      setenv(k.env, args[k.arg].c_str(), 1);
     }
-    if (args.count("chunk")) setenv("GMI_HIER_CHUNK_BYTES", args["chunk"].c_str(), 1);  // workers inherit it
-    if (args.count("overlap")) {
-      if (arg("overlap", 0) < 0) {
-        std::fprintf(stderr, "gmi.bench.reduce: overlap=%lld; need >= 0 blocks (0: uncapped)\n", arg("overlap", 0));
-        return 2;
-      }
-      setenv("GMI_HIER_OVERLAP_BLOCKS", args["overlap"].c_str(), 1);
+    if (args.count("chunk") && arg("chunk", 0) < 0) {
+      std::fprintf(stderr, "gmi.bench.reduce: chunk=%lld; need >= 0 bytes (0: the default chunks)\n", arg("chunk", 0));
+      return 2;
+    }
+    if (args.count("overlap") && arg("overlap", 0) < 0) {
+      std::fprintf(stderr, "gmi.bench.reduce: overlap=%lld; need >= 0 blocks (0: uncapped)\n", arg("overlap", 0));
+      return 2;
     }
     const auto n = gmi::cuda::device_count();
     if (!n || *n < 1) {

@@ -313,23 +313,17 @@ TEST_CASE("comm.bootstrap.rendezvous_file_missing_times_out_naming_it" * doctest
 
 TEST_SUITE("cpu") {
 TEST_CASE("comm.lanes.max_ctas") {
-  // reducer::lanes' NCCL blocks a lane: max(2, 32 / m), GMI_HIER_LANE_CTAS overriding; bad values one config_error.
-  ::unsetenv("GMI_HIER_LANE_CTAS");
+  // reducer::lanes' NCCL blocks a lane by default: max(2, 32 / m). Another is the caller's nccl_options.max_ctas,
+  // where a negative one is one config_error before NCCL is touched.
   CHECK(comm::lane_max_ctas(1) == 32);
   CHECK(comm::lane_max_ctas(2) == 16);
   CHECK(comm::lane_max_ctas(4) == 8);
   CHECK(comm::lane_max_ctas(8) == 4);
   CHECK(comm::lane_max_ctas(16) == 2);
   CHECK(comm::lane_max_ctas(48) == 2);
-  ::setenv("GMI_HIER_LANE_CTAS", "0", 1);
-  CHECK(comm::lane_max_ctas(8) == 0);
-  ::setenv("GMI_HIER_LANE_CTAS", "12", 1);
-  CHECK(comm::lane_max_ctas(8) == 12);
-  ::setenv("GMI_HIER_LANE_CTAS", "-1", 1);
-  CHECK_THROWS_WITH_AS(comm::lane_max_ctas(8), doctest::Contains("GMI_HIER_LANE_CTAS: got -1"), gmi::config_error);
-  ::setenv("GMI_HIER_LANE_CTAS", "many", 1);
-  CHECK_THROWS_WITH_AS(comm::lane_max_ctas(8), doctest::Contains("GMI_HIER_LANE_CTAS: got \"many\", need an integer"),
-                       gmi::config_error);
-  ::unsetenv("GMI_HIER_LANE_CTAS");
+  comm::nccl_options bad;
+  bad.max_ctas = -1;
+  CHECK_THROWS_WITH_AS(comm::nccl_communicator(2, comm::nccl_id{}, 0, bad),
+                       "nccl options.max_ctas: got -1, need >= 0 blocks (0: NCCL's default)", gmi::config_error);
 }
 }

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include <gmi/comm/knobs.hpp>
 #include <gmi/comm/row_exchange_across_gpus.hpp>
 #include <gmi/comm/shm_segment.hpp>
 
@@ -50,16 +51,21 @@ TEST_CASE("comm.row_exchange_across_gpus.refuses_bad_shapes") {
 }
 
 TEST_CASE("comm.row_exchange_across_gpus.inbox_memory_from_env") {
+  // The value: unset is none, a name its choice, anything else one config_error.
   unsetenv("GMI_COMM_INBOX_MEMORY");
-  CHECK(comm::inbox_memory_from_env(comm::inbox_memory::automatic) == comm::inbox_memory::automatic);
+  CHECK_FALSE(comm::detail::read_inbox_memory().has_value());
+  setenv("GMI_COMM_INBOX_MEMORY", "host", 1);
+  CHECK(comm::detail::read_inbox_memory() == comm::inbox_memory::host);
+  setenv("GMI_COMM_INBOX_MEMORY", "peer_to_peer", 1);
+  CHECK(comm::detail::read_inbox_memory() == comm::inbox_memory::peer_to_peer);
+  setenv("GMI_COMM_INBOX_MEMORY", "nvlink", 1);
+  CHECK_THROWS_WITH_AS(comm::detail::read_inbox_memory(),
+                       "GMI_COMM_INBOX_MEMORY: got \"nvlink\", need automatic, peer_to_peer or host", gmi::config_error);
+  // Read once a process: what the first call found holds.
   setenv("GMI_COMM_INBOX_MEMORY", "host", 1);
   CHECK(comm::inbox_memory_from_env(comm::inbox_memory::automatic) == comm::inbox_memory::host);
-  setenv("GMI_COMM_INBOX_MEMORY", "peer_to_peer", 1);
-  CHECK(comm::inbox_memory_from_env(comm::inbox_memory::host) == comm::inbox_memory::peer_to_peer);
-  setenv("GMI_COMM_INBOX_MEMORY", "nvlink", 1);
-  CHECK_THROWS_WITH_AS(comm::inbox_memory_from_env(comm::inbox_memory::automatic),
-                       "GMI_COMM_INBOX_MEMORY: got \"nvlink\", need automatic, peer_to_peer or host", gmi::config_error);
   unsetenv("GMI_COMM_INBOX_MEMORY");
+  CHECK(comm::inbox_memory_from_env(comm::inbox_memory::automatic) == comm::inbox_memory::host);
 }
 
 TEST_CASE("comm.row_exchange_across_gpus.layout") {

@@ -54,17 +54,6 @@ TEST_CASE("comm_gpu.hierarchical.green_context_threads" * doctest::timeout(120))
   }
 }
 
-TEST_CASE("comm_gpu.hierarchical.bad_overlap_blocks" * doctest::timeout(120)) {
-  // A negative grid cap for the sums beside NCCL is refused by every GMI with a line that names the variable.
-  ::setenv("GMI_HIER_OVERLAP_BLOCKS", "-3", 1);
-  bool green = false;
-  std::string error;
-  gmi_test::threads_hierarchical(2, 1000, 1, green, error);
-  ::unsetenv("GMI_HIER_OVERLAP_BLOCKS");
-  CHECK_MESSAGE(error.find("GMI_HIER_OVERLAP_BLOCKS") != std::string::npos, error);
-  CHECK_MESSAGE(error.find("-3") != std::string::npos, error);
-}
-
 TEST_CASE("comm_gpu.hierarchical.ipc_processes" * doctest::timeout(300)) {
   // every_gmi: each GMI sums a slice; leader: the leader sums every buffer. Host handshake (events and host
   // counters) and kernel handshake (flag kernels in device memory).
@@ -271,8 +260,9 @@ TEST_CASE("comm_gpu.peer.faults" * doctest::timeout(200)) {
   // Grids that cannot fit on the GPU together (they would wait for each other's SMs until the deadline): refused
   // at setup with one line, on every GMI (the others see the group broken), quickly.
   const auto big = gmi_test::run_workers(
-      gmi_test::hier_args(gmi::comm::unique_tag("peerbig"), 1, 2, "4097", {"impl=peer", "expect_error=1", "timeout_ms=10000"}),
-      std::vector<std::vector<std::string>>(2, {"GMI_PEER_BLOCKS=60000"}), 60s);
+      gmi_test::hier_args(gmi::comm::unique_tag("peerbig"), 1, 2, "4097",
+                          {"impl=peer", "expect_error=1", "timeout_ms=10000", "blocks=60000"}),
+      {}, 60s);
   for (int c : big.codes) CHECK(c == 0);
   CHECK(big.seconds < 20);
 }

@@ -18,8 +18,10 @@
 //        [exchange_skip_rank=-1] (this rank calls no exchange: the others' waits must give up and say so)
 //        [inbox=automatic|peer_to_peer|host] (several GPUs: where the GPUs' sums meet; exit 4 when the group chose
 //        other than expect_inbox=)
+//        [chunk_bytes=0] (hierarchical_options::chunk_bytes)
 //        [impl=peer] (comm::peer_allreduce instead: one kernel a GMI over peer device memory; sizes, rounds,
-//        copy_back, graph, mismatch_rank, die_rank/die_round and timeout_ms as above)
+//        copy_back, graph, mismatch_rank, die_rank/die_round and timeout_ms as above; blocks=, chunk_floats=,
+//        producer_warps=, early_launch=0|1 set the peer_allreduce_options fields of those names)
 // Exit: 0 all sums right (or, when a fault is injected, the expected error seen); 2 wrong sums; 3 unexpected error.
 #include <signal.h>
 #include <unistd.h>
@@ -86,9 +88,11 @@ __global__ void exchange_round(gmi::comm::row_exchange x, float* mine, float* gp
 
 // impl=peer: every size, `rounds` eager rounds (fill, allreduce, bounded wait, check where result() points), then
 // with graph=1 two-round graphs replayed `rounds` times and one more eager round.
+// settings: the peer allreduce's tuning fields (blocks, chunk_floats, producer_warps, early_launch).
 static std::size_t peer_rounds(const std::string& tag, int gpus, int per_gpu, int rank, int rounds, bool copy_back,
                                bool graph, int mismatch_rank, int die_rank, int die_round,
-                               gmi::comm::milliseconds timeout, const std::vector<std::size_t>& sizes) {
+                               gmi::comm::milliseconds timeout, const std::vector<std::size_t>& sizes,
+                               const gmi::comm::peer_allreduce_options& settings) {
   const int world = gpus * per_gpu;
   gmi::cuda::stream stream;
   gmi::cuda::device_buffer<unsigned long long> wrong(1);
@@ -96,7 +100,7 @@ static std::size_t peer_rounds(const std::string& tag, int gpus, int per_gpu, in
   for (std::size_t s = 0; s < sizes.size(); ++s) {
     const std::size_t count = sizes[s] + (rank == mismatch_rank ? 1 : 0);
     gmi::cuda::device_buffer<float> buf(count);
-    gmi::comm::peer_allreduce_options o;
+    gmi::comm::peer_allreduce_options o = settings;
     o.tag = tag + "-peer-s" + std::to_string(s);
     o.rank = rank;
     o.gpus = gpus;
@@ -184,8 +188,13 @@ static int worker_main(int argc, char** argv) {
   try {
     GMI_CUDA_TRY(cudaSetDevice(gpu));
     if (a["impl"] == "peer") {
+      gmi::comm::peer_allreduce_options settings;
+      settings.blocks = static_cast<unsigned>(num("blocks", 0));
+      settings.chunk_floats = static_cast<std::size_t>(num("chunk_floats", 0));
+      settings.producer_warps = static_cast<unsigned>(num("producer_warps", 0));
+      settings.early_launch = num("early_launch", 1) != 0;
       const std::size_t w = peer_rounds(tag, gpus, per_gpu, rank, rounds, copy_back, graph, mismatch_rank, die_rank,
-                                        die_round, timeout, sizes);
+                                        die_round, timeout, sizes, settings);
       if (fault) {
         std::fprintf(stderr, "[worker %d] no error although a fault was injected\n", rank);
         return 3;
@@ -224,6 +233,7 @@ static int worker_main(int argc, char** argv) {
       o.timeout = timeout;
       o.blocking = blocking;
       o.copy_back = copy_back;
+      o.chunk_bytes = static_cast<std::size_t>(num("chunk_bytes", 0));
       o.reduce = reduce == "leader"      ? gmi::comm::reducer::leader
                  : reduce == "every_gmi" ? gmi::comm::reducer::every_gmi
                  : lanes                 ? gmi::comm::reducer::lanes

@@ -58,11 +58,10 @@ TEST_CASE(GMI_NAME(".hierarchical.lanes") * doctest::timeout(600)) {
   }
   // Captured into a CUDA graph and replayed, in 64 KiB chunks (262149 floats: 17 chunks, more than the 8 that
   // every_gmi allows; the lane streams forked from the captured one).
-  const std::vector<std::string> chunked{"GMI_HIER_CHUNK_BYTES=65536"};
   const auto g = gmi_test::run_workers(
       gmi_test::hier_args(gmi::comm::unique_tag("mglg"), gpus, 4, "1,4097,262149",
-                          {"rounds=4", "handshake=kernel", "blocking=0", "graph=1", "reduce=lanes"}),
-      std::vector<std::vector<std::string>>(gpus * 4, chunked), 300s);
+                          {"rounds=4", "handshake=kernel", "blocking=0", "graph=1", "reduce=lanes", "chunk_bytes=65536"}),
+      {}, 300s);
   for (int c : g.codes) CHECK(c == 0);
 }
 
@@ -81,11 +80,11 @@ TEST_CASE(GMI_NAME(".hierarchical.replayed_in_a_graph") * doctest::timeout(600))
   // streams forked from the captured one and joined back (262149 floats: five chunks, the last one short).
   for (const char* copy_back : {"copy_back=1", "copy_back=0"}) {
     CAPTURE(copy_back);
-    const std::vector<std::string> chunked{"GMI_HIER_CHUNK_BYTES=262144"};
     const auto r = gmi_test::run_workers(
         gmi_test::hier_args(gmi::comm::unique_tag("mggc"), gpus, 4, "1,4097,262149",
-                            {"rounds=4", "handshake=kernel", "blocking=0", "graph=1", "reduce=leader", copy_back}),
-        std::vector<std::vector<std::string>>(gpus * 4, chunked), 300s);
+                            {"rounds=4", "handshake=kernel", "blocking=0", "graph=1", "reduce=leader", copy_back,
+                             "chunk_bytes=262144"}),
+        {}, 300s);
     for (int c : r.codes) CHECK(c == 0);
   }
 }
@@ -209,13 +208,13 @@ TEST_CASE(GMI_NAME(".peer.matches_reference") * doctest::timeout(600)) {
 // work): every warp running both phases in turn (16), half the warps on each phase (8), plain launches; sizes of
 // one to 16 chunks, eager and replayed back to back in a graph.
 TEST_CASE(GMI_NAME(".peer.settings") * doctest::timeout(600)) {
-  for (const char* setting : {"GMI_PEER_PRODUCER_WARPS=16", "GMI_PEER_PRODUCER_WARPS=8", "GMI_PEER_EARLY_LAUNCH=0"}) {
+  for (const char* setting : {"producer_warps=16", "producer_warps=8", "early_launch=0"}) {
     CAPTURE(setting);
     const int m = 2;
     const auto r = gmi_test::run_workers(
         gmi_test::hier_args(gmi::comm::unique_tag("mgpw"), gpus, m, "5,262149,4194304,67108864",
-                            {"impl=peer", "copy_back=0", "rounds=3", "graph=1"}),
-        std::vector<std::vector<std::string>>(gpus * m, {setting}), 300s);
+                            {"impl=peer", "copy_back=0", "rounds=3", "graph=1", setting}),
+        {}, 300s);
     for (int c : r.codes) CHECK(c == 0);
   }
 }

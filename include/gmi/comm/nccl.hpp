@@ -313,17 +313,11 @@ struct nccl_options {
   int cga_cluster_size = -1;                 // -1: NCCL's default; 0 or 1 in small green-context slices
 };
 
-// max_ctas for a lane of the hierarchical allreduce's reducer::lanes (the communicator of the GMIs with one local
-// rank on every GPU) with m GMIs a GPU: max(2, 32 / m) blocks a lane, so the m lanes' kernels on a GPU, each
-// waiting for its peers on the other GPUs, fit on the SMs together. GMI_HIER_LANE_CTAS overrides (0: NCCL's
-// default); a value below 0 or not an integer is one config_error.
-inline int lane_max_ctas(int gmis_per_gpu) {
-  if (const auto n = env_var::integer("GMI_HIER_LANE_CTAS")) {
-    require(*n >= 0, "GMI_HIER_LANE_CTAS", *n, ">= 0 blocks a lane (0: NCCL's default)");
-    return *n;
-  }
-  return std::max(2, 32 / std::max(1, gmis_per_gpu));
-}
+// The default max_ctas for a lane of the hierarchical allreduce's reducer::lanes (the communicator of the GMIs with
+// one local rank on every GPU) with m GMIs a GPU: max(2, 32 / m) blocks a lane, so the m lanes' kernels on a GPU,
+// each waiting for its peers on the other GPUs, fit on the SMs together. A caller that wants another sets
+// nccl_options.max_ctas itself (0: NCCL's default).
+inline int lane_max_ctas(int gmis_per_gpu) { return std::max(2, 32 / std::max(1, gmis_per_gpu)); }
 
 // A nonblocking NCCL communicator. Errors and timeouts abort it (ncclCommAbort) and throw nccl_error; after
 // that it is unusable (rebuild it with a new id). Use from one thread at a time.
@@ -333,6 +327,7 @@ class nccl_communicator {
       : options_(options), rank_(rank), size_(nranks) {
     require(nranks >= 1, "nccl communicator ranks", nranks, ">= 1");
     require(rank >= 0 && rank < nranks, "nccl communicator rank", rank, "0.." + std::to_string(nranks - 1));
+    require(options.max_ctas >= 0, "nccl options.max_ctas", options.max_ctas, ">= 0 blocks (0: NCCL's default)");
     disable_nvls();
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // so a dead peer becomes an error we can see, not a call that never returns

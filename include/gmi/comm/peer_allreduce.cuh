@@ -28,7 +28,6 @@
 #include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/shm_segment.hpp>
 #include <gmi/comm/wait.hpp>
-#include <gmi/core/env_var.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/check.hpp>
 
@@ -40,19 +39,19 @@ struct peer_allreduce_options {
   int gpus = 1;          // GPUs taking part (1 .. 8)
   int world = 1;         // GMIs over every GPU, the same number on each (at most 16 a GPU)
   bool copy_back = true;  // false: every GMI reads the sum in its GPU's result (result()) until its next call
-  // A GMI's grid; 0: (the GPU's SMs x resident blocks an SM, at most 2) / GMIs a GPU, so that the m grids of a
-  // GPU, which wait for each other, fit on it together (GMI_PEER_BLOCKS overrides; a grid that cannot fit is
-  // refused).
+  // A GMI's grid, 0..65535; 0: (the GPU's SMs x resident blocks an SM, at most 2) / GMIs a GPU, so that the m
+  // grids of a GPU, which wait for each other, fit on it together (a grid that cannot fit is refused). Every GMI
+  // must use GMI 0's.
   unsigned blocks = 0;
   // A block's piece of a part goes through the links in chunks of about this many floats (at most 16 chunks), so
-  // the local sum of one chunk runs beside the stores of the one before; 0: 8192 (GMI_PEER_CHUNK_FLOATS overrides).
+  // the local sum of one chunk runs beside the stores of the one before; 0: 8192. Every GMI must use GMI 0's.
   std::size_t chunk_floats = 0;
   // Warps of a block (of 16) that sum chunks into the landing rows while the others add the arrived rows into the
-  // results; 16: every warp does both, in turn; 0: 12 (GMI_PEER_PRODUCER_WARPS overrides).
+  // results, 0..16; 16: every warp does both, in turn; 0: 12.
   unsigned producer_warps = 0;
   // Launch each call as a programmatic dependent of the stream's work before it (it waits for that work inside the
   // kernel, and lets the stream's next kernel launch once every grid of the GPU's GMIs is in): the GMIs' kernels
-  // start closer together (GMI_PEER_EARLY_LAUNCH=0|1 overrides).
+  // start closer together.
   bool early_launch = true;
   milliseconds timeout = default_timeout();
 };
@@ -105,30 +104,15 @@ class peer_allreduce {
     require(o_.rank >= 0 && o_.rank < o_.world, "peer allreduce: rank", o_.rank, "0.." + std::to_string(o_.world - 1));
     require(count_ >= 1, "peer allreduce: floats", count_, ">= 1");
     require(buffer != nullptr, "peer allreduce: buffer", "a null pointer", "the GMI's device buffer");
-    if (const auto b = env_var::integer("GMI_PEER_BLOCKS")) {
-      require(*b >= 0 && *b <= 65535, "GMI_PEER_BLOCKS", *b, "0..65535 (0: the default grid)");
-      o_.blocks = static_cast<unsigned>(*b);
-    }
-    if (const auto f = env_var::integer("GMI_PEER_CHUNK_FLOATS")) {
-      require(*f >= 0, "GMI_PEER_CHUNK_FLOATS", *f, ">= 0 (0: the default, " + std::to_string(detail::peer_chunk_floats) + ")");
-      o_.chunk_floats = static_cast<std::size_t>(*f);
-    }
+    require(o_.blocks <= 65535u, "peer allreduce options.blocks", o_.blocks, "0..65535 (0: the default grid)");
     if (o_.chunk_floats == 0) o_.chunk_floats = detail::peer_chunk_floats;
-    if (const auto w = env_var::integer("GMI_PEER_PRODUCER_WARPS")) {
-      require(*w >= 0 && *w <= detail::peer_warps, "GMI_PEER_PRODUCER_WARPS", *w,
-              "0.." + std::to_string(detail::peer_warps) + " (0: the default, " +
-                  std::to_string(detail::peer_producer_warps) + "; " + std::to_string(detail::peer_warps) +
-                  ": every warp runs both phases in turn)");
-      o_.producer_warps = static_cast<unsigned>(*w);
-    }
+    require(o_.producer_warps <= static_cast<unsigned>(detail::peer_warps), "peer allreduce options.producer_warps",
+            o_.producer_warps,
+            "0.." + std::to_string(detail::peer_warps) + " (0: the default, " +
+                std::to_string(detail::peer_producer_warps) + "; " + std::to_string(detail::peer_warps) +
+                ": every warp runs both phases in turn)");
     if (o_.producer_warps == 0) o_.producer_warps = detail::peer_producer_warps;
-    if (const auto e = env_var::integer("GMI_PEER_EARLY_LAUNCH")) {
-      require(*e == 0 || *e == 1, "GMI_PEER_EARLY_LAUNCH", *e, "0 or 1");
-      o_.early_launch = *e != 0;
-    }
     args_.early_launch = o_.early_launch ? 1 : 0;
-    require(o_.producer_warps <= static_cast<unsigned>(detail::peer_warps), "peer allreduce: producer warps",
-            o_.producer_warps, "1.." + std::to_string(detail::peer_warps));
     if (o_.rank == 0) {
       segment_ = shm_segment::create(o_.tag, detail::peer_segment_bytes(), [&](void* p, std::size_t) {
         auto* c = new (p) detail::peer_control{};
@@ -262,7 +246,7 @@ class peer_allreduce {
     const int fit = std::max(1, sms * std::max(resident, 1) / per_gpu());
     blocks_ = o_.blocks ? o_.blocks : static_cast<unsigned>(std::max(1, sms * std::clamp(resident, 1, 2) / per_gpu()));
     if (blocks_ > static_cast<unsigned>(fit)) {
-      throw config_error(got_need("peer allreduce: blocks a GMI (options.blocks or GMI_PEER_BLOCKS)", blocks_,
+      throw config_error(got_need("peer allreduce: blocks a GMI (options.blocks)", blocks_,
                                   "<= " + std::to_string(fit) + " (" + std::to_string(sms) + " SMs x " +
                                       std::to_string(resident) + " resident blocks / " + std::to_string(per_gpu()) +
                                       " GMIs a GPU: the GPU's grids must fit on it together)"));
@@ -278,12 +262,12 @@ class peer_allreduce {
     wait_for([&] { return ctl->blocks.load(std::memory_order_acquire) != 0; }, "waiting for GMI 0's grid");
     if (ctl->chunk_floats.load(std::memory_order_relaxed) != o_.chunk_floats) {
       throw config_error(got_need("peer allreduce: floats a chunk on GMI " + std::to_string(o_.rank), o_.chunk_floats,
-                                  std::to_string(ctl->chunk_floats.load()) + " as on GMI 0 (set GMI_PEER_CHUNK_FLOATS alike)"));
+                                  std::to_string(ctl->chunk_floats.load()) + " as on GMI 0 (set options.chunk_floats alike)"));
     }
     if (ctl->blocks.load(std::memory_order_acquire) != blocks_) {
       throw config_error(got_need("peer allreduce: blocks a GMI on GMI " + std::to_string(o_.rank), blocks_,
                                   std::to_string(ctl->blocks.load()) + " as on GMI 0 (every GMI's grid must match: set "
-                                  "GMI_PEER_BLOCKS alike, on GPUs alike)"));
+                                  "options.blocks alike, on GPUs alike)"));
     }
     void* page = detail::peer_stall_page(segment_.data());
     GMI_CUDA_TRY(cudaHostRegister(page, detail::peer_page, cudaHostRegisterMapped | cudaHostRegisterPortable));

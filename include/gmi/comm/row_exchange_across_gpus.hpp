@@ -30,7 +30,6 @@
 #include <vector>
 
 #include <gmi/comm/device_share.hpp>
-#include <gmi/core/env_var.hpp>
 #include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/shm_segment.hpp>
 #include <gmi/comm/wait.hpp>
@@ -42,14 +41,6 @@ namespace gmi::comm {
 
 // Where the GPUs' inboxes live.
 enum class inbox_memory { automatic, peer_to_peer, host };
-
-// GMI_COMM_INBOX_MEMORY (automatic, peer_to_peer or host) where set, else `fallback`; anything else is refused.
-inline inbox_memory inbox_memory_from_env(inbox_memory fallback) {
-  return env_var::choice<inbox_memory>("GMI_COMM_INBOX_MEMORY", {{"automatic", inbox_memory::automatic},
-                                                             {"peer_to_peer", inbox_memory::peer_to_peer},
-                                                             {"host", inbox_memory::host}})
-      .value_or(fallback);
-}
 
 struct row_exchange_across_gpus_options {
   std::string tag;        // the same on every GMI of the run's host, unique per run

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -18,17 +17,9 @@ namespace gmi::comm {
 using milliseconds = std::chrono::milliseconds;
 using microseconds = std::chrono::microseconds;
 
-// The default bound on any wait for a peer (override per call); GMI_COMM_TIMEOUT_MS is read by callers that want it.
-inline milliseconds default_timeout() {
-  if (const char* v = std::getenv("GMI_COMM_TIMEOUT_MS")) {
-    try {
-      return milliseconds(std::stoll(v));
-    } catch (...) {
-      throw config_error(got_need("GMI_COMM_TIMEOUT_MS", v, "an integer number of milliseconds"));
-    }
-  }
-  return std::chrono::seconds(60);
-}
+// The default bound on any wait for a peer: every component's options carry a `timeout` that starts at this, and
+// calls that wait take one.
+constexpr milliseconds default_timeout() noexcept { return std::chrono::seconds(60); }
 
 // How a wait spends its time. Sleeping costs far more than the sleep asked for (Linux adds its 50 us timer
 // slack to every sleep), so a wait whose partner is tens of microseconds away must not sleep at all.
@@ -42,21 +33,10 @@ struct wait_policy {
   microseconds long_sleep_cap{1000};    // then a long wait (the partner is busy anyway) sleeps up to this much
 };
 
-// For waits on a peer or the device that are expected to be short (a handshake, a collective): GMI_COMM_SPIN_US
-// sets the spin window (default 2000; 0 sleeps at once, for machines with fewer cores than waiting processes).
+// For waits on a peer or the device that are expected to be short (a handshake, a collective): the defaults, a
+// 2 ms spin. A wait that must not spin (fewer cores than waiting processes) passes a policy with spin = 0.
 inline const wait_policy& short_wait() {
-  static const wait_policy p = [] {
-    wait_policy w;
-    if (const char* v = std::getenv("GMI_COMM_SPIN_US")) {
-      char* end = nullptr;
-      const long long us = std::strtoll(v, &end, 10);
-      if (!*v || *end != '\0' || us < 0) {
-        throw config_error(got_need("GMI_COMM_SPIN_US", v, "a non-negative integer number of microseconds"));
-      }
-      w.spin = microseconds(us);
-    }
-    return w;
-  }();
+  static const wait_policy p{};
   return p;
 }
 
@@ -81,7 +61,7 @@ inline void cpu_relax() noexcept {
 }
 [[noreturn]] inline void throw_wait_timeout(const std::string& what, milliseconds timeout) {
   throw comm_error(what + ": timed out after " + std::to_string(timeout.count()) +
-                   " ms (need the peer to respond within the timeout; raise it with GMI_COMM_TIMEOUT_MS)");
+                   " ms (need the peer to respond within the timeout; raise the timeout in the options)");
 }
 }  // namespace detail
 

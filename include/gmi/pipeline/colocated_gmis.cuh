@@ -30,6 +30,7 @@
 
 #include <gmi/comm/hierarchical.cuh>
 #include <gmi/comm/ip_allreduce.hpp>
+#include <gmi/comm/knobs.hpp>
 #include <gmi/comm/nccl.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/hash.hpp>

@@ -153,12 +153,12 @@ inline std::vector<std::string> own_argv() {
   return out;
 }
 
-// GMI_* variables a child inherits: tuning and diagnosis the user set for every GMI (the hierarchical
-// allreduce's GMI_HIER_*, the comm timeouts GMI_COMM_*, the PPO gradient path GMI_PPO_*, GMI_TRACE,
+// GMI_* variables a child inherits: tuning and diagnosis the user set for every GMI (where the row exchange's
+// inboxes live, GMI_COMM_INBOX_MEMORY (comm/knobs.hpp); the PPO gradient path GMI_PPO_*; GMI_TRACE;
 // GMI_GIT_REVISION). Every other GMI_* variable is an identity, a plan choice or a bootstrap value of this process
 // and is not passed on.
 inline bool inherited_gmi_variable(std::string_view kv) {
-  for (std::string_view p : {"GMI_HIER_", "GMI_COMM_", "GMI_PPO_", "GMI_TRACE=", "GMI_GIT_REVISION="}) {
+  for (std::string_view p : {"GMI_COMM_INBOX_MEMORY=", "GMI_PPO_", "GMI_TRACE=", "GMI_GIT_REVISION="}) {
     if (kv.rfind(p, 0) == 0) return true;
   }
   return false;

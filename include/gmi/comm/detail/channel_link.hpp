@@ -4,7 +4,7 @@
 // "slot s is free again") and, for host and pinned placements, the payload slots themselves. For the device
 // placement the slots are one cudaMalloc on the consumer's GPU (plain pointer in-process, CUDA IPC across
 // processes) and each slot carries two events: "filled" (recorded by the producer) and "consumed" (by the
-// consumer), so neither side ever waits on the host for the other's copies. Private to channel.hpp.
+// consumer), so neither side ever waits on the host for the other's copies. Private to the channel_*.hpp headers.
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>
