@@ -38,14 +38,25 @@ namespace gmi::physics {
   X(qfrc_bias, s.nv)             /* Coriolis, centrifugal and gravity forces */               \
   X(qfrc_passive, s.nv)          /* damping and springs */                                    \
   X(qfrc_actuator, s.nv)                                                                      \
-  X(qfrc_constraint, s.nv)       /* joint limits */                                           \
+  X(qfrc_constraint, s.nv)       /* joint limits and contacts */                              \
   X(actuator_force, s.nu)                                                                     \
   X(qLDc, s.nM)                  /* L'DL factor of qM alone, for the constraint solve */      \
-  X(efc_force, s.njnt)           /* limit forces (>= 0), one slot per joint */                \
-  X(efc_rhs, s.njnt)             /* unconstrained acceleration minus reference, per slot */   \
-  X(efc_R, s.njnt)               /* regularizer per slot */                                   \
-  X(efc_A, s.njnt * s.njnt)      /* J M^-1 J' between slots */                                \
-  X(efc_col, s.nv)               /* scratch column of M^-1 */
+  X(geom_xpos, 3 * s.ngeom)      /* geom frames in the world */                               \
+  X(geom_xmat, 9 * s.ngeom)                                                                   \
+  X(ncon, 1)                     /* contacts found this step */                               \
+  X(con_pos, 3 * s.ncon_max)     /* contact point (midway between the surfaces) */            \
+  X(con_frame, 9 * s.ncon_max)   /* normal (geom1 to geom2), then two tangents */             \
+  X(con_dist, s.ncon_max)        /* signed distance, < 0 when penetrating */                  \
+  X(con_pair, s.ncon_max)        /* index of the geom pair (exact in float below 2^24) */     \
+  X(con_force, 3 * s.ncon_max)   /* normal and two friction forces, contact frame */          \
+  X(nefc, 1)                     /* constraint rows this step */                              \
+  X(efc_J, s.nefc_max * s.nv)    /* rows of the constraint Jacobian */                        \
+  X(efc_W, s.nefc_max * s.nv)    /* M^-1 J' per row */                                        \
+  X(efc_aref, s.nefc_max)        /* reference acceleration per row */                         \
+  X(efc_R, s.nefc_max)           /* regularizer per row */                                    \
+  X(efc_AR, s.nefc_max)          /* (J M^-1 J')_ii + R_i */                                   \
+  X(efc_force, s.nefc_max)       /* row forces, all >= 0 (limits, pyramid edges) */           \
+  X(efc_col, s.nv)               /* scratch: the constrained acceleration during the solve */
 
 // Where each array starts, in reals, within one environment's block.
 struct data_layout {

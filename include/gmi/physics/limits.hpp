@@ -1,15 +1,12 @@
 #pragma once
-// Joint limits as MuJoCo's soft constraints, solved exactly (to a tolerance) by projected Gauss-Seidel on the
-// dual. A hinge or slide joint with limited = true whose distance to a range end r is negative gets one
-// constraint row J = +1 (lower end) or -1 (upper end) on its dof, with
+// Joint limits as MuJoCo's soft constraints. A hinge or slide joint with limited = true whose distance to a
+// range end r is negative gets one constraint row J = +1 (lower end) or -1 (upper end) on its dof, with
 //   reference acceleration  aref = -b (J qvel) - k imp(r) r,  b = 2 / (dmax tc), k = 1 / (dmax^2 tc^2 dr^2),
 //   regularizer             R = (1 - imp) / imp * invweight0,  tc = max(solref[0], 2 timestep), dr = solref[1],
-// imp(r) the solimp impedance curve, and the force f >= 0 minimising 1/2 f'(A + R) f + f'(J a0 - aref),
-// A = J M^-1 J', a0 the unconstrained acceleration. MuJoCo's Newton solver minimises the same convex problem.
+// imp(r) the solimp impedance curve; constraints.hpp solves all rows together.
 
 #include <gmi/core/hd.hpp>
 #include <gmi/physics/data.hpp>
-#include <gmi/physics/factor.hpp>
 #include <gmi/physics/model.hpp>
 
 namespace gmi::physics {
@@ -54,68 +51,36 @@ GMI_HD inline int limit_side(const model_view<T>& m, const data<T>& d, int j, T&
   return 0;
 }
 
-// qfrc_constraint from the active limits. qacc_smooth holds M^-1 times the smooth forces (it may be
-// qfrc_constraint itself: it is read before that is written); needs qLDc.
+// MuJoCo's reference-acceleration gains for solref = (timeconst, dampratio) and impedance width dmax:
+// aref = -b v - k imp r with b = 2 / (dmax tc), k = 1 / (dmax^2 tc^2 dr^2), tc at least two time steps.
 template <class T>
-GMI_HD void limit_forces(const model_view<T>& m, const data<T>& d, strided<T> qacc_smooth, int iterations) {
-  const int nj = m.size.njnt;
-  int active = 0;
-  for (int j = 0; j < nj; ++j) {
+GMI_HD inline void reference_gains(const model_view<T>& m, const T* solref, const T* solimp, T& k, T& b) {
+  const T dmax = solimp[1];
+  const T tc = solref[0] > 2 * m.timestep ? solref[0] : 2 * m.timestep;
+  b = T(2) / (dmax * tc);
+  k = T(1) / (dmax * dmax * tc * tc * solref[1] * solref[1]);
+}
+
+// Appends one row per active limit to the constraint rows (constraints.hpp): J = +-1 on the joint's dof.
+template <class T>
+GMI_HD void add_limit_rows(const model_view<T>& m, const data<T>& d) {
+  const int nv = m.size.nv;
+  for (int j = 0; j < m.size.njnt; ++j) {
     T r = 0;
     const int side = limit_side(m, d, j, r);
-    if (!side) {
-      d.efc_force[j] = 0;
-      continue;
-    }
-    ++active;
+    const int row = static_cast<int>(d.nefc[0]);
+    if (!side || row >= m.size.nefc_max) continue;
     const int v = m.jnt_dofadr[j];
-    const T* solref = m.jnt_solref + 2 * j;
+    for (int i = 0; i < nv; ++i) d.efc_J[row * nv + i] = 0;
+    d.efc_J[row * nv + v] = T(side);
     const T* solimp = m.jnt_solimp + 5 * j;
-    const T dmax = solimp[1];
-    const T tc = solref[0] > 2 * m.timestep ? solref[0] : 2 * m.timestep;
-    const T b = T(2) / (dmax * tc);
-    const T k = T(1) / (dmax * dmax * tc * tc * solref[1] * solref[1]);
+    T k, b;
+    reference_gains(m, m.jnt_solref + 2 * j, solimp, k, b);
     const T imp = impedance(solimp, r);
-    const T aref = -b * (side * d.qvel[v]) - k * imp * r;
-    d.efc_rhs[j] = side * qacc_smooth[v] - aref;
+    d.efc_aref[row] = -b * (side * d.qvel[v]) - k * imp * r;
     const T reg = (T(1) - imp) / imp * m.dof_invweight0[v];
-    d.efc_R[j] = reg > T(1e-15) ? reg : T(1e-15);
-  }
-  // A between active slots: column of M^-1 for each active dof.
-  for (int j = 0; j < nj; ++j) {
-    T r = 0;
-    const int sj = limit_side(m, d, j, r);
-    if (!sj) continue;
-    for (int i = 0; i < m.size.nv; ++i) d.efc_col[i] = 0;
-    d.efc_col[m.jnt_dofadr[j]] = T(sj);
-    solve(m, d.qLDc, d.efc_col);
-    for (int i = 0; i < nj; ++i) {
-      const int si = limit_side(m, d, i, r);
-      d.efc_A[nj * i + j] = si ? si * d.efc_col[m.jnt_dofadr[i]] : T(0);
-    }
-  }
-  const T tol = sizeof(T) == 8 ? T(1e-14) : T(1e-7);
-  for (int it = 0; active && it < iterations; ++it) {
-    T change = 0, scale = 0;
-    for (int j = 0; j < nj; ++j) {
-      T r = 0;
-      if (!limit_side(m, d, j, r)) continue;
-      T residual = d.efc_rhs[j] + d.efc_R[j] * d.efc_force[j];
-      for (int i = 0; i < nj; ++i) residual += d.efc_A[nj * j + i] * d.efc_force[i];
-      T f = d.efc_force[j] - residual / (d.efc_A[nj * j + j] + d.efc_R[j]);
-      f = f > T(0) ? f : T(0);
-      const T delta = fabs(f - d.efc_force[j]);
-      change = delta > change ? delta : change;
-      scale = f > scale ? f : scale;
-      d.efc_force[j] = f;
-    }
-    if (change <= tol * (T(1) + scale)) break;
-  }
-  for (int i = 0; i < m.size.nv; ++i) d.qfrc_constraint[i] = 0;
-  for (int j = 0; j < nj; ++j) {
-    T r = 0;
-    const int side = limit_side(m, d, j, r);
-    if (side) d.qfrc_constraint[m.jnt_dofadr[j]] += side * d.efc_force[j];
+    d.efc_R[row] = reg > T(1e-15) ? reg : T(1e-15);
+    d.nefc[0] = T(row + 1);
   }
 }
 

@@ -28,6 +28,9 @@ struct model_sizes {
   int nsite = 0;
   int nu = 0;  // actuators
   int nM = 0;  // entries of the sparse mass matrix: for each dof, itself and its ancestor dofs
+  int npair = 0;     // geom pairs that may collide (filters applied at load)
+  int ncon_max = 0;  // contacts one environment can hold: the most every pair can make at once
+  int nefc_max = 0;  // constraint rows: one per limited joint and up to four per contact
 };
 
 // Integer arrays: X(name, count per element, element count member of model_sizes).
@@ -38,6 +41,7 @@ struct model_sizes {
   X(body_jntnum, 1, nbody)        \
   X(body_dofadr, 1, nbody)        \
   X(body_dofnum, 1, nbody)        \
+  X(body_weldid, 1, nbody)        /* nearest ancestor-or-self with joints (0: welded to the world) */ \
   X(jnt_type, 1, njnt)            \
   X(jnt_qposadr, 1, njnt)         \
   X(jnt_dofadr, 1, njnt)          \
@@ -53,6 +57,9 @@ struct model_sizes {
   X(geom_conaffinity, 1, ngeom)   \
   X(geom_condim, 1, ngeom)        \
   X(site_bodyid, 1, nsite)        \
+  X(pair_geom1, 1, npair)         /* the geom of lower type: contact normals point from it */ \
+  X(pair_geom2, 1, npair)         \
+  X(pair_condim, 1, npair)        /* 1 (frictionless) or 3 (sliding friction, pyramidal cone) */ \
   X(actuator_joint, 1, nu)        \
   X(actuator_biastype, 1, nu)     \
   X(actuator_ctrllimited, 1, nu)  \
@@ -65,6 +72,7 @@ struct model_sizes {
   X(body_ipos, 3, nbody)          /* centre of mass in the body frame */                             \
   X(body_inertia, 6, nbody)       /* inertia about the centre of mass, body axes: xx yy zz xy xz yz */ \
   X(body_mass, 1, nbody)                                                                             \
+  X(body_invweight0, 2, nbody)    /* mean diagonal of J M^-1 J' at the centre of mass, qpos0: translation, rotation */ \
   X(jnt_pos, 3, njnt)             /* anchor in the body frame */                                     \
   X(jnt_axis, 3, njnt)            /* unit axis in the body frame (hinge, slide) */                   \
   X(jnt_range, 2, njnt)                                                                              \
@@ -78,6 +86,9 @@ struct model_sizes {
   X(geom_pos, 3, ngeom)                                                                              \
   X(geom_quat, 4, ngeom)                                                                             \
   X(geom_friction, 3, ngeom)                                                                         \
+  X(pair_friction, 1, npair)      /* sliding friction: the larger of the two geoms' */               \
+  X(pair_solref, 2, npair)                                                                           \
+  X(pair_solimp, 5, npair)                                                                           \
   X(site_pos, 3, nsite)                                                                              \
   X(site_quat, 4, nsite)                                                                             \
   X(actuator_gear, 1, nu)         /* the first gear component: hinge and slide transmissions only */ \
@@ -94,6 +105,8 @@ struct model_view {
   model_sizes size;
   T timestep;
   T gravity[3];
+  int iterations;  // Gauss-Seidel sweeps of the constraint solve at most
+  T tolerance;     // it stops once no force changes by more than tolerance * (1 + largest force)
 #define GMI_PHYSICS_DECLARE_INT(name, width, count) const int* name;
 #define GMI_PHYSICS_DECLARE_REAL(name, width, count) const T* name;
   GMI_PHYSICS_INT_FIELDS(GMI_PHYSICS_DECLARE_INT)
@@ -110,6 +123,8 @@ struct model {
   model_sizes size;
   T timestep = T(0.002);
   T gravity[3] = {T(0), T(0), T(-9.81)};
+  int iterations = 100;
+  T tolerance = T(1e-10);
 #define GMI_PHYSICS_DECLARE_INT(name, width, count) std::vector<int> name;
 #define GMI_PHYSICS_DECLARE_REAL(name, width, count) std::vector<T> name;
   GMI_PHYSICS_INT_FIELDS(GMI_PHYSICS_DECLARE_INT)
@@ -139,6 +154,8 @@ struct model {
     model_view<T> v{};
     v.size = size;
     v.timestep = timestep;
+    v.iterations = iterations;
+    v.tolerance = tolerance;
     for (int i = 0; i < 3; ++i) v.gravity[i] = gravity[i];
     std::size_t at = 0;
 #define GMI_PHYSICS_POINT(name, width, count) \
@@ -160,6 +177,8 @@ struct model {
     model_view<T> v{};
     v.size = size;
     v.timestep = timestep;
+    v.iterations = iterations;
+    v.tolerance = tolerance;
     for (int i = 0; i < 3; ++i) v.gravity[i] = gravity[i];
 #define GMI_PHYSICS_POINT(name, width, count) v.name = name.data();
     GMI_PHYSICS_INT_FIELDS(GMI_PHYSICS_POINT)
@@ -174,6 +193,8 @@ struct model {
     model<U> out;
     out.size = size;
     out.timestep = U(timestep);
+    out.iterations = iterations;
+    out.tolerance = U(tolerance) > U(1e-6) ? U(tolerance) : U(1e-6);
     for (int i = 0; i < 3; ++i) out.gravity[i] = U(gravity[i]);
 #define GMI_PHYSICS_COPY_INT(name, width, count) out.name = name;
 #define GMI_PHYSICS_COPY_REAL(name, width, count) out.name.assign(name.begin(), name.end());

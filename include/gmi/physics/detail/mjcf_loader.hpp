@@ -83,13 +83,16 @@ class mjcf_reader {
 
   void read_option(const pugi::xml_node& n) {
     const mjcf_element e(src_, n, "option", nullptr);
-    e.allow({"timestep", "gravity", "integrator"});
+    e.allow({"timestep", "gravity", "integrator", "iterations", "tolerance"});
     if (n.first_child()) src_.fail(n, "must be empty (no <flag>)");
     out_->timestep = e.number("timestep", out_->timestep);
     if (!(out_->timestep > 0)) e.fail("timestep: got " + std::to_string(out_->timestep) + ", need > 0");
     const auto g = e.numbers("gravity", 3, 3, {out_->gravity[0], out_->gravity[1], out_->gravity[2]});
     for (int i = 0; i < 3; ++i) out_->gravity[i] = g[i];
     e.keyword("integrator", {"Euler"}, 0);
+    out_->iterations = e.integer("iterations", out_->iterations, 1, 1000000);
+    out_->tolerance = e.number("tolerance", out_->tolerance);
+    if (!(out_->tolerance >= 0)) e.fail("tolerance: got " + std::to_string(out_->tolerance) + ", need >= 0");
   }
 
   void read_default(const pugi::xml_node& n, const std::string& cls, int depth) {
@@ -364,6 +367,8 @@ class mjcf_reader {
  public:
   // Per joint, in joint order: hinge/slide ref and springref in radians or metres (compile.hpp reads them).
   std::vector<double> joint_ref_, joint_springref_;
+  // Per geom: file:line, for refusals of collision pairs found later.
+  std::vector<std::string> geom_where_;
 
  private:
   void read_geom(const pugi::xml_node& n, int body, const std::string& childclass, mass_sum& masses) {
@@ -408,12 +413,13 @@ class mjcf_reader {
       fr[i] = friction[i];
     }
     m.geom_names.push_back(n.attribute("name").value());
+    geom_where_.push_back(src_.where(n));
     m.geom_type.push_back(type);
     m.geom_bodyid.push_back(body);
     m.geom_contype.push_back(e.integer("contype", 1, 0, 1 << 30));
     m.geom_conaffinity.push_back(e.integer("conaffinity", 1, 0, 1 << 30));
     const int condim = e.integer("condim", 3, 1, 6);
-    if (condim == 2 || condim == 5) e.fail("condim: got " + std::to_string(condim) + ", need 1, 3, 4 or 6");
+    if (condim != 1 && condim != 3) e.fail("condim: got " + std::to_string(condim) + ", need 1 (frictionless) or 3 (sliding friction)");
     m.geom_condim.push_back(condim);
     m.geom_size.insert(m.geom_size.end(), size.begin(), size.end());
     m.geom_pos.insert(m.geom_pos.end(), {pos.x, pos.y, pos.z});
