@@ -1,6 +1,7 @@
 // gmi.bench.physics: physics steps per second of gmi::physics's batched device path (one thread per
 // environment, float, element-major data) for MJCF models at several env counts. Controls are fixed per
-// environment (a sine over the env index); the number is physics only: no observation, reward or policy.
+// environment (a sine over the env index); the number is physics only: no observation, reward or policy. The
+// constraint solve runs the model's <option iterations> (default 100) Gauss-Seidel sweeps at most.
 // Writes bench-spec result lines (bench "physics", metric steps_per_s, median/min/max of the reps) to stdout
 // and --out.
 #include <CLI/CLI.hpp>
@@ -26,7 +27,7 @@
 
 namespace {
 struct options {
-  std::string out, run_id, git = GMI_GIT_REVISION, models = "ant_tree,chain3";
+  std::string out, run_id, git = GMI_GIT_REVISION, models = "ant_tree,ant_floor,chain3";
   std::string model_dir = GMI_PHYSICS_MODELS;
   std::vector<int> envs{1024, 4096, 16384, 65536};
   int reps = 5, steps = 100, warmup = 20, substeps = 1, block = 128;
@@ -60,7 +61,7 @@ void bench_model(const options& o, const std::string& name, const std::string& d
                            {"device", device}, {"metric", "steps_per_s"}, {"median", rates[rates.size() / 2]},
                            {"min", rates.front()}, {"max", rates.back()}, {"reps", o.reps}, {"git", o.git},
                            {"steps_per_rep", o.steps * o.substeps}, {"physics_only", true}, {"precision", "float"},
-                           {"contacts", false}, {"block_size", o.block}, {"layout", "element-major, thread per env"},
+                           {"contact_pairs", m.size.npair}, {"block_size", o.block}, {"layout", "element-major, thread per env"},
                            {"bytes_per_env", b.bytes_per_env()}, {"nq", m.size.nq}, {"nv", m.size.nv},
                            {"nbody", m.size.nbody}};
     std::cout << line.dump() << std::endl;

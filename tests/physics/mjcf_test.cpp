@@ -90,4 +90,20 @@ TEST_SUITE("cpu") {
     CHECK(refusal("<mujoco><actuator><motor joint=\"nope\"/></actuator></mujoco>").find("joint: got \"nope\"") != std::string::npos);
     CHECK(refusal(body("<geom class=\"x\" size=\"0.1\"/>")).find("class: got \"x\"") != std::string::npos);
   }
+
+  TEST_CASE("physics.mjcf.lists_collision_pairs_and_refuses_pairs_it_cannot_collide") {
+    const auto m = ph::load_mjcf_file(std::string(GMI_PHYSICS_MODELS) + "/capsule_pile.xml");
+    CHECK(m.size.npair == 5);  // floor-bar (both world) filtered; ball, rod against floor, bar and each other
+    CHECK(m.size.ncon_max == 1 + 2 + 1 + 2 + 1);
+    CHECK(m.size.nefc_max == 4 * m.size.ncon_max);
+    for (int p = 0; p < m.size.npair; ++p) CHECK(m.geom_type[m.pair_geom1[p]] <= m.geom_type[m.pair_geom2[p]]);
+    CHECK(refusal("<mujoco>\n<worldbody>\n<geom type=\"plane\" size=\"1 1 1\"/>\n<body>\n<freejoint/>\n"
+                  "<geom type=\"cylinder\" size=\"0.1 0.1\"/>\n</body>\n</worldbody>\n</mujoco>")
+              .find("t.xml:6: <geom> collision plane-cylinder with the geom at t.xml:3") == 0);
+    CHECK(refusal(body("<geom size=\"0.1\" condim=\"4\"/>")).find("condim: got 4, need 1") != std::string::npos);
+    // The same pair is fine once its contype/conaffinity exclude it.
+    CHECK(refusal("<mujoco><worldbody><geom type=\"plane\" size=\"1 1 1\"/><body><freejoint/>"
+                  "<geom type=\"cylinder\" size=\"0.1 0.1\" contype=\"0\" conaffinity=\"0\"/></body></worldbody></mujoco>")
+              .empty());
+  }
 }

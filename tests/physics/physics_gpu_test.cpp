@@ -1,5 +1,6 @@
 // The batched device step against the same float stages on the host: every environment of a batch follows its
-// host twin within 1e-3 (absolute; device math functions and FMA contraction differ from the host's by ulps).
+// host twin within 1e-3 without contacts, 1e-2 (ball) and 5e-2 (ant) with them (absolute; device math functions
+// and FMA contraction differ from the host's by ulps, and an impact can move by a step).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,7 +13,7 @@
 namespace {
 namespace ph = gmi::physics;
 
-void compare_with_host(const char* file, int n, int steps) {
+void compare_with_host(const char* file, int n, int steps, double tolerance) {
   const ph::model<float> m = ph::load_mjcf_file(std::string(GMI_PHYSICS_MODELS) + "/" + file).cast<float>();
   const int nq = m.size.nq, nv = m.size.nv, nu = m.size.nu;
   std::vector<float> qpos(std::size_t(nq) * n), qvel(std::size_t(nv) * n), ctrl(std::size_t(nu) * n);
@@ -41,11 +42,14 @@ void compare_with_host(const char* file, int n, int steps) {
     for (int k = 0; k < nv; ++k) worst = std::max(worst, double(std::fabs(d.qvel[k] - dv[std::size_t(k) * n + e])));
   }
   MESSAGE(file << ": device against host (float), largest difference over " << steps << " steps: " << worst);
-  CHECK(worst < 1e-3);
+  CHECK(worst < tolerance);
 }
 }  // namespace
 
 TEST_SUITE("gpu") {
-  TEST_CASE("physics.batch.device_follows_host_on_the_chain") { compare_with_host("chain3.xml", 1000, 500); }
-  TEST_CASE("physics.batch.device_follows_host_on_the_ant_tree") { compare_with_host("ant_tree.xml", 4096, 100); }
+  TEST_CASE("physics.batch.device_follows_host_on_the_chain") { compare_with_host("chain3.xml", 1000, 500, 1e-3); }
+  TEST_CASE("physics.batch.device_follows_host_on_the_ant_tree") { compare_with_host("ant_tree.xml", 4096, 100, 1e-3); }
+  // Contacts switch on at distance 0, so ulp-level differences can shift an impact by a step: looser bounds.
+  TEST_CASE("physics.batch.device_follows_host_on_the_dropped_ball") { compare_with_host("drop_ball.xml", 1024, 500, 1e-2); }
+  TEST_CASE("physics.batch.device_follows_host_on_the_ant_on_the_floor") { compare_with_host("ant_floor.xml", 2048, 100, 5e-2); }
 }

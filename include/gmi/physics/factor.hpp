@@ -3,6 +3,7 @@
 // ancestor rows) and solves with it. In the factor, row i's first entry holds D_i and the others L's entries.
 
 #include <gmi/core/hd.hpp>
+#include <gmi/physics/math.hpp>
 #include <gmi/physics/model.hpp>
 
 namespace gmi::physics {
