@@ -6,7 +6,10 @@
 #include <gmi/physics/actuation.hpp>
 #include <gmi/physics/crb.hpp>
 #include <gmi/physics/data.hpp>
+#include <gmi/physics/collision.hpp>
+#include <gmi/physics/constraints.hpp>
 #include <gmi/physics/factor.hpp>
+#include <gmi/physics/host_batch.hpp>
 #include <gmi/physics/integrate.hpp>
 #include <gmi/physics/kinematics.hpp>
 #include <gmi/physics/limits.hpp>
