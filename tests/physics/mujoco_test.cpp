@@ -390,6 +390,7 @@ TEST_SUITE("cpu") {
     });
     MESSAGE("most contacts at once: " << most);
     CHECK(most >= 4);
+    CHECK(t.m.size.ncon_max == 32);  // <size nconmax>
     CHECK(q < 1e-4);
     CHECK(v < 1e-4);
   }

@@ -32,7 +32,7 @@ namespace gmi::physics {
   model<double> m;
   detail::mjcf_reader reader(src);
   reader.read(root, m);
-  detail::compile(m, reader.joint_ref_, reader.joint_springref_, reader.geom_where_);
+  detail::compile(m, reader.joint_ref_, reader.joint_springref_, reader.geom_where_, reader.nconmax_);
   return m;
 }
 

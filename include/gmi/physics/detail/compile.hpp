@@ -31,7 +31,7 @@ inline const char* geom_type_name(int t) {
 
 // The pairs MuJoCo's filters let collide: compatible contype/conaffinity, different weld bodies, not a weld body
 // and its parent's (the world excepted). geom_where names each geom's file:line for refusals.
-inline void collision_pairs(model<double>& m, const std::vector<std::string>& geom_where) {
+inline void collision_pairs(model<double>& m, const std::vector<std::string>& geom_where, int nconmax) {
   m.pair_geom1.clear();
   m.pair_geom2.clear();
   m.pair_condim.clear();
@@ -66,6 +66,11 @@ inline void collision_pairs(model<double>& m, const std::vector<std::string>& ge
     }
   }
   m.size.npair = static_cast<int>(m.pair_geom1.size());
+  if (nconmax > 0 && nconmax < ncon) {
+    // A cap below the worst case: rows for that many contacts of the largest dimension.
+    ncon = nconmax;
+    nefc = 4 * nconmax;
+  }
   m.size.ncon_max = ncon;
   int limited = 0;
   for (int j = 0; j < m.size.njnt; ++j) limited += m.jnt_limited[j] ? 1 : 0;
@@ -73,7 +78,7 @@ inline void collision_pairs(model<double>& m, const std::vector<std::string>& ge
 }
 
 inline void compile(model<double>& m, const std::vector<double>& ref, const std::vector<double>& springref,
-                    const std::vector<std::string>& geom_where) {
+                    const std::vector<std::string>& geom_where, int nconmax) {
   model_sizes& s = m.size;
   s.nbody = static_cast<int>(m.body_parent.size());
   s.njnt = static_cast<int>(m.jnt_type.size());
@@ -144,7 +149,7 @@ inline void compile(model<double>& m, const std::vector<double>& ref, const std:
       m.qpos_spring[a] = springref[j];
     }
   }
-  collision_pairs(m, geom_where);
+  collision_pairs(m, geom_where, nconmax);
   // M at qpos0: its inverse's diagonal, averaged over each ball and each free joint's translations and rotations
   // as MuJoCo does.
   m.dof_invweight0.assign(s.nv, 0);

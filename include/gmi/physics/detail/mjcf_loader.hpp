@@ -48,6 +48,11 @@ class mjcf_reader {
         const auto c = n.attribute("class");
         if (c && std::string_view(c.value()) != "main") src_.fail(n, "class: got \"" + std::string(c.value()) + "\", need main (or none) at the top level");
         read_default(n, "main", 0);
+      } else if (name == "size") {
+        const mjcf_element e(src_, n, "size", nullptr);
+        e.allow({"nconmax"});
+        if (n.first_child()) src_.fail(n, "must be empty");
+        nconmax_ = e.integer("nconmax", -1, 1, 1 << 20);
       } else if (name != "compiler" && name != "worldbody" && name != "actuator") {
         src_.fail(n, "is outside gmi's MJCF subset (docs/physics.md)");
       }
@@ -369,6 +374,8 @@ class mjcf_reader {
   std::vector<double> joint_ref_, joint_springref_;
   // Per geom: file:line, for refusals of collision pairs found later.
   std::vector<std::string> geom_where_;
+  // <size nconmax>: a cap on the contacts one environment holds (-1: as many as every pair can make at once).
+  int nconmax_ = -1;
 
  private:
   void read_geom(const pugi::xml_node& n, int body, const std::string& childclass, mass_sum& masses) {

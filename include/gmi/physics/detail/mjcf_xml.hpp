@@ -133,6 +133,7 @@ class mjcf_element {
     return numbers(attr, 1, 1, {fallback})[0];
   }
   int integer(const char* attr, int fallback, int lo, int hi) const {
+    if (!has(attr)) return fallback;
     const double v = number(attr, fallback);
     if (!(v >= lo && v <= hi) || v != std::floor(v)) {
       fail(std::string("attribute ") + attr + ": got " + *text(attr) + ", need an integer in [" + std::to_string(lo) +
