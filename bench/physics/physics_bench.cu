@@ -31,10 +31,12 @@ struct options {
   std::string model_dir = GMI_PHYSICS_MODELS;
   std::vector<int> envs{1024, 4096, 16384, 65536};
   int reps = 5, steps = 100, warmup = 20, substeps = 1, block = 128;
+  int iterations = 0;  // 0: the model's <option iterations>
 };
 
 void bench_model(const options& o, const std::string& name, const std::string& device, std::ofstream& file) {
-  const auto m = gmi::physics::load_mjcf_file(o.model_dir + "/" + name + ".xml").cast<float>();
+  auto m = gmi::physics::load_mjcf_file(o.model_dir + "/" + name + ".xml").cast<float>();
+  if (o.iterations > 0) m.iterations = o.iterations;
   for (const int n : o.envs) {
     gmi::cuda::stream stream;
     gmi::physics::batch<float> b(m, n, stream.get());
@@ -61,7 +63,8 @@ void bench_model(const options& o, const std::string& name, const std::string& d
                            {"device", device}, {"metric", "steps_per_s"}, {"median", rates[rates.size() / 2]},
                            {"min", rates.front()}, {"max", rates.back()}, {"reps", o.reps}, {"git", o.git},
                            {"steps_per_rep", o.steps * o.substeps}, {"physics_only", true}, {"precision", "float"},
-                           {"contact_pairs", m.size.npair}, {"block_size", o.block}, {"layout", "element-major, thread per env"},
+                           {"contact_pairs", m.size.npair}, {"contact_capacity", m.size.ncon_max},
+                           {"solver_iterations", m.iterations}, {"block_size", o.block}, {"layout", "element-major, thread per env"},
                            {"bytes_per_env", b.bytes_per_env()}, {"nq", m.size.nq}, {"nv", m.size.nv},
                            {"nbody", m.size.nbody}};
     std::cout << line.dump() << std::endl;
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(0, 1000000));
   app.add_option("--substeps", o.substeps, "physics steps per kernel launch")->check(CLI::Range(1, 1000));
   app.add_option("--block", o.block, "threads per block")->check(CLI::Range(32, 1024));
+  app.add_option("--iterations", o.iterations, "Gauss-Seidel sweeps at most (0: the model's)")->check(CLI::Range(0, 100000));
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.run_id.empty()) {
