@@ -310,6 +310,13 @@ TEST_SUITE("cpu") {
     return n;
   }
 
+  // The total normal force of the contacts, ours against MuJoCo's (mj_contactForce), within 1%.
+  void check_same_normal_force(const twin& t) {
+    const double f = normal_force_ours(t), fr = normal_force_reference(t);
+    MESSAGE("normal force " << f << " N (MuJoCo " << fr << " N)");
+    CHECK(std::fabs(f - fr) <= 1e-2 * std::fabs(fr));
+  }
+
   // Drops a body onto the floor for `steps`, then compares the run, the rest height, the contact count and the
   // total normal force with MuJoCo's.
   void settles_like_reference(const char* file, int steps) {
@@ -324,9 +331,7 @@ TEST_SUITE("cpu") {
                            << contacts_reference(t) << ")");
     CHECK(std::fabs(z - zr) <= 1e-2 * zr);
     CHECK(t.d.ncon[0] == contacts_reference(t));
-    const double f = normal_force_ours(t), fr = normal_force_reference(t);
-    MESSAGE("normal force " << f << " N (MuJoCo " << fr << " N)");
-    CHECK(std::fabs(f - fr) <= 1e-2 * std::fabs(fr));
+    check_same_normal_force(t);
   }
 
   TEST_CASE("physics.mujoco.dropped_ball_bounces_and_settles_like_reference") {
@@ -347,9 +352,7 @@ TEST_SUITE("cpu") {
     CHECK(std::fabs(x - xr) <= 1e-2 * xr);
     CHECK(dq < 1e-6);
     CHECK(dv < 1e-6);
-    const double f = normal_force_ours(t), fr = normal_force_reference(t);
-    MESSAGE("normal force " << f << " N (MuJoCo " << fr << " N)");
-    CHECK(std::fabs(f - fr) <= 1e-2 * std::fabs(fr));
+    check_same_normal_force(t);
   }
 
   TEST_CASE("physics.mujoco.capsule_comes_to_rest_like_reference") {
