@@ -27,7 +27,7 @@
 
 namespace {
 struct options {
-  std::string out, run_id, git = GMI_GIT_REVISION, models = "ant_tree,ant_floor,chain3";
+  std::string out, run_id, git = GMI_GIT_REVISION, models = "ant_tree,ant_floor,humanoid_tree,chain3";
   std::string model_dir = GMI_PHYSICS_MODELS;
   std::vector<int> envs{1024, 4096, 16384, 65536};
   int reps = 5, steps = 100, warmup = 20, substeps = 1, block = 128;

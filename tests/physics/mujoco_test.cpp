@@ -173,7 +173,7 @@ TEST_SUITE("cpu") {
   TEST_CASE("physics.mujoco.models_compile_alike") {
     for (const char* file : {"pendulum.xml", "chain3.xml", "free_spin.xml", "free_toss.xml", "slide.xml", "ball.xml",
                              "limit.xml", "ant_tree.xml", "drop_ball.xml", "box_slide.xml",
-                             "capsule_rest.xml", "capsule_pile.xml", "ant_floor.xml"}) {
+                             "capsule_rest.xml", "capsule_pile.xml", "ant_floor.xml", "humanoid_tree.xml"}) {
       CAPTURE(file);
       twin t(file);
       check_same_model(t);
@@ -394,6 +394,27 @@ TEST_SUITE("cpu") {
     MESSAGE("most contacts at once: " << most);
     CHECK(most >= 4);
     CHECK(t.m.size.ncon_max == 32);  // <size nconmax>
+    CHECK(q < 1e-4);
+    CHECK(v < 1e-4);
+  }
+
+  TEST_CASE("physics.mujoco.humanoid_tree_falls_like_reference") {
+    // 17 limited, sprung hinges under motor commands; the body falls onto the floor (friction) and its limbs meet
+    // each other (frictionless self-contacts): 300 steps of 5 ms.
+    twin t("humanoid_tree.xml");
+    t.m.iterations = 100000;
+    t.m.tolerance = 1e-14;
+    int most = 0;
+    bool frictionless = false;
+    const auto [q, v] = run(t, 300, [&](twin& tw, double time) {
+      most = std::max(most, static_cast<int>(tw.d.ncon[0]));
+      for (int c = 0; c < static_cast<int>(tw.d.ncon[0]); ++c) {
+        frictionless = frictionless || tw.m.pair_condim[static_cast<int>(tw.d.con_pair[c])] == 1;
+      }
+      for (int u = 0; u < tw.m.size.nu; ++u) tw.set_ctrl(u, 0.4 * std::sin(4.0 * time + 0.5 * u));
+    });
+    MESSAGE("most contacts at once: " << most << "; a frictionless self-contact seen: " << frictionless);
+    CHECK(most >= 2);
     CHECK(q < 1e-4);
     CHECK(v < 1e-4);
   }

@@ -52,4 +52,5 @@ TEST_SUITE("gpu") {
   // Contacts switch on at distance 0, so ulp-level differences can shift an impact by a step: looser bounds.
   TEST_CASE("physics.batch.device_follows_host_on_the_dropped_ball") { compare_with_host("drop_ball.xml", 1024, 500, 1e-2); }
   TEST_CASE("physics.batch.device_follows_host_on_the_ant_on_the_floor") { compare_with_host("ant_floor.xml", 2048, 100, 5e-2); }
+  TEST_CASE("physics.batch.device_follows_host_on_the_humanoid_tree") { compare_with_host("humanoid_tree.xml", 2048, 100, 5e-2); }
 }
