@@ -56,6 +56,11 @@ namespace gmi::physics {
   X(efc_R, s.nefc_max)           /* regularizer per row */                                    \
   X(efc_AR, s.nefc_max)          /* (J M^-1 J')_ii + R_i */                                   \
   X(efc_force, s.nefc_max)       /* row forces, all >= 0 (limits, pyramid edges) */           \
+  X(efc_key, s.nefc_max)         /* row identity, increasing: joint j, or njnt + (pair, contact, edge) */ \
+  X(prev_nefc, 1)                /* the previous step's rows, to warm-start the solve */      \
+  X(prev_key, s.nefc_max)                                                                     \
+  X(prev_force, s.nefc_max)                                                                   \
+  X(solver_sweeps, 1)            /* Gauss-Seidel sweeps the last solve took */                \
   X(efc_col, s.nv)               /* scratch: the constrained acceleration during the solve */
 
 // Where each array starts, in reals, within one environment's block.

@@ -47,6 +47,8 @@ GMI_HD void forward(const model_view<T>& m, const data<T>& d) {
     solve_constraints(m, d, d.qfrc_constraint);
   } else {
     for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = 0;
+    d.prev_nefc[0] = 0;
+    d.solver_sweeps[0] = 0;
   }
   contact_forces(m, d, first_contact_row);
   for (int i = 0; i < nv; ++i) d.qacc[i] += d.qfrc_constraint[i];
