@@ -56,6 +56,8 @@ namespace gmi::physics {
   X(efc_R, s.nefc_max)           /* regularizer per row */                                    \
   X(efc_AR, s.nefc_max)          /* (J M^-1 J')_ii + R_i */                                   \
   X(efc_force, s.nefc_max)       /* row forces, all >= 0 (limits, pyramid edges) */           \
+  X(efc_block, s.nefc_max)       /* rows solved together from here (1 or 4; 0 inside a block) */ \
+  X(efc_A4, 4 * s.nefc_max)      /* J M^-1 J' within the row's block */                       \
   X(efc_key, s.nefc_max)         /* row identity, increasing: joint j, or njnt + (pair, contact, edge) */ \
   X(prev_nefc, 1)                /* the previous step's rows, to warm-start the solve */      \
   X(prev_key, s.nefc_max)                                                                     \

@@ -81,6 +81,7 @@ GMI_HD void add_limit_rows(const model_view<T>& m, const data<T>& d) {
     const T reg = (T(1) - imp) / imp * m.dof_invweight0[v];
     d.efc_R[row] = reg > T(1e-15) ? reg : T(1e-15);
     d.efc_key[row] = T(j);
+    d.efc_block[row] = 1;
     d.nefc[0] = T(row + 1);
   }
 }
