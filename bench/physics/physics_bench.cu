@@ -58,14 +58,32 @@ void bench_model(const options& o, const std::string& name, const std::string& d
       rates.push_back(double(n) * o.steps * o.substeps / (elapsed_ms(start, stop) * 1e-3));
     }
     std::sort(rates.begin(), rates.end());
-    nlohmann::json line = {{"run_id", o.run_id}, {"bench", "physics"}, {"task", name}, {"impl", "gmi"},
-                           {"num_envs", n}, {"gmis_per_gpu", 1}, {"partition", "none"}, {"gpus", 1},
-                           {"device", device}, {"metric", "steps_per_s"}, {"median", rates[rates.size() / 2]},
-                           {"min", rates.front()}, {"max", rates.back()}, {"reps", o.reps}, {"git", o.git},
-                           {"steps_per_rep", o.steps * o.substeps}, {"physics_only", true}, {"precision", "float"},
-                           {"contact_pairs", m.size.npair}, {"contact_capacity", m.size.ncon_max},
-                           {"solver_iterations", m.iterations}, {"block_size", o.block}, {"layout", "element-major, thread per env"},
-                           {"bytes_per_env", b.bytes_per_env()}, {"nq", m.size.nq}, {"nv", m.size.nv},
+    nlohmann::json line = {{"run_id", o.run_id},
+                           {"bench", "physics"},
+                           {"task", name},
+                           {"impl", "gmi"},
+                           {"num_envs", n},
+                           {"gmis_per_gpu", 1},
+                           {"partition", "none"},
+                           {"gpus", 1},
+                           {"device", device},
+                           {"metric", "steps_per_s"},
+                           {"median", rates[rates.size() / 2]},
+                           {"min", rates.front()},
+                           {"max", rates.back()},
+                           {"reps", o.reps},
+                           {"git", o.git},
+                           {"steps_per_rep", o.steps * o.substeps},
+                           {"physics_only", true},
+                           {"precision", "float"},
+                           {"contact_pairs", m.size.npair},
+                           {"contact_capacity", m.size.ncon_max},
+                           {"solver_iterations", m.iterations},
+                           {"block_size", o.block},
+                           {"layout", "element-major, thread per env"},
+                           {"bytes_per_env", b.bytes_per_env()},
+                           {"nq", m.size.nq},
+                           {"nv", m.size.nv},
                            {"nbody", m.size.nbody}};
     std::cout << line.dump() << std::endl;
     if (file) file << line.dump() << '\n';
@@ -87,7 +105,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(0, 1000000));
   app.add_option("--substeps", o.substeps, "physics steps per kernel launch")->check(CLI::Range(1, 1000));
   app.add_option("--block", o.block, "threads per block")->check(CLI::Range(32, 1024));
-  app.add_option("--iterations", o.iterations, "Gauss-Seidel sweeps at most (0: the model's)")->check(CLI::Range(0, 100000));
+  app.add_option("--iterations", o.iterations, "Gauss-Seidel sweeps at most (0: the model's)")
+      ->check(CLI::Range(0, 100000));
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.run_id.empty()) {
@@ -102,7 +121,8 @@ int main(int argc, char** argv) {
       names.push_back(o.models.substr(at, comma - at));
       at = comma + 1;
     }
-    for (const auto& name : names) (void)gmi::physics::load_mjcf_file(o.model_dir + "/" + name + ".xml");  // bad files before the GPU
+    for (const auto& name : names)
+      (void)gmi::physics::load_mjcf_file(o.model_dir + "/" + name + ".xml");  // bad files before the GPU
     cudaDeviceProp prop{};
     GMI_CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
     std::ofstream file;

@@ -84,7 +84,7 @@ TEST_SUITE("cpu") {
     };
     const double coarse = drift(0.002), fine = drift(0.001);
     MESSAGE("largest relative change of the angular momentum over 4 s: " << coarse << " at h = 2 ms, " << fine
-                                                                          << " at 1 ms");
+                                                                         << " at 1 ms");
     CHECK(coarse < 5e-3);
     CHECK(fine < 0.6 * coarse);
     CHECK(fine > 0.4 * coarse);
@@ -166,8 +166,8 @@ TEST_SUITE("cpu") {
       double fa = 0, fb = 0;
       for (int c = 0; c < static_cast<int>(a.d.ncon[0]); ++c) fa += a.d.con_force[3 * c];
       for (int c = 0; c < static_cast<int>(b.d.ncon[0]); ++c) fb += b.d.con_force[3 * c];
-      MESSAGE(std::string(file) << ": float against double, largest position difference " << worst << " m; normal force "
-                   << fb << " against " << fa << " N");
+      MESSAGE(std::string(file) << ": float against double, largest position difference " << worst
+                                << " m; normal force " << fb << " against " << fa << " N");
       CHECK(worst < 1e-5);
       CHECK(fa > 0);
       CHECK(std::fabs(fa - fb) <= 1e-4 * fa);

@@ -12,11 +12,13 @@ void run_physics_on_device(const gmi::physics::model<float>& m, int n, std::vect
   const auto& l = b.layout();
   auto put = [&](std::size_t offset, const std::vector<float>& v) {
     if (!v.empty())
-      GMI_CUDA_TRY(cudaMemcpyAsync(b.field(offset), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
+      GMI_CUDA_TRY(
+          cudaMemcpyAsync(b.field(offset), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
   };
   auto get = [&](std::size_t offset, std::vector<float>& v) {
     if (!v.empty())
-      GMI_CUDA_TRY(cudaMemcpyAsync(v.data(), b.field(offset), v.size() * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
+      GMI_CUDA_TRY(
+          cudaMemcpyAsync(v.data(), b.field(offset), v.size() * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
   };
   put(l.qpos, qpos);
   put(l.qvel, qvel);

@@ -58,9 +58,12 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE("physics.mjcf.refuses_elements_outside_the_subset_with_file_and_line") {
-    CHECK(refusal(body("<geom size=\"0.1\"/>\n<camera/>")) == "t.xml:5: <camera> is outside gmi's MJCF subset inside <body> (docs/physics.md)");
-    CHECK(refusal("<mujoco>\n<sensor/>\n</mujoco>") == "t.xml:2: <sensor> is outside gmi's MJCF subset (docs/physics.md)");
-    CHECK(refusal(body("<geom size=\"0.1\" type=\"mesh\"/>")).find("t.xml:4: <geom> attribute type: got \"mesh\"") == 0);
+    CHECK(refusal(body("<geom size=\"0.1\"/>\n<camera/>")) ==
+          "t.xml:5: <camera> is outside gmi's MJCF subset inside <body> (docs/physics.md)");
+    CHECK(refusal("<mujoco>\n<sensor/>\n</mujoco>") ==
+          "t.xml:2: <sensor> is outside gmi's MJCF subset (docs/physics.md)");
+    CHECK(refusal(body("<geom size=\"0.1\" type=\"mesh\"/>")).find("t.xml:4: <geom> attribute type: got \"mesh\"") ==
+          0);
     CHECK(refusal(body("<geom size=\"0.1\" margin=\"0.1\"/>")) ==
           "t.xml:4: <geom> attribute \"margin\" is outside gmi's MJCF subset (docs/physics.md)");
     CHECK(refusal("<mujoco><option integrator=\"RK4\"/></mujoco>").find("integrator: got \"RK4\", need one of Euler") !=
@@ -74,20 +77,28 @@ TEST_SUITE("cpu") {
     CHECK(refusal(body("<geom size=\"0.1\" mass=\"-1\"/>")).find("mass: got -1") != std::string::npos);
     CHECK(refusal(body("<joint/>")).find("t.xml:3: <body> body 1: mass got 0") == 0);
     CHECK(refusal(body("<geom size=\"0.1\" mass=\"0\"/>")).find("mass got 0") != std::string::npos);
-    CHECK(refusal(body("<inertial pos=\"0 0 0\" mass=\"1\" diaginertia=\"1 1 3\"/>")).find("A + B >= C") != std::string::npos);
-    CHECK(refusal(body("<geom size=\"0.1 0.2\" type=\"box\"/>")).find("size: got 2 numbers, need 3") != std::string::npos);
+    CHECK(refusal(body("<inertial pos=\"0 0 0\" mass=\"1\" diaginertia=\"1 1 3\"/>")).find("A + B >= C") !=
+          std::string::npos);
+    CHECK(refusal(body("<geom size=\"0.1 0.2\" type=\"box\"/>")).find("size: got 2 numbers, need 3") !=
+          std::string::npos);
   }
 
   TEST_CASE("physics.mjcf.refuses_malformed_xml_and_inconsistent_models") {
     CHECK(refusal("<mujoco>\n<worldbody>\n<body>\n</worldbody>").find("t.xml:4: malformed XML") == 0);
-    CHECK(refusal(body("<joint range=\"0 1\"/><geom size=\"0.1\"/>")).find("has range but not limited") != std::string::npos);
-    CHECK(refusal(body("<joint limited=\"true\" range=\"1 0\"/><geom size=\"0.1\"/>")).find("lower >= upper") != std::string::npos);
-    CHECK(refusal(body("<joint type=\"ball\" limited=\"true\" range=\"0 1\"/><geom size=\"0.1\"/>")).find("need hinge or slide") != std::string::npos);
-    CHECK(refusal(body("<geom size=\"0.1\"/><body><freejoint/><geom size=\"0.1\"/></body>")).find("free joint") != std::string::npos);
+    CHECK(refusal(body("<joint range=\"0 1\"/><geom size=\"0.1\"/>")).find("has range but not limited") !=
+          std::string::npos);
+    CHECK(refusal(body("<joint limited=\"true\" range=\"1 0\"/><geom size=\"0.1\"/>")).find("lower >= upper") !=
+          std::string::npos);
+    CHECK(refusal(body("<joint type=\"ball\" limited=\"true\" range=\"0 1\"/><geom size=\"0.1\"/>"))
+              .find("need hinge or slide") != std::string::npos);
+    CHECK(refusal(body("<geom size=\"0.1\"/><body><freejoint/><geom size=\"0.1\"/></body>")).find("free joint") !=
+          std::string::npos);
     CHECK(refusal(body("<joint name=\"j\"/><geom size=\"0.1\"/>") + "").empty());
     CHECK(refusal("<mujoco><worldbody><body><joint name=\"j\" type=\"ball\"/><geom size=\"0.1\"/></body></worldbody>"
-                  "<actuator><motor joint=\"j\"/></actuator></mujoco>").find("need a hinge or slide joint") != std::string::npos);
-    CHECK(refusal("<mujoco><actuator><motor joint=\"nope\"/></actuator></mujoco>").find("joint: got \"nope\"") != std::string::npos);
+                  "<actuator><motor joint=\"j\"/></actuator></mujoco>")
+              .find("need a hinge or slide joint") != std::string::npos);
+    CHECK(refusal("<mujoco><actuator><motor joint=\"nope\"/></actuator></mujoco>").find("joint: got \"nope\"") !=
+          std::string::npos);
     CHECK(refusal(body("<geom class=\"x\" size=\"0.1\"/>")).find("class: got \"x\"") != std::string::npos);
   }
 
@@ -102,8 +113,9 @@ TEST_SUITE("cpu") {
               .find("t.xml:6: <geom> collision plane-cylinder with the geom at t.xml:3") == 0);
     CHECK(refusal(body("<geom size=\"0.1\" condim=\"4\"/>")).find("condim: got 4, need 1") != std::string::npos);
     // The same pair is fine once its contype/conaffinity exclude it.
-    CHECK(refusal("<mujoco><worldbody><geom type=\"plane\" size=\"1 1 1\"/><body><freejoint/>"
-                  "<geom type=\"cylinder\" size=\"0.1 0.1\" contype=\"0\" conaffinity=\"0\"/></body></worldbody></mujoco>")
+    CHECK(refusal(
+              "<mujoco><worldbody><geom type=\"plane\" size=\"1 1 1\"/><body><freejoint/>"
+              "<geom type=\"cylinder\" size=\"0.1 0.1\" contype=\"0\" conaffinity=\"0\"/></body></worldbody></mujoco>")
               .empty());
   }
 }

@@ -112,7 +112,7 @@ void check_same_model(const twin& t) {
         full[3 * i + j] = 0;
         for (int k = 0; k < 3; ++k) full[3 * i + j] += r.m[3 * i + k] * mm->body_inertia[3 * b + k] * r.m[3 * j + k];
       }
-    const double ours[6] = {m.body_inertia[6 * b], m.body_inertia[6 * b + 1], m.body_inertia[6 * b + 2],
+    const double ours[6] = {m.body_inertia[6 * b],     m.body_inertia[6 * b + 1], m.body_inertia[6 * b + 2],
                             m.body_inertia[6 * b + 3], m.body_inertia[6 * b + 4], m.body_inertia[6 * b + 5]};
     const double ref[6] = {full[0], full[4], full[8], full[1], full[2], full[5]};
     // A body of several geoms: MuJoCo diagonalises the summed tensor iteratively (principal moments to about
@@ -124,10 +124,12 @@ void check_same_model(const twin& t) {
       CHECK(m.body_ipos[3 * b + k] == doctest::Approx(mm->body_ipos[3 * b + k]).epsilon(1e-9).scale(1));
       CHECK(m.body_pos[3 * b + k] == doctest::Approx(mm->body_pos[3 * b + k]).epsilon(1e-12).scale(1));
     }
-    for (int k = 0; k < 4; ++k) CHECK(m.body_quat[4 * b + k] == doctest::Approx(mm->body_quat[4 * b + k]).epsilon(1e-12).scale(1));
+    for (int k = 0; k < 4; ++k)
+      CHECK(m.body_quat[4 * b + k] == doctest::Approx(mm->body_quat[4 * b + k]).epsilon(1e-12).scale(1));
   }
   for (int i = 0; i < m.size.nq; ++i) CHECK(m.qpos0[i] == doctest::Approx(mm->qpos0[i]).epsilon(1e-12).scale(1));
-  for (int i = 0; i < m.size.nq; ++i) CHECK(m.qpos_spring[i] == doctest::Approx(mm->qpos_spring[i]).epsilon(1e-12).scale(1));
+  for (int i = 0; i < m.size.nq; ++i)
+    CHECK(m.qpos_spring[i] == doctest::Approx(mm->qpos_spring[i]).epsilon(1e-12).scale(1));
   for (int i = 0; i < m.size.nv; ++i) {
     CHECK(m.dof_parent[i] == mm->dof_parentid[i]);
     CHECK(m.dof_Madr[i] == mm->dof_Madr[i]);
@@ -139,7 +141,8 @@ void check_same_model(const twin& t) {
     CHECK(m.jnt_type[j] == mm->jnt_type[j]);
     CHECK(m.jnt_limited[j] == mm->jnt_limited[j]);
     CHECK(m.jnt_stiffness[j] == doctest::Approx(mm->jnt_stiffness[j]));
-    for (int k = 0; k < 2; ++k) CHECK(m.jnt_range[2 * j + k] == doctest::Approx(mm->jnt_range[2 * j + k]).epsilon(1e-12).scale(1));
+    for (int k = 0; k < 2; ++k)
+      CHECK(m.jnt_range[2 * j + k] == doctest::Approx(mm->jnt_range[2 * j + k]).epsilon(1e-12).scale(1));
     for (int k = 0; k < 3; ++k) {
       CHECK(m.jnt_axis[3 * j + k] == doctest::Approx(mm->jnt_axis[3 * j + k]).epsilon(1e-12).scale(1));
       CHECK(m.jnt_pos[3 * j + k] == doctest::Approx(mm->jnt_pos[3 * j + k]).epsilon(1e-12).scale(1));
@@ -148,7 +151,8 @@ void check_same_model(const twin& t) {
   for (int u = 0; u < m.size.nu; ++u) {
     CHECK(m.actuator_gear[u] == doctest::Approx(mm->actuator_gear[6 * u]));
     CHECK(m.actuator_gain[u] == doctest::Approx(mm->actuator_gainprm[mjNGAIN * u]));
-    for (int k = 0; k < 3; ++k) CHECK(m.actuator_bias[3 * u + k] == doctest::Approx(mm->actuator_biasprm[mjNBIAS * u + k]));
+    for (int k = 0; k < 3; ++k)
+      CHECK(m.actuator_bias[3 * u + k] == doctest::Approx(mm->actuator_biasprm[mjNBIAS * u + k]));
     CHECK(m.actuator_ctrllimited[u] == mm->actuator_ctrllimited[u]);
     CHECK(m.actuator_forcelimited[u] == mm->actuator_forcelimited[u]);
   }
@@ -172,8 +176,8 @@ constexpr double tolerance = 1e-4;  // relative, over 1000 steps (issue 35)
 TEST_SUITE("cpu") {
   TEST_CASE("physics.mujoco.models_compile_alike") {
     for (const char* file : {"pendulum.xml", "chain3.xml", "free_spin.xml", "free_toss.xml", "slide.xml", "ball.xml",
-                             "limit.xml", "ant_tree.xml", "drop_ball.xml", "box_slide.xml",
-                             "capsule_rest.xml", "capsule_pile.xml", "ant_floor.xml", "humanoid_tree.xml"}) {
+                             "limit.xml", "ant_tree.xml", "drop_ball.xml", "box_slide.xml", "capsule_rest.xml",
+                             "capsule_pile.xml", "ant_floor.xml", "humanoid_tree.xml"}) {
       CAPTURE(file);
       twin t(file);
       check_same_model(t);
@@ -327,8 +331,8 @@ TEST_SUITE("cpu") {
     CHECK(q < 1e-6);
     CHECK(v < 1e-6);
     const double z = t.d.qpos[2], zr = t.md->qpos[2];
-    MESSAGE("rest height " << z << " (MuJoCo " << zr << "), contacts " << t.d.ncon[0] << " ("
-                           << contacts_reference(t) << ")");
+    MESSAGE("rest height " << z << " (MuJoCo " << zr << "), contacts " << t.d.ncon[0] << " (" << contacts_reference(t)
+                           << ")");
     CHECK(std::fabs(z - zr) <= 1e-2 * zr);
     CHECK(t.d.ncon[0] == contacts_reference(t));
     check_same_normal_force(t);
@@ -347,17 +351,15 @@ TEST_SUITE("cpu") {
     t.set_state(q, {2.0, 0.0, 0.0, 0.0, 0.0, 0.0});
     const auto [dq, dv] = run(t, 500, no_control);
     const double x = t.d.qpos[0], xr = t.md->qpos[0];
-    MESSAGE("sliding distance " << x << " m (MuJoCo " << xr << " m; Coulomb v^2 / (2 mu g) = "
-                                << 4.0 / (2 * 0.5 * 9.81) << " m); speed left " << t.d.qvel[0]);
+    MESSAGE("sliding distance " << x << " m (MuJoCo " << xr << " m; Coulomb v^2 / (2 mu g) = " << 4.0 / (2 * 0.5 * 9.81)
+                                << " m); speed left " << t.d.qvel[0]);
     CHECK(std::fabs(x - xr) <= 1e-2 * xr);
     CHECK(dq < 1e-6);
     CHECK(dv < 1e-6);
     check_same_normal_force(t);
   }
 
-  TEST_CASE("physics.mujoco.capsule_comes_to_rest_like_reference") {
-    settles_like_reference("capsule_rest.xml", 1000);
-  }
+  TEST_CASE("physics.mujoco.capsule_comes_to_rest_like_reference") { settles_like_reference("capsule_rest.xml", 1000); }
 
   TEST_CASE("physics.mujoco.sphere_and_capsule_pile_follows_reference") {
     twin t("capsule_pile.xml");

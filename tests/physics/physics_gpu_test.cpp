@@ -50,7 +50,13 @@ TEST_SUITE("gpu") {
   TEST_CASE("physics.batch.device_follows_host_on_the_chain") { compare_with_host("chain3.xml", 1000, 500, 1e-3); }
   TEST_CASE("physics.batch.device_follows_host_on_the_ant_tree") { compare_with_host("ant_tree.xml", 4096, 100, 1e-3); }
   // Contacts switch on at distance 0, so ulp-level differences can shift an impact by a step: looser bounds.
-  TEST_CASE("physics.batch.device_follows_host_on_the_dropped_ball") { compare_with_host("drop_ball.xml", 1024, 500, 1e-2); }
-  TEST_CASE("physics.batch.device_follows_host_on_the_ant_on_the_floor") { compare_with_host("ant_floor.xml", 2048, 100, 5e-2); }
-  TEST_CASE("physics.batch.device_follows_host_on_the_humanoid_tree") { compare_with_host("humanoid_tree.xml", 2048, 100, 5e-2); }
+  TEST_CASE("physics.batch.device_follows_host_on_the_dropped_ball") {
+    compare_with_host("drop_ball.xml", 1024, 500, 1e-2);
+  }
+  TEST_CASE("physics.batch.device_follows_host_on_the_ant_on_the_floor") {
+    compare_with_host("ant_floor.xml", 2048, 100, 5e-2);
+  }
+  TEST_CASE("physics.batch.device_follows_host_on_the_humanoid_tree") {
+    compare_with_host("humanoid_tree.xml", 2048, 100, 5e-2);
+  }
 }

@@ -83,9 +83,11 @@ GMI_HD void com_frames(const model_view<T>& m, const data<T>& d) {
     T full[9] = {ib[0], ib[3], ib[4], ib[3], ib[1], ib[5], ib[4], ib[5], ib[2]};
     T ri[9], iw[9];
     for (int i = 0; i < 3; ++i)
-      for (int j = 0; j < 3; ++j) ri[3 * i + j] = r.m[3 * i] * full[j] + r.m[3 * i + 1] * full[3 + j] + r.m[3 * i + 2] * full[6 + j];
+      for (int j = 0; j < 3; ++j)
+        ri[3 * i + j] = r.m[3 * i] * full[j] + r.m[3 * i + 1] * full[3 + j] + r.m[3 * i + 2] * full[6 + j];
     for (int i = 0; i < 3; ++i)
-      for (int j = 0; j < 3; ++j) iw[3 * i + j] = ri[3 * i] * r.m[3 * j] + ri[3 * i + 1] * r.m[3 * j + 1] + ri[3 * i + 2] * r.m[3 * j + 2];
+      for (int j = 0; j < 3; ++j)
+        iw[3 * i + j] = ri[3 * i] * r.m[3 * j] + ri[3 * i + 1] * r.m[3 * j + 1] + ri[3 * i + 2] * r.m[3 * j + 2];
     const T mass = m.body_mass[b];
     const vec3<T> c = load3(d.xipos, b) - reference_point(m, d, b);
     const T cc = dot(c, c);

@@ -1,7 +1,7 @@
 #pragma once
 // One environment's forward dynamics and time step, MuJoCo's pipeline order: position stages, velocity stages,
-// forces, constraint rows (limits, contacts) and their solve, then the Euler step with joint damping implicit (qacc from (M + h diag(damping))
-// instead of M, as MuJoCo 2.2's Euler does whenever a dof has damping).
+// forces, constraint rows (limits, contacts) and their solve, then the Euler step with joint damping implicit
+// (qacc from M + h diag(damping) instead of M, as MuJoCo 2.2's Euler does whenever a dof has damping).
 
 #include <gmi/core/hd.hpp>
 #include <gmi/physics/actuation.hpp>

@@ -26,7 +26,11 @@ inline int contacts_per_pair(int t1, int t2) {
 }
 
 inline const char* geom_type_name(int t) {
-  return t == geom_plane ? "plane" : t == geom_sphere ? "sphere" : t == geom_capsule ? "capsule" : t == geom_box ? "box" : "cylinder";
+  return t == geom_plane     ? "plane"
+         : t == geom_sphere  ? "sphere"
+         : t == geom_capsule ? "capsule"
+         : t == geom_box     ? "box"
+                             : "cylinder";
 }
 
 // The pairs MuJoCo's filters let collide: compatible contype/conaffinity, different weld bodies, not a weld body

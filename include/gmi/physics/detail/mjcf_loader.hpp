@@ -46,7 +46,8 @@ class mjcf_reader {
       } else if (name == "default") {
         mjcf_element(src_, n, "default", nullptr).allow({"class"});
         const auto c = n.attribute("class");
-        if (c && std::string_view(c.value()) != "main") src_.fail(n, "class: got \"" + std::string(c.value()) + "\", need main (or none) at the top level");
+        if (c && std::string_view(c.value()) != "main")
+          src_.fail(n, "class: got \"" + std::string(c.value()) + "\", need main (or none) at the top level");
         read_default(n, "main", 0);
       } else if (name == "size") {
         const mjcf_element e(src_, n, "size", nullptr);
@@ -126,8 +127,10 @@ class mjcf_reader {
       } else if (name == "site") {
         e.allow(site_attributes(false));
       } else if (name == "motor" || name == "position") {
-        if (name == "motor") e.allow({"gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"});
-        else e.allow({"gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited", "kp"});
+        if (name == "motor")
+          e.allow({"gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"});
+        else
+          e.allow({"gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited", "kp"});
         kind = "actuator";
       } else {
         src_.fail(c, "is outside gmi's MJCF subset inside <default> (docs/physics.md)");
@@ -139,24 +142,24 @@ class mjcf_reader {
 
   static std::initializer_list<const char*> joint_attributes(bool named) {
     static const std::initializer_list<const char*> with = {
-        "name", "class", "type", "pos", "axis", "range", "limited", "damping", "armature", "stiffness", "springref",
-        "ref", "solreflimit", "solimplimit"};
-    static const std::initializer_list<const char*> without = {
-        "type", "pos", "axis", "range", "limited", "damping", "armature", "stiffness", "springref",
-        "ref", "solreflimit", "solimplimit"};
+        "name",    "class",    "type",      "pos",       "axis", "range",       "limited",
+        "damping", "armature", "stiffness", "springref", "ref",  "solreflimit", "solimplimit"};
+    static const std::initializer_list<const char*> without = {"type",      "pos",     "axis",        "range",
+                                                               "limited",   "damping", "armature",    "stiffness",
+                                                               "springref", "ref",     "solreflimit", "solimplimit"};
     return named ? with : without;
   }
   static std::initializer_list<const char*> geom_attributes(bool named) {
     static const std::initializer_list<const char*> with = {
-        "name", "class", "type", "size", "pos", "quat", "axisangle", "euler", "fromto", "density", "mass",
-        "friction", "contype", "conaffinity", "condim", "rgba", "group"};
+        "name",    "class", "type",     "size",    "pos",         "quat",   "axisangle", "euler", "fromto",
+        "density", "mass",  "friction", "contype", "conaffinity", "condim", "rgba",      "group"};
     static const std::initializer_list<const char*> without = {
         "type", "size", "density", "friction", "contype", "conaffinity", "condim", "rgba", "group"};
     return named ? with : without;
   }
   static std::initializer_list<const char*> site_attributes(bool named) {
-    static const std::initializer_list<const char*> with = {"name", "class", "type", "size", "pos", "quat",
-                                                            "axisangle", "euler", "rgba", "group"};
+    static const std::initializer_list<const char*> with = {"name", "class",     "type",  "size", "pos",
+                                                            "quat", "axisangle", "euler", "rgba", "group"};
     static const std::initializer_list<const char*> without = {"type", "size", "rgba", "group"};
     return named ? with : without;
   }
@@ -177,14 +180,16 @@ class mjcf_reader {
     if (e.has("quat")) {
       const auto q = e.numbers("quat", 4, 4, {});
       const double n = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-      if (!(n > 1e-10) || !std::isfinite(n)) e.fail("quat: got a zero or unbounded quaternion, need a finite non-zero one");
+      if (!(n > 1e-10) || !std::isfinite(n))
+        e.fail("quat: got a zero or unbounded quaternion, need a finite non-zero one");
       return {q[0] / n, q[1] / n, q[2] / n, q[3] / n};
     }
     if (e.has("axisangle")) {
       const auto a = e.numbers("axisangle", 4, 4, {});
       const vec3<double> axis{a[0], a[1], a[2]};
       const double n = norm(axis);
-      if (!(n > 1e-10) || !std::isfinite(n)) e.fail("axisangle: got a zero or unbounded axis, need a finite non-zero one");
+      if (!(n > 1e-10) || !std::isfinite(n))
+        e.fail("axisangle: got a zero or unbounded axis, need a finite non-zero one");
       return axis_angle((1.0 / n) * axis, angle(a[3]));
     }
     if (e.has("euler")) {
@@ -215,9 +220,12 @@ class mjcf_reader {
     for (const pugi::xml_node& c : n.children()) {
       if (c.type() != pugi::node_element) continue;
       const std::string_view name = c.name();
-      if (name == "geom") read_geom(c, 0, "main", ignored);
-      else if (name == "site") read_site(c, 0, "main");
-      else if (name != "body") src_.fail(c, "is outside gmi's MJCF subset inside <worldbody> (docs/physics.md)");
+      if (name == "geom")
+        read_geom(c, 0, "main", ignored);
+      else if (name == "site")
+        read_site(c, 0, "main");
+      else if (name != "body")
+        src_.fail(c, "is outside gmi's MJCF subset inside <worldbody> (docs/physics.md)");
     }
     for (const pugi::xml_node& c : n.children()) {
       if (c.type() == pugi::node_element && std::string_view(c.name()) == "body") read_body(c, 0, "main", 1);
@@ -232,7 +240,8 @@ class mjcf_reader {
     std::string childclass = inherited_class;
     if (const auto a = n.attribute("childclass")) {
       childclass = a.value();
-      if (!classes_.count(childclass)) src_.fail(n, "childclass: got \"" + childclass + "\", need a class defined in <default>");
+      if (!classes_.count(childclass))
+        src_.fail(n, "childclass: got \"" + childclass + "\", need a class defined in <default>");
     }
     const int id = static_cast<int>(m.body_parent.size());
     m.body_names.push_back(n.attribute("name").value());
@@ -269,19 +278,22 @@ class mjcf_reader {
     } else if (inertia_from_geom_ != 0) {
       geoms.result(mass, com, inertia);
     }
-    const std::string label = m.body_names.back().empty() ? "body " + std::to_string(id) : "body \"" + m.body_names.back() + "\"";
+    const std::string label =
+        m.body_names.back().empty() ? "body " + std::to_string(id) : "body \"" + m.body_names.back() + "\"";
     if (!std::isfinite(mass) || !(mass > 0)) {
       e.fail(label + ": mass got " + std::to_string(mass) + ", need > 0 (a geom with volume or an <inertial>)");
     }
     for (double v : inertia) {
       if (!std::isfinite(v)) e.fail(label + ": inertia got a non-finite value, need finite");
     }
-    if (!std::isfinite(com.x) || !std::isfinite(com.y) || !std::isfinite(com.z)) e.fail(label + ": centre of mass got a non-finite value, need finite");
+    if (!std::isfinite(com.x) || !std::isfinite(com.y) || !std::isfinite(com.z))
+      e.fail(label + ": centre of mass got a non-finite value, need finite");
     m.body_mass.push_back(mass);
     m.body_ipos.insert(m.body_ipos.end(), {com.x, com.y, com.z});
     m.body_inertia.insert(m.body_inertia.end(), inertia.begin(), inertia.end());
     for (const pugi::xml_node& c : n.children()) {
-      if (c.type() == pugi::node_element && std::string_view(c.name()) == "body") read_body(c, id, childclass, depth + 1);
+      if (c.type() == pugi::node_element && std::string_view(c.name()) == "body")
+        read_body(c, id, childclass, depth + 1);
     }
   }
 
@@ -309,15 +321,18 @@ class mjcf_reader {
   void read_joint(const pugi::xml_node& n, int body, int parent, const std::string& childclass, bool freejoint) {
     model<double>& m = *out_;
     const mjcf_element e(src_, n, "joint", freejoint ? nullptr : class_of(n, childclass));
-    if (freejoint) e.allow({"name"});
-    else e.allow(joint_attributes(true));
+    if (freejoint)
+      e.allow({"name"});
+    else
+      e.allow(joint_attributes(true));
     if (n.first_child()) src_.fail(n, "must be empty");
     const int type = freejoint ? joint_free
-                               : std::array{joint_free, joint_ball, joint_slide, joint_hinge}[e.keyword(
-                                     "type", {"free", "ball", "slide", "hinge"}, 3)];
+                               : std::array{joint_free, joint_ball, joint_slide,
+                                            joint_hinge}[e.keyword("type", {"free", "ball", "slide", "hinge"}, 3)];
     if (type == joint_free) {
       if (parent != 0) e.fail("a free joint got a body inside another body, need a child of <worldbody>");
-      if (m.jnt_type.size() > static_cast<std::size_t>(m.body_jntadr.back())) e.fail("a free joint must be its body's only joint");
+      if (m.jnt_type.size() > static_cast<std::size_t>(m.body_jntadr.back()))
+        e.fail("a free joint must be its body's only joint");
     } else if (m.jnt_type.size() > static_cast<std::size_t>(m.body_jntadr.back()) && m.jnt_type.back() == joint_free) {
       e.fail("a free joint must be its body's only joint");
     }
@@ -325,7 +340,8 @@ class mjcf_reader {
     m.jnt_type.push_back(type);
     m.jnt_bodyid.push_back(body);
     const auto pos = e.numbers("pos", 3, 3, {0, 0, 0});
-    if (type == joint_free && (pos[0] != 0 || pos[1] != 0 || pos[2] != 0)) e.fail("pos: got a non-zero anchor on a free joint, need none");
+    if (type == joint_free && (pos[0] != 0 || pos[1] != 0 || pos[2] != 0))
+      e.fail("pos: got a non-zero anchor on a free joint, need none");
     m.jnt_pos.insert(m.jnt_pos.end(), pos.begin(), pos.end());
     vec3<double> axis = vec(e.numbers("axis", 3, 3, {0, 0, 1}));
     const double len = norm(axis);
@@ -335,27 +351,34 @@ class mjcf_reader {
     const bool angular = type == joint_hinge;
     const bool has_range = e.has("range");
     std::optional<bool> limited = e.boolean("limited");
-    if (has_range && !limited && !autolimits_) e.fail("has range but not limited: set limited, or <compiler autolimits=\"true\"/>");
+    if (has_range && !limited && !autolimits_)
+      e.fail("has range but not limited: set limited, or <compiler autolimits=\"true\"/>");
     const bool is_limited = limited.value_or(has_range);
     auto range = e.numbers("range", 2, 2, {0, 0});
     if (angular) range = {angle(range[0]), angle(range[1])};
     if (is_limited) {
-      if (type != joint_hinge && type != joint_slide) e.fail("limited: got a limited " + std::string(type == joint_ball ? "ball" : "free") + " joint, need hinge or slide");
+      if (type != joint_hinge && type != joint_slide)
+        e.fail("limited: got a limited " + std::string(type == joint_ball ? "ball" : "free") +
+               " joint, need hinge or slide");
       if (!(range[0] < range[1])) e.fail("range: got lower >= upper, need lower < upper");
     }
     m.jnt_limited.push_back(is_limited ? 1 : 0);
     m.jnt_range.insert(m.jnt_range.end(), range.begin(), range.end());
     const double stiffness = e.number("stiffness", 0);
     if (stiffness < 0) e.fail("stiffness: got " + std::to_string(stiffness) + ", need >= 0");
-    if (stiffness != 0 && type != joint_hinge && type != joint_slide) e.fail("stiffness: got a spring on a ball or free joint, need hinge or slide");
+    if (stiffness != 0 && type != joint_hinge && type != joint_slide)
+      e.fail("stiffness: got a spring on a ball or free joint, need hinge or slide");
     m.jnt_stiffness.push_back(stiffness);
     const auto solref = e.numbers("solreflimit", 2, 2, {0.02, 1});
-    if (!(solref[0] > 0 && solref[1] > 0)) e.fail("solreflimit: got a non-positive value, need timeconst > 0 and dampratio > 0");
+    if (!(solref[0] > 0 && solref[1] > 0))
+      e.fail("solreflimit: got a non-positive value, need timeconst > 0 and dampratio > 0");
     m.jnt_solref.insert(m.jnt_solref.end(), solref.begin(), solref.end());
     const auto solimp = e.numbers("solimplimit", 5, 5, {0.9, 0.95, 0.001, 0.5, 2});
     if (!(solimp[0] >= 1e-4 && solimp[0] <= 0.9999 && solimp[1] >= 1e-4 && solimp[1] <= 0.9999 && solimp[2] >= 0 &&
           solimp[3] > 0 && solimp[3] < 1 && solimp[4] >= 1)) {
-      e.fail("solimplimit: got values out of range, need dmin, dmax in [0.0001, 0.9999], width >= 0, 0 < midpoint < 1, power >= 1");
+      e.fail(
+          "solimplimit: got values out of range, need dmin, dmax in [0.0001, 0.9999], width >= 0, 0 < midpoint < 1, "
+          "power >= 1");
     }
     m.jnt_solimp.insert(m.jnt_solimp.end(), solimp.begin(), solimp.end());
     const double damping = e.number("damping", 0), armature = e.number("armature", 0);
@@ -364,7 +387,8 @@ class mjcf_reader {
     const int ndof = type == joint_free ? 6 : type == joint_ball ? 3 : 1;
     for (int i = 0; i < ndof; ++i) m.dof_damping.push_back(damping), m.dof_armature.push_back(armature);
     const double ref = e.number("ref", 0), springref = e.number("springref", 0);
-    if ((ref != 0 || springref != 0) && type != joint_hinge && type != joint_slide) e.fail("ref and springref apply to hinge and slide joints only");
+    if ((ref != 0 || springref != 0) && type != joint_hinge && type != joint_slide)
+      e.fail("ref and springref apply to hinge and slide joints only");
     joint_ref_.push_back(angular ? angle(ref) : ref);
     joint_springref_.push_back(angular ? angle(springref) : springref);
   }
@@ -383,21 +407,24 @@ class mjcf_reader {
     const mjcf_element e(src_, n, "geom", class_of(n, childclass));
     e.allow(geom_attributes(true));
     if (n.first_child()) src_.fail(n, "must be empty");
-    const int type = std::array{geom_plane, geom_sphere, geom_capsule, geom_cylinder, geom_box}[e.keyword(
-        "type", {"plane", "sphere", "capsule", "cylinder", "box"}, 1)];
+    const int type = std::array{geom_plane, geom_sphere, geom_capsule, geom_cylinder,
+                                geom_box}[e.keyword("type", {"plane", "sphere", "capsule", "cylinder", "box"}, 1)];
     const bool fromto = e.has("fromto");
     const int need = type == geom_sphere ? 1 : type == geom_capsule || type == geom_cylinder ? (fromto ? 1 : 2) : 3;
     if (!e.has("size")) e.fail("size: got none, need " + std::to_string(need) + " numbers");
     auto size = e.numbers("size", need, 3, {});
     size.resize(3, 0.0);
     for (int i = 0; i < need; ++i) {
-      if (type == geom_plane ? !(size[i] >= 0) : !(size[i] > 0)) e.fail("size: got " + std::to_string(size[i]) + ", need > 0");
+      if (type == geom_plane ? !(size[i] >= 0) : !(size[i] > 0))
+        e.fail("size: got " + std::to_string(size[i]) + ", need > 0");
     }
     vec3<double> pos = vec(e.numbers("pos", 3, 3, {0, 0, 0}));
     quat<double> q = orientation(e);
     if (fromto) {
-      if (type != geom_capsule && type != geom_cylinder) e.fail("fromto: got it on a sphere, box or plane, need a capsule or cylinder");
-      if (e.has("pos") || e.has("quat") || e.has("axisangle") || e.has("euler")) e.fail("fromto: got pos or an orientation beside it, need fromto alone");
+      if (type != geom_capsule && type != geom_cylinder)
+        e.fail("fromto: got it on a sphere, box or plane, need a capsule or cylinder");
+      if (e.has("pos") || e.has("quat") || e.has("axisangle") || e.has("euler"))
+        e.fail("fromto: got pos or an orientation beside it, need fromto alone");
       const auto ft = e.numbers("fromto", 6, 6, {});
       const vec3<double> a{ft[0], ft[1], ft[2]}, b{ft[3], ft[4], ft[5]};
       const vec3<double> d = b - a;
@@ -409,8 +436,10 @@ class mjcf_reader {
       const vec3<double> dir = (1.0 / len) * d, z{0, 0, 1};
       const vec3<double> c = cross(z, dir);
       const double s = norm(c);
-      if (s < 1e-10) q = dir.z < 0 ? quat<double>{0, 1, 0, 0} : quat<double>{1, 0, 0, 0};
-      else q = axis_angle((1.0 / s) * c, std::acos(std::fmax(-1.0, std::fmin(1.0, dir.z))));
+      if (s < 1e-10)
+        q = dir.z < 0 ? quat<double>{0, 1, 0, 0} : quat<double>{1, 0, 0, 0};
+      else
+        q = axis_angle((1.0 / s) * c, std::acos(std::fmax(-1.0, std::fmin(1.0, dir.z))));
     }
     if (type == geom_plane && body != 0) e.fail("type: got a plane on a moving body, need planes in <worldbody>");
     const auto friction = e.numbers("friction", 1, 3, {1, 0.005, 0.0001});
@@ -426,7 +455,8 @@ class mjcf_reader {
     m.geom_contype.push_back(e.integer("contype", 1, 0, 1 << 30));
     m.geom_conaffinity.push_back(e.integer("conaffinity", 1, 0, 1 << 30));
     const int condim = e.integer("condim", 3, 1, 6);
-    if (condim != 1 && condim != 3) e.fail("condim: got " + std::to_string(condim) + ", need 1 (frictionless) or 3 (sliding friction)");
+    if (condim != 1 && condim != 3)
+      e.fail("condim: got " + std::to_string(condim) + ", need 1 (frictionless) or 3 (sliding friction)");
     m.geom_condim.push_back(condim);
     m.geom_size.insert(m.geom_size.end(), size.begin(), size.end());
     m.geom_pos.insert(m.geom_pos.end(), {pos.x, pos.y, pos.z});
@@ -435,7 +465,8 @@ class mjcf_reader {
     e.numbers("rgba", 4, 4, {0, 0, 0, 0});  // read for its checks, not stored
     e.integer("group", 0, 0, 5);
     if (type == geom_plane) {
-      if (n.attribute("mass") || n.attribute("density")) e.fail("mass and density apply to geoms with volume, not planes");
+      if (n.attribute("mass") || n.attribute("density"))
+        e.fail("mass and density apply to geoms with volume, not planes");
       return;
     }
     const shape_properties shape = shape_of(type, size.data());
@@ -475,7 +506,8 @@ class mjcf_reader {
     const bool has_range = e.has(range_attr);
     const std::optional<bool> limited = e.boolean(limited_attr);
     if (has_range && !limited && !autolimits_) {
-      e.fail(std::string("has ") + range_attr + " but not " + limited_attr + ": set " + limited_attr + ", or <compiler autolimits=\"true\"/>");
+      e.fail(std::string("has ") + range_attr + " but not " + limited_attr + ": set " + limited_attr +
+             ", or <compiler autolimits=\"true\"/>");
     }
     const auto r = e.numbers(range_attr, 2, 2, {0, 0});
     range[0] = r[0];
@@ -491,20 +523,26 @@ class mjcf_reader {
     for (const pugi::xml_node& c : n.children()) {
       if (c.type() != pugi::node_element) continue;
       const std::string_view name = c.name();
-      if (name != "motor" && name != "position") src_.fail(c, "is outside gmi's MJCF subset inside <actuator> (docs/physics.md)");
+      if (name != "motor" && name != "position")
+        src_.fail(c, "is outside gmi's MJCF subset inside <actuator> (docs/physics.md)");
       const bool position = name == "position";
       const mjcf_element e(src_, c, "actuator", class_of(c, "main"));
-      if (position) e.allow({"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited", "kp"});
-      else e.allow({"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"});
+      if (position)
+        e.allow({"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited", "kp"});
+      else
+        e.allow({"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"});
       if (c.first_child()) src_.fail(c, "must be empty");
       const auto joint = e.text("joint");
       if (!joint) e.fail("joint: got none, need the name of a hinge or slide joint");
       const int j = model<double>::find(m.joint_names, *joint);
-      if (j < 0 || joint->empty()) e.fail("joint: got \"" + *joint + "\", need the name of a joint defined in <worldbody>");
-      if (m.jnt_type[j] != joint_hinge && m.jnt_type[j] != joint_slide) e.fail("joint: got \"" + *joint + "\" (a ball or free joint), need a hinge or slide joint");
+      if (j < 0 || joint->empty())
+        e.fail("joint: got \"" + *joint + "\", need the name of a joint defined in <worldbody>");
+      if (m.jnt_type[j] != joint_hinge && m.jnt_type[j] != joint_slide)
+        e.fail("joint: got \"" + *joint + "\" (a ball or free joint), need a hinge or slide joint");
       const auto gear = e.numbers("gear", 1, 6, {1});
       for (std::size_t i = 1; i < gear.size(); ++i) {
-        if (gear[i] != 0) e.fail("gear: got a non-zero component after the first, need a joint transmission (one ratio)");
+        if (gear[i] != 0)
+          e.fail("gear: got a non-zero component after the first, need a joint transmission (one ratio)");
       }
       double ctrl[2], force[2];
       const bool ctrl_limited = limited_range(e, "ctrlrange", "ctrllimited", ctrl);

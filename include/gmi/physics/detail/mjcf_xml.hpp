@@ -118,8 +118,7 @@ class mjcf_element {
   [[nodiscard]] bool has(const char* attr) const { return text(attr).has_value(); }
 
   // Exactly count numbers (or between min_count and count), else the default.
-  std::vector<double> numbers(const char* attr, int min_count, int count,
-                                            std::vector<double> fallback) const {
+  std::vector<double> numbers(const char* attr, int min_count, int count, std::vector<double> fallback) const {
     const auto t = text(attr);
     if (!t) return fallback;
     std::vector<double> v = parse_numbers(src_, node_, attr, *t);
@@ -129,9 +128,7 @@ class mjcf_element {
     }
     return v;
   }
-  [[nodiscard]] double number(const char* attr, double fallback) const {
-    return numbers(attr, 1, 1, {fallback})[0];
-  }
+  [[nodiscard]] double number(const char* attr, double fallback) const { return numbers(attr, 1, 1, {fallback})[0]; }
   int integer(const char* attr, int fallback, int lo, int hi) const {
     if (!has(attr)) return fallback;
     const double v = number(attr, fallback);
