@@ -3,19 +3,27 @@
 // outside it, malformed XML, non-finite numbers and non-positive masses throw gmi::config_error with one line
 // "<file>:<line>: <element> <what>: got X, need Y". The model comes out in double; cast<float>() for devices.
 
-#include <pugixml.hpp>
-
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include <gmi/core/error.hpp>
+#include <gmi/physics/model.hpp>
+
+#if __has_include(<pugixml.hpp>)
+#include <pugixml.hpp>
+
 #include <gmi/physics/detail/compile.hpp>
 #include <gmi/physics/detail/mjcf_loader.hpp>
 #include <gmi/physics/detail/mjcf_xml.hpp>
-#include <gmi/physics/model.hpp>
+#define GMI_PHYSICS_HAVE_MJCF 1
+#else
+#define GMI_PHYSICS_HAVE_MJCF 0
+#endif
 
 namespace gmi::physics {
+
+#if GMI_PHYSICS_HAVE_MJCF
 
 // Parses MJCF text; name is what messages call the source (a file name).
 [[nodiscard]] inline model<double> load_mjcf_string(std::string text, const std::string& name = "<mjcf>") {
@@ -43,5 +51,14 @@ namespace gmi::physics {
   text << in.rdbuf();
   return load_mjcf_string(text.str(), path);
 }
+
+#else
+// Built where pugixml is absent: every load says so in one line.
+[[nodiscard]] inline model<double> load_mjcf_string(std::string, const std::string& name = "<mjcf>") {
+  throw gmi::config_error(gmi::got_need("MJCF loader for " + name, "gmi built without pugixml",
+                                        "libpugixml-dev installed when gmi is configured (scripts/install-deps)"));
+}
+[[nodiscard]] inline model<double> load_mjcf_file(const std::string& path) { return load_mjcf_string({}, path); }
+#endif
 
 }  // namespace gmi::physics

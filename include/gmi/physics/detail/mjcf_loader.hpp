@@ -3,6 +3,8 @@
 // refuses whatever lies outside gmi's subset (docs/physics.md) in one line that names it and file:line, and
 // fills a model's per-element arrays. compile.hpp derives the rest (addresses, dof tree, qpos0, invweight0).
 
+// Only where pugixml is installed (see mjcf.hpp for the loader without it).
+#if __has_include(<pugixml.hpp>)
 #include <pugixml.hpp>
 
 #include <array>
@@ -570,3 +572,5 @@ class mjcf_reader {
 };
 
 }  // namespace gmi::physics::detail
+
+#endif  // __has_include(<pugixml.hpp>)

@@ -3,6 +3,8 @@
 // reading of numbers, vectors, booleans and keywords, and MJCF default classes (attribute values an element
 // inherits from its class and the classes above it).
 
+// Only where pugixml is installed (see mjcf.hpp for the loader without it).
+#if __has_include(<pugixml.hpp>)
 #include <pugixml.hpp>
 
 #include <cerrno>
@@ -164,3 +166,5 @@ class mjcf_element {
 };
 
 }  // namespace gmi::physics::detail
+
+#endif  // __has_include(<pugixml.hpp>)
