@@ -1,7 +1,7 @@
 // gmi.bench.physics: physics steps per second of gmi::physics's batched device path (one thread per
 // environment, float, element-major data) for MJCF models at several env counts. Controls are fixed per
 // environment (a sine over the env index); the number is physics only: no observation, reward or policy. The
-// constraint solve runs the model's <option iterations> (default 100) Gauss-Seidel sweeps at most.
+// constraint solve runs the model's <option iterations> (default 100) sweeps at most, or --iterations.
 // Writes bench-spec result lines (bench "physics", metric steps_per_s, median/min/max of the reps) to stdout
 // and --out.
 #include <CLI/CLI.hpp>
@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -18,23 +17,21 @@
 
 #include <gmi/cuda/event.hpp>
 #include <gmi/cuda/stream.hpp>
+#include <gmi/metrics/run_info.hpp>
+#include <gmi/metrics/summary.hpp>
 #include <gmi/physics/batch.cuh>
 #include <gmi/physics/mjcf.hpp>
 
-#ifndef GMI_GIT_REVISION
-#define GMI_GIT_REVISION "unknown"
-#endif
-
 namespace {
 struct options {
-  std::string out, run_id, git = GMI_GIT_REVISION, models = "ant_tree,ant_floor,humanoid_tree,chain3";
+  std::string out, run_id, git, models = "ant_tree,ant_floor,humanoid_tree,chain3";
   std::string model_dir = GMI_PHYSICS_MODELS;
   std::vector<int> envs{1024, 4096, 16384, 65536};
   int reps = 5, steps = 100, warmup = 20, substeps = 1, block = 128;
   int iterations = 0;  // 0: the model's <option iterations>
 };
 
-void bench_model(const options& o, const std::string& name, const std::string& device, std::ofstream& file) {
+void bench_model(const options& o, const gmi::metrics::run_info& run, const std::string& name, std::ofstream& file) {
   auto m = gmi::physics::load_mjcf_file(o.model_dir + "/" + name + ".xml").cast<float>();
   if (o.iterations > 0) m.iterations = o.iterations;
   for (const int n : o.envs) {
@@ -57,34 +54,14 @@ void bench_model(const options& o, const std::string& name, const std::string& d
       stop.synchronize();
       rates.push_back(double(n) * o.steps * o.substeps / (elapsed_ms(start, stop) * 1e-3));
     }
-    std::sort(rates.begin(), rates.end());
-    nlohmann::json line = {{"run_id", o.run_id},
-                           {"bench", "physics"},
-                           {"task", name},
-                           {"impl", "gmi"},
-                           {"num_envs", n},
-                           {"gmis_per_gpu", 1},
-                           {"partition", "none"},
-                           {"gpus", 1},
-                           {"device", device},
-                           {"metric", "steps_per_s"},
-                           {"median", rates[rates.size() / 2]},
-                           {"min", rates.front()},
-                           {"max", rates.back()},
-                           {"reps", o.reps},
-                           {"git", o.git},
-                           {"steps_per_rep", o.steps * o.substeps},
-                           {"physics_only", true},
-                           {"precision", "float"},
-                           {"contact_pairs", m.size.npair},
-                           {"contact_capacity", m.size.ncon_max},
-                           {"solver_iterations", m.iterations},
-                           {"block_size", o.block},
-                           {"layout", "element-major, thread per env"},
-                           {"bytes_per_env", b.bytes_per_env()},
-                           {"nq", m.size.nq},
-                           {"nv", m.size.nv},
-                           {"nbody", m.size.nbody}};
+    nlohmann::json line =
+        gmi::metrics::result_line(run, "physics", "gmi", "steps_per_s", gmi::metrics::summarize(rates));
+    line.update({{"task", name}, {"num_envs", n}, {"gmis_per_gpu", 1}, {"partition", "none"}, {"gpus", 1},
+                 {"steps_per_rep", o.steps * o.substeps}, {"physics_only", true}, {"precision", "float"},
+                 {"contact_pairs", m.size.npair}, {"contact_capacity", m.size.ncon_max},
+                 {"solver_iterations", m.iterations}, {"block_size", o.block},
+                 {"layout", "element-major, thread per env"}, {"bytes_per_env", b.bytes_per_env()},
+                 {"nq", m.size.nq}, {"nv", m.size.nv}, {"nbody", m.size.nbody}});
     std::cout << line.dump() << std::endl;
     if (file) file << line.dump() << '\n';
   }
@@ -95,8 +72,8 @@ int main(int argc, char** argv) {
   CLI::App app{"gmi.bench.physics: physics-only steps per second of gmi::physics on one GPU"};
   options o;
   app.add_option("--out", o.out, "append result lines to this file");
-  app.add_option("--run-id", o.run_id, "run id (default: UTC time)");
-  app.add_option("--git", o.git, "git revision to record");
+  app.add_option("--run-id", o.run_id, "run id (default: time, device and a random tag)");
+  app.add_option("--git", o.git, "git revision to record (default: GMI_GIT_REVISION or the build's)");
   app.add_option("--models", o.models, "comma-separated model names (files <name>.xml in --model-dir)");
   app.add_option("--model-dir", o.model_dir, "folder of the MJCF files");
   app.add_option("--envs", o.envs, "environment counts")->check(CLI::Range(1, 1 << 24));
@@ -105,29 +82,23 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(0, 1000000));
   app.add_option("--substeps", o.substeps, "physics steps per kernel launch")->check(CLI::Range(1, 1000));
   app.add_option("--block", o.block, "threads per block")->check(CLI::Range(32, 1024));
-  app.add_option("--iterations", o.iterations, "Gauss-Seidel sweeps at most (0: the model's)")
-      ->check(CLI::Range(0, 100000));
+  app.add_option("--iterations", o.iterations, "solver sweeps at most (0: the model's)")->check(CLI::Range(0, 100000));
   CLI11_PARSE(app, argc, argv);
   try {
-    if (o.run_id.empty()) {
-      char buf[32];
-      const std::time_t now = std::time(nullptr);
-      std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-      o.run_id = buf;
-    }
     std::vector<std::string> names;
     for (std::size_t at = 0; at <= o.models.size();) {
       const std::size_t comma = std::min(o.models.find(',', at), o.models.size());
       names.push_back(o.models.substr(at, comma - at));
       at = comma + 1;
     }
-    for (const auto& name : names)
-      (void)gmi::physics::load_mjcf_file(o.model_dir + "/" + name + ".xml");  // bad files before the GPU
-    cudaDeviceProp prop{};
-    GMI_CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
+    // Bad files before the GPU.
+    for (const auto& name : names) (void)gmi::physics::load_mjcf_file(o.model_dir + "/" + name + ".xml");
+    gmi::metrics::run_info run = gmi::metrics::describe_run();
+    if (!o.run_id.empty()) run.run_id = o.run_id;
+    if (!o.git.empty()) run.git = o.git;
     std::ofstream file;
     if (!o.out.empty()) file.open(o.out, std::ios::app);
-    for (const auto& name : names) bench_model(o, name, prop.name, file);
+    for (const auto& name : names) bench_model(o, run, name, file);
   } catch (const gmi::config_error& e) {
     std::fprintf(stderr, "gmi.bench.physics: %s\n", e.what());
     return 2;
