@@ -1,0 +1,212 @@
+#pragma once
+// The constraint stage: rows for active joint limits (limits.hpp) and contacts (collision.hpp), and their
+// forces as MuJoCo's soft-constraint model defines them. Every row i has a Jacobian J_i, a reference
+// acceleration aref_i and a regularizer R_i, and the forces f >= 0 minimise
+//   1/2 f'(A + R) f + f'(J a0 - aref),  A = J M^-1 J',  a0 the unconstrained acceleration,
+// a strictly convex problem (R > 0) whose unique minimiser MuJoCo's Newton solver also finds. We solve it by
+// block Gauss-Seidel on f (a pyramid's four edges solved exactly together, other rows one at a time, each
+// projected on f >= 0), warm-started from the previous step's forces of the same rows, sweeping until no force
+// moves by more than tolerance * (1 + max f) or m.iterations sweeps have run.
+// Contacts with sliding friction (condim 3) are MuJoCo's pyramidal cones: four rows J_n +- mu J_t1, J_n +- mu J_t2
+// per contact, each edge's regularizer 2 mu^2 (1 - imp) / imp * (1 + mu^2) * (invweight0 of both bodies).
+
+#include <gmi/core/hd.hpp>
+#include <gmi/physics/collision.hpp>
+#include <gmi/physics/data.hpp>
+#include <gmi/physics/detail/small_qp.hpp>
+#include <gmi/physics/factor.hpp>
+#include <gmi/physics/kinematics.hpp>
+#include <gmi/physics/limits.hpp>
+#include <gmi/physics/model.hpp>
+
+namespace gmi::physics {
+
+// row += scale * dir . (velocity of the point p fixed to body b, per unit speed of each dof).
+template <class T>
+GMI_HD void add_point_jacobian(const model_view<T>& m, const data<T>& d, int b, vec3<T> p, vec3<T> dir, T scale,
+                               strided<T> row) {
+  const int weld = m.body_weldid[b];
+  if (weld == 0) return;
+  const vec3<T> offset = p - reference_point(m, d, b);
+  for (int i = m.body_dofadr[weld] + m.body_dofnum[weld] - 1; i >= 0; i = m.dof_parent[i]) {
+    const spatial<T> s = load6(d.cdof, i);
+    row[i] += scale * dot(dir, s.v + cross(s.w, offset));
+  }
+}
+
+// Appends the rows of every contact found by collide().
+template <class T>
+GMI_HD void add_contact_rows(const model_view<T>& m, const data<T>& d) {
+  const int nv = m.size.nv;
+  const int ncon = static_cast<int>(d.ncon[0]);
+  int nth = 0;  // index of this contact among its pair's (a pair's contacts are consecutive)
+  for (int c = 0; c < ncon; ++c) {
+    const int p = static_cast<int>(d.con_pair[c]);
+    nth = c > 0 && static_cast<int>(d.con_pair[c - 1]) == p ? nth + 1 : 0;
+    const int condim = m.pair_condim[p];
+    const int rows = condim == 1 ? 1 : 4;
+    const int r0 = static_cast<int>(d.nefc[0]);
+    if (r0 + rows > m.size.nefc_max) break;
+    const int b1 = m.geom_bodyid[m.pair_geom1[p]], b2 = m.geom_bodyid[m.pair_geom2[p]];
+    const vec3<T> pos = load3(d.con_pos, c);
+    const vec3<T> n{d.con_frame[9 * c], d.con_frame[9 * c + 1], d.con_frame[9 * c + 2]};
+    const vec3<T> t1{d.con_frame[9 * c + 3], d.con_frame[9 * c + 4], d.con_frame[9 * c + 5]};
+    const vec3<T> t2{d.con_frame[9 * c + 6], d.con_frame[9 * c + 7], d.con_frame[9 * c + 8]};
+    // Normal, then (condim 3) the two tangents in the next rows: relative velocity of body 2 against body 1.
+    const vec3<T> dirs[3] = {n, t1, t2};
+    for (int k = 0; k < (condim == 1 ? 1 : 3); ++k) {
+      const strided<T> row{&d.efc_J[(r0 + k) * nv], d.efc_J.s};
+      for (int i = 0; i < nv; ++i) row[i] = 0;
+      add_point_jacobian(m, d, b2, pos, dirs[k], T(1), row);
+      add_point_jacobian(m, d, b1, pos, dirs[k], T(-1), row);
+    }
+    const T dist = d.con_dist[c];
+    const T* solimp = m.pair_solimp + 5 * p;
+    T k, b;
+    reference_gains(m, m.pair_solref + 2 * p, solimp, k, b);
+    const T imp = impedance(solimp, dist);
+    const T tran = m.body_invweight0[2 * b1] + m.body_invweight0[2 * b2];
+    T reg;
+    if (condim == 1) {
+      reg = (T(1) - imp) / imp * tran;
+    } else {
+      const T mu = m.pair_friction[p];
+      for (int i = 0; i < nv; ++i) {
+        const T jn = d.efc_J[r0 * nv + i], ja = d.efc_J[(r0 + 1) * nv + i], jb = d.efc_J[(r0 + 2) * nv + i];
+        d.efc_J[r0 * nv + i] = jn + mu * ja;
+        d.efc_J[(r0 + 1) * nv + i] = jn - mu * ja;
+        d.efc_J[(r0 + 2) * nv + i] = jn + mu * jb;
+        d.efc_J[(r0 + 3) * nv + i] = jn - mu * jb;
+      }
+      reg = T(2) * mu * mu * ((T(1) - imp) / imp * tran * (T(1) + mu * mu));
+    }
+    for (int r = r0; r < r0 + rows; ++r) {
+      T vel = 0;
+      for (int i = 0; i < nv; ++i) vel += d.efc_J[r * nv + i] * d.qvel[i];
+      d.efc_aref[r] = -b * vel - k * imp * dist;
+      d.efc_R[r] = reg > T(1e-15) ? reg : T(1e-15);
+      d.efc_key[r] = T(m.size.njnt + (p * 4 + nth) * 4 + (r - r0));
+      d.efc_block[r] = T(r == r0 ? rows : 0);
+    }
+    d.nefc[0] = T(r0 + rows);
+  }
+}
+
+// qfrc_constraint from the rows. qacc_smooth holds M^-1 times the smooth forces; qLDc must hold the factor of M
+// alone. Rows that existed in the previous step (same key) start from their previous force: the minimiser is
+// unique, so this changes only how many sweeps reach it.
+template <class T>
+GMI_HD void solve_constraints(const model_view<T>& m, const data<T>& d, strided<T> qacc_smooth) {
+  const int nv = m.size.nv;
+  const int nefc = static_cast<int>(d.nefc[0]);
+  for (int r = 0; r < nefc; ++r) {
+    const strided<T> w{&d.efc_W[r * nv], d.efc_W.s};
+    T a = 0;
+    for (int i = 0; i < nv; ++i) w[i] = d.efc_J[r * nv + i];
+    solve(m, d.qLDc, w);
+    for (int i = 0; i < nv; ++i) a += d.efc_J[r * nv + i] * w[i];
+    d.efc_AR[r] = a + d.efc_R[r];
+  }
+  // Couplings inside each block of four (a pyramid's edges), row-major by the block's first row.
+  for (int r = 0; r < nefc; ++r) {
+    if (d.efc_block[r] != T(4)) continue;
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        T a = 0;
+        for (int k = 0; k < nv; ++k) a += d.efc_J[(r + i) * nv + k] * d.efc_W[(r + j) * nv + k];
+        d.efc_A4[4 * r + 4 * i + j] = a;
+      }
+    }
+  }
+  for (int i = 0; i < nv; ++i) d.efc_col[i] = qacc_smooth[i];
+  const int np = static_cast<int>(d.prev_nefc[0]);
+  for (int r = 0, q = 0; r < nefc; ++r) {
+    while (q < np && d.prev_key[q] < d.efc_key[r]) ++q;
+    const T f = q < np && d.prev_key[q] == d.efc_key[r] ? d.prev_force[q] : T(0);
+    d.efc_force[r] = f;
+    if (f != T(0)) {
+      for (int i = 0; i < nv; ++i) d.efc_col[i] += f * d.efc_W[r * nv + i];
+    }
+  }
+  int sweeps = 0;
+  for (int it = 0; it < m.iterations && nefc > 0; ++it) {
+    ++sweeps;
+    T change = 0, scale = 0;
+    for (int r = 0; r < nefc;) {
+      const int size = d.efc_block[r] == T(4) ? 4 : 1;
+      // Gradient of the dual objective for the block's rows, at the current forces.
+      T g[4], f[4], x[4];
+      for (int b = 0; b < size; ++b) {
+        g[b] = d.efc_R[r + b] * d.efc_force[r + b] - d.efc_aref[r + b];
+        for (int i = 0; i < nv; ++i) g[b] += d.efc_J[(r + b) * nv + i] * d.efc_col[i];
+        f[b] = d.efc_force[r + b];
+      }
+      if (size == 1) {
+        x[0] = f[0] - g[0] / d.efc_AR[r];
+        x[0] = x[0] > T(0) ? x[0] : T(0);
+      } else {
+        // The block's exact minimiser with the other rows held: H = A_bb + R, c = g - H f.
+        T h[16], c[4];
+        for (int i = 0; i < 4; ++i) {
+          c[i] = g[i];
+          for (int j = 0; j < 4; ++j) {
+            h[4 * i + j] = d.efc_A4[4 * r + 4 * i + j] + (i == j ? d.efc_R[r + i] : T(0));
+          }
+        }
+        for (int i = 0; i < 4; ++i) {
+          for (int j = 0; j < 4; ++j) c[i] -= h[4 * i + j] * f[j];
+        }
+        detail::nonnegative_qp(4, h, c, x);
+      }
+      for (int b = 0; b < size; ++b) {
+        const T delta = x[b] - f[b];
+        if (delta != T(0)) {
+          for (int i = 0; i < nv; ++i) d.efc_col[i] += delta * d.efc_W[(r + b) * nv + i];
+          d.efc_force[r + b] = x[b];
+        }
+        change = fabs(delta) > change ? fabs(delta) : change;
+        scale = x[b] > scale ? x[b] : scale;
+      }
+      r += size;
+    }
+    if (change <= m.tolerance * (T(1) + scale)) break;
+  }
+  d.solver_sweeps[0] = T(sweeps);
+  d.prev_nefc[0] = T(nefc);
+  for (int r = 0; r < nefc; ++r) {
+    d.prev_key[r] = d.efc_key[r];
+    d.prev_force[r] = d.efc_force[r];
+  }
+  for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = 0;
+  for (int r = 0; r < nefc; ++r) {
+    for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] += d.efc_J[r * nv + i] * d.efc_force[r];
+  }
+}
+
+// Contact forces in each contact's frame (normal, two frictions) from the row forces: a pyramid's normal force
+// is the sum of its edge forces, friction along t_k is mu (f_k+ - f_k-).
+template <class T>
+GMI_HD void contact_forces(const model_view<T>& m, const data<T>& d, int first_contact_row) {
+  int r = first_contact_row;
+  const int ncon = static_cast<int>(d.ncon[0]);
+  const int nefc = static_cast<int>(d.nefc[0]);
+  for (int c = 0; c < ncon; ++c) {
+    const int p = static_cast<int>(d.con_pair[c]);
+    const int rows = m.pair_condim[p] == 1 ? 1 : 4;
+    T f[3] = {0, 0, 0};
+    if (r + rows <= nefc) {
+      if (rows == 1) {
+        f[0] = d.efc_force[r];
+      } else {
+        const T mu = m.pair_friction[p];
+        f[0] = d.efc_force[r] + d.efc_force[r + 1] + d.efc_force[r + 2] + d.efc_force[r + 3];
+        f[1] = mu * (d.efc_force[r] - d.efc_force[r + 1]);
+        f[2] = mu * (d.efc_force[r + 2] - d.efc_force[r + 3]);
+      }
+    }
+    for (int k = 0; k < 3; ++k) d.con_force[3 * c + k] = f[k];
+    r += rows;
+  }
+}
+
+}  // namespace gmi::physics

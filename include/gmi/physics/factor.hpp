@@ -1,0 +1,45 @@
+#pragma once
+// The mass matrix's L'DL factorization along the kinematic tree (Featherstone's LTDL: no fill-in beyond the
+// ancestor rows) and solves with it. In the factor, row i's first entry holds D_i and the others L's entries.
+
+#include <gmi/core/hd.hpp>
+#include <gmi/physics/math.hpp>
+#include <gmi/physics/model.hpp>
+
+namespace gmi::physics {
+
+// qLD = factor of qM + diag(add) (add may be null): H = L' D L with L unit lower triangular.
+template <class T>
+GMI_HD void factor(const model_view<T>& m, strided<T> qM, strided<T> qLD, const T* add, T add_scale) {
+  for (int k = 0; k < m.size.nM; ++k) qLD[k] = qM[k];
+  if (add) {
+    for (int i = 0; i < m.size.nv; ++i) qLD[m.dof_Madr[i]] += add_scale * add[i];
+  }
+  for (int k = m.size.nv - 1; k >= 0; --k) {
+    const T dk = qLD[m.dof_Madr[k]];
+    int pk = m.dof_Madr[k] + 1;
+    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i], ++pk) {
+      const T a = qLD[pk] / dk;
+      // Row i and its ancestors lose a times row k's entries for the same columns.
+      int pi = m.dof_Madr[i], pkj = pk;
+      for (int j = i; j >= 0; j = m.dof_parent[j]) qLD[pi++] -= a * qLD[pkj++];
+      qLD[pk] = a;
+    }
+  }
+}
+
+// x = H^-1 x in place, H factored by factor().
+template <class T>
+GMI_HD void solve(const model_view<T>& m, strided<T> qLD, strided<T> x) {
+  for (int k = m.size.nv - 1; k >= 0; --k) {
+    int pk = m.dof_Madr[k] + 1;
+    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) x[i] -= qLD[pk++] * x[k];
+  }
+  for (int k = 0; k < m.size.nv; ++k) x[k] /= qLD[m.dof_Madr[k]];
+  for (int k = 0; k < m.size.nv; ++k) {
+    int pk = m.dof_Madr[k] + 1;
+    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) x[k] -= qLD[pk++] * x[i];
+  }
+}
+
+}  // namespace gmi::physics
