@@ -46,6 +46,9 @@ struct ppo_config {
   bool normalize_advantage = true;  // over the whole rollout
   bool normalize_obs = true;        // running mean/std of observations
   bool normalize_value = true;      // the value head predicts returns normalized by their running mean/std
+  // With normalize_value: each change of the return statistics rescales the value head's row and bias so its
+  // denormalized predictions stay as they were (PopArt, rl/popart.hpp).
+  bool popart = true;
   // Samples each normalizer weighs at most (nn::normalizer_config::window): 0 keeps every sample ever seen
   // (rl_games); a window lets it follow a scale that shrinks as the policy improves.
   double obs_normalizer_window = 0;
