@@ -54,6 +54,8 @@ def parse(argv=None):
     p.add_argument("--chunks", type=int, default=40, help="logging chunks per run (curve points)")
     p.add_argument("--compile-threads", type=int, default=8)
     p.add_argument("--wait-for", default="", help="train only once this file exists (compilation goes first)")
+    p.add_argument("--stop-after", type=float, default=0,
+                   help="seconds since start after which no further task starts training (0: none)")
     p.add_argument("--out", default="")
     p.add_argument("--run-id", default="")
     p.add_argument("--device", default="")
@@ -373,6 +375,9 @@ def main(argv=None):
             time.sleep(0.2)
     lines = []
     for job in jobs:
+        if a.stop_after > 0 and time.perf_counter() - t0 > a.stop_after:
+            print(f"reference_ppo: {job.task.name}: skipped, --stop-after {a.stop_after:g} s passed", flush=True)
+            continue
         out = job.train()
         lines += out
         if a.out:

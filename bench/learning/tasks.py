@@ -377,6 +377,13 @@ def riccati_trace(a, b, q, r, tol=1e-13, iterations=10000):
     return float(np.trace(p))
 
 
+def _matmul(xp, a, b):
+    """a @ b in full float32: JAX on a GPU would otherwise use TF32 for the dynamics (gmi's env runs fp32)."""
+    if xp.__name__.startswith("jax"):
+        return xp.matmul(a, b, precision="highest")
+    return a @ b
+
+
 class LQProxy(Task):
     max_steps = 1000
     n_uniform = 0
@@ -404,10 +411,10 @@ class LQProxy(Task):
     def step(self, xp, s, a):
         cost = (s * s) @ xp.asarray(self.q) + (a * a) @ xp.asarray(self.r)
         at, bt = xp.asarray(self.a_sub_t), xp.asarray(self.b_sub_t)
-        drive = a @ bt
+        drive = _matmul(xp, a, bt)
         x = s
         for _ in range(self.substeps):
-            x = x @ at + drive
+            x = _matmul(xp, x, at) + drive
         out = xp.any(~(xp.abs(x) <= 100.0), axis=-1)
         return x, -cost, out
 
