@@ -6,7 +6,7 @@ Two configurations, run side by side in one compiled program (seeds x configurat
   plain       no normalizers; constant lr 3e-4 (the issue-34 baseline)
   normalized  running mean/std of observations (clipped to +-5) and of returns, the value head predicting
               normalized returns (rl_games' normalize_input + normalize_value); statistics over every sample seen,
-              updated after each update
+              the returns' taken in before the update that uses them, the observations' after it
 Both: shared-body actor-critic (ELU hidden layers, one linear head for mean and value, state-independent log-std
 starting at 0), horizon 16, minibatch 8192, 8 epochs, clip 0.2, gamma 0.99, GAE lambda 0.95, Adam (3e-4, eps 1e-8),
 global grad-norm clip 1.0, value coefficient 0.5, rl_games' bounds loss 1e-4, advantages normalized over the
@@ -254,6 +254,8 @@ def make_program(task, a, num_envs, hidden, iterations_per_chunk):
         _, adv = jax.lax.scan(gae, (jnp.zeros((E,)), last_value), (reward, value, done), reverse=True)
         returns = adv + value
         adv = (adv - jnp.mean(adv)) / (jnp.std(adv) + 1e-8)
+        # rl_games' order: the return statistics take in this rollout's returns before they normalize its targets.
+        run = dict(run, ret_stats=stats_merge(run["ret_stats"], returns))
         rstd, rmean = stats_std(run["ret_stats"])
         target = jnp.where(run["normalized"] > 0, (returns - rmean[0]) / rstd[0], returns)
         flat = tuple(x.reshape((total,) + x.shape[2:]) for x in (obs, act, logp, adv, target))
@@ -273,7 +275,7 @@ def make_program(task, a, num_envs, hidden, iterations_per_chunk):
 
         (run, key), kls = jax.lax.scan(epoch, (run, key), None, a.epochs)
         run = dict(run, state=state, obs=last_obs, t=t, ep_ret=ep_ret, key=key,
-                   obs_stats=stats_merge(run["obs_stats"], obs), ret_stats=stats_merge(run["ret_stats"], returns))
+                   obs_stats=stats_merge(run["obs_stats"], obs))
         return (run, fin_sum, fin_count), jnp.mean(kls)
 
     def chunk(run):
