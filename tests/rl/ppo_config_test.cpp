@@ -1,10 +1,11 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <vector>
 
+#include <gmi/core/rng.hpp>
 #include <gmi/nn/normalizer.hpp>
 #include <gmi/rl/ppo_config.hpp>
-#include <vector>
 
 TEST_SUITE("cpu") {
   TEST_CASE("rl.ppo_config.defaults_are_valid_and_bad_values_named") {
