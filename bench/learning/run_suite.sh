@@ -38,7 +38,7 @@ ant_proxy 1024 1e7 64-64
 anymal_proxy 4000 2e7 64-64
 humanoid_proxy 4096 2e7 64-64
 franka_cabinet_proxy 2048 2e7 64-64
-shadow_hand_proxy 4096 2e7 64-64
+shadow_hand_proxy 4096 1e7 64-64
 point_reach 4096 2e7 64-64
 sparse_reach 4096 1e7 64-64
 long_track 4096 2e7 64-64
@@ -84,7 +84,7 @@ refpid=
 if [ "${REFERENCE:-1}" != 0 ]; then
   "$python" "$here/reference_ppo.py" "${specs[@]}" --seeds "$seeds" --wait-for "$work/gmi_done" \
     --out "$out" --run-id "$run_id" --device "$device" --git "$git" --stop-after "${SUITE_BUDGET_S:-500}" \
-    --compile-threads "$(( $(nproc) > 4 ? $(nproc) - 2 : 2 ))" > "$work/reference.log" 2>&1 &
+    --compile-threads "$(( $(nproc) > 4 ? $(nproc) / 2 : 2 ))" > "$work/reference.log" 2>&1 &
   refpid=$!
 fi
 
