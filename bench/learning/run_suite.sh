@@ -12,6 +12,7 @@
 # Environment: SUITE_TASKS="cartpole point_reach ..." (a subset, default all), PYTHON (a python with jax; default
 #   python3), GMI_DEVICE (gmi's --device, default auto), GMI_VARIANTS="label|flags;label|flags" (more gmi
 #   configurations beside the defaults, each written as impl "gmi_<label>" with its flags as "settings"),
+#   SUITE_NUM_ENVS (one env count for every task instead of the table's, for a quick check on a small machine),
 #   REFERENCE=0 (gmi only), SUITE_BUDGET_S (default 500: no reference task starts training after this many
 #   seconds, so a 9-minute device call returns what is done).
 # Needs the targets gmi.example.cartpole_ppo and gmi.example.<task>_ppo for every other task (configure with
@@ -78,6 +79,7 @@ specs=()
 steps_of() { awk -v t="$1" -v k="$scale" '$1 == t {printf "%.0f", $3 * k}' <<< "$table"; }
 for t in $wanted; do
   read -r _ envs _ hidden <<< "$(grep "^$t " <<< "$table")"
+  envs=${SUITE_NUM_ENVS:-$envs}
   specs+=(--spec "$t:$(steps_of "$t"):$envs:$hidden")
 done
 refpid=
@@ -98,6 +100,7 @@ for t in $wanted; do
     continue
   fi
   read -r _ envs _ _ <<< "$(grep "^$t " <<< "$table")"
+  envs=${SUITE_NUM_ENVS:-$envs}
   steps=$(steps_of "$t")
   for v in "${variants[@]}"; do
     impl=${v%%|*}

@@ -29,10 +29,10 @@
 #include <gmi/nn/adam.hpp>
 #include <gmi/nn/mlp.hpp>
 #include <gmi/nn/normalizer.hpp>
-#include <gmi/rl/popart.hpp>
 #include <gmi/rl/checkpoint.hpp>
 #include <gmi/rl/detail/stats_words.hpp>
 #include <gmi/rl/env_batch.hpp>
+#include <gmi/rl/popart.hpp>
 #include <gmi/rl/ppo_config.hpp>
 #include <gmi/rl/ppo_steps.hpp>
 #include <gmi/rl/ppo_sync.hpp>
