@@ -34,7 +34,7 @@ def main():
     p.add_argument("--settings", default="", help="the flags this gmi configuration adds to the defaults")
     p.add_argument("files", nargs="+")
     a = p.parse_args()
-    finals, curves, walls, steps, optimum, task, info = [], [], [], [], None, None, {}
+    finals, curves, walls, steps, optimum, task, info, wall_s = [], [], [], [], None, None, {}, []
     for f in a.files:
         try:
             lines = [json.loads(l) for l in open(f) if l.strip()]
@@ -51,6 +51,7 @@ def main():
         info = {k: e.get(k) for k in ("num_envs", "network", "ppo")}
         finals.append(e.get("mean_return"))
         steps.append(e["env_steps"])
+        wall_s.append(e.get("wall_s"))
         curves.append(e.get("curve", []))
         walls.append([[l["wall_s"], l["mean_return"]] for l in lines
                       if "event" not in l and l.get("mean_return") is not None])
@@ -59,7 +60,8 @@ def main():
     ok = [x for x in finals if x is not None and math.isfinite(x)]
     base = {"bench": "learning", "task": task, "impl": a.impl, "algo": "ppo", "seeds": len(a.files),
             "env_steps": statistics.median(steps), "run_id": a.run_id, "device": a.device, "git": a.git,
-            "settings": a.settings, **info}
+            "settings": a.settings, "wall_s": statistics.median([w for w in wall_s if w is not None] or [math.nan]),
+            **info}
     stats = lambda v: {"median": statistics.median(v), "min": min(v), "max": max(v)} if v else \
         {"median": None, "min": None, "max": None}
     print(json.dumps(dict(base, metric="mean_return", **stats(ok), per_seed=finals, curve=step_median(curves),
