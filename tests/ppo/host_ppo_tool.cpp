@@ -2,7 +2,7 @@
 // prints the mean return of the episodes finished in each reporting window and the last window's at the end.
 // Usage: gmi.tool.host_ppo <task> [--num-envs 256] [--minibatch 1024] [--env-steps 1e6] [--seed 1] [--threads 0]
 //        [--normalize-obs 0|1] [--normalize-value 0|1] [--popart 0|1] [--obs-window N] [--value-window N]
-//        [--lr-schedule constant|adaptive|linear] [--reports 20]
+//        [--lr-schedule constant|adaptive|linear] [--max-lr 1e-2] [--kl-target 0.016] [--reports 20]
 // Tasks: the suite's small ones (cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain).
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +79,8 @@ int main(int argc, char** argv) {
     else if (flag == "--popart") flag01(o.ppo.popart);
     else if (flag == "--obs-window") o.ppo.obs_normalizer_window = std::atof(v.c_str());
     else if (flag == "--value-window") o.ppo.value_normalizer_window = std::atof(v.c_str());
+    else if (flag == "--max-lr") o.ppo.max_learning_rate = float(std::atof(v.c_str()));
+    else if (flag == "--kl-target") o.ppo.kl_target = float(std::atof(v.c_str()));
     else if (flag == "--lr-schedule") {
       const auto s = gmi::rl::parse_lr_schedule(v);
       if (!s) bad("--lr-schedule", v, "constant, adaptive or linear");
