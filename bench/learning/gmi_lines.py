@@ -60,7 +60,7 @@ def main():
     ok = [x for x in finals if x is not None and math.isfinite(x)]
     base = {"bench": "learning", "task": task, "impl": a.impl, "algo": "ppo", "seeds": len(a.files),
             "env_steps": statistics.median(steps), "run_id": a.run_id, "device": a.device, "git": a.git,
-            "settings": a.settings, "wall_s": statistics.median([w for w in wall_s if w is not None] or [math.nan]),
+            "settings": a.settings, "wall_s": statistics.median([w for w in wall_s if w is not None]) if any(w is not None for w in wall_s) else None,
             **info}
     stats = lambda v: {"median": statistics.median(v), "min": min(v), "max": max(v)} if v else \
         {"median": None, "min": None, "max": None}
