@@ -660,23 +660,18 @@ class ppo_trainer {
   // were (popart.hpp). The rollout's values were denormalized when collected, so GAE is unaffected.
   void update_value_statistics() {
     if (!config_.normalize_value) return;
+    const auto take_in = [&] {
+      if (sync_) value_norm_.merge(memory_span<const double, memory_space>(merged_stats_.data() + stats_returns, 3));
+      else value_norm_.update(memory_span<const float, memory_space>(returns_.data(), returns_.size()));
+    };
     if constexpr (P::on_device) {
       if (config_.popart) device_->popart_snapshot(*this);
-    }
-    float old_mean = 0, old_std = 1;
-    if constexpr (!P::on_device) {
-      old_mean = value_norm_.view().mean[0];
-      old_std = value_norm_.view().std[0];
-    }
-    if (sync_) {
-      value_norm_.merge(memory_span<const double, memory_space>(merged_stats_.data() + stats_returns, 3));
+      take_in();
+      if (config_.popart) device_->popart_rescale(*this);
     } else {
-      value_norm_.update(memory_span<const float, memory_space>(returns_.data(), returns_.size()));
-    }
-    if (!config_.popart) return;
-    if constexpr (P::on_device) {
-      device_->popart_rescale(*this);
-    } else {
+      const float old_mean = value_norm_.view().mean[0], old_std = value_norm_.view().std[0];
+      take_in();
+      if (!config_.popart) return;
       const nn::normalizer_view v = value_norm_.view();
       popart_rescale(params_.data(), value_weight_at, value_bias_at, Net::hidden, old_mean, old_std, v.mean[0], v.std[0]);
     }
