@@ -36,7 +36,7 @@ static_assert(!gmi::batch_env<gmi::envs::cartpole>);
 static_assert(std::is_same_v<gmi::rl::env_batch<gmi::envs::cartpole>::memory_space, gmi::host_memory>);
 
 TEST_SUITE("cpu") {
-  TEST_CASE("envs.registry.sizes_match_the_paper_table") {
+  TEST_CASE("envs.registry.sizes_match_the_table") {
     struct sizes {
       std::string_view name;
       int obs, act;
@@ -44,7 +44,8 @@ TEST_SUITE("cpu") {
     const sizes table[] = {{"cartpole", 4, 1},          {"pendulum", 3, 1},        {"ball_balance", 24, 3},
                            {"quadcopter", 21, 12},      {"ingenuity", 13, 6},      {"ant_proxy", 60, 8},
                            {"anymal_proxy", 48, 12},    {"humanoid_proxy", 108, 21}, {"franka_cabinet_proxy", 23, 9},
-                           {"shadow_hand_proxy", 211, 20}};
+                           {"shadow_hand_proxy", 211, 20}, {"point_reach", 6, 2},         {"sparse_reach", 4, 2},
+                           {"long_track", 5, 1},        {"spring_chain", 8, 4}};
     CHECK(gmi::envs::task_names.size() == std::size(table));
     for (const auto& t : table) {
       CAPTURE(t.name);

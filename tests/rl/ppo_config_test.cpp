@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <vector>
 
+#include <gmi/core/rng.hpp>
+#include <gmi/nn/normalizer.hpp>
 #include <gmi/rl/ppo_config.hpp>
 
 TEST_SUITE("cpu") {
@@ -66,5 +69,32 @@ TEST_SUITE("cpu") {
     CHECK_THROWS_AS(c.validate(), gmi::config_error);
     c.schedule = lr_schedule::linear;
     CHECK(gmi::rl::next_learning_rate(c, 3e-4f, 1.0f) == 3e-4f);  // the KL rule leaves a linear schedule alone
+  }
+
+  TEST_CASE("rl.ppo_config.default_return_normalizer_follows_a_shrinking_scale") {
+    // Returns at scale 1000 for 2^20 samples, then at scale 1 (a policy that learned) for ten times as many: the
+    // default return normalizer's std must come down near the new scale (the old samples fade by 15/16 a batch of
+    // a sixteenth of the window). One that keeps every sample stays near 1000 / sqrt(3 x 11) (the control).
+    const gmi::rl::ppo_config c;
+    CHECK(c.popart);
+    CHECK(c.normalize_value);
+    for (const double window : {c.value_normalizer_window, 0.0}) {
+      CAPTURE(window);
+      gmi::nn::running_mean_std<gmi::exec::host> norm(1, gmi::nn::normalizer_config{1e6f, 1e-5, window});
+      std::vector<float> batch(65536);
+      gmi::rng r(1, 0);
+      for (int i = 0; i < 16; ++i) {
+        for (float& x : batch) x = 1000.0f * r.uniform(-1.0f, 1.0f);
+        norm.update({batch.data(), batch.size()});
+      }
+      for (int i = 0; i < 160; ++i) {
+        for (float& x : batch) x = r.uniform(-1.0f, 1.0f);
+        norm.update({batch.data(), batch.size()});
+      }
+      const float std = norm.view().std[0];
+      MESSAGE("window " << window << ": std after the scale fell 1000x: " << std);
+      if (window > 0) CHECK(std < 10.0f);
+      else CHECK(std > 100.0f);
+    }
   }
 }

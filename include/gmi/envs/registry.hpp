@@ -14,14 +14,21 @@
 #include <gmi/envs/ball_balance.hpp>
 #include <gmi/envs/cartpole.hpp>
 #include <gmi/envs/ingenuity.hpp>
+#include <gmi/envs/long_track.hpp>
 #include <gmi/envs/lq_proxy.hpp>
 #include <gmi/envs/pendulum.hpp>
+#include <gmi/envs/point_reach.hpp>
 #include <gmi/envs/quadcopter.hpp>
+#include <gmi/envs/sparse_reach.hpp>
+#include <gmi/envs/spring_chain.hpp>
 
 namespace gmi::envs {
 
+// The paper's tasks (and the pendulum), then the learning suite's tasks of other reward shapes and scales
+// (bench/learning/run_suite.sh, docs/learning.md).
 using all_tasks = std::tuple<cartpole, pendulum, ball_balance, quadcopter, ingenuity, ant_proxy, anymal_proxy,
-                             humanoid_proxy, franka_cabinet_proxy, shadow_hand_proxy>;
+                             humanoid_proxy, franka_cabinet_proxy, shadow_hand_proxy, point_reach, sparse_reach,
+                             long_track, spring_chain>;
 
 inline constexpr std::size_t task_count = std::tuple_size_v<all_tasks>;
 
@@ -30,7 +37,8 @@ inline constexpr std::array<std::string_view, task_count> task_names = []<std::s
   return std::array<std::string_view, task_count>{std::tuple_element_t<I, all_tasks>::name...};
 }(std::make_index_sequence<task_count>{});
 
-// The paper's environment count per task (seed 000 table); the pendulum, not in the paper, gets Cartpole's.
+// The paper's environment count per task (seed 000 table); the pendulum, not in the paper, gets Cartpole's, and
+// the learning suite's own tasks 4096.
 template <class Task>
 constexpr int paper_num_envs() {
   constexpr std::string_view n = Task::name;

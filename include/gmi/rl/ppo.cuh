@@ -325,6 +325,15 @@ class minibatch_gradient {
 
 __global__ static void ppo_count_iteration_kernel(std::uint64_t* iteration) { *iteration += 1; }
 
+// PopArt (rl/popart.hpp): the value row and bias rescaled from the statistics before the return normalizer's
+// update (old: mean, std) to those after it (v). One block, a thread per weight.
+__global__ static void ppo_popart_kernel(float* params, int weight_at, int bias_at, int hidden, const float* old,
+                                         nn::normalizer_view v) {
+  for (int k = static_cast<int>(threadIdx.x); k < hidden; k += static_cast<int>(blockDim.x))
+    popart_rescale_weight(params, weight_at, k, old[1], v.std[0]);
+  if (threadIdx.x == 0) popart_rescale_bias(params, bias_at, old[0], old[1], v.mean[0], v.std[0]);
+}
+
 template <class E, class Net>
 struct ppo_device_ops {
   using trainer = ppo_trainer<E, Net, exec::cuda>;
@@ -335,11 +344,24 @@ struct ppo_device_ops {
   cuda::device_buffer<float> group_mean;  // a synced step kernel's mean row (the gradient buffer stays this GMI's);
                                           // the statistics gather's sums
   cuda::graph_exec graph;  // the whole iteration (synced with the statistics gathered on the host: the update)
+  cuda::device_buffer<float> popart_old;  // the return normalizer's mean and std before its update
   bool warmed_up = false;
 
   explicit ppo_device_ops(trainer& t)
-      : gradient(t.minibatch_, t.policy_.sm_count), iteration(1), group_mean(row) {
+      : gradient(t.minibatch_, t.policy_.sm_count), iteration(1), group_mean(row), popart_old(2) {
     iteration.fill_bytes(0, t.policy_.stream);
+  }
+  // PopArt around the return normalizer's update (ppo_trainer::update_value_statistics): its float mean and std
+  // kept, then the value head rescaled to the new ones. Capturable.
+  void popart_snapshot(trainer& t) {
+    const nn::normalizer_view v = t.value_norm_.view();
+    GMI_CUDA_TRY(cudaMemcpyAsync(popart_old.data(), v.mean, sizeof(float), cudaMemcpyDeviceToDevice, t.policy_.stream));
+    GMI_CUDA_TRY(cudaMemcpyAsync(popart_old.data() + 1, v.std, sizeof(float), cudaMemcpyDeviceToDevice, t.policy_.stream));
+  }
+  void popart_rescale(trainer& t) {
+    ppo_popart_kernel<<<1, 128, 0, t.policy_.stream>>>(t.params_.data(), trainer::value_weight_at, trainer::value_bias_at,
+                                                        Net::hidden, popart_old.data(), t.value_norm_.view());
+    GMI_CUDA_TRY(cudaGetLastError());
   }
   // The statistics gather's scratch follows the gradient buffer's length (ppo_trainer::widen_gradient_buffer).
   void widen(std::size_t floats) {
@@ -429,11 +451,13 @@ struct ppo_device_ops {
     }
   }
 
-  // The update: epochs x minibatches of gradient, the group's sum (synced), Adam; then the statistics and the
-  // iteration counter. Capturable when the sync's sums are (no host work depends on data).
+  // The update: the return statistics (and PopArt), epochs x minibatches of gradient, the group's sum (synced),
+  // Adam; then the observation statistics and the iteration counter. Capturable when the sync's sums are (no host
+  // work depends on data).
   void enqueue_update(trainer& t) {
     const cudaStream_t s = t.policy_.stream;
     const bool one_kernel = steps_in_one_kernel(t);
+    t.update_value_statistics();
     if (t.config_.schedule == lr_schedule::linear) {
       ppo_linear_lr_kernel<<<1, 1, 0, s>>>(iteration.data(), t.adam_.lr_device(), t.config_.learning_rate,
                                            t.config_.min_learning_rate, t.lr_decay_span());

@@ -33,6 +33,7 @@
 #include <gmi/io/safetensors.hpp>
 #include <gmi/rl/detail/stats_words.hpp>
 #include <gmi/rl/env_batch.hpp>
+#include <gmi/rl/popart.hpp>
 #include <gmi/rl/ppo_config.hpp>
 #include <gmi/rl/ppo_steps.hpp>
 #include <gmi/rl/ppo_sync.hpp>
@@ -112,6 +113,9 @@ class ppo_trainer {
   // of its advantages, observations and returns, end to end.
   static constexpr std::size_t stats_advantages = 0, stats_obs = 3, stats_returns = 3 + 1 + 2 * std::size_t(obs_dim),
                                stats_size = stats_returns + 3;
+  // Where the value head's row and bias sit in the flat parameters (the head's last row, after the action rows).
+  static constexpr int value_weight_at = Net::head_weight_offset + act_dim * Net::hidden;
+  static constexpr int value_bias_at = Net::head_bias_offset + act_dim;
 
   ppo_trainer(int num_envs, std::uint64_t seed, ppo_config config, typename E::params env_params = {}, P policy = {})
       : config_((config.validate(), config)),
@@ -480,6 +484,7 @@ class ppo_trainer {
       advantage_moments(record);
       advantage_scale(record, advantage_stats_.data());
     }
+    update_value_statistics();
     if (config_.schedule == lr_schedule::linear) {
       adam_.set_lr(linear_learning_rate(config_.learning_rate, config_.min_learning_rate,
                                         static_cast<double>(iteration_), lr_decay_span()));
@@ -638,19 +643,39 @@ class ppo_trainer {
     }
   }
 
-  // After the update: the observation and return statistics take in this rollout (frozen during it, so
-  // collection and update saw the same normalization); synced, the whole group's rollouts.
+  // After the update: the observation statistics take in this rollout (frozen during it, so collection and update
+  // saw the same normalization); synced, the whole group's rollouts.
   void update_statistics() {
+    if (!config_.normalize_obs) return;
     if (sync_) {
       using record = memory_span<const double, memory_space>;
-      const double* merged = merged_stats_.data();
-      if (config_.normalize_obs) obs_norm_.merge(record(merged + stats_obs, 1 + 2 * std::size_t(obs_dim)));
-      if (config_.normalize_value) value_norm_.merge(record(merged + stats_returns, 3));
+      obs_norm_.merge(record(merged_stats_.data() + stats_obs, 1 + 2 * std::size_t(obs_dim)));
       return;
     }
-    using cspan = memory_span<const float, memory_space>;
-    if (config_.normalize_obs) obs_norm_.update(cspan(obs_.data(), obs_.size()));
-    if (config_.normalize_value) value_norm_.update(cspan(returns_.data(), returns_.size()));
+    obs_norm_.update(memory_span<const float, memory_space>(obs_.data(), obs_.size()));
+  }
+
+  // Before the update: the return statistics take in this rollout's returns (synced, the group's), so every value
+  // target is normalized by statistics that include it (rl_games' order) and the first iteration's targets are in
+  // normalized units too; with popart the value head is rescaled so its denormalized predictions stay as they
+  // were (popart.hpp). The rollout's values were denormalized when collected, so GAE is unaffected.
+  void update_value_statistics() {
+    if (!config_.normalize_value) return;
+    const auto take_in = [&] {
+      if (sync_) value_norm_.merge(memory_span<const double, memory_space>(merged_stats_.data() + stats_returns, 3));
+      else value_norm_.update(memory_span<const float, memory_space>(returns_.data(), returns_.size()));
+    };
+    if constexpr (P::on_device) {
+      if (config_.popart) device_->popart_snapshot(*this);
+      take_in();
+      if (config_.popart) device_->popart_rescale(*this);
+    } else {
+      const float old_mean = value_norm_.view().mean[0], old_std = value_norm_.view().std[0];
+      take_in();
+      if (!config_.popart) return;
+      const nn::normalizer_view v = value_norm_.view();
+      popart_rescale(params_.data(), value_weight_at, value_bias_at, Net::hidden, old_mean, old_std, v.mean[0], v.std[0]);
+    }
   }
 
   ppo_config config_;

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Turns gmi's per-seed metrics files of a learning-suite run into result lines (bench-spec.md format): for each
+task and gmi configuration, the median, min and max over seeds of the final mean return (the end line's), and
+for the LQ proxies the optimum gap (mean cost / optimal cost); curves of the seeds' median return against env
+steps (the end lines' curves) and against wall-clock seconds (the progress lines), each seed's curve read as a
+step function and the median taken where every seed has a value.
+Usage: gmi_lines.py --run-id ID --device NAME --git REV [--impl gmi] <metrics files of one task and impl>...
+Lines go to stdout; a file without an end line is reported on stderr and counts as a failed seed.
+"""
+import argparse, json, math, statistics, sys
+
+
+def step_median(curves):
+    """Median over seeds of step-function curves [[x, y], ...], at every x of any seed where all have a value."""
+    xs = sorted({x for c in curves for x, _ in c})
+    out = []
+    for x in xs:
+        vals = []
+        for c in curves:
+            ys = [y for cx, y in c if cx <= x and y is not None]
+            if ys:
+                vals.append(ys[-1])
+        if len(vals) == len(curves):
+            out.append([x, statistics.median(vals)])
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--device", required=True)
+    p.add_argument("--git", required=True)
+    p.add_argument("--impl", default="gmi")
+    p.add_argument("--settings", default="", help="the flags this gmi configuration adds to the defaults")
+    p.add_argument("files", nargs="+")
+    a = p.parse_args()
+    finals, curves, walls, steps, optimum, task, info, wall_s = [], [], [], [], None, None, {}, []
+    for f in a.files:
+        try:
+            lines = [json.loads(l) for l in open(f) if l.strip()]
+        except OSError:
+            lines = []
+        end = [l for l in lines if l.get("event") == "end"]
+        if not end:
+            print(f"gmi_lines: {f}: got no end line, need one (the run failed or timed out)", file=sys.stderr)
+            finals.append(None)
+            continue
+        e = end[-1]
+        task = e["task"]
+        optimum = e.get("optimal_mean_return", optimum)
+        info = {k: e.get(k) for k in ("num_envs", "network", "ppo")}
+        finals.append(e.get("mean_return"))
+        steps.append(e["env_steps"])
+        wall_s.append(e.get("wall_s"))
+        curves.append(e.get("curve", []))
+        walls.append([[l["wall_s"], l["mean_return"]] for l in lines
+                      if "event" not in l and l.get("mean_return") is not None])
+    if task is None:
+        sys.exit("gmi_lines: no file had an end line")
+    ok = [x for x in finals if x is not None and math.isfinite(x)]
+    base = {"bench": "learning", "task": task, "impl": a.impl, "algo": "ppo", "seeds": len(a.files),
+            "env_steps": statistics.median(steps), "run_id": a.run_id, "device": a.device, "git": a.git,
+            "settings": a.settings, "wall_s": statistics.median([w for w in wall_s if w is not None]) if any(w is not None for w in wall_s) else None,
+            **info}
+    stats = lambda v: {"median": statistics.median(v), "min": min(v), "max": max(v)} if v else \
+        {"median": None, "min": None, "max": None}
+    print(json.dumps(dict(base, metric="mean_return", **stats(ok), per_seed=finals, curve=step_median(curves),
+                          wall_curve=step_median(walls))))
+    if optimum is not None:
+        gaps = [x / optimum if x is not None else None for x in finals]
+        print(json.dumps(dict(base, metric="optimum_gap", **stats([g for g in gaps if g is not None]), per_seed=gaps,
+                              optimum=optimum)))
+
+
+if __name__ == "__main__":
+    main()

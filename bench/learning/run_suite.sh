@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The learning suite (issue 34): every task, gmi's default PPO x <seeds> and the JAX reference PPO (plain and
+# normalized, bench/learning/reference_ppo.py) x <seeds> at equal env steps, in one call on one GPU. Appends the
+# result lines of both implementations under one run_id to <results.jsonl> as each task finishes (bench-spec.md
+# format, with curves against env steps and wall-clock); bench/plot draws them into docs/learning.md.
+#
+# Order: the reference compiles its programs on the CPU (parallel threads) while gmi's runs use the GPU one after
+# another; the reference then trains alone, so neither's wall-clock is measured beside the other's GPU work.
+#
+# Usage: run_suite.sh <build-dir> <results.jsonl> [seeds=5] [scale=1]
+#   scale multiplies every task's env steps (0.1 for a quick look).
+# Environment: SUITE_TASKS="cartpole point_reach ..." (a subset, default all), PYTHON (a python with jax; default
+#   python3), GMI_DEVICE (gmi's --device, default auto), GMI_VARIANTS="label|flags;label|flags" (more gmi
+#   configurations beside the defaults, each written as impl "gmi_<label>" with its flags as "settings"),
+#   SUITE_NUM_ENVS (one env count for every task instead of the table's, for a quick check on a small machine),
+#   REFERENCE=0 (gmi only), SUITE_BUDGET_S (default 500: no reference task starts training after this many
+#   seconds, so a 9-minute device call returns what is done).
+# Needs the targets gmi.example.cartpole_ppo and gmi.example.<task>_ppo for every other task (configure with
+#   -DGMI_BUILD_ALL_TASK_EXAMPLES=ON).
+set -uo pipefail
+build=${1:?usage: run_suite.sh <build-dir> <results.jsonl> [seeds=5] [scale=1]}
+out=${2:?results file}
+seeds=${3:-5}
+scale=${4:-1}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+python=${PYTHON:-python3}
+gmi_device=${GMI_DEVICE:-auto}
+[[ "$seeds" =~ ^[1-9][0-9]*$ ]] || { echo "run_suite: seeds: got $seeds, need a positive integer" >&2; exit 2; }
+awk "BEGIN{exit !($scale > 0)}" 2>/dev/null || { echo "run_suite: scale: got $scale, need a number > 0" >&2; exit 2; }
+
+# task  num_envs (gmi's default for the task)  env steps per run  hidden layers (gmi's example networks)
+table="cartpole 512 3e6 32-32
+pendulum 512 5e6 64-64
+ball_balance 4096 2e7 64-64
+quadcopter 8192 2e7 64-64
+ingenuity 4096 2e7 64-64
+ant_proxy 1024 1e7 64-64
+anymal_proxy 4000 2e7 64-64
+humanoid_proxy 4096 2e7 64-64
+franka_cabinet_proxy 2048 2e7 64-64
+shadow_hand_proxy 4096 1e7 64-64
+point_reach 4096 2e7 64-64
+sparse_reach 4096 1e7 64-64
+long_track 4096 2e7 64-64
+spring_chain 4096 2e7 64-64"
+all=$(awk '{print $1}' <<< "$table" | tr '\n' ' ')
+wanted=${SUITE_TASKS:-$all}
+for t in $wanted; do
+  grep -q "^$t " <<< "$table" || { echo "run_suite: SUITE_TASKS: got $t, need some of: $all" >&2; exit 2; }
+done
+binary() {
+  if [ "$1" = cartpole ]; then echo "$build/examples/cartpole_ppo/gmi.example.cartpole_ppo"
+  else echo "$build/examples/task_ppo/gmi.example.$1_ppo"; fi
+}
+missing=()
+for t in $wanted; do [ -x "$(binary "$t")" ] || missing+=("$(basename "$(binary "$t")")"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "run_suite: missing ${missing[*]} in $build: need cmake -DGMI_BUILD_ALL_TASK_EXAMPLES=ON and those targets" >&2
+  exit 2
+fi
+if [ "${REFERENCE:-1}" != 0 ] && ! "$python" -c "import jax" 2>/dev/null; then
+  echo "run_suite: PYTHON=$python: got no jax, need a python with jax (or REFERENCE=0)" >&2
+  exit 2
+fi
+
+export NCCL_NVLS_ENABLE=0 XLA_PYTHON_CLIENT_PREALLOCATE=false
+git=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+[ -n "$device" ] || device="host ($(nproc) cores)"
+short=$(tr 'A-Z ' 'a-z-' <<< "$device" | grep -oE 'h100|h200|a100|l40s|host' | head -1)
+run_id="$(date -u +%Y-%m-%dT%H:%M:%SZ)-${short:-gpu}-$(head -c 3 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+work=$(mktemp -d /tmp/gmi-learning-suite.XXXXXX)
+mkdir -p "$(dirname "$out")"
+echo "run_suite: run $run_id on $device, revision $git, $seeds seeds, scale $scale; work files in $work"
+t_start=$(date +%s.%N)
+
+specs=()
+steps_of() { awk -v t="$1" -v k="$scale" '$1 == t {printf "%.0f", $3 * k}' <<< "$table"; }
+for t in $wanted; do
+  read -r _ envs _ hidden <<< "$(grep "^$t " <<< "$table")"
+  envs=${SUITE_NUM_ENVS:-$envs}
+  specs+=(--spec "$t:$(steps_of "$t"):$envs:$hidden")
+done
+refpid=
+if [ "${REFERENCE:-1}" != 0 ]; then
+  "$python" "$here/reference_ppo.py" "${specs[@]}" --seeds "$seeds" --wait-for "$work/gmi_done" \
+    --out "$out" --run-id "$run_id" --device "$device" --git "$git" --stop-after "${SUITE_BUDGET_S:-500}" \
+    --compile-threads "$(( $(nproc) > 4 ? $(nproc) / 2 : 2 ))" > "$work/reference.log" 2>&1 &
+  refpid=$!
+fi
+
+variants=("gmi|")
+IFS=';' read -ra extra <<< "${GMI_VARIANTS:-}"
+for v in "${extra[@]}"; do [ -n "$v" ] && variants+=("gmi_$v"); done
+elapsed() { awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b - a}'; }
+for t in $wanted; do
+  if [ "$(elapsed)" -gt "${SUITE_BUDGET_S:-500}" ]; then
+    echo "run_suite: gmi $t: skipped, SUITE_BUDGET_S=${SUITE_BUDGET_S:-500} s passed" >&2
+    continue
+  fi
+  read -r _ envs _ _ <<< "$(grep "^$t " <<< "$table")"
+  envs=${SUITE_NUM_ENVS:-$envs}
+  steps=$(steps_of "$t")
+  for v in "${variants[@]}"; do
+    impl=${v%%|*}
+    flags=${v#*|}
+    files=()
+    for seed in $(seq "$seeds"); do
+      f="$work/$impl-$t-$seed.jsonl"
+      # shellcheck disable=SC2086  # flags are words
+      timeout 120 "$(binary "$t")" --device "$gmi_device" --seed "$seed" --num-envs "$envs" --max-env-steps "$steps" \
+        --log-interval 0.2 --quiet --metrics "$f" $flags > "$work/$impl-$t-$seed.log" 2>&1 ||
+        echo "run_suite: $impl $t seed $seed: exit $? ($(tail -1 "$work/$impl-$t-$seed.log"))" >&2
+      files+=("$f")
+    done
+    python3 "$here/gmi_lines.py" --run-id "$run_id" --device "$device" --git "$git" --impl "$impl" \
+      --settings "$flags" "${files[@]}" | tee -a "$out" >> "$work/gmi.jsonl"
+    python3 -c "import json,sys
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    if d['task'] == sys.argv[2] and d['impl'] == sys.argv[3]:
+        print(f\"run_suite: {d['impl']} {d['task']}: {d['metric']} median {d['median']} (min {d['min']}, max {d['max']})\")" \
+      "$work/gmi.jsonl" "$t" "$impl"
+  done
+done
+touch "$work/gmi_done"
+echo "run_suite: gmi done after $(elapsed) s"
+status=0
+if [ -n "$refpid" ]; then
+  wait "$refpid" || { status=1; echo "run_suite: the reference failed:" >&2; tail -20 "$work/reference.log" >&2; }
+  grep "^reference_ppo:" "$work/reference.log"
+fi
+echo "run_suite: done after $(elapsed) s; lines in $out"
+exit $status

@@ -1,0 +1,108 @@
+// PPO on host threads with any ppo_config, for measuring defaults without a GPU and without gmi::run's flags:
+// prints the mean return of the episodes finished in each reporting window and the last window's at the end.
+// Usage: gmi.tool.host_ppo <task> [--num-envs 256] [--minibatch 1024] [--env-steps 1e6] [--seed 1] [--threads 0]
+//        [--normalize-obs 0|1] [--normalize-value 0|1] [--popart 0|1] [--obs-window N] [--value-window N]
+//        [--lr-schedule constant|adaptive|linear] [--max-lr 1e-2] [--kl-target 0.016] [--reports 20]
+// Tasks: the suite's small ones (cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include <gmi/agents/gaussian_mlp.hpp>
+#include <gmi/envs/registry.hpp>
+#include <gmi/rl/ppo.hpp>
+
+namespace {
+struct options {
+  int num_envs = 256, seed = 1, threads = 0, reports = 20;
+  double env_steps = 1e6;
+  gmi::rl::ppo_config ppo;
+};
+
+[[noreturn]] void bad(const std::string& what, const std::string& got, const std::string& need) {
+  std::fprintf(stderr, "gmi.tool.host_ppo: %s: got %s, need %s\n", what.c_str(), got.c_str(), need.c_str());
+  std::exit(2);
+}
+
+template <class Task, class Hidden>
+int train(const options& o) {
+  using net = typename gmi::agents::gaussian_mlp<Hidden>::template network<Task::obs_dim, Task::act_dim>;
+  gmi::rl::ppo_trainer<Task, net, gmi::exec::host> t(o.num_envs, o.seed, o.ppo, {},
+                                                      gmi::exec::host{.threads = static_cast<unsigned>(o.threads)});
+  const double per = double(t.samples_per_iteration());
+  const long iterations = std::max(1L, long((o.env_steps + per - 1) / per));
+  const long every = std::max(1L, iterations / o.reports);
+  gmi::rl::episode_stats window;
+  double last = std::numeric_limits<double>::quiet_NaN();
+  for (long i = 1; i <= iterations; ++i) {
+    t.iterate();
+    const auto e = t.episodes();
+    window.episodes += e.episodes;
+    window.return_sum += e.return_sum;
+    if (i % every == 0 || i == iterations) {
+      if (window.episodes > 0) last = window.mean_return();
+      const auto l = t.losses();
+      std::printf("host_ppo: %s steps %.0f return %.6g episodes %llu value_loss %.4g kl %.4g lr %.3g\n", Task::name,
+                  double(i) * per, last, static_cast<unsigned long long>(window.episodes), l.value_loss, l.approx_kl,
+                  l.learning_rate);
+      std::fflush(stdout);
+      window = {};
+    }
+  }
+  std::printf("host_ppo: final %s %.6g\n", Task::name, last);
+  return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) bad("task", "none", "one of cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain");
+  options o;
+  o.ppo.minibatch = 1024;
+  const std::string task = argv[1];
+  for (int i = 2; i < argc; i += 2) {
+    const std::string_view flag = argv[i];
+    if (i + 1 >= argc) bad(std::string(flag), "no value", "a value");
+    const std::string v = argv[i + 1];
+    const auto flag01 = [&](bool& b) {
+      if (v != "0" && v != "1") bad(std::string(flag), v, "0 or 1");
+      b = v == "1";
+    };
+    if (flag == "--num-envs") o.num_envs = std::atoi(v.c_str());
+    else if (flag == "--minibatch") o.ppo.minibatch = std::atoi(v.c_str());
+    else if (flag == "--env-steps") o.env_steps = std::atof(v.c_str());
+    else if (flag == "--seed") o.seed = std::atoi(v.c_str());
+    else if (flag == "--threads") o.threads = std::atoi(v.c_str());
+    else if (flag == "--reports") o.reports = std::max(1, std::atoi(v.c_str()));
+    else if (flag == "--normalize-obs") flag01(o.ppo.normalize_obs);
+    else if (flag == "--normalize-value") flag01(o.ppo.normalize_value);
+    else if (flag == "--popart") flag01(o.ppo.popart);
+    else if (flag == "--obs-window") o.ppo.obs_normalizer_window = std::atof(v.c_str());
+    else if (flag == "--value-window") o.ppo.value_normalizer_window = std::atof(v.c_str());
+    else if (flag == "--max-lr") o.ppo.max_learning_rate = float(std::atof(v.c_str()));
+    else if (flag == "--kl-target") o.ppo.kl_target = float(std::atof(v.c_str()));
+    else if (flag == "--lr-schedule") {
+      const auto s = gmi::rl::parse_lr_schedule(v);
+      if (!s) bad("--lr-schedule", v, "constant, adaptive or linear");
+      o.ppo.schedule = *s;
+      if (*s == gmi::rl::lr_schedule::linear) o.ppo.lr_decay_env_steps = o.env_steps;
+    } else bad("flag", std::string(flag), "one of those in the usage line of host_ppo_tool.cpp");
+  }
+  if (o.num_envs < 1) bad("--num-envs", std::to_string(o.num_envs), ">= 1");
+  if (!(o.env_steps >= 1)) bad("--env-steps", std::to_string(o.env_steps), ">= 1");
+  try {
+    o.ppo.validate();
+    using small = gmi::nn::layers<32, 32>;
+    using mid = gmi::nn::layers<64, 64>;
+    if (task == "cartpole") return train<gmi::envs::cartpole, small>(o);
+    if (task == "pendulum") return train<gmi::envs::pendulum, mid>(o);
+    if (task == "point_reach") return train<gmi::envs::point_reach, mid>(o);
+    if (task == "sparse_reach") return train<gmi::envs::sparse_reach, mid>(o);
+    if (task == "long_track") return train<gmi::envs::long_track, mid>(o);
+    if (task == "spring_chain") return train<gmi::envs::spring_chain, mid>(o);
+  } catch (const gmi::error& e) {
+    std::fprintf(stderr, "gmi.tool.host_ppo: %s\n", e.what());
+    return 2;
+  }
+  bad("task", task, "one of cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain");
+}
