@@ -78,10 +78,11 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "samples the return normalizer weighs at most (older ones fade); 0: every sample")
       ->capture_default_str();
   // The PPO config's switches, spelled true/false (anything else: one line naming the flag).
-  std::array<std::pair<bool*, std::string>, 4> normalize{{{&o.ppo.normalize_obs, "true"},
+  std::array<std::pair<bool*, std::string>, 5> normalize{{{&o.ppo.normalize_obs, "true"},
                                                           {&o.ppo.normalize_value, "true"},
                                                           {&o.ppo.normalize_advantage, "true"},
-                                                          {&o.ppo.clip_value, "false"}}};
+                                                          {&o.ppo.clip_value, "false"},
+                                                          {&o.ppo.popart, "true"}}};
   for (auto& [flag, text] : normalize) text = *flag ? "true" : "false";
   app.add_option("--normalize-obs", normalize[0].second, "running mean/std of observations")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
@@ -92,6 +93,10 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
   app.add_option("--clip-value", normalize[3].second,
                  "PPO2-style clipped value loss: the new value kept within 0.2 of the rollout's (rl_games' clip_value)")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  app.add_option("--popart", normalize[4].second,
+                 "with --normalize-value: when the return statistics change, rescale the value head so its "
+                 "predictions stay (PopArt)")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
   std::string schedule = rl::lr_schedule_name(o.ppo.schedule);
   app.add_option("--lr-schedule", schedule,
