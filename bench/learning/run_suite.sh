@@ -65,7 +65,8 @@ if [ "${REFERENCE:-1}" != 0 ] && ! "$python" -c "import jax" 2>/dev/null; then
 fi
 
 export NCCL_NVLS_ENABLE=0 XLA_PYTHON_CLIENT_PREALLOCATE=false
-git=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The device checkout may not know the revision: GMI_GIT_REVISION or .carry/git-rev (scripts/carry-rev) first.
+git=${GMI_GIT_REVISION:-$(cat "$root/.carry/git-rev" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 [ -n "$device" ] || device="host ($(nproc) cores)"
 short=$(tr 'A-Z ' 'a-z-' <<< "$device" | grep -oE 'h100|h200|a100|l40s|host' | head -1)

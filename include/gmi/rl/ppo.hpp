@@ -328,74 +328,13 @@ class ppo_trainer {
   // The whole training state: weights, Adam, normalizers, every environment's state and RNG counter, the policy's
   // sampling counters and the iteration count. Loading it into a trainer built with the same task, network and
   // num_envs continues the same curve (bit for bit on one backend). Waits for queued work.
-  [[nodiscard]] io::checkpoint save_state() {
-    synchronize();
-    io::checkpoint ck;
-    ck.meta = {{"format", "gmi ppo trainer"},  {"task", task_name()},       {"obs_dim", obs_dim},
-               {"act_dim", act_dim},            {"param_count", param_count}, {"num_envs", n_},
-               {"seed", seed_},                 {"iteration", iteration_},    {"horizon", config_.horizon},
-               {"backend", P::on_device ? "cuda" : "host"}};
-    ck.add("policy.params", to_host(params_.data(), params_.size()));
-    const nn::adam_state a = adam_.export_state();
-    ck.add("adam.m", a.m);
-    ck.add("adam.v", a.v);
-    ck.add_scalar<std::int64_t>("adam.step", a.step);
-    ck.add_scalar<float>("adam.lr", a.lr);
-    ck.add("obs_norm.stats", to_host(obs_norm_.stats().data(), obs_norm_.stats().size()));
-    ck.add("value_norm.stats", to_host(value_norm_.stats().data(), value_norm_.stats().size()));
-    envs_.visit_state([&](const char* name, auto span) { ck.add(name, to_host(span.data(), span.size())); });
-    ck.add("policy.rng_blocks", to_host(policy_rng_.data(), policy_rng_.size()));
-    ck.add("policy.current_obs", to_host(current_obs_.data(), current_obs_.size()));
-    ck.add_scalar<std::uint64_t>("trainer.iteration", iteration_);
-    return ck;
-  }
+  [[nodiscard]] io::checkpoint save_state();
 
-  void load_state(const io::checkpoint& ck) {
-    auto need = [&](const char* key, auto value, const char* why) {
-      if (!ck.meta.contains(key) || ck.meta[key] != nlohmann::json(value)) {
-        throw gmi::config_error(std::string("checkpoint ") + key + ": got " +
-                                (ck.meta.contains(key) ? ck.meta[key].dump() : std::string("nothing")) + ", need " +
-                                std::to_string(value) + " (" + why + ")");
-      }
-    };
-    need("obs_dim", obs_dim, "this task's observation size");
-    need("act_dim", act_dim, "this task's action size");
-    need("param_count", param_count, "the network this program was built with");
-    need("num_envs", n_, "this run's number of environments");
-    synchronize();
-    from_host(params_.data(), ck.get<float>("policy.params", params_.size(), "the network this program was built with"));
-    adam_.import_state({ck.get<float>("adam.m", params_.size()), ck.get<float>("adam.v", params_.size()),
-                        ck.get_scalar<std::int64_t>("adam.step"), ck.get_scalar<float>("adam.lr")});
-    assign_stats(obs_norm_, ck.get<double>("obs_norm.stats", obs_norm_.stats().size()));
-    assign_stats(value_norm_, ck.get<double>("value_norm.stats", value_norm_.stats().size()));
-    envs_.visit_state([&](const char* name, auto span) {
-      using T = std::remove_cv_t<typename decltype(span)::element_type>;
-      from_host(span.data(), ck.get<T>(name, span.size(), "this run's number of environments"));
-    });
-    from_host(policy_rng_.data(), ck.get<std::uint64_t>("policy.rng_blocks", policy_rng_.size()));
-    from_host(current_obs_.data(), ck.get<float>("policy.current_obs", current_obs_.size()));
-    iteration_ = ck.get_scalar<std::uint64_t>("trainer.iteration");
-    if constexpr (P::on_device) device_->set_iteration(*this, iteration_);
-    synchronize();
-  }
+  void load_state(const io::checkpoint& ck);
 
   // The policy's weights as PyTorch-style named tensors (body.<l>.weight [out, in], body.<l>.bias, heads.weight
   // [act + 1, hidden] (mean rows, then the value row), heads.bias, log_std), for export_safetensors.
-  [[nodiscard]] io::checkpoint policy_tensors() {
-    using layers = typename Net::net::layers;
-    const std::vector<float> p = to_host(params_.data(), params_.size());
-    io::checkpoint ck;
-    ck.meta = {{"format", "pt"}, {"task", task_name()}, {"layout", "weight [out, in] row-major; heads = mean rows then value"}};
-    for (int l = 0; l < layers::count; ++l) {
-      const int in = layers::width(l), out = layers::width(l + 1);
-      const std::string base = l + 1 == layers::count ? std::string("heads") : "body." + std::to_string(l);
-      ck.add(base + ".weight", std::vector<float>(p.begin() + layers::weight_offset(l), p.begin() + layers::weight_offset(l) + in * out),
-             {static_cast<std::uint64_t>(out), static_cast<std::uint64_t>(in)});
-      ck.add(base + ".bias", std::vector<float>(p.begin() + layers::bias_offset(l), p.begin() + layers::bias_offset(l) + out));
-    }
-    ck.add("log_std", std::vector<float>(p.begin() + Net::log_std_offset, p.begin() + Net::log_std_offset + act_dim));
-    return ck;
-  }
+  [[nodiscard]] io::checkpoint policy_tensors();
 
   // The view a fused kernel or host loop collects through (valid while *this lives).
   [[nodiscard]] ppo_rollout_view<E, Net> rollout_view() const {
@@ -539,109 +478,15 @@ class ppo_trainer {
   // Synced: every trainer's advantage, observation and return moments, all-gathered through sum_stats and merged
   // in rank order, so every trainer normalizes with the same numbers. Advantage statistics take effect now;
   // observation and return statistics wait in merged_stats_ for update_statistics().
-  void gather_statistics() {
-    const std::size_t world = static_cast<std::size_t>(sync_->world);
-    std::vector<double> slots(world * stats_size, 0.0);
-    double* mine = slots.data() + static_cast<std::size_t>(sync_->rank) * stats_size;
-    if constexpr (P::on_device) {
-      device_->local_moments(*this);
-      GMI_CUDA_TRY(cudaMemcpyAsync(mine, local_stats_.data(), stats_size * sizeof(double), cudaMemcpyDeviceToHost,
-                                   policy_.stream));
-      GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
-    } else {
-      using cspan = host_span<const float>;
-      if (config_.normalize_advantage) advantage_moments(mine + stats_advantages);
-      if (config_.normalize_obs) {
-        const std::vector<double> r = obs_norm_.moments(cspan(obs_.data(), obs_.size()));
-        std::copy(r.begin(), r.end(), mine + stats_obs);
-      }
-      if (config_.normalize_value) {
-        const std::vector<double> r = value_norm_.moments(cspan(returns_.data(), returns_.size()));
-        std::copy(r.begin(), r.end(), mine + stats_returns);
-      }
-    }
-    sync_->sum_stats(slots.data(), slots.size());
-    std::vector<double> merged(stats_size, 0.0);
-    auto merge_part = [&](std::size_t at, int dim) {
-      const std::size_t size = 1 + 2 * static_cast<std::size_t>(dim);
-      std::vector<double> part(world * size);
-      for (std::size_t r = 0; r < world; ++r)
-        std::copy_n(slots.data() + r * stats_size + at, size, part.data() + r * size);
-      const std::vector<double> m = nn::merge_in_order(host_span<const double>(part.data(), part.size()), dim);
-      std::copy(m.begin(), m.end(), merged.begin() + static_cast<std::ptrdiff_t>(at));
-    };
-    merge_part(stats_advantages, 1);
-    merge_part(stats_obs, obs_dim);
-    merge_part(stats_returns, 1);
-    float scale[2] = {0.0f, 1.0f};
-    if (config_.normalize_advantage) advantage_scale(merged.data() + stats_advantages, scale);
-    if constexpr (P::on_device) {  // from pageable memory: the copies have taken the bytes when they return
-      if (config_.normalize_advantage)
-        GMI_CUDA_TRY(cudaMemcpyAsync(advantage_stats_.data(), scale, sizeof scale, cudaMemcpyHostToDevice, policy_.stream));
-      GMI_CUDA_TRY(cudaMemcpyAsync(merged_stats_.data(), merged.data(), stats_size * sizeof(double),
-                                   cudaMemcpyHostToDevice, policy_.stream));
-    } else {
-      if (config_.normalize_advantage) std::copy_n(scale, 2, advantage_stats_.begin());
-      merged_stats_ = std::move(merged);
-    }
-  }
+  void gather_statistics();
 
   // set_sync's check that every rank is taken once and the group runs one schedule (the same number of sums, of
   // the same sizes, and the same statistics): every trainer gathers every trainer's numbers and compares them
   // with rank 0's, so all throw alike.
-  void check_group_schedule(const ppo_sync& sync) const {
-    const std::array<std::pair<const char*, double>, 13> mine{{
-        {"trainers", 1.0},
-        {"samples per iteration (horizon x num_envs)", static_cast<double>(total_)},
-        {"ppo.minibatch (samples per gradient step)", static_cast<double>(minibatch_)},
-        {"ppo.epochs", static_cast<double>(config_.epochs)},
-        {"gradient row (parameters + loss terms)", static_cast<double>(row)},
-        {"obs_dim", static_cast<double>(obs_dim)},
-        {"ppo.normalize_advantage", config_.normalize_advantage ? 1.0 : 0.0},
-        {"ppo.normalize_obs", config_.normalize_obs ? 1.0 : 0.0},
-        {"ppo.normalize_value", config_.normalize_value ? 1.0 : 0.0},
-        {"ppo.obs_normalizer_window", config_.obs_normalizer_window},
-        {"ppo.value_normalizer_window", config_.value_normalizer_window},
-        {"ppo.schedule (0 constant, 1 adaptive_kl, 2 linear)", static_cast<double>(config_.schedule)},
-        {"ppo.lr_decay_env_steps", config_.lr_decay_env_steps},
-    }};
-    const std::size_t k = mine.size(), world = static_cast<std::size_t>(sync.world);
-    std::vector<double> all(world * k, 0.0);
-    for (std::size_t i = 0; i < k; ++i) all[static_cast<std::size_t>(sync.rank) * k + i] = mine[i].second;
-    sync.sum_stats(all.data(), all.size());
-    for (std::size_t r = 0; r < world; ++r)
-      if (all[r * k] != 1.0)
-        throw gmi::config_error(gmi::got_need("ppo_sync: trainers with rank " + std::to_string(r),
-                                              static_cast<long long>(all[r * k]),
-                                              "1 (each rank 0.." + std::to_string(world - 1) + " once)"));
-    for (std::size_t r = 1; r < world; ++r)
-      for (std::size_t i = 1; i < k; ++i)
-        if (all[r * k + i] != all[i])
-          throw gmi::config_error(gmi::got_need("ppo_sync: rank " + std::to_string(r) + "'s " + mine[i].first,
-                                                static_cast<long long>(all[r * k + i]),
-                                                std::to_string(static_cast<long long>(all[i])) + " as on rank 0"));
-  }
+  void check_group_schedule(const ppo_sync& sync) const;
 
   // set_sync: rank 0's weights to every trainer, summed through the gradient buffer with zeros elsewhere.
-  void broadcast_params() {
-    const bool root = sync_->rank == 0;
-    if constexpr (P::on_device) {
-      const cudaStream_t s = policy_.stream;
-      grads_.fill_bytes(0, s);
-      if (root)
-        GMI_CUDA_TRY(cudaMemcpyAsync(grads_.data(), params_.data(), params_.size() * sizeof(float),
-                                     cudaMemcpyDeviceToDevice, s));
-      sync_->sum_device(grads_.data(), grads_.size(), s);
-      GMI_CUDA_TRY(cudaMemcpyAsync(params_.data(), grads_.data(), params_.size() * sizeof(float),
-                                   cudaMemcpyDeviceToDevice, s));
-      GMI_CUDA_TRY(cudaStreamSynchronize(s));
-    } else {
-      std::fill(grads_.begin(), grads_.end(), 0.0f);
-      if (root) std::copy(params_.begin(), params_.end(), grads_.begin());
-      sync_->sum_host(grads_.data(), grads_.size());
-      std::copy_n(grads_.begin(), params_.size(), params_.begin());
-    }
-  }
+  void broadcast_params();
 
   // After the update: the observation statistics take in this rollout (frozen during it, so collection and update
   // saw the same normalization); synced, the whole group's rollouts.
@@ -701,3 +546,6 @@ class ppo_trainer {
 };
 
 }  // namespace gmi::rl
+
+#include <gmi/rl/ppo_state.hpp>
+#include <gmi/rl/ppo_group.hpp>
