@@ -48,13 +48,10 @@ inline std::vector<int> chosen_gpus(const run_options& o, int visible) {
 }
 
 // Throws config_error naming the first option that can not work with the others or with the pipeline type; sets
-// what follows from them (the task's optimum and a target from --target-optimum-gap, the linear schedule's span).
+// what follows from them (the task's optimum, and a target from --target-optimum-gap).
 template <class Pipeline>
 void validate(train_config<Pipeline>& o) {
   using Env = typename Pipeline::env;
-  if (o.ppo.schedule == rl::lr_schedule::linear && o.ppo.lr_decay_env_steps == 0 && std::isfinite(o.max_env_steps)) {
-    o.ppo.lr_decay_env_steps = o.max_env_steps;
-  }
   if constexpr (!Pipeline::layout_type::trains) {
     gmi::require(!o.population, "--population with layout", std::string(Pipeline::layout_type::name),
                  "a training layout (gmi::layout::colocated): the serving layout trains nothing");
