@@ -82,7 +82,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                                                           {&o.ppo.normalize_value, "true"},
                                                           {&o.ppo.normalize_advantage, "true"},
                                                           {&o.ppo.clip_value, "false"},
-                                                          {&o.ppo.popart, "true"}}};
+                                                          {&o.ppo.popart, "false"}}};
   for (auto& [flag, text] : normalize) text = *flag ? "true" : "false";
   app.add_option("--normalize-obs", normalize[0].second, "running mean/std of observations")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();

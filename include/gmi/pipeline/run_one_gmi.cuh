@@ -4,6 +4,7 @@
 // at the step or time limit, on SIGINT/SIGTERM or when the loss terms stop being finite, and returns what it
 // reached (gmi::train_result) with the final weights.
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -154,6 +155,23 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const bool limit = steps >= o.max_env_steps || elapsed >= o.max_seconds;
       const int sig = detail::stop_signal.load();
+      if (limit && !solved) {
+        // The last iterations' episodes too (the pending request, then one for the rest), so the final mean
+        // return covers the end of the run rather than lagging it by up to 10 iterations.
+        const double asked = static_cast<double>(trainer.iteration() - trainer.iteration() % 5);
+        const double asked_at = std::max(0.0, asked - static_cast<double>(resumed_at)) * trainer.samples_per_iteration();
+        const auto fold = [&](double at) {
+          if (const auto e = trainer.wait_episodes()) {
+            if (const auto mean = window.add(*e)) {
+              solved = std::isfinite(target) && *mean >= target;
+              curve.add(at, *mean);
+            }
+          }
+        };
+        fold(asked_at);
+        trainer.request_episodes();
+        fold(steps);
+      }
       if (elapsed - last_log >= o.log_interval || limit || sig || solved) {
         const auto losses = trainer.losses();  // waits for the queued iterations
         const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

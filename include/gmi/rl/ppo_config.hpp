@@ -47,16 +47,14 @@ struct ppo_config {
   bool normalize_obs = true;        // running mean/std of observations
   bool normalize_value = true;      // the value head predicts returns normalized by their running mean/std
   // With normalize_value: each change of the return statistics rescales the value head's row and bias so its
-  // denormalized predictions stay as they were (PopArt, rl/popart.hpp).
-  bool popart = true;
+  // denormalized predictions stay as they were (PopArt, rl/popart.hpp). Off by default: on the learning suite it
+  // learned worse than the plain rl_games normalizer on every task it was tried on (docs/learning.md).
+  bool popart = false;
   // Samples each normalizer weighs at most (nn::normalizer_config::window): 0 keeps every sample ever seen
-  // (rl_games); a window lets it follow a scale that shrinks as the policy improves. Returns do shrink (or grow)
-  // as a policy learns, often by 10-100x, and a return normalizer that remembers the early scale leaves the critic
-  // to fit late targets that differ by a thousandth of a unit: the default forgets beyond 2^20 samples (16
-  // iterations of 4096 envs x 16 steps), with PopArt keeping the predictions through each change
-  // (docs/learning.md has the measurements).
+  // (rl_games, the default for both); a window lets the statistics follow a scale that shrinks as the policy
+  // improves, at the price of moving every value target as they change (docs/learning.md has the measurements).
   double obs_normalizer_window = 0;
-  double value_normalizer_window = 1048576;
+  double value_normalizer_window = 0;
   bool bootstrap_truncation = true; // reward += gamma * V(final state) when the time limit cuts an episode
   // Constant by default. lr_schedule::adaptive_kl is rl_games' rule for Isaac Gym tasks: the step size follows
   // the policy's KL (/1.5 above 2x kl_target, *1.5 below kl_target/2, within [min, max]_learning_rate). On
