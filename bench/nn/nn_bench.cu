@@ -65,7 +65,9 @@ void emit(const char* bench, const char* task, const char* path, std::size_t n, 
 template <class Net>
 void bench_net(const char* task, std::size_t n) {
   gmi::cuda::stream s;
-  gmi::nn::batch_mlp<Net, gmi::exec::cuda> b(gmi::exec::cuda{.stream = s}, n);
+  // TF32 for the wide networks, as the gemm path this bench measured before the cuBLASLt path.
+  gmi::nn::batch_mlp<Net, gmi::exec::cuda> b(gmi::exec::cuda{.stream = s}, n,
+                                             gmi::nn::network_config{.precision = gmi::nn::precision::tf32});
   std::vector<float> hp(Net::param_count), hx(n * Net::in);
   gmi::rng g(1, 2);
   for (auto& v : hp) v = g.uniform(-0.05f, 0.05f);
@@ -78,16 +80,16 @@ void bench_net(const char* task, std::size_t n) {
   const int reps = 7, iters = 200;
   const double flops = 2.0 * static_cast<double>(Net::layers::forward_macs) * n;
   const auto f = time_reps(s, reps, iters, [&] { b.forward(p, x, out); });
-  emit("nn_forward", task, b.path_name, n, "samples_per_s", n / f.max, n / f.median, n / f.min, reps);
-  emit("nn_forward", task, b.path_name, n, "flops_per_s", flops / f.max, flops / f.median, flops / f.min, reps);
+  emit("nn_forward", task, b.path(), n, "samples_per_s", n / f.max, n / f.median, n / f.min, reps);
+  emit("nn_forward", task, b.path(), n, "flops_per_s", flops / f.max, flops / f.median, flops / f.min, reps);
   const auto t = time_reps(s, reps, iters / 4, [&] {
     b.forward(p, x, out, acts);
     b.backward(p, x, acts, d_out, d_params);
   });
   // forward + backward: about 3x the forward's multiply-adds (d_x of the first layer skipped).
   const double train_flops = 3.0 * flops;
-  emit("nn_backward", task, b.path_name, n, "samples_per_s", n / t.max, n / t.median, n / t.min, reps);
-  emit("nn_backward", task, b.path_name, n, "flops_per_s", train_flops / t.max, train_flops / t.median,
+  emit("nn_backward", task, b.path(), n, "samples_per_s", n / t.max, n / t.median, n / t.min, reps);
+  emit("nn_backward", task, b.path(), n, "flops_per_s", train_flops / t.max, train_flops / t.median,
        train_flops / t.min, reps);
 }
 

@@ -36,7 +36,7 @@ mlp_run run(const std::vector<float>& params, const std::vector<float>& x, const
   b.forward(p, xd, out2);
   b.backward(p, xd, acts, g, d_params, d_x);
   mlp_run r;
-  r.path = b.path_name;
+  r.path = b.path();
   r.out = download(out, s);
   r.out_inference = download(out2, s);
   r.d_params = download(d_params, s);

@@ -13,7 +13,7 @@
 namespace nn_gpu {
 
 using small_net = gmi::nn::mlp<gmi::nn::layers<4, 32, 32, 1>, gmi::nn::elu>;                      // fused path
-using ant_net = gmi::nn::mlp<gmi::nn::layers<60, 256, 128, 64, 8>, gmi::nn::elu>;                 // gemm (auto)
+using ant_net = gmi::nn::mlp<gmi::nn::layers<60, 256, 128, 64, 8>, gmi::nn::elu>;                 // lt (auto)
 using wide_net = gmi::nn::mlp<gmi::nn::layers<211, 512, 512, 512, 256, 20>, gmi::nn::elu>;        // gemm
 using tanh_net = gmi::nn::mlp<gmi::nn::layers<6, 48, 40, 5>, gmi::nn::tanh_act, gmi::nn::tanh_act>; // fused
 using cartpole_ac = gmi::nn::gaussian_actor_critic<4, 1, gmi::nn::layers<32, 32>, gmi::nn::elu>;

@@ -61,11 +61,13 @@ TEST_SUITE("gpu") {
     };
     against_host(cartpole_iteration, {"warps", "tiles", "threads"});
     against_host(wide_proxy_iteration, {"tiles", "threads"});
-    against_host(isaac_ant_iteration, {"tiles", "threads"});  // the tile kernel reading weights from global memory
+    // the tile kernel reading weights from global memory; gemm: cuBLASLt products in fp32 (the default there)
+    against_host(isaac_ant_iteration, {"tiles", "threads", "gemm"});
+    against_host(wide_proxy_iteration, {"gemm"});
     // the warp kernel is refused for the wide network with one line (runs.cu asserts its default is the tiles)
     const auto refused = wide_proxy_iteration("warps");
     CAPTURE(refused.refusal);
-    CHECK(refused.refusal.find("GMI_PPO_GRADIENT: got \"warps\", need tiles, threads or nothing (the default, tiles) "
+    CHECK(refused.refusal.find("GMI_PPO_GRADIENT: got \"warps\", need tiles, threads, gemm or nothing (the default, tiles) "
                                "for this network") != std::string::npos);
   }
 

@@ -1,5 +1,8 @@
 #pragma once
-// The batched CUDA paths of gmi::nn::mlp, chosen at compile time from the sizes:
+// The batched CUDA paths of gmi::nn::mlp:
+//  - auto_path: fused_path where it fits and the network is narrower than network_config::lt_min_width, else
+//    lt_path, chosen at construction.
+//  - lt_path: cuBLASLt products with fused epilogues in fp32, TF32 or bf16 (lt_mlp.cuh).
 //  - fused_path (narrow networks whose weights fit in shared memory): one kernel per pass, weights staged in
 //    shared memory, one thread per sample running the per-sample code; backward sums parameter gradients per
 //    block in shared memory, then a second kernel sums the blocks in order (deterministic, no atomics). fp32.
@@ -12,6 +15,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -20,7 +24,9 @@
 #include <gmi/cuda/check.hpp>
 #include <gmi/exec/policy.hpp>
 #include <gmi/nn/detail/cublas.hpp>
+#include <gmi/nn/lt_mlp.cuh>
 #include <gmi/nn/mlp.hpp>
+#include <gmi/nn/network_config.hpp>
 
 namespace gmi::nn {
 
@@ -63,14 +69,6 @@ struct fused_plan {
   static constexpr bool fits = Net::max_width <= 128 && backward_block > 0 && forward_bytes <= smem_budget;
 };
 
-template <class Net, class Path>
-struct resolve_path {
-  using type = Path;
-};
-template <class Net>
-struct resolve_path<Net, auto_path> {
-  using type = std::conditional_t<fused_plan<Net>::fits, fused_path, gemm_path<gemm_precision::tf32>>;
-};
 
 template <class Net>
 __global__ static void __launch_bounds__(128)
@@ -181,15 +179,16 @@ class batch_mlp<Net, exec::cuda, Path> {
 
  public:
   using net = Net;
-  using path = typename detail::resolve_path<Net, Path>::type;
-  static constexpr bool is_fused = std::is_same_v<path, fused_path>;
+  using path_type = Path;
+  static constexpr bool is_fused = std::is_same_v<path_type, fused_path>;
   static_assert(!is_fused || detail::fused_plan<Net>::backward_block > 0,
                 "gmi::nn::batch_mlp: fused_path asked for, but the network does not fit in shared memory; use "
                 "gemm_path or auto_path");
   static constexpr const char* path_name = [] {
     if constexpr (is_fused) return "fused_fp32";
-    else return path::precision == gemm_precision::tf32 ? "gemm_tf32" : "gemm_fp32";
+    else return path_type::precision == gemm_precision::tf32 ? "gemm_tf32" : "gemm_fp32";
   }();
+  [[nodiscard]] const char* path() const noexcept { return path_name; }
 
   // max_batch: the largest n forward/backward will see (sizes the workspace).
   batch_mlp(exec::cuda policy, std::size_t max_batch) : policy_(policy), max_batch_(max_batch) {
@@ -282,7 +281,7 @@ class batch_mlp<Net, exec::cuda, Path> {
 
   static constexpr cublasComputeType_t compute_type() {
     if constexpr (is_fused) return CUBLAS_COMPUTE_32F;
-    else return path::precision == gemm_precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    else return path_type::precision == gemm_precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   }
 
   // Row-major C[rows][cols] = op(A) op(B) in cuBLAS's column-major terms (see the call sites).
@@ -360,6 +359,71 @@ class batch_mlp<Net, exec::cuda, Path> {
   cuda::device_buffer<float> work_;  // fused: per-block gradient partials; gemm: two [n][max_width] buffers
   cuda::device_buffer<float> ones_;  // gemm: the ones vector of the bias-gradient GEMV
   detail::cublas_handle blas_;
+};
+
+// lt_path: lt_mlp behind the batch_mlp interface; the precision comes from the network_config.
+template <class Net>
+class batch_mlp<Net, exec::cuda, lt_path> {
+ public:
+  using net = Net;
+  using path_type = lt_path;
+  static constexpr bool is_fused = false;
+  static constexpr const char* path_name = "lt";
+
+  batch_mlp(exec::cuda policy, std::size_t max_batch, const network_config& cfg = {}) : lt_(policy, max_batch, cfg) {}
+  static constexpr std::size_t acts_size(std::size_t n) { return n * Net::activation_size; }
+  [[nodiscard]] std::size_t max_batch() const noexcept { return lt_.max_batch(); }
+  [[nodiscard]] const char* path() const noexcept { return lt_.path(); }
+  void forward(device_span<const float> params, device_span<const float> x, device_span<float> out,
+               device_span<float> acts = {}) {
+    lt_.forward(params, x, out, acts);
+  }
+  void backward(device_span<const float> params, device_span<const float> x, device_span<const float> acts,
+                device_span<const float> d_out, device_span<float> d_params, device_span<float> d_x = {}) {
+    lt_.backward(params, x, acts, d_out, d_params, d_x);
+  }
+  [[nodiscard]] lt_mlp<Net>& lt() noexcept { return lt_; }
+
+ private:
+  lt_mlp<Net> lt_;
+};
+
+// auto_path: the shared-memory kernels for narrow networks, cuBLASLt for wide ones (network_config::lt_min_width).
+template <class Net>
+class batch_mlp<Net, exec::cuda, auto_path> {
+  static constexpr bool fused_fits = detail::fused_plan<Net>::fits;
+  using fused_type = std::conditional_t<fused_fits, batch_mlp<Net, exec::cuda, fused_path>, lt_mlp<Net>>;
+
+ public:
+  using net = Net;
+  using path_type = auto_path;
+  // What a default network_config picks.
+  static constexpr const char* path_name =
+      uses_lt(network_config{}, Net::max_width, fused_fits) ? "lt" : "fused_fp32";
+
+  batch_mlp(exec::cuda policy, std::size_t max_batch, const network_config& cfg = {}) {
+    validate(cfg);
+    if (uses_lt(cfg, Net::max_width, fused_fits)) lt_.emplace(policy, max_batch, cfg);
+    else if constexpr (fused_fits) fused_.emplace(policy, max_batch);
+  }
+  static constexpr std::size_t acts_size(std::size_t n) { return n * Net::activation_size; }
+  [[nodiscard]] bool is_lt() const noexcept { return lt_.has_value(); }
+  [[nodiscard]] std::size_t max_batch() const noexcept { return lt_ ? lt_->max_batch() : fused_->max_batch(); }
+  [[nodiscard]] const char* path() const noexcept { return lt_ ? lt_->path() : "fused_fp32"; }
+  void forward(device_span<const float> params, device_span<const float> x, device_span<float> out,
+               device_span<float> acts = {}) {
+    if (lt_) lt_->forward(params, x, out, acts);
+    else if constexpr (fused_fits) fused_->forward(params, x, out, acts);
+  }
+  void backward(device_span<const float> params, device_span<const float> x, device_span<const float> acts,
+                device_span<const float> d_out, device_span<float> d_params, device_span<float> d_x = {}) {
+    if (lt_) lt_->backward(params, x, acts, d_out, d_params, d_x);
+    else if constexpr (fused_fits) fused_->backward(params, x, acts, d_out, d_params, d_x);
+  }
+
+ private:
+  std::optional<lt_mlp<Net>> lt_;
+  std::optional<fused_type> fused_;  // the fused kernels where they fit (otherwise never engaged)
 };
 
 }  // namespace gmi::nn

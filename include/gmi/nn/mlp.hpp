@@ -179,17 +179,20 @@ inline constexpr bool is_mlp = false;
 template <class L, class A, class O, class T>
 inline constexpr bool is_mlp<mlp<L, A, O, T>> = true;
 
-// Batched paths, chosen at compile time from the sizes (mlp.cuh). Precision of the cuBLAS path:
+// Batched paths (mlp.cuh, lt_mlp.cuh). Precision of the cuBLAS gemm_path:
 enum class gemm_precision {
   fp32,  // CUBLAS_COMPUTE_32F: plain fp32 products (CUDA cores)
   tf32,  // CUBLAS_COMPUTE_32F_FAST_TF32: fp32 in and out, tensor-core products with 10-bit mantissas
 };
-struct auto_path {};   // fused_path when the network fits in shared memory and is narrow, else gemm_path<tf32>
+// auto_path: fused_path where the network fits in shared memory and is narrower than network_config::lt_min_width,
+// else lt_path (chosen at construction from the network_config given there).
+struct auto_path {};
 struct fused_path {};  // one kernel: weights in shared memory, one thread per sample
 template <gemm_precision P = gemm_precision::tf32>
 struct gemm_path {     // one cuBLAS GEMM per layer plus small bias/activation kernels
   static constexpr gemm_precision precision = P;
 };
+struct lt_path {};     // cuBLASLt products with fused epilogues, precision from network_config (lt_mlp.cuh)
 
 // batch_mlp<Net, Policy, Path>: forward and backward over a batch of samples (row-major [n][features]).
 // Specialised for exec::host here and for exec::cuda in mlp.cuh.

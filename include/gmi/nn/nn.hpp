@@ -7,9 +7,12 @@
 #include <gmi/nn/heads.hpp>
 #include <gmi/nn/layers.hpp>
 #include <gmi/nn/mlp.hpp>
+#include <gmi/nn/network_config.hpp>
 #include <gmi/nn/normalizer.hpp>
 #if defined(__CUDACC__)
 #include <gmi/nn/adam.cuh>
+#include <gmi/nn/lt_linear.cuh>
+#include <gmi/nn/lt_mlp.cuh>
 #include <gmi/nn/mlp.cuh>
 #include <gmi/nn/normalizer.cuh>
 #endif

@@ -1,12 +1,14 @@
 #pragma once
 // The serving tier for networks too wide for one thread per environment: each step is the network's forward
-// for the whole batch through batch_mlp (cuBLAS, TF32 by default), then one kernel that samples every action,
+// for the whole batch through batch_mlp (cuBLASLt layers, TF32 unless the network_config says otherwise), then
+// one kernel that samples every action,
 // steps every environment and writes the next normalized observations. A window of steps is captured once as a
 // CUDA graph and replayed, so the CPU issues one launch per window.
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include <gmi/cuda/buffer.hpp>
@@ -14,6 +16,7 @@
 #include <gmi/cuda/graph.hpp>
 #include <gmi/exec/cuda.cuh>
 #include <gmi/nn/mlp.cuh>
+#include <gmi/nn/network_config.hpp>
 #include <gmi/nn/normalizer.cuh>
 #include <gmi/nn/normalizer.hpp>
 #include <gmi/rl/env_batch.cuh>
@@ -44,20 +47,24 @@ struct sample_and_step_fn {
 };
 }  // namespace detail
 
-template <gmi::env E, class Net, class Path = nn::gemm_path<nn::gemm_precision::tf32>>
+// Serving runs TF32 products unless told otherwise (inference only: the policy trained elsewhere).
+inline nn::network_config serving_network_config() { return {.precision = nn::precision::tf32}; }
+
+template <gmi::env E, class Net, class Path = nn::lt_path>
 class batched_server {
  public:
   using forward_type = nn::batch_mlp<typename Net::net, exec::cuda, Path>;
   static constexpr const char* path_name = forward_type::path_name;
 
-  batched_server(int num_envs, std::uint64_t seed, exec::cuda policy, int graph_steps = 20)
+  batched_server(int num_envs, std::uint64_t seed, exec::cuda policy, int graph_steps = 20,
+                 const nn::network_config& net_cfg = serving_network_config())
       : policy_(policy),
         n_(static_cast<std::size_t>(num_envs)),
         seed_(seed),
         graph_steps_(graph_steps),
         envs_(num_envs, seed, typename E::params{}, policy),
         norm_(E::obs_dim, nn::normalizer_config{}, policy),
-        forward_(policy, n_),
+        forward_(make_forward(policy, n_, net_cfg)),
         params_(Net::param_count),
         inputs_(n_ * E::obs_dim),
         outputs_(n_ * (E::act_dim + 1)),
@@ -107,8 +114,17 @@ class batched_server {
   [[nodiscard]] int graph_steps() const noexcept { return graph_steps_; }
   void synchronize() { GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream)); }
   [[nodiscard]] int num_envs() const noexcept { return static_cast<int>(n_); }
+  // The forward path in use ("lt_tf32", "fused_fp32", "gemm_tf32", ...).
+  [[nodiscard]] const char* path() const noexcept { return forward_.path(); }
 
  private:
+  static forward_type make_forward(exec::cuda policy, std::size_t n, const nn::network_config& cfg) {
+    if constexpr (std::is_constructible_v<forward_type, exec::cuda, std::size_t, const nn::network_config&>)
+      return forward_type(policy, n, cfg);
+    else
+      return forward_type(policy, n);
+  }
+
   exec::cuda policy_;
   std::size_t n_;
   std::uint64_t seed_;

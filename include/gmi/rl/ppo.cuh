@@ -3,7 +3,8 @@
 // in shared memory); minibatch_gradient forms each minibatch's gradient: one warp per sample with the gradient
 // held in the lanes' registers and summed per block (detail/ppo_warp_gradient.cuh), or, for networks too wide for
 // that, a tile of samples per block as small matrix products in shared memory (detail/ppo_tile_gradient.cuh), or
-// one thread per sample with warps summing their 32 samples by shuffles; a second kernel adds the partial
+// one thread per sample with warps summing their 32 samples by shuffles, or, for wide networks, as batched
+// cuBLASLt products over the whole minibatch (detail/ppo_lt_gradient.cuh, one row); a second kernel adds the partial
 // rows in order (fixed orders throughout, so results do not vary between runs). A synced trainer whose group
 // shares its rows (ppo_sync::exchange) does the rest of a minibatch step in one more launch, ppo_step_kernel: that
 // sum, the group's mean through the row exchange, Adam, the learning-rate rule.
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include <gmi/core/error.hpp>
@@ -30,6 +32,8 @@
 #include <gmi/nn/normalizer.cuh>
 #include <gmi/rl/detail/ppo_stats_gather.cuh>
 #include <gmi/rl/detail/ppo_step.cuh>
+#include <gmi/nn/network_config.hpp>
+#include <gmi/rl/detail/ppo_lt_gradient.cuh>
 #include <gmi/rl/detail/ppo_tile_gradient.cuh>
 #include <gmi/rl/detail/ppo_warp_gradient.cuh>
 #include <gmi/rl/env_batch.cuh>
@@ -174,9 +178,9 @@ __global__ static void ppo_average_rows_kernel(float* grads, int row, int param_
 }
 
 // How minibatch_gradient forms a minibatch's partial rows (GMI_PPO_GRADIENT picks one, for comparisons).
-enum class gradient_path { warps, tiles, threads };
+enum class gradient_path { warps, tiles, threads, gemm };
 inline const char* gradient_path_name(gradient_path p) {
-  return p == gradient_path::warps ? "warps" : p == gradient_path::tiles ? "tiles" : "threads";
+  return p == gradient_path::warps ? "warps" : p == gradient_path::tiles ? "tiles" : p == gradient_path::threads ? "threads" : "gemm";
 }
 
 // One minibatch's mean gradient row (and loss terms) on the GPU: partial rows, one per block of the warp kernel
@@ -194,27 +198,39 @@ class minibatch_gradient {
   // one per SM and an 8192-sample minibatch used 32 of 132 SMs; 64-thread blocks spread the same warps wider.
   static constexpr int thread_block = 64;
 
-  // The path used unless GMI_PPO_GRADIENT asks for another.
-  static constexpr gradient_path default_path =
-      warp_path::fits ? gradient_path::warps : tile_path::fits ? gradient_path::tiles : gradient_path::threads;
+  // The path used unless GMI_PPO_GRADIENT asks for another: cuBLASLt products (ppo_lt_gradient.cuh) for networks
+  // at least network_config::lt_min_width wide, else the per-sample kernels.
+  static constexpr gradient_path default_path_for(const nn::network_config& cfg) {
+    return nn::uses_lt(cfg, Net::net::max_width, warp_path::fits || tile_path::fits) ? gradient_path::gemm
+           : warp_path::fits                                                        ? gradient_path::warps
+           : tile_path::fits                                                        ? gradient_path::tiles
+                                                                                    : gradient_path::threads;
+  }
+  static constexpr gradient_path default_path = default_path_for(nn::network_config{});
 
-  static gradient_path chosen_path() {
+  static gradient_path chosen_path(const nn::network_config& cfg = {}) {
+    const gradient_path fallback = default_path_for(cfg);
     const char* v = std::getenv("GMI_PPO_GRADIENT");
-    if (!v || !*v) return default_path;
+    if (!v || !*v) return fallback;
     const std::string want = v;
     std::string allowed = warp_path::fits ? "warps, " : "";
     if (tile_path::fits) allowed += "tiles, ";
-    allowed += "threads or nothing (the default, ";
-    allowed += gradient_path_name(default_path);
+    allowed += "threads, gemm or nothing (the default, ";
+    allowed += gradient_path_name(fallback);
     allowed += ") for this network";
     if (want == "warps" && warp_path::fits) return gradient_path::warps;
     if (want == "tiles" && tile_path::fits) return gradient_path::tiles;
     if (want == "threads") return gradient_path::threads;
+    if (want == "gemm") return gradient_path::gemm;
     throw gmi::config_error(gmi::got_need("GMI_PPO_GRADIENT", want, allowed));
   }
 
-  // sm_count: the SMs the kernels may use (a GMI's slice); 0: the whole device.
-  minibatch_gradient(std::size_t max_count, int sm_count) : path_(chosen_path()) {
+  // sm_count: the SMs the kernels may use (a GMI's slice); 0: the whole device. cfg: the gemm path's precision and
+  // the width from which it is the default.
+  minibatch_gradient(std::size_t max_count, int sm_count, const nn::network_config& cfg = {})
+      : path_(chosen_path(cfg)) {
+    nn::validate(cfg);
+    if (path_ == gradient_path::gemm) lt_.emplace(std::max<std::size_t>(max_count, 1), nullptr, cfg);
     int device = 0, sms = sm_count;
     if (sms <= 0) {
       GMI_CUDA_TRY(cudaGetDevice(&device));
@@ -238,6 +254,7 @@ class minibatch_gradient {
     std::size_t most = (max_count + thread_block - 1) / thread_block * (thread_block / 32);
     if (path_ == gradient_path::warps) most = blocks(max_count);
     if (path_ == gradient_path::tiles) most = (max_count + tile_path::tile - 1) / tile_path::tile;
+    if (path_ == gradient_path::gemm) most = 1;
     if (path_ == gradient_path::tiles && !tile_path::shared_weights) transposed_ = cuda::device_buffer<float>(Net::net::param_count);
     most = std::max<std::size_t>(most, 1);
     rows_ = cuda::device_buffer<float>(most * row);
@@ -278,6 +295,10 @@ class minibatch_gradient {
                           int epoch, int epochs, cudaStream_t s) {
     std::size_t parts = 0;
     bool launched = false;
+    if (path_ == gradient_path::gemm) {  // one row, no partial sums
+      lt_->enqueue(mb, params, round_base, epoch, epochs, rows_.data(), s);
+      return {rows_.data(), 1};
+    }
     if constexpr (warp_path::fits) {
       if (path_ == gradient_path::warps) {
         parts = blocks(mb.count);
@@ -321,6 +342,7 @@ class minibatch_gradient {
   gradient_path path_;
   int sms_ = 1, resident_ = 1;
   cuda::device_buffer<float> rows_, partial_, transposed_;  // transposed_: the tile kernel's weights, when not shared
+  std::optional<lt_gradient<Net>> lt_;                      // the gemm path's buffers and plans
 };
 
 __global__ static void ppo_count_iteration_kernel(std::uint64_t* iteration) { *iteration += 1; }
@@ -571,7 +593,7 @@ struct ppo_device_ops {
 
 namespace gmi::rl {
 
-// How the GPU trainer forms Net's minibatch gradients ("warps", "tiles" or "threads"), for result lines; throws
+// How the GPU trainer forms Net's minibatch gradients ("warps", "tiles", "threads" or "gemm"), for result lines; throws
 // config_error when GMI_PPO_GRADIENT asks for a path Net does not fit.
 template <class Net>
 const char* minibatch_gradient_name() {

@@ -1,0 +1,322 @@
+#pragma once
+// The batched forward and backward of a gmi::nn::mlp as cuBLASLt products with fused epilogues (lt_linear.cuh),
+// in fp32, TF32 or bf16 (network_config::precision). Forward: per layer one product with the bias (and ReLU)
+// in its epilogue; activations without an epilogue (ELU, tanh) in one elementwise pass that also writes the
+// bf16 copy the next layer reads. Backward: per layer the weight gradient with the bias gradient in its epilogue
+// (BGRADB; a column-sum kernel where cuBLASLt has none for the types), the input gradient, then one pass that
+// forms the layer below's dz. Activation records use the layout of mlp.cuh's gemm_path: layer l's outputs at
+// acts + n * activation_offset(l), [n][width]. bf16: weights and layer inputs are converted per call from the fp32
+// master copies; products accumulate in fp32 and write fp32. Every call is capturable in a CUDA graph.
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include <gmi/core/span.hpp>
+#include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/check.hpp>
+#include <gmi/exec/policy.hpp>
+#include <gmi/nn/activation.hpp>
+#include <gmi/nn/lt_linear.cuh>
+#include <gmi/nn/mlp.hpp>
+#include <gmi/nn/network_config.hpp>
+
+namespace gmi::nn {
+
+namespace detail {
+
+// Leading dimension of a bf16 copy: a multiple of 8 elements (16 bytes), what the tensor-core kernels need.
+inline constexpr int bf16_ld(int width) { return (width + 7) / 8 * 8; }
+
+template <class L>
+struct lt_layout_of {
+  // Offset of layer l's bf16 weights, [out][bf16_ld(in)], each layer starting on 256 bytes.
+  static constexpr std::size_t w16_offset(int l) {
+    std::size_t off = 0;
+    for (int k = 0; k < l; ++k) off += (static_cast<std::size_t>(L::width(k + 1)) * bf16_ld(L::width(k)) + 127) / 128 * 128;
+    return off;
+  }
+  static constexpr std::size_t w16_size = w16_offset(L::count);
+  static constexpr int max_ld16 = bf16_ld(L::max_width);
+};
+
+inline unsigned lt_blocks(std::size_t total, int block) {
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>((total + block - 1) / block, 8192)));
+}
+
+// The bf16 weights of every layer from the fp32 parameters (biases stay fp32, read from params).
+template <class L>
+__global__ static void lt_weights_to_bf16_kernel(const float* __restrict__ params, __nv_bfloat16* __restrict__ w16) {
+  const int stride = static_cast<int>(gridDim.x * blockDim.x);
+  for (int p = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); p < L::param_count; p += stride) {
+    int l = 0;
+    while (l + 1 < L::count && p >= L::weight_offset(l + 1)) ++l;
+    const int I = L::width(l), local = p - L::weight_offset(l);
+    if (local >= I * L::width(l + 1)) continue;  // a bias
+    w16[lt_layout_of<L>::w16_offset(l) + static_cast<std::size_t>(local / I) * bf16_ld(I) + local % I] =
+        __float2bfloat16_rn(params[p]);
+  }
+}
+
+// dst[r][c] (row stride ld) = bf16(src[r][c]) for a [rows][w] fp32 matrix.
+__global__ static void lt_to_bf16_kernel(const float* __restrict__ src, std::size_t rows, int w,
+                                         __nv_bfloat16* __restrict__ dst, int ld) {
+  const std::size_t total = rows * static_cast<std::size_t>(w);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride)
+    dst[(k / w) * ld + k % w] = __float2bfloat16_rn(src[k]);
+}
+
+// After a layer's product: y = Act(y + bias) (bias may be nullptr: already added; apply_act false: already
+// applied), and the result also into copy (fp32, same layout) and next16 (bf16, row stride ld16) where given.
+template <class Act>
+__global__ static void lt_forward_post_kernel(float* __restrict__ y, const float* __restrict__ bias, bool apply_act,
+                                              std::size_t rows, int w, float* __restrict__ copy,
+                                              __nv_bfloat16* __restrict__ next16, int ld16) {
+  const std::size_t total = rows * static_cast<std::size_t>(w);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
+    const int c = static_cast<int>(k % w);
+    float v = y[k];
+    if (bias) v += bias[c];
+    if (apply_act) v = Act::f(v);
+    y[k] = v;
+    if (copy) copy[k] = v;
+    if (next16) next16[(k / w) * ld16 + c] = __float2bfloat16_rn(v);
+  }
+}
+
+// dz = g * Act'(y) into dz32 (may alias g) and, where given, its bf16 copy (row stride ld16).
+template <class Act>
+__global__ static void lt_dz_kernel(const float* g, const float* __restrict__ y, std::size_t rows, int w, float* dz32,
+                                    __nv_bfloat16* __restrict__ dz16, int ld16) {
+  const std::size_t total = rows * static_cast<std::size_t>(w);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
+    const float v = g[k] * Act::grad_from_output(y[k]);
+    dz32[k] = v;
+    if (dz16) dz16[(k / w) * ld16 + k % w] = __float2bfloat16_rn(v);
+  }
+}
+
+// out[c] = sum over rows r (8 strided partial sums, then those in order) of m[r][c]: the bias gradient where the
+// product's epilogue cannot form it. Blocks of 32 x 8 threads, one column per x; the same sums on every run.
+__global__ static void lt_column_sum_kernel(const float* __restrict__ m, std::size_t rows, int w,
+                                            float* __restrict__ out) {
+  __shared__ float part[8][33];
+  const int c = static_cast<int>(blockIdx.x) * 32 + static_cast<int>(threadIdx.x);
+  float s = 0.0f;
+  if (c < w)
+    for (std::size_t r = threadIdx.y; r < rows; r += 8) s += m[r * w + c];
+  part[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < w) {
+    float t = 0.0f;
+    for (int k = 0; k < 8; ++k) t += part[k][threadIdx.x];
+    out[c] = t;
+  }
+}
+
+}  // namespace detail
+
+// lt_mlp<Net>: forward and backward of a whole mlp batch through cuBLASLt. Interface as batch_mlp<exec::cuda>.
+template <class Net>
+class lt_mlp {
+  static_assert(is_mlp<Net>, "gmi::nn::lt_mlp: Net must be a gmi::nn::mlp<...>");
+  static_assert(std::is_same_v<typename Net::scalar, float>, "gmi::nn::lt_mlp: the CUDA paths run float");
+  using L = typename Net::layers;
+  using Act = typename Net::activation;
+  using OutAct = typename Net::output_activation;
+  using lay = detail::lt_layout_of<L>;
+
+ public:
+  using net = Net;
+
+  lt_mlp(exec::cuda policy, std::size_t max_batch, const network_config& cfg = {})
+      : policy_(policy), max_batch_(max_batch), cfg_(cfg),
+        gemm_(static_cast<std::size_t>(cfg.lt_workspace_mib) << 20) {
+    validate(cfg);
+    gmi::require(max_batch >= 1, "lt_mlp max_batch", max_batch, ">= 1");
+    work_ = cuda::device_buffer<float>(2 * max_batch * Net::max_width);
+    if (cfg_.precision == precision::bf16) {
+      w16_ = cuda::device_buffer<__nv_bfloat16>(lay::w16_size);
+      h16_ = cuda::device_buffer<__nv_bfloat16>(2 * max_batch * lay::max_ld16);
+      w16_.fill_bytes(0, policy_.stream);
+      h16_.fill_bytes(0, policy_.stream);
+    }
+  }
+
+  static constexpr std::size_t acts_size(std::size_t n) { return n * Net::activation_size; }
+  [[nodiscard]] std::size_t max_batch() const noexcept { return max_batch_; }
+  [[nodiscard]] const network_config& config() const noexcept { return cfg_; }
+  [[nodiscard]] precision mode() const noexcept { return cfg_.precision; }
+  // "lt_fp32", "lt_tf32" or "lt_bf16".
+  [[nodiscard]] const char* path() const noexcept {
+    return cfg_.precision == precision::fp32 ? "lt_fp32" : cfg_.precision == precision::tf32 ? "lt_tf32" : "lt_bf16";
+  }
+  // The stream later calls enqueue on (the plans do not depend on it).
+  void set_stream(cudaStream_t s) noexcept { policy_.stream = s; }
+  // Plans made so far (one per distinct product shape and pointer alignment).
+  [[nodiscard]] std::size_t plans() const noexcept { return gemm_.plans(); }
+
+  void forward(device_span<const float> params, device_span<const float> x, device_span<float> out,
+               device_span<float> acts = {}) {
+    detail::require_size(params, Net::param_count, "mlp forward: params size");
+    const std::size_t n = detail::batch_of(x, Net::in, "mlp forward: x size");
+    check_batch(n);
+    detail::require_size(out, n * Net::out, "mlp forward: out size");
+    if (!acts.empty()) detail::require_size(acts, acts_size(n), "mlp forward: acts size");
+    if (n == 0) return;
+    forward_raw(params.data(), x.data(), out.data(), acts.empty() ? nullptr : acts.data(), n);
+  }
+
+  void backward(device_span<const float> params, device_span<const float> x, device_span<const float> acts,
+                device_span<const float> d_out, device_span<float> d_params, device_span<float> d_x = {}) {
+    detail::require_size(params, Net::param_count, "mlp backward: params size");
+    detail::require_size(d_params, Net::param_count, "mlp backward: d_params size");
+    const std::size_t n = detail::batch_of(x, Net::in, "mlp backward: x size");
+    check_batch(n);
+    detail::require_size(acts, acts_size(n), "mlp backward: acts size");
+    detail::require_size(d_out, n * Net::out, "mlp backward: d_out size");
+    if (!d_x.empty()) detail::require_size(d_x, n * Net::in, "mlp backward: d_x size");
+    if (n == 0) {
+      GMI_CUDA_TRY(cudaMemsetAsync(d_params.data(), 0, d_params.size_bytes(), policy_.stream));
+      return;
+    }
+    backward_raw(params.data(), x.data(), acts.data(), d_out.data(), d_params.data(), d_x.empty() ? nullptr : d_x.data(),
+                 n);
+  }
+
+  // The same without size checks, for callers that checked once (the PPO gradient path): n <= max_batch.
+  void forward_raw(const float* params, const float* x, float* out, float* acts, std::size_t n) {
+    const bool bf16 = cfg_.precision == precision::bf16;
+    const int N = static_cast<int>(n);
+    if (bf16) {
+      convert_weights(params);
+      to_bf16(x, n, Net::in, h16(0));
+    }
+    const float* in = x;
+    for (int l = 0; l < Net::count; ++l) {
+      const int I = L::width(l), O = L::width(l + 1);
+      const bool last = l == Net::count - 1;
+      float* dst = acts ? acts + n * L::activation_offset(l) : (last ? out : buffer(l, n));
+      float* bias = const_cast<float*>(params + L::bias_offset(l));
+      const bool relu_here = last ? std::is_same_v<OutAct, relu> : std::is_same_v<Act, relu>;
+      const bool identity_here = last ? std::is_same_v<OutAct, identity> : std::is_same_v<Act, identity>;
+      lt_shape s{.trans_a = true, .trans_b = false, .m = O, .n = N, .k = I, .lda = bf16 ? detail::bf16_ld(I) : I,
+                 .ldb = bf16 ? detail::bf16_ld(I) : I, .ldd = O, .prec = cfg_.precision,
+                 .epilogue = relu_here ? lt_epilogue::relu_bias : lt_epilogue::bias};
+      const void* A = bf16 ? static_cast<const void*>(w16_.data() + lay::w16_offset(l))
+                           : static_cast<const void*>(params + L::weight_offset(l));
+      const void* B = bf16 ? static_cast<const void*>(h16(l)) : static_cast<const void*>(in);
+      bool fused = gemm_.run(s, A, B, dst, bias, policy_.stream);
+      if (!fused) {
+        s.epilogue = lt_epilogue::none;
+        gemm_.run(s, A, B, dst, nullptr, policy_.stream);
+      }
+      const bool act_done = fused && (relu_here || identity_here);
+      float* copy = (last && acts) ? out : nullptr;
+      __nv_bfloat16* next16 = (bf16 && !last) ? h16(l + 1) : nullptr;
+      if (!act_done || copy || next16) {
+        const std::size_t total = n * static_cast<std::size_t>(O);
+        const float* b = fused ? nullptr : bias;
+        if (last)
+          detail::lt_forward_post_kernel<OutAct><<<detail::lt_blocks(total, 256), 256, 0, policy_.stream>>>(
+              dst, b, !act_done, n, O, copy, next16, detail::bf16_ld(O));
+        else
+          detail::lt_forward_post_kernel<Act><<<detail::lt_blocks(total, 256), 256, 0, policy_.stream>>>(
+              dst, b, !act_done, n, O, copy, next16, detail::bf16_ld(O));
+        GMI_CUDA_TRY(cudaGetLastError());
+      }
+      in = dst;
+    }
+  }
+
+  void backward_raw(const float* params, const float* x, const float* acts, const float* d_out, float* d_params,
+                    float* d_x, std::size_t n) {
+    const bool bf16 = cfg_.precision == precision::bf16;
+    const int N = static_cast<int>(n);
+    constexpr int last = Net::count - 1;
+    if (bf16) convert_weights(params);
+    __nv_bfloat16* in16 = bf16 ? h16(0) : nullptr;  // the layer's input in bf16
+    __nv_bfloat16* dz16 = bf16 ? h16(1) : nullptr;  // the layer's dz in bf16
+    const float* dz = d_out;
+    if (bf16 || !std::is_same_v<OutAct, identity>) {
+      const std::size_t total = n * static_cast<std::size_t>(Net::out);
+      detail::lt_dz_kernel<OutAct><<<detail::lt_blocks(total, 256), 256, 0, policy_.stream>>>(
+          d_out, acts + n * L::activation_offset(last), n, Net::out, buffer(last, n), dz16, detail::bf16_ld(Net::out));
+      GMI_CUDA_TRY(cudaGetLastError());
+      dz = buffer(last, n);
+    }
+    for (int l = last; l >= 0; --l) {
+      const int I = L::width(l), O = L::width(l + 1);
+      const float* in = l == 0 ? x : acts + n * L::activation_offset(l - 1);
+      if (bf16) to_bf16(in, n, I, in16);
+      // dW^T (I x O, column-major) = X^T (I x n) dZ (n x O); the bias gradient = the sum of dZ over the samples.
+      float* dW = d_params + L::weight_offset(l);
+      float* db = d_params + L::bias_offset(l);
+      lt_shape s{.trans_a = false, .trans_b = true, .m = I, .n = O, .k = N, .lda = bf16 ? detail::bf16_ld(I) : I,
+                 .ldb = bf16 ? detail::bf16_ld(O) : O, .ldd = I, .prec = cfg_.precision,
+                 .epilogue = lt_epilogue::bias_grad_b};
+      const void* A = bf16 ? static_cast<const void*>(in16) : static_cast<const void*>(in);
+      const void* B = bf16 ? static_cast<const void*>(dz16) : static_cast<const void*>(dz);
+      if (!gemm_.run(s, A, B, dW, db, policy_.stream)) {
+        s.epilogue = lt_epilogue::none;
+        gemm_.run(s, A, B, dW, nullptr, policy_.stream);
+        detail::lt_column_sum_kernel<<<static_cast<unsigned>((O + 31) / 32), dim3(32, 8), 0, policy_.stream>>>(dz, n, O,
+                                                                                                              db);
+        GMI_CUDA_TRY(cudaGetLastError());
+      }
+      if (l == 0 && !d_x) break;
+      // dX^T (I x n) = W^T (I x O: W's row-major storage read column-major) dZ^T (O x n).
+      float* dst = l > 0 ? buffer(l - 1, n) : d_x;
+      lt_shape t{.trans_a = false, .trans_b = false, .m = I, .n = N, .k = O, .lda = bf16 ? detail::bf16_ld(I) : I,
+                 .ldb = bf16 ? detail::bf16_ld(O) : O, .ldd = I, .prec = cfg_.precision, .epilogue = lt_epilogue::none};
+      const void* W = bf16 ? static_cast<const void*>(w16_.data() + lay::w16_offset(l))
+                           : static_cast<const void*>(params + L::weight_offset(l));
+      gemm_.run(t, W, B, dst, nullptr, policy_.stream);
+      if (l > 0) {
+        const std::size_t total = n * static_cast<std::size_t>(I);
+        detail::lt_dz_kernel<Act><<<detail::lt_blocks(total, 256), 256, 0, policy_.stream>>>(
+            dst, acts + n * L::activation_offset(l - 1), n, I, dst, dz16, detail::bf16_ld(I));
+        GMI_CUDA_TRY(cudaGetLastError());
+        dz = dst;
+      }
+    }
+  }
+
+ private:
+  void check_batch(std::size_t n) const {
+    gmi::require(n <= max_batch_, "mlp batch size", n,
+                 "<= max_batch " + std::to_string(max_batch_) + " given at construction");
+  }
+  // Two [n][max_width] fp32 buffers, alternating by layer.
+  float* buffer(int l, std::size_t n) { return work_.data() + static_cast<std::size_t>(l % 2) * n * Net::max_width; }
+  // Two [n][bf16_ld(max_width)] bf16 buffers: forward alternates them by layer; backward keeps a layer's input in
+  // the first and its dz in the second.
+  __nv_bfloat16* h16(int l) { return h16_.data() + static_cast<std::size_t>(l % 2) * max_batch_ * lay::max_ld16; }
+
+  void convert_weights(const float* params) {
+    detail::lt_weights_to_bf16_kernel<L>
+        <<<detail::lt_blocks(Net::param_count, 256), 256, 0, policy_.stream>>>(params, w16_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+  void to_bf16(const float* src, std::size_t n, int w, __nv_bfloat16* dst) {
+    detail::lt_to_bf16_kernel<<<detail::lt_blocks(n * w, 256), 256, 0, policy_.stream>>>(src, n, w, dst,
+                                                                                          detail::bf16_ld(w));
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+
+  exec::cuda policy_;
+  std::size_t max_batch_;
+  network_config cfg_;
+  lt_gemm gemm_;
+  cuda::device_buffer<float> work_;
+  cuda::device_buffer<__nv_bfloat16> w16_, h16_;
+};
+
+}  // namespace gmi::nn

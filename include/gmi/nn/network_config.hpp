@@ -1,0 +1,58 @@
+#pragma once
+// The run-time choices of how a network's batched passes run on the GPU: the precision of the matrix products
+// and the width at which the cuBLASLt layers (lt_mlp.cuh) take over from the one-thread-per-sample kernels.
+// Host-only, so configuration code and its tests need no nvcc.
+
+#include <string>
+#include <string_view>
+
+#include <gmi/core/error.hpp>
+
+namespace gmi::nn {
+
+// Precision of the matrix products of the cuBLASLt path. Accumulation and the stored weights stay fp32 in all.
+enum class precision {
+  fp32,  // CUBLAS_COMPUTE_32F: plain fp32 products on CUDA cores
+  tf32,  // CUBLAS_COMPUTE_32F_FAST_TF32: fp32 storage, tensor-core products with 10-bit mantissas
+  bf16,  // bf16 copies of weights and layer inputs, fp32 accumulation and outputs, fp32 master weights
+};
+
+inline constexpr const char* precision_name(precision p) {
+  return p == precision::fp32 ? "fp32" : p == precision::tf32 ? "tf32" : "bf16";
+}
+
+// "fp32" | "tf32" | "bf16"; anything else is a config_error naming the flag.
+inline precision parse_precision(std::string_view s, std::string_view what = "network precision") {
+  if (s == "fp32") return precision::fp32;
+  if (s == "tf32") return precision::tf32;
+  if (s == "bf16") return precision::bf16;
+  throw gmi::config_error(gmi::got_need(what, std::string(s), "fp32, tf32 or bf16"));
+}
+
+struct network_config {
+  // fp32 until the learning suite shows tf32/bf16 reach the same returns.
+  nn::precision precision = nn::precision::fp32;
+  // A network whose widest layer has at least this many units runs its batched passes through cuBLASLt; a
+  // narrower one keeps the shared-memory kernels where they fit. The default is the width where those
+  // kernels stop fitting (mlp.cuh's fused_plan); bench/wide measures where the crossover is.
+  int lt_min_width = 129;
+  // cuBLASLt workspace, allocated once per network (split-K and some Hopper kernels need it).
+  int lt_workspace_mib = 32;
+};
+
+// Throws config_error ("got X, need Y") on the first bad field.
+inline void validate(const network_config& c) {
+  const int p = static_cast<int>(c.precision);
+  gmi::require(p >= 0 && p <= 2, "network precision", p, "fp32 (0), tf32 (1) or bf16 (2)");
+  gmi::require(c.lt_min_width >= 1, "network lt_min_width", c.lt_min_width, ">= 1");
+  gmi::require(c.lt_workspace_mib >= 0 && c.lt_workspace_mib <= 1024, "network lt_workspace_mib", c.lt_workspace_mib,
+               "0 to 1024");
+}
+
+// Whether a network whose widest layer is max_width runs through cuBLASLt, given whether the shared-memory
+// kernels can hold it at all.
+inline constexpr bool uses_lt(const network_config& c, int max_width, bool small_kernels_fit) {
+  return !small_kernels_fit || max_width >= c.lt_min_width;
+}
+
+}  // namespace gmi::nn

@@ -1,0 +1,97 @@
+// The CUDA side of the cuBLASLt network tests: copy in, run lt_mlp (or batch_mlp<auto_path>), copy out.
+#include "lt_kernels.hpp"
+
+#include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/check.hpp>
+#include <gmi/cuda/stream.hpp>
+#include <gmi/nn/nn.hpp>
+
+namespace nn_gpu {
+namespace {
+
+std::vector<float> download(const gmi::cuda::device_buffer<float>& d, cudaStream_t s) {
+  std::vector<float> v(d.size());
+  if (!v.empty()) GMI_CUDA_TRY(cudaMemcpyAsync(v.data(), d.data(), d.size_bytes(), cudaMemcpyDeviceToHost, s));
+  GMI_CUDA_TRY(cudaStreamSynchronize(s));
+  return v;
+}
+gmi::cuda::device_buffer<float> upload(const std::vector<float>& v, cudaStream_t s) {
+  gmi::cuda::device_buffer<float> d(v.size());
+  if (!v.empty()) GMI_CUDA_TRY(cudaMemcpyAsync(d.data(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  return d;
+}
+
+template <class Net, class Impl>
+lt_run run_with(Impl& b, cudaStream_t s, const std::vector<float>& params, const std::vector<float>& x,
+                const std::vector<float>& d_out) {
+  const std::size_t n = x.size() / Net::in;
+  auto p = upload(params, s);
+  auto xd = upload(x, s);
+  auto g = upload(d_out, s);
+  gmi::cuda::device_buffer<float> out(n * Net::out), out2(n * Net::out), acts(Net::activation_size * n),
+      d_params(Net::param_count), d_x(n * Net::in);
+  b.forward(p, xd, out, acts);
+  b.forward(p, xd, out2);
+  b.backward(p, xd, acts, g, d_params, d_x);
+  lt_run r;
+  r.path = b.path();
+  r.out = download(out, s);
+  r.out_inference = download(out2, s);
+  r.d_params = download(d_params, s);
+  r.d_x = download(d_x, s);
+  // Capture the same calls into fresh outputs and replay them.
+  gmi::cuda::device_buffer<float> gout(n * Net::out), gd_params(Net::param_count), gd_x(n * Net::in);
+  gout.fill_bytes(0, s);
+  gd_params.fill_bytes(0, s);
+  gd_x.fill_bytes(0, s);
+  acts.fill_bytes(0, s);
+  GMI_CUDA_TRY(cudaStreamSynchronize(s));
+  if constexpr (requires { b.plans(); }) r.plans_before_graph = b.plans();
+  cudaGraph_t graph = nullptr;
+  GMI_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  b.forward(p, xd, gout, acts);
+  b.backward(p, xd, acts, g, gd_params, gd_x);
+  GMI_CUDA_TRY(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  GMI_CUDA_TRY(e);
+  GMI_CUDA_TRY(cudaGraphLaunch(exec, s));
+  GMI_CUDA_TRY(cudaStreamSynchronize(s));
+  cudaGraphExecDestroy(exec);
+  if constexpr (requires { b.plans(); }) r.plans_after_graph = b.plans();
+  r.graph_out = download(gout, s);
+  r.graph_d_params = download(gd_params, s);
+  r.graph_d_x = download(gd_x, s);
+  return r;
+}
+
+template <class Net>
+lt_run run_net(const nn::network_config& cfg, bool use_auto, const std::vector<float>& params,
+               const std::vector<float>& x, const std::vector<float>& d_out) {
+  gmi::cuda::stream s;
+  const std::size_t n = x.size() / Net::in;
+  if (use_auto) {
+    nn::batch_mlp<Net, gmi::exec::cuda, nn::auto_path> b(gmi::exec::cuda{.stream = s}, n + 5, cfg);
+    return run_with<Net>(b, s, params, x, d_out);
+  }
+  nn::lt_mlp<Net> b(gmi::exec::cuda{.stream = s}, n + 5, cfg);
+  return run_with<Net>(b, s, params, x, d_out);
+}
+
+}  // namespace
+
+lt_run run_lt(lt_net net, const nn::network_config& cfg, bool use_auto, const std::vector<float>& params,
+              const std::vector<float>& x, const std::vector<float>& d_out) {
+  switch (net) {
+    case lt_net::shadow_hand: return run_net<shadow_hand_net>(cfg, use_auto, params, x, d_out);
+    case lt_net::humanoid: return run_net<humanoid_net>(cfg, use_auto, params, x, d_out);
+    case lt_net::ant: return run_net<ant_lt_net>(cfg, use_auto, params, x, d_out);
+    case lt_net::odd_tanh: return run_net<odd_tanh_net>(cfg, use_auto, params, x, d_out);
+    case lt_net::odd_relu: return run_net<odd_relu_net>(cfg, use_auto, params, x, d_out);
+    case lt_net::cartpole_body: return run_net<cartpole_body_net>(cfg, use_auto, params, x, d_out);
+  }
+  return {};
+}
+
+}  // namespace nn_gpu

@@ -1,0 +1,39 @@
+#pragma once
+// Host entry points into the cuBLASLt network path (lt_mlp.cuh), for the doctest file.
+
+#include <string>
+#include <vector>
+
+#include <gmi/nn/activation.hpp>
+#include <gmi/nn/mlp.hpp>
+#include <gmi/nn/network_config.hpp>
+
+namespace nn_gpu {
+
+namespace nn = gmi::nn;
+// The paper's three policies (bodies with ELU, a linear output) and odd sizes that exercise unaligned leading
+// dimensions, the ReLU epilogue and an output activation.
+using shadow_hand_net = nn::mlp<nn::layers<211, 512, 512, 512, 256, 20>, nn::elu>;
+using humanoid_net = nn::mlp<nn::layers<108, 200, 400, 100, 21>, nn::elu>;
+using ant_lt_net = nn::mlp<nn::layers<60, 256, 128, 64, 8>, nn::elu>;
+using odd_tanh_net = nn::mlp<nn::layers<13, 37, 129, 5>, nn::tanh_act, nn::tanh_act>;
+using odd_relu_net = nn::mlp<nn::layers<17, 130, 33, 3>, nn::relu>;
+using cartpole_body_net = nn::mlp<nn::layers<4, 32, 32, 2>, nn::elu>;
+
+enum class lt_net { shadow_hand, humanoid, ant, odd_tanh, odd_relu, cartpole_body };
+
+struct lt_run {
+  std::string path;
+  std::vector<float> out, out_inference, d_params, d_x;
+  // The same forward (with record) and backward captured in a CUDA graph and replayed, and the plan counts
+  // before and after the capture (no new plans: the replay reuses the eager call's).
+  std::vector<float> graph_out, graph_d_params, graph_d_x;
+  std::size_t plans_before_graph = 0, plans_after_graph = 0;
+};
+
+// forward with a record, forward for inference, backward with d_x, then the captured replay. use_auto: through
+// batch_mlp<..., auto_path> with cfg (the wiring), else lt_mlp directly.
+lt_run run_lt(lt_net net, const nn::network_config& cfg, bool use_auto, const std::vector<float>& params,
+              const std::vector<float>& x, const std::vector<float>& d_out);
+
+}  // namespace nn_gpu

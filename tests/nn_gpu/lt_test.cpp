@@ -1,0 +1,137 @@
+// The cuBLASLt network path (lt_mlp.cuh) against the host path in double: outputs, weight, bias and input
+// gradients in fp32, TF32 and bf16 for the paper's three policies and for odd sizes; the captured replay equals
+// the eager calls; batch_mlp<auto_path> picks the path by width.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gmi/core/rng.hpp>
+
+#include "lt_kernels.hpp"
+
+namespace {
+using namespace gmi::nn;
+using nn_gpu::lt_net;
+
+std::vector<float> uniform(std::size_t n, std::uint64_t seed, float lo, float hi) {
+  gmi::rng g(seed, 7);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g.uniform(lo, hi);
+  return v;
+}
+
+// torch.nn.Linear's default range for weights and biases.
+template <class Net>
+std::vector<float> init(std::uint64_t seed) {
+  using L = typename Net::layers;
+  std::vector<float> p(Net::param_count);
+  for (int l = 0; l < L::count; ++l) {
+    const float r = 1.0f / std::sqrt(float(L::width(l)));
+    const auto w = uniform(L::layer_params(l), seed + l, -r, r);
+    std::copy(w.begin(), w.end(), p.begin() + L::weight_offset(l));
+  }
+  return p;
+}
+
+double rel_err(const std::vector<float>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num = std::max(num, std::abs(double(a[i]) - b[i]));
+    den = std::max(den, std::abs(b[i]));
+  }
+  return num / std::max(den, 1e-30);
+}
+
+struct reference {
+  std::vector<double> out, d_params, d_x;
+};
+template <class Net>
+reference host_reference(const std::vector<float>& params, const std::vector<float>& x, const std::vector<float>& g) {
+  using D = typename Net::template rebind<double>;
+  const std::vector<double> p(params.begin(), params.end()), xd(x.begin(), x.end()), gd(g.begin(), g.end());
+  const std::size_t n = x.size() / Net::in;
+  reference r{std::vector<double>(n * Net::out), std::vector<double>(Net::param_count), std::vector<double>(n * Net::in)};
+  std::vector<double> acts(n * Net::activation_size);
+  batch_mlp<D, gmi::exec::host> b;
+  using cs = gmi::host_span<const double>;
+  using ms = gmi::host_span<double>;
+  b.forward(cs(p.data(), p.size()), cs(xd.data(), xd.size()), ms(r.out.data(), r.out.size()), ms(acts.data(), acts.size()));
+  b.backward(cs(p.data(), p.size()), cs(xd.data(), xd.size()), cs(acts.data(), acts.size()), cs(gd.data(), gd.size()),
+             ms(r.d_params.data(), r.d_params.size()), ms(r.d_x.data(), r.d_x.size()));
+  return r;
+}
+
+double tolerance(precision p) { return p == precision::fp32 ? 2e-5 : p == precision::tf32 ? 5e-3 : 5e-2; }
+
+template <class Net>
+void check(lt_net net, precision p, std::size_t n, bool use_auto = false, const char* want_path = nullptr,
+           network_config cfg = {}) {
+  cfg.precision = p;
+  const auto params = init<Net>(11);
+  const auto x = uniform(n * Net::in, 21, -2, 2);
+  const auto g = uniform(n * Net::out, 31, -1, 1);
+  const auto r = nn_gpu::run_lt(net, cfg, use_auto, params, x, g);
+  const auto ref = host_reference<Net>(params, x, g);
+  const std::string want = want_path ? want_path : std::string("lt_") + precision_name(p);
+  CHECK(r.path == want);
+  const double tol = r.path == "fused_fp32" ? 1e-5 : tolerance(p);
+  const double e_out = rel_err(r.out, ref.out), e_inf = rel_err(r.out_inference, ref.out),
+               e_dp = rel_err(r.d_params, ref.d_params), e_dx = rel_err(r.d_x, ref.d_x);
+  // Weight and bias gradients separately: a bias gradient is a plain sum (the BGRADB epilogue or the column sum).
+  using L = typename Net::layers;
+  std::vector<float> db;
+  std::vector<double> db_ref;
+  for (int l = 0; l < L::count; ++l)
+    for (int o = 0; o < L::width(l + 1); ++o) {
+      db.push_back(r.d_params[L::bias_offset(l) + o]);
+      db_ref.push_back(ref.d_params[L::bias_offset(l) + o]);
+    }
+  const double e_db = rel_err(db, db_ref);
+  MESSAGE(r.path << " n " << n << ": relative errors out " << e_out << ", inference " << e_inf << ", d_params "
+                 << e_dp << ", bias grads " << e_db << ", d_x " << e_dx << " (tolerance " << tol << ")");
+  CHECK(e_out < tol);
+  CHECK(e_inf < tol);
+  CHECK(e_dp < tol);
+  CHECK(e_db < tol);
+  CHECK(e_dx < tol);
+  // The captured replay runs the same plans on the same data: the same bits.
+  CHECK(r.graph_out == r.out);
+  CHECK(r.graph_d_params == r.d_params);
+  CHECK(r.graph_d_x == r.d_x);
+  CHECK(r.plans_after_graph == r.plans_before_graph);
+}
+}  // namespace
+
+TEST_SUITE("gpu") {
+  TEST_CASE("nn_gpu.lt.paper_nets_match_host") {
+    for (const precision p : {precision::fp32, precision::tf32, precision::bf16}) {
+      CAPTURE(precision_name(p));
+      check<nn_gpu::shadow_hand_net>(lt_net::shadow_hand, p, 300);
+      check<nn_gpu::humanoid_net>(lt_net::humanoid, p, 333);
+      check<nn_gpu::ant_lt_net>(lt_net::ant, p, 1000);
+    }
+  }
+
+  TEST_CASE("nn_gpu.lt.odd_sizes_match_host") {
+    for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{301}}) {
+      CAPTURE(n);
+      for (const precision p : {precision::fp32, precision::tf32, precision::bf16})
+        check<nn_gpu::odd_tanh_net>(lt_net::odd_tanh, p, n);
+      // ReLU's derivative jumps at 0, where reduced-precision products may land on the other side: fp32 only.
+      check<nn_gpu::odd_relu_net>(lt_net::odd_relu, precision::fp32, n);
+    }
+  }
+
+  TEST_CASE("nn_gpu.lt.auto_path_picks_by_width") {
+    // Cartpole's 32-32 keeps the shared-memory kernels by default and takes cuBLASLt when the threshold says so.
+    check<nn_gpu::cartpole_body_net>(lt_net::cartpole_body, precision::fp32, 1000, true, "fused_fp32");
+    check<nn_gpu::cartpole_body_net>(lt_net::cartpole_body, precision::fp32, 1000, true, "lt_fp32",
+                                     network_config{.lt_min_width = 32});
+    check<nn_gpu::ant_lt_net>(lt_net::ant, precision::fp32, 1000, true, "lt_fp32");
+    check<nn_gpu::shadow_hand_net>(lt_net::shadow_hand, precision::tf32, 300, true, "lt_tf32");
+  }
+}
