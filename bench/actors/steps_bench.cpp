@@ -38,8 +38,9 @@ int main(int argc, char** argv) {
     const auto cores = ac::choose_cores(threads);
     const int n = envs_per_core * threads;
     ac::cpu_actors<mj::sim<mj::ant>> actors({cores, 1}, model, n, 1u);
-    std::vector<float> obs(std::size_t(n) * 27), act(std::size_t(n) * 8), rew(std::size_t(n));
-    std::vector<std::uint8_t> te(std::size_t(n)), tr(std::size_t(n));
+    const std::size_t un = std::size_t(n);
+    std::vector<float> obs(un * 27), act(un * 8), rew(un);
+    std::vector<std::uint8_t> te(un), tr(un);
     actors.reset({obs.data(), obs.size()});
     int k = 0;
     auto one_step = [&] {
