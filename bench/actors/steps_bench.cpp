@@ -77,6 +77,12 @@ int main(int argc, char** argv) {
     line["mujoco"] = mj_versionString();
     line["mean_episode_length"] = stats.mean_length();
     line["target"] = 20000;
+    {
+      std::ifstream la("/proc/loadavg");  // other work on the machine while this ran
+      double one = 0;
+      la >> one;
+      line["load_average_1min"] = one;
+    }
     out << line.dump() << "\n";
     std::printf("%s\n", line.dump().c_str());
   }
