@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# GPU machine (run from the repository root, with .carry/debs from bench/actors/carry_mujoco.sh carried):
+# unpacks MuJoCo into /tmp/gmi-mujoco, builds the actor tests and benches, runs the host tests, MuJoCo Ant steps/s
+# per core at 1, 2, 8 and 14 threads, and the CPU/GPU ratio sweep (GMIs per GPU x actor cores per GMI x envs per
+# core -> steps/s and steps per joule). Result lines go to $OUT/actors/. About 4 min of build, 3 of runs.
+set -euo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT/actors"
+export GMI_GIT_REVISION=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD)}
+root=/tmp/gmi-mujoco
+ls .carry/debs/libmujoco*.deb >/dev/null || { echo "no .carry/debs/libmujoco*.deb: run bench/actors/carry_mujoco.sh here first"; exit 2; }
+for f in .carry/debs/lib{mujoco,ccd,lodepng,qhull,tinyxml2}*.deb; do dpkg -x "$f" "$root"; done
+export CMAKE_PREFIX_PATH="$root/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+cmake --preset gpu -B /tmp/build -DGMI_BUILD_BENCHMARKS=ON > "$OUT/actors/configure.log" 2>&1
+grep -q "^GMI_MUJOCO_LIBRARY:.*mujoco" /tmp/build/CMakeCache.txt \
+  || { echo "MuJoCo not found by CMake (see $OUT/actors/configure.log)"; exit 2; }
+time cmake --build /tmp/build -j16 --target gmi.test.actors gmi.test.actors_mujoco gmi.bench.actors_steps gmi.bench.actors_ratio \
+  > "$OUT/actors/build.log" 2>&1 || { tail -40 "$OUT/actors/build.log"; exit 1; }
+ctest --test-dir /tmp/build -R '^(actors|plan\.placement)' --output-on-failure --timeout 120 2>&1 | tee "$OUT/actors/ctest.log" | tail -5
+device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+echo "device: $device; host CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+model=tests/physics/models/ant_floor.xml
+/tmp/build/bench/actors/gmi.bench.actors_steps "$model" "$OUT/actors/steps.jsonl" 1 2 8 14
+/tmp/build/bench/actors/gmi.bench.actors_ratio "$model" "$OUT/actors/ratio.jsonl" 3
+echo "result lines: $(cat "$OUT"/actors/*.jsonl | wc -l) in $OUT/actors"

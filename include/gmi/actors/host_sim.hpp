@@ -1,0 +1,86 @@
+#pragma once
+// gmi::actors::host_sim: environments a host thread steps one at a time (index i, its action in, its next
+// observation out). The CPU actors batch any host_sim over pinned cores; env_sim<E> makes one of any gmi::env
+// (its host code, through the same per-environment entry points as rl::env_batch, so a run on actors gives the
+// same numbers as a serial rl::env_batch run with the same seed), and mujoco.hpp makes one of an MJCF task.
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+
+#include <gmi/concepts/env.hpp>
+#include <gmi/exec/policy.hpp>
+#include <gmi/rl/env_batch.hpp>
+
+namespace gmi::actors {
+
+struct host_sim_tag {};
+
+// A host_sim: using host_sim_concept = gmi::actors::host_sim_tag;
+//   std::size_t num_envs() const; int obs_dim() const; int act_dim() const;
+//   void reset_one(std::size_t i, float* obs);                                   // new episode, first obs
+//   rl::step_result step_one(std::size_t i, const float* action, float* obs, float* final_obs);  // auto-resets
+//   rl::episode_stats read_stats();                                             // episodes since last read
+// Calls for different i may run at once on different threads; calls for one i never do.
+// Optional: void prepare(std::size_t first, std::size_t last), called once on the thread that will own
+// environments [first, last) before any of them is used, so their memory is first touched (placed) there.
+// Optional: static constexpr int obs_size, act_size (fixed sizes): then cpu_batch models gmi::batch_env.
+template <class S>
+concept host_sim = requires(S& s, const S& cs, std::size_t i, const float* a, float* o) {
+  typename S::host_sim_concept;
+  requires std::same_as<typename S::host_sim_concept, host_sim_tag>;
+  { cs.num_envs() } -> std::convertible_to<std::size_t>;
+  { cs.obs_dim() } -> std::convertible_to<int>;
+  { cs.act_dim() } -> std::convertible_to<int>;
+  s.reset_one(i, o);
+  { s.step_one(i, a, o, o) } -> std::same_as<rl::step_result>;
+  { s.read_stats() } -> std::same_as<rl::episode_stats>;
+};
+
+template <class S>
+concept host_sim_with_prepare = host_sim<S> && requires(S& s, std::size_t i) { s.prepare(i, i); };
+
+template <class S>
+concept fixed_size_sim = host_sim<S> && requires {
+  { S::obs_size } -> std::convertible_to<int>;
+  { S::act_size } -> std::convertible_to<int>;
+};
+
+// Any gmi::env as a host_sim: environment i draws from gmi::rng(seed, i, ...) exactly as in rl::env_batch.
+template <gmi::env E>
+class env_sim {
+ public:
+  using host_sim_concept = host_sim_tag;
+  using env_type = E;
+  static constexpr int obs_size = E::obs_dim, act_size = E::act_dim;
+
+  env_sim(int num_envs, std::uint64_t seed, typename E::params params = {})
+      : batch_(num_envs, seed, params, exec::host{}), view_(batch_.view()) {}
+  env_sim(const env_sim&) = delete;
+  env_sim& operator=(const env_sim&) = delete;
+
+  [[nodiscard]] std::size_t num_envs() const noexcept { return std::size_t(batch_.num_envs()); }
+  [[nodiscard]] int obs_dim() const noexcept { return E::obs_dim; }
+  [[nodiscard]] int act_dim() const noexcept { return E::act_dim; }
+  void reset_one(std::size_t i, float* obs) { view_.reset_one(i, obs); }
+  rl::step_result step_one(std::size_t i, const float* action, float* obs, float* final_obs) {
+    return view_.step_one(i, action, obs, final_obs);
+  }
+  rl::episode_stats read_stats() { return batch_.read_stats(); }
+
+ private:
+  rl::env_batch<E, exec::host> batch_;
+  rl::env_batch_view<E> view_;
+};
+
+// Environments [first, last) of n that thread t of `threads` owns: contiguous slices as equal as possible.
+struct slice {
+  std::size_t first, last;
+};
+[[nodiscard]] inline slice slice_of(std::size_t n, int threads, int t) {
+  const std::size_t per = n / std::size_t(threads), extra = n % std::size_t(threads), ut = std::size_t(t);
+  const std::size_t first = ut * per + (ut < extra ? ut : extra);
+  return {first, first + per + (ut < extra ? 1 : 0)};
+}
+
+}  // namespace gmi::actors

@@ -1,0 +1,232 @@
+#pragma once
+// MuJoCo tasks for the CPU actors (MuJoCo's C library, Debian's libmujoco-dev; link gmi::mujoco): a model
+// loaded from any MJCF file (refused in one line when MuJoCo can not compile it), a task on it (mjcf_task: any
+// model, observation qpos and qvel, action the controls; ant: mujoco_ant.hpp) and mujoco::sim<Task>, a host_sim
+// with one mjData per environment, made by the thread that owns the environment (NUMA first touch).
+// Built without MuJoCo, load() says so in one line and the rest of this header is absent.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <gmi/core/error.hpp>
+
+#if __has_include(<mujoco/mujoco.h>)
+#include <mujoco/mujoco.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include <gmi/actors/host_sim.hpp>
+#include <gmi/actors/mujoco_ant.hpp>
+#include <gmi/core/rng.hpp>
+#include <gmi/rl/env_batch.hpp>
+
+namespace gmi::actors::mujoco {
+
+inline constexpr bool available = true;
+
+struct model_deleter {
+  void operator()(mjModel* m) const noexcept { mj_deleteModel(m); }
+};
+using model_ptr = std::shared_ptr<const mjModel>;
+
+// Compiles an MJCF file; refuses a file MuJoCo can not load with its message, in one line.
+[[nodiscard]] inline model_ptr load(const std::string& path) {
+  char error[1024] = "";
+  mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof error);
+  if (!m) {
+    std::string why = error[0] ? error : "unknown MuJoCo error";
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    throw config_error(got_need("MJCF file " + path, "\"" + why + "\"", "a model MuJoCo " + std::string(mj_versionString()) +
+                                                                      " compiles"));
+  }
+  return model_ptr(m, model_deleter{});
+}
+
+// Any model: observation qpos then qvel, action the controls (clamped by MuJoCo where ctrllimited), no reward,
+// terminated when the state is no longer finite; reset qpos0 + U(-noise, noise), qvel noise N(0, 1).
+class mjcf_task {
+ public:
+  struct params {
+    int frame_skip = 1;
+    double reset_noise_scale = 0.0;
+    int max_steps = 1000;
+  };
+  mjcf_task(const mjModel* m, params p) : m_(m), p_(p) {
+    require(m->nu >= 1, "MJCF model's actuators", m->nu, ">= 1 (actions drive the controls)");
+    require(p.frame_skip >= 1, "mjcf_task frame_skip", p.frame_skip, ">= 1");
+  }
+  [[nodiscard]] int obs_dim() const noexcept { return m_->nq + m_->nv; }
+  [[nodiscard]] int act_dim() const noexcept { return m_->nu; }
+  [[nodiscard]] int max_steps() const noexcept { return p_.max_steps; }
+  void reset(mjData* d, gmi::rng& r) const {
+    mj_resetData(m_, d);
+    const double s = p_.reset_noise_scale;
+    if (s > 0) {
+      for (int i = 0; i < m_->nq; ++i) d->qpos[i] = m_->qpos0[i] + double(r.uniform(float(-s), float(s)));
+      for (int i = 0; i < m_->nv; ++i) d->qvel[i] = s * double(r.normal());
+    }
+    mj_forward(m_, d);
+  }
+  [[nodiscard]] gmi::transition step(mjData* d, const float* action) const {
+    for (int u = 0; u < m_->nu; ++u) d->ctrl[u] = double(action[u]);
+    for (int k = 0; k < p_.frame_skip; ++k) mj_step(m_, d);
+    bool finite = true;
+    for (int i = 0; i < m_->nq; ++i) finite = finite && std::isfinite(d->qpos[i]);
+    for (int i = 0; i < m_->nv; ++i) finite = finite && std::isfinite(d->qvel[i]);
+    return {0.0f, !finite};
+  }
+  void observe(const mjData* d, float* obs) const {
+    for (int i = 0; i < m_->nq; ++i) *obs++ = float(d->qpos[i]);
+    for (int i = 0; i < m_->nv; ++i) *obs++ = float(d->qvel[i]);
+  }
+
+ private:
+  const mjModel* m_;
+  params p_;
+};
+
+namespace detail {
+template <class T>
+struct sizes {};
+template <class T>
+  requires requires { T::obs_size; T::act_size; }
+struct sizes<T> {
+  static constexpr int obs_size = T::obs_size, act_size = T::act_size;
+};
+}  // namespace detail
+
+// num_envs copies of Task on one compiled model. Environment i draws from gmi::rng(seed, i, ...); episodes,
+// time limits (Task::max_steps), auto-reset, final observations and invalid actions (a NaN or infinite
+// component: not applied, the env is reset and the step reports terminated, as in rl::env_batch) per env.
+template <class Task>
+class sim : public detail::sizes<Task> {
+ public:
+  using host_sim_concept = host_sim_tag;
+  using task_type = Task;
+
+  sim(model_ptr model, int num_envs, std::uint64_t seed, typename Task::params params = {})
+      : model_(std::move(model)), task_(model_.get(), params), seed_(seed) {
+    require(num_envs >= 1, "num_envs", num_envs, ">= 1");
+    require(task_.max_steps() >= 1, "max_steps", task_.max_steps(), ">= 1");
+    envs_ = std::vector<env>(std::size_t(num_envs));
+  }
+  sim(const std::string& mjcf_path, int num_envs, std::uint64_t seed, typename Task::params params = {})
+      : sim(load(mjcf_path), num_envs, seed, params) {}
+  sim(const sim&) = delete;
+  sim& operator=(const sim&) = delete;
+
+  [[nodiscard]] std::size_t num_envs() const noexcept { return envs_.size(); }
+  [[nodiscard]] int obs_dim() const noexcept { return task_.obs_dim(); }
+  [[nodiscard]] int act_dim() const noexcept { return task_.act_dim(); }
+  [[nodiscard]] const mjModel* model() const noexcept { return model_.get(); }
+  [[nodiscard]] const Task& task() const noexcept { return task_; }
+  // Environment i's MuJoCo data (made on first use if prepare did not make it).
+  [[nodiscard]] mjData* data(std::size_t i) { return made(i); }
+
+  // Called by cpu_actors on the thread that owns [first, last): the mjData are allocated and touched there.
+  void prepare(std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) (void)made(i);
+  }
+
+  void reset_one(std::size_t i, float* obs) {
+    env& e = envs_[i];
+    gmi::rng r(seed_, i, e.rng_block);
+    task_.reset(made(i), r);
+    task_.observe(e.data.get(), obs);
+    e.rng_block = r.block();
+    e.length = 0;
+    e.ret = 0;
+  }
+
+  rl::step_result step_one(std::size_t i, const float* action, float* obs, float* final_obs) {
+    env& e = envs_[i];
+    mjData* d = made(i);
+    bool valid = true;
+    for (int k = 0; k < task_.act_dim(); ++k) valid = valid && std::isfinite(action[k]);
+    const int length = e.length + 1;
+    rl::step_result out{0.0f, true, false};
+    if (valid) {
+      const gmi::transition tr = task_.step(d, action);
+      e.ret += tr.reward;
+      out = {tr.reward, tr.terminated, !tr.terminated && length >= task_.max_steps()};
+    } else {
+      e.invalid += 1;
+    }
+    e.length = length;
+    if (out.terminated || out.truncated) {
+      if (valid) {
+        e.episodes += 1;
+        e.return_sum += double(e.ret);
+        e.length_sum += double(length);
+      }
+      if (final_obs) task_.observe(d, final_obs);
+      reset_one(i, obs);
+    } else {
+      task_.observe(d, obs);
+    }
+    return out;
+  }
+
+  // Sums in environment order, so the result does not depend on which thread stepped what.
+  rl::episode_stats read_stats() {
+    rl::episode_stats s;
+    for (env& e : envs_) {
+      s.episodes += e.episodes;
+      s.return_sum += e.return_sum;
+      s.length_sum += e.length_sum;
+      s.invalid_actions += e.invalid;
+      e.episodes = e.invalid = 0;
+      e.return_sum = e.length_sum = 0;
+    }
+    return s;
+  }
+
+ private:
+  struct data_deleter {
+    void operator()(mjData* d) const noexcept { mj_deleteData(d); }
+  };
+  struct env {
+    std::unique_ptr<mjData, data_deleter> data;
+    std::uint64_t rng_block = 0;
+    int length = 0;
+    float ret = 0;
+    std::uint64_t episodes = 0, invalid = 0;
+    double return_sum = 0, length_sum = 0;
+  };
+
+  mjData* made(std::size_t i) {
+    env& e = envs_[i];
+    if (!e.data) {
+      e.data.reset(mj_makeData(model_.get()));
+      require(e.data != nullptr, "mj_makeData", "null", "an mjData (out of memory?)");
+    }
+    return e.data.get();
+  }
+
+  model_ptr model_;
+  Task task_;
+  std::uint64_t seed_;
+  std::vector<env> envs_;
+};
+
+static_assert(host_sim<sim<ant>> && fixed_size_sim<sim<ant>>);
+static_assert(host_sim<sim<mjcf_task>> && !fixed_size_sim<sim<mjcf_task>>);
+
+}  // namespace gmi::actors::mujoco
+
+#else
+
+namespace gmi::actors::mujoco {
+inline constexpr bool available = false;
+// Without MuJoCo's headers at build time every load says so.
+[[noreturn]] inline void load(const std::string& path) {
+  throw config_error(got_need("MJCF file " + path + " for MuJoCo", "gmi built without MuJoCo",
+                              "libmujoco-dev installed and gmi::mujoco linked (scripts/install-deps)"));
+}
+}  // namespace gmi::actors::mujoco
+
+#endif

@@ -1,0 +1,89 @@
+#pragma once
+// Placement by metric (after Quiver: a measured workload metric decides whether work goes to CPUs or the GPU):
+// for a task, the time of one env step on one host core and the time of one batched step on the GPU at the
+// batch in question give two rates, cpu = cores / t_core and gpu = batch / t_gpu_batch; the GPU simulates when
+// gpu >= threshold * cpu, else CPU actors do. threshold (default 1: the faster side) is a field to override,
+// e.g. > 1 to keep the GPU for training unless its simulation is clearly faster.
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+
+#include <gmi/core/error.hpp>
+
+namespace gmi::plan {
+
+enum class placement { cpu_actors, gpu_simulation };
+
+[[nodiscard]] inline const char* to_string(placement p) noexcept {
+  return p == placement::cpu_actors ? "cpu" : "gpu";
+}
+
+// What was profiled for one task at one batch size.
+struct placement_profile {
+  std::string task;
+  int batch = 0;                        // environments stepped together on the GPU (and across the CPU cores)
+  int cpu_cores = 0;                    // host cores the CPU actors would get
+  double cpu_seconds_per_step = 0;      // one env step on one core
+  double gpu_seconds_per_batch_step = 0;  // one step of all `batch` environments on the GPU
+};
+
+struct placement_rule {
+  double threshold = 1.0;  // gpu simulation when gpu_steps_per_s >= threshold * cpu_steps_per_s
+};
+
+struct placement_choice {
+  std::string task;
+  placement chosen = placement::cpu_actors;
+  double cpu_steps_per_s = 0, gpu_steps_per_s = 0, threshold = 1.0;
+  int batch = 0;
+
+  // {"bench":"placement","task":..,"chosen":"cpu"|"gpu","cpu_steps_per_s":..,"gpu_steps_per_s":..,...}
+  [[nodiscard]] nlohmann::json line() const {
+    return {{"bench", "placement"},         {"task", task},
+            {"chosen", to_string(chosen)},  {"cpu_steps_per_s", cpu_steps_per_s},
+            {"gpu_steps_per_s", gpu_steps_per_s}, {"threshold", threshold},
+            {"batch", batch}};
+  }
+};
+
+// Refuses a profile with a non-positive count or time, or a threshold that is not positive, in one line.
+[[nodiscard]] inline placement_choice choose_placement(const placement_profile& p, placement_rule rule = {}) {
+  require(p.batch >= 1, "placement batch for " + p.task, p.batch, ">= 1");
+  require(p.cpu_cores >= 1, "placement cpu_cores for " + p.task, p.cpu_cores, ">= 1");
+  require(std::isfinite(p.cpu_seconds_per_step) && p.cpu_seconds_per_step > 0,
+          "placement cpu_seconds_per_step for " + p.task, p.cpu_seconds_per_step, "a finite time > 0");
+  require(std::isfinite(p.gpu_seconds_per_batch_step) && p.gpu_seconds_per_batch_step > 0,
+          "placement gpu_seconds_per_batch_step for " + p.task, p.gpu_seconds_per_batch_step, "a finite time > 0");
+  require(std::isfinite(rule.threshold) && rule.threshold > 0, "placement threshold", rule.threshold, "a finite value > 0");
+  placement_choice c;
+  c.task = p.task;
+  c.batch = p.batch;
+  c.threshold = rule.threshold;
+  c.cpu_steps_per_s = double(p.cpu_cores) / p.cpu_seconds_per_step;
+  c.gpu_steps_per_s = double(p.batch) / p.gpu_seconds_per_batch_step;
+  c.chosen = c.gpu_steps_per_s >= rule.threshold * c.cpu_steps_per_s ? placement::gpu_simulation : placement::cpu_actors;
+  return c;
+}
+
+// Median-free but warm timing of a step function: calls f() until both min_calls and min_seconds are reached
+// (after `warmup` calls) and returns the mean seconds per call. f runs on the calling thread (pin it first to
+// time one core).
+template <class F>
+[[nodiscard]] double seconds_per_call(F&& f, int warmup = 10, int min_calls = 100, double min_seconds = 0.2) {
+  require(min_calls >= 1, "seconds_per_call min_calls", min_calls, ">= 1");
+  for (int i = 0; i < warmup; ++i) f();
+  const auto t0 = std::chrono::steady_clock::now();
+  long calls = 0;
+  double elapsed = 0;
+  while (calls < min_calls || elapsed < min_seconds) {
+    f();
+    ++calls;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return elapsed / double(calls);
+}
+
+}  // namespace gmi::plan

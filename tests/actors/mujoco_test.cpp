@@ -1,0 +1,147 @@
+// MuJoCo tasks on the CPU actors: the Ant task's steps equal MuJoCo stepped directly with the Ant-v4 formulas
+// written out here, a run on two pinned threads equals a serial run for the same seed, any MJCF loads, and bad
+// MJCF files or non-ant models are refused in one line.
+#include <doctest/doctest.h>
+#include <mujoco/mujoco.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gmi/actors/cpu_actors.hpp>
+#include <gmi/actors/mujoco.hpp>
+
+namespace {
+namespace ac = gmi::actors;
+namespace mj = gmi::actors::mujoco;
+
+std::string model_path(const char* name) { return std::string(GMI_ACTORS_MODELS) + "/" + name; }
+
+// A fixed, varied action sequence in [-1.2, 1.2] (beyond ctrlrange at times, to check clamping is MuJoCo's).
+float action_at(int step, int env, int u) { return 1.2f * std::sin(0.37f * float(step) + 1.1f * float(u) + 0.5f * float(env)); }
+
+bool one_line(const std::string& s) { return s.find('\n') == std::string::npos && !s.empty(); }
+}  // namespace
+
+TEST_CASE("actors.mujoco.bad_mjcf_refused_in_one_line") {
+  const std::string bad = "/tmp/gmi_actors_bad_" + std::to_string(::getpid()) + ".xml";
+  {
+    std::ofstream f(bad);
+    f << "<mujoco><worldbody><body><geom type=\"sphere\" size=\"oops\"/></body></worldbody></mujoco>\n";
+  }
+  for (const std::string& path : {bad, std::string("/nonexistent/ant.xml")}) {
+    try {
+      (void)mj::load(path);
+      FAIL("loaded a bad MJCF file: " << path);
+    } catch (const gmi::config_error& e) {
+      CHECK(one_line(e.what()));
+      CHECK(std::string(e.what()).find("MJCF file " + path + ": got") == 0);
+    }
+  }
+  std::remove(bad.c_str());
+  // A model that is not an ant, given to the Ant task.
+  CHECK_THROWS_WITH_AS(mj::sim<mj::ant>(model_path("pendulum.xml"), 2, 1u), doctest::Contains("Ant model sizes"),
+                       gmi::config_error);
+}
+
+TEST_CASE("actors.mujoco.ant_equals_mujoco_stepped_directly") {
+  mj::sim<mj::ant> sim(model_path("ant_floor.xml"), 1, 7u);
+  std::vector<float> obs(27), act(8);
+  sim.reset_one(0, obs.data());
+  // The reference: its own model and data, started from the sim's reset state.
+  char error[1000] = "";
+  mjModel* m = mj_loadXML(model_path("ant_floor.xml").c_str(), nullptr, error, sizeof error);
+  REQUIRE_MESSAGE(m != nullptr, error);
+  mjData* d = mj_makeData(m);
+  mj_resetData(m, d);
+  for (int i = 0; i < m->nq; ++i) d->qpos[i] = sim.data(0)->qpos[i];
+  for (int i = 0; i < m->nv; ++i) d->qvel[i] = sim.data(0)->qvel[i];
+  mj_forward(m, d);
+  const int torso = mj_name2id(m, mjOBJ_BODY, "torso");
+  const double dt = 5 * m->opt.timestep;
+  int steps_done = 0, terminated_at = -1;
+  double total_forward = 0;
+  for (int k = 0; k < 300 && terminated_at < 0; ++k, ++steps_done) {
+    for (int u = 0; u < 8; ++u) act[std::size_t(u)] = action_at(k, 0, u);
+    std::vector<float> final_obs(27, -99.0f);
+    const auto r = sim.step_one(0, act.data(), obs.data(), final_obs.data());
+    const double x0 = d->xpos[3 * torso];
+    double ctrl_cost = 0;
+    for (int u = 0; u < 8; ++u) {
+      d->ctrl[u] = act[std::size_t(u)];
+      ctrl_cost += double(act[std::size_t(u)]) * act[std::size_t(u)];
+    }
+    for (int s = 0; s < 5; ++s) mj_step(m, d);
+    const double forward = (d->xpos[3 * torso] - x0) / dt;
+    total_forward += forward;
+    const bool healthy = d->qpos[2] >= 0.2 && d->qpos[2] <= 1.0;
+    const float reward = float(forward + 1.0 - 0.5 * ctrl_cost);
+    REQUIRE(r.reward == doctest::Approx(reward).epsilon(1e-6));
+    REQUIRE(r.terminated == !healthy);
+    std::vector<float> expect;
+    for (int i = 2; i < m->nq; ++i) expect.push_back(float(d->qpos[i]));
+    for (int i = 0; i < m->nv; ++i) expect.push_back(float(d->qvel[i]));
+    REQUIRE(r.terminated == (final_obs[0] != -99.0f));
+    REQUIRE((r.terminated ? final_obs : obs) == expect);  // after termination obs is the next episode's first
+    if (r.terminated) terminated_at = k;
+  }
+  CHECK(steps_done > 10);
+  CHECK(std::isfinite(total_forward));
+  mj_deleteData(d);
+  mj_deleteModel(m);
+}
+
+TEST_CASE("actors.mujoco.actors_equal_serial_run") {
+  constexpr int n = 8, steps = 60;
+  const auto cores = ac::choose_cores(std::min<int>(2, int(ac::available_cores().size())));
+  const auto model = mj::load(model_path("ant_floor.xml"));
+  mj::ant::params p;
+  p.max_steps = 25;  // time limits inside the run
+  ac::cpu_actors<mj::sim<mj::ant>> actors({cores, 2}, model, n, 21u, p);
+  static_assert(gmi::batch_env<ac::cpu_actors<mj::sim<mj::ant>>>);
+  mj::sim<mj::ant> serial(model, n, 21u, p);
+  std::vector<float> oa(n * 27), ob(n * 27), act(n * 8), ra(n), rb(n);
+  std::vector<std::uint8_t> ta(n), tb(n), ua(n), ub(n);
+  actors.reset({oa.data(), oa.size()});
+  for (std::size_t i = 0; i < n; ++i) serial.reset_one(i, ob.data() + i * 27);
+  REQUIRE(oa == ob);
+  int truncations = 0;
+  for (int k = 0; k < steps; ++k) {
+    for (int i = 0; i < n; ++i) {
+      for (int u = 0; u < 8; ++u) act[std::size_t(i * 8 + u)] = action_at(k, i, u);
+    }
+    actors.step({act.data(), act.size()}, {oa.data(), oa.size()}, {ra.data(), ra.size()}, {ta.data(), ta.size()},
+                {ua.data(), ua.size()});
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto r = serial.step_one(i, act.data() + i * 8, ob.data() + i * 27, nullptr);
+      rb[i] = r.reward;
+      tb[i] = r.terminated;
+      ub[i] = r.truncated;
+    }
+    REQUIRE(oa == ob);
+    REQUIRE(ra == rb);
+    REQUIRE(ta == tb);
+    REQUIRE(ua == ub);
+    for (auto u : ua) truncations += u;
+  }
+  CHECK(truncations > 0);
+  const auto sa = actors.read_stats(), sb = serial.read_stats();
+  CHECK(sa.episodes == sb.episodes);
+  CHECK(sa.return_sum == sb.return_sum);
+}
+
+TEST_CASE("actors.mujoco.any_mjcf") {
+  mj::sim<mj::mjcf_task> sim(model_path("humanoid_tree.xml"), 3, 2u, {2, 0.05, 50});
+  const mjModel* m = sim.model();
+  CHECK(sim.obs_dim() == m->nq + m->nv);
+  CHECK(sim.act_dim() == m->nu);
+  std::vector<float> obs(std::size_t(3 * sim.obs_dim())), act(std::size_t(sim.act_dim()), 0.3f);
+  for (std::size_t i = 0; i < 3; ++i) sim.reset_one(i, obs.data() + i * std::size_t(sim.obs_dim()));
+  CHECK(obs[0] != obs[std::size_t(sim.obs_dim())]);  // reset noise differs between environments
+  int truncated = 0;
+  for (int k = 0; k < 60; ++k) truncated += sim.step_one(0, act.data(), obs.data(), nullptr).truncated;
+  CHECK(truncated == 1);
+  CHECK(sim.read_stats().episodes == 1);
+}
