@@ -86,9 +86,9 @@ class host_table {
     for (std::size_t e = 0; e < r.envs; ++e) {
       const auto slot_of = [&](std::int32_t k) { return a.slots[e * r.horizon + k]; };
       const auto done_of = [&](std::int32_t k) {
-        return ctl_.done_col_ >= 0 &&
-               static_cast<const std::uint32_t*>(r.columns[ctl_.done_col_])[k * r.envs + e] != 0u &&
-               static_cast<const std::uint32_t*>(r.columns[ctl_.done_col_])[k * r.envs + e] != 0x80000000u;
+        if (ctl_.done_col_ < 0) return false;
+        const std::uint32_t bits = static_cast<const std::uint32_t*>(r.columns[ctl_.done_col_])[k * r.envs + e];
+        return ctl_.spec_.columns[ctl_.done_col_].type == dtype::f32 ? (bits & 0x7FFFFFFFu) != 0u : bits != 0u;
       };
       detail::insert_env_meta(t, w.traj[e], w.step[e], w.episodes[e], w.host.traj_base,
                               static_cast<std::int64_t>(r.envs), static_cast<std::int64_t>(e), link[e], H,
