@@ -109,9 +109,11 @@ for t in $wanted; do
     files=()
     for seed in $(seq "$seeds"); do
       f="$work/$impl-$t-$seed.jsonl"
+      # Every run goes to the step limit (no early stop when solved, as the reference), so returns compare at equal
+      # env steps.
       # shellcheck disable=SC2086  # flags are words
       timeout 120 "$(binary "$t")" --device "$gmi_device" --seed "$seed" --num-envs "$envs" --max-env-steps "$steps" \
-        --log-interval 0.2 --quiet --metrics "$f" $flags > "$work/$impl-$t-$seed.log" 2>&1 ||
+        --target-return nan --log-interval 0.2 --quiet --metrics "$f" $flags > "$work/$impl-$t-$seed.log" 2>&1 ||
         echo "run_suite: $impl $t seed $seed: exit $? ($(tail -1 "$work/$impl-$t-$seed.log"))" >&2
       files+=("$f")
     done
