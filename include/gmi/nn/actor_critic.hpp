@@ -12,6 +12,8 @@
 //   log_prob(params, out, action), entropy(params, out), log_prob_grad / entropy_grad (add into dL/d(out) and
 //   dL/d(dist params)), policy_gradient (PPO's policy part in one pass), and backward taking dL/d(dist params).
 
+#include <type_traits>
+
 #include <gmi/core/hd.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/nn/activation.hpp>
@@ -142,6 +144,7 @@ struct categorical_actor_critic {
   }
 
   template <class Add = accumulate_plain>
+    requires(!std::is_pointer_v<Add> && !std::is_null_pointer_v<Add>)  // a pointer here is the overload below's
   GMI_HD static void backward(const T* params, const T* obs, const T* acts, const T* d_logits, T d_value,
                               T* d_params, T* dz_scratch, T* d_obs = nullptr, Add add = {}) {
     T d_y[NumActions + 1];

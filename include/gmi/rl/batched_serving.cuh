@@ -46,6 +46,8 @@ struct sample_and_step_fn {
 
 template <gmi::env E, class Net, class Path = nn::gemm_path<nn::gemm_precision::tf32>>
 class batched_server {
+  static_assert(gmi::network_fits_env<Net, E>(), "gmi::rl::batched_server: the network's policy must fit the actions");
+
  public:
   using forward_type = nn::batch_mlp<typename Net::net, exec::cuda, Path>;
   static constexpr const char* path_name = forward_type::path_name;
