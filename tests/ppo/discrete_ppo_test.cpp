@@ -5,9 +5,12 @@
 
 #include <gmi/agents/categorical_mlp.hpp>
 #include <gmi/envs/cartpole_discrete.hpp>
+#include <gmi/rl/appo.hpp>
+#include <gmi/rl/appo_actor.hpp>
 #include <gmi/rl/ppo.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace {
@@ -61,5 +64,35 @@ TEST_SUITE("cpu") {
     CHECK_FALSE(ck.contains("log_std"));
     CHECK(ck.contains("heads.weight"));
     CHECK(t.losses().entropy == doctest::Approx(0.693).epsilon(0.02));  // two near-equal logits at the start
+  }
+
+  // The split layout's learner and actor take the categorical network too: an actor's rollout evaluated with the
+  // learner's own weights has log-ratio 0, and an update moves the weights with finite losses.
+  TEST_CASE("ppo.discrete.appo_learner_and_actor_run_the_categorical_policy") {
+    using learner = gmi::rl::appo_learner<net, gmi::exec::host>;
+    using actor = gmi::rl::appo_actor<task, net, gmi::exec::host>;
+    gmi::rl::appo_config c;
+    c.rollouts = 1;
+    c.ppo.minibatch = 256;
+    c.ppo.epochs = 2;
+    learner l(32, 1, c);
+    actor a(32, 5, c.ppo.horizon, c.ppo.gamma, c.ppo.bootstrap_truncation);
+    const auto s = l.snapshot();
+    std::copy(s.begin(), s.end(), a.snapshot().begin());
+    a.set_version(l.version());
+    a.collect();
+    for (std::size_t k = 0; k < a.rollout_records(); ++k) {
+      const float act = a.records()[k].action[0];
+      REQUIRE((act == 0.0f || act == 1.0f));
+    }
+    const std::vector<float> before(l.snapshot().begin(), l.snapshot().end());
+    l.take(a.records().data());
+    l.update();
+    CHECK(l.lag_stats().mean_abs_log_ratio == doctest::Approx(0.0).epsilon(1e-6).scale(1e-6));
+    const auto losses = l.losses();
+    CHECK(std::isfinite(losses.policy_loss));
+    CHECK(std::isfinite(losses.value_loss));
+    CHECK(losses.entropy == doctest::Approx(0.693).epsilon(0.02));
+    CHECK(std::vector<float>(l.snapshot().begin(), l.snapshot().end()) != before);
   }
 }
