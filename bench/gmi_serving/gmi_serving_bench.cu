@@ -32,8 +32,12 @@ template <> struct hidden_of<envs::ingenuity> { using type = nn::layers<256, 256
 template <> struct hidden_of<envs::humanoid_proxy> { using type = nn::layers<200, 400, 100>; };
 template <> struct hidden_of<envs::shadow_hand_proxy> { using type = nn::layers<512, 512, 512, 256>; };
 
+// A Gaussian policy for continuous actions, a categorical one for a task with num_actions.
 template <class Task>
-using net_of = nn::gaussian_actor_critic<Task::obs_dim, Task::act_dim, typename hidden_of<Task>::type>;
+using net_of = std::conditional_t<gmi::has_discrete_actions<Task>,
+                                  nn::categorical_actor_critic<Task::obs_dim, gmi::policy_outputs<Task>(),
+                                                               typename hidden_of<Task>::type>,
+                                  nn::gaussian_actor_critic<Task::obs_dim, Task::act_dim, typename hidden_of<Task>::type>>;
 
 // serve/synchronize/num_envs over either serving engine.
 struct engine {

@@ -8,7 +8,8 @@ Two configurations, run side by side in one compiled program (seeds x configurat
               normalized returns (rl_games' normalize_input + normalize_value); statistics over every sample seen,
               the returns' taken in before the update that uses them, the observations' after it
 Both: shared-body actor-critic (ELU hidden layers, one linear head for mean and value, state-independent log-std
-starting at 0), horizon 16, minibatch 8192, 8 epochs, clip 0.2, gamma 0.99, GAE lambda 0.95, Adam (3e-4, eps 1e-8),
+starting at 0; a task with discrete actions (task.num_actions) gets a categorical head instead: one logit per
+action and the value, actions drawn from the softmax, no log-std and no bounds loss), horizon 16, minibatch 8192, 8 epochs, clip 0.2, gamma 0.99, GAE lambda 0.95, Adam (3e-4, eps 1e-8),
 global grad-norm clip 1.0, value coefficient 0.5, rl_games' bounds loss 1e-4, advantages normalized over the
 rollout, a time-limit truncation bootstrapped with gamma V(final observation).
 
@@ -101,9 +102,9 @@ def parse(argv=None):
     return a
 
 
-# ---- network: shared body, head [mean (A) | value], log-std ----
-def init_params(key, sizes, act_dim):
-    """torch.nn.Linear's U(-1/sqrt(fan_in), 1/sqrt(fan_in)); the head's mean rows scaled by 0.01."""
+# ---- network: shared body, head [mean (A) or logits (N) | value], log-std (continuous only) ----
+def init_params(key, sizes, act_dim, discrete=False):
+    """torch.nn.Linear's U(-1/sqrt(fan_in), 1/sqrt(fan_in)); the head's mean (or logit) rows scaled by 0.01."""
     params = {"w": [], "b": []}
     for i in range(len(sizes) - 1):
         key, kw, kb = jax.random.split(key, 3)
@@ -115,7 +116,8 @@ def init_params(key, sizes, act_dim):
             w, b = w * scale, b * scale
         params["w"].append(w)
         params["b"].append(b)
-    params["log_std"] = jnp.zeros((act_dim,))
+    if not discrete:
+        params["log_std"] = jnp.zeros((act_dim,))
     return params
 
 
@@ -130,6 +132,26 @@ def forward(params, x):
 def log_prob(mu, log_std, a):
     z = (a - mu) * jnp.exp(-log_std)
     return jnp.sum(-0.5 * z * z - log_std - 0.5 * math.log(2 * math.pi), axis=-1)
+
+
+def categorical_log_prob(logits, a):
+    """log softmax(logits)[index]; the action holds the index as a float in a[..., 0]."""
+    idx = a[..., 0].astype(jnp.int32)
+    return jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), idx[..., None], axis=-1)[..., 0]
+
+
+def policy_log_prob(params, out, a, discrete):
+    return categorical_log_prob(out, a) if discrete else log_prob(out, params["log_std"], a)
+
+
+def policy_sample(params, out, key, discrete):
+    """An action (discrete: the index as a float, shape [..., 1]) and its log-probability."""
+    if discrete:
+        idx = jax.random.categorical(key, out, axis=-1)
+        act = idx[..., None].astype(jnp.float32)
+    else:
+        act = out + jnp.exp(params["log_std"]) * jax.random.normal(key, out.shape)
+    return act, policy_log_prob(params, out, act, discrete)
 
 
 # ---- running statistics (Chan et al.'s merge), every sample kept ----
@@ -159,7 +181,9 @@ def make_program(task, a, num_envs, hidden, iterations_per_chunk):
     mb_count = max(1, total // a.minibatch)
     mb_size = total // mb_count
     gamma, lam, clip = 0.99, 0.95, 0.2
-    sizes = (task.obs_dim,) + hidden + (task.act_dim + 1,)
+    discrete = task.num_actions is not None
+    outputs = task.num_actions if discrete else task.act_dim  # the policy head: logits or means
+    sizes = (task.obs_dim,) + hidden + (outputs + 1,)
 
     def draw_reset(key):
         ku, kz = jax.random.split(key)
@@ -179,7 +203,7 @@ def make_program(task, a, num_envs, hidden, iterations_per_chunk):
     def init(key, normalized):
         kp, kr, key = jax.random.split(key, 3)
         state = draw_reset(kr)
-        params = init_params(kp, sizes, task.act_dim)
+        params = init_params(kp, sizes, outputs, discrete)
         zeros = tree_map(jnp.zeros_like, params)
         return {"params": params, "m": zeros, "v": zeros, "step": jnp.zeros(()),
                 "obs_stats": stats_init(task.obs_dim), "ret_stats": stats_init(1),
@@ -192,8 +216,7 @@ def make_program(task, a, num_envs, hidden, iterations_per_chunk):
         params = run["params"]
         mu, vh = forward(params, policy_in(run, obs))
         value = value_out(run, vh)
-        act = mu + jnp.exp(params["log_std"]) * jax.random.normal(ka, mu.shape)
-        logp = log_prob(mu, params["log_std"], act)
+        act, logp = policy_sample(params, mu, ka, discrete)
         nxt, reward, term = task.step(jnp, state, act)
         reward = reward.astype(jnp.float32)
         t = t + 1
@@ -216,11 +239,12 @@ def make_program(task, a, num_envs, hidden, iterations_per_chunk):
     def loss_fn(params, run, batch):
         obs, act, old_logp, adv, target = batch
         mu, vh = forward(params, policy_in(run, obs))
-        lp = log_prob(mu, params["log_std"], act)
+        lp = policy_log_prob(params, mu, act, discrete)
         ratio = jnp.exp(lp - old_logp)
         pg = -jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - clip, 1 + clip) * adv))
         vl = jnp.mean((vh - target) ** 2)
-        bounds = jnp.mean(jnp.sum(jax.nn.relu(mu - 1.1) ** 2 + jax.nn.relu(-1.1 - mu) ** 2, axis=-1))
+        bounds = 0.0 if discrete else jnp.mean(jnp.sum(jax.nn.relu(mu - 1.1) ** 2 + jax.nn.relu(-1.1 - mu) ** 2,
+                                                       axis=-1))
         kl = jnp.mean((ratio - 1.0) - jnp.log(ratio))
         return pg + 0.5 * vl + 1e-4 * bounds, kl
 
@@ -349,7 +373,8 @@ class Job:
             base = {"bench": "learning", "task": task.name,
                     "impl": "reference" if c == "plain" else "reference_normalized", "algo": "ppo",
                     "seeds": a.seeds, "env_steps": env_steps, "num_envs": self.num_envs,
-                    "network": "-".join(map(str, (task.obs_dim,) + self.hidden + (task.act_dim,))),
+                    "network": "-".join(map(str, (task.obs_dim,) + self.hidden +
+                                            (task.num_actions or task.act_dim,))),
                     "run_id": a.run_id, "device": a.device, "git": a.git, "wall_s": wall_s,
                     "compile_s": self.compile_s, "iterations": self.iterations, "seeds_run_together": len(runs)}
             lines.append(dict(base, metric="mean_return", median=med, min=lo, max=hi, per_seed=finals,

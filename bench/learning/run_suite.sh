@@ -43,7 +43,8 @@ shadow_hand_proxy 4096 1e7 64-64
 point_reach 4096 2e7 64-64
 sparse_reach 4096 1e7 64-64
 long_track 4096 2e7 64-64
-spring_chain 4096 2e7 64-64"
+spring_chain 4096 2e7 64-64
+cartpole_discrete 4096 5e6 64-64"
 all=$(awk '{print $1}' <<< "$table" | tr '\n' ' ')
 wanted=${SUITE_TASKS:-$all}
 for t in $wanted; do

@@ -8,6 +8,7 @@ gmi's but from the caller's random numbers (uniforms in [0, 1) and standard norm
 streams: only the LQ proxies' fixed model matrices are rebuilt bit for bit from gmi's Philox generator.
 
 A task: name, obs_dim, act_dim, state_dim, max_steps, num_envs (gmi's default count), n_uniform, n_normal,
+num_actions (a discrete task's choice count, its action the index as a float in a[..., 0]; None: continuous),
 reset(xp, u, z) -> state, step(xp, s, a) -> (state, reward, terminated), observe(xp, s) -> obs,
 from_words(words) -> state (numpy; gmi's raw 32-bit state words), optimum (LQ proxies: best mean return).
 """
@@ -38,6 +39,7 @@ def _with_ints(words, int_columns):
 class Task:
     n_uniform = 0
     n_normal = 0
+    num_actions = None
     num_envs = 4096
     optimum = None
     terminates = True
@@ -73,6 +75,32 @@ class Cartpole(Task):
 
     def from_words(self, words):
         return _with_ints(words, [4])
+
+
+class CartpoleDiscrete(Task):
+    """Gym's CartPole-v1: push left (index 0) or right (1) with 10 N, reward 1 a step, 12 degrees / 2.4 m limits."""
+    name, obs_dim, act_dim, state_dim, max_steps, num_envs, n_uniform = "cartpole_discrete", 4, 1, 4, 500, 4096, 4
+    num_actions = 2
+    THETA_LIMIT = float(np.float32(12.0) * np.float32(2.0) * np.float32(PI) / np.float32(360.0))
+
+    def reset(self, xp, u, z):
+        return -0.05 + 0.1 * u[..., :4]
+
+    def step(self, xp, s, a):
+        x, xd, th, thd = (s[..., i] for i in range(4))
+        f = xp.where(a[..., 0] >= 0.5, 10.0, -10.0)
+        mp, l, total = 0.1, 0.5, 1.1
+        ct, st = xp.cos(th), xp.sin(th)
+        tmp = (f + mp * l * thd * thd * st) / total
+        tha = (9.8 * st - ct * tmp) / (l * (4.0 / 3.0 - mp * ct * ct / total))
+        xa = tmp - mp * l * tha * ct / total
+        dt = 0.02
+        x, xd, th, thd = x + dt * xd, xd + dt * xa, th + dt * thd, thd + dt * tha
+        fell = (x < -2.4) | (x > 2.4) | (th < -self.THETA_LIMIT) | (th > self.THETA_LIMIT)
+        return xp.stack([x, xd, th, thd], axis=-1), xp.ones_like(x), fell
+
+    def observe(self, xp, s):
+        return s[..., :4]
 
 
 class Pendulum(Task):
@@ -533,7 +561,7 @@ class SpringChain(Task):
 def make(name):
     """The task called `name` (gmi's registry name)."""
     simple = {t.name: t for t in (Cartpole, Pendulum, BallBalance, Quadcopter, Ingenuity, PointReach, SparseReach,
-                                  LongTrack, SpringChain)}
+                                  LongTrack, SpringChain, CartpoleDiscrete)}
     proxies = {"ant_proxy": (60, 8, 8, 1024), "anymal_proxy": (48, 12, 16, 4000), "humanoid_proxy": (108, 21, 8, 4096),
                "franka_cabinet_proxy": (23, 9, 12, 2048), "shadow_hand_proxy": (211, 20, 16, 4096)}
     if name in simple:
@@ -545,4 +573,4 @@ def make(name):
 
 NAMES = ["cartpole", "pendulum", "ball_balance", "quadcopter", "ingenuity", "ant_proxy", "anymal_proxy",
          "humanoid_proxy", "franka_cabinet_proxy", "shadow_hand_proxy", "point_reach", "sparse_reach", "long_track",
-         "spring_chain"]
+         "spring_chain", "cartpole_discrete"]

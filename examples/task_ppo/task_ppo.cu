@@ -1,5 +1,6 @@
 // PPO on one task besides Cartpole (which has examples/cartpole_ppo): Pendulum, BallBalance, Quadcopter, Ingenuity,
-// the learning suite's point_reach, sparse_reach, long_track, spring_chain, or a workload proxy of an articulated
+// the learning suite's point_reach, sparse_reach, long_track, spring_chain, cartpole_discrete (discrete actions: a
+// categorical agent), or a workload proxy of an articulated
 // task (a seeded linear-quadratic task with its observation and action sizes, docs/envs.md). On a proxy the best
 // reachable mean return is known, -trace(P) of the Riccati solution for resets x0 ~ N(0, I): gmi::run prints it,
 // reports every return beside it, and stops at --target-optimum-gap.
@@ -33,8 +34,12 @@ using hidden = isaac_hidden<gmi::envs::GMI_TASK>::type;
 using hidden = gmi::nn::layers<64, 64>;
 #endif
 
+// A Gaussian policy for continuous actions, a categorical one (softmax over logits) for a task with num_actions.
+using agent = std::conditional_t<gmi::has_discrete_actions<gmi::envs::GMI_TASK>, gmi::agents::categorical_mlp<hidden>,
+                                 gmi::agents::gaussian_mlp<hidden>>;
+
 using task_ppo = gmi::pipeline<gmi::envs::GMI_TASK,                                     // the task
-                               gmi::agents::gaussian_mlp<hidden>,                       // n-64-64 unless GMI_ISAAC_NET
+                               agent,                                                   // n-64-64 unless GMI_ISAAC_NET
                                gmi::trainers::ppo<>,                                    // PPO, rl_games-style
                                gmi::layout::colocated,                                  // env + agent + trainer per GMI
                                gmi::partition::none,                                    // --gmis-per-gpu, --partition

@@ -1,6 +1,7 @@
 #pragma once
 // gmi: the umbrella header. Every layer's host headers; under nvcc also the kernel headers (.cuh) and the
 // launcher gmi::run, which instantiates the CUDA paths.
+#include <gmi/agents/categorical_mlp.hpp>
 #include <gmi/agents/gaussian_mlp.hpp>
 #include <gmi/comm/channel.hpp>
 #include <gmi/comm/device_share.hpp>

@@ -1,6 +1,7 @@
 // Writes one trajectory of every registered task to JSON, for the Python port's check (bench/learning/tasks.py,
 // bench/learning/check_port.py): the state after gmi's reset as raw 32-bit words (so the port starts from the same
-// state without gmi's random streams), a fixed action sequence that also leaves [-1, 1], and per step the
+// state without gmi's random streams), a fixed action sequence that also leaves [-1, 1] (a discrete task: indices
+// as floats, every one of them used), and per step the
 // observation before the action, the reward and the termination flag; proxies add their model table.
 // Usage: gmi.tool.env_trajectories <out.json> [steps=60]
 #include <cmath>
@@ -43,6 +44,7 @@ void write_task(std::FILE* f, int steps, bool first) {
   for (; t < steps; ++t) {
     float a[T::act_dim];
     for (int j = 0; j < T::act_dim; ++j) a[j] = 1.2f * std::sin(0.37f * float(t) + 1.3f * float(j) + 0.5f);
+    if constexpr (gmi::has_discrete_actions<T>) a[0] = float((t * 5 + t / 3) % gmi::policy_outputs<T>());
     T::observe(s, obs.data(), p);
     const gmi::transition tr = T::step(s, a, r, p);
     std::fprintf(f, "%s", t ? "," : "");

@@ -5,19 +5,23 @@
 
 #include <concepts>
 
+#include <gmi/concepts/env.hpp>
+
 namespace gmi {
 
 struct agent_tag {};
 struct trainer_tag {};
 
 // using agent_concept = gmi::agent_tag;
-// template <int ObsDim, int ActDim> using network = ...;   // per-sample forward/backward, flat parameters
+// template <int ObsDim, int Outputs> using network = ...;  // per-sample forward/backward, flat parameters
+// Outputs is gmi::policy_outputs<Env>(): the action size of a continuous task, num_actions of a discrete one;
+// the network says which it is with Net::discrete (gmi::network_fits_env checks it against the task).
 template <class A>
 concept agent = requires {
   typename A::agent_concept;
   requires std::same_as<typename A::agent_concept, agent_tag>;
-  typename A::template network<4, 1>;
-  { A::template network<4, 1>::param_count } -> std::convertible_to<int>;
+  typename A::template network<4, 2>;
+  { A::template network<4, 2>::param_count } -> std::convertible_to<int>;
 };
 
 // using trainer_concept = gmi::trainer_tag;
@@ -36,9 +40,20 @@ template <class A>
 consteval bool check_agent() {
   static_assert(requires { typename A::agent_concept; },
                 "gmi::agent: the type must opt in with `using agent_concept = gmi::agent_tag;`");
-  static_assert(requires { typename A::template network<4, 1>; },
-                "gmi::agent: the type must give `template <int ObsDim, int ActDim> using network = ...;`");
+  static_assert(requires { typename A::template network<4, 2>; },
+                "gmi::agent: the type must give `template <int ObsDim, int Outputs> using network = ...;`");
   return agent<A>;
+}
+
+// The network agent A builds for task E, sized from it.
+template <class A, class E>
+using agent_network = typename A::template network<E::obs_dim, policy_outputs<E>()>;
+
+// Whether agent A can act in task E: a categorical agent for discrete actions, a Gaussian one for continuous
+// actions; a mismatch fails to compile with a sentence that names the agent to use.
+template <class A, class E>
+consteval bool agent_fits_env() {
+  return network_fits_env<agent_network<A, E>, E>();
 }
 
 template <class T>

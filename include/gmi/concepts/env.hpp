@@ -34,8 +34,23 @@ struct transition {
 // Optional: tasks whose params point at read-only tables (matrices) too large for kernel parameters provide
 //   static std::vector<float> make_table(const params&);   // host, built once per driver
 //   GMI_HD static void bind_table(params&, const float*);  // the driver points params at its copy
+// Optional: discrete actions. A task whose actions are one of N choices declares
+//   static constexpr int num_actions = N;                 // N >= 2, with act_dim = 1
+// and reads the chosen index as a float in action[0] (0.0f, 1.0f, ...); it trains with an agent of a categorical
+// policy (gmi::agents::categorical_mlp), a continuous one with a Gaussian agent (gmi::agents::gaussian_mlp).
 // Optional: tasks whose best reachable mean episode return is known (the LQ proxies: from the Riccati equation)
 //   static double optimal_mean_return(const params&);       // host; gmi::run reports returns beside it
+// The task declares discrete actions (`static constexpr int num_actions`).
+template <class E>
+inline constexpr bool has_discrete_actions = requires { { E::num_actions } -> std::convertible_to<int>; };
+
+// What the policy head outputs for task E: num_actions logits for a discrete task, act_dim means otherwise.
+template <class E>
+consteval int policy_outputs() {
+  if constexpr (has_discrete_actions<E>) return E::num_actions;
+  else return E::act_dim;
+}
+
 template <class E>
 concept env = requires {
   typename E::env_concept;
@@ -43,6 +58,7 @@ concept env = requires {
   { E::obs_dim } -> std::convertible_to<int>;
   { E::act_dim } -> std::convertible_to<int>;
   requires E::obs_dim > 0 && E::act_dim > 0;
+  requires !has_discrete_actions<E> || (E::act_dim == 1 && policy_outputs<E>() >= 2);
   typename E::params;
   typename E::state;
   requires std::is_trivially_copyable_v<typename E::params> && std::is_trivially_copyable_v<typename E::state>;
@@ -68,6 +84,10 @@ consteval bool check_env() {
                 "gmi::env: the type must give its action size: `static constexpr int act_dim`");
   if constexpr (requires { { E::obs_dim } -> std::convertible_to<int>; { E::act_dim } -> std::convertible_to<int>; }) {
     static_assert(E::obs_dim > 0 && E::act_dim > 0, "gmi::env: obs_dim and act_dim must be >= 1");
+    if constexpr (has_discrete_actions<E>) {
+      static_assert(E::act_dim == 1 && policy_outputs<E>() >= 2,
+                    "gmi::env: a task with discrete actions declares num_actions >= 2 and act_dim = 1 (the index)");
+    }
   }
   static_assert(requires { typename E::params; }, "gmi::env: the type must declare its constants: `struct params`");
   static_assert(requires { typename E::state; }, "gmi::env: the type must declare one environment's `struct state`");
@@ -136,6 +156,19 @@ consteval bool check_batch_env() {
                   "cudaStream_t)` over spans in its memory_space");
   }
   return batch_env<B>;
+}
+
+// Whether a network's policy (Net::discrete: categorical or Gaussian) fits task E's actions, each mismatch
+// refused at compile time with a sentence.
+template <class Net, class E>
+consteval bool network_fits_env() {
+  static_assert(!(has_discrete_actions<E> && !Net::discrete),
+                "gmi: this task has discrete actions (it declares num_actions) but the agent's policy is continuous "
+                "(Gaussian): use a categorical agent, gmi::agents::categorical_mlp");
+  static_assert(!(!has_discrete_actions<E> && Net::discrete),
+                "gmi: this task has continuous actions (no num_actions) but the agent's policy is categorical: use a "
+                "Gaussian agent, gmi::agents::gaussian_mlp");
+  return Net::discrete == has_discrete_actions<E> && Net::dist_dim == policy_outputs<E>();
 }
 
 static_assert(!env<int>);

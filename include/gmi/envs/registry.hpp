@@ -13,6 +13,7 @@
 #include <gmi/core/error.hpp>
 #include <gmi/envs/ball_balance.hpp>
 #include <gmi/envs/cartpole.hpp>
+#include <gmi/envs/cartpole_discrete.hpp>
 #include <gmi/envs/ingenuity.hpp>
 #include <gmi/envs/long_track.hpp>
 #include <gmi/envs/lq_proxy.hpp>
@@ -28,7 +29,7 @@ namespace gmi::envs {
 // (bench/learning/run_suite.sh, docs/learning.md).
 using all_tasks = std::tuple<cartpole, pendulum, ball_balance, quadcopter, ingenuity, ant_proxy, anymal_proxy,
                              humanoid_proxy, franka_cabinet_proxy, shadow_hand_proxy, point_reach, sparse_reach,
-                             long_track, spring_chain>;
+                             long_track, spring_chain, cartpole_discrete>;
 
 inline constexpr std::size_t task_count = std::tuple_size_v<all_tasks>;
 

@@ -4,7 +4,15 @@
 // are one linear layer of the flat network (policy rows first, the value row last), so the whole network is
 // one mlp and every batched path (host, shared-memory kernel, cuBLAS) serves it unchanged.
 //
-// Flat parameters: [body W/b ... | heads W[(A+1)][H] | heads b[A+1] | log_std[A] (Gaussian only)].
+// Flat parameters: [body W/b ... | heads W[(D+1)][H] | heads b[D+1] | log_std[D] (Gaussian only)].
+//
+// Both give one policy interface, what PPO, APPO and serving call (out: the policy head's dist_dim outputs):
+//   discrete, dist_dim (policy outputs), act_dim (floats stored per action: a categorical's index as a float),
+//   dist_param_count (parameters after the network's own: log_std), sample(params, out, rng, action, logp),
+//   log_prob(params, out, action), entropy(params, out), log_prob_grad / entropy_grad (add into dL/d(out) and
+//   dL/d(dist params)), policy_gradient (PPO's policy part in one pass), and backward taking dL/d(dist params).
+
+#include <type_traits>
 
 #include <gmi/core/hd.hpp>
 #include <gmi/core/rng.hpp>
@@ -33,10 +41,13 @@ struct gaussian_actor_critic {
   template <class U>
   using rebind = gaussian_actor_critic<ObsDim, ActDim, Hidden, Act, U>;
 
+  static constexpr bool discrete = false;
   static constexpr int obs_dim = ObsDim;
   static constexpr int act_dim = ActDim;
+  static constexpr int dist_dim = ActDim;  // the policy head's outputs: the mean
   static constexpr int hidden = Hidden::width(Hidden::count);  // width of the last hidden layer
   static constexpr int log_std_offset = net::param_count;
+  static constexpr int dist_param_count = ActDim;  // log_std, after the network's parameters
   static constexpr int param_count = net::param_count + ActDim;
   static constexpr int head_weight_offset = net::layers::weight_offset(net::count - 1);  // mu rows, then value
   static constexpr int head_bias_offset = net::layers::bias_offset(net::count - 1);
@@ -74,6 +85,28 @@ struct gaussian_actor_critic {
     if (d_log_std)
       for (int j = 0; j < ActDim; ++j) add(d_params + log_std_offset + j, d_log_std[j]);
   }
+
+  // The policy interface (see the top of this file); out = mu.
+  GMI_HD static void sample(const T* params, const T* out, gmi::rng& g, T* action, T* logp) {
+    head::sample(out, log_std(params), g, action, logp);
+  }
+  GMI_HD static T log_prob(const T* params, const T* out, const T* action) {
+    return head::log_prob(out, log_std(params), action);
+  }
+  GMI_HD static T entropy(const T* params, const T*) { return head::entropy(log_std(params)); }
+  // d_out += scale * dlogp/dmu, d_dist += scale * dlogp/dlog_std (either may be nullptr).
+  GMI_HD static void log_prob_grad(const T* params, const T* out, const T* action, T scale, T* d_out, T* d_dist) {
+    head::log_prob_grad(out, log_std(params), action, scale, d_out, d_dist);
+  }
+  // d_dist += scale * dH/dlog_std; the entropy does not depend on mu.
+  GMI_HD static void entropy_grad(const T*, const T*, T scale, T*, T* d_dist) { head::entropy_grad(scale, d_dist); }
+  // PPO's policy part, assigned: d_out, d_dist = scale * (d_log_prob * dlogp - entropy_coef * dH + bounds_coef *
+  // d(bounds)); returns the bounds loss (how far mu is outside [-bound, bound], squared).
+  GMI_HD static T policy_gradient(const T* params, const T* out, const T* action, T d_log_prob, T entropy_coef, T bound,
+                                  T bounds_coef, T scale, T* d_out, T* d_dist) {
+    return head::policy_gradient(out, log_std(params), action, d_log_prob, entropy_coef, bound, bounds_coef, scale,
+                                 d_out, d_dist);
+  }
 };
 
 // Discrete actions: NumActions logits and the value from the network; no extra parameters.
@@ -85,9 +118,13 @@ struct categorical_actor_critic {
   template <class U>
   using rebind = categorical_actor_critic<ObsDim, NumActions, Hidden, Act, U>;
 
+  static constexpr bool discrete = true;
   static constexpr int obs_dim = ObsDim;
   static constexpr int num_actions = NumActions;
+  static constexpr int act_dim = 1;  // the action's index, stored as a float
+  static constexpr int dist_dim = NumActions;  // the policy head's outputs: the logits
   static constexpr int hidden = Hidden::width(Hidden::count);
+  static constexpr int dist_param_count = 0;
   static constexpr int param_count = net::param_count;
   static constexpr int head_weight_offset = net::layers::weight_offset(net::count - 1);
   static constexpr int head_bias_offset = net::layers::bias_offset(net::count - 1);
@@ -107,12 +144,38 @@ struct categorical_actor_critic {
   }
 
   template <class Add = accumulate_plain>
+    requires(!std::is_pointer_v<Add> && !std::is_null_pointer_v<Add>)  // a pointer here is the overload below's
   GMI_HD static void backward(const T* params, const T* obs, const T* acts, const T* d_logits, T d_value,
                               T* d_params, T* dz_scratch, T* d_obs = nullptr, Add add = {}) {
     T d_y[NumActions + 1];
     for (int k = 0; k < NumActions; ++k) d_y[k] = d_logits[k];
     d_y[NumActions] = d_value;
     net::backward(params, obs, acts, d_y, d_params, d_obs, dz_scratch, add);
+  }
+  // The same with the policy interface's dL/d(dist params) (none here: d_dist is ignored).
+  template <class Add = accumulate_plain>
+  GMI_HD static void backward(const T* params, const T* obs, const T* acts, const T* d_logits, T d_value, const T*,
+                              T* d_params, T* dz_scratch, T* d_obs = nullptr, Add add = {}) {
+    backward(params, obs, acts, d_logits, d_value, d_params, dz_scratch, d_obs, add);
+  }
+
+  // The policy interface (see the top of this file); out = the logits, action[0] = the index as a float.
+  GMI_HD static void sample(const T*, const T* out, gmi::rng& g, T* action, T* logp) {
+    action[0] = static_cast<T>(head::sample(out, g, logp));
+  }
+  GMI_HD static T log_prob(const T*, const T* out, const T* action) {
+    return head::log_prob(out, head::index_of(action[0]));
+  }
+  GMI_HD static T entropy(const T*, const T* out) { return head::entropy(out); }
+  GMI_HD static void log_prob_grad(const T*, const T* out, const T* action, T scale, T* d_out, T*) {
+    head::log_prob_grad(out, head::index_of(action[0]), scale, d_out);
+  }
+  GMI_HD static void entropy_grad(const T*, const T* out, T scale, T* d_out, T*) { head::entropy_grad(out, scale, d_out); }
+  // PPO's policy part, assigned: d_out = scale * (d_log_prob * dlogp - entropy_coef * dH); no bounds loss.
+  GMI_HD static T policy_gradient(const T*, const T* out, const T* action, T d_log_prob, T entropy_coef, T, T, T scale,
+                                  T* d_out, T*) {
+    head::policy_gradient(out, head::index_of(action[0]), d_log_prob, entropy_coef, scale, d_out);
+    return T(0);
   }
 };
 

@@ -9,6 +9,12 @@
 
 namespace gmi::nn {
 
+namespace detail {
+// (1 + log(2 pi)) / 2, the Gaussian's entropy per dimension beyond log_std.
+template <class T>
+inline constexpr T half_log_2pie = static_cast<T>(1.41893853320467274178032973640562);
+}  // namespace detail
+
 template <int Dim, class T = float>
 struct gaussian {
   static_assert(Dim >= 1, "gmi::nn::gaussian: need at least one action dimension");
@@ -35,9 +41,10 @@ struct gaussian {
     return lp;
   }
 
+  // sum_j log_std + (1 + log 2 pi) / 2, one constant added per dimension (the bits PPO's loss has always had).
   GMI_HD static T entropy(const T* log_std) {
     T h = T(0);
-    for (int j = 0; j < Dim; ++j) h += log_std[j] + T(0.5) + detail::half_log_2pi<T>;
+    for (int j = 0; j < Dim; ++j) h += detail::half_log_2pie<T> + log_std[j];
     return h;
   }
 
@@ -55,6 +62,23 @@ struct gaussian {
   // d_log_std += scale * dH/dlog_std (= scale for every dimension).
   GMI_HD static void entropy_grad(T scale, T* d_log_std) {
     for (int j = 0; j < Dim; ++j) d_log_std[j] += scale;
+  }
+
+  // The policy part of PPO's loss in one pass: d_mu = scale * (d_log_prob * dlogp/dmu + bounds_coef * d(bounds)/dmu),
+  // d_log_std = scale * (d_log_prob * dlogp/dlog_std - entropy_coef) (assigned, not added). Returns the bounds
+  // loss, sum_j of the squared distance of mu_j outside [-bound, bound].
+  GMI_HD static T policy_gradient(const T* mu, const T* log_std, const T* action, T d_log_prob, T entropy_coef, T bound,
+                                  T bounds_coef, T scale, T* d_mu, T* d_log_std) {
+    T bounds = T(0);
+    for (int j = 0; j < Dim; ++j) {
+      const T inv_var = detail::exp_(T(-2) * log_std[j]);
+      const T diff = action[j] - mu[j];
+      const T above = detail::max_(mu[j] - bound, T(0)), below = detail::min_(mu[j] + bound, T(0));
+      bounds += above * above + below * below;
+      d_mu[j] = scale * (d_log_prob * diff * inv_var + bounds_coef * T(2) * (above + below));
+      d_log_std[j] = scale * (d_log_prob * (diff * diff * inv_var - T(1)) - entropy_coef);
+    }
+    return bounds;
   }
 };
 
@@ -120,6 +144,20 @@ struct categorical {
       const T lp = logits[k] - lse;
       d_logits[k] += scale * (-detail::exp_(lp) * (lp + h));
     }
+  }
+
+  // The policy part of PPO's loss: d_logits = scale * (d_log_prob * dlogp/dlogits - entropy_coef * dH/dlogits)
+  // (assigned, not added).
+  GMI_HD static void policy_gradient(const T* logits, int action, T d_log_prob, T entropy_coef, T scale, T* d_logits) {
+    for (int k = 0; k < N; ++k) d_logits[k] = T(0);
+    log_prob_grad(logits, action, scale * d_log_prob, d_logits);
+    entropy_grad(logits, -scale * entropy_coef, d_logits);
+  }
+
+  // An action stored as a float (its index) back to the index, clamped into [0, N).
+  GMI_HD static int index_of(T stored) {
+    const int a = static_cast<int>(stored);
+    return a < 0 ? 0 : (a >= N ? N - 1 : a);
   }
 };
 

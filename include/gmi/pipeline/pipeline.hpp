@@ -40,7 +40,9 @@ struct pipeline {
   using layout_type = Layout;
   using partition_type = Partition;
   using comm_type = Comm;
-  using network = typename Agent::template network<Env::obs_dim, Env::act_dim>;
+  static_assert(gmi::agent_fits_env<Agent, Env>(),
+                "gmi::pipeline: the agent's policy must fit the task's actions (the sentence above says how)");
+  using network = gmi::agent_network<Agent, Env>;
   template <class Policy>
   using engine = typename Trainer::template engine<Env, network, Policy>;
   // The same roles, partition and communicator in another layout (autotune's measured mapping runs a colocated

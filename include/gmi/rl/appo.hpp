@@ -105,7 +105,7 @@ struct appo_evaluate_view {
     const std::size_t n = static_cast<std::size_t>(envs_per_rollout), cols = static_cast<std::size_t>(columns);
     const record* rollout = staging + (c / n) * (static_cast<std::size_t>(horizon) + 1) * n;
     const std::size_t i = c % n;
-    float on[obs_dim], mu[act_dim], v;
+    float on[obs_dim], mu[Net::dist_dim], v;
     for (int t = 0; t <= horizon; ++t) {
       const record& rec = rollout[static_cast<std::size_t>(t) * n + i];
       const std::size_t at = static_cast<std::size_t>(t) * cols + c;
@@ -115,7 +115,7 @@ struct appo_evaluate_view {
       if (t == horizon) break;
       for (int k = 0; k < obs_dim; ++k) obs[at * obs_dim + k] = rec.obs[k];
       for (int k = 0; k < act_dim; ++k) actions[at * act_dim + k] = rec.action[k];
-      const float lp = gaussian_log_prob<act_dim>(rec.action, mu, Net::log_std(params));  // as the loss does
+      const float lp = Net::log_prob(params, mu, rec.action);  // as the loss does
       log_probs[at] = clip_against_behaviour ? rec.log_prob : lp;
       log_ratios[at] = lp - rec.log_prob;
       rewards[at] = rec.reward;

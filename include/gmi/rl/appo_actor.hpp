@@ -26,6 +26,7 @@ struct appo_actor_view {
   static constexpr int obs_dim = E::obs_dim, act_dim = E::act_dim;
   static_assert(Net::obs_dim == E::obs_dim && Net::act_dim == E::act_dim,
                 "gmi::rl::appo_actor: the network's obs_dim/act_dim must equal the environment's");
+  static_assert(gmi::network_fits_env<Net, E>(), "gmi::rl::appo_actor: the network's policy must fit the actions");
   using record = appo_record<obs_dim, act_dim>;
   using layout = appo_snapshot_layout<Net>;
 
@@ -44,7 +45,7 @@ struct appo_actor_view {
   // snapshot: the weights in the appo_snapshot_layout (params first); may be a shared-memory copy of them.
   GMI_HD void collect(std::size_t i, const float* snapshot) const {
     const nn::normalizer_view obs_norm = layout::obs_norm(snapshot), value_norm = layout::value_norm(snapshot);
-    float o[obs_dim], on[obs_dim], a[act_dim], mu[act_dim], final_obs[obs_dim];
+    float o[obs_dim], on[obs_dim], a[act_dim], mu[Net::dist_dim], final_obs[obs_dim];
     for (int k = 0; k < obs_dim; ++k) o[k] = current_obs[i * obs_dim + k];
     gmi::rng r(policy_seed, i, policy_rng_blocks[i]);
     const std::size_t n = static_cast<std::size_t>(num_envs);
@@ -55,7 +56,7 @@ struct appo_actor_view {
       obs_norm.normalize(o, on);
       float v, logp;
       Net::forward(snapshot, on, mu, &v);
-      Net::head::sample(mu, Net::log_std(snapshot), r, a, &logp);
+      Net::sample(snapshot, mu, r, a, &logp);
       for (int k = 0; k < obs_dim; ++k) rec.obs[k] = o[k];
       for (int k = 0; k < act_dim; ++k) rec.action[k] = a[k];
       rec.log_prob = logp;
@@ -69,7 +70,7 @@ struct appo_actor_view {
         ++episodes;
       }
       if (s.truncated && bootstrap_truncation) {
-        float fn[obs_dim], fmu[act_dim], fv;
+        float fn[obs_dim], fmu[Net::dist_dim], fv;
         obs_norm.normalize(final_obs, fn);
         Net::forward(snapshot, fn, fmu, &fv);
         reward += gamma * value_norm.denormalize(0, fv);

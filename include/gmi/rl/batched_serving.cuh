@@ -29,17 +29,17 @@ template <class E, class Net>
 struct sample_and_step_fn {
   env_batch_view<E> env;
   const float* params;
-  const float* outputs;  // [n][act_dim + 1]: mean, then value
+  const float* outputs;  // [n][dist_dim + 1]: the policy outputs, then value
   float* inputs;         // [n][obs_dim]: normalized observations for the next forward
   nn::normalizer_view norm;
   std::uint64_t policy_seed;
   std::uint64_t* policy_blocks;
   GMI_HD void operator()(std::size_t i) const {
-    constexpr int A = E::act_dim, O = E::obs_dim;
-    float mu[A], a[A], o[O], logp;
-    for (int j = 0; j < A; ++j) mu[j] = outputs[i * (A + 1) + j];
+    constexpr int A = E::act_dim, D = Net::dist_dim, O = E::obs_dim;
+    float mu[D], a[A], o[O], logp;
+    for (int j = 0; j < D; ++j) mu[j] = outputs[i * (D + 1) + j];
     gmi::rng r(policy_seed, i, policy_blocks[i]);
-    Net::head::sample(mu, Net::log_std(params), r, a, &logp);
+    Net::sample(params, mu, r, a, &logp);
     policy_blocks[i] = r.block();
     env.step_one(i, a, o, nullptr);
     norm.normalize(o, inputs + i * O);
@@ -52,6 +52,8 @@ inline nn::network_config serving_network_config() { return {.precision = nn::pr
 
 template <gmi::env E, class Net, class Path = nn::lt_path>
 class batched_server {
+  static_assert(gmi::network_fits_env<Net, E>(), "gmi::rl::batched_server: the network's policy must fit the actions");
+
  public:
   using forward_type = nn::batch_mlp<typename Net::net, exec::cuda, Path>;
   static constexpr const char* path_name = forward_type::path_name;
@@ -67,7 +69,7 @@ class batched_server {
         forward_(make_forward(policy, n_, net_cfg)),
         params_(Net::param_count),
         inputs_(n_ * E::obs_dim),
-        outputs_(n_ * (E::act_dim + 1)),
+        outputs_(n_ * (Net::dist_dim + 1)),
         policy_blocks_(n_) {
     gmi::require(graph_steps >= 1, "graph_steps", graph_steps, ">= 1");
     const std::vector<float> init = detail::initial_params<Net>(seed);

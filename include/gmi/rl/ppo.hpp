@@ -87,7 +87,7 @@ std::vector<float> initial_params(std::uint64_t seed) {
     const float bound = 1.0f / std::sqrt(static_cast<float>(in));
     const bool head = l == layers::count - 1;
     for (int o = 0; o < out; ++o) {
-      const float s = head && o < Net::act_dim ? 0.01f : 1.0f;
+      const float s = head && o < Net::dist_dim ? 0.01f : 1.0f;
       for (int i = 0; i < in; ++i) p[layers::weight_offset(l) + o * in + i] = s * r.uniform(-bound, bound);
       p[layers::bias_offset(l) + o] = s * r.uniform(-bound, bound);
     }
@@ -114,8 +114,8 @@ class ppo_trainer {
   static constexpr std::size_t stats_advantages = 0, stats_obs = 3, stats_returns = 3 + 1 + 2 * std::size_t(obs_dim),
                                stats_size = stats_returns + 3;
   // Where the value head's row and bias sit in the flat parameters (the head's last row, after the action rows).
-  static constexpr int value_weight_at = Net::head_weight_offset + act_dim * Net::hidden;
-  static constexpr int value_bias_at = Net::head_bias_offset + act_dim;
+  static constexpr int value_weight_at = Net::head_weight_offset + Net::dist_dim * Net::hidden;
+  static constexpr int value_bias_at = Net::head_bias_offset + Net::dist_dim;
 
   ppo_trainer(int num_envs, std::uint64_t seed, ppo_config config, typename E::params env_params = {}, P policy = {})
       : config_((config.validate(), config)),
@@ -333,7 +333,8 @@ class ppo_trainer {
   void load_state(const io::checkpoint& ck);
 
   // The policy's weights as PyTorch-style named tensors (body.<l>.weight [out, in], body.<l>.bias, heads.weight
-  // [act + 1, hidden] (mean rows, then the value row), heads.bias, log_std), for export_safetensors.
+  // [outputs + 1, hidden] (mean or logit rows, then the value row), heads.bias, log_std if Gaussian), for
+  // export_safetensors.
   [[nodiscard]] io::checkpoint policy_tensors();
 
   // The view a fused kernel or host loop collects through (valid while *this lives).

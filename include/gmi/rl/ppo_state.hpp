@@ -65,7 +65,10 @@ inline io::checkpoint ppo_trainer<E, Net, P>::policy_tensors() {
   using layers = typename Net::net::layers;
   const std::vector<float> p = to_host(params_.data(), params_.size());
   io::checkpoint ck;
-  ck.meta = {{"format", "pt"}, {"task", task_name()}, {"layout", "weight [out, in] row-major; heads = mean rows then value"}};
+  ck.meta = {{"format", "pt"},
+             {"task", task_name()},
+             {"layout", Net::discrete ? "weight [out, in] row-major; heads = logit rows then value"
+                                      : "weight [out, in] row-major; heads = mean rows then value"}};
   for (int l = 0; l < layers::count; ++l) {
     const int in = layers::width(l), out = layers::width(l + 1);
     const std::string base = l + 1 == layers::count ? std::string("heads") : "body." + std::to_string(l);
@@ -73,7 +76,8 @@ inline io::checkpoint ppo_trainer<E, Net, P>::policy_tensors() {
            {static_cast<std::uint64_t>(out), static_cast<std::uint64_t>(in)});
     ck.add(base + ".bias", std::vector<float>(p.begin() + layers::bias_offset(l), p.begin() + layers::bias_offset(l) + out));
   }
-  ck.add("log_std", std::vector<float>(p.begin() + Net::log_std_offset, p.begin() + Net::log_std_offset + act_dim));
+  if constexpr (!Net::discrete)
+    ck.add("log_std", std::vector<float>(p.begin() + Net::log_std_offset, p.begin() + Net::log_std_offset + act_dim));
   return ck;
 }
 }  // namespace gmi::rl

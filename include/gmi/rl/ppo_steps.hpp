@@ -26,9 +26,10 @@ enum ppo_term : int { term_policy = 0, term_value, term_entropy, term_kl, term_c
 // normalized with the statistics frozen for the iteration, so collection and update see the same inputs.
 template <gmi::env E, class Net>
 struct ppo_rollout_view {
-  static constexpr int obs_dim = E::obs_dim, act_dim = E::act_dim;
+  static constexpr int obs_dim = E::obs_dim, act_dim = E::act_dim, dist_dim = Net::dist_dim;
   static_assert(Net::obs_dim == E::obs_dim && Net::act_dim == E::act_dim,
                 "gmi::rl::ppo: the network's obs_dim/act_dim must equal the environment's");
+  static_assert(gmi::network_fits_env<Net, E>(), "gmi::rl::ppo: the network's policy must fit the environment's actions");
 
   env_batch_view<E> env;
   nn::normalizer_view obs_norm;
@@ -55,7 +56,7 @@ struct ppo_rollout_view {
   GMI_HD float value_of(float head) const { return normalize_value ? value_norm.denormalize(0, head) : head; }
 
   GMI_HD void collect(std::size_t i, const float* params) const {
-    float o[obs_dim], on[obs_dim], a[act_dim], mu[act_dim], final_obs[obs_dim];
+    float o[obs_dim], on[obs_dim], a[act_dim], mu[dist_dim], final_obs[obs_dim];
     for (int k = 0; k < obs_dim; ++k) o[k] = current_obs[i * obs_dim + k];
     gmi::rng r(policy_seed, i, policy_rng_blocks[i]);
     const std::size_t n = static_cast<std::size_t>(num_envs);
@@ -64,7 +65,7 @@ struct ppo_rollout_view {
       obs_norm.normalize(o, on);
       float v, logp;
       Net::forward(params, on, mu, &v);
-      Net::head::sample(mu, Net::log_std(params), r, a, &logp);
+      Net::sample(params, mu, r, a, &logp);
       for (int k = 0; k < obs_dim; ++k) obs[at * obs_dim + k] = o[k];
       for (int k = 0; k < act_dim; ++k) actions[at * act_dim + k] = a[k];
       log_probs[at] = logp;
@@ -72,7 +73,7 @@ struct ppo_rollout_view {
       const step_result s = env.step_one(i, a, o, final_obs);
       float reward = s.reward;
       if (s.truncated && bootstrap_truncation) {
-        float fn[obs_dim], fmu[act_dim], fv;
+        float fn[obs_dim], fmu[dist_dim], fv;
         obs_norm.normalize(final_obs, fn);
         Net::forward(params, fn, fmu, &fv);
         reward += gamma * value_of(fv);
@@ -91,14 +92,14 @@ struct ppo_rollout_view {
 
   // Serving: `steps` steps of policy + env for environment i, nothing stored (the serving tier's work).
   GMI_HD void serve(std::size_t i, const float* params, int steps) const {
-    float o[obs_dim], on[obs_dim], a[act_dim], mu[act_dim];
+    float o[obs_dim], on[obs_dim], a[act_dim], mu[dist_dim];
     for (int k = 0; k < obs_dim; ++k) o[k] = current_obs[i * obs_dim + k];
     gmi::rng r(policy_seed, i, policy_rng_blocks[i]);
     for (int t = 0; t < steps; ++t) {
       obs_norm.normalize(o, on);
       float v, logp;
       Net::forward(params, on, mu, &v);
-      Net::head::sample(mu, Net::log_std(params), r, a, &logp);
+      Net::sample(params, mu, r, a, &logp);
       env.step_one(i, a, o, nullptr);
     }
     for (int k = 0; k < obs_dim; ++k) current_obs[i * obs_dim + k] = o[k];
@@ -109,7 +110,9 @@ struct ppo_rollout_view {
 // One minibatch of the update: samples perm(begin + k) for k < count.
 template <class Net>
 struct ppo_minibatch_view {
-  static constexpr int obs_dim = Net::obs_dim, act_dim = Net::act_dim;
+  static constexpr int obs_dim = Net::obs_dim, act_dim = Net::act_dim, dist_dim = Net::dist_dim;
+  // dL/d(the distribution's own parameters) has Net::dist_param_count values; arrays of it at least one.
+  static constexpr int dist_slots = Net::dist_param_count > 0 ? Net::dist_param_count : 1;
 
   const float* obs;
   const float* actions;
@@ -138,12 +141,12 @@ struct ppo_minibatch_view {
   GMI_HD void accumulate(std::uint32_t k, bool active, const float* params, float* grads, float* terms, Add add) const {
     const std::uint32_t j = sample(k, active);
     const float scale = active ? 1.0f / static_cast<float>(count) : 0.0f;
-    float on[obs_dim], mu[act_dim], acts[Net::acts_size], dz[Net::acts_size];
-    float d_mu[act_dim], d_log_std[act_dim], d_value, v;
+    float on[obs_dim], mu[dist_dim], acts[Net::acts_size], dz[Net::acts_size];
+    float d_mu[dist_dim], d_dist[dist_slots], d_value, v;
     obs_norm.normalize(obs + static_cast<std::size_t>(j) * obs_dim, on);
     Net::forward(params, on, mu, &v, acts);
-    const ppo_sample_terms t = loss_gradient(j, mu, v, Net::log_std(params), scale, d_mu, d_log_std, &d_value);
-    Net::backward(params, on, acts, d_mu, d_value, d_log_std, grads, dz, nullptr, add);
+    const ppo_sample_terms t = loss_gradient(j, mu, v, params, scale, d_mu, d_dist, &d_value);
+    Net::backward(params, on, acts, d_mu, d_value, d_dist, grads, dz, nullptr, add);
     add_terms(t, scale, terms, add);
   }
 
@@ -171,16 +174,17 @@ struct ppo_minibatch_view {
   }
 
   // A sample's loss terms and the gradient of its share (scale) of the loss with respect to the network's
-  // outputs mu, value and log_std, given those outputs.
-  GMI_HD ppo_sample_terms loss_gradient(const sample_inputs& in, const float* mu, float v, const float* log_std,
-                                        float scale, float* d_mu, float* d_log_std, float* d_value) const {
-    return ppo_sample_gradient<act_dim>(in.action, mu, log_std, v, in.log_prob, in.old_value, in.advantage, in.target,
-                                        clip, value_coef, entropy_coef, bounds_coef, clip_value, value_clip, scale,
-                                        d_mu, d_log_std, d_value, dual_clip);
+  // outputs (the policy head's dist_dim, then the value) and the distribution's own parameters (d_dist:
+  // log_std's), given those outputs; params: the flat parameters (where the distribution's own ones are read).
+  GMI_HD ppo_sample_terms loss_gradient(const sample_inputs& in, const float* out, float v, const float* params,
+                                        float scale, float* d_out, float* d_dist, float* d_value) const {
+    return ppo_policy_sample_gradient<Net>(params, in.action, out, v, in.log_prob, in.old_value, in.advantage,
+                                           in.target, clip, value_coef, entropy_coef, bounds_coef, clip_value,
+                                           value_clip, scale, d_out, d_dist, d_value, dual_clip);
   }
-  GMI_HD ppo_sample_terms loss_gradient(std::uint32_t j, const float* mu, float v, const float* log_std, float scale,
-                                        float* d_mu, float* d_log_std, float* d_value) const {
-    return loss_gradient(inputs(j), mu, v, log_std, scale, d_mu, d_log_std, d_value);
+  GMI_HD ppo_sample_terms loss_gradient(std::uint32_t j, const float* out, float v, const float* params, float scale,
+                                        float* d_out, float* d_dist, float* d_value) const {
+    return loss_gradient(inputs(j), out, v, params, scale, d_out, d_dist, d_value);
   }
 
   // The loss terms of one sample (means over the minibatch once every sample has added its share).

@@ -27,7 +27,8 @@ struct tile_gradient {
   using act = typename mlp::activation;
   static constexpr int count = shape::count;  // linear layers; the last is the head (mu rows, then the value)
   static constexpr int head = count - 1;
-  static constexpr int act_dim = Net::act_dim;
+  static constexpr int dist_dim = Net::dist_dim;            // the head's policy outputs, before the value
+  static constexpr int dist_params = Net::dist_param_count;  // log_std's gradient per sample (none: categorical)
   static constexpr int obs_dim = Net::obs_dim;
   static constexpr int block = 256;
   static constexpr int row = Net::param_count + term_count;
@@ -45,7 +46,7 @@ struct tile_gradient {
   static constexpr std::size_t bytes_of(int t, bool with_weights) {
     int f = with_weights ? weights_before(count) : 0;
     for (int k = 0; k <= count; ++k) f += t * stride(shape::width(k));
-    f += 2 * t * stride(shape::max_width) + t * act_dim + t * term_count + t;
+    f += 2 * t * stride(shape::max_width) + t * dist_params + t * term_count + t;
     return sizeof(float) * static_cast<std::size_t>(f);
   }
   // Weights in shared memory where they fit beside a 32-sample tile; else (Isaac-Gym-size networks) every block
@@ -66,8 +67,8 @@ struct tile_gradient {
   }
   static constexpr int dz_stride = stride(shape::max_width);
   static constexpr int smem_dz(int buffer) { return smem_h(count + 1) + buffer * tile * dz_stride; }
-  static constexpr int smem_log_std = smem_dz(2);                        // [tile][act_dim]
-  static constexpr int smem_terms = smem_log_std + tile * act_dim;       // [tile][term_count]
+  static constexpr int smem_log_std = smem_dz(2);                        // [tile][dist_params]
+  static constexpr int smem_terms = smem_log_std + tile * dist_params;   // [tile][term_count]
   static constexpr int smem_index = smem_terms + tile * term_count;      // [tile] rollout sample of each
   static constexpr int smem_floats = smem_index + tile;
   static constexpr std::size_t smem_bytes = sizeof(float) * static_cast<std::size_t>(smem_floats);
@@ -189,7 +190,7 @@ __global__ static void __launch_bounds__(tile_gradient<Net>::block)
     ppo_tile_gradient_kernel(ppo_minibatch_view<Net> mb, const float* params, const float* wt, float* rows,
                              const std::uint64_t* iteration, int epoch, int epochs) {
   using G = tile_gradient<Net>;
-  constexpr int A = G::act_dim, T = G::tile;
+  constexpr int A = G::dist_params, D = G::dist_dim, T = G::tile;
   extern __shared__ float4 shared4[];  // float4: the base is 16-byte aligned
   float* smem = reinterpret_cast<float*>(shared4);
   const int tid = static_cast<int>(threadIdx.x);
@@ -216,15 +217,14 @@ __global__ static void __launch_bounds__(tile_gradient<Net>::block)
   }
   __syncthreads();
   tile_forward<Net, 0>(smem, params, wt);
-  const float* log_std = Net::log_std(params);
-  if (tid < T) {  // the loss of sample tid: dZ of the head (mu, then the value), log_std's share and the terms
+  if (tid < T) {  // the loss of sample tid: dZ of the head (policy outputs, then the value), log_std's share, terms
     constexpr int ys = G::stride(G::shape::width(G::count));
     const bool active = first + static_cast<std::uint32_t>(tid) < mb.count;
     const float scale = active ? 1.0f / static_cast<float>(mb.count) : 0.0f;
     const float* y = smem + G::smem_h(G::count) + tid * ys;
     float* dy = smem + G::smem_dz(0) + tid * G::dz_stride;
     float* d_ls = smem + G::smem_log_std + tid * A;
-    const ppo_sample_terms t = mb.loss_gradient(index[tid], y, y[A], log_std, scale, dy, d_ls, dy + A);
+    const ppo_sample_terms t = mb.loss_gradient(index[tid], y, y[D], params, scale, dy, d_ls, dy + D);
     float* terms = smem + G::smem_terms + tid * term_count;
     auto put = [](float* where, float value) { *where = value; };
     ppo_minibatch_view<Net>::add_terms(t, scale, terms, put);

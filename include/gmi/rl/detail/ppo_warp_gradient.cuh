@@ -32,7 +32,9 @@ struct warp_gradient {
   using shape = typename mlp::layers;
   using act = typename mlp::activation;
   static constexpr int count = shape::count;
-  static constexpr int act_dim = Net::act_dim;
+  static constexpr int dist_dim = Net::dist_dim;            // the head's policy outputs, before the value
+  static constexpr int dist_params = Net::dist_param_count;  // log_std's gradient (none: categorical)
+  static constexpr int dist_slots = dist_params > 0 ? dist_params : 1;
   static constexpr int warps_per_block = 8;
   static constexpr int block = 32 * warps_per_block;
   static constexpr int row = Net::param_count + term_count;
@@ -355,7 +357,7 @@ __device__ inline void warp_store_rows(const float (&g)[warp_gradient<Net>::acc_
 template <class Net>
 struct warp_sums {
   float g[warp_gradient<Net>::acc_size];
-  float log_std[Net::act_dim];
+  float log_std[warp_gradient<Net>::dist_slots];
   float terms[term_count];
 };
 
@@ -363,10 +365,10 @@ struct warp_sums {
 // sample order.
 template <class Net, int S>
 __device__ inline void warp_add_samples(const ppo_minibatch_view<Net>& mb, const feistel_permutation& perm,
-                                        const float* w, const float* log_std, float scale, float* scratch,
+                                        const float* w, const float* params, float scale, float* scratch,
                                         const std::uint32_t (&k)[S], warp_sums<Net>& sums) {
   using W = warp_gradient<Net>;
-  constexpr int A = W::act_dim;
+  constexpr int A = W::dist_params, D = W::dist_dim;
   const int lane = static_cast<int>(threadIdx.x & 31);
   warp_samples<Net, S> x;
   x.scratch = scratch;
@@ -380,12 +382,12 @@ __device__ inline void warp_add_samples(const ppo_minibatch_view<Net>& mb, const
   }
   __syncwarp();
   warp_forward<Net, S, 0>(w, x);
-  float y[S][W::head_out];  // mu, then the value
+  float y[S][W::head_out];  // the policy outputs, then the value
   warp_head_forward<Net, S>(w, x, y);
-  float dy[S][W::head_out], d_ls[S][A];
+  float dy[S][W::head_out], d_ls[S][W::dist_slots];
   ppo_sample_terms t[S];
 #pragma unroll
-  for (int s = 0; s < S; ++s) t[s] = mb.loss_gradient(in[s], y[s], y[s][A], log_std, scale, dy[s], d_ls[s], &dy[s][A]);
+  for (int s = 0; s < S; ++s) t[s] = mb.loss_gradient(in[s], y[s], y[s][D], params, scale, dy[s], d_ls[s], &dy[s][D]);
   float d[S][W::max_slots];
   warp_head_backward<Net, S>(w, x, dy, sums.g, d);
   warp_backward<Net, S, W::head - 1>(w, x, d, sums.g);
@@ -406,7 +408,7 @@ __global__ static void __launch_bounds__(warp_gradient<Net>::block)
     ppo_warp_gradient_kernel(ppo_minibatch_view<Net> mb, const float* params, float* rows,
                              const std::uint64_t* iteration, int epoch, int epochs, int per_warp) {
   using W = warp_gradient<Net>;
-  constexpr int A = W::act_dim, S = W::in_flight;
+  constexpr int A = W::dist_params, S = W::in_flight;
   extern __shared__ float4 shared4[];  // float4: the base is 16-byte aligned
   float* w = reinterpret_cast<float*>(shared4);
   float* red = w + W::smem_floats;
@@ -423,7 +425,6 @@ __global__ static void __launch_bounds__(warp_gradient<Net>::block)
   __syncthreads();
   mb.shuffle_round = *iteration * static_cast<std::uint64_t>(epochs) + static_cast<std::uint64_t>(epoch);
   const feistel_permutation perm = mb.permutation();
-  const float* log_std = Net::log_std(params);
   const float scale = 1.0f / static_cast<float>(mb.count);
   warp_sums<Net> sums;
 #pragma unroll
@@ -441,11 +442,11 @@ __global__ static void __launch_bounds__(warp_gradient<Net>::block)
     std::uint32_t ks[S];
 #pragma unroll
     for (int s = 0; s < S; ++s) ks[s] = k + static_cast<std::uint32_t>(s);
-    warp_add_samples<Net, S>(mb, perm, w, log_std, scale, scratch, ks, sums);
+    warp_add_samples<Net, S>(mb, perm, w, params, scale, scratch, ks, sums);
   }
   for (; k < end; ++k) {
     const std::uint32_t ks[1] = {k};
-    warp_add_samples<Net, 1>(mb, perm, w, log_std, scale, scratch, ks, sums);
+    warp_add_samples<Net, 1>(mb, perm, w, params, scale, scratch, ks, sums);
   }
   for (int turn = 0; turn < W::warps_per_block; ++turn) {  // warp after warp: a fixed order of the adds
     if (warp == turn) {
