@@ -35,29 +35,30 @@ struct ppo_lt_store {
   GMI_HD void operator()(float* where, float value) const { *where = value; }
 };
 
-// From the outputs y[k] = (mu, value): d_out[k] = (dL/dmu, dL/dvalue) of sample k's share of the minibatch-mean
-// loss, and extra[k] = (dL/dlog_std, the sample's scaled loss terms).
+// From the outputs y[k] = (policy outputs, value): d_out[k] = their gradients of sample k's share of the
+// minibatch-mean loss, and extra[k] = (the gradient of the distribution's own parameters (log_std; none for a
+// categorical), the sample's scaled loss terms).
 template <class Net>
 __global__ static void ppo_lt_loss_kernel(ppo_minibatch_view<Net> mb, const float* params,
                                           const std::uint64_t* round_base, int epoch, int epochs, const float* y,
                                           float* d_out, float* extra) {
-  constexpr int A = Net::act_dim, E = Net::act_dim + term_count;
+  constexpr int D = Net::dist_dim, P = Net::dist_param_count, E = P + term_count;
   mb.shuffle_round = *round_base * static_cast<std::uint64_t>(epochs) + static_cast<std::uint64_t>(epoch);
   const std::uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= mb.count) return;
   const std::uint32_t j = mb.sample(k);
   const float scale = 1.0f / static_cast<float>(mb.count);
-  const float* yk = y + static_cast<std::size_t>(k) * (A + 1);
-  float mu[A], d_mu[A], d_log_std[A], d_value;
-  for (int a = 0; a < A; ++a) mu[a] = yk[a];
-  const ppo_sample_terms t = mb.loss_gradient(j, mu, yk[A], Net::log_std(params), scale, d_mu, d_log_std, &d_value);
-  float* dk = d_out + static_cast<std::size_t>(k) * (A + 1);
-  for (int a = 0; a < A; ++a) dk[a] = d_mu[a];
-  dk[A] = d_value;
+  const float* yk = y + static_cast<std::size_t>(k) * (D + 1);
+  float out[D], d_o[D], d_dist[P > 0 ? P : 1], d_value;
+  for (int a = 0; a < D; ++a) out[a] = yk[a];
+  const ppo_sample_terms t = mb.loss_gradient(j, out, yk[D], params, scale, d_o, d_dist, &d_value);
+  float* dk = d_out + static_cast<std::size_t>(k) * (D + 1);
+  for (int a = 0; a < D; ++a) dk[a] = d_o[a];
+  dk[D] = d_value;
   float* ek = extra + static_cast<std::size_t>(k) * E;
-  for (int a = 0; a < A; ++a) ek[a] = d_log_std[a];
+  for (int a = 0; a < P; ++a) ek[a] = d_dist[a];
   ppo_lt_store store;
-  ppo_minibatch_view<Net>::add_terms(t, scale, ek + A, store);
+  ppo_minibatch_view<Net>::add_terms(t, scale, ek + P, store);
 }
 
 // out[c] = sum over k < count of extra[k][c], in sample order (one thread per column: few columns, each a
@@ -73,15 +74,15 @@ __global__ static void ppo_lt_sum_extra_kernel(const float* extra, std::uint32_t
 template <class Net>
 class lt_gradient {
   using mlp = typename Net::net;
-  static constexpr int A = Net::act_dim, E = Net::act_dim + term_count;
+  static constexpr int D = Net::dist_dim, E = Net::dist_param_count + term_count;
 
  public:
   lt_gradient(std::size_t max_count, cudaStream_t s, const nn::network_config& cfg)
       : lt_(exec::cuda{.stream = s}, max_count, cfg),
         x_(max_count * Net::obs_dim),
         acts_(max_count * mlp::activation_size),
-        y_(max_count * (A + 1)),
-        d_out_(max_count * (A + 1)),
+        y_(max_count * (D + 1)),
+        d_out_(max_count * (D + 1)),
         extra_(max_count * E) {}
 
   [[nodiscard]] const char* path() const noexcept { return lt_.path(); }
