@@ -29,6 +29,11 @@ struct ant {
     float healthy_z_min = 0.2f, healthy_z_max = 1.0f;
     float reset_noise = 0.1f;  // qpos + U(-noise, noise), qvel + noise N(0, 1)
     int max_steps = 1000;
+    // Constraint solve: Gauss-Seidel sweeps at most, and the stop (no force changes by more than tolerance
+    // times 1 + the largest force). 1e-7 follows MuJoCo far closer (tests/physics/tasks_mujoco_test.cpp) at a
+    // higher cost; docs/envs.md has both.
+    int solver_iterations = 100;
+    float solver_tolerance = 1e-6f;
     gmi::physics::model_view<float> model{};  // points into the driver's table (bind_table)
   };
 
@@ -38,7 +43,11 @@ struct ant {
   };
 
   static std::vector<float> make_table(const params&) { return sim::table(); }
-  static void bind_table(params& p, const float* t) { p.model = sim::view(t); }
+  static void bind_table(params& p, const float* t) {
+    p.model = sim::view(t);
+    p.model.iterations = p.solver_iterations;
+    p.model.tolerance = p.solver_tolerance;
+  }
 
   GMI_HD static float dt(const params& p) { return p.model.timestep * float(p.frame_skip); }
 

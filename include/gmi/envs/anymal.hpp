@@ -36,6 +36,11 @@ struct anymal {
     float w_lin_track = 1.0f, w_ang_track = 0.5f, w_lin_z = -2.0f, w_ang_xy = -0.05f, w_torque = -2.5e-5f,
           w_dof_acc = -2.5e-7f, w_action_rate = -0.01f, w_flat = -5.0f;
     int max_steps = 1000;  // 20 s
+    // Constraint solve: Gauss-Seidel sweeps at most, and the stop (no force changes by more than tolerance
+    // times 1 + the largest force). 1e-7 follows MuJoCo far closer (tests/physics/tasks_mujoco_test.cpp) at a
+    // higher cost; docs/envs.md has both.
+    int solver_iterations = 100;
+    float solver_tolerance = 1e-6f;
     gmi::physics::model_view<float> model{};
   };
 
@@ -47,7 +52,11 @@ struct anymal {
   };
 
   static std::vector<float> make_table(const params&) { return sim::table(); }
-  static void bind_table(params& p, const float* t) { p.model = sim::view(t); }
+  static void bind_table(params& p, const float* t) {
+    p.model = sim::view(t);
+    p.model.iterations = p.solver_iterations;
+    p.model.tolerance = p.solver_tolerance;
+  }
 
   GMI_HD static float dt(const params& p) { return p.model.timestep * float(p.decimation); }
   GMI_HD static float default_joint(int j, const params& p) {
