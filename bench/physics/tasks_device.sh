@@ -8,7 +8,7 @@
 #   3. where pugixml's packages were carried (bench/physics/carry_pugixml.sh -> .carry/debs), gmi.bench.physics
 #      on the same three models through the element-major batch.cuh path, physics only, with each task's
 #      substeps per launch (its steps_per_s counts physics steps: divide by the substeps for env steps);
-#   4. PPO on ant (gmi.example.ant_ppo, 4096 envs, 20 M env steps or 150 s) with --metrics, and its return curve.
+#   4. PPO on ant (gmi.example.ant_ppo, 4096 envs, 20 M env steps or 110 s) with --metrics, and its return curve.
 # Result lines (JSON) go to $OUT/physics_tasks.jsonl, logs to $OUT/*.log. Usage: bench/physics/tasks_device.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,7 +33,7 @@ cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON -DGMI_BUILD_ALL_TASK_EX
 targets=(gmi.test.physics_tasks gmi.test.physics_tasks_gpu gmi.bench.physics_tasks gmi.example.ant_ppo)
 grep -E "^pugixml_DIR:PATH=" "$build/CMakeCache.txt" | grep -vq NOTFOUND && targets+=(gmi.bench.physics)
 start=$(date +%s)
-timeout 330 cmake --build "$build" -j16 --target "${targets[@]}" > "$out/build.log" 2>&1 ||
+timeout 300 cmake --build "$build" -j16 --target "${targets[@]}" > "$out/build.log" 2>&1 ||
   { grep -E "error|Error" "$out/build.log" | head -20; echo "build failed or timed out"; exit 1; }
 echo "built in $(( $(date +%s) - start )) s: ${targets[*]}"
 
@@ -46,7 +46,7 @@ tail -3 "$out/test_physics_tasks_gpu.log"; [ $rc -eq 0 ] || status=1
 
 echo "== env-step throughput through gmi::env (steps/s)"
 timeout 150 "$build/bench/physics/gmi.bench.physics_tasks" --run-id "$run_id" --git "$git_rev" --out "$lines" \
-  --envs 4096 16384 65536 > "$out/bench_physics_tasks.log" 2>&1 || status=1
+  --envs 4096 16384 65536 --steps 10 --reps 3 --warmup 2 > "$out/bench_physics_tasks.log" 2>&1 || status=1
 python3 - "$lines" <<'PY'
 import json, sys
 for l in open(sys.argv[1]):
@@ -59,24 +59,24 @@ if [ -x "$build/bench/physics/gmi.bench.physics" ]; then
   echo "== the batch.cuh path on the same models (physics only; steps_per_s counts physics steps)"
   for spec in "ant:5" "humanoid:5" "anymal:4"; do
     timeout 90 "$build/bench/physics/gmi.bench.physics" --run-id "$run_id" --git "$git_rev" --out "$lines" \
-      --model-dir include/gmi/physics/builtin --models "${spec%%:*}" --substeps "${spec##*:}" --steps 20 --warmup 4 \
-      --envs 4096 16384 65536 >> "$out/bench_physics_batch.log" 2>&1 || status=1
+      --model-dir include/gmi/physics/builtin --models "${spec%%:*}" --substeps "${spec##*:}" --steps 4 --warmup 1 \
+      --reps 3 --envs 4096 16384 65536 >> "$out/bench_physics_batch.log" 2>&1 || status=1
   done
   python3 - "$lines" <<'PY'
 import json, sys
 for l in open(sys.argv[1]):
     j = json.loads(l)
     if j.get("physics_only") is True:
-        s = j["steps_per_rep"] // 20
+        s = j["steps_per_rep"] // 4
         print(f'{j["task"]:>9} {j["num_envs"]:>6} envs: {j["median"]/s/1e6:8.3f} M env-equivalent steps/s ({s} physics steps each)')
 PY
 else
   echo "== no pugixml carried: the batch.cuh comparison is skipped (run bench/physics/carry_pugixml.sh first)"
 fi
 
-echo "== PPO on ant: 4096 envs, 20 M env steps or 150 s"
-timeout 200 "$build/examples/task_ppo/gmi.example.ant_ppo" --device gpu --num-envs 4096 --max-env-steps 20000000 \
-  --max-seconds 150 --log-interval 10 --metrics "$out/ant_ppo_metrics.jsonl" > "$out/ant_ppo.log" 2>&1 || status=1
+echo "== PPO on ant: 4096 envs, 20 M env steps or 110 s"
+timeout 150 "$build/examples/task_ppo/gmi.example.ant_ppo" --device gpu --num-envs 4096 --max-env-steps 20000000 \
+  --max-seconds 110 --log-interval 10 --metrics "$out/ant_ppo_metrics.jsonl" > "$out/ant_ppo.log" 2>&1 || status=1
 tail -5 "$out/ant_ppo.log"
 python3 - "$out/ant_ppo_metrics.jsonl" <<'PY'
 import json, sys
@@ -84,11 +84,15 @@ try:
     rows = [json.loads(l) for l in open(sys.argv[1])]
 except OSError:
     sys.exit("no metrics file")
-for j in rows:
-    if "curve" in j:
-        print("return curve (as recorded):")
-        for p in j["curve"]:
-            print("  ", json.dumps(p))
-        print("final mean return", j.get("mean_return"), "samples/s", j.get("train_samples_per_s"))
+rows = [j for j in rows if j.get("curve")]
+if not rows:
+    sys.exit("no curve in the metrics")
+j = rows[-1]
+c = j["curve"]
+step = max(1, len(c) // 25)
+print("return curve (env steps, mean episode return), every %d-th of %d points:" % (step, len(c)))
+for p in c[::step] + ([c[-1]] if (len(c) - 1) % step else []):
+    print(f"  {p[0]:>12.0f} {p[1]:10.2f}")
+print("final mean return", j.get("mean_return"), "train samples/s", j.get("train_samples_per_s"))
 PY
 exit $status
