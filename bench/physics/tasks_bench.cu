@@ -2,10 +2,13 @@
 // driver on one GPU (gmi::rl::env_batch over exec::cuda: a thread per environment, state word-major, the
 // pipeline's scratch in per-thread local memory), physics + observation + reward + auto-reset, random actions
 // drawn on the device every step. Writes bench-spec result lines (bench "physics", metric steps_per_s,
-// median/min/max of the reps) to stdout and --out.
+// median/min/max of the reps) to stdout and --out. With --physics-only: physics steps per second of the same
+// models in physics/batch_local.cuh (the tasks' layout without the env driver: fixed controls, the task's
+// substeps per launch), to set beside gmi.bench.physics (batch.cuh) on the same models.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -20,6 +23,7 @@
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/metrics/summary.hpp>
+#include <gmi/physics/batch_local.cuh>
 #include <gmi/rl/env_batch.cuh>
 
 namespace {
@@ -37,7 +41,52 @@ struct options {
   std::string out, run_id, git, tasks = "ant,humanoid,anymal";
   std::vector<int> envs{4096, 16384, 65536};
   int reps = 5, steps = 50, warmup = 10;
+  bool physics_only = false;
 };
+
+// Physics steps per env step of a task.
+template <class T>
+int substeps_of() {
+  const typename T::params p{};
+  if constexpr (requires { p.frame_skip; }) {
+    return p.frame_skip;
+  } else {
+    return p.decimation;
+  }
+}
+
+template <class T>
+void bench_physics(const options& o, const gmi::metrics::run_info& run, std::ofstream& file) {
+  using M = typename T::sim::model_type;
+  const int sub = substeps_of<T>();
+  for (const int n : o.envs) {
+    gmi::cuda::stream stream;
+    gmi::physics::local_batch<M> b(n, stream.get());
+    std::vector<float> ctrl(std::size_t(T::sim::nu) * n);
+    for (int u = 0; u < T::sim::nu; ++u)
+      for (int e = 0; e < n; ++e) ctrl[std::size_t(u) * n + e] = 0.8f * std::sin(0.1f * e + u);
+    GMI_CUDA_TRY(cudaMemcpyAsync(b.ctrl(), ctrl.data(), ctrl.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                 stream.get()));
+    for (int s = 0; s < o.warmup; ++s) b.step(stream.get(), sub);
+    gmi::cuda::event start(gmi::cuda::event::timing::enabled), stop(gmi::cuda::event::timing::enabled);
+    std::vector<double> rates;
+    for (int r = 0; r < o.reps; ++r) {
+      start.record(stream.get());
+      for (int s = 0; s < o.steps; ++s) b.step(stream.get(), sub);
+      stop.record(stream.get());
+      stop.synchronize();
+      rates.push_back(double(n) * o.steps * sub / (elapsed_ms(start, stop) * 1e-3));
+    }
+    nlohmann::json line =
+        gmi::metrics::result_line(run, "physics", "gmi", "steps_per_s", gmi::metrics::summarize(rates));
+    line.update({{"task", T::name}, {"num_envs", n}, {"gmis_per_gpu", 1}, {"partition", "none"}, {"gpus", 1},
+                 {"steps_per_rep", o.steps * sub}, {"physics_only", true}, {"precision", "float"},
+                 {"layout", "local scratch, thread per env (batch_local.cuh)"},
+                 {"bytes_per_env", b.bytes_per_env()}, {"scratch_bytes_per_env", b.scratch_bytes_per_env()}});
+    std::cout << line.dump() << std::endl;
+    if (file) file << line.dump() << '\n';
+  }
+}
 
 template <class T>
 void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstream& file) {
@@ -93,6 +142,7 @@ int main(int argc, char** argv) {
   app.add_option("--reps", o.reps, "timed repetitions")->check(CLI::Range(1, 1000));
   app.add_option("--steps", o.steps, "env steps per repetition")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(0, 1000000));
+  app.add_flag("--physics-only", o.physics_only, "physics steps of the models in batch_local.cuh instead");
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<std::string> names;
@@ -110,6 +160,12 @@ int main(int argc, char** argv) {
     std::ofstream file;
     if (!o.out.empty()) file.open(o.out, std::ios::app);
     for (const auto& name : names) {
+      if (o.physics_only) {
+        if (name == "ant") bench_physics<gmi::envs::ant>(o, run, file);
+        if (name == "humanoid") bench_physics<gmi::envs::humanoid>(o, run, file);
+        if (name == "anymal") bench_physics<gmi::envs::anymal>(o, run, file);
+        continue;
+      }
       if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
       if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
       if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);

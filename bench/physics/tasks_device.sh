@@ -5,9 +5,9 @@
 #      over their first 10 env steps);
 #   2. gmi.bench.physics_tasks: env steps per second (physics + observation + reward + auto-reset) of each task
 #      at 4096, 16384 and 65536 envs through gmi::env's driver (state word-major, scratch in local memory);
-#   3. where pugixml's packages were carried (bench/physics/carry_pugixml.sh -> .carry/debs), gmi.bench.physics
-#      on the same three models through the element-major batch.cuh path, physics only, with each task's
-#      substeps per launch (its steps_per_s counts physics steps: divide by the substeps for env steps);
+#   3. physics only, the same three models in the tasks' layout (batch_local.cuh: gmi.bench.physics_tasks
+#      --physics-only) and, where pugixml's packages were carried (bench/physics/carry_pugixml.sh ->
+#      .carry/debs), in the element-major batch.cuh path (gmi.bench.physics), each task's substeps per launch;
 #   4. PPO on ant (gmi.example.ant_ppo, 4096 envs, 20 M env steps or 110 s) with --metrics, and its return curve.
 # Result lines (JSON) go to $OUT/physics_tasks.jsonl, logs to $OUT/*.log. Usage: bench/physics/tasks_device.sh
 set -uo pipefail
@@ -55,24 +55,28 @@ for l in open(sys.argv[1]):
         print(f'{j["task"]:>9} {j["num_envs"]:>6} envs: {j["median"]/1e6:8.3f} M env steps/s (min {j["min"]/1e6:.3f}, max {j["max"]/1e6:.3f})')
 PY
 
+echo "== physics only, the same models in two layouts (steps_per_s counts physics steps; shown per env step)"
+# batch_local.cuh (the tasks' layout: local scratch) and, where pugixml was carried, batch.cuh (element-major
+# global arrays), each with the task's substeps per launch and the same fixed controls.
+timeout 90 "$build/bench/physics/gmi.bench.physics_tasks" --physics-only --run-id "$run_id" --git "$git_rev" \
+  --out "$lines" --envs 4096 16384 65536 --steps 4 --warmup 1 --reps 3 > "$out/bench_physics_local.log" 2>&1 || status=1
 if [ -x "$build/bench/physics/gmi.bench.physics" ]; then
-  echo "== the batch.cuh path on the same models (physics only; steps_per_s counts physics steps)"
   for spec in "ant:5" "humanoid:5" "anymal:4"; do
     timeout 90 "$build/bench/physics/gmi.bench.physics" --run-id "$run_id" --git "$git_rev" --out "$lines" \
       --model-dir include/gmi/physics/builtin --models "${spec%%:*}" --substeps "${spec##*:}" --steps 4 --warmup 1 \
       --reps 3 --envs 4096 16384 65536 >> "$out/bench_physics_batch.log" 2>&1 || status=1
   done
-  python3 - "$lines" <<'PY'
+else
+  echo "(no pugixml carried: batch.cuh is not measured; run bench/physics/carry_pugixml.sh first)"
+fi
+python3 - "$lines" <<'PY'
 import json, sys
 for l in open(sys.argv[1]):
     j = json.loads(l)
     if j.get("physics_only") is True:
         s = j["steps_per_rep"] // 4
-        print(f'{j["task"]:>9} {j["num_envs"]:>6} envs: {j["median"]/s/1e6:8.3f} M env-equivalent steps/s ({s} physics steps each)')
+        print(f'{j["task"]:>9} {j["num_envs"]:>6} envs, {j["layout"]}: {j["median"]/s/1e6:8.3f} M env-equivalent steps/s ({s} physics steps each)')
 PY
-else
-  echo "== no pugixml carried: the batch.cuh comparison is skipped (run bench/physics/carry_pugixml.sh first)"
-fi
 
 echo "== PPO on ant: 4096 envs, 20 M env steps or 110 s"
 timeout 150 "$build/examples/task_ppo/gmi.example.ant_ppo" --device gpu --num-envs 4096 --max-env-steps 20000000 \

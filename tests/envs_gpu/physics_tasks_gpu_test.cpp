@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <gmi/envs/ant.hpp>
 #include <gmi/envs/anymal.hpp>
@@ -71,5 +72,30 @@ TEST_SUITE("gpu") {
     CHECK(outside(std::vector<float>(h.obs.begin(), h.obs.begin() + n * T::obs_dim),
                   std::vector<float>(h.obs.end() - n * T::obs_dim, h.obs.end()), 1e-3)
               .first > 0);
+  }
+
+  TEST_CASE("envs_gpu.physics_tasks.local_batch_follows_the_host" * doctest::timeout(120)) {
+    // batch_local.cuh (what gmi.bench.physics_tasks --physics-only measures) against the host stages: the ant
+    // from qpos0 under fixed controls, 4 launches of 5 physics steps.
+    using sim = gmi::envs::ant::sim;
+    const int n = 32;
+    std::vector<float> ctrl(std::size_t(sim::nu) * n);
+    for (int u = 0; u < sim::nu; ++u)
+      for (int e = 0; e < n; ++e) ctrl[std::size_t(u) * n + e] = 0.8f * std::sin(0.3f * e + u);
+    const std::vector<float> g = run_local_batch_ant(n, ctrl, 4, 5);
+    const std::vector<float> table = sim::table();
+    const gmi::physics::model_view<float> m = sim::view(table.data());
+    std::vector<float> scratch(sim::scratch_reals), h(g.size());
+    for (int e = 0; e < n; ++e) {
+      float q[sim::nq], v[sim::nv] = {}, c[sim::nu];
+      for (int k = 0; k < sim::nq; ++k) q[k] = m.qpos0[k];
+      for (int u = 0; u < sim::nu; ++u) c[u] = ctrl[std::size_t(u) * n + e];
+      for (int l = 0; l < 4; ++l) sim::simulate(m, scratch.data(), q, v, c, 5);
+      for (int k = 0; k < sim::nq; ++k) h[std::size_t(k) * n + e] = q[k];
+    }
+    const auto [bad, worst] = outside(h, g, 1e-3);
+    MESSAGE("local_batch: worst relative difference " << worst);
+    CHECK(bad == 0);
+    CHECK(outside(h, std::vector<float>(h.size(), 0.0f), 1e-3).first > 0);  // the comparison is not vacuous
   }
 }

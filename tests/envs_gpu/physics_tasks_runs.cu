@@ -9,6 +9,7 @@
 #include <gmi/envs/ant.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
+#include <gmi/physics/batch_local.cuh>
 #include <gmi/rl/env_batch.cuh>
 
 namespace {
@@ -58,4 +59,17 @@ trajectory run_physics_task_gpu(std::string_view task, int n, int steps, std::ui
   if (task == "humanoid") return run<gmi::envs::humanoid>(n, steps, seed, action_seed);
   if (task == "anymal") return run<gmi::envs::anymal>(n, steps, seed, action_seed);
   throw std::invalid_argument("run_physics_task_gpu: task: got " + std::string(task) + ", need ant, humanoid or anymal");
+}
+
+std::vector<float> run_local_batch_ant(int n, const std::vector<float>& ctrl, int launches, int substeps) {
+  using M = gmi::envs::ant::sim::model_type;
+  gmi::cuda::stream stream;
+  gmi::physics::local_batch<M> b(n, stream.get());
+  GMI_CUDA_TRY(cudaMemcpyAsync(b.ctrl(), ctrl.data(), ctrl.size() * sizeof(float), cudaMemcpyHostToDevice,
+                               stream.get()));
+  for (int l = 0; l < launches; ++l) b.step(stream.get(), substeps);
+  std::vector<float> q(std::size_t(gmi::envs::ant::sim::nq) * n);
+  GMI_CUDA_TRY(cudaMemcpyAsync(q.data(), b.qpos(), q.size() * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
+  GMI_CUDA_TRY(cudaStreamSynchronize(stream.get()));
+  return q;
 }

@@ -24,6 +24,7 @@ namespace gmi::physics {
 
 template <class M>
 struct builtin_sim {
+  using model_type = M;
   static constexpr model_sizes sizes_v = M::sizes();
   static constexpr int nq = sizes_v.nq, nv = sizes_v.nv, nu = sizes_v.nu, nbody = sizes_v.nbody;
   static constexpr std::size_t scratch_reals = make_layout(M::sizes()).reals_per_env;
