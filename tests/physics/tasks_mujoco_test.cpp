@@ -8,7 +8,6 @@
 #include <mujoco/mujoco.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -58,7 +57,6 @@ std::pair<double, double> double_run(const char* file, int frame_skip, int steps
   for (int i = 0; i < m.size.nq; ++i) d.qpos[i] = ref.d->qpos[i] = m.qpos0[i];
   double dq = 0, dv = 0, sq = 1e-12, sv = 1e-12;
   for (int t = 0; t < steps; ++t) {
-    if (std::getenv("GMI_TRACE")) MESSAGE(t << " dq " << dq << " ncon " << d.ncon[0] << " " << ref.d->ncon << " z " << ref.d->qpos[2]);
     for (int u = 0; u < m.size.nu; ++u) d.ctrl[u] = ref.d->ctrl[u] = ctrl_of(t, u);
     for (int k = 0; k < frame_skip; ++k) {
       ph::step(m.view(), d);
@@ -82,7 +80,7 @@ std::pair<double, double> double_run(const char* file, int frame_skip, int steps
 TEST_SUITE("cpu") {
   TEST_CASE("physics.sim2sim.task_models_follow_mujoco_in_double") {
     // Each task's model under contacts, limits, motors and servos: the ant 100 env steps (500 physics steps:
-    // beyond them it tumbles and differences of 1e-14 grow tenfold every 10 env steps), the humanoid 200 (1000)
+    // beyond them it tumbles and round-off differences grow exponentially: docs/physics.md), the humanoid 200 (1000)
     // and the anymal 250 (1000).
     SUBCASE("ant") {
       const auto [q, v] = double_run("ant.xml", 5, 100, [](int t, int u) { return action_at(t, u); });
@@ -106,11 +104,11 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("physics.sim2sim.ant_task_follows_mujoco") {
     // The shipped task (float, its own solver settings) from qpos0 at rest, against MuJoCo in double with the same
-    // controls and the task's reward formula on MuJoCo's states; 16 action sequences (phase shifts of one
+    // controls and the task's reward formula on MuJoCo's states; 48 action sequences (phase shifts of one
     // pattern) of up to 300 env steps. Trajectories part once the ant lands hard (float against double, and a
-    // chaotic system: a 1e-14 difference grows tenfold every 10 env steps once it tumbles, see the double test
+    // chaotic system once it tumbles: round-off grows exponentially, docs/physics.md and the double test
     // above), so single trajectories are compared over the first 10 env steps (1e-4 m or rad with the solver
-    // tolerance 1e-7, 2e-2 with the default 1e-6, which stops the solve early), and returns over 48 runs: the mean
+    // tolerance 1e-7, 2e-2 with the default 1e-6, which stops the solve early), and returns over all runs: the mean
     // of the paired differences must be within 3 standard errors of zero (no systematic bias) and runs that
     // end at the same step must mostly agree.
     using A = gmi::envs::ant;
