@@ -107,7 +107,8 @@ TEST_SUITE("cpu") {
   TEST_CASE("envs.driver.same_seed_same_trajectories_any_thread_count") {
     gmi::envs::for_each_task([]<class T>() {
       CAPTURE(T::name);
-      const int n = T::obs_dim > 50 ? 3 : 300, steps = T::obs_dim > 50 ? 5 : 300;
+      const bool heavy = T::obs_dim > 50 || gmi::envs::is_physics_task<T>;
+      const int n = heavy ? 3 : 300, steps = heavy ? 5 : 300;
       const auto one = trajectory<T>(n, 42, steps, 1);
       CHECK(one == trajectory<T>(n, 42, steps, 1));
       CHECK(one == trajectory<T>(n, 42, steps, 4));

@@ -115,6 +115,9 @@ std::string first_flag_difference(const std::vector<std::uint8_t>& h, const std:
 TEST_SUITE("gpu") {
   TEST_CASE("envs_gpu.host_and_gpu_trajectories_agree_for_every_task" * doctest::timeout(300)) {
     gmi::envs::for_each_task([]<class T>() {
+      // The physics tasks' contact dynamics amplify rounding differences within tens of steps; they are
+      // compared over their first steps in physics_tasks_gpu_test.cpp.
+      if constexpr (gmi::envs::is_physics_task<T>) return;
       const std::string task = T::name;
       CAPTURE(task);
       constexpr expectation ex = expect<T>();

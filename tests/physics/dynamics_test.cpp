@@ -222,4 +222,46 @@ TEST_SUITE("cpu") {
       }
     }
   }
+
+  TEST_CASE("physics.box_box.faces_edges_and_separation") {
+    namespace ph = gmi::physics;
+    using v3 = ph::vec3<double>;
+    struct hit {
+      v3 pos, n;
+      double dist;
+    };
+    auto collide = [](const ph::detail::box<double>& a, const ph::detail::box<double>& b) {
+      std::vector<hit> out;
+      ph::detail::box_box(a, b, [&](v3 p, v3 n, double d) { out.push_back({p, n, d}); });
+      return out;
+    };
+    const double r = std::sqrt(0.5);
+    const ph::detail::box<double> unit{{0, 0, 0}, {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0.5, 0.5, 0.5}};
+    // Face on face, overlapping by 1 cm: the four corners of the top box's bottom face.
+    ph::detail::box<double> top = unit;
+    top.c = {0.1, 0, 0.99};
+    const std::vector<hit> face = collide(unit, top);
+    REQUIRE(face.size() == 4);
+    for (const hit& h : face) {
+      CHECK(h.dist == doctest::Approx(-0.01));
+      CHECK(h.n.z == doctest::Approx(1.0));
+      CHECK(h.pos.z == doctest::Approx(0.495));
+      CHECK(std::fabs(h.pos.x) <= 0.5 + 1e-12);  // clipped to the lower box's face
+    }
+    // Edge on edge: the lower box turned 45 degrees about x, the upper about y; one contact between the edges.
+    const ph::detail::box<double> ex{{0, 0, 0}, {{1, 0, 0}, {0, r, r}, {0, -r, r}}, {0.5, 0.5, 0.5}};
+    ph::detail::box<double> ey{{0, 0, 1.4}, {{r, 0, -r}, {0, 1, 0}, {r, 0, r}}, {0.5, 0.5, 0.5}};
+    const std::vector<hit> edge = collide(ex, ey);
+    REQUIRE(edge.size() == 1);
+    CHECK(edge[0].dist == doctest::Approx(1.4 - 2 * 0.5 * std::sqrt(2.0)));
+    CHECK(edge[0].n.z == doctest::Approx(1.0));
+    CHECK(edge[0].pos.z == doctest::Approx(0.7));
+    CHECK(std::fabs(edge[0].pos.x) < 1e-9);
+    CHECK(std::fabs(edge[0].pos.y) < 1e-9);
+    // Apart: no contact.
+    ey.c.z = 1.5;
+    CHECK(collide(ex, ey).empty());
+    top.c.z = 1.01;
+    CHECK(collide(unit, top).empty());
+  }
 }

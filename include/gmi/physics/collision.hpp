@@ -1,6 +1,6 @@
 #pragma once
 // Collision detection for the geom pairs the model lists: plane against sphere, capsule and box, sphere against
-// sphere and capsule, capsule against capsule. The geometry follows MuJoCo's primitive colliders (contact point
+// sphere and capsule, capsule against capsule, box against box (detail/box_box.hpp). The geometry follows MuJoCo's primitive colliders (contact point
 // midway between the surfaces, normal from the first geom to the second, a capsule's plane contacts at its two
 // end spheres with the capsule axis as first tangent, a box's first four corners below the plane in corner
 // order, parallel capsules touching at up to two points), so contact sets compare one to one. Contacts with
@@ -8,6 +8,7 @@
 
 #include <gmi/core/hd.hpp>
 #include <gmi/physics/data.hpp>
+#include <gmi/physics/detail/box_box.hpp>
 #include <gmi/physics/math.hpp>
 #include <gmi/physics/model.hpp>
 
@@ -114,6 +115,10 @@ GMI_HD void collide(const model_view<T>& m, const data<T>& d) {
           out.add(p2 + corner - (dist / 2) * z1, z1, none, dist);
         }
       }
+    } else if (t1 == geom_box && t2 == geom_box) {
+      detail::box<T> a{p1, {column(r1, 0), column(r1, 1), column(r1, 2)}, {s1[0], s1[1], s1[2]}};
+      detail::box<T> b{p2, {column(r2, 0), column(r2, 1), column(r2, 2)}, {s2[0], s2[1], s2[2]}};
+      detail::box_box(a, b, [&](vec3<T> pos, vec3<T> n, T dist) { out.add(pos, n, none, dist); });
     } else if (t1 == geom_sphere && t2 == geom_sphere) {
       detail::sphere_sphere(out, p1, s1[0], p2, s2[0], z1, z2);
     } else if (t1 == geom_sphere && t2 == geom_capsule) {

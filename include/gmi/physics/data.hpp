@@ -73,7 +73,7 @@ struct data_layout {
   std::size_t reals_per_env = 0;
 };
 
-[[nodiscard]] inline data_layout make_layout(const model_sizes& s) {
+[[nodiscard]] GMI_HD constexpr data_layout make_layout(const model_sizes& s) {
   data_layout l;
   std::size_t at = 0;
 #define GMI_PHYSICS_PLACE(name, len) \

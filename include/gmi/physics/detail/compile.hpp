@@ -22,6 +22,7 @@ inline int contacts_per_pair(int t1, int t2) {
   if (t1 == geom_plane) return t2 == geom_sphere ? 1 : t2 == geom_capsule ? 2 : t2 == geom_box ? 4 : 0;
   if (t1 == geom_sphere) return t2 == geom_sphere || t2 == geom_capsule ? 1 : 0;
   if (t1 == geom_capsule) return t2 == geom_capsule ? 2 : 0;
+  if (t1 == geom_box) return t2 == geom_box ? 8 : 0;
   return 0;
 }
 

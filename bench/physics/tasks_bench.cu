@@ -1,0 +1,181 @@
+// gmi.bench.physics_tasks: env steps per second of the physics tasks (ant, humanoid, anymal) through the gmi::env
+// driver on one GPU (gmi::rl::env_batch over exec::cuda: a thread per environment, state word-major, the
+// pipeline's scratch in per-thread local memory), physics + observation + reward + auto-reset, random actions
+// drawn on the device every step. Writes bench-spec result lines (bench "physics", metric steps_per_s,
+// median/min/max of the reps) to stdout and --out. With --physics-only: physics steps per second of the same
+// models in physics/batch_local.cuh (the tasks' layout without the env driver: fixed controls, the task's
+// substeps per launch), to set beside gmi.bench.physics (batch.cuh) on the same models.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/event.hpp>
+#include <gmi/cuda/stream.hpp>
+#include <gmi/envs/ant.hpp>
+#include <gmi/envs/anymal.hpp>
+#include <gmi/envs/humanoid.hpp>
+#include <gmi/metrics/run_info.hpp>
+#include <gmi/metrics/summary.hpp>
+#include <gmi/physics/batch_local.cuh>
+#include <gmi/rl/env_batch.cuh>
+
+namespace {
+template <class T>
+struct random_actions {
+  float* act;
+  std::uint64_t step;
+  __device__ void operator()(std::size_t i) const {
+    gmi::rng r(99, step * (1ull << 32) + i);
+    for (int k = 0; k < T::act_dim; ++k) act[i * T::act_dim + k] = r.uniform(-1.0f, 1.0f);
+  }
+};
+
+struct options {
+  std::string out, run_id, git, tasks = "ant,humanoid,anymal";
+  std::vector<int> envs{4096, 16384, 65536};
+  int reps = 5, steps = 50, warmup = 10;
+  bool physics_only = false;
+};
+
+// Physics steps per env step of a task.
+template <class T>
+int substeps_of() {
+  const typename T::params p{};
+  if constexpr (requires { p.frame_skip; }) {
+    return p.frame_skip;
+  } else {
+    return p.decimation;
+  }
+}
+
+template <class T>
+void bench_physics(const options& o, const gmi::metrics::run_info& run, std::ofstream& file) {
+  using M = typename T::sim::model_type;
+  const int sub = substeps_of<T>();
+  for (const int n : o.envs) {
+    gmi::cuda::stream stream;
+    gmi::physics::local_batch<M> b(n, stream.get());
+    std::vector<float> ctrl(std::size_t(T::sim::nu) * n);
+    for (int u = 0; u < T::sim::nu; ++u)
+      for (int e = 0; e < n; ++e) ctrl[std::size_t(u) * n + e] = 0.8f * std::sin(0.1f * e + u);
+    GMI_CUDA_TRY(cudaMemcpyAsync(b.ctrl(), ctrl.data(), ctrl.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                 stream.get()));
+    for (int s = 0; s < o.warmup; ++s) b.step(stream.get(), sub);
+    gmi::cuda::event start(gmi::cuda::event::timing::enabled), stop(gmi::cuda::event::timing::enabled);
+    std::vector<double> rates;
+    for (int r = 0; r < o.reps; ++r) {
+      start.record(stream.get());
+      for (int s = 0; s < o.steps; ++s) b.step(stream.get(), sub);
+      stop.record(stream.get());
+      stop.synchronize();
+      rates.push_back(double(n) * o.steps * sub / (elapsed_ms(start, stop) * 1e-3));
+    }
+    nlohmann::json line =
+        gmi::metrics::result_line(run, "physics", "gmi", "steps_per_s", gmi::metrics::summarize(rates));
+    line.update({{"task", T::name}, {"num_envs", n}, {"gmis_per_gpu", 1}, {"partition", "none"}, {"gpus", 1},
+                 {"steps_per_rep", o.steps * sub}, {"physics_only", true}, {"precision", "float"},
+                 {"layout", "local scratch, thread per env (batch_local.cuh)"},
+                 {"bytes_per_env", b.bytes_per_env()}, {"scratch_bytes_per_env", b.scratch_bytes_per_env()}});
+    std::cout << line.dump() << std::endl;
+    if (file) file << line.dump() << '\n';
+  }
+}
+
+template <class T>
+void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstream& file) {
+  for (const int n : o.envs) {
+    gmi::cuda::stream stream;
+    gmi::rl::env_batch<T, gmi::exec::cuda> b(n, 1, typename T::params{}, gmi::exec::cuda{stream.get()});
+    gmi::cuda::device_buffer<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
+    gmi::cuda::device_buffer<std::uint8_t> te(n), tr(n);
+    b.reset(obs.span(), stream.get());
+    std::uint64_t step = 0;
+    auto steps = [&](int count) {
+      for (int s = 0; s < count; ++s) {
+        gmi::exec::for_each(gmi::exec::cuda{stream.get()}, n, random_actions<T>{act.data(), step++});
+        b.step(act, obs.span(), rew.span(), te.span(), tr.span(), stream.get());
+      }
+    };
+    steps(o.warmup);
+    gmi::cuda::event start(gmi::cuda::event::timing::enabled), stop(gmi::cuda::event::timing::enabled);
+    std::vector<double> rates;
+    for (int r = 0; r < o.reps; ++r) {
+      start.record(stream.get());
+      steps(o.steps);
+      stop.record(stream.get());
+      stop.synchronize();
+      rates.push_back(double(n) * o.steps / (elapsed_ms(start, stop) * 1e-3));
+    }
+    const gmi::rl::episode_stats stats = b.read_stats(stream.get());
+    const typename T::params p{};
+    nlohmann::json line =
+        gmi::metrics::result_line(run, "physics", "gmi", "steps_per_s", gmi::metrics::summarize(rates));
+    line.update({{"task", T::name}, {"num_envs", n}, {"gmis_per_gpu", 1}, {"partition", "none"}, {"gpus", 1},
+                 {"steps_per_rep", o.steps}, {"physics_only", false}, {"precision", "float"},
+                 {"what", "env steps: physics + observation + reward + auto-reset, random actions"},
+                 {"layout", "env_batch: state word-major, scratch in per-thread local memory"},
+                 {"solver_iterations", p.solver_iterations}, {"solver_tolerance", p.solver_tolerance},
+                 {"state_bytes_per_env", sizeof(typename T::state)},
+                 {"scratch_bytes_per_env", T::sim::scratch_reals * sizeof(float)},
+                 {"episodes_finished", stats.episodes}, {"mean_episode_length", stats.mean_length()}});
+    std::cout << line.dump() << std::endl;
+    if (file) file << line.dump() << '\n';
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gmi.bench.physics_tasks: env steps per second of ant, humanoid and anymal on one GPU"};
+  options o;
+  app.add_option("--out", o.out, "append result lines to this file");
+  app.add_option("--run-id", o.run_id, "run id (default: time, device and a random tag)");
+  app.add_option("--git", o.git, "git revision to record (default: GMI_GIT_REVISION or the build's)");
+  app.add_option("--tasks", o.tasks, "comma-separated: ant, humanoid, anymal");
+  app.add_option("--envs", o.envs, "environment counts")->check(CLI::Range(1, 1 << 24));
+  app.add_option("--reps", o.reps, "timed repetitions")->check(CLI::Range(1, 1000));
+  app.add_option("--steps", o.steps, "env steps per repetition")->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(0, 1000000));
+  app.add_flag("--physics-only", o.physics_only, "physics steps of the models in batch_local.cuh instead");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    std::vector<std::string> names;
+    for (std::size_t at = 0; at <= o.tasks.size();) {
+      const std::size_t comma = std::min(o.tasks.find(',', at), o.tasks.size());
+      names.push_back(o.tasks.substr(at, comma - at));
+      at = comma + 1;
+    }
+    for (const auto& name : names)
+      gmi::require(name == "ant" || name == "humanoid" || name == "anymal", "--tasks", name,
+                   "a comma-separated list of ant, humanoid, anymal");
+    gmi::metrics::run_info run = gmi::metrics::describe_run();
+    if (!o.run_id.empty()) run.run_id = o.run_id;
+    if (!o.git.empty()) run.git = o.git;
+    std::ofstream file;
+    if (!o.out.empty()) file.open(o.out, std::ios::app);
+    for (const auto& name : names) {
+      if (o.physics_only) {
+        if (name == "ant") bench_physics<gmi::envs::ant>(o, run, file);
+        if (name == "humanoid") bench_physics<gmi::envs::humanoid>(o, run, file);
+        if (name == "anymal") bench_physics<gmi::envs::anymal>(o, run, file);
+        continue;
+      }
+      if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
+      if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
+      if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);
+    }
+  } catch (const gmi::config_error& e) {
+    std::fprintf(stderr, "gmi.bench.physics_tasks: %s\n", e.what());
+    return 2;
+  } catch (const gmi::error& e) {
+    std::fprintf(stderr, "gmi.bench.physics_tasks: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,93 @@
+#pragma once
+// What a task over a built-in model (a generated header of flat_model words) needs to run one environment:
+// the table its params point into, and one control step of several physics steps in scratch memory that the
+// caller owns (a local array: thread stack on the host, per-thread local memory on the device, where the
+// hardware interleaves threads so that accesses coalesce). Only qpos and qvel live in the task's state; the
+// scratch holds everything the pipeline computes and starts cold each control step (no warm start across
+// control steps: every value the pipeline reads is written first, which tests/physics/tasks_test.cpp checks
+// by filling the scratch with NaN).
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <gmi/core/hd.hpp>
+#include <gmi/physics/data.hpp>
+#include <gmi/physics/flat_model.hpp>
+#include <gmi/physics/kinematics.hpp>
+#include <gmi/physics/model.hpp>
+#include <gmi/physics/step.hpp>
+
+namespace gmi::physics {
+
+template <class M>
+struct builtin_sim {
+  using model_type = M;
+  static constexpr model_sizes sizes_v = M::sizes();
+  static constexpr int nq = sizes_v.nq, nv = sizes_v.nv, nu = sizes_v.nu, nbody = sizes_v.nbody;
+  static constexpr std::size_t scratch_reals = make_layout(M::sizes()).reals_per_env;
+
+  // The words as the float table a gmi::env driver copies (to the device, for kernels).
+  static std::vector<float> table() {
+    std::vector<float> t(sizeof(M::words) / sizeof(M::words[0]));
+    std::memcpy(t.data(), M::words, t.size() * 4);
+    return t;
+  }
+  // A view into a table laid out as table() returns it, wherever it lives.
+  static model_view<float> view(const float* t) { return view_of_words(M::sizes(), M::options(), t); }
+
+  GMI_HD static data<float> bind(float* scratch) {
+    constexpr data_layout l = make_layout(M::sizes());
+    return data_of(l, scratch, 1, 0);
+  }
+
+  // substeps physics steps from (qpos, qvel) under ctrl; qpos and qvel are updated in place and the scratch
+  // keeps what the last step computed (its contacts, actuator forces, frames before its integration).
+  GMI_HD static data<float> simulate(const model_view<float>& m, float* scratch, float* qpos, float* qvel,
+                                     const float* ctrl, int substeps) {
+    const data<float> d = bind(scratch);
+    for (int k = 0; k < nq; ++k) d.qpos[k] = qpos[k];
+    for (int k = 0; k < nv; ++k) d.qvel[k] = qvel[k];
+    for (int k = 0; k < nv; ++k) d.qfrc_applied[k] = 0.0f;
+    for (int k = 0; k < nu; ++k) d.ctrl[k] = ctrl[k];
+    d.time[0] = 0.0f;
+    d.prev_nefc[0] = 0.0f;
+    for (int s = 0; s < substeps; ++s) step(m, d);
+    for (int k = 0; k < nq; ++k) qpos[k] = d.qpos[k];
+    for (int k = 0; k < nv; ++k) qvel[k] = d.qvel[k];
+    return d;
+  }
+
+  // Body frames and centres of mass of qpos (in the scratch's xpos, xquat, xmat, xipos).
+  GMI_HD static data<float> frames(const model_view<float>& m, float* scratch, const float* qpos) {
+    const data<float> d = bind(scratch);
+    for (int k = 0; k < nq; ++k) d.qpos[k] = qpos[k];
+    kinematics(m, d);
+    return d;
+  }
+
+  // Centre of mass of all bodies, x coordinate, from frames already in d.
+  GMI_HD static float com_x(const model_view<float>& m, const data<float>& d) {
+    float mx = 0.0f, mass = 0.0f;
+    for (int b = 1; b < nbody; ++b) {
+      mx += m.body_mass[b] * d.xipos[3 * b];
+      mass += m.body_mass[b];
+    }
+    return mx / mass;
+  }
+
+  GMI_HD static bool finite(const float* a, int n) {
+    bool ok = true;
+    for (int k = 0; k < n; ++k) {
+      // On the bits (exponent all ones: NaN or infinity), so fast-math flags can not fold the check away.
+      std::uint32_t b;
+      std::memcpy(&b, &a[k], 4);
+      ok = ok && (b & 0x7f800000u) != 0x7f800000u;
+    }
+    return ok;
+  }
+};
+
+}  // namespace gmi::physics

@@ -1,0 +1,227 @@
+// The tasks simulated by gmi::physics (ant, humanoid, anymal) on the host: reset, observation sizes, reward
+// terms, termination, finite random rollouts, determinism through the batched driver.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <gmi/envs/ant.hpp>
+#include <gmi/envs/anymal.hpp>
+#include <gmi/envs/humanoid.hpp>
+#include <gmi/envs/registry.hpp>
+#include <gmi/rl/env_batch.hpp>
+
+namespace {
+// Params bound to a host table that lives as long as this object.
+template <class T>
+struct bound {
+  typename T::params p{};
+  std::vector<float> table;
+  bound() {
+    table = T::make_table(p);
+    T::bind_table(p, table.data());
+  }
+};
+
+template <class T>
+bool all_finite(const float* a, int n) {
+  for (int k = 0; k < n; ++k)
+    if (!std::isfinite(a[k])) return false;
+  return true;
+}
+
+template <class T>
+std::vector<float> obs_of(const typename T::state& s, const typename T::params& p) {
+  std::vector<float> o(T::obs_dim + 4, 12345.0f);  // sentinels after the observation
+  T::observe(s, o.data(), p);
+  return o;
+}
+
+// Random actions in [-1, 1] for n environments of T through the host driver; every observation and reward.
+template <class T>
+std::vector<float> driver_run(int n, std::uint64_t seed, int steps) {
+  gmi::rl::env_batch<T> b(n, seed, typename T::params{}, gmi::exec::host{2});
+  std::vector<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n), out;
+  std::vector<std::uint8_t> te(n), tr(n);
+  b.reset({obs.data(), obs.size()});
+  out = obs;
+  gmi::rng r(seed + 1000, 0);
+  for (int t = 0; t < steps; ++t) {
+    for (float& a : act) a = r.uniform(-1.0f, 1.0f);
+    b.step({act.data(), act.size()}, {obs.data(), obs.size()}, {rew.data(), rew.size()}, {te.data(), te.size()},
+           {tr.data(), tr.size()});
+    out.insert(out.end(), obs.begin(), obs.end());
+    out.insert(out.end(), rew.begin(), rew.end());
+  }
+  return out;
+}
+}  // namespace
+
+TEST_SUITE("cpu") {
+  TEST_CASE("envs.physics_tasks.sizes_and_registry") {
+    CHECK(gmi::envs::ant::obs_dim == 27);
+    CHECK(gmi::envs::ant::act_dim == 8);
+    CHECK(gmi::envs::humanoid::obs_dim == 45);
+    CHECK(gmi::envs::humanoid::act_dim == 17);
+    CHECK(gmi::envs::anymal::obs_dim == 48);
+    CHECK(gmi::envs::anymal::act_dim == 12);
+    for (const char* name : {"ant", "humanoid", "anymal"}) {
+      CAPTURE(name);
+      CHECK(gmi::envs::visit_task(name, []<class T>() { return gmi::envs::is_physics_task<T>; }));
+    }
+    CHECK(!gmi::envs::is_physics_task<gmi::envs::ant_proxy>);
+  }
+
+  TEST_CASE_TEMPLATE("envs.physics_tasks.reset_is_valid_and_observe_fills_obs_dim", T, gmi::envs::ant,
+                     gmi::envs::humanoid, gmi::envs::anymal) {
+    bound<T> b;
+    for (int i = 0; i < 20; ++i) {
+      gmi::rng r(5, i);
+      typename T::state s;
+      T::reset(s, r, b.p);
+      CHECK(all_finite<T>(s.qpos, T::sim::nq));
+      CHECK(all_finite<T>(s.qvel, T::sim::nv));
+      const float qn = s.qpos[3] * s.qpos[3] + s.qpos[4] * s.qpos[4] + s.qpos[5] * s.qpos[5] + s.qpos[6] * s.qpos[6];
+      CHECK(qn == doctest::Approx(1.0).epsilon(1e-6));
+      if constexpr (requires { T::healthy(s, b.p); }) CHECK(T::healthy(s, b.p));
+      const std::vector<float> o = obs_of<T>(s, b.p);
+      CHECK(all_finite<T>(o.data(), T::obs_dim));
+      for (int k = T::obs_dim; k < T::obs_dim + 4; ++k) CHECK(o[k] == 12345.0f);
+    }
+  }
+
+  TEST_CASE("envs.physics_tasks.ant_reward_is_forward_plus_healthy_minus_control") {
+    using A = gmi::envs::ant;
+    bound<A> b;
+    gmi::rng r(3, 0);
+    A::state s;
+    A::reset(s, r, b.p);
+    float a[A::act_dim];
+    for (int t = 0; t < 30; ++t) {
+      float ctrl = 0.0f;
+      for (int k = 0; k < A::act_dim; ++k) {
+        a[k] = r.uniform(-1.5f, 1.5f);  // beyond the control range: clamped, and the cost sees the clamped value
+        const float c = std::fmin(std::fmax(a[k], -1.0f), 1.0f);
+        ctrl += c * c;
+      }
+      const float x0 = s.qpos[0];
+      const gmi::transition tr = A::step(s, a, r, b.p);
+      const float forward = (s.qpos[0] - x0) / 0.05f;
+      CHECK(tr.reward == doctest::Approx(forward + 1.0f - 0.5f * ctrl).epsilon(1e-4));
+      CHECK(tr.terminated == !(s.qpos[2] >= 0.2f && s.qpos[2] <= 1.0f));
+    }
+  }
+
+  TEST_CASE("envs.physics_tasks.humanoid_reward_is_com_velocity_plus_healthy_minus_control") {
+    using H = gmi::envs::humanoid;
+    bound<H> b;
+    gmi::rng r(4, 0);
+    H::state s;
+    H::reset(s, r, b.p);
+    std::vector<float> scratch(H::sim::scratch_reals);
+    float a[H::act_dim];
+    bool fell = false;
+    for (int t = 0; t < 200 && !fell; ++t) {
+      float ctrl = 0.0f;
+      for (int k = 0; k < H::act_dim; ++k) {
+        a[k] = r.uniform(-0.4f, 0.4f);
+        ctrl += a[k] * a[k];
+      }
+      const float x0 = H::com_x(s, b.p, scratch.data());
+      const gmi::transition tr = H::step(s, a, r, b.p);
+      const float x1 = H::com_x(s, b.p, scratch.data());
+      CHECK(tr.reward == doctest::Approx(1.25f * (x1 - x0) / 0.015f + 5.0f - 0.1f * ctrl).epsilon(1e-4));
+      fell = tr.terminated;
+      CHECK(fell == !(s.qpos[2] > 1.0f && s.qpos[2] < 2.0f));
+    }
+    // Random controls do not keep the humanoid up: the torso falls below 1 m and the episode ends.
+    CHECK(fell);
+  }
+
+  TEST_CASE("envs.physics_tasks.ant_terminates_when_the_torso_leaves_the_healthy_range") {
+    using A = gmi::envs::ant;
+    bound<A> b;
+    gmi::rng r(3, 0);
+    A::state s;
+    A::reset(s, r, b.p);
+    const float zero[A::act_dim] = {};
+    A::state high = s;
+    high.qpos[2] = 3.0f;  // thrown up: still above 1 m after one step
+    CHECK(A::step(high, zero, r, b.p).terminated);
+    A::state nan = s;
+    nan.qvel[0] = std::numeric_limits<float>::quiet_NaN();
+    CHECK(A::step(nan, zero, r, b.p).terminated);
+    // Standing still with zero controls stays healthy.
+    for (int t = 0; t < 100; ++t) CHECK_FALSE(A::step(s, zero, r, b.p).terminated);
+  }
+
+  TEST_CASE("envs.physics_tasks.anymal_stands_tracks_reward_terms_and_ends_on_base_contact") {
+    using Q = gmi::envs::anymal;
+    bound<Q> b;
+    gmi::rng r(6, 0);
+    Q::state s;
+    Q::reset(s, r, b.p);
+    for (int k = 0; k < 3; ++k) CHECK(std::fabs(s.command[k]) <= 1.0f);
+    const float zero[Q::act_dim] = {};
+    // Zero actions hold the standing pose: the base stays up, no termination, in 2 s.
+    for (int t = 0; t < 100; ++t) {
+      const gmi::transition tr = Q::step(s, zero, r, b.p);
+      CHECK_FALSE(tr.terminated);
+      CHECK(std::isfinite(tr.reward));
+    }
+    CHECK(s.qpos[2] > 0.3f);
+    // Terms: a state moving exactly at the command with a level base earns the full tracking reward.
+    Q::state m = s;
+    m.qpos[3] = 1.0f;
+    m.qpos[4] = m.qpos[5] = m.qpos[6] = 0.0f;
+    for (int k = 0; k < 18; ++k) m.qvel[k] = 0.0f;
+    m.qvel[0] = m.command[0];
+    m.qvel[1] = m.command[1];
+    m.qvel[5] = m.command[2];
+    for (float& a : m.last_action) a = 0.0f;
+    float torque[Q::act_dim] = {};
+    const Q::reward_terms t = Q::terms(m, m.qvel, zero, torque, b.p);
+    CHECK(t.lin_track == doctest::Approx(0.02f * 1.0f));
+    CHECK(t.ang_track == doctest::Approx(0.02f * 0.5f));
+    CHECK(t.lin_z == 0.0f);
+    CHECK(t.flat == 0.0f);
+    CHECK(t.sum() == doctest::Approx(0.03f));
+    // Upside down on the floor: the base touches it and the episode ends.
+    Q::state f = s;
+    f.qpos[2] = 0.05f;
+    f.qpos[3] = 0.0f;
+    f.qpos[4] = 1.0f;
+    f.qpos[5] = f.qpos[6] = 0.0f;
+    CHECK(Q::step(f, zero, r, b.p).terminated);
+  }
+
+  TEST_CASE_TEMPLATE("envs.physics_tasks.scratch_contents_do_not_matter", T, gmi::envs::ant, gmi::envs::humanoid,
+                     gmi::envs::anymal) {
+    // Every value the pipeline reads from the scratch is written first in that control step.
+    bound<T> b;
+    gmi::rng r(8, 0);
+    typename T::state s;
+    T::reset(s, r, b.p);
+    std::vector<float> ctrl(T::act_dim);
+    for (float& c : ctrl) c = r.uniform(-0.3f, 0.3f);
+    typename T::state s1 = s, s2 = s;
+    std::vector<float> zeros(T::sim::scratch_reals, 0.0f),
+        nans(T::sim::scratch_reals, std::numeric_limits<float>::quiet_NaN());
+    for (int t = 0; t < 5; ++t) {
+      T::sim::simulate(b.p.model, zeros.data(), s1.qpos, s1.qvel, ctrl.data(), 4);
+      T::sim::simulate(b.p.model, nans.data(), s2.qpos, s2.qvel, ctrl.data(), 4);
+    }
+    for (int k = 0; k < T::sim::nq; ++k) CHECK(s1.qpos[k] == s2.qpos[k]);
+    for (int k = 0; k < T::sim::nv; ++k) CHECK(s1.qvel[k] == s2.qvel[k]);
+    CHECK(all_finite<T>(s1.qpos, T::sim::nq));
+  }
+
+  TEST_CASE_TEMPLATE("envs.physics_tasks.random_rollouts_stay_finite_and_are_deterministic", T, gmi::envs::ant,
+                     gmi::envs::humanoid, gmi::envs::anymal) {
+    const std::vector<float> a = driver_run<T>(8, 11, 150);
+    CHECK(all_finite<T>(a.data(), int(a.size())));
+    CHECK(a == driver_run<T>(8, 11, 150));
+    CHECK(a != driver_run<T>(8, 12, 150));
+  }
+}

@@ -1,0 +1,101 @@
+// The physics tasks (ant, humanoid, anymal) on the device against the host: same seed, same actions, the same
+// env_batch driver. The device compiles the same stages with FMA contraction and its own sinf/cosf/expf, and
+// the contact dynamics amplify such differences (docs/physics.md), so the trajectories are compared over the
+// first 10 env steps (50 physics steps for ant and humanoid, 40 for anymal) within 1e-3 (1 + |gpu|), with the
+// terminated and truncated flags equal.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gmi/envs/ant.hpp>
+#include <gmi/envs/anymal.hpp>
+#include <gmi/envs/humanoid.hpp>
+#include <gmi/rl/env_batch.hpp>
+
+#include "physics_tasks_runs.hpp"
+
+namespace {
+template <class T>
+trajectory host_run(int n, int steps, std::uint64_t seed, std::uint64_t action_seed) {
+  gmi::rl::env_batch<T> b(n, seed);
+  std::vector<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
+  std::vector<std::uint8_t> te(n), tr(n);
+  trajectory out;
+  b.reset({obs.data(), obs.size()});
+  out.obs = obs;
+  for (int t = 0; t < steps; ++t) {
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < T::act_dim; ++k)
+        act[std::size_t(i) * T::act_dim + k] = test_action(action_seed, t, std::size_t(i), T::act_dim, k);
+    b.step({act.data(), act.size()}, {obs.data(), obs.size()}, {rew.data(), rew.size()}, {te.data(), te.size()},
+           {tr.data(), tr.size()});
+    out.obs.insert(out.obs.end(), obs.begin(), obs.end());
+    out.rewards.insert(out.rewards.end(), rew.begin(), rew.end());
+    out.terminated.insert(out.terminated.end(), te.begin(), te.end());
+    out.truncated.insert(out.truncated.end(), tr.begin(), tr.end());
+  }
+  return out;
+}
+
+// Entries outside tol (1 + |gpu|) and the worst relative difference.
+std::pair<long, double> outside(const std::vector<float>& h, const std::vector<float>& g, double tol) {
+  long bad = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < h.size() && i < g.size(); ++i) {
+    double e = std::fabs(double(h[i]) - double(g[i])) / (1.0 + std::fabs(double(g[i])));
+    if (!(e == e)) e = INFINITY;
+    bad += e <= tol ? 0 : 1;
+    worst = e > worst ? e : worst;
+  }
+  return {bad, worst};
+}
+}  // namespace
+
+TEST_SUITE("gpu") {
+  TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.host_and_gpu_agree_over_the_first_steps" * doctest::timeout(300), T,
+                     gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {
+    const int n = 64, steps = 10;
+    const trajectory h = host_run<T>(n, steps, 2024, 7);
+    const trajectory g = run_physics_task_gpu(T::name, n, steps, 2024, 7);
+    REQUIRE(h.obs.size() == g.obs.size());
+    REQUIRE(h.rewards.size() == g.rewards.size());
+    const auto [bad_obs, worst_obs] = outside(h.obs, g.obs, 1e-3);
+    const auto [bad_rew, worst_rew] = outside(h.rewards, g.rewards, 1e-3);
+    MESSAGE(T::name << ": worst relative difference, observations " << worst_obs << ", rewards " << worst_rew);
+    CHECK(bad_obs == 0);
+    CHECK(bad_rew == 0);
+    CHECK(h.terminated == g.terminated);
+    CHECK(h.truncated == g.truncated);
+    // Something happened: the states moved.
+    CHECK(outside(std::vector<float>(h.obs.begin(), h.obs.begin() + n * T::obs_dim),
+                  std::vector<float>(h.obs.end() - n * T::obs_dim, h.obs.end()), 1e-3)
+              .first > 0);
+  }
+
+  TEST_CASE("envs_gpu.physics_tasks.local_batch_follows_the_host" * doctest::timeout(120)) {
+    // batch_local.cuh (what gmi.bench.physics_tasks --physics-only measures) against the host stages: the ant
+    // from qpos0 under fixed controls, 4 launches of 5 physics steps.
+    using sim = gmi::envs::ant::sim;
+    const int n = 32;
+    std::vector<float> ctrl(std::size_t(sim::nu) * n);
+    for (int u = 0; u < sim::nu; ++u)
+      for (int e = 0; e < n; ++e) ctrl[std::size_t(u) * n + e] = 0.8f * std::sin(0.3f * e + u);
+    const std::vector<float> g = run_local_batch_ant(n, ctrl, 4, 5);
+    const std::vector<float> table = sim::table();
+    const gmi::physics::model_view<float> m = sim::view(table.data());
+    std::vector<float> scratch(sim::scratch_reals), h(g.size());
+    for (int e = 0; e < n; ++e) {
+      float q[sim::nq], v[sim::nv] = {}, c[sim::nu];
+      for (int k = 0; k < sim::nq; ++k) q[k] = m.qpos0[k];
+      for (int u = 0; u < sim::nu; ++u) c[u] = ctrl[std::size_t(u) * n + e];
+      for (int l = 0; l < 4; ++l) sim::simulate(m, scratch.data(), q, v, c, 5);
+      for (int k = 0; k < sim::nq; ++k) h[std::size_t(k) * n + e] = q[k];
+    }
+    const auto [bad, worst] = outside(h, g, 1e-3);
+    MESSAGE("local_batch: worst relative difference " << worst);
+    CHECK(bad == 0);
+    CHECK(outside(h, std::vector<float>(h.size(), 0.0f), 1e-3).first > 0);  // the comparison is not vacuous
+  }
+}

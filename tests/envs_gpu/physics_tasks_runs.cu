@@ -1,0 +1,75 @@
+// The device side of physics_tasks_gpu_test.cpp: env_batch<task, exec::cuda> for ant, humanoid and anymal.
+#include "physics_tasks_runs.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/stream.hpp>
+#include <gmi/envs/ant.hpp>
+#include <gmi/envs/anymal.hpp>
+#include <gmi/envs/humanoid.hpp>
+#include <gmi/physics/batch_local.cuh>
+#include <gmi/rl/env_batch.cuh>
+
+namespace {
+template <class T>
+struct physics_action_fn {
+  float* act;
+  std::uint64_t action_seed;
+  int t;
+  __device__ void operator()(std::size_t i) const {
+    for (int k = 0; k < T::act_dim; ++k) act[i * T::act_dim + k] = test_action(action_seed, t, i, T::act_dim, k);
+  }
+};
+
+template <class T>
+void append_rows(std::vector<T>& out, const gmi::cuda::device_buffer<T>& d, cudaStream_t s) {
+  const std::size_t at = out.size();
+  out.resize(at + d.size());
+  GMI_CUDA_TRY(cudaMemcpyAsync(out.data() + at, d.data(), d.size_bytes(), cudaMemcpyDeviceToHost, s));
+  GMI_CUDA_TRY(cudaStreamSynchronize(s));
+}
+
+template <class T>
+trajectory run(int n, int steps, std::uint64_t seed, std::uint64_t action_seed) {
+  gmi::cuda::stream stream;
+  gmi::rl::env_batch<T, gmi::exec::cuda> b(n, seed, typename T::params{}, gmi::exec::cuda{stream.get()});
+  gmi::cuda::device_buffer<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
+  gmi::cuda::device_buffer<std::uint8_t> te(n), tr(n);
+  trajectory out;
+  b.reset(obs.span(), stream.get());
+  append_rows(out.obs, obs, stream.get());
+  for (int t = 0; t < steps; ++t) {
+    gmi::exec::for_each(gmi::exec::cuda{stream.get()}, n, physics_action_fn<T>{act.data(), action_seed, t});
+    b.step(act, obs.span(), rew.span(), te.span(), tr.span(), stream.get());
+    append_rows(out.obs, obs, stream.get());
+    append_rows(out.rewards, rew, stream.get());
+    append_rows(out.terminated, te, stream.get());
+    append_rows(out.truncated, tr, stream.get());
+  }
+  out.stats = b.read_stats(stream.get());
+  return out;
+}
+}  // namespace
+
+trajectory run_physics_task_gpu(std::string_view task, int n, int steps, std::uint64_t seed,
+                                std::uint64_t action_seed) {
+  if (task == "ant") return run<gmi::envs::ant>(n, steps, seed, action_seed);
+  if (task == "humanoid") return run<gmi::envs::humanoid>(n, steps, seed, action_seed);
+  if (task == "anymal") return run<gmi::envs::anymal>(n, steps, seed, action_seed);
+  throw std::invalid_argument("run_physics_task_gpu: task: got " + std::string(task) + ", need ant, humanoid or anymal");
+}
+
+std::vector<float> run_local_batch_ant(int n, const std::vector<float>& ctrl, int launches, int substeps) {
+  using M = gmi::envs::ant::sim::model_type;
+  gmi::cuda::stream stream;
+  gmi::physics::local_batch<M> b(n, stream.get());
+  GMI_CUDA_TRY(cudaMemcpyAsync(b.ctrl(), ctrl.data(), ctrl.size() * sizeof(float), cudaMemcpyHostToDevice,
+                               stream.get()));
+  for (int l = 0; l < launches; ++l) b.step(stream.get(), substeps);
+  std::vector<float> q(std::size_t(gmi::envs::ant::sim::nq) * n);
+  GMI_CUDA_TRY(cudaMemcpyAsync(q.data(), b.qpos(), q.size() * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
+  GMI_CUDA_TRY(cudaStreamSynchronize(stream.get()));
+  return q;
+}
