@@ -198,13 +198,11 @@ class minibatch_gradient {
   // one per SM and an 8192-sample minibatch used 32 of 132 SMs; 64-thread blocks spread the same warps wider.
   static constexpr int thread_block = 64;
 
-  // The path used unless GMI_PPO_GRADIENT asks for another: cuBLASLt products (ppo_lt_gradient.cuh) for networks
-  // at least network_config::lt_min_width wide, else the per-sample kernels.
-  static constexpr gradient_path default_path_for(const nn::network_config& cfg) {
-    return nn::uses_lt(cfg, Net::net::max_width, warp_path::fits || tile_path::fits) ? gradient_path::gemm
-           : warp_path::fits                                                        ? gradient_path::warps
-           : tile_path::fits                                                        ? gradient_path::tiles
-                                                                                    : gradient_path::threads;
+  // The path used unless GMI_PPO_GRADIENT asks for another: the per-sample kernels (warps, then tiles, then
+  // threads, by what fits). The cuBLASLt products (ppo_lt_gradient.cuh, "gemm") stay opt-in until bench/wide shows
+  // them ahead of tiles on a GPU; cfg is their precision and workspace.
+  static constexpr gradient_path default_path_for(const nn::network_config&) {
+    return warp_path::fits ? gradient_path::warps : tile_path::fits ? gradient_path::tiles : gradient_path::threads;
   }
   static constexpr gradient_path default_path = default_path_for(nn::network_config{});
 
