@@ -54,7 +54,7 @@ struct ppo_config {
   // (rl_games). Returns shrink (or grow) as a policy learns, often 10-100x, and a return normalizer that remembers
   // the early scale leaves the critic fitting late targets squeezed into a sliver of normalized space: the return
   // normalizer forgets beyond 2^20 samples (16 iterations of 4096 envs x 16 steps), the observations' keep every
-  // sample. On the learning suite this beat keeping every return on 9 of 12 tasks and lost on spring_chain
+  // sample. On the learning suite this beat keeping every return on 8 tasks, tied on 4 and lost on spring_chain
   // (docs/learning.md has the table).
   double obs_normalizer_window = 0;
   double value_normalizer_window = 1048576;
