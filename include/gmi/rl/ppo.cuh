@@ -185,9 +185,8 @@ inline const char* gradient_path_name(gradient_path p) {
 
 // One minibatch's mean gradient row (and loss terms) on the GPU: partial rows, one per block of the warp kernel
 // (ppo_warp_gradient.cuh) where the network fits, else one per tile of the tile kernel (ppo_tile_gradient.cuh)
-// where it fits, else one per warp of one thread per sample, then their sum in row order. Either way the same sums
-// on every run. GMI_PPO_GRADIENT=warps|tiles|threads asks for one path (refused where the network does not fit
-// it). Shared by the PPO trainer and the APPO learner.
+// where it fits, else one per warp of one thread per sample, then their sum in row order; the same sums on every
+// run. GMI_PPO_GRADIENT=warps|tiles|threads|gemm asks for one (refused where the network does not fit it).
 template <class Net>
 class minibatch_gradient {
  public:
