@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 #include <gmi/envs/ant.hpp>
 #include <gmi/envs/humanoid.hpp>
@@ -37,7 +38,8 @@ void run(int n, int steps, float tol, int iters, const char* path) {
   int terms = 0;
   for (int t = 0; t < steps; ++t) {
     for (int i = 0; i < n; ++i)
-      for (int k = 0; k < T::act_dim; ++k) act[std::size_t(i) * T::act_dim + k] = test_action(7, t, i, T::act_dim, k);
+      for (int k = 0; k < T::act_dim; ++k)
+        act[std::size_t(i) * T::act_dim + k] = test_action(7, t, i, T::act_dim, k);
     b.step({act.data(), act.size()}, {obs.data(), obs.size()}, {rew.data(), rew.size()}, {te.data(), te.size()},
            {tr.data(), tr.size()});
     out.insert(out.end(), obs.begin(), obs.end());
@@ -45,19 +47,27 @@ void run(int n, int steps, float tol, int iters, const char* path) {
     for (auto x : te) terms += x;
   }
   FILE* f = std::fopen(path, "wb");
+  if (!f) {
+    std::fprintf(stderr, "free_run: file: got %s, need a writable path\n", path);
+    std::exit(2);
+  }
   std::fwrite(out.data(), 4, out.size(), f);
   std::fclose(f);
   std::fprintf(stderr, "%s: %zu floats, %d terminations\n", path, out.size(), terms);
 }
 
 int main(int argc, char** argv) {
-  // exp task tol iters nudge steps out
-  const char* task = argv[1];
-  float tol = std::atof(argv[2]);
-  int iters = std::atoi(argv[3]);
+  const std::string task = argc == 7 ? argv[1] : "";
+  if (task != "ant" && task != "humanoid" && task != "anymal") {
+    std::fprintf(stderr,
+                 "free_run: arguments: got %d, need ant|humanoid|anymal tolerance iterations nudge steps file\n",
+                 argc - 1);
+    return 2;
+  }
+  const float tol = std::atof(argv[2]);
+  const int iters = std::atoi(argv[3]), steps = std::atoi(argv[5]);
   g_nudge = std::atoi(argv[4]);
-  int steps = std::atoi(argv[5]);
-  if (!std::strcmp(task, "ant")) run<nudged<gmi::envs::ant>>(64, steps, tol, iters, argv[6]);
-  if (!std::strcmp(task, "humanoid")) run<nudged<gmi::envs::humanoid>>(64, steps, tol, iters, argv[6]);
-  if (!std::strcmp(task, "anymal")) run<nudged<gmi::envs::anymal>>(64, steps, tol, iters, argv[6]);
+  if (task == "ant") run<nudged<gmi::envs::ant>>(64, steps, tol, iters, argv[6]);
+  if (task == "humanoid") run<nudged<gmi::envs::humanoid>>(64, steps, tol, iters, argv[6]);
+  if (task == "anymal") run<nudged<gmi::envs::anymal>>(64, steps, tol, iters, argv[6]);
 }
