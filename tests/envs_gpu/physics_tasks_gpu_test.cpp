@@ -1,8 +1,11 @@
-// The physics tasks (ant, humanoid, anymal) on the device against the host: same seed, same actions, the same
-// env_batch driver. The device compiles the same stages with FMA contraction and its own sinf/cosf/expf, and
-// the contact dynamics amplify such differences (docs/physics.md), so the trajectories are compared over the
-// first 10 env steps (50 physics steps for ant and humanoid, 40 for anymal) within 1e-3 (1 + |gpu|), with the
-// terminated and truncated flags equal.
+// The physics tasks (ant, humanoid, anymal) on the device against the host, through the same env_batch driver
+// and actions. The device compiles the same stages with FMA contraction and its own sinf/cosf/expf/logf, and
+// contact-rich dynamics amplify such rounding differences: free-running host trajectories whose states start
+// one ulp apart part by more than 1e-3 within 20 env steps in the ant (tests/envs/physics_tasks_test.cpp,
+// docs/physics.md). So the device is checked where rounding can not grow: the first observations (the resets
+// draw the same numbers; within 1e-5 (1 + |gpu|)) and one env step at a time from the host's own states
+// (teacher forcing; within 1e-3 (1 + |gpu|), flags equal) over 30 steps in which contacts start and end and
+// episodes end. The free-running difference is reported, not checked.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -14,6 +17,7 @@
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/rl/env_batch.hpp>
 
+#include "envs/batch_snapshot.hpp"
 #include "physics_tasks_runs.hpp"
 
 namespace {
@@ -54,24 +58,62 @@ std::pair<long, double> outside(const std::vector<float>& h, const std::vector<f
 }  // namespace
 
 TEST_SUITE("gpu") {
-  TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.host_and_gpu_agree_over_the_first_steps" * doctest::timeout(300), T,
+  TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.host_and_gpu_agree_step_by_step" * doctest::timeout(300), T,
                      gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {
-    const int n = 64, steps = 10;
-    const trajectory h = host_run<T>(n, steps, 2024, 7);
-    const trajectory g = run_physics_task_gpu(T::name, n, steps, 2024, 7);
+    const int n = 64, steps = 30;
+    const std::size_t rows = std::size_t(n) * T::obs_dim;
+    // The host: snapshots before each step, and what each step gave.
+    gmi::rl::env_batch<T> hb(n, 2024);
+    std::vector<float> obs(rows), act(std::size_t(n) * T::act_dim), rew(n);
+    std::vector<std::uint8_t> te(n), tr(n);
+    std::vector<batch_snapshot> before;
+    trajectory h;
+    hb.reset({obs.data(), obs.size()});
+    h.obs = obs;
+    for (int t = 0; t < steps; ++t) {
+      before.push_back(take_snapshot(hb));
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < T::act_dim; ++k) act[std::size_t(i) * T::act_dim + k] = test_action(7, t, i, T::act_dim, k);
+      hb.step({act.data(), act.size()}, {obs.data(), obs.size()}, {rew.data(), rew.size()}, {te.data(), te.size()},
+              {tr.data(), tr.size()});
+      h.obs.insert(h.obs.end(), obs.begin(), obs.end());
+      h.rewards.insert(h.rewards.end(), rew.begin(), rew.end());
+      h.terminated.insert(h.terminated.end(), te.begin(), te.end());
+      h.truncated.insert(h.truncated.end(), tr.begin(), tr.end());
+    }
+    const trajectory g = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
     REQUIRE(h.obs.size() == g.obs.size());
     REQUIRE(h.rewards.size() == g.rewards.size());
-    const auto [bad_obs, worst_obs] = outside(h.obs, g.obs, 1e-3);
+    const std::vector<float> h0(h.obs.begin(), h.obs.begin() + rows), g0(g.obs.begin(), g.obs.begin() + rows);
+    const std::vector<float> hs(h.obs.begin() + rows, h.obs.end()), gs(g.obs.begin() + rows, g.obs.end());
+    const auto [bad_reset, worst_reset] = outside(h0, g0, 1e-5);
+    const auto [bad_obs, worst_obs] = outside(hs, gs, 1e-3);
     const auto [bad_rew, worst_rew] = outside(h.rewards, g.rewards, 1e-3);
-    MESSAGE(T::name << ": worst relative difference, observations " << worst_obs << ", rewards " << worst_rew);
+    long ends = 0;
+    for (auto f : h.terminated) ends += f;
+    MESSAGE(std::string(T::name) << ": first observations, worst relative difference " << worst_reset
+                                 << "; one step from the host's states, observations " << worst_obs << ", rewards "
+                                 << worst_rew << " (" << ends << " episodes ended)");
+    CHECK(bad_reset == 0);
     CHECK(bad_obs == 0);
     CHECK(bad_rew == 0);
     CHECK(h.terminated == g.terminated);
     CHECK(h.truncated == g.truncated);
-    // Something happened: the states moved.
-    CHECK(outside(std::vector<float>(h.obs.begin(), h.obs.begin() + n * T::obs_dim),
-                  std::vector<float>(h.obs.end() - n * T::obs_dim, h.obs.end()), 1e-3)
-              .first > 0);
+    CHECK(outside(h0, std::vector<float>(h.obs.end() - rows, h.obs.end()), 1e-3).first > 0);  // the states moved
+
+    // Free-running (reported): where the device's own trajectory parts from the host's, step by step.
+    const trajectory hf = host_run<T>(n, 10, 2024, 7);
+    const trajectory gf = run_physics_task_gpu(T::name, n, 10, 2024, 7);
+    REQUIRE(hf.obs.size() == gf.obs.size());
+    std::string by_step;
+    for (int t = 0; t <= 10; ++t) {
+      const auto at = [&](const trajectory& x) {
+        return std::vector<float>(x.obs.begin() + t * rows, x.obs.begin() + (t + 1) * rows);
+      };
+      by_step += " " + std::to_string(outside(at(hf), at(gf), 1e-3).second);
+    }
+    MESSAGE(std::string(T::name) << ": free-running, worst relative difference of the observations by step:"
+                                 << by_step);
   }
 
   TEST_CASE("envs_gpu.physics_tasks.local_batch_follows_the_host" * doctest::timeout(120)) {

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <gmi/core/error.hpp>
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/stream.hpp>
 #include <gmi/envs/ant.hpp>
@@ -51,7 +52,44 @@ trajectory run(int n, int steps, std::uint64_t seed, std::uint64_t action_seed) 
   out.stats = b.read_stats(stream.get());
   return out;
 }
+
+template <class T>
+trajectory run_from(int n, std::uint64_t seed, std::uint64_t action_seed, const std::vector<batch_snapshot>& before) {
+  gmi::cuda::stream stream;
+  gmi::rl::env_batch<T, gmi::exec::cuda> b(n, seed, typename T::params{}, gmi::exec::cuda{stream.get()});
+  gmi::cuda::device_buffer<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
+  gmi::cuda::device_buffer<std::uint8_t> te(n), tr(n);
+  trajectory out;
+  b.reset(obs.span(), stream.get());
+  append_rows(out.obs, obs, stream.get());
+  for (std::size_t t = 0; t < before.size(); ++t) {
+    batch_snapshot s = before[t];
+    b.visit_state([&](const char* name, auto span) {
+      std::size_t bytes = 0;
+      const void* from = s.array(name, bytes);
+      gmi::require(from != nullptr && bytes == span.size_bytes(), "step_physics_task_gpu_from snapshot bytes",
+                   bytes, "== " + std::to_string(span.size_bytes()));
+      GMI_CUDA_TRY(cudaMemcpyAsync(span.data(), from, bytes, cudaMemcpyHostToDevice, stream.get()));
+    });
+    gmi::exec::for_each(gmi::exec::cuda{stream.get()}, n, physics_action_fn<T>{act.data(), action_seed, int(t)});
+    b.step(act, obs.span(), rew.span(), te.span(), tr.span(), stream.get());
+    append_rows(out.obs, obs, stream.get());  // synchronizes: the snapshot copy s outlives its upload
+    append_rows(out.rewards, rew, stream.get());
+    append_rows(out.terminated, te, stream.get());
+    append_rows(out.truncated, tr, stream.get());
+  }
+  return out;
+}
 }  // namespace
+
+trajectory step_physics_task_gpu_from(std::string_view task, int n, std::uint64_t seed, std::uint64_t action_seed,
+                                      const std::vector<batch_snapshot>& before) {
+  if (task == "ant") return run_from<gmi::envs::ant>(n, seed, action_seed, before);
+  if (task == "humanoid") return run_from<gmi::envs::humanoid>(n, seed, action_seed, before);
+  if (task == "anymal") return run_from<gmi::envs::anymal>(n, seed, action_seed, before);
+  throw std::invalid_argument("step_physics_task_gpu_from: task: got " + std::string(task) +
+                              ", need ant, humanoid or anymal");
+}
 
 trajectory run_physics_task_gpu(std::string_view task, int n, int steps, std::uint64_t seed,
                                 std::uint64_t action_seed) {

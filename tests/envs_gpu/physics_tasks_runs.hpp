@@ -5,11 +5,18 @@
 #include <string_view>
 #include <vector>
 
+#include "envs/batch_snapshot.hpp"
 #include "gpu_runs.hpp"
 
 // Steps num_envs environments of the physics task `task` (ant, humanoid, anymal) with env_batch on the device.
 trajectory run_physics_task_gpu(std::string_view task, int num_envs, int steps, std::uint64_t seed,
                                 std::uint64_t action_seed);
+
+// Teacher forcing: a device batch of the task (num_envs, seed) is reset (its first observations open obs), then
+// for each t stepped once from the host snapshot before[t] under test_action(action_seed, t, ...); every step's
+// observations, rewards and flags are appended.
+trajectory step_physics_task_gpu_from(std::string_view task, int num_envs, std::uint64_t seed,
+                                      std::uint64_t action_seed, const std::vector<batch_snapshot>& before);
 
 // The ant's model in physics/batch_local.cuh: n environments from qpos0 under controls ctrl (nu x n,
 // element-major), `launches` launches of `substeps` physics steps; returns qpos (nq x n, element-major).
