@@ -166,7 +166,34 @@ TEST_SUITE("cpu") {
     auto j = good;
     j["cpu_actor_ratio"]["chosen"] = j["cpu_actor_ratio"]["sweep"][0];
     CHECK(one_line_error(j.dump()) ==
-          "plan x.json: cpu_actor_ratio.chosen: got 1 cores/GMI, 64 envs/core, 1 GMIs/GPU, need the sweep's own choice "
+          "plan x.json: cpu_actor_ratio.chosen: got \"1 cores/GMI, 64 envs/core, 1 GMIs/GPU\", need the sweep's own choice "
           "(4, 64, 1)");
+  }
+  TEST_CASE("plan.placement.saved_in_the_plan_and_checked_on_load") {
+    plan::plan p;
+    p.chosen = {"mps", 1, 1024};
+    p.task_placement = plan::choose_placement({"ant", 4096, 14, 5e-5, 2e-3});
+    REQUIRE(p.task_placement->chosen == plan::placement::gpu_simulation);  // 2.05 M vs 0.28 M steps/s
+    const plan::plan back = plan::from_text(plan::to_text(p));
+    REQUIRE(back.task_placement);
+    CHECK(back.task_placement->chosen == plan::placement::gpu_simulation);
+    CHECK(plan::to_text(back) == plan::to_text(p));
+    auto j = nlohmann::ordered_json::parse(plan::to_text(p));
+    j["placement"]["chosen"] = "cpu";
+    CHECK(one_line_error(j.dump()) ==
+          "plan x.json: placement.chosen: got \"cpu\", need what its rates and threshold give (gpu)");
+    j["placement"]["chosen"] = "tpu";
+    CHECK(one_line_error(j.dump()) == "plan x.json: placement.chosen: got \"tpu\", need cpu or gpu");
+    for (const char* field : {"cpu_steps_per_s", "gpu_steps_per_s", "threshold", "batch"}) {
+      for (const auto& bad : {nlohmann::ordered_json(0), nlohmann::ordered_json(-1), nlohmann::ordered_json("1"),
+                              nlohmann::ordered_json(nullptr), nlohmann::ordered_json(true)}) {
+        auto k = nlohmann::ordered_json::parse(plan::to_text(p));
+        k["placement"][field] = bad;
+        const std::string e = one_line_error(k.dump());
+        CAPTURE(field);
+        CHECK(e.rfind("plan x.json: ", 0) == 0);
+        CHECK(e.find('\n') == std::string::npos);
+      }
+    }
   }
 }

@@ -135,6 +135,22 @@ inline void validate(const ratio_point& p, const std::string& where = "ratio poi
 }
 
 // --- JSON (the plan's "cpu_actor_ratio") ---
+namespace detail {
+// Strict readers: nlohmann's get<int> takes true as 1 and 2.5 as 2; a plan field must be the type it claims.
+template <class Json>
+int json_count(const Json& j, const std::string& key, const std::string& where) {
+  const auto& v = j.at(key);
+  require(v.is_number_integer(), where + "." + key, v.dump(), "an integer");
+  return v.template get<int>();
+}
+template <class Json>
+double json_number(const Json& j, const std::string& key, const std::string& where) {
+  const auto& v = j.at(key);
+  require(v.is_number(), where + "." + key, v.dump(), "a number");
+  return v.template get<double>();
+}
+}  // namespace detail
+
 template <class Json>
 void to_json(Json& j, const ratio_point& p) {
   j = Json{{"cores_per_gmi", p.cores_per_gmi},
@@ -145,12 +161,14 @@ void to_json(Json& j, const ratio_point& p) {
 }
 template <class Json>
 void from_json(const Json& j, ratio_point& p) {
-  j.at("cores_per_gmi").get_to(p.cores_per_gmi);
-  j.at("envs_per_core").get_to(p.envs_per_core);
-  j.at("gmis_per_gpu").get_to(p.gmis_per_gpu);
-  j.at("steps_per_s").get_to(p.steps_per_s);
-  const auto& e = j.at("steps_per_joule");
-  p.steps_per_joule = e.is_null() ? std::nullopt : std::optional<double>(e.template get<double>());
+  const std::string where = "cpu_actor_ratio point";
+  p.cores_per_gmi = detail::json_count(j, "cores_per_gmi", where);
+  p.envs_per_core = detail::json_count(j, "envs_per_core", where);
+  p.gmis_per_gpu = detail::json_count(j, "gmis_per_gpu", where);
+  p.steps_per_s = detail::json_number(j, "steps_per_s", where);
+  p.steps_per_joule = j.at("steps_per_joule").is_null()
+                          ? std::nullopt
+                          : std::optional<double>(detail::json_number(j, "steps_per_joule", where));
 }
 template <class Json>
 void to_json(Json& j, const ratio_choice& c) {
@@ -161,7 +179,7 @@ void to_json(Json& j, const ratio_choice& c) {
 template <class Json>
 void from_json(const Json& j, ratio_choice& c) {
   const auto goal = ratio_goal_from_name(j.at("goal").template get<std::string>());
-  const double tolerance = j.at("tolerance").template get<double>();
+  const double tolerance = detail::json_number(j, "tolerance", "cpu_actor_ratio");
   ratio_point saved;
   j.at("chosen").get_to(saved);
   validate(saved, "cpu_actor_ratio.chosen");
