@@ -15,12 +15,13 @@ export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LI
 cmake --preset gpu -B /tmp/build -DGMI_BUILD_BENCHMARKS=ON > "$OUT/actors/configure.log" 2>&1
 grep -q "^GMI_MUJOCO_LIBRARY:.*mujoco" /tmp/build/CMakeCache.txt \
   || { echo "MuJoCo not found by CMake (see $OUT/actors/configure.log)"; exit 2; }
-time cmake --build /tmp/build -j16 --target gmi.test.actors gmi.test.actors_mujoco gmi.bench.actors_steps gmi.bench.actors_ratio \
+time cmake --build /tmp/build -j16 --target gmi.test.actors gmi.test.actors_mujoco gmi.bench.actors_steps gmi.bench.actors_ratio gmi.bench.actors_choose_ratio gmi.test.plan \
   > "$OUT/actors/build.log" 2>&1 || { tail -40 "$OUT/actors/build.log"; exit 1; }
-ctest --test-dir /tmp/build -R '^(actors|plan\.placement)' --output-on-failure --timeout 120 2>&1 | tee "$OUT/actors/ctest.log" | tail -5
+ctest --test-dir /tmp/build -R '^(actors|plan\.placement|plan\.ratio)' --output-on-failure --timeout 120 2>&1 | tee "$OUT/actors/ctest.log" | tail -5
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "device: $device; host CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 model=tests/physics/models/ant_floor.xml
 /tmp/build/bench/actors/gmi.bench.actors_steps "$model" "$OUT/actors/steps.jsonl" 1 2 8 14
 /tmp/build/bench/actors/gmi.bench.actors_ratio "$model" "$OUT/actors/ratio.jsonl" 3
+GMI_GIT_REVISION="${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null)}" /tmp/build/bench/actors/gmi.bench.actors_choose_ratio "$OUT/actors/ratio.jsonl" "$OUT/actors/ratio_choice.jsonl"
 echo "result lines: $(cat "$OUT"/actors/*.jsonl | wc -l) in $OUT/actors"

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include <gmi/core/error.hpp>
 
@@ -66,6 +67,36 @@ struct placement_choice {
   c.gpu_steps_per_s = double(p.batch) / p.gpu_seconds_per_batch_step;
   c.chosen = c.gpu_steps_per_s >= rule.threshold * c.cpu_steps_per_s ? placement::gpu_simulation : placement::cpu_actors;
   return c;
+}
+
+// The plan's "placement" entry: the line's fields. Loading checks them and re-decides, so a choice its own rates
+// do not support is refused in one line.
+template <class Json>
+void to_json(Json& j, const placement_choice& c) {
+  j = Json{{"task", c.task},         {"chosen", to_string(c.chosen)}, {"cpu_steps_per_s", c.cpu_steps_per_s},
+           {"gpu_steps_per_s", c.gpu_steps_per_s}, {"threshold", c.threshold}, {"batch", c.batch}};
+}
+template <class Json>
+void from_json(const Json& j, placement_choice& c) {
+  j.at("task").get_to(c.task);
+  const auto chosen = j.at("chosen").template get<std::string>();
+  require(chosen == "cpu" || chosen == "gpu", "placement.chosen", chosen, "cpu or gpu");
+  // strict types: nlohmann would read true as 1
+  for (const char* key : {"cpu_steps_per_s", "gpu_steps_per_s", "threshold"})
+    require(j.at(key).is_number(), std::string("placement.") + key, j.at(key).dump(), "a number");
+  require(j.at("batch").is_number_integer(), "placement.batch", j.at("batch").dump(), "an integer");
+  j.at("cpu_steps_per_s").get_to(c.cpu_steps_per_s);
+  j.at("gpu_steps_per_s").get_to(c.gpu_steps_per_s);
+  j.at("threshold").get_to(c.threshold);
+  j.at("batch").get_to(c.batch);
+  require(c.batch >= 1, "placement.batch", c.batch, ">= 1");
+  for (const auto& [name, v] : {std::pair<const char*, double>{"placement.cpu_steps_per_s", c.cpu_steps_per_s},
+                                {"placement.gpu_steps_per_s", c.gpu_steps_per_s}, {"placement.threshold", c.threshold}})
+    require(std::isfinite(v) && v > 0, name, v, "a finite value > 0");
+  c.chosen = chosen == "gpu" ? placement::gpu_simulation : placement::cpu_actors;
+  const bool gpu = c.gpu_steps_per_s >= c.threshold * c.cpu_steps_per_s;
+  require(gpu == (c.chosen == placement::gpu_simulation), "placement.chosen", chosen,
+          std::string("what its rates and threshold give (") + (gpu ? "gpu" : "cpu") + ")");
 }
 
 // Median-free but warm timing of a step function: calls f() until both min_calls and min_seconds are reached

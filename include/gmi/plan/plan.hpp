@@ -23,7 +23,9 @@
 #include <gmi/core/status.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/plan/mapping.hpp>
+#include <gmi/plan/placement.hpp>
 #include <gmi/plan/profiler.hpp>
+#include <gmi/plan/ratio.hpp>
 #include <gmi/plan/topology.hpp>
 
 namespace gmi::plan {
@@ -195,6 +197,11 @@ struct plan {
   // What the trials ran: "serving" (environment steps/s) or "colocated" (synchronous PPO, training samples/s).
   // A run uses a plan of its own layout's trials. Plans saved before this field existed were serving plans.
   std::string trials_of = "serving";
+  // CPU actors: the ratio (actor cores per GMI, envs per core, GMIs per GPU) chosen from a measured sweep
+  // (ratio.hpp); empty when no sweep ran. Re-decided from its sweep on load.
+  std::optional<ratio_choice> cpu_actor_ratio;
+  // CPU actors or GPU simulation for the task (placement.hpp); empty when not profiled.
+  std::optional<placement_choice> task_placement;
 };
 
 inline constexpr const char* plan_format = "gmi plan";
@@ -289,6 +296,8 @@ void to_json(Json& j, const plan& p) {
                                                    {"envs_per_gmi", p.split_chosen->envs_per_gmi}}
                                            : Json(nullptr)},
            {"trials", p.trials}};
+  if (p.cpu_actor_ratio) j["cpu_actor_ratio"] = *p.cpu_actor_ratio;
+  if (p.task_placement) j["placement"] = *p.task_placement;
 }
 template <class Json>
 void from_json(const Json& j, plan& p) {
@@ -333,6 +342,14 @@ void from_json(const Json& j, plan& p) {
   require(!(p.mapping && p.mapping->choice == mapping_kind::split) || p.split_chosen.has_value(), "mapping",
           "split without split_chosen", "the split layout's candidate when the mapping chose split");
   j.at("trials").get_to(p.trials);
+  p.cpu_actor_ratio.reset();
+  if (j.contains("cpu_actor_ratio") && !j.at("cpu_actor_ratio").is_null()) {
+    p.cpu_actor_ratio = j.at("cpu_actor_ratio").template get<ratio_choice>();
+  }
+  p.task_placement.reset();
+  if (j.contains("placement") && !j.at("placement").is_null()) {
+    p.task_placement = j.at("placement").template get<placement_choice>();
+  }
   require(p.chosen.gmis_per_gpu >= 1, "gmis_per_gpu", p.chosen.gmis_per_gpu, ">= 1");
   require(p.chosen.envs_per_gmi >= 1, "envs_per_gmi", p.chosen.envs_per_gmi, ">= 1");
 }

@@ -175,6 +175,15 @@ class ppo_trainer {
     ++iteration_;
   }
 
+  // exec::host: an iteration whose rollout the caller already wrote through rollout_view() (CPU actors step the
+  // environments: actors/ppo_actors.hpp); the same update as iterate() without its collection.
+  void iterate_collected()
+    requires(!P::on_device)
+  {
+    host_update();
+    ++iteration_;
+  }
+
   // Serving tier: `steps` steps of policy inference + sampling + env step for every environment, nothing stored.
   void serve(int steps) {
     gmi::require(steps >= 1, "serve steps", steps, ">= 1");
@@ -417,6 +426,12 @@ class ppo_trainer {
     const auto rv = rollout_view();
     const float* p = params_.data();
     exec::for_each(policy_, n_, [&](std::size_t i) { rv.collect(i, p); });
+    host_update();
+  }
+
+  // Everything of a host iteration after the collection: advantage and return statistics, the epochs, and the
+  // observation statistics.
+  void host_update() {
     if (sync_) {
       gather_statistics();
     } else if (config_.normalize_advantage) {
