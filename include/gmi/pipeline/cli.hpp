@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <gmi/core/choice.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/partition/partition.hpp>
 #include <gmi/pipeline/defaults.hpp>
@@ -106,6 +107,9 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   auto* lr_decay_flag = app.add_option("--lr-decay-env-steps", o.ppo.lr_decay_env_steps,
                                        "linear lr schedule: env steps of the whole training the decay spans "
                                        "(default: --max-env-steps)");
+  app.add_option("--ppo-gradient", o.ppo_gradient,
+                 "GPU trainer, for comparisons: form each minibatch's gradient by warps (one warp a sample), tiles "
+                 "(a tile of samples a block) or threads (one thread a sample); default: the network's");
   app.add_flag("--quiet", o.quiet, "no progress lines");
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(CLI::NonNegativeNumber);
@@ -136,6 +140,12 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "spent communicating: on (the step kernels' waits on the group when fused, else two one-thread "
                  "stamp kernels around each sum), auto (only where free: fused, cpu_staged), off")
       ->check(CLI::IsMember({"on", "auto", "off"}))
+      ->capture_default_str();
+  std::string inbox_memory = choice_name(o.inbox_memory, comm::inbox_memory_names);
+  app.add_option("--inbox-memory", inbox_memory,
+                 "synchronous training over the GPUs of one host: where the row exchange's inboxes live (automatic: "
+                 "peer device memory where every GMI reaches every GPU, else pinned host memory)")
+      ->check(CLI::IsMember(choice_names(comm::inbox_memory_names)))
       ->capture_default_str();
   app.add_option("--restart-on-failure", o.restart_on_failure,
                  "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "
@@ -185,6 +195,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--sweep", o.sweep_path, "population settings: a JSON array, one object per GMI (implies --population)");
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
   o.ppo.schedule = *rl::parse_lr_schedule(schedule);
+  o.inbox_memory = parse_choice("--inbox-memory", inbox_memory, comm::inbox_memory_names);
   // The linear schedule spans the run's step limit unless told otherwise (a sweep's members may ask for it too).
   if (lr_decay_flag->count() == 0) o.ppo.lr_decay_env_steps = std::isfinite(o.max_env_steps) ? o.max_env_steps : 0;
   for (const auto& [flag, text] : normalize) *flag = text == "true";

@@ -62,7 +62,9 @@ void validate(train_config<Pipeline>& o) {
                  ">= 1 and finite (default: --max-env-steps)");
   }
   o.ppo.validate();
-  // GMI_PPO_GRADIENT (a comparison knob of the GPU trainer) is checked on every machine, so a typo is one line
+  // --ppo-gradient (a comparison knob of the GPU trainer) holds for every trainer this process builds, and is
+  // checked on every machine, so a typo is one line
+  rl::request_gradient_path(o.ppo_gradient);
   if constexpr (Pipeline::layout_type::trains) (void)rl::minibatch_gradient_name<typename Pipeline::network>();
   if (const auto best = optimal_mean_return<Env>(o.env)) o.optimal_mean_return = *best;
   gmi::require(std::isnan(o.target_optimum_gap) || (std::isfinite(o.target_optimum_gap) && o.target_optimum_gap > 0),

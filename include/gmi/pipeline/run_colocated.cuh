@@ -58,15 +58,15 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   const long long group_minibatch = gmi_minibatch * cfg.world();
   const bool launcher = !runtime::this_gmi().has_value();
   // An attempt of a restart loop resumes where its parent says; otherwise from --resume.
-  const char* attempt_resume = std::getenv(restart_resume_var);
-  const std::string resume = is_restart_attempt() ? std::string(attempt_resume ? attempt_resume : "") : o.resume_path;
+  const std::optional<restart_note> attempt = restart_note_from_env();
+  const std::string resume = attempt ? attempt->resume : o.resume_path;
   const std::optional<kill_at> kill = test_kill_from_env();
   const double group_samples = static_cast<double>(o.num_envs) * o.ppo.horizon * cfg.world();
   if (launcher) {
     gmi::throw_unless_ok(runtime::can_implement(cfg));
     if (kill) gmi::require(kill->rank < cfg.world(), test_kill_var, std::getenv(test_kill_var), "a rank below " + std::to_string(cfg.world()));
     if (!resume.empty()) (void)manifest_for_resume(resume, cfg.world(), o.num_envs);  // one line before anything starts
-    if (o.restart_on_failure > 0 && !is_restart_attempt()) {
+    if (o.restart_on_failure > 0 && !attempt) {
       restart_loop_config rc;
       rc.restarts = o.restart_on_failure;
       rc.checkpoint_path = o.checkpoint_path;
@@ -95,10 +95,9 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
       return ended_elsewhere(run_with_restarts(rc), true);
     }
     // GMI processes get their environment from the launcher (GMI_* of ours are not passed on): the attempt's
-    // place in a restart loop and the test hook go along explicitly.
-    for (const char* var : {restart_attempt_var, restart_fd_var, restart_resume_var, test_kill_var}) {
-      if (const char* v = std::getenv(var)) cfg.env.emplace_back(var, v);
-    }
+    // place in a restart loop (in GMI_CHOSEN, beside a planned run's candidate) and the test hook go explicitly.
+    if (attempt) add_to_chosen(cfg.env, "restart", to_json(*attempt));
+    if (const char* v = std::getenv(test_kill_var)) cfg.env.emplace_back(test_kill_var, v);
   }
   const std::optional<restart_status> status = restart_status::from_env();
   const metrics::run_info run = metrics::describe_run();
@@ -131,7 +130,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     }
     const auto grads = trainer.gradient_buffer();
     gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update,
-                           o.comm_clock);
+                           o.comm_clock, o.inbox_memory);
     const graph_released_first<engine> release_graph_first{trainer, ctx.timeout()};
     if (ctx.rank() == 0 && o.gradient_allreduce == "automatic" && !o.quiet) {
       std::printf("gmi: gradients %s\n", sync.description().c_str());

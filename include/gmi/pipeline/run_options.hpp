@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <gmi/comm/row_exchange_across_gpus.hpp>
 #include <gmi/rl/ppo_config.hpp>
 
 namespace gmi {
@@ -94,15 +95,22 @@ struct run_options {
   std::string minibatch_scope = "group";
   // Synchronous training over GMIs: "on" times each GMI's communication (gmi_gradient_sync::comm_seconds) and
   // reports its share of the time; "auto" only where the timing is free (the fused step kernels' waits, the
-  // CPU-staged sums): the stamp kernels around sums between the steps cost 2.3% of samples/s at 1 x 512 on an H200
-  // (docs/training.md); "off" never.
+  // CPU-staged sums), since the stamp kernels around sums between the steps cost samples/s (docs/training.md);
+  // "off" never.
   std::string comm_clock = "auto";
+  // Synchronous training over the GPUs of one host (GMIs as processes, --synced-update fused): where the inboxes
+  // of the row exchange across GPUs live; automatic: peer device memory where every GMI reaches every GPU, else
+  // pinned host memory, and with one GMI a GPU NCCL between the steps instead.
+  comm::inbox_memory inbox_memory = comm::inbox_memory::automatic;
   bool population = false;  // independent trainings, one per GMI (population.hpp)
   std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;
+  // How the GPU trainer forms a minibatch's gradient: "" (the network's default), "warps", "tiles" or "threads";
+  // for comparisons (rl::request_gradient_path; a path the network does not fit is refused).
+  std::string ppo_gradient;
   int max_policy_lag = 4;   // split layout: rollouts acted with weights more updates old are dropped
   // split layout: rollouts each serving GMI may have queued for the trainer (its channel link's slots: the
-  // back-pressure bound). On an H200 the lag stayed 3 updates with 1, 2 or 4; with 1 the trainer waited more.
+  // back-pressure bound). Fewer slots did not lower the lag and left the trainer waiting more (docs/training.md).
   int channel_slots = 4;
   std::string normalize_advantages = "before_rho";  // split layout: before or after V-trace's rho weights them
   std::string clip_against = "behaviour";  // split layout: PPO's ratio over the behaviour's policy or the learner's

@@ -33,7 +33,7 @@ train_result split_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   using Net = typename Pipeline::network;
   runtime::gmis_config cfg = cfg_in;
   // Under MPS the trainer (slice 0) may use every SM unless --mps-percentage sets one share for all: the serving
-  // GMIs' share would make it the bottleneck (2x the trained samples/s on an H200, docs/training.md).
+  // GMIs' share would make it the bottleneck (docs/training.md has the trained samples/s of both).
   if (cfg.partition == "mps" && !cfg.mps_percentage && !cfg.mps_first_slice_percentage) cfg.mps_first_slice_percentage = 100;
   gmi::require(cfg.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", cfg.gmis_per_gpu,
                ">= 2 (slice 0 trains, slices 1.. serve)");

@@ -60,12 +60,12 @@ inline void ppo_trainer<E, Net, P>::load_state(const io::checkpoint& ck) {
   synchronize();
 }
 
-template <gmi::env E, class Net, gmi::exec::policy P>
-inline io::checkpoint ppo_trainer<E, Net, P>::policy_tensors() {
+// The policy's weights as named tensors (torch's [out, in] layout), from a flat parameter vector of Net.
+template <class Net>
+io::checkpoint policy_tensors_of(const std::vector<float>& p, const std::string& task) {
   using layers = typename Net::net::layers;
-  const std::vector<float> p = to_host(params_.data(), params_.size());
   io::checkpoint ck;
-  ck.meta = {{"format", "pt"}, {"task", task_name()}, {"layout", "weight [out, in] row-major; heads = mean rows then value"}};
+  ck.meta = {{"format", "pt"}, {"task", task}, {"layout", "weight [out, in] row-major; heads = mean rows then value"}};
   for (int l = 0; l < layers::count; ++l) {
     const int in = layers::width(l), out = layers::width(l + 1);
     const std::string base = l + 1 == layers::count ? std::string("heads") : "body." + std::to_string(l);
@@ -73,7 +73,12 @@ inline io::checkpoint ppo_trainer<E, Net, P>::policy_tensors() {
            {static_cast<std::uint64_t>(out), static_cast<std::uint64_t>(in)});
     ck.add(base + ".bias", std::vector<float>(p.begin() + layers::bias_offset(l), p.begin() + layers::bias_offset(l) + out));
   }
-  ck.add("log_std", std::vector<float>(p.begin() + Net::log_std_offset, p.begin() + Net::log_std_offset + act_dim));
+  ck.add("log_std", std::vector<float>(p.begin() + Net::log_std_offset, p.begin() + Net::log_std_offset + Net::act_dim));
   return ck;
+}
+
+template <gmi::env E, class Net, gmi::exec::policy P>
+inline io::checkpoint ppo_trainer<E, Net, P>::policy_tensors() {
+  return policy_tensors_of<Net>(to_host(params_.data(), params_.size()), task_name());
 }
 }  // namespace gmi::rl

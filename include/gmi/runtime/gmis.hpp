@@ -149,7 +149,7 @@ class binding {
     device_ = ctx.id().local_device;
     ctx.set_gpu();
     if (c.partition == "mps") {
-      const auto s = gmi::partition::mps::verify_client(device_);
+      const auto s = gmi::partition::mps::verify_client(device_, ctx.id().device_sms);
       sm_count_ = s.sm_count;
       what_ = "MPS client, " + std::to_string(s.percentage) + "% = " + std::to_string(s.sm_count) + " SMs";
     } else if (green) {
