@@ -38,6 +38,7 @@
 #include <gmi/cuda/graph.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/training_totals.hpp>
+#include <gmi/pipeline/run_options.hpp>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/ppo_sync.hpp>
 #include <gmi/runtime/context.hpp>
@@ -62,28 +63,24 @@ namespace gmi {
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
-                    std::size_t count, const std::string& path = "hierarchical", const std::string& update = "eager",
-                    const std::string& clock = "off", comm::inbox_memory inboxes = comm::inbox_memory::automatic)
+                    std::size_t count, allreduce_choice path = allreduce_choice::hierarchical,
+                    update_choice update = update_choice::eager, clock_choice clock = clock_choice::off,
+                    comm::inbox_memory inboxes = comm::inbox_memory::automatic)
       : ctx_(ctx), binding_(b), grads_(grads), count_(count), inboxes_(inboxes) {
-    gmi::require(clock == "on" || clock == "auto" || clock == "off", "communication clock", clock, "on, auto or off");
-    if (clock != "off") clock_.emplace(b.stream());
-    gmi::require(path == "hierarchical" || path == "cpu_staged" || path == "automatic", "gradient allreduce", path,
-                 "hierarchical, cpu_staged or automatic");
-    if (path != "hierarchical") {
+    if (clock != clock_choice::off) clock_.emplace(b.stream());
+    if (path != allreduce_choice::hierarchical) {
       const std::string tag = ctx.id().run_id + "-grad-ip";
       ip_ = ctx.rank() == 0 ? comm::ip_allreduce::create(tag, ctx.world(), count * sizeof(float))
                             : comm::ip_allreduce::open(tag, ctx.rank(), ctx.timeout());
     }
-    if (path != "cpu_staged") build_hierarchical(cfg);
-    use_ip_ = path == "cpu_staged";
-    chosen_ = path;
-    gmi::require(update == "fused" || update == "graph" || update == "eager", "synced update", update,
-                 "fused, graph or eager");
-    const bool graph_update = update != "eager";
-    if (path == "automatic") choose(b.stream(), graph_update && reduce_->replayable());
+    if (path != allreduce_choice::cpu_staged) build_hierarchical(cfg);
+    use_ip_ = path == allreduce_choice::cpu_staged;
+    chosen_ = choice_name(path, allreduce_choice_names);
+    const bool graph_update = update != update_choice::eager;
+    if (path == allreduce_choice::automatic) choose(b.stream(), graph_update && reduce_->replayable());
     graph_update_ = graph_update && !use_ip_ && reduce_->replayable();
-    if (graph_update_ && update == "fused") build_exchange(cfg);
-    if (clock == "auto" && !exchange_ && !use_ip_) clock_.reset();  // the sums would need stamp kernels
+    if (graph_update_ && update == update_choice::fused) build_exchange(cfg);
+    if (clock == clock_choice::automatic && !exchange_ && !use_ip_) clock_.reset();  // the sums would need stamp kernels
   }
   gmi_gradient_sync(const gmi_gradient_sync&) = delete;
   gmi_gradient_sync& operator=(const gmi_gradient_sync&) = delete;

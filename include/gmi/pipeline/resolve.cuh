@@ -140,7 +140,7 @@ struct placement {
 template <class Pipeline>
 placement place(train_config<Pipeline>& o) {
   const auto gpus = cuda::device_count();
-  const bool use_gpu = o.device == "gpu" || (o.device == "auto" && gpus.has_value());
+  const bool use_gpu = o.device == device_choice::gpu || (o.device == device_choice::automatic && gpus.has_value());
   if (use_gpu) {
     if (!gpus) throw gmi::config_error(gmi::got_need("--device", "gpu", "a CUDA device (" + gpus.error().message() + ")"));
     // A GMI process takes its placement from its identity (under MPS and MIG it sees one device): the launcher
@@ -191,7 +191,7 @@ placement place(train_config<Pipeline>& o) {
     const std::vector<int> chosen =
         gmi_process ? std::vector<int>(static_cast<std::size_t>(runtime::this_gmi()->gpus), 0)
                     : chosen_gpus(o, *gpus);
-    const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == "processes" ||
+    const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == runtime::launch_mode::processes ||
                          gmi_process || o.population || planned || o.restart_on_failure > 0;
     if (several) {
       runtime::gmis_config cfg;
