@@ -7,7 +7,7 @@
 # Every run trains for `seconds` (--max-seconds) from seed 1 with the task's defaults (minibatch 8192, horizon 16,
 # 8 epochs), `reps` times, the configurations alternating; each appends its end line to <results.jsonl>
 # (train_samples_per_s is the compared number; bench/plot makes the tables in docs/results.md). `gradients` runs
-# each configuration once per way of forming the minibatch gradient (GMI_PPO_GRADIENT: warps, tiles, threads;
+# each configuration once per way of forming the minibatch gradient (--ppo-gradient: warps, tiles, threads;
 # "default" leaves it unset; a way a task's network does not fit is skipped for that task by the binary's refusal).
 # `scopes` says whose the minibatch of a k x N group is (--minibatch-scope): "group" (split over its GMIs; an
 # iteration makes as many Adam steps as the same total on one GMI) and/or "gmi" (each GMI's, rl_games' multi-GPU
@@ -55,12 +55,12 @@ for t in $tasks; do
       flags=()
       [ "$extra" != - ] && flags=("$extra")
       for way in $gradients; do
-        if [ "$way" = default ]; then unset GMI_PPO_GRADIENT; else export GMI_PPO_GRADIENT=$way; fi
+        way_flags=()
+        [ "$way" != default ] && way_flags=(--ppo-gradient "$way")
         timeout $((${seconds%.*} + 120)) "$bin" --gmis-per-gpu "$g" --num-envs "$e" --partition "$p" --target-return nan \
-          --max-env-steps 1e15 --max-seconds "$seconds" --log-interval 100 --metrics "$out" "${flags[@]}" 2>&1 |
-          grep -E "^gmi: (step|time|solved|diverged)|rror|GMI_PPO_GRADIENT" | sed "s|^|$t rep $rep $g x $e $p $way ${extra}: |"
+          --max-env-steps 1e15 --max-seconds "$seconds" --log-interval 100 --metrics "$out" "${flags[@]}" "${way_flags[@]}" 2>&1 |
+          grep -E "^gmi: (step|time|solved|diverged)|rror|--ppo-gradient" | sed "s|^|$t rep $rep $g x $e $p $way ${extra}: |"
       done
-      unset GMI_PPO_GRADIENT
     done
   done
 done

@@ -1,7 +1,7 @@
 // gmi.bench.wide: the wide-network benchmark of issue 37. Serving (normalize, MLP, sample, env step on the
 // linear proxy envs, one CUDA graph per window) with the ShadowHand-, Humanoid- and Ant-size policies at 4096 and
 // 16384 envs in each precision asked for; Cartpole serving at 512 envs (the one-thread-per-env kernel); PPO
-// training iterations (collection + update, the update's gradients through cuBLASLt for wide networks); the
+// training iterations (collection + update, the update's gradients by the default path, recorded as gradient_path); the
 // peak dense GEMM rate (cuBLASLt, 8192^3, TF32 and bf16). Medians of --reps windows; one JSON line per case.
 #include <gmi/gmi.hpp>
 #include <gmi/nn/lt_linear.cuh>

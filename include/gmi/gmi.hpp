@@ -28,6 +28,7 @@
 #include <gmi/io/gmi_file.hpp>
 #include <gmi/io/safetensors.hpp>
 #include <gmi/rl/env_batch.hpp>
+#include <gmi/rl/policy_server.hpp>
 #include <gmi/rl/ppo.hpp>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/runtime/gmis.hpp>
@@ -40,5 +41,6 @@
 #include <gmi/rl/batched_serving.cuh>
 #include <gmi/pipeline/run.cuh>
 #include <gmi/rl/env_batch.cuh>
+#include <gmi/rl/policy_server.cuh>
 #include <gmi/rl/ppo.cuh>
 #endif

@@ -1,6 +1,6 @@
 // The NCCL id bootstrap from a launcher's environment (comm/nccl.hpp): detect_launcher for mpirun (OpenMPI),
 // Slurm and torchrun variables, which launcher wins when several are present, one clear config_error for a
-// missing or contradictory variable; bootstrap_id_from_env through GMI_NCCL_ID and a rendezvous file. No GPU:
+// missing or contradictory variable; bootstrap_id from a given id or a rendezvous file. No GPU:
 // nothing here calls CUDA or NCCL (the non-zero ranks only read what rank 0 would have written).
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -20,13 +20,12 @@ namespace comm = gmi::comm;
 using namespace std::chrono_literals;
 
 namespace {
-// Every variable detect_launcher or bootstrap_id_from_env reads.
+// Every variable detect_launcher reads.
 const std::vector<std::string> launch_vars = {
     "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
     "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_LOCALID",
     "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NODEID", "SLURM_JOB_ID", "SLURM_STEP_ID", "RANK",
-    "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
-    "GMI_NCCL_ID", "GMI_NCCL_RENDEZVOUS"};
+    "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"};
 
 // Sets exactly `vars` among launch_vars for its lifetime (the test binary's own environment is restored after).
 class scoped_env {
@@ -252,37 +251,32 @@ TEST_CASE("comm.bootstrap.contradictory_values_are_one_clear_error") {
 
 TEST_CASE("comm.bootstrap.id_from_gmi_nccl_id") {
   const auto id = id_with_bytes(7);
-  scoped_env env(scoped_env::vars_t{{"GMI_NCCL_ID", id.hex()}});
   comm::launch_env e;
   e.rank = 1;
   e.world = 2;
-  CHECK(comm::bootstrap_id_from_env(e, 100ms) == id);
+  CHECK(comm::bootstrap_id(e, {.id_hex = id.hex(), .rendezvous = ""}, 100ms) == id);
 }
 
 TEST_CASE("comm.bootstrap.bad_gmi_nccl_id") {
   comm::launch_env e;
-  {
-    scoped_env env(scoped_env::vars_t{{"GMI_NCCL_ID", "abc"}});
-    CHECK_THROWS_WITH_AS(comm::bootstrap_id_from_env(e, 100ms), doctest::Contains("hex characters"), gmi::config_error);
-  }
-  {
-    scoped_env env(scoped_env::vars_t{{"GMI_NCCL_ID", std::string(2 * NCCL_UNIQUE_ID_BYTES, 'z')}});
-    CHECK_THROWS_WITH_AS(comm::bootstrap_id_from_env(e, 100ms), doctest::Contains("hex digit"), gmi::config_error);
-  }
+  CHECK_THROWS_WITH_AS(comm::bootstrap_id(e, {.id_hex = "abc", .rendezvous = ""}, 100ms),
+                       doctest::Contains("hex characters"), gmi::config_error);
+  CHECK_THROWS_WITH_AS(comm::bootstrap_id(e, {.id_hex = std::string(2 * NCCL_UNIQUE_ID_BYTES, 'z'), .rendezvous = ""}, 100ms),
+                       doctest::Contains("hex digit"), gmi::config_error);
 }
 
 TEST_CASE("comm.bootstrap.neither_id_nor_rendezvous") {
   scoped_env env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}});
   const auto e = comm::detect_launcher();
   REQUIRE(e.has_value());
-  CHECK_THROWS_WITH_AS(comm::bootstrap_id_from_env(*e, 100ms), doctest::Contains("GMI_NCCL_RENDEZVOUS"),
+  CHECK_THROWS_WITH_AS(comm::bootstrap_id(*e, {}, 100ms), doctest::Contains("NCCL id / rendezvous directory: got \"neither given\""),
                        gmi::config_error);
 }
 
 TEST_CASE("comm.bootstrap.rendezvous_file_read_by_other_ranks" * doctest::timeout(30)) {
   const auto dir = fresh_dir();
   scoped_env env({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "5"}, {"SLURM_STEP_ID", "0"},
-                  {"GMI_NCCL_RENDEZVOUS", dir.string()}});
+                  });
   const auto e = comm::detect_launcher();
   REQUIRE(e.has_value());
   // What rank 0 writes (write, then rename): the id in hex under a name keyed by launcher and job.
@@ -293,18 +287,17 @@ TEST_CASE("comm.bootstrap.rendezvous_file_read_by_other_ranks" * doctest::timeou
     out << id.hex() << '\n';
   }
   std::filesystem::rename(file.string() + ".tmp", file);
-  CHECK(comm::bootstrap_id_from_env(*e, 5s) == id);
+  CHECK(comm::bootstrap_id(*e, {.id_hex = "", .rendezvous = dir.string()}, 5s) == id);
   std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("comm.bootstrap.rendezvous_file_missing_times_out_naming_it" * doctest::timeout(30)) {
   const auto dir = fresh_dir();
-  scoped_env env({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_MCA_ess_base_jobid", "77"},
-                  {"GMI_NCCL_RENDEZVOUS", dir.string()}});
+  scoped_env env({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_MCA_ess_base_jobid", "77"}});
   const auto e = comm::detect_launcher();
   REQUIRE(e.has_value());
   const auto start = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH_AS(comm::bootstrap_id_from_env(*e, 200ms), doctest::Contains("gmi-nccl-id-openmpi-77"),
+  CHECK_THROWS_WITH_AS(comm::bootstrap_id(*e, {.id_hex = "", .rendezvous = dir.string()}, 200ms), doctest::Contains("gmi-nccl-id-openmpi-77"),
                        gmi::comm_error);
   CHECK(std::chrono::steady_clock::now() - start < 5s);
   std::filesystem::remove_all(dir);

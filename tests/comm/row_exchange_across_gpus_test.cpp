@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 
-#include <gmi/comm/knobs.hpp>
 #include <gmi/comm/row_exchange_across_gpus.hpp>
 #include <gmi/comm/shm_segment.hpp>
 
@@ -50,22 +49,14 @@ TEST_CASE("comm.row_exchange_across_gpus.refuses_bad_shapes") {
                        gmi::config_error);
 }
 
-TEST_CASE("comm.row_exchange_across_gpus.inbox_memory_from_env") {
-  // The value: unset is none, a name its choice, anything else one config_error.
-  unsetenv("GMI_COMM_INBOX_MEMORY");
-  CHECK_FALSE(comm::detail::read_inbox_memory().has_value());
-  setenv("GMI_COMM_INBOX_MEMORY", "host", 1);
-  CHECK(comm::detail::read_inbox_memory() == comm::inbox_memory::host);
-  setenv("GMI_COMM_INBOX_MEMORY", "peer_to_peer", 1);
-  CHECK(comm::detail::read_inbox_memory() == comm::inbox_memory::peer_to_peer);
-  setenv("GMI_COMM_INBOX_MEMORY", "nvlink", 1);
-  CHECK_THROWS_WITH_AS(comm::detail::read_inbox_memory(),
-                       "GMI_COMM_INBOX_MEMORY: got \"nvlink\", need automatic, peer_to_peer or host", gmi::config_error);
-  // Read once a process: what the first call found holds.
-  setenv("GMI_COMM_INBOX_MEMORY", "host", 1);
-  CHECK(comm::inbox_memory_from_env(comm::inbox_memory::automatic) == comm::inbox_memory::host);
-  unsetenv("GMI_COMM_INBOX_MEMORY");
-  CHECK(comm::inbox_memory_from_env(comm::inbox_memory::automatic) == comm::inbox_memory::host);
+TEST_CASE("comm.row_exchange_across_gpus.inbox_memory_names") {
+  // The words --inbox-memory takes: each names its value both ways, anything else is one line listing them.
+  for (const auto& [name, value] : comm::inbox_memory_names) {
+    CHECK(gmi::parse_choice("--inbox-memory", name, comm::inbox_memory_names) == value);
+    CHECK(std::string(gmi::choice_name(value, comm::inbox_memory_names)) == name);
+  }
+  CHECK_THROWS_WITH_AS((void)gmi::parse_choice("--inbox-memory", "nvlink", comm::inbox_memory_names),
+                       "--inbox-memory: got \"nvlink\", need automatic, peer_to_peer or host", gmi::config_error);
 }
 
 TEST_CASE("comm.row_exchange_across_gpus.layout") {

@@ -7,8 +7,7 @@
 
 TEST_SUITE("cpu") {
 TEST_CASE("core.env_var.choice") {
-  // GMI_COMM_INBOX_MEMORY is read this way: unset or empty is no choice, a name its value, anything else one
-  // config_error with every choice.
+  // Unset or empty is no choice, a name its value, anything else one config_error with every choice.
   enum class pick { a, b, c };
   const auto read = [] {
     return gmi::env_var::choice<pick>("GMI_TEST_CHOICE", {{"a", pick::a}, {"b", pick::b}, {"c", pick::c}});

@@ -18,7 +18,7 @@ int main() {
   }
   return gmi::runtime::run_worker(*id, [](gmi::runtime::context& ctx) {
     ctx.set_gpu();
-    const auto state = gmi::partition::mps::verify_client(0);
+    const auto state = gmi::partition::mps::verify_client(0, ctx.id().device_sms);
     const char* out = std::getenv("GMI_TEST_OUT");
     if (out) {
       std::ofstream(std::string(out) + "/rank" + std::to_string(ctx.rank()) + ".txt")

@@ -1,6 +1,6 @@
 // The candidate a GMI process belongs to, through its environment: what a launcher sets (chosen_env) is what the
 // GMI process takes over its flags (apply_chosen_from_env), and a training trial changes the same options on
-// both sides (make_training_trial).
+// both sides (make_training_trial); a restart attempt's note rides in the same variable beside a candidate.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include <gmi/pipeline/chosen_env.hpp>
+#include <gmi/pipeline/restart.hpp>
 
 namespace {
 // Sets the variables for the life of the object and removes them after, so cases do not leak into each other.
@@ -102,5 +103,39 @@ TEST_CASE("pipeline.chosen_env.malformed_is_one_line") {
     const scoped_env env(gmi::runtime::env_list{{"GMI_CHOSEN", R"({"partition": "mps", "gmis_per_gpu": "four"})"}});
     CHECK_THROWS_WITH_AS(gmi::apply_chosen_from_env(o), doctest::Contains("GMI_CHOSEN.gmis_per_gpu"), gmi::config_error);
   }
+}
+
+TEST_CASE("pipeline.chosen_env.one_variable_carries_the_candidate_and_the_restart_note") {
+  gmi::runtime::env_list env = gmi::chosen_env(gmi::plan::candidate{"mps", 4, 2048}, 3.0);
+  gmi::add_to_chosen(env, "restart", gmi::to_json(gmi::restart_note{.attempt = 2, .fd = 9, .resume = "m.json"}));
+  REQUIRE(env.size() == 1);
+  const scoped_env set(env);
+  gmi::run_options o = flags_of_a_launcher();
+  REQUIRE(gmi::apply_chosen_from_env(o));
+  CHECK(o.gmis_per_gpu == 4);
+  const auto note = gmi::restart_note_from_env();
+  REQUIRE(note.has_value());
+  CHECK(note->attempt == 2);
+  CHECK(note->fd == 9);
+  CHECK(note->resume == "m.json");
+  CHECK(gmi::restart_attempt() == 2);
+}
+
+TEST_CASE("pipeline.chosen_env.a_restart_note_alone_is_no_candidate") {
+  gmi::runtime::env_list env;
+  gmi::add_to_chosen(env, "restart", gmi::to_json(gmi::restart_note{.attempt = 1, .fd = 5, .resume = ""}));
+  const scoped_env set(env);
+  gmi::run_options o = flags_of_a_launcher();
+  CHECK_FALSE(gmi::apply_chosen_from_env(o));
+  CHECK(o.autotune.on);  // untouched
+  CHECK(gmi::is_restart_attempt());
+}
+
+TEST_CASE("pipeline.chosen_env.malformed_restart_note_is_one_line") {
+  const scoped_env env(gmi::runtime::env_list{{"GMI_CHOSEN", R"({"restart": {"attempt": 0, "fd": 5, "resume": ""}})"}});
+  CHECK_THROWS_WITH_AS((void)gmi::restart_note_from_env(), "GMI_CHOSEN.restart.attempt: got 0, need >= 1", gmi::config_error);
+  const scoped_env env2(gmi::runtime::env_list{{"GMI_CHOSEN", R"({"restart": {"attempt": 1, "resume": ""}})"}});
+  CHECK_THROWS_WITH_AS((void)gmi::restart_note_from_env(), doctest::Contains("GMI_CHOSEN.restart.fd: got \"<missing>\""),
+                       gmi::config_error);
 }
 }

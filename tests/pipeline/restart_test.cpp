@@ -32,7 +32,8 @@ namespace {
   if (!status) std::_Exit(99);
   const std::string s = scenario;
   const int attempt = gmi::restart_attempt();
-  const char* resume = std::getenv(gmi::restart_resume_var);
+  const std::string resume_path = gmi::restart_note_from_env()->resume;
+  const char* resume = resume_path.c_str();
   auto& b = status->block();
   b.started_ns.store(gmi::steady_ns());
   if (s == "lost_once") {  // attempt 1: checkpoint at 20, GMI 2 lost at 23; attempt 2 must resume and succeeds
@@ -343,14 +344,17 @@ TEST_CASE("pipeline.restart.lost_progress") {
 TEST_CASE("pipeline.restart.status_block_is_shared_through_the_fd") {
   auto owner = gmi::restart_status::create();
   owner.reset();
-  ::setenv(gmi::restart_fd_var, std::to_string(owner.fd()).c_str(), 1);
+  gmi::runtime::env_list note;
+  gmi::add_to_chosen(note, "restart", gmi::to_json(gmi::restart_note{.attempt = 1, .fd = owner.fd(), .resume = ""}));
+  REQUIRE(note.size() == 1);
+  ::setenv(gmi::chosen_variable, note[0].second.c_str(), 1);
   {
     const auto attached = gmi::restart_status::from_env();
     REQUIRE(attached.has_value());
     attached->block().iteration.store(42);
     attached->set_note("GMI 2 lost");
   }
-  ::unsetenv(gmi::restart_fd_var);
+  ::unsetenv(gmi::chosen_variable);
   CHECK(owner.block().iteration.load() == 42);
   CHECK(owner.note() == "GMI 2 lost");
   CHECK_FALSE(gmi::restart_status::from_env().has_value());

@@ -36,7 +36,7 @@ using cartpole_serving = gmi::pipeline<gmi::envs::cartpole, gmi::agents::gaussia
 
 template <class Config>
 void small(Config& c) {
-  c.device = "host";
+  c.device = gmi::device_choice::host;
   c.quiet = true;
   c.num_envs = 64;
   c.min_episodes = 8;

@@ -43,7 +43,7 @@ discrete_run discrete_iterations(const std::string& path, int iterations) {
     r.path = "host";
     return r;
   }
-  setenv("GMI_PPO_GRADIENT", path.c_str(), 1);
+  gmi::rl::request_gradient_path(path);
   {
     gmi::cuda::stream s;
     gmi::rl::ppo_trainer<task, net, gmi::exec::cuda> t(256, 11, c, {}, gmi::exec::cuda{.stream = s.get()});
@@ -56,6 +56,6 @@ discrete_run discrete_iterations(const std::string& path, int iterations) {
            r);
     r.path = gmi::rl::detail::gradient_path_name(gmi::rl::detail::minibatch_gradient<net>::chosen_path());
   }
-  unsetenv("GMI_PPO_GRADIENT");
+  gmi::rl::request_gradient_path("");
   return r;
 }

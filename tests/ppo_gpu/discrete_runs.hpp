@@ -12,5 +12,5 @@ struct discrete_run {
 };
 
 // `iterations` PPO iterations from seed 11 (256 envs, minibatch 1024, 2 epochs) with the minibatch gradient formed
-// the way GMI_PPO_GRADIENT = path asks (warps, tiles, threads); "" runs the host trainer.
+// the way rl::request_gradient_path(path) asks (warps, tiles, threads); "" runs the host trainer.
 discrete_run discrete_iterations(const std::string& path, int iterations);

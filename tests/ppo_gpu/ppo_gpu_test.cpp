@@ -67,7 +67,7 @@ TEST_SUITE("gpu") {
     // the warp kernel is refused for the wide network with one line (runs.cu asserts its default is the tiles)
     const auto refused = wide_proxy_iteration("warps");
     CAPTURE(refused.refusal);
-    CHECK(refused.refusal.find("GMI_PPO_GRADIENT: got \"warps\", need tiles, threads, gemm or nothing (the default, tiles) "
+    CHECK(refused.refusal.find("--ppo-gradient: got \"warps\", need tiles, threads, gemm or nothing (the default, tiles) "
                                "for this network") != std::string::npos);
   }
 

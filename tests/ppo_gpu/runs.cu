@@ -110,7 +110,7 @@ linear_lr_run gpu_linear_lr_run(int iterations) {
 }
 
 namespace {
-// One PPO iteration (8192 samples, 2 epochs of one minibatch) with the gradient path GMI_PPO_GRADIENT names
+// One PPO iteration (8192 samples, 2 epochs of one minibatch) with the gradient path rl::request_gradient_path asks for
 // (empty: the host trainer), reporting the path the GPU trainer took.
 template <class Env, class Net>
 gradient_path_run one_iteration(const std::string& path) {
@@ -132,7 +132,7 @@ gradient_path_run one_iteration(const std::string& path) {
     r.path = "host";
     return r;
   }
-  setenv("GMI_PPO_GRADIENT", path.c_str(), 1);
+  gmi::rl::request_gradient_path(path);
   gmi::cuda::stream s;
   try {
     gmi::rl::ppo_trainer<Env, Net, gmi::exec::cuda> t(512, 7, c, {}, gmi::exec::cuda{.stream = s.get()});
@@ -145,7 +145,7 @@ gradient_path_run one_iteration(const std::string& path) {
   } catch (const gmi::config_error& e) {
     r.refusal = e.what();
   }
-  unsetenv("GMI_PPO_GRADIENT");
+  gmi::rl::request_gradient_path("");
   return r;
 }
 using wide_net = gmi::agents::gaussian_mlp<gmi::nn::layers<64, 64>>::network<23, 9>;

@@ -27,7 +27,7 @@ struct linear_lr_run {
 linear_lr_run gpu_linear_lr_run(int iterations);
 
 // One PPO iteration from seed 7 (512 envs, minibatch 8192, 2 epochs) with the minibatch gradient formed the way
-// GMI_PPO_GRADIENT = path asks (warps, tiles, threads; "" runs the host trainer): Cartpole's 4-32-32 network, and
+// rl::request_gradient_path(path) asks (warps, tiles, threads; "" runs the host trainer): Cartpole's 4-32-32 network, and
 // franka_cabinet_proxy's 23-64-64 one (too wide for the warp kernel). A path the network does not fit is refused.
 struct gradient_path_run {
   std::vector<float> params;

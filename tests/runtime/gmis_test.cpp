@@ -23,12 +23,12 @@ TEST_SUITE("cpu") {
     c.partition = "slices";
     CHECK(why(c) == "partition: got \"slices\", need none, mps, green_context, mig");
     c.partition = "mps";
-    c.launch = "threads";
+    c.launch = gmi::runtime::launch_mode::threads;
     CHECK(why(c) == "launch for partition mps: got \"threads\", need processes or auto (one process per GMI)");
     c.partition = "green_context";
-    c.launch = "processes";
+    c.launch = gmi::runtime::launch_mode::processes;
     CHECK(why(c).find("green contexts are slices of one process") != std::string::npos);
-    c.launch = "auto";
+    c.launch = gmi::runtime::launch_mode::automatic;
     c.gmis_per_gpu = 0;
     CHECK(why(c) == "gmis_per_gpu: got 0, need >= 1");
     c.gmis_per_gpu = 2;
@@ -46,10 +46,10 @@ TEST_SUITE("cpu") {
   TEST_CASE("runtime.gmis.processes_by_backend") {
     gmis_config c;
     CHECK_FALSE(c.processes());
-    c.launch = "processes";
+    c.launch = gmi::runtime::launch_mode::processes;
     CHECK(c.processes());
     c.partition = "mps";
-    c.launch = "auto";
+    c.launch = gmi::runtime::launch_mode::automatic;
     CHECK(c.processes());
     c.partition = "mig";
     CHECK(c.processes());

@@ -189,26 +189,28 @@ TEST_SUITE("cpu") {
   }
 }
 
-TEST_CASE("runtime.process.children_inherit_only_tuning_variables") {
-  // Identity, plan and bootstrap variables of this process stay here; tuning and diagnosis go to every GMI.
+TEST_CASE("runtime.process.children_inherit_only_diagnosis_variables") {
+  // Identity and the launcher's notes stay here; diagnosis goes to every GMI; former tuning variables are gone.
   ::setenv("GMI_IDENTITY", "3", 1);
   ::setenv("GMI_CHOSEN", "{}", 1);
   ::setenv("GMI_COMM_INBOX_MEMORY", "host", 1);
   ::setenv("GMI_HIER_HANDSHAKE", "host", 1);  // no longer a setting (a field of comm::hierarchical_options)
   ::setenv("GMI_TRACE", "1", 1);
-  ::setenv("GMI_PPO_GRADIENT", "threads", 1);
+  ::setenv("GMI_GIT_REVISION", "abc123", 1);
+  ::setenv("GMI_PPO_GRADIENT", "threads", 1);  // now --ppo-gradient
   const gmi::runtime::env_list mine{{"GMI_IDENTITY", "0"}};
   const auto env = gmi::runtime::detail::child_environment({&mine});
   const auto has = [&](const std::string& kv) { return std::find(env.begin(), env.end(), kv) != env.end(); };
   CHECK(has("GMI_IDENTITY=0"));
   CHECK_FALSE(has("GMI_IDENTITY=3"));
   CHECK_FALSE(has("GMI_CHOSEN={}"));
-  CHECK(has("GMI_COMM_INBOX_MEMORY=host"));
+  CHECK_FALSE(has("GMI_COMM_INBOX_MEMORY=host"));  // now --inbox-memory
   CHECK_FALSE(has("GMI_HIER_HANDSHAKE=host"));
   CHECK(has("GMI_TRACE=1"));
-  CHECK(has("GMI_PPO_GRADIENT=threads"));
+  CHECK(has("GMI_GIT_REVISION=abc123"));
+  CHECK_FALSE(has("GMI_PPO_GRADIENT=threads"));
   for (const char* v : {"GMI_IDENTITY", "GMI_CHOSEN", "GMI_COMM_INBOX_MEMORY", "GMI_HIER_HANDSHAKE", "GMI_TRACE",
-                        "GMI_PPO_GRADIENT"}) ::unsetenv(v);
+                        "GMI_GIT_REVISION", "GMI_PPO_GRADIENT"}) ::unsetenv(v);
 }
 
 TEST_CASE("runtime.process.driver_files_of_a_reaped_gmi_are_removed") {

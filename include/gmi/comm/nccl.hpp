@@ -1,6 +1,6 @@
 #pragma once
 // NCCL for gmi: the GMI_CUDA_TRY overload for ncclResult_t, unique-id bootstrap (a shared-memory slot on one
-// host; GMI_NCCL_ID, or mpirun/Slurm/torchrun variables plus a rendezvous file, across hosts), and an RAII
+// host; a given id, or mpirun/Slurm/torchrun variables plus a rendezvous file, across hosts), and an RAII
 // nonblocking communicator whose every wait has a deadline and which aborts itself on error or timeout.
 
 #include <cuda_runtime_api.h>
@@ -273,15 +273,24 @@ inline std::optional<launch_env> detect_launcher() {
   return e;
 }
 
-// Multi-host bootstrap: GMI_NCCL_ID (hex) if set; otherwise rank 0 generates the id and writes it, atomically
-// (write then rename), to GMI_NCCL_RENDEZVOUS (a directory on a path every host sees), in a file named by
-// the launcher's job key; the other ranks wait for that file.
-inline nccl_id bootstrap_id_from_env(const launch_env& env, milliseconds timeout = default_timeout()) {
-  if (const char* hex = std::getenv("GMI_NCCL_ID"); hex && *hex) return nccl_id::from_hex(hex);
-  const std::string dir = env_var::text("GMI_NCCL_RENDEZVOUS");
+// Where a multi-host run's NCCL id comes from: the program's own settings (flags, a config file), never the
+// environment, so the launcher variables above are the only ones read.
+struct bootstrap_source {
+  std::string id_hex;      // the id as 256 hex digits (every rank given the same); empty: use the rendezvous
+  std::string rendezvous;  // a directory every host sees, where rank 0 writes the id for the others
+};
+
+// Multi-host bootstrap: source.id_hex if given; otherwise rank 0 generates the id and writes it, atomically
+// (write then rename), to source.rendezvous, in a file named by the launcher's job key; the other ranks wait for
+// that file.
+inline nccl_id bootstrap_id(const launch_env& env, const bootstrap_source& source,
+                            milliseconds timeout = default_timeout()) {
+  if (!source.id_hex.empty()) return nccl_id::from_hex(source.id_hex);
+  const std::string& dir = source.rendezvous;
   if (dir.empty()) {
-    throw config_error(got_need("GMI_NCCL_ID / GMI_NCCL_RENDEZVOUS", "both unset",
-                                "GMI_NCCL_ID=<256 hex digits> or GMI_NCCL_RENDEZVOUS=<shared directory>"));
+    throw config_error(got_need("NCCL id / rendezvous directory", "neither given",
+                                "bootstrap_source::id_hex (256 hex digits) or bootstrap_source::rendezvous (a shared "
+                                "directory)"));
   }
   const std::string file = dir + "/gmi-nccl-id-" + env.source + "-" + (env.job.empty() ? "nojob" : env.job);
   if (env.rank == 0) {

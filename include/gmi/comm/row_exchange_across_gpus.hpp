@@ -33,6 +33,7 @@
 #include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/shm_segment.hpp>
 #include <gmi/comm/wait.hpp>
+#include <gmi/core/choice.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/comm/row_exchange.hpp>
@@ -41,6 +42,8 @@ namespace gmi::comm {
 
 // Where the GPUs' inboxes live.
 enum class inbox_memory { automatic, peer_to_peer, host };
+inline constexpr choice_table<inbox_memory, 3> inbox_memory_names{
+    {{"automatic", inbox_memory::automatic}, {"peer_to_peer", inbox_memory::peer_to_peer}, {"host", inbox_memory::host}}};
 
 struct row_exchange_across_gpus_options {
   std::string tag;        // the same on every GMI of the run's host, unique per run
@@ -310,9 +313,8 @@ class row_exchange_across_gpus {
     registered_ = false;
   }
   static std::string shape(int gpus, int world, std::uint64_t count, std::uint32_t memory) {
-    static const char* names[] = {"automatic", "peer_to_peer", "host"};
     return std::to_string(gpus) + " GPUs, " + std::to_string(world) + " GMIs, " + std::to_string(count) +
-           " floats, inboxes " + (memory < 3 ? names[memory] : "?");
+           " floats, inboxes " + (memory < 3 ? choice_name(static_cast<inbox_memory>(memory), inbox_memory_names) : "?");
   }
 
   row_exchange_across_gpus_options o_;

@@ -150,16 +150,14 @@ struct mps {
     [[nodiscard]] int device_sm_count(int gpu) const { return at(gpu).sm_count; }
 
     // The environment of GMI `slice` on `gpu`: the daemon's directories, the GPU (so its local ordinal is 0), the
-    // active-thread percentage, the pinned-memory limit, and what verify_client needs to check itself.
+    // active-thread percentage (which verify_client reads back) and the pinned-memory limit.
     [[nodiscard]] std::vector<std::pair<std::string, std::string>> client_env(int gpu, int slice) const {
       const per_gpu& p = at(gpu);
       std::vector<std::pair<std::string, std::string>> env{
           {"CUDA_MPS_PIPE_DIRECTORY", p.pipe},
           {"CUDA_MPS_LOG_DIRECTORY", p.log},
           {"CUDA_VISIBLE_DEVICES", p.visible},
-          {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(cfg_.percentage_of(slice))},
-          {"GMI_MPS_PERCENTAGE", std::to_string(cfg_.percentage_of(slice))},
-          {"GMI_MPS_DEVICE_SMS", std::to_string(p.sm_count)}};
+          {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(cfg_.percentage_of(slice))}};
       if (!cfg_.pinned_mem_limit.empty()) env.emplace_back("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=" + cfg_.pinned_mem_limit);
       return env;
     }
@@ -361,8 +359,10 @@ struct mps {
   }
 
   // Inside a GMI process: checks that MPS is active (CU_DEVICE_ATTRIBUTE_MPS_ENABLED) and that the SM count is
-  // what the launcher asked for (GMI_MPS_PERCENTAGE, GMI_MPS_DEVICE_SMS). Throws gmi::error naming what is off.
-  static client_state verify_client(int device = 0) {
+  // what the launcher asked for: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (client_env's) of `device_sms`, the whole GPU's
+  // SMs as the launcher saw them (session::device_sm_count; 0: the count is not checked). Throws gmi::error naming
+  // what is off.
+  static client_state verify_client(int device, int device_sms) {
     client_state s;
     using attr_fn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
     using init_fn = CUresult (*)(unsigned);
@@ -375,10 +375,9 @@ struct mps {
     GMI_CUDA_TRY(get_attr(&enabled, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, device));
     s.mps_enabled = enabled != 0;
     GMI_CUDA_TRY(cudaDeviceGetAttribute(&s.sm_count, cudaDevAttrMultiProcessorCount, device));
-    const char* pct = std::getenv("GMI_MPS_PERCENTAGE");
-    const char* sms = std::getenv("GMI_MPS_DEVICE_SMS");
-    s.percentage = pct ? std::atoi(pct) : 100;
-    s.device_sms = sms ? std::atoi(sms) : 0;
+    const char* pct = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    s.percentage = pct && *pct ? std::atoi(pct) : 100;
+    s.device_sms = device_sms;
     if (!s.mps_enabled) {
       const char* pipe = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
       throw gmi::error("MPS is not active in this GMI (CU_DEVICE_ATTRIBUTE_MPS_ENABLED = 0): the client could not "

@@ -6,6 +6,9 @@
 
 #include <array>
 #include <cmath>
+#include <cstddef>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <gmi/core/choice.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/partition/partition.hpp>
 #include <gmi/pipeline/defaults.hpp>
@@ -22,14 +26,28 @@
 
 namespace gmi {
 
+namespace detail {
+// A flag whose value is one word of `table` (core/choice.hpp): CLI11 checks the word, and its line lists them;
+// `after` fills `out` once argv is parsed.
+template <class E, std::size_t N>
+CLI::Option* add_choice(CLI::App& app, std::vector<std::function<void()>>& after, const std::string& flag, E& out,
+                        const choice_table<E, N>& table, const std::string& help) {
+  auto text = std::make_shared<std::string>(choice_name(out, table));
+  after.push_back([text, &out, &table, flag] { out = parse_choice(flag, *text, table); });
+  return app.add_option(flag, *text, help)->check(CLI::IsMember(choice_names(table)))->default_str(*text);
+}
+}  // namespace detail
+
 // Fills `o` from argv on top of what it holds (gmi::default_config<Pipeline>() for gmi::run). Returns the exit
 // code when the program should stop here (--help: 0; a bad flag: 2, its line printed), nullopt to run.
 template <class Pipeline>
 std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   CLI::App app{"gmi pipeline: " + std::string(Pipeline::layout_type::name) + " layout", argc > 0 ? argv[0] : "gmi"};
+  std::vector<std::function<void()>> after;  // the choice flags' words into their enums
+  using detail::add_choice;
   app.add_option("--num-envs", o.num_envs, "environments per GMI")->check(CLI::Range(1, 1 << 24))->capture_default_str();
   app.add_option("--seed", o.seed, "seed of environments, policy sampling, initial weights and shuffles")->capture_default_str();
-  app.add_option("--device", o.device, "where to run")->check(CLI::IsMember({"auto", "gpu", "host"}))->capture_default_str();
+  add_choice(app, after, "--device", o.device, device_choice_names, "where to run");
   app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--gpus", o.gpus, "GPUs to use from --gpu on: a count or \"all\"")->capture_default_str();
   app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU (the backend sets the upper bound)")
@@ -38,8 +56,8 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
       ->check(CLI::IsMember(std::vector<std::string>(partition::gpu_backends::names.begin(),
                                                      partition::gpu_backends::names.end())))
       ->capture_default_str();
-  app.add_option("--launch", o.launch, "GMIs as threads or processes (mps/mig: processes; green_context: threads)")
-      ->check(CLI::IsMember({"auto", "threads", "processes"}))->capture_default_str();
+  add_choice(app, after, "--launch", o.launch, runtime::launch_mode_names,
+             "GMIs as threads or processes (mps/mig: processes; green_context: threads)");
   app.add_option("--mps-percentage", o.mps_percentage, "MPS active-thread percentage per GMI (default 100 / GMIs per GPU, rounded up)")
       ->check(CLI::Range(1, 100));
   app.add_option("--sms-per-gmi", o.sms_per_gmi, "green_context: SMs per GMI (0: the largest equal slice)")
@@ -106,37 +124,35 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   auto* lr_decay_flag = app.add_option("--lr-decay-env-steps", o.ppo.lr_decay_env_steps,
                                        "linear lr schedule: env steps of the whole training the decay spans "
                                        "(default: --max-env-steps)");
+  app.add_option("--ppo-gradient", o.ppo_gradient,
+                 "GPU trainer, for comparisons: form each minibatch's gradient by warps (one warp a sample), tiles "
+                 "(a tile of samples a block) or threads (one thread a sample); default: the network's");
   app.add_flag("--quiet", o.quiet, "no progress lines");
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(CLI::NonNegativeNumber);
   app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint (over GMIs: its manifest)")
       ->check(CLI::ExistingFile);
-  app.add_option("--gradient-allreduce", o.gradient_allreduce,
-                 "synchronous training over GMIs: gradients summed on the device (hierarchical: GMIs of a GPU, then "
-                 "NCCL), through host shared memory (cpu_staged, the paper's IP baseline), or automatic: both timed "
-                 "at the start, the faster kept")
-      ->check(CLI::IsMember({"hierarchical", "cpu_staged", "automatic"}))
-      ->capture_default_str();
-  app.add_option("--synced-update", o.synced_update,
-                 "synchronous training over GMIs: replay each GMI's update as a CUDA graph where the gradient sum "
-                 "allows it, with the group's sum inside each minibatch step's kernel where the GMIs of one GPU "
-                 "share their rows (fused) or as allreduce calls between kernels (graph), or enqueue it kernel by "
-                 "kernel (eager)")
-      ->check(CLI::IsMember({"fused", "graph", "eager"}))
-      ->capture_default_str();
-  app.add_option("--minibatch-scope", o.minibatch_scope,
-                 "synchronous training over GMIs: --minibatch is the group's, split over its GMIs (group: an "
-                 "iteration makes as many steps as one GMI holding every env), or each GMI's (gmi: rl_games' "
-                 "multi-GPU rule, the paper's; a step averages GMIs x --minibatch samples); split: the trainer's "
-                 "minibatch is --minibatch (group) or serving GMIs x --minibatch (gmi)")
-      ->check(CLI::IsMember({"group", "gmi"}))
-      ->capture_default_str();
-  app.add_option("--comm-clock", o.comm_clock,
-                 "synchronous training over GMIs: time each GMI's gradient sums and report the share of the time "
-                 "spent communicating: on (the step kernels' waits on the group when fused, else two one-thread "
-                 "stamp kernels around each sum), auto (only where free: fused, cpu_staged), off")
-      ->check(CLI::IsMember({"on", "auto", "off"}))
-      ->capture_default_str();
+  add_choice(app, after, "--gradient-allreduce", o.gradient_allreduce, allreduce_choice_names,
+             "synchronous training over GMIs: gradients summed on the device (hierarchical: GMIs of a GPU, then "
+             "NCCL), through host shared memory (cpu_staged, the paper's IP baseline), or automatic: both timed "
+             "at the start, the faster kept");
+  add_choice(app, after, "--synced-update", o.synced_update, update_choice_names,
+             "synchronous training over GMIs: replay each GMI's update as a CUDA graph where the gradient sum "
+             "allows it, with the group's sum inside each minibatch step's kernel where the GMIs of one GPU "
+             "share their rows (fused) or as allreduce calls between kernels (graph), or enqueue it kernel by "
+             "kernel (eager)");
+  add_choice(app, after, "--minibatch-scope", o.minibatch_scope, scope_choice_names,
+             "synchronous training over GMIs: --minibatch is the group's, split over its GMIs (group: an "
+             "iteration makes as many steps as one GMI holding every env), or each GMI's (gmi: rl_games' "
+             "multi-GPU rule, the paper's; a step averages GMIs x --minibatch samples); split: the trainer's "
+             "minibatch is --minibatch (group) or serving GMIs x --minibatch (gmi)");
+  add_choice(app, after, "--comm-clock", o.comm_clock, clock_choice_names,
+             "synchronous training over GMIs: time each GMI's gradient sums and report the share of the time "
+             "spent communicating: on (the step kernels' waits on the group when fused, else two one-thread "
+             "stamp kernels around each sum), auto (only where free: fused, cpu_staged), off");
+  add_choice(app, after, "--inbox-memory", o.inbox_memory, comm::inbox_memory_names,
+             "synchronous training over the GPUs of one host: where the row exchange's inboxes live (automatic: "
+             "peer device memory where every GMI reaches every GPU, else pinned host memory)");
   app.add_option("--restart-on-failure", o.restart_on_failure,
                  "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "
                  "at most N times (needs --checkpoint)")
@@ -160,21 +176,18 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "split: rollouts each serving GMI may have queued for the trainer, the back-pressure bound (a power "
                  "of two in 1..64)")
       ->capture_default_str();
-  app.add_option("--learner-graph", o.learner_graph,
+  std::string learner_graph = o.learner_graph ? "on" : "off";
+  app.add_option("--learner-graph", learner_graph,
                  "split: the trainer replays its update (epochs x minibatches of kernels) as one CUDA graph from the "
                  "second update on (on), or enqueues it kernel by kernel (off)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
-  app.add_option("--clip-against", o.clip_against,
-                 "split: PPO's ratio is pi over the serving GMI's policy that acted (behaviour: Sample Factory's "
-                 "APPO) or over the learner's policy at the start of the update (learner: decoupled PPO)")
-      ->check(CLI::IsMember({"learner", "behaviour"}))
-      ->capture_default_str();
-  app.add_option("--normalize-advantages", o.normalize_advantages,
-                 "split: normalize V-trace's advantages before its rho weights them (before_rho), or the weighted ones "
-                 "(after_rho, Sample Factory's way)")
-      ->check(CLI::IsMember({"before_rho", "after_rho"}))
-      ->capture_default_str();
+  add_choice(app, after, "--clip-against", o.clip_against, clip_choice_names,
+             "split: PPO's ratio is pi over the serving GMI's policy that acted (behaviour: Sample Factory's "
+             "APPO) or over the learner's policy at the start of the update (learner: decoupled PPO)");
+  add_choice(app, after, "--normalize-advantages", o.normalize_advantages, advantages_choice_names,
+             "split: normalize V-trace's advantages before its rho weights them (before_rho), or the weighted ones "
+             "(after_rho, Sample Factory's way)");
   app.add_option("--rho-bar", o.rho_bar, "split: V-trace truncation of the TD-error weights")->capture_default_str();
   app.add_option("--c-bar", o.c_bar, "split: V-trace truncation of the traces (<= --rho-bar)")->capture_default_str();
   app.add_flag("--population", o.population, "independent trainings, one per GMI (seeds --seed, --seed + 1, ...)");
@@ -185,9 +198,11 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--sweep", o.sweep_path, "population settings: a JSON array, one object per GMI (implies --population)");
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
   o.ppo.schedule = *rl::parse_lr_schedule(schedule);
+  for (const auto& fill : after) fill();
   // The linear schedule spans the run's step limit unless told otherwise (a sweep's members may ask for it too).
   if (lr_decay_flag->count() == 0) o.ppo.lr_decay_env_steps = std::isfinite(o.max_env_steps) ? o.max_env_steps : 0;
   for (const auto& [flag, text] : normalize) *flag = text == "true";
+  o.learner_graph = learner_graph == "on";
   if (!o.sweep_path.empty()) o.population = true;
   o.split_roles = o.split_roles || split_roles_flag;
   if (std::isfinite(o.target_optimum_gap) && target_return_flag->count() > 0) {

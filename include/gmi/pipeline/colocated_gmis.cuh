@@ -30,7 +30,6 @@
 
 #include <gmi/comm/hierarchical.cuh>
 #include <gmi/comm/ip_allreduce.hpp>
-#include <gmi/comm/knobs.hpp>
 #include <gmi/comm/nccl.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/hash.hpp>
@@ -39,6 +38,7 @@
 #include <gmi/cuda/graph.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/training_totals.hpp>
+#include <gmi/pipeline/run_options.hpp>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/ppo_sync.hpp>
 #include <gmi/runtime/context.hpp>
@@ -63,28 +63,24 @@ namespace gmi {
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
-                    std::size_t count, const std::string& path = "hierarchical", const std::string& update = "eager",
-                    const std::string& clock = "off")
-      : ctx_(ctx), binding_(b), grads_(grads), count_(count) {
-    gmi::require(clock == "on" || clock == "auto" || clock == "off", "communication clock", clock, "on, auto or off");
-    if (clock != "off") clock_.emplace(b.stream());
-    gmi::require(path == "hierarchical" || path == "cpu_staged" || path == "automatic", "gradient allreduce", path,
-                 "hierarchical, cpu_staged or automatic");
-    if (path != "hierarchical") {
+                    std::size_t count, allreduce_choice path = allreduce_choice::hierarchical,
+                    update_choice update = update_choice::eager, clock_choice clock = clock_choice::off,
+                    comm::inbox_memory inboxes = comm::inbox_memory::automatic)
+      : ctx_(ctx), binding_(b), grads_(grads), count_(count), inboxes_(inboxes) {
+    if (clock != clock_choice::off) clock_.emplace(b.stream());
+    if (path != allreduce_choice::hierarchical) {
       const std::string tag = ctx.id().run_id + "-grad-ip";
       ip_ = ctx.rank() == 0 ? comm::ip_allreduce::create(tag, ctx.world(), count * sizeof(float))
                             : comm::ip_allreduce::open(tag, ctx.rank(), ctx.timeout());
     }
-    if (path != "cpu_staged") build_hierarchical(cfg);
-    use_ip_ = path == "cpu_staged";
-    chosen_ = path;
-    gmi::require(update == "fused" || update == "graph" || update == "eager", "synced update", update,
-                 "fused, graph or eager");
-    const bool graph_update = update != "eager";
-    if (path == "automatic") choose(b.stream(), graph_update && reduce_->replayable());
+    if (path != allreduce_choice::cpu_staged) build_hierarchical(cfg);
+    use_ip_ = path == allreduce_choice::cpu_staged;
+    chosen_ = choice_name(path, allreduce_choice_names);
+    const bool graph_update = update != update_choice::eager;
+    if (path == allreduce_choice::automatic) choose(b.stream(), graph_update && reduce_->replayable());
     graph_update_ = graph_update && !use_ip_ && reduce_->replayable();
-    if (graph_update_ && update == "fused") build_exchange(cfg);
-    if (clock == "auto" && !exchange_ && !use_ip_) clock_.reset();  // the sums would need stamp kernels
+    if (graph_update_ && update == update_choice::fused) build_exchange(cfg);
+    if (clock == clock_choice::automatic && !exchange_ && !use_ip_) clock_.reset();  // the sums would need stamp kernels
   }
   gmi_gradient_sync(const gmi_gradient_sync&) = delete;
   gmi_gradient_sync& operator=(const gmi_gradient_sync&) = delete;
@@ -163,8 +159,7 @@ class gmi_gradient_sync {
   // GPUs' sums meet, so a step needs no NCCL call. Inboxes in peer device memory when every GMI's device reaches
   // the others (partition none); else in pinned host memory where a GPU has several GMIs (MPS: one block a GPU
   // polls host memory and relays to the others, docs/training.md), and with one GMI a GPU only when
-  // GMI_COMM_INBOX_MEMORY=host asks, since on 2 x H200 that was slower than NCCL between the steps (47.7-48.0
-  // against 53.0 M samples/s, 1 GMI x 4096 a GPU; bench/results/runs/2026-11-21-h200x2-exchange-across-host-6120d6f.jsonl).
+  // --inbox-memory host asks, since there it measured slower than NCCL between the steps (docs/results.md).
   // Every GMI takes the same branch.
   void build_exchange(const runtime::gmis_config& cfg) {
     const int gpus = ctx_.id().gpus;
@@ -182,7 +177,7 @@ class gmi_gradient_sync {
     o.world = ctx_.world();
     o.count = count_;
     o.timeout = ctx_.timeout();
-    o.memory = comm::inbox_memory_from_env(o.memory);
+    o.memory = inboxes_;
     across_.emplace(o);
     binding_.reassert();
     if (across_->memory() == comm::inbox_memory::host && o.memory != comm::inbox_memory::host && cfg.gmis_per_gpu == 1) {
@@ -288,6 +283,7 @@ class gmi_gradient_sync {
   const runtime::binding& binding_;
   float* grads_ = nullptr;
   std::size_t count_ = 0;
+  comm::inbox_memory inboxes_ = comm::inbox_memory::automatic;  // where the GPUs' inboxes live (--inbox-memory)
   std::optional<comm::nccl_id_exchange> ids_;
   std::unique_ptr<comm::nccl_communicator> leaders_;
   std::optional<comm::hierarchical_allreduce> reduce_;

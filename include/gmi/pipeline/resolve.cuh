@@ -62,7 +62,9 @@ void validate(train_config<Pipeline>& o) {
                  ">= 1 and finite (default: --max-env-steps)");
   }
   o.ppo.validate();
-  // GMI_PPO_GRADIENT (a comparison knob of the GPU trainer) is checked on every machine, so a typo is one line
+  // --ppo-gradient (a comparison knob of the GPU trainer) holds for every trainer this process builds, and is
+  // checked on every machine, so a typo is one line
+  rl::request_gradient_path(o.ppo_gradient);
   if constexpr (Pipeline::layout_type::trains) (void)rl::minibatch_gradient_name<typename Pipeline::network>();
   if (const auto best = optimal_mean_return<Env>(o.env)) o.optimal_mean_return = *best;
   gmi::require(std::isnan(o.target_optimum_gap) || (std::isfinite(o.target_optimum_gap) && o.target_optimum_gap > 0),
@@ -138,7 +140,7 @@ struct placement {
 template <class Pipeline>
 placement place(train_config<Pipeline>& o) {
   const auto gpus = cuda::device_count();
-  const bool use_gpu = o.device == "gpu" || (o.device == "auto" && gpus.has_value());
+  const bool use_gpu = o.device == device_choice::gpu || (o.device == device_choice::automatic && gpus.has_value());
   if (use_gpu) {
     if (!gpus) throw gmi::config_error(gmi::got_need("--device", "gpu", "a CUDA device (" + gpus.error().message() + ")"));
     // A GMI process takes its placement from its identity (under MPS and MIG it sees one device): the launcher
@@ -189,7 +191,7 @@ placement place(train_config<Pipeline>& o) {
     const std::vector<int> chosen =
         gmi_process ? std::vector<int>(static_cast<std::size_t>(runtime::this_gmi()->gpus), 0)
                     : chosen_gpus(o, *gpus);
-    const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == "processes" ||
+    const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == runtime::launch_mode::processes ||
                          gmi_process || o.population || planned || o.restart_on_failure > 0;
     if (several) {
       runtime::gmis_config cfg;

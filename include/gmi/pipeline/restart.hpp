@@ -30,15 +30,33 @@
 
 #include <gmi/comm/shm_segment.hpp>
 #include <gmi/core/error.hpp>
+#include <gmi/pipeline/chosen_env.hpp>
 #include <gmi/runtime/launcher.hpp>
 #include <gmi/runtime/segment.hpp>
 
 namespace gmi {
 
-// Variables an attempt gets from its parent (and passes on to its GMI processes).
-inline constexpr const char* restart_attempt_var = "GMI_RESTART_ATTEMPT";  // 1, 2, ...
-inline constexpr const char* restart_fd_var = "GMI_RESTART_FD";            // the status block's memfd
-inline constexpr const char* restart_resume_var = "GMI_RESTART_RESUME";    // manifest to resume from ("" : none)
+// What an attempt gets from its parent (and passes on to its GMI processes): GMI_CHOSEN's "restart" part.
+struct restart_note {
+  int attempt = 1;     // 1, 2, ...
+  int fd = -1;         // the status block's memfd
+  std::string resume;  // manifest to resume from ("" : none)
+};
+[[nodiscard]] inline nlohmann::json to_json(const restart_note& n) {
+  return {{"attempt", n.attempt}, {"fd", n.fd}, {"resume", n.resume}};
+}
+// This process's place in a restart loop (nullopt: not an attempt). Throws config_error naming a malformed field.
+[[nodiscard]] inline std::optional<restart_note> restart_note_from_env() {
+  const auto j = chosen_json();
+  if (!j || !j->contains("restart")) return std::nullopt;
+  const nlohmann::json& r = (*j)["restart"];
+  restart_note n;
+  chosen_field(r, "restart.", "attempt", n.attempt);
+  chosen_field(r, "restart.", "fd", n.fd);
+  chosen_field(r, "restart.", "resume", n.resume);
+  gmi::require(n.attempt >= 1, std::string(chosen_variable) + ".restart.attempt", n.attempt, ">= 1");
+  return n;
+}
 // Test hook: "rank:iteration" makes GMI `rank` SIGKILL itself right after that iteration, on attempt 1 only.
 inline constexpr const char* test_kill_var = "GMI_TEST_KILL_AT";
 
@@ -139,7 +157,7 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<std
 }
 
 // One mapping of the block: created by the parent (memfd, inherited by the attempt and its GMI processes through
-// exec), attached by them from GMI_RESTART_FD. Closing every descriptor frees it: nothing to unlink.
+// exec), attached by them from the restart note's fd. Closing every descriptor frees it: nothing to unlink.
 class restart_status {
  public:
   static restart_status create() {
@@ -152,11 +170,11 @@ class restart_status {
     }
     return restart_status(fd, true);
   }
-  // The block of this attempt, when the parent made one (GMI_RESTART_FD); nullopt otherwise.
+  // The block of this attempt, when the parent made one (the restart note's fd); nullopt otherwise.
   static std::optional<restart_status> from_env() {
-    const char* v = std::getenv(restart_fd_var);
-    if (!v || !*v) return std::nullopt;
-    const int fd = std::atoi(v);
+    const auto note = restart_note_from_env();
+    if (!note) return std::nullopt;
+    const int fd = note->fd;
     if (fd <= 2 || ::fcntl(fd, F_GETFD) < 0) return std::nullopt;
     return restart_status(fd, false);
   }
@@ -199,10 +217,10 @@ class restart_status {
 
 // The attempt number of this process (1 when it is not an attempt of a restart loop).
 [[nodiscard]] inline int restart_attempt() {
-  const char* v = std::getenv(restart_attempt_var);
-  return v && *v ? std::max(1, std::atoi(v)) : 1;
+  const auto note = restart_note_from_env();
+  return note ? note->attempt : 1;
 }
-[[nodiscard]] inline bool is_restart_attempt() { return std::getenv(restart_attempt_var) != nullptr; }
+[[nodiscard]] inline bool is_restart_attempt() { return restart_note_from_env().has_value(); }
 
 // GMI_TEST_KILL_AT of this process, honoured on attempt 1 only (so the restart can succeed).
 [[nodiscard]] inline std::optional<kill_at> test_kill_from_env() {
@@ -268,9 +286,8 @@ inline int run_with_restarts(const restart_loop_config& cfg) {
   std::optional<std::uint64_t> saved;  // the last checkpoint an attempt of this run completed
   for (int attempt = 1;; ++attempt) {
     status.reset();
-    runtime::env_list env{{restart_attempt_var, std::to_string(attempt)},
-                          {restart_fd_var, std::to_string(status.fd())},
-                          {restart_resume_var, resume}};
+    runtime::env_list env;
+    add_to_chosen(env, "restart", to_json(restart_note{.attempt = attempt, .fd = status.fd(), .resume = resume}));
     if (const char* k = std::getenv(test_kill_var)) env.emplace_back(test_kill_var, k);
     const pid_t pid = runtime::spawn_self(env);
     const auto start = std::chrono::steady_clock::now();

@@ -52,21 +52,21 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   }
   // --minibatch-scope (run_options.hpp): the group's minibatch split over the GMIs, or each GMI's own.
   rl::ppo_config per_gmi = o.ppo;
-  if (o.minibatch_scope == "group") per_gmi.minibatch = std::max(1, (o.ppo.minibatch + cfg.world() - 1) / cfg.world());
+  if (o.minibatch_scope == scope_choice::group) per_gmi.minibatch = std::max(1, (o.ppo.minibatch + cfg.world() - 1) / cfg.world());
   // What a step averages (a GMI's minibatch is capped at its rollout, horizon x envs), for the start line.
   const long long gmi_minibatch = std::min<long long>(per_gmi.minibatch, static_cast<long long>(o.ppo.horizon) * o.num_envs);
   const long long group_minibatch = gmi_minibatch * cfg.world();
   const bool launcher = !runtime::this_gmi().has_value();
   // An attempt of a restart loop resumes where its parent says; otherwise from --resume.
-  const char* attempt_resume = std::getenv(restart_resume_var);
-  const std::string resume = is_restart_attempt() ? std::string(attempt_resume ? attempt_resume : "") : o.resume_path;
+  const std::optional<restart_note> attempt = restart_note_from_env();
+  const std::string resume = attempt ? attempt->resume : o.resume_path;
   const std::optional<kill_at> kill = test_kill_from_env();
   const double group_samples = static_cast<double>(o.num_envs) * o.ppo.horizon * cfg.world();
   if (launcher) {
     gmi::throw_unless_ok(runtime::can_implement(cfg));
     if (kill) gmi::require(kill->rank < cfg.world(), test_kill_var, std::getenv(test_kill_var), "a rank below " + std::to_string(cfg.world()));
     if (!resume.empty()) (void)manifest_for_resume(resume, cfg.world(), o.num_envs);  // one line before anything starts
-    if (o.restart_on_failure > 0 && !is_restart_attempt()) {
+    if (o.restart_on_failure > 0 && !attempt) {
       restart_loop_config rc;
       rc.restarts = o.restart_on_failure;
       rc.checkpoint_path = o.checkpoint_path;
@@ -95,10 +95,9 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
       return ended_elsewhere(run_with_restarts(rc), true);
     }
     // GMI processes get their environment from the launcher (GMI_* of ours are not passed on): the attempt's
-    // place in a restart loop and the test hook go along explicitly.
-    for (const char* var : {restart_attempt_var, restart_fd_var, restart_resume_var, test_kill_var}) {
-      if (const char* v = std::getenv(var)) cfg.env.emplace_back(var, v);
-    }
+    // place in a restart loop (in GMI_CHOSEN, beside a planned run's candidate) and the test hook go explicitly.
+    if (attempt) add_to_chosen(cfg.env, "restart", to_json(*attempt));
+    if (const char* v = std::getenv(test_kill_var)) cfg.env.emplace_back(test_kill_var, v);
   }
   const std::optional<restart_status> status = restart_status::from_env();
   const metrics::run_info run = metrics::describe_run();
@@ -107,8 +106,9 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     std::printf("gmi: %s | colocated (synchronous PPO) | partition %s (%s) | %d GMIs = %zu GPU(s) x %d | %d envs per "
                 "GMI | minibatch %lld per GMI (%lld for the group, --minibatch-scope %s) | gradients %s | seed %llu\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.world(), cfg.gpus.size(),
-                cfg.gmis_per_gpu, o.num_envs, gmi_minibatch, group_minibatch, o.minibatch_scope.c_str(),
-                o.gradient_allreduce == "cpu_staged" ? "cpu_staged (host shared memory)" : o.gradient_allreduce.c_str(),
+                cfg.gmis_per_gpu, o.num_envs, gmi_minibatch, group_minibatch, choice_name(o.minibatch_scope, scope_choice_names),
+                o.gradient_allreduce == allreduce_choice::cpu_staged ? "cpu_staged (host shared memory)"
+                                                                     : choice_name(o.gradient_allreduce, allreduce_choice_names),
                 static_cast<unsigned long long>(o.seed));
     std::fflush(stdout);
   }
@@ -131,14 +131,14 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     }
     const auto grads = trainer.gradient_buffer();
     gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update,
-                           o.comm_clock);
+                           o.comm_clock, o.inbox_memory);
     const graph_released_first<engine> release_graph_first{trainer, ctx.timeout()};
-    if (ctx.rank() == 0 && o.gradient_allreduce == "automatic" && !o.quiet) {
+    if (ctx.rank() == 0 && o.gradient_allreduce == allreduce_choice::automatic && !o.quiet) {
       std::printf("gmi: gradients %s\n", sync.description().c_str());
       std::fflush(stdout);
     }
     trainer.set_sync(sync.hook());  // rank 0's weights to every GMI
-    if (ctx.rank() == 0 && !o.quiet && o.synced_update != "eager" && !sync.graph_update()) {
+    if (ctx.rank() == 0 && !o.quiet && o.synced_update != update_choice::eager && !sync.graph_update()) {
       std::printf("gmi: the update runs eagerly (kernel by kernel): the gradient sum (%s) waits on the host between "
                   "kernels\n", sync.description().c_str());
       std::fflush(stdout);
@@ -326,10 +326,10 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
                  {"curve", first.curve},
                  {"gradient_allreduce", first.gradients},
                  {"synced_update", first.update},
-                 {"synced_update_asked", o.synced_update},
+                 {"synced_update_asked", choice_name(o.synced_update, update_choice_names)},
                  {"rollout_statistics", first.statistics},
-                 {"minibatch_scope", o.minibatch_scope},
-                 {"comm_clock", o.comm_clock},
+                 {"minibatch_scope", choice_name(o.minibatch_scope, scope_choice_names)},
+                 {"comm_clock", choice_name(o.comm_clock, clock_choice_names)},
                  {"minibatch_gradient", rl::minibatch_gradient_name<typename Pipeline::network>()},
                  {"network", network_text<Pipeline>()}});
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;

@@ -28,6 +28,7 @@
 #include <gmi/pipeline/train_config.hpp>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/episode_window.hpp>
+#include <gmi/rl/policy_server.cuh>
 #include <gmi/rl/ppo.cuh>
 
 namespace gmi::detail {
@@ -50,29 +51,9 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
     engine tier(o.num_envs, o.seed, o.ppo, o.env, policy);
     return measure_serve_tier(tier, o.serve_steps_per_launch, tier_seconds);
   }();
-  engine trainer(o.num_envs, o.seed, o.ppo, o.env, policy);
   train_result result;
   result.rates.env_steps_per_s = env_rate;
   result.rates.serve_steps_per_s = serve_rate;
-  std::uint64_t resumed_at = 0;
-  if (!o.resume_path.empty()) {
-    trainer.load_state(io::load(o.resume_path));
-    resumed_at = trainer.iteration();
-    std::printf("gmi: resumed from %s at iteration %llu\n", o.resume_path.c_str(),
-                static_cast<unsigned long long>(resumed_at));
-  }
-  auto save_checkpoint = [&] {
-    if (o.checkpoint_path.empty()) return;
-    io::checkpoint ck = trainer.save_state();
-    ck.meta["git"] = run.git;
-    ck.meta["run_id"] = run.run_id;
-    io::save(ck, o.checkpoint_path);
-    io::export_safetensors(trainer.policy_tensors(), o.checkpoint_path + ".safetensors");
-    if (!o.quiet) {
-      std::printf("gmi: checkpoint %s (+ .safetensors) at iteration %llu\n", o.checkpoint_path.c_str(),
-                  static_cast<unsigned long long>(trainer.iteration()));
-    }
-  };
   nlohmann::json base = {{"run_id", run.run_id}, {"task", task},          {"impl", "gmi"},
                          {"device", run.device}, {"num_envs", o.num_envs}, {"seed", o.seed},
                          {"layout", Pipeline::layout_type::name}, {"partition", o.partition},
@@ -89,9 +70,29 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
     line.update({{"event", "serving"}, {"env_steps_per_s", env_rate}, {"serve_steps_per_s", serve_rate}});
     log.write(line);
     result.reason = stop_reason::served;
-    result.weights = trainer.policy_tensors();
+    result.weights = engine(o.num_envs, o.seed, o.ppo, o.env, policy).policy_tensors();  // the weights served
     return result;
   } else {
+    engine trainer(o.num_envs, o.seed, o.ppo, o.env, policy);
+    std::uint64_t resumed_at = 0;
+    if (!o.resume_path.empty()) {
+      trainer.load_state(io::load(o.resume_path));
+      resumed_at = trainer.iteration();
+      std::printf("gmi: resumed from %s at iteration %llu\n", o.resume_path.c_str(),
+                  static_cast<unsigned long long>(resumed_at));
+    }
+    auto save_checkpoint = [&] {
+      if (o.checkpoint_path.empty()) return;
+      io::checkpoint ck = trainer.save_state();
+      ck.meta["git"] = run.git;
+      ck.meta["run_id"] = run.run_id;
+      io::save(ck, o.checkpoint_path);
+      io::export_safetensors(trainer.policy_tensors(), o.checkpoint_path + ".safetensors");
+      if (!o.quiet) {
+        std::printf("gmi: checkpoint %s (+ .safetensors) at iteration %llu\n", o.checkpoint_path.c_str(),
+                    static_cast<unsigned long long>(trainer.iteration()));
+      }
+    };
     const double target = o.target_return;
     const auto t0 = std::chrono::steady_clock::now();
     double last_log = -std::numeric_limits<double>::infinity();  // the first line at the first iteration

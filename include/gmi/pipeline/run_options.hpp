@@ -10,7 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <gmi/comm/row_exchange_across_gpus.hpp>
+#include <gmi/core/choice.hpp>
 #include <gmi/rl/ppo_config.hpp>
+#include <gmi/runtime/gmis.hpp>
 
 namespace gmi {
 
@@ -25,6 +28,36 @@ struct autotune_flags {
   std::string save_path;         // --save-plan
   bool mapping = true;           // colocated: also measure the split layout and keep the faster (--autotune-no-mapping)
 };
+
+// The run's choices that are words on the command line: each enum with its table (core/choice.hpp: parse_choice
+// refuses anything else in one line listing the words, choice_name gives the word back for messages and results).
+enum class device_choice { automatic, gpu, host };
+inline constexpr choice_table<device_choice, 3> device_choice_names{
+    {{"auto", device_choice::automatic}, {"gpu", device_choice::gpu}, {"host", device_choice::host}}};
+// Synchronous training over GMIs: how the gradients are summed every minibatch.
+enum class allreduce_choice { hierarchical, cpu_staged, automatic };
+inline constexpr choice_table<allreduce_choice, 3> allreduce_choice_names{
+    {{"hierarchical", allreduce_choice::hierarchical}, {"cpu_staged", allreduce_choice::cpu_staged},
+     {"automatic", allreduce_choice::automatic}}};
+// Synchronous training over GMIs: how a synced GMI runs its update.
+enum class update_choice { fused, graph, eager };
+inline constexpr choice_table<update_choice, 3> update_choice_names{
+    {{"fused", update_choice::fused}, {"graph", update_choice::graph}, {"eager", update_choice::eager}}};
+// Whose --minibatch it is: the group's (split over its GMIs) or each GMI's.
+enum class scope_choice { group, gmi };
+inline constexpr choice_table<scope_choice, 2> scope_choice_names{{{"group", scope_choice::group}, {"gmi", scope_choice::gmi}}};
+// Timing each GMI's communication.
+enum class clock_choice { on, automatic, off };
+inline constexpr choice_table<clock_choice, 3> clock_choice_names{
+    {{"on", clock_choice::on}, {"auto", clock_choice::automatic}, {"off", clock_choice::off}}};
+// Split layout: V-trace's advantages normalized before or after its rho weights them.
+enum class advantages_choice { before_rho, after_rho };
+inline constexpr choice_table<advantages_choice, 2> advantages_choice_names{
+    {{"before_rho", advantages_choice::before_rho}, {"after_rho", advantages_choice::after_rho}}};
+// Split layout: PPO's ratio over the policy that acted or over the learner's at the start of the update.
+enum class clip_choice { behaviour, learner };
+inline constexpr choice_table<clip_choice, 2> clip_choice_names{
+    {{"behaviour", clip_choice::behaviour}, {"learner", clip_choice::learner}}};
 
 // The PPO settings a result line records (what a learning curve depends on).
 inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
@@ -54,12 +87,12 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
 struct run_options {
   int num_envs = 512;
   std::uint64_t seed = 1;
-  std::string device = "auto";  // auto | gpu | host
+  device_choice device = device_choice::automatic;
   int gpu = 0;
   std::string gpus = "1";  // how many GPUs from --gpu on, or "all"
   int gmis_per_gpu = 1;
   std::string partition = "none";
-  std::string launch = "auto";
+  runtime::launch_mode launch = runtime::launch_mode::automatic;
   std::optional<int> mps_percentage;
   int sms_per_gmi = 0;
   double max_env_steps = 50e6;
@@ -81,36 +114,43 @@ struct run_options {
   // Synchronous training over GMIs: how the gradients are summed every minibatch. "hierarchical": on the device
   // (comm::hierarchical_allreduce, NCCL among the GPUs); "cpu_staged": the paper's IP baseline, every GMI's
   // gradient row through host shared memory (comm::ip_allreduce); "automatic": both timed, the faster kept.
-  std::string gradient_allreduce = "hierarchical";
+  allreduce_choice gradient_allreduce = allreduce_choice::hierarchical;
   // How a synced GMI runs its update: "graph": captured once and replayed each iteration where the gradient sum
   // allows it (the device path with the kernel handshake, or one GMI per GPU), else eagerly; "fused": the same,
   // and where the GMIs of one GPU share their gradient rows (MPS, one GPU) each minibatch step sums the group's
   // rows inside its own kernel (ppo_step_kernel); "eager": kernel by kernel always (the comparison runs).
-  std::string synced_update = "fused";
+  update_choice synced_update = update_choice::fused;
   // Synchronous training over GMIs: whose --minibatch it is. "group": the group's, each GMI takes its share, so an
   // Adam step averages as many samples (and an iteration makes as many steps) as one GMI holding every environment;
   // "gmi": each GMI's, as rl_games' multi-GPU training (the paper's baseline and GMI-DRL) has it, so a step averages
   // world x --minibatch samples and an iteration makes as many steps as one GMI alone.
-  std::string minibatch_scope = "group";
+  scope_choice minibatch_scope = scope_choice::group;
   // Synchronous training over GMIs: "on" times each GMI's communication (gmi_gradient_sync::comm_seconds) and
   // reports its share of the time; "auto" only where the timing is free (the fused step kernels' waits, the
-  // CPU-staged sums): the stamp kernels around sums between the steps cost 2.3% of samples/s at 1 x 512 on an H200
-  // (docs/training.md); "off" never.
-  std::string comm_clock = "auto";
+  // CPU-staged sums), since the stamp kernels around sums between the steps cost samples/s (docs/training.md);
+  // "off" never.
+  clock_choice comm_clock = clock_choice::automatic;
+  // Synchronous training over the GPUs of one host (GMIs as processes, --synced-update fused): where the inboxes
+  // of the row exchange across GPUs live; automatic: peer device memory where every GMI reaches every GPU, else
+  // pinned host memory, and with one GMI a GPU NCCL between the steps instead.
+  comm::inbox_memory inbox_memory = comm::inbox_memory::automatic;
   bool population = false;  // independent trainings, one per GMI (population.hpp)
   std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;
+  // How the GPU trainer forms a minibatch's gradient: "" (the network's default), "warps", "tiles" or "threads";
+  // for comparisons (rl::request_gradient_path; a path the network does not fit is refused).
+  std::string ppo_gradient;
   int max_policy_lag = 4;   // split layout: rollouts acted with weights more updates old are dropped
   // split layout: rollouts each serving GMI may have queued for the trainer (its channel link's slots: the
-  // back-pressure bound). On an H200 the lag stayed 3 updates with 1, 2 or 4; with 1 the trainer waited more.
+  // back-pressure bound). Fewer slots did not lower the lag and left the trainer waiting more (docs/training.md).
   int channel_slots = 4;
-  std::string normalize_advantages = "before_rho";  // split layout: before or after V-trace's rho weights them
-  std::string clip_against = "behaviour";  // split layout: PPO's ratio over the behaviour's policy or the learner's
+  advantages_choice normalize_advantages = advantages_choice::before_rho;  // split layout
+  clip_choice clip_against = clip_choice::behaviour;  // split layout
   float rho_bar = 1.0f;     // split layout: V-trace truncations
   float c_bar = 1.0f;
-  // split layout: the trainer replays its update as one CUDA graph from the second update on ("on"), or enqueues
-  // every kernel ("off", for side-by-side runs)
-  std::string learner_graph = "on";
+  // split layout: the trainer replays its update as one CUDA graph from the second update on (true), or enqueues
+  // every kernel (false, for side-by-side runs; --learner-graph on|off)
+  bool learner_graph = true;
   // Set by a plan whose measured mapping is split, or by --split-roles: a colocated pipeline's roles run as layout
   // split, a trainer GMI fed by serving GMIs on every GPU.
   bool split_roles = false;

@@ -17,6 +17,7 @@
 #include <gmi/pipeline/serving_gmis.hpp>
 #include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/pipeline/train_config.hpp>
+#include <gmi/rl/policy_server.cuh>
 #include <gmi/runtime/gmis.hpp>
 #include <gmi/runtime/trace.hpp>
 

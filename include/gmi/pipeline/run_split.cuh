@@ -33,7 +33,7 @@ train_result split_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   using Net = typename Pipeline::network;
   runtime::gmis_config cfg = cfg_in;
   // Under MPS the trainer (slice 0) may use every SM unless --mps-percentage sets one share for all: the serving
-  // GMIs' share would make it the bottleneck (2x the trained samples/s on an H200, docs/training.md).
+  // GMIs' share would make it the bottleneck (docs/training.md has the trained samples/s of both).
   if (cfg.partition == "mps" && !cfg.mps_percentage && !cfg.mps_first_slice_percentage) cfg.mps_first_slice_percentage = 100;
   gmi::require(cfg.gmis_per_gpu >= 2, "--gmis-per-gpu for layout split", cfg.gmis_per_gpu,
                ">= 2 (slice 0 trains, slices 1.. serve)");
@@ -44,10 +44,10 @@ train_result split_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   s.appo.rollouts = cfg.gmis_per_gpu - 1;
   // --minibatch-scope gmi: each serving GMI's rollout brings its own --minibatch (rl_games' multi-GPU rule, as in
   // the colocated layout), so an update makes as many Adam steps as one process training on one rollout.
-  if (o.minibatch_scope == "gmi") s.appo.ppo.minibatch = o.ppo.minibatch * s.appo.rollouts;
-  s.appo.replay_updates = o.learner_graph == "on";
-  s.appo.clip_against_behaviour = o.clip_against == "behaviour";
-  s.appo.normalize_before_weights = o.normalize_advantages == "before_rho";
+  if (o.minibatch_scope == scope_choice::gmi) s.appo.ppo.minibatch = o.ppo.minibatch * s.appo.rollouts;
+  s.appo.replay_updates = o.learner_graph;
+  s.appo.clip_against_behaviour = o.clip_against == clip_choice::behaviour;
+  s.appo.normalize_before_weights = o.normalize_advantages == advantages_choice::before_rho;
   s.appo.validate();
   gmi::require(o.max_policy_lag >= 0, "--max-policy-lag", o.max_policy_lag, ">= 0 (updates)");
   s.max_policy_lag = o.max_policy_lag;
@@ -74,8 +74,9 @@ train_result split_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     std::printf("gmi: %s | split (asynchronous PPO, V-trace) | partition %s (%s) | %zu GPU(s) x %d GMIs: 1 trainer + %d serving "
                 "%s| %d envs per serving GMI | minibatch %d (--minibatch-scope %s) | max policy lag %d | %d channel slots | clip against %s | advantages normalized %s | seed %llu%s\n",
                 task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.gpus.size(), cfg.gmis_per_gpu,
-                cfg.gmis_per_gpu - 1, cfg.gpus.size() > 1 ? "(the trainers synced over NCCL) " : "", o.num_envs, s.appo.ppo.minibatch, o.minibatch_scope.c_str(), o.max_policy_lag, o.channel_slots,
-                o.clip_against.c_str(), o.normalize_advantages == "before_rho" ? "before rho" : "after rho",
+                cfg.gmis_per_gpu - 1, cfg.gpus.size() > 1 ? "(the trainers synced over NCCL) " : "", o.num_envs, s.appo.ppo.minibatch, choice_name(o.minibatch_scope, scope_choice_names), o.max_policy_lag, o.channel_slots,
+                choice_name(o.clip_against, clip_choice_names),
+                o.normalize_advantages == advantages_choice::before_rho ? "before rho" : "after rho",
                 static_cast<unsigned long long>(o.seed),
                 cfg.mps_first_slice_percentage
                     ? (" | MPS: trainer " + std::to_string(*cfg.mps_first_slice_percentage) + "% of the SMs, serving " +
@@ -129,10 +130,10 @@ train_result split_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
                  {"serve_steps_per_s", t.serve_steps_per_s},
                  {"max_policy_lag", o.max_policy_lag},
                  {"channel_slots", o.channel_slots},
-                 {"learner_graph", o.learner_graph},
-                 {"clip_against", o.clip_against},
-                 {"normalize_advantages", o.normalize_advantages},
-                 {"minibatch_scope", o.minibatch_scope},
+                 {"learner_graph", o.learner_graph ? "on" : "off"},
+                 {"clip_against", choice_name(o.clip_against, clip_choice_names)},
+                 {"normalize_advantages", choice_name(o.normalize_advantages, advantages_choice_names)},
+                 {"minibatch_scope", choice_name(o.minibatch_scope, scope_choice_names)},
                  {"lag_mean", t.lag_mean},
                  {"lag_max", t.lag_max},
                  {"dropped_rollouts", t.dropped},

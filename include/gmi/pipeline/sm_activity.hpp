@@ -65,7 +65,7 @@ class sm_activity_window {
       sampler_.reset();
     }
     if (sampler_) {
-      // GPM needs a window of some length: a run that trained for 0.1 s read 0% on an H200.
+      // GPM needs a window of some length: a very short run reads 0% (docs/architecture.md).
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count();
       if (seconds < min_window_seconds) {
         char buf[96];

@@ -43,14 +43,13 @@ struct appo_config {
   // PPO's ratio: pi over the policy that acted (true, the default: Sample Factory's APPO: a step stops pulling once
   // pi is the clip away from its serving GMI's policy, however many updates that takes), or over the learner's
   // policy at the start of the update (false: decoupled PPO: each update may move pi by the clip from where it
-  // starts, so with a lag of 3 updates pi drifts up to three clips from the data; the split layout on 8 GMIs of an
-  // H200 then solved and lost Cartpole again, docs/training.md).
+  // starts, so with a lag of k updates pi drifts up to k clips from the data, and the split layout solved and then
+  // lost Cartpole again, docs/training.md).
   bool clip_against_behaviour = true;
   // With ppo.normalize_advantage: normalize V-trace's advantages before rho weights them (true, the default:
   // rho_t (A_t / rho_t - mean) / std, the steps pi finds unlikely keep an advantage near 0), or after (false, Sample
-  // Factory's way: (A_t - mean) / std, every step shifted by the whole mean). Over 3 seeds x 3 tasks on an H200
-  // (bench/results/split-learning/), behaviour + before kept Cartpole and ball balance solved where the others fell
-  // back (docs/training.md).
+  // Factory's way: (A_t - mean) / std, every step shifted by the whole mean). Behaviour + before kept the tasks
+  // solved where the other pairs fell back (docs/training.md, from bench/results/split-learning/).
   bool normalize_before_weights = true;
   // exec::cuda: the first update runs kernel by kernel, the second is captured as a CUDA graph and every later one
   // replays it (one launch instead of about 4 x epochs x minibatches); false: every update kernel by kernel.

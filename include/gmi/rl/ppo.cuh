@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/check.hpp>
@@ -177,8 +178,13 @@ __global__ static void ppo_average_rows_kernel(float* grads, int row, int param_
   if (q >= param_count) term_log[q - param_count] = g;
 }
 
-// How minibatch_gradient forms a minibatch's partial rows (GMI_PPO_GRADIENT picks one, for comparisons).
+// How minibatch_gradient forms a minibatch's partial rows (rl::request_gradient_path picks one, for comparisons).
 enum class gradient_path { warps, tiles, threads, gemm };
+// The path asked for ("" : the network's default); process-wide, read when a trainer is built.
+inline std::string& requested_gradient_path() {
+  static std::string path;
+  return path;
+}
 inline const char* gradient_path_name(gradient_path p) {
   return p == gradient_path::warps ? "warps" : p == gradient_path::tiles ? "tiles" : p == gradient_path::threads ? "threads" : "gemm";
 }
@@ -186,7 +192,8 @@ inline const char* gradient_path_name(gradient_path p) {
 // One minibatch's mean gradient row (and loss terms) on the GPU: partial rows, one per block of the warp kernel
 // (ppo_warp_gradient.cuh) where the network fits, else one per tile of the tile kernel (ppo_tile_gradient.cuh)
 // where it fits, else one per warp of one thread per sample, then their sum in row order; the same sums on every
-// run. GMI_PPO_GRADIENT=warps|tiles|threads|gemm asks for one (refused where the network does not fit it).
+// run. rl::request_gradient_path("warps"|"tiles"|"threads"|"gemm") asks for one (refused where the network does not
+// fit it; gmi::run's --ppo-gradient).
 template <class Net>
 class minibatch_gradient {
  public:
@@ -197,7 +204,7 @@ class minibatch_gradient {
   // one per SM and an 8192-sample minibatch used 32 of 132 SMs; 64-thread blocks spread the same warps wider.
   static constexpr int thread_block = 64;
 
-  // The path used unless GMI_PPO_GRADIENT asks for another: the per-sample kernels (warps, then tiles, then
+  // The path used unless request_gradient_path asks for another: the per-sample kernels (warps, then tiles, then
   // threads, by what fits). The cuBLASLt products (ppo_lt_gradient.cuh, "gemm") stay opt-in until bench/wide shows
   // them ahead of tiles on a GPU; cfg is their precision and workspace.
   static constexpr gradient_path default_path_for(const nn::network_config&) {
@@ -207,9 +214,8 @@ class minibatch_gradient {
 
   static gradient_path chosen_path(const nn::network_config& cfg = {}) {
     const gradient_path fallback = default_path_for(cfg);
-    const char* v = std::getenv("GMI_PPO_GRADIENT");
-    if (!v || !*v) return fallback;
-    const std::string want = v;
+    const std::string want = requested_gradient_path();
+    if (want.empty()) return fallback;
     std::string allowed = warp_path::fits ? "warps, " : "";
     if (tile_path::fits) allowed += "tiles, ";
     allowed += "threads, gemm or nothing (the default, ";
@@ -219,7 +225,7 @@ class minibatch_gradient {
     if (want == "tiles" && tile_path::fits) return gradient_path::tiles;
     if (want == "threads") return gradient_path::threads;
     if (want == "gemm") return gradient_path::gemm;
-    throw gmi::config_error(gmi::got_need("GMI_PPO_GRADIENT", want, allowed));
+    throw gmi::config_error(gmi::got_need("--ppo-gradient", want, allowed));
   }
 
   // sm_count: the SMs the kernels may use (a GMI's slice); 0: the whole device. cfg: the gemm path's precision and
@@ -512,17 +518,11 @@ struct ppo_device_ops {
   }
 
   // Whether a minibatch step after the gradient kernel is one ppo_step_kernel: a synced trainer with a row
-  // exchange, and Adam in one block. A trainer alone keeps the row-sum kernels and Adam's kernel. Ending the step
-  // in the gradient kernel itself (its last block to finish summing the rows and running Adam) was slower on an
-  // H200 (29.7 M against 34.1 M samples/s at 4096 envs, 20.6 M against 21.3 M over 8 GMIs x 512): the tail then
-  // runs in one block of 256 threads instead of kernels of 1024. So was batching the step's loads four entries a
-  // thread (21.3 M against 23.5 M over 8 GMIs; bench/results/runs/2026-11-21-h200-warp-pairs-step-variants.jsonl).
-  // So was launching the gradient and step kernels as programmatic dependent launches (each may start before the
-  // kernel ahead ends): 18.9 M against 23.5 M over 8 GMIs; the gradient kernel alone that way, 23.3 M against 23.6 M
-  // (bench/results/gpu-tests/2026-11-21-h200-overlapped-launch-variants.log). Across GPUs, pushing the partial
-  // rows ahead from their kernel into the other GPUs' inboxes (each step kernel then adding every GPU's rows) was
-  // slower than pushing the GPU's sum from the step kernel: 56.2 M against 58.6 M samples/s on 2 x H200
-  // (bench/results/runs/2026-11-21-h200x2-push-ahead-c2ac643.jsonl).
+  // exchange, and Adam in one block. A trainer alone keeps the row-sum kernels and Adam's kernel. Measured slower
+  // and dropped (docs/architecture.md, figures in docs/results.md): ending the step in the gradient kernel's last
+  // block (the tail in one block of 256 threads instead of kernels of 1024), batching the step's loads four
+  // entries a thread, programmatic dependent launches of the gradient and step kernels, and, across GPUs, pushing
+  // the partial rows ahead into the other GPUs' inboxes instead of the GPU's sum from the step kernel.
   static bool steps_in_one_kernel(const trainer& t) {
     return t.adam_.steps_in_one_block() && t.sync_ && t.sync_->exchange.has_value();
   }
@@ -590,8 +590,13 @@ struct ppo_device_ops {
 
 namespace gmi::rl {
 
-// How the GPU trainer forms Net's minibatch gradients ("warps", "tiles", "threads" or "gemm"), for result lines; throws
-// config_error when GMI_PPO_GRADIENT asks for a path Net does not fit.
+// Asks every GPU trainer built from now on in this process to form its minibatch gradients by `path` ("warps",
+// "tiles", "threads", "gemm"; "" : each network's default), for comparisons. Checked per network
+// (minibatch_gradient_name).
+inline void request_gradient_path(std::string path) { detail::requested_gradient_path() = std::move(path); }
+
+// How the GPU trainer forms Net's minibatch gradients ("warps", "tiles", "threads" or "gemm"), for result lines;
+// throws config_error when the requested path is one Net does not fit.
 template <class Net>
 const char* minibatch_gradient_name() {
   return detail::gradient_path_name(detail::minibatch_gradient<Net>::chosen_path());

@@ -60,13 +60,13 @@ inline void ppo_trainer<E, Net, P>::load_state(const io::checkpoint& ck) {
   synchronize();
 }
 
-template <gmi::env E, class Net, gmi::exec::policy P>
-inline io::checkpoint ppo_trainer<E, Net, P>::policy_tensors() {
+// The policy's weights as named tensors (torch's [out, in] layout), from a flat parameter vector of Net.
+template <class Net>
+io::checkpoint policy_tensors_of(const std::vector<float>& p, const std::string& task) {
   using layers = typename Net::net::layers;
-  const std::vector<float> p = to_host(params_.data(), params_.size());
   io::checkpoint ck;
   ck.meta = {{"format", "pt"},
-             {"task", task_name()},
+             {"task", task},
              {"layout", Net::discrete ? "weight [out, in] row-major; heads = logit rows then value"
                                       : "weight [out, in] row-major; heads = mean rows then value"}};
   for (int l = 0; l < layers::count; ++l) {
@@ -77,7 +77,12 @@ inline io::checkpoint ppo_trainer<E, Net, P>::policy_tensors() {
     ck.add(base + ".bias", std::vector<float>(p.begin() + layers::bias_offset(l), p.begin() + layers::bias_offset(l) + out));
   }
   if constexpr (!Net::discrete)
-    ck.add("log_std", std::vector<float>(p.begin() + Net::log_std_offset, p.begin() + Net::log_std_offset + act_dim));
+    ck.add("log_std", std::vector<float>(p.begin() + Net::log_std_offset, p.begin() + Net::log_std_offset + Net::act_dim));
   return ck;
+}
+
+template <gmi::env E, class Net, gmi::exec::policy P>
+inline io::checkpoint ppo_trainer<E, Net, P>::policy_tensors() {
+  return policy_tensors_of<Net>(to_host(params_.data(), params_.size()), task_name());
 }
 }  // namespace gmi::rl

@@ -1,7 +1,8 @@
 #pragma once
 // The GMI programming API of the paper (Listing 1) for code running inside a GMI: ids, GPU binding, groups,
-// heartbeats, and send / recv / allreduce over the run's shared-memory segment (correct, not fast: the
-// device-buffer communicators live in comm/). One thread per GMI uses a context.
+// heartbeats, and send / recv / allreduce over the rings of the run's shared-memory segment (comm::spsc_ring; a
+// message longer than a slot goes in several; allreduce is a reduce to the group's lowest rank and back over the
+// same rings: correct, not fast: the device-buffer communicators live in comm/). One thread per GMI uses a context.
 
 #include <cuda_runtime_api.h>
 
@@ -19,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <gmi/comm/spsc_ring.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/runtime/identity.hpp>
 #include <gmi/runtime/segment.hpp>
@@ -37,6 +39,14 @@ class context {
     gmi::require(seg_->world() == id_.world, "GMI world", id_.world,
                  "the segment's world " + std::to_string(seg_->world()));
     pending_.resize(static_cast<std::size_t>(id_.world));
+    read_at_.assign(static_cast<std::size_t>(id_.world), 0);
+    for (int peer = 0; peer < id_.world; ++peer) {  // this GMI produces into (rank, peer), consumes from (peer, rank)
+      out_.push_back(seg_->ring(id_.rank, peer));
+      in_.push_back(seg_->ring(peer, id_.rank));
+      if (peer == id_.rank) continue;
+      out_.back().register_producer();
+      in_.back().register_consumer();
+    }
     seg_->slot(id_.rank).pid.store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
     heartbeat();
     seg_->set_state(id_.rank, gmi_state::running);
@@ -230,58 +240,41 @@ class context {
                  peer, "another rank in 0.." + std::to_string(id_.world - 1));
   }
 
-  // Moves queued bytes into the peers' rings; true while anything is still queued.
+  // Moves queued bytes into the peers' rings, a slot at a time; true while anything is still queued.
   bool progress() {
     bool left = false;
-    const std::uint64_t cap = seg_->ring_capacity();
     for (int dst = 0; dst < id_.world; ++dst) {
       auto& q = pending_[static_cast<std::size_t>(dst)];
-      if (q.empty()) continue;
-      auto& ring = seg_->ring(id_.rank, dst);
-      unsigned char* data = seg_->ring_data(id_.rank, dst);
-      std::uint64_t head = ring.head.load(std::memory_order_relaxed);
-      const std::uint64_t tail = ring.tail.load(std::memory_order_acquire);
-      std::uint64_t room = cap - (head - tail);
-      while (!q.empty() && room > 0) {
+      comm::spsc_ring& ring = out_[static_cast<std::size_t>(dst)];
+      while (!q.empty()) {
+        const std::span<std::byte> room = ring.try_begin_push();
+        if (room.empty()) break;
         outgoing& m = q.front();
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(room, m.bytes.size() - m.sent));
-        copy_in(data, cap, head, m.bytes.data() + m.sent, n);
-        head += n;
-        room -= n;
+        const std::size_t n = std::min(room.size(), m.bytes.size() - m.sent);
+        std::memcpy(room.data(), m.bytes.data() + m.sent, n);
+        ring.commit_push(n);
         m.sent += n;
         if (m.sent == m.bytes.size()) q.pop_front();
       }
-      ring.head.store(head, std::memory_order_release);
       if (!q.empty()) left = true;
     }
     return left;
   }
 
-  static void copy_in(unsigned char* data, std::uint64_t cap, std::uint64_t at, const std::byte* from, std::size_t n) {
-    const std::size_t off = static_cast<std::size_t>(at & (cap - 1));
-    const std::size_t first = std::min<std::size_t>(n, cap - off);
-    std::memcpy(data + off, from, first);
-    std::memcpy(data, from + first, n - first);
-  }
-  static void copy_out(const unsigned char* data, std::uint64_t cap, std::uint64_t at, std::byte* to, std::size_t n) {
-    const std::size_t off = static_cast<std::size_t>(at & (cap - 1));
-    const std::size_t first = std::min<std::size_t>(n, cap - off);
-    std::memcpy(to, data + off, first);
-    std::memcpy(to + first, data, n - first);
-  }
-
+  // Reads n bytes of the stream from `src`: slot by slot, the rest of a slot kept for the next read.
   void read_exact(int src, std::byte* to, std::size_t n) {
-    auto& ring = seg_->ring(src, id_.rank);
-    const unsigned char* data = seg_->ring_data(src, id_.rank);
-    const std::uint64_t cap = seg_->ring_capacity();
+    comm::spsc_ring& ring = in_[static_cast<std::size_t>(src)];
+    std::size_t& at = read_at_[static_cast<std::size_t>(src)];
     auto deadline = clock::now() + timeout_;
     while (n > 0) {
-      const std::uint64_t tail = ring.tail.load(std::memory_order_relaxed);
-      const std::uint64_t head = ring.head.load(std::memory_order_acquire);
-      if (head != tail) {
-        const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(head - tail, n));
-        copy_out(data, cap, tail, to, take);
-        ring.tail.store(tail + take, std::memory_order_release);
+      if (const auto slot = ring.try_begin_pop()) {
+        const std::size_t take = std::min(slot->size() - at, n);
+        std::memcpy(to, slot->data() + at, take);
+        at += take;
+        if (at == slot->size()) {
+          ring.end_pop();
+          at = 0;
+        }
         to += take;
         n -= take;
         deadline = clock::now() + timeout_;  // progress: the timeout is per stall, not per message
@@ -294,7 +287,7 @@ class context {
       if (peer == gmi_state::failed || peer == gmi_state::dead) {
         throw gmi::comm_error("recv from GMI " + std::to_string(src) + " in " + id_.describe() + ": the peer is dead");
       }
-      if (peer == gmi_state::finished && ring.head.load(std::memory_order_acquire) == tail) {
+      if (peer == gmi_state::finished && ring.size() == 0) {
         throw gmi::comm_error("recv from GMI " + std::to_string(src) + " in " + id_.describe() +
                               ": the peer finished without sending");
       }
@@ -323,6 +316,8 @@ class context {
   identity id_;
   std::shared_ptr<const segment> seg_;
   std::vector<std::deque<outgoing>> pending_;
+  std::vector<comm::spsc_ring> out_, in_;  // [peer]: the rings to and from every GMI
+  std::vector<std::size_t> read_at_;       // [peer]: bytes already read of the slot at the tail of in_[peer]
   std::chrono::milliseconds timeout_{30'000};
   unsigned spins_ = 0;
 };

@@ -2,7 +2,7 @@
 // k GMIs on each of n GPUs under one partition backend, as one call: run_gmis(config, fn) runs
 // fn(context&, binding&) in every GMI. What a backend needs is done here, so a pipeline switches backends by a
 // flag:
-//   none           threads of this process (or processes with launch "processes"), each on its own stream,
+//   none           threads of this process (or processes with launch_mode::processes), each on its own stream,
 //                  sharing the GPU by time slicing and the hardware scheduler;
 //   green_context  threads of this process, each on a green-context slice of the SMs and its green stream;
 //   mps            processes (re-exec of this binary), one MPS daemon per GPU, each client its SM share,
@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include <gmi/core/choice.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/status.hpp>
 #include <gmi/cuda/check.hpp>
@@ -34,11 +35,16 @@
 
 namespace gmi::runtime {
 
+// How the GMIs of backend `none` run (the other backends decide: mps and mig processes, green_context threads).
+enum class launch_mode { automatic, threads, processes };
+inline constexpr choice_table<launch_mode, 3> launch_mode_names{
+    {{"auto", launch_mode::automatic}, {"threads", launch_mode::threads}, {"processes", launch_mode::processes}}};
+
 struct gmis_config {
   std::string partition = "none";    // none | mps | green_context | mig
   std::vector<int> gpus{0};          // CUDA ordinals of the launcher
   int gmis_per_gpu = 1;
-  std::string launch = "auto";       // auto | threads | processes (only `none` may choose)
+  launch_mode launch = launch_mode::automatic;  // only `none` may choose
   std::optional<int> mps_percentage;  // per GMI, 1..100; unset: 100 / gmis_per_gpu rounded up
   std::optional<int> mps_first_slice_percentage;  // slice 0 of every GPU, 1..100 (layout split's trainer); unset: as above
   int sms_per_gmi = 0;               // green_context: 0 = the largest equal slice
@@ -52,7 +58,7 @@ struct gmis_config {
   [[nodiscard]] bool processes() const noexcept {
     if (partition == "mps" || partition == "mig") return true;
     if (partition == "green_context") return false;
-    return launch == "processes";
+    return launch == launch_mode::processes;
   }
 };
 
@@ -96,15 +102,13 @@ inline gmi::result<gmi::partition::mig::config> mig_config_of(const gmis_config&
     if (c.partition != "none" && c.partition != "mps" && c.partition != "green_context" && c.partition != "mig") {
       return gmi::status::invalid(gmi::got_need("partition", c.partition, gmi::partition::gpu_backends::names_text()));
     }
-    if (c.launch != "auto" && c.launch != "threads" && c.launch != "processes") {
-      return gmi::status::invalid(gmi::got_need("launch", c.launch, "auto, threads or processes"));
-    }
-    if ((c.partition == "mps" || c.partition == "mig") && c.launch == "threads") {
-      return gmi::status::invalid(gmi::got_need("launch for partition " + c.partition, c.launch,
+    const char* launch = choice_name(c.launch, launch_mode_names);
+    if ((c.partition == "mps" || c.partition == "mig") && c.launch == launch_mode::threads) {
+      return gmi::status::invalid(gmi::got_need("launch for partition " + c.partition, launch,
                                                 "processes or auto (one process per GMI)"));
     }
-    if (c.partition == "green_context" && c.launch == "processes") {
-      return gmi::status::invalid(gmi::got_need("launch for partition green_context", c.launch,
+    if (c.partition == "green_context" && c.launch == launch_mode::processes) {
+      return gmi::status::invalid(gmi::got_need("launch for partition green_context", launch,
                                                 "threads or auto (green contexts are slices of one process)"));
     }
     if (c.gpus.empty()) return gmi::status::invalid(gmi::got_need("GPUs", "none", "at least one"));
@@ -149,7 +153,7 @@ class binding {
     device_ = ctx.id().local_device;
     ctx.set_gpu();
     if (c.partition == "mps") {
-      const auto s = gmi::partition::mps::verify_client(device_);
+      const auto s = gmi::partition::mps::verify_client(device_, ctx.id().device_sms);
       sm_count_ = s.sm_count;
       what_ = "MPS client, " + std::to_string(s.percentage) + "% = " + std::to_string(s.sm_count) + " SMs";
     } else if (green) {

@@ -25,8 +25,9 @@ struct identity {
   int local_device = 0;   // the CUDA ordinal to use inside the GMI (0 when CUDA_VISIBLE_DEVICES names one GPU)
   int gpus = 1;           // GPUs in the run (1 for host GMIs)
   int gmis_per_gpu = 1;   // GMIs on each GPU: rank = gpu index * gmis_per_gpu + slice
+  int device_sms = 0;     // MPS: SMs of the whole GPU as the launcher saw them, for the client's check; 0: none
   std::string run_id;     // unique per run; names the shared-memory segment and MPS directories
-  std::string shm_name;   // the run's shared-memory segment ("/gmi-<uid>-<run id>")
+  std::string shm_name;   // the name of the run's shared-memory segment ("/gmi-<uid>-<run id>"), for messages
   std::vector<std::string> roles;         // e.g. {"env", "agent", "trainer"}
   std::vector<std::vector<int>> groups;   // every group of the run, as rank lists (the paper's get_group)
 
@@ -87,6 +88,7 @@ inline constexpr const char* identity_variable = "GMI_IDENTITY";
   const nlohmann::json j = {{"rank", id.rank},         {"world", id.world},   {"gpu", id.gpu},
                             {"slice", id.slice},       {"local_device", id.local_device},
                             {"gpus", id.gpus},         {"gmis_per_gpu", id.gmis_per_gpu},
+                            {"device_sms", id.device_sms},
                             {"run_id", id.run_id},     {"shm", id.shm_name},  {"roles", id.roles},
                             {"groups", id.groups}};
   return {{identity_variable, j.dump()}};
@@ -116,6 +118,7 @@ inline constexpr const char* identity_variable = "GMI_IDENTITY";
   field("local_device", id.local_device);
   field("gpus", id.gpus);
   field("gmis_per_gpu", id.gmis_per_gpu);
+  field("device_sms", id.device_sms);
   field("run_id", id.run_id);
   field("shm", id.shm_name);
   field("roles", id.roles);

@@ -41,6 +41,7 @@ struct placement {
   int local_device = 0;    // CUDA ordinal inside the GMI
   std::vector<std::string> roles;
   env_list env;            // extra variables for this GMI's process (MPS pipe dir, CUDA_VISIBLE_DEVICES, ...)
+  int device_sms = 0;      // MPS: SMs of the whole GPU, which the client checks its share against (0: no check)
 };
 
 // A GMI that was running when the run failed, handed to before_kill (pid 0 for thread GMIs).
@@ -111,6 +112,7 @@ struct launch_spec {
     id.local_device = p.local_device;
     id.gpus = gpus;
     id.gmis_per_gpu = gmis_per_gpu;
+    id.device_sms = p.device_sms;
     id.run_id = run_id;
     id.shm_name = shm;
     id.roles = p.roles;
@@ -153,12 +155,11 @@ inline std::vector<std::string> own_argv() {
   return out;
 }
 
-// GMI_* variables a child inherits: tuning and diagnosis the user set for every GMI (where the row exchange's
-// inboxes live, GMI_COMM_INBOX_MEMORY (comm/knobs.hpp); the PPO gradient path GMI_PPO_*; GMI_TRACE;
-// GMI_GIT_REVISION). Every other GMI_* variable is an identity, a plan choice or a bootstrap value of this process
-// and is not passed on.
+// GMI_* variables a child inherits: diagnosis the user set for every GMI (GMI_TRACE, GMI_GIT_REVISION). Every
+// other GMI_* variable is an identity, a launcher's note (GMI_CHOSEN) or a test hook of this process and is not
+// passed on; settings travel as flags, which a GMI process re-parses from the launcher's argv.
 inline bool inherited_gmi_variable(std::string_view kv) {
-  for (std::string_view p : {"GMI_COMM_INBOX_MEMORY=", "GMI_PPO_", "GMI_TRACE=", "GMI_GIT_REVISION="}) {
+  for (std::string_view p : {"GMI_TRACE=", "GMI_GIT_REVISION="}) {
     if (kv.rfind(p, 0) == 0) return true;
   }
   return false;
@@ -246,7 +247,7 @@ template <class F>
 int run_worker(const identity& id, F&& fn) {
   std::shared_ptr<const segment> seg;
   try {
-    seg = std::make_shared<const segment>(segment::attach(id.shm_name));
+    seg = std::make_shared<const segment>(segment::attach(id.run_id));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", id.describe().c_str(), e.what());
     return 1;

@@ -18,6 +18,7 @@ inline void use_mps(launch_spec& spec, const gmi::partition::mps::session& mps) 
     if (p.gpu < 0) continue;
     for (auto& kv : mps.client_env(p.gpu, p.slice)) p.env.push_back(kv);
     p.local_device = 0;
+    p.device_sms = mps.device_sm_count(p.gpu);
   }
   auto previous = spec.before_kill;
   std::vector<int> gpu_of;

@@ -1,10 +1,12 @@
 #pragma once
 // Trainer recipes for pipelines: gmi::trainers::ppo<> (synchronous PPO, gmi::rl::ppo_trainer: the colocated
 // layout), gmi::trainers::appo<> (asynchronous PPO with V-trace, gmi::rl::appo_learner: the split layout) and
-// gmi::trainers::none (serving). A layout takes only the trainers it can run (pipeline.hpp says which).
+// gmi::trainers::none (serving: rl::policy_server, no trainer). A layout takes only the trainers it can run
+// (pipeline.hpp says which).
 
 #include <gmi/concepts/agent.hpp>
 #include <gmi/layout/layouts.hpp>
+#include <gmi/rl/policy_server.hpp>
 #include <gmi/rl/ppo.hpp>
 #include <gmi/rl/ppo_config.hpp>
 
@@ -42,15 +44,15 @@ struct trainer_for_layout<layout::split, ppo<Config>> {
   using type = appo<Config>;
 };
 
-// Serving only: the pipeline runs policy inference and environments, no updates. It still uses the PPO engine's
-// fused serving path (its update machinery is never run).
+// Serving only: the pipeline runs policy inference and environments, no updates. Its engine is rl::policy_server
+// (the PPO trainer's fused serving step without its rollout, optimizer or update buffers).
 struct none {
   using trainer_concept = gmi::trainer_tag;
   using config = rl::ppo_config;
   static constexpr bool trains = false;
   static constexpr bool asynchronous = false;
   template <class Env, class Net, class Policy>
-  using engine = rl::ppo_trainer<Env, Net, Policy>;
+  using engine = rl::policy_server<Env, Net, Policy>;
 };
 
 static_assert(gmi::trainer<ppo<>>);
