@@ -3,9 +3,9 @@
 // in shared memory); minibatch_gradient forms each minibatch's gradient: one warp per sample with the gradient
 // held in the lanes' registers and summed per block (detail/ppo_warp_gradient.cuh), or, for networks too wide for
 // that, a tile of samples per block as small matrix products in shared memory (detail/ppo_tile_gradient.cuh), or
-// one thread per sample with warps summing their 32 samples by shuffles, or, for wide networks, as batched
-// cuBLASLt products over the whole minibatch (detail/ppo_lt_gradient.cuh, one row); a second kernel adds the partial
-// rows in order (fixed orders throughout, so results do not vary between runs). A synced trainer whose group
+// one thread per sample with warps summing their 32 samples by shuffles, or (opt-in) as cuBLASLt products over the
+// minibatch (detail/ppo_lt_gradient.cuh); a second kernel adds the partial rows in order (fixed orders throughout,
+// so results do not vary between runs). A synced trainer whose group
 // shares its rows (ppo_sync::exchange) does the rest of a minibatch step in one more launch, ppo_step_kernel: that
 // sum, the group's mean through the row exchange, Adam, the learning-rate rule.
 // After a first eager iteration, the whole iteration is captured as a CUDA graph and replayed. A synced trainer
@@ -189,11 +189,8 @@ inline const char* gradient_path_name(gradient_path p) {
   return p == gradient_path::warps ? "warps" : p == gradient_path::tiles ? "tiles" : p == gradient_path::threads ? "threads" : "gemm";
 }
 
-// One minibatch's mean gradient row (and loss terms) on the GPU: partial rows, one per block of the warp kernel
-// (ppo_warp_gradient.cuh) where the network fits, else one per tile of the tile kernel (ppo_tile_gradient.cuh)
-// where it fits, else one per warp of one thread per sample, then their sum in row order; the same sums on every
-// run. rl::request_gradient_path("warps"|"tiles"|"threads"|"gemm") asks for one (refused where the network does not
-// fit it; gmi::run's --ppo-gradient).
+// One minibatch's mean gradient row (and loss terms) on the GPU: partial rows by the path chosen (above), then their
+// sum in row order; the same sums on every run. Shared by the PPO trainer and the APPO learner.
 template <class Net>
 class minibatch_gradient {
  public:
@@ -590,9 +587,8 @@ struct ppo_device_ops {
 
 namespace gmi::rl {
 
-// Asks every GPU trainer built from now on in this process to form its minibatch gradients by `path` ("warps",
-// "tiles", "threads", "gemm"; "" : each network's default), for comparisons. Checked per network
-// (minibatch_gradient_name).
+// Asks every GPU trainer built from now on in this process for the gradient path `path` ("warps", "tiles",
+// "threads", "gemm"; "": each network's default; gmi::run's --ppo-gradient), checked per network.
 inline void request_gradient_path(std::string path) { detail::requested_gradient_path() = std::move(path); }
 
 // How the GPU trainer forms Net's minibatch gradients ("warps", "tiles", "threads" or "gemm"), for result lines;
