@@ -178,9 +178,9 @@ __global__ static void ppo_average_rows_kernel(float* grads, int row, int param_
   if (q >= param_count) term_log[q - param_count] = g;
 }
 
-// How minibatch_gradient forms a minibatch's partial rows (rl::request_gradient_path picks one, for comparisons).
+// How minibatch_gradient forms a minibatch's partial rows, and the one asked for (rl::request_gradient_path; "":
+// the network's default), process-wide, read when a trainer is built.
 enum class gradient_path { warps, tiles, threads, gemm };
-// The path asked for ("" : the network's default); process-wide, read when a trainer is built.
 inline std::string& requested_gradient_path() {
   static std::string path;
   return path;
