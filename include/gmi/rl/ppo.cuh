@@ -181,10 +181,7 @@ __global__ static void ppo_average_rows_kernel(float* grads, int row, int param_
 // How minibatch_gradient forms a minibatch's partial rows, and the one asked for (rl::request_gradient_path; "":
 // the network's default), process-wide, read when a trainer is built.
 enum class gradient_path { warps, tiles, threads, gemm };
-inline std::string& requested_gradient_path() {
-  static std::string path;
-  return path;
-}
+inline std::string& requested_gradient_path() { static std::string path; return path; }
 inline const char* gradient_path_name(gradient_path p) {
   return p == gradient_path::warps ? "warps" : p == gradient_path::tiles ? "tiles" : p == gradient_path::threads ? "threads" : "gemm";
 }
