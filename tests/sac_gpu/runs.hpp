@@ -13,6 +13,13 @@ struct learn_result {
   std::vector<std::string> log;  // one line per 1000 env steps
 };
 
+// One batch through the device kernels and through the host sac_gradients, same inputs: the soft targets, the
+// critic gradient and the actor gradient of both, and the largest relative differences.
+struct agreement {
+  double targets = 0, critic_grad = 0, actor_grad = 0, actor_loss_host = 0, actor_loss_device = 0;
+};
+agreement device_matches_host(std::size_t batch);
+
 // SAC on the device on Pendulum with the settings of tests/sac's learning test, num_envs environments.
 learn_result learn_pendulum(int num_envs, std::size_t env_steps);
 

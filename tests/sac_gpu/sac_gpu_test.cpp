@@ -4,6 +4,18 @@
 
 #include "sac_gpu/runs.hpp"
 
+// The device kernels against the host gradients on one batch (float on both sides; the gemm paths may use TF32,
+// hence the loose bound on the parameter gradients).
+TEST_CASE("sac_gpu.device_gradients_match_host") {
+  const auto r = sac_gpu::device_matches_host(300);
+  std::printf("sac_gpu agreement: targets %.2e critic_grad %.2e actor_grad %.2e actor_loss host %.6f device %.6f\n",
+              r.targets, r.critic_grad, r.actor_grad, r.actor_loss_host, r.actor_loss_device);
+  CHECK(r.targets < 1e-4);
+  CHECK(r.critic_grad < 1e-2);
+  CHECK(r.actor_grad < 1e-2);
+  CHECK(r.actor_loss_device == doctest::Approx(r.actor_loss_host).epsilon(1e-3));
+}
+
 // SAC with replay, update and collection on the device: Pendulum's deterministic return must rise from the
 // random policy's to the level the host test asks for, with
 // one gradient step per collected transition whether 1 or 8 environments collect.
