@@ -204,6 +204,28 @@ TEST_SUITE("cpu") {
     }
   }
 
+  // updates_per_step counts gradient steps per collected transition, carried over between batch steps.
+  TEST_CASE("sac.trainer.updates_per_step") {
+    rl::sac_config c;
+    c.batch = 16;
+    c.warmup_steps = 16;
+    c.replay_capacity = 1000;
+    c.updates_per_step = 0.25f;
+    rl::sac_trainer<envs::pendulum, rl::sac_networks<3, 1, 8>> t(c, 2, 3);
+    t.train(14);
+    CHECK(t.updates() == 0);  // warming up
+    t.train(16);              // 0.5 owed
+    CHECK(t.updates() == 0);
+    t.train(18);              // 1.0 owed
+    CHECK(t.updates() == 1);
+    t.train(26);              // 4 more batch steps, 2 more updates
+    CHECK(t.updates() == 3);
+    CHECK(t.env_steps() == 26);
+    CHECK(t.table().size() == 26);
+    CHECK(std::isfinite(t.last_update().critic_loss));
+    CHECK(t.alpha() != doctest::Approx(1.0f));  // the temperature moved
+  }
+
   // Pendulum on host threads: the deterministic policy after training must beat a uniformly random policy by a
   // wide margin. A sign error in any gradient (actor, critic or temperature) leaves it near the random return.
   TEST_CASE("sac.learns_pendulum") {
