@@ -35,6 +35,7 @@
 #include <gmi/runtime/flags.hpp>
 #include <gmi/runtime/runtime.hpp>
 #include <gmi/trainers/ppo.hpp>
+#include <gmi/trainers/sac.hpp>
 #if defined(__CUDACC__)
 #include <gmi/comm/hierarchical.cuh>
 #include <gmi/comm/intra_gpu_reduce.cuh>

@@ -1,0 +1,365 @@
+#pragma once
+// SAC on one GPU (exec::cuda): environments stepped in a kernel that also runs the actor, transitions inserted
+// into a replay::device_table, uniform batches drawn and gathered there, and the update of sac.hpp as kernels (the
+// per-sample functions of sac_loss.hpp, batch_mlp<.., exec::cuda> for the parameter sums, adam<exec::cuda>). The
+// temperature lives on the device, so an update needs no host synchronisation besides the table's own.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <gmi/core/error.hpp>
+#include <gmi/core/rng.hpp>
+#include <gmi/cuda/buffer.hpp>
+#include <gmi/exec/policy.hpp>
+#include <gmi/nn/adam.cuh>
+#include <gmi/nn/mlp.cuh>
+#include <gmi/replay/device_table.cuh>
+#include <gmi/rl/env_batch.cuh>
+#include <gmi/rl/sac.hpp>
+#include <gmi/rl/sac_config.hpp>
+#include <gmi/rl/sac_loss.hpp>
+
+namespace gmi::rl {
+
+// Slots of the device-side sums an update accumulates (means once divided by the batch).
+enum sac_sum : int { sac_sum_critic = 0, sac_sum_actor, sac_sum_log_prob, sac_sum_count };
+
+namespace sac_kernels {
+inline unsigned blocks(std::size_t n) { return static_cast<unsigned>((n + 255) / 256); }
+
+// eps[i] ~ N(0, 1), stream `round`, draw i.
+__global__ static void normals(std::uint64_t seed, std::uint64_t round, std::size_t n, float* eps) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  gmi::rng r(seed, round * 0x100000000ull + i);
+  eps[i] = r.normal();
+}
+
+template <class Nets>
+__global__ void targets(const float* actor_p, const float* t1, const float* t2, const float* next_obs,
+                        const float* reward, const float* terminated, const float* eps_next, std::size_t n,
+                        const float* log_alpha, float gamma, float lo, float hi, float* y) {
+  constexpr int O = Nets::obs_dim, A = Nets::act_dim;
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float head[2 * A], x[O + A], q1, q2;
+  Nets::actor::forward(actor_p, next_obs + i * O, head);
+  squashed_draw<float, A> d;
+  d.compute(head, eps_next + i * A, lo, hi);
+  for (int k = 0; k < O; ++k) x[k] = next_obs[i * O + k];
+  for (int k = 0; k < A; ++k) x[O + k] = d.action[k];
+  Nets::critic::forward(t1, x, &q1);
+  Nets::critic::forward(t2, x, &q2);
+  y[i] = reward[i] + gamma * (1.0f - terminated[i]) * (fminf(q1, q2) - expf(*log_alpha) * d.log_prob);
+}
+
+__global__ static void concat(const float* a, int wa, const float* b, int wb, std::size_t n, float* x) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  for (int k = 0; k < wa; ++k) x[i * (wa + wb) + k] = a[i * wa + k];
+  for (int k = 0; k < wb; ++k) x[i * (wa + wb) + wa + k] = b[i * wb + k];
+}
+
+// d_q = (q - y) / n; sums[slot] += 0.5 (q - y)^2 / n.
+__global__ static void critic_dq(const float* q, const float* y, std::size_t n, float* d_q, float* sums) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float e = q[i] - y[i];
+  d_q[i] = e / float(n);
+  atomicAdd(sums + sac_sum_critic, 0.5f * e * e / float(n));
+}
+
+template <class Nets>
+__global__ void actor_heads(const float* heads, const float* obs, const float* eps, const float* c1, const float* c2,
+                            std::size_t n, const float* log_alpha, float lo, float hi, float* d_heads, float* sums) {
+  constexpr int O = Nets::obs_dim, A = Nets::act_dim, CA = Nets::critic::activation_size;
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float alpha = expf(*log_alpha), scale = 1.0f / float(n);
+  squashed_draw<float, A> d;
+  d.compute(heads + i * 2 * A, eps + i * A, lo, hi);
+  float x[O + A], q1, q2, ca[CA], dz[CA], d_x[O + A], g_a[A];
+  for (int k = 0; k < O; ++k) x[k] = obs[i * O + k];
+  for (int k = 0; k < A; ++k) x[O + k] = d.action[k];
+  Nets::critic::forward(c1, x, &q1);
+  Nets::critic::forward(c2, x, &q2);
+  const bool first = q1 <= q2;  // the gradient of min goes through the smaller critic (recomputed with acts)
+  Nets::critic::forward(first ? c1 : c2, x, first ? &q1 : &q2, ca);
+  const float minus_one = -1.0f;
+  Nets::critic::backward_deltas(first ? c1 : c2, ca, &minus_one, dz, d_x);
+  for (int k = 0; k < A; ++k) g_a[k] = d_x[O + k] * scale;
+  d.backward(heads + i * 2 * A, eps + i * A, lo, hi, g_a, alpha * scale, d_heads + i * 2 * A);
+  atomicAdd(sums + sac_sum_actor, (alpha * d.log_prob - (first ? q1 : q2)) * scale);
+  atomicAdd(sums + sac_sum_log_prob, d.log_prob * scale);
+}
+
+// Adam on log_alpha alone (state: m, v, step count as float), loss -log_alpha (mean log_prob + target).
+__global__ static void alpha_step(float* log_alpha, float* state, const float* sums, float target, float lr) {
+  const float g = -(sums[sac_sum_log_prob] + target);
+  const float t = state[2] + 1.0f;
+  state[2] = t;
+  state[0] = 0.9f * state[0] + 0.1f * g;
+  state[1] = 0.999f * state[1] + 0.001f * g * g;
+  const float bc1 = 1.0f - powf(0.9f, t), bc2 = sqrtf(1.0f - powf(0.999f, t));
+  *log_alpha -= (lr / bc1) * state[0] / (sqrtf(state[1]) / bc2 + 1e-8f);
+}
+
+__global__ static void polyak(float* target, const float* online, std::size_t n, float tau) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) target[i] = (1.0f - tau) * target[i] + tau * online[i];
+}
+
+// One step of environment i: the action (uniform while warming up, else the actor's draw), the env step, and
+// the transition written as row i of the rollout columns.
+template <class E, class Nets>
+__global__ void collect(env_batch_view<E> env, const float* actor_p, float* obs, float* act, float* rew,
+                        float* next_obs, float* term, bool warmup, std::uint64_t seed, std::uint64_t round, float lo,
+                        float hi, float* current) {
+  constexpr int O = E::obs_dim, A = E::act_dim;
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= env.num_envs) return;
+  float o[O], a[A], next[O], fin[O];
+  for (int k = 0; k < O; ++k) o[k] = current[i * O + k];
+  gmi::rng r(seed, round * 0x100000000ull + i);
+  if (warmup) {
+    for (int k = 0; k < A; ++k) a[k] = r.uniform(-1.0f, 1.0f);
+  } else {
+    float head[2 * A], eps[A];
+    Nets::actor::forward(actor_p, o, head);
+    for (int k = 0; k < A; ++k) eps[k] = r.normal();
+    squashed_draw<float, A> d;
+    d.compute(head, eps, lo, hi);
+    for (int k = 0; k < A; ++k) a[k] = d.action[k];
+  }
+  const step_result s = env.step_one(i, a, next, fin);
+  const bool ended = s.terminated || s.truncated;
+  for (int k = 0; k < O; ++k) {
+    obs[i * O + k] = o[k];
+    next_obs[i * O + k] = ended ? fin[k] : next[k];
+    current[i * O + k] = next[k];
+  }
+  for (int k = 0; k < A; ++k) act[i * A + k] = a[k];
+  rew[i] = s.reward;
+  term[i] = s.terminated ? 1.0f : 0.0f;
+}
+}  // namespace sac_kernels
+
+// The device trainer: the same algorithm and settings as sac_trainer (sac.hpp), on the table's stream.
+template <gmi::env E, class Nets = sac_networks<E::obs_dim, E::act_dim, 256>>
+class sac_device_trainer {
+ public:
+  static_assert(Nets::obs_dim == E::obs_dim && Nets::act_dim == E::act_dim,
+                "gmi::rl::sac_device_trainer: the networks' obs_dim/act_dim must equal the environment's");
+  using actor_net = typename Nets::actor;
+  using critic_net = typename Nets::critic;
+  static constexpr int O = E::obs_dim, A = E::act_dim, X = O + A;
+  template <class T>
+  using buf = cuda::device_buffer<T>;
+
+  sac_device_trainer(sac_config config, int num_envs, std::uint64_t seed, typename E::params params = {})
+      : cfg_((config.validate(), config)),
+        seed_(seed),
+        n_(std::size_t(checked_envs(num_envs))),
+        table_(table_spec_of(cfg_), replay::rate_limiter::min_size(std::size_t(cfg_.batch))),
+        pol_{table_.stream()},
+        envs_(num_envs, seed, params, pol_),
+        writer_(table_.make_writer(n_)),
+        actor_bm_(pol_, std::size_t(cfg_.batch)),
+        critic_bm_(pol_, std::size_t(cfg_.batch)),
+        actor_(upload(sac_initial_params<actor_net>(seed, 0))),
+        critic1_(upload(sac_initial_params<critic_net>(seed, 1))),
+        critic2_(upload(sac_initial_params<critic_net>(seed, 2))),
+        target1_(upload(sac_initial_params<critic_net>(seed, 1))),
+        target2_(upload(sac_initial_params<critic_net>(seed, 2))),
+        actor_opt_(adam_of(cfg_.actor_lr), actor_.size(), pol_),
+        critic1_opt_(adam_of(cfg_.critic_lr), critic1_.size(), pol_),
+        critic2_opt_(adam_of(cfg_.critic_lr), critic2_.size(), pol_),
+        log_alpha_(upload(std::vector<float>{std::log(cfg_.initial_alpha)})),
+        alpha_state_(upload(std::vector<float>{0.0f, 0.0f, 0.0f})),
+        sums_(sac_sum_count) {
+    const auto B = std::size_t(cfg_.batch);
+    current_ = buf<float>(n_ * O);
+    ro_obs_ = buf<float>(n_ * O);
+    ro_next_ = buf<float>(n_ * O);
+    ro_act_ = buf<float>(n_ * A);
+    ro_rew_ = buf<float>(n_);
+    ro_term_ = buf<float>(n_);
+    eps_ = buf<float>(B * A);
+    eps_next_ = buf<float>(B * A);
+    y_ = buf<float>(B);
+    x_ = buf<float>(B * X);
+    q_ = buf<float>(B);
+    d_q_ = buf<float>(B);
+    heads_ = buf<float>(B * 2 * A);
+    d_heads_ = buf<float>(B * 2 * A);
+    critic_acts_ = buf<float>(critic_bm_.acts_size(B));
+    actor_acts_ = buf<float>(actor_bm_.acts_size(B));
+    g_critic_ = buf<float>(critic1_.size());
+    g_actor_ = buf<float>(actor_.size());
+    envs_.reset(current_.span(), pol_.stream);
+  }
+
+  void step() {
+    const bool warm = env_steps_ < cfg_.warmup_steps;
+    sac_kernels::collect<E, Nets><<<sac_kernels::blocks(n_), 256, 0, pol_.stream>>>(
+        envs_.view(), actor_.data(), ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(),
+        ro_term_.data(), warm, seed_ ^ 0xAC7104ull, batch_steps_, cfg_.log_std_min, cfg_.log_std_max,
+        current_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    replay::rollout r;
+    r.horizon = 1;
+    r.envs = n_;
+    r.columns = {ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(), ro_term_.data()};
+    table_.insert(writer_, r);
+    env_steps_ += n_;
+    ++batch_steps_;
+    if (env_steps_ < cfg_.warmup_steps) return;
+    owed_updates_ += double(cfg_.updates_per_step) * double(n_);
+    while (owed_updates_ >= 1.0) {
+      update();
+      owed_updates_ -= 1.0;
+    }
+  }
+  void train(std::size_t env_steps) {
+    while (env_steps_ < env_steps) step();
+  }
+
+  void update() {
+    const auto B = std::size_t(cfg_.batch);
+    const cudaStream_t s = pol_.stream;
+    table_.sample(replay::sampler::uniform(), B, 1, seed_ * 0x9E3779B97F4A7C15ull + updates_, batch_);
+    const float* obs = batch_.template column<float>(0);
+    const float* act = batch_.template column<float>(1);
+    const float* rew = batch_.template column<float>(2);
+    const float* nxt = batch_.template column<float>(3);
+    const float* term = batch_.template column<float>(4);
+    const unsigned nb = sac_kernels::blocks(B), eb = sac_kernels::blocks(B * A);
+    sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, 2 * updates_, B * A, eps_.data());
+    sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, 2 * updates_ + 1, B * A, eps_next_.data());
+    sums_.fill_bytes(0, s);
+    sac_kernels::targets<Nets><<<nb, 256, 0, s>>>(actor_.data(), target1_.data(), target2_.data(), nxt, rew, term,
+                                                  eps_next_.data(), B, log_alpha_.data(), cfg_.gamma,
+                                                  cfg_.log_std_min, cfg_.log_std_max, y_.data());
+    sac_kernels::concat<<<nb, 256, 0, s>>>(obs, O, act, A, B, x_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    critic_step(critic1_, critic1_opt_);
+    critic_step(critic2_, critic2_opt_);
+    actor_bm_.forward(actor_.span(), {obs, B * O}, heads_.span(), actor_acts_.span());
+    sac_kernels::actor_heads<Nets><<<nb, 256, 0, s>>>(heads_.data(), obs, eps_.data(), critic1_.data(),
+                                                      critic2_.data(), B, log_alpha_.data(), cfg_.log_std_min,
+                                                      cfg_.log_std_max, d_heads_.data(), sums_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    actor_bm_.backward(actor_.span(), {obs, B * O}, actor_acts_.span(), d_heads_.span(), g_actor_.span());
+    actor_opt_.step(actor_.span(), g_actor_.span());
+    if (cfg_.tune_alpha)
+      sac_kernels::alpha_step<<<1, 1, 0, s>>>(log_alpha_.data(), alpha_state_.data(), sums_.data(),
+                                              cfg_.entropy_target(A), cfg_.alpha_lr);
+    sac_kernels::polyak<<<sac_kernels::blocks(target1_.size()), 256, 0, s>>>(target1_.data(), critic1_.data(),
+                                                                             target1_.size(), cfg_.tau);
+    sac_kernels::polyak<<<sac_kernels::blocks(target2_.size()), 256, 0, s>>>(target2_.data(), critic2_.data(),
+                                                                             target2_.size(), cfg_.tau);
+    GMI_CUDA_TRY(cudaGetLastError());
+    ++updates_;
+  }
+
+  // The deterministic policy's mean return over one episode in each of `envs` fresh environments, stepped on the
+  // host (tasks whose params bind device tables are not supported here).
+  double evaluate(int envs, std::uint64_t seed) {
+    const auto n = std::size_t(envs);
+    const std::vector<float> p = download(actor_);
+    env_batch<E> eval(envs, seed, envs_.params());
+    std::vector<float> o(n * O), a(n * A), rew(n);
+    std::vector<std::uint8_t> te(n), tr(n), done(n, 0);
+    std::vector<double> ret(n, 0.0);
+    eval.reset({o.data(), o.size()});
+    for (int t = 0; t < envs_.params().max_steps; ++t) {
+      for (std::size_t i = 0; i < n; ++i) {
+        float head[2 * A], eps[A] = {};
+        actor_net::forward(p.data(), &o[i * O], head);
+        squashed_draw<float, A> d;
+        d.compute(head, eps, cfg_.log_std_min, cfg_.log_std_max);
+        for (int k = 0; k < A; ++k) a[i * A + k] = d.action[k];
+      }
+      eval.step({a.data(), a.size()}, {o.data(), o.size()}, {rew.data(), n}, {te.data(), n}, {tr.data(), n});
+      for (std::size_t i = 0; i < n; ++i) {
+        if (done[i]) continue;
+        ret[i] += rew[i];
+        done[i] = te[i] || tr[i];
+      }
+    }
+    double sum = 0;
+    for (double r : ret) sum += r;
+    return sum / double(n);
+  }
+
+  // Means of the last update (waits for the stream).
+  sac_update_stats last_update() {
+    const std::vector<float> s = download(sums_), la = download(log_alpha_);
+    return {s[sac_sum_critic] / 2.0, s[sac_sum_actor], s[sac_sum_log_prob], std::exp(double(la[0]))};
+  }
+  [[nodiscard]] std::size_t env_steps() const noexcept { return env_steps_; }
+  [[nodiscard]] std::uint64_t updates() const noexcept { return updates_; }
+  [[nodiscard]] std::vector<float> actor_params() const { return download(actor_); }
+
+ private:
+  static int checked_envs(int n) {
+    gmi::require(n >= 1, "num_envs", n, ">= 1");
+    return n;
+  }
+  static replay::table_spec table_spec_of(const sac_config& c) {
+    replay::table_spec s;
+    s.columns = {{"obs", std::size_t(O), replay::dtype::f32},
+                 {"action", std::size_t(A), replay::dtype::f32},
+                 {"reward", 1, replay::dtype::f32},
+                 {"next_obs", std::size_t(O), replay::dtype::f32},
+                 {"terminated", 1, replay::dtype::f32}};
+    s.capacity = c.replay_capacity;
+    return s;
+  }
+  nn::adam_config adam_of(float lr) const { return {lr, 0.9f, 0.999f, 1e-8f, cfg_.max_grad_norm}; }
+  buf<float> upload(const std::vector<float>& v) const {
+    buf<float> b(v.size());
+    cuda::copy(b.span(), host_span<const float>(v.data(), v.size()), table_.stream());
+    GMI_CUDA_TRY(cudaStreamSynchronize(table_.stream()));
+    return b;
+  }
+  std::vector<float> download(const buf<float>& b) const {
+    std::vector<float> v(b.size());
+    cuda::copy(host_span<float>(v.data(), v.size()), device_span<const float>(b.data(), b.size()), table_.stream());
+    GMI_CUDA_TRY(cudaStreamSynchronize(table_.stream()));
+    return v;
+  }
+  template <class Opt>
+  void critic_step(buf<float>& critic, Opt& opt) {
+    const auto B = std::size_t(cfg_.batch);
+    critic_bm_.forward(critic.span(), x_.span(), q_.span(), critic_acts_.span());
+    sac_kernels::critic_dq<<<sac_kernels::blocks(B), 256, 0, pol_.stream>>>(q_.data(), y_.data(), B, d_q_.data(),
+                                                                            sums_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    critic_bm_.backward(critic.span(), x_.span(), critic_acts_.span(), d_q_.span(), g_critic_.span());
+    opt.step(critic.span(), g_critic_.span());
+  }
+
+  sac_config cfg_;
+  std::uint64_t seed_;
+  std::size_t n_;
+  replay::device_table table_;
+  exec::cuda pol_;
+  env_batch<E, exec::cuda> envs_;
+  replay::device_table::writer writer_;
+  nn::batch_mlp<actor_net, exec::cuda> actor_bm_;
+  nn::batch_mlp<critic_net, exec::cuda> critic_bm_;
+  buf<float> actor_, critic1_, critic2_, target1_, target2_;
+  nn::adam<exec::cuda> actor_opt_, critic1_opt_, critic2_opt_;
+  buf<float> log_alpha_, alpha_state_, sums_;
+  buf<float> current_, ro_obs_, ro_next_, ro_act_, ro_rew_, ro_term_;
+  buf<float> eps_, eps_next_, y_, x_, q_, d_q_, heads_, d_heads_, critic_acts_, actor_acts_, g_critic_, g_actor_;
+  replay::device_batch batch_;
+  std::size_t env_steps_ = 0;
+  std::uint64_t batch_steps_ = 0, updates_ = 0;
+  double owed_updates_ = 0;
+};
+
+}  // namespace gmi::rl

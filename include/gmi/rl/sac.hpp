@@ -1,0 +1,255 @@
+#pragma once
+// Soft actor-critic on host threads (exec::host): environments stepped by rl::env_batch, transitions kept in a
+// replay::host_table (columns obs, action, reward, next_obs, terminated; drawn uniformly), twin critics with
+// Polyak-averaged targets, a tanh-squashed Gaussian actor and automatic entropy tuning (sac_loss.hpp has the
+// gradients). The device path (replay::device_table, exec::cuda) is not written yet.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include <gmi/concepts/env.hpp>
+#include <gmi/core/error.hpp>
+#include <gmi/core/rng.hpp>
+#include <gmi/core/span.hpp>
+#include <gmi/exec/host.hpp>
+#include <gmi/nn/adam.hpp>
+#include <gmi/replay/host_table.hpp>
+#include <gmi/replay/rate_limiter.hpp>
+#include <gmi/replay/spec.hpp>
+#include <gmi/rl/env_batch.hpp>
+#include <gmi/rl/sac_config.hpp>
+#include <gmi/rl/sac_loss.hpp>
+
+namespace gmi::rl {
+
+// What the last gradient step measured (means over its batch).
+struct sac_update_stats {
+  double critic_loss = 0;  // 0.5 (Q - y)^2, averaged over both critics
+  double actor_loss = 0;
+  double log_prob = 0;
+  double alpha = 0;
+};
+
+template <gmi::env E, class Nets = sac_networks<E::obs_dim, E::act_dim, 256>>
+class sac_trainer {
+ public:
+  static_assert(Nets::obs_dim == E::obs_dim && Nets::act_dim == E::act_dim,
+                "gmi::rl::sac_trainer: the networks' obs_dim/act_dim must equal the environment's");
+  static_assert(std::is_same_v<typename Nets::scalar, float>, "gmi::rl::sac_trainer: the networks must use float");
+  using env_type = E;
+  using networks = Nets;
+  using actor_net = typename Nets::actor;
+  using critic_net = typename Nets::critic;
+  static constexpr int O = E::obs_dim, A = E::act_dim, X = O + A;
+
+  // Throws config_error (one line) for a bad config, num_envs < 1 or a table that does not fit the spec rules.
+  sac_trainer(sac_config config, int num_envs, std::uint64_t seed, typename E::params params = {},
+              exec::host policy = {})
+      : cfg_((config.validate(), config)),
+        seed_(seed),
+        envs_(num_envs, seed, params, policy),
+        table_(table_spec_of(cfg_), replay::rate_limiter::min_size(std::size_t(cfg_.batch))),
+        writer_(table_.make_writer(std::size_t(num_envs))),
+        grads_(policy),
+        actor_(sac_initial_params<actor_net>(seed, 0)),
+        critic1_(sac_initial_params<critic_net>(seed, 1)),
+        critic2_(sac_initial_params<critic_net>(seed, 2)),
+        target1_(critic1_),
+        target2_(critic2_),
+        actor_opt_(adam_of(cfg_.actor_lr), actor_.size(), policy),
+        critic1_opt_(adam_of(cfg_.critic_lr), critic1_.size(), policy),
+        critic2_opt_(adam_of(cfg_.critic_lr), critic2_.size(), policy),
+        alpha_opt_(nn::adam_config{cfg_.alpha_lr, 0.9f, 0.999f, 1e-8f, std::nullopt}, 1, policy),
+        log_alpha_{std::log(cfg_.initial_alpha)} {
+    const auto n = std::size_t(num_envs);
+    obs_.resize(n * O);
+    next_obs_.resize(n * O);
+    final_obs_.resize(n * O);
+    actions_.resize(n * A);
+    rewards_.resize(n);
+    terminated_.resize(n);
+    truncated_.resize(n);
+    terminated_f_.resize(n);
+    envs_.reset({obs_.data(), obs_.size()});
+  }
+
+  // Collects one step of every environment (uniform random actions until warmup_steps transitions are stored,
+  // the actor's draws after), inserts the transitions, then runs the gradient steps that are due.
+  void step() {
+    const std::size_t n = std::size_t(envs_.num_envs());
+    if (env_steps_ < cfg_.warmup_steps) {
+      gmi::rng r(seed_ ^ 0x3A7D0F1Bull, 0xC0113C7ull + batch_steps_);
+      for (float& a : actions_) a = r.uniform(-1.0f, 1.0f);
+    } else {
+      act(obs_.data(), n, false, actions_.data(), batch_steps_);
+    }
+    envs_.step({actions_.data(), actions_.size()}, {next_obs_.data(), next_obs_.size()}, {rewards_.data(), n},
+               {terminated_.data(), n}, {truncated_.data(), n}, nullptr, {final_obs_.data(), final_obs_.size()});
+    // The stored next observation is the episode's last one where it ended (next_obs_ already holds the reset).
+    std::vector<float> stored_next = next_obs_;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (terminated_[i] || truncated_[i]) std::memcpy(&stored_next[i * O], &final_obs_[i * O], O * sizeof(float));
+      terminated_f_[i] = terminated_[i] ? 1.0f : 0.0f;  // a time limit is not a terminal state: bootstrap
+    }
+    replay::rollout r;
+    r.horizon = 1;
+    r.envs = n;
+    r.columns = {obs_.data(), actions_.data(), rewards_.data(), stored_next.data(), terminated_f_.data()};
+    table_.insert(writer_, r);
+    obs_.swap(next_obs_);
+    env_steps_ += n;
+    ++batch_steps_;
+    if (env_steps_ < cfg_.warmup_steps) return;
+    owed_updates_ += double(cfg_.updates_per_step) * double(n);
+    while (owed_updates_ >= 1.0) {
+      update();
+      owed_updates_ -= 1.0;
+    }
+  }
+
+  // Steps until at least env_steps transitions were collected in total.
+  void train(std::size_t env_steps) {
+    while (env_steps_ < env_steps) step();
+  }
+
+  // Actions for n observations [n][O]: tanh(mean) when deterministic, else a draw (noise stream `round`).
+  void act(const float* obs, std::size_t n, bool deterministic, float* actions, std::uint64_t round = 0) const {
+    const float* p = actor_.data();
+    const float lo = cfg_.log_std_min, hi = cfg_.log_std_max;
+    const std::uint64_t s = seed_ ^ 0xAC7104ull;
+    exec::for_each(envs_.policy(), n, [=](std::size_t i) {
+      float head[2 * A], eps[A];
+      actor_net::forward(p, obs + i * O, head);
+      gmi::rng r(s, round * 0x100000000ull + i);
+      for (int k = 0; k < A; ++k) eps[k] = deterministic ? 0.0f : r.normal();
+      squashed_draw<float, A> d;
+      d.compute(head, eps, lo, hi);
+      for (int k = 0; k < A; ++k) actions[i * A + k] = d.action[k];
+    });
+  }
+
+  // The mean undiscounted return of the deterministic policy over one episode in each of `envs` fresh
+  // environments (seeded apart from training), each capped at the task's max_steps.
+  double evaluate(int envs, std::uint64_t seed) const {
+    env_batch<E> eval(envs, seed, envs_.params(), envs_.policy());
+    const auto n = std::size_t(envs);
+    std::vector<float> o(n * O), a(n * A), rew(n);
+    std::vector<std::uint8_t> term(n), trunc(n), done(n, 0);
+    std::vector<double> ret(n, 0.0);
+    eval.reset({o.data(), o.size()});
+    for (int t = 0; t < envs_.params().max_steps; ++t) {
+      act(o.data(), n, true, a.data());
+      eval.step({a.data(), a.size()}, {o.data(), o.size()}, {rew.data(), n}, {term.data(), n}, {trunc.data(), n});
+      for (std::size_t i = 0; i < n; ++i) {
+        if (done[i]) continue;
+        ret[i] += rew[i];
+        done[i] = term[i] || trunc[i];
+      }
+    }
+    double sum = 0;
+    for (double r : ret) sum += r;
+    return sum / double(n);
+  }
+
+  // Episodes finished in training since the previous read.
+  episode_stats read_stats() { return envs_.read_stats(); }
+
+  [[nodiscard]] const sac_config& config() const noexcept { return cfg_; }
+  [[nodiscard]] std::size_t env_steps() const noexcept { return env_steps_; }
+  [[nodiscard]] std::uint64_t updates() const noexcept { return updates_; }
+  [[nodiscard]] float alpha() const noexcept { return std::exp(log_alpha_[0]); }
+  [[nodiscard]] const sac_update_stats& last_update() const noexcept { return last_; }
+  [[nodiscard]] replay::host_table& table() noexcept { return table_; }
+  [[nodiscard]] host_span<const float> actor_params() const noexcept { return {actor_.data(), actor_.size()}; }
+  [[nodiscard]] host_span<const float> critic_params(int k) const noexcept {
+    const auto& c = k == 0 ? critic1_ : critic2_;
+    return {c.data(), c.size()};
+  }
+  [[nodiscard]] host_span<const float> target_params(int k) const noexcept {
+    const auto& c = k == 0 ? target1_ : target2_;
+    return {c.data(), c.size()};
+  }
+
+  // One gradient step: both critics on soft TD targets, the actor on the updated critics, the temperature,
+  // then the Polyak update of the targets.
+  void update() {
+    const auto B = std::size_t(cfg_.batch);
+    table_.sample(replay::sampler::uniform(), B, 1, seed_ * 0x9E3779B97F4A7C15ull + updates_, batch_);
+    const float* obs = batch_.template column<float>(0);
+    const float* act = batch_.template column<float>(1);
+    const float* rew = batch_.template column<float>(2);
+    const float* nxt = batch_.template column<float>(3);
+    const float* term = batch_.template column<float>(4);
+    eps_.resize(B * A);
+    eps_next_.resize(B * A);
+    gmi::rng r(seed_ ^ 0xE95ull, 0x5AC1000000ull + updates_);
+    for (float& e : eps_) e = r.normal();
+    for (float& e : eps_next_) e = r.normal();
+    const float alpha = this->alpha();
+    y_.resize(B);
+    grads_.critic_targets(actor_.data(), target1_.data(), target2_.data(), nxt, rew, term, eps_next_.data(), B, alpha,
+                          cfg_.gamma, cfg_.log_std_min, cfg_.log_std_max, y_.data());
+    x_.resize(B * X);
+    for (std::size_t i = 0; i < B; ++i) {
+      std::memcpy(&x_[i * X], obs + i * O, O * sizeof(float));
+      std::memcpy(&x_[i * X + O], act + i * A, A * sizeof(float));
+    }
+    g_critic_.resize(critic1_.size());
+    last_.critic_loss = 0.5 * grads_.critic_loss(critic1_.data(), x_.data(), y_.data(), B, g_critic_.data());
+    critic1_opt_.step({critic1_.data(), critic1_.size()}, {g_critic_.data(), g_critic_.size()});
+    last_.critic_loss += 0.5 * grads_.critic_loss(critic2_.data(), x_.data(), y_.data(), B, g_critic_.data());
+    critic2_opt_.step({critic2_.data(), critic2_.size()}, {g_critic_.data(), g_critic_.size()});
+    g_actor_.resize(actor_.size());
+    const auto a = grads_.actor_loss(actor_.data(), critic1_.data(), critic2_.data(), obs, eps_.data(), B, alpha,
+                                     cfg_.log_std_min, cfg_.log_std_max, g_actor_.data());
+    actor_opt_.step({actor_.data(), actor_.size()}, {g_actor_.data(), g_actor_.size()});
+    if (cfg_.tune_alpha) {
+      // Loss -log_alpha (log_prob + target_entropy), log_prob held fixed.
+      const float g = -float(a.log_prob + double(cfg_.entropy_target(A)));
+      alpha_opt_.step({log_alpha_, 1}, {&g, 1});
+    }
+    polyak_update<float>({target1_.data(), target1_.size()}, {critic1_.data(), critic1_.size()}, cfg_.tau);
+    polyak_update<float>({target2_.data(), target2_.size()}, {critic2_.data(), critic2_.size()}, cfg_.tau);
+    last_.actor_loss = a.loss;
+    last_.log_prob = a.log_prob;
+    last_.alpha = alpha;
+    ++updates_;
+  }
+
+ private:
+  static replay::table_spec table_spec_of(const sac_config& c) {
+    replay::table_spec s;
+    s.columns = {{"obs", std::size_t(O), replay::dtype::f32},
+                 {"action", std::size_t(A), replay::dtype::f32},
+                 {"reward", 1, replay::dtype::f32},
+                 {"next_obs", std::size_t(O), replay::dtype::f32},
+                 {"terminated", 1, replay::dtype::f32}};
+    s.capacity = c.replay_capacity;
+    return s;
+  }
+  nn::adam_config adam_of(float lr) const { return {lr, 0.9f, 0.999f, 1e-8f, cfg_.max_grad_norm}; }
+
+  sac_config cfg_;
+  std::uint64_t seed_;
+  env_batch<E> envs_;
+  replay::host_table table_;
+  replay::host_table::writer writer_;
+  sac_gradients<Nets> grads_;
+  std::vector<float> actor_, critic1_, critic2_, target1_, target2_;
+  nn::adam<exec::host> actor_opt_, critic1_opt_, critic2_opt_, alpha_opt_;
+  float log_alpha_[1];
+  std::vector<float> obs_, next_obs_, final_obs_, actions_, rewards_, terminated_f_;
+  std::vector<std::uint8_t> terminated_, truncated_;
+  std::vector<float> eps_, eps_next_, y_, x_, g_critic_, g_actor_;
+  replay::host_batch batch_;
+  std::size_t env_steps_ = 0;
+  std::uint64_t batch_steps_ = 0, updates_ = 0;
+  double owed_updates_ = 0;
+  sac_update_stats last_;
+};
+
+}  // namespace gmi::rl

@@ -1,0 +1,136 @@
+#include "sac_gpu/runs.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include <gmi/envs/pendulum.hpp>
+#include <gmi/rl/env_batch.hpp>
+#include <gmi/rl/sac.cuh>
+
+namespace sac_gpu {
+
+namespace {
+template <class T>
+gmi::cuda::device_buffer<T> up(const std::vector<T>& v) {
+  gmi::cuda::device_buffer<T> b(v.size());
+  gmi::cuda::copy(b.span(), gmi::host_span<const T>(v.data(), v.size()), nullptr);
+  return b;
+}
+template <class T>
+std::vector<T> down(const gmi::cuda::device_buffer<T>& b) {
+  std::vector<T> v(b.size());
+  gmi::cuda::copy(gmi::host_span<T>(v.data(), v.size()), gmi::device_span<const T>(b.data(), b.size()), nullptr);
+  GMI_CUDA_TRY(cudaDeviceSynchronize());
+  return v;
+}
+std::vector<float> uniform(std::size_t n, std::uint64_t stream, float lo, float hi) {
+  gmi::rng r(31, stream);
+  std::vector<float> v(n);
+  for (float& x : v) x = r.uniform(lo, hi);
+  return v;
+}
+// Largest |a - b| / (|a| + |b| + floor) over the elements.
+double worst(const std::vector<float>& a, const std::vector<float>& b, double floor) {
+  double w = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    w = std::max(w, std::abs(double(a[i]) - double(b[i])) / (std::abs(double(a[i])) + std::abs(double(b[i])) + floor));
+  return w;
+}
+}  // namespace
+
+agreement device_matches_host(std::size_t n) {
+  using nets = gmi::rl::sac_networks<5, 2, 32>;
+  namespace k = gmi::rl::sac_kernels;
+  constexpr int O = 5, A = 2, X = 7;
+  const float alpha = 0.3f, gamma = 0.99f, lo = -5.0f, hi = 2.0f;
+  const auto actor = gmi::rl::sac_initial_params<nets::actor>(1, 0);
+  const auto c1 = gmi::rl::sac_initial_params<nets::critic>(1, 1), c2 = gmi::rl::sac_initial_params<nets::critic>(1, 2);
+  const auto obs = uniform(n * O, 1, -1, 1), act = uniform(n * A, 2, -1, 1), nxt = uniform(n * O, 3, -1, 1);
+  const auto rew = uniform(n, 4, -2, 0), eps = uniform(n * A, 5, -2, 2), eps_next = uniform(n * A, 6, -2, 2);
+  std::vector<float> term(n, 0.0f);
+  for (std::size_t i = 0; i < n; i += 5) term[i] = 1.0f;
+  std::vector<float> x(n * X);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (int j = 0; j < O; ++j) x[i * X + j] = obs[i * O + j];
+    for (int j = 0; j < A; ++j) x[i * X + O + j] = act[i * A + j];
+  }
+  // Host.
+  gmi::rl::sac_gradients<nets> h;
+  std::vector<float> y_h(n), gc_h(nets::critic::param_count), ga_h(nets::actor::param_count);
+  h.critic_targets(actor.data(), c1.data(), c2.data(), nxt.data(), rew.data(), term.data(), eps_next.data(), n, alpha,
+                   gamma, lo, hi, y_h.data());
+  h.critic_loss(c1.data(), x.data(), y_h.data(), n, gc_h.data());
+  const auto ar = h.actor_loss(actor.data(), c1.data(), c2.data(), obs.data(), eps.data(), n, alpha, lo, hi, ga_h.data());
+  // Device.
+  const auto d_actor = up(actor), d_c1 = up(c1), d_c2 = up(c2), d_obs = up(obs), d_nxt = up(nxt), d_rew = up(rew);
+  const auto d_term = up(term), d_eps = up(eps), d_eps_next = up(eps_next), d_x = up(x);
+  const auto d_log_alpha = up(std::vector<float>{std::log(alpha)});
+  gmi::cuda::device_buffer<float> y(n), q(n), dq(n), heads(n * 2 * A), d_heads(n * 2 * A);
+  gmi::cuda::device_buffer<float> gc(nets::critic::param_count), ga(nets::actor::param_count);
+  auto sums = up(std::vector<float>(gmi::rl::sac_sum_count, 0.0f));
+  gmi::nn::batch_mlp<nets::critic, gmi::exec::cuda> cb(gmi::exec::cuda{}, n);
+  gmi::nn::batch_mlp<nets::actor, gmi::exec::cuda> ab(gmi::exec::cuda{}, n);
+  gmi::cuda::device_buffer<float> cacts(cb.acts_size(n)), aacts(ab.acts_size(n));
+  k::targets<nets><<<k::blocks(n), 256>>>(d_actor.data(), d_c1.data(), d_c2.data(), d_nxt.data(), d_rew.data(),
+                                           d_term.data(), d_eps_next.data(), n, d_log_alpha.data(), gamma, lo, hi,
+                                           y.data());
+  cb.forward(d_c1.span(), d_x.span(), q.span(), cacts.span());
+  k::critic_dq<<<k::blocks(n), 256>>>(q.data(), y.data(), n, dq.data(), sums.data());
+  cb.backward(d_c1.span(), d_x.span(), cacts.span(), dq.span(), gc.span());
+  ab.forward(d_actor.span(), d_obs.span(), heads.span(), aacts.span());
+  k::actor_heads<nets><<<k::blocks(n), 256>>>(heads.data(), d_obs.data(), d_eps.data(), d_c1.data(), d_c2.data(), n,
+                                               d_log_alpha.data(), lo, hi, d_heads.data(), sums.data());
+  ab.backward(d_actor.span(), d_obs.span(), aacts.span(), d_heads.span(), ga.span());
+  GMI_CUDA_TRY(cudaGetLastError());
+  agreement out;
+  out.targets = worst(down(y), y_h, 1e-3);
+  out.critic_grad = worst(down(gc), gc_h, 1e-3);
+  out.actor_grad = worst(down(ga), ga_h, 1e-3);
+  out.actor_loss_host = ar.loss;
+  out.actor_loss_device = down(sums)[gmi::rl::sac_sum_actor];
+  return out;
+}
+
+learn_result learn_pendulum(int num_envs, std::size_t env_steps) {
+  using nets = gmi::rl::sac_networks<3, 1, 64>;
+  gmi::rl::sac_config c;
+  c.batch = 128;
+  c.warmup_steps = 1000;
+  c.replay_capacity = 100000;
+  c.actor_lr = 1e-3f;
+  c.critic_lr = 1e-3f;
+  c.alpha_lr = 1e-3f;
+  learn_result out;
+  {
+    gmi::rl::env_batch<gmi::envs::pendulum> e(16, 99);
+    std::vector<float> o(16 * 3), a(16), rew(16);
+    std::vector<std::uint8_t> te(16), tr(16);
+    e.reset({o.data(), o.size()});
+    gmi::rng r(5, 5);
+    for (int s = 0; s < 200; ++s) {
+      for (float& x : a) x = r.uniform(-1.0f, 1.0f);
+      e.step({a.data(), 16}, {o.data(), o.size()}, {rew.data(), 16}, {te.data(), 16}, {tr.data(), 16});
+      for (float x : rew) out.random_return += x / 16.0;
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  gmi::rl::sac_device_trainer<gmi::envs::pendulum, nets> t(c, num_envs, 2024);
+  for (std::size_t done = 0; done < env_steps; done += 1000) {
+    t.train(done + 1000);
+    const auto s = t.last_update();
+    char line[256];
+    std::snprintf(line, sizeof line, "env_steps %zu updates %llu alpha %.3f critic %.3f actor %.3f eval %.1f (%.1f s)",
+                  t.env_steps(), static_cast<unsigned long long>(t.updates()), s.alpha, s.critic_loss, s.actor_loss,
+                  t.evaluate(8, 123), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    out.log.emplace_back(line);
+  }
+  out.final_return = t.evaluate(16, 4242);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.env_steps = t.env_steps();
+  out.updates = t.updates();
+  return out;
+}
+
+}  // namespace sac_gpu

@@ -1,0 +1,26 @@
+#pragma once
+// Host entry points into the device SAC trainer, for the doctest file (compiled by the host compiler).
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace sac_gpu {
+
+struct learn_result {
+  double random_return = 0, final_return = 0, seconds = 0;
+  std::size_t env_steps = 0, updates = 0;
+  std::vector<std::string> log;  // one line per 1000 env steps
+};
+
+// One batch through the device kernels and through the host sac_gradients, same inputs: the soft targets, the
+// critic gradient and the actor gradient of both, and the largest relative differences.
+struct agreement {
+  double targets = 0, critic_grad = 0, actor_grad = 0, actor_loss_host = 0, actor_loss_device = 0;
+};
+agreement device_matches_host(std::size_t batch);
+
+// SAC on the device on Pendulum with the settings of tests/sac's learning test, num_envs environments.
+learn_result learn_pendulum(int num_envs, std::size_t env_steps);
+
+}  // namespace sac_gpu
