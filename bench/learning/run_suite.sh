@@ -11,7 +11,8 @@
 #   scale multiplies every task's env steps (0.1 for a quick look).
 # Environment: SUITE_TASKS="cartpole point_reach ..." (a subset, default all), PYTHON (a python with jax; default
 #   python3), GMI_DEVICE (gmi's --device, default auto), GMI_VARIANTS="label|flags;label|flags" (more gmi
-#   configurations beside the defaults, each written as impl "gmi_<label>" with its flags as "settings"),
+#   configurations beside the defaults, each written as impl "gmi_<label>" with its flags as "settings"; one with
+#   --gmis-per-gpu K gives each of its K GMIs the task's envs / K),
 #   SUITE_NUM_ENVS (one env count for every task instead of the table's, for a quick check on a small machine),
 #   REFERENCE=0 (gmi only), SUITE_BUDGET_S (default 500: no reference task starts training after this many
 #   seconds, so a 9-minute device call returns what is done).
@@ -107,13 +108,16 @@ for t in $wanted; do
   for v in "${variants[@]}"; do
     impl=${v%%|*}
     flags=${v#*|}
+    # A variant with --gmis-per-gpu K splits the task's envs over its K GMIs (the same total envs and env steps).
+    gmis=$(sed -nE 's/.*--gmis-per-gpu[ =]([0-9]+).*/\1/p' <<< "$flags")
+    run_envs=$(( envs / ${gmis:-1} ))
     files=()
     for seed in $(seq "$seeds"); do
       f="$work/$impl-$t-$seed.jsonl"
       # Every run goes to the step limit (no early stop when solved, as the reference), so returns compare at equal
       # env steps.
       # shellcheck disable=SC2086  # flags are words
-      timeout 120 "$(binary "$t")" --device "$gmi_device" --seed "$seed" --num-envs "$envs" --max-env-steps "$steps" \
+      timeout 120 "$(binary "$t")" --device "$gmi_device" --seed "$seed" --num-envs "$run_envs" --max-env-steps "$steps" \
         --target-return nan --log-interval 0.2 --quiet --metrics "$f" $flags > "$work/$impl-$t-$seed.log" 2>&1 ||
         echo "run_suite: $impl $t seed $seed: exit $? ($(tail -1 "$work/$impl-$t-$seed.log"))" >&2
       files+=("$f")
