@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# multihost.<case>: gmi.multihost.ppo on two simulated hosts (mpirun -np 2 on this machine, each process a host).
+#   identical_weights: 2 hosts x 2 GMIs end with the weights of 1 host x 4 GMIs, bit for bit; the control (no
+#                      cross-host sum) must not.
+#   killed_host:       host 1 SIGKILLs itself; host 0 must end within 10 s of the kill with one line naming host 1
+#                      and its GMIs.
+# Exits 77 (skipped) without MPI in the build or mpirun on PATH.
+set -uo pipefail
+case_name=$1 bin=$2 dir=$3 mpi=$4
+if [ "$mpi" != mpi ]; then echo "SKIPPED: gmi built without MPI (install libopenmpi-dev, reconfigure)"; exit 77; fi
+if ! command -v mpirun >/dev/null; then echo "SKIPPED: mpirun not on PATH (install openmpi-bin)"; exit 77; fi
+rm -rf "$dir" && mkdir -p "$dir"
+flags=(--oversubscribe)
+[ "$(id -u)" -eq 0 ] && flags+=(--allow-run-as-root)
+fail() { echo "FAILED: $*"; exit 1; }
+
+case "$case_name" in
+identical_weights)
+  common=(--iterations 3 --envs 32 --seed 100)
+  "$bin" --gmis-per-host 4 "${common[@]}" --weights "$dir/one.bin" > "$dir/one.out" 2>&1 || { cat "$dir/one.out"; fail "one host x 4 GMIs"; }
+  timeout 180 mpirun "${flags[@]}" -np 2 "$bin" --gmis-per-host 2 "${common[@]}" --weights "$dir/two.bin" > "$dir/two.out" 2>&1 \
+    || { cat "$dir/two.out"; fail "2 hosts x 2 GMIs under mpirun"; }
+  timeout 180 mpirun "${flags[@]}" -np 2 "$bin" --gmis-per-host 2 "${common[@]}" --no-cross-host-gradients --weights "$dir/control.bin" \
+    > "$dir/control.out" 2>&1 || { cat "$dir/control.out"; fail "the control run"; }
+  cat "$dir/one.out" "$dir/two.out"
+  [ "$(grep -c '"hosts": 2' "$dir/two.out")" -eq 2 ] || fail "need one line with \"hosts\": 2 from each of the 2 hosts"
+  grep -q '"host_id": "[^"]*\.0"' "$dir/two.out" && grep -q '"host_id": "[^"]*\.1"' "$dir/two.out" \
+    || fail "the simulated hosts must have the ids <hostname>.0 and <hostname>.1"
+  [ -s "$dir/one.bin" ] || fail "no weights from one host"
+  cmp -s "$dir/one.bin" "$dir/two.bin" || fail "2 hosts x 2 GMIs ended with other weights than 1 host x 4 GMIs"
+  cmp -s "$dir/one.bin" "$dir/control.bin" && fail "the control (gradients not summed across hosts) matched too: the check can not fail"
+  echo "identical: $(wc -c < "$dir/one.bin") bytes of weights; the control differs"
+  ;;
+killed_host)
+  # --enable-recovery: mpirun leaves the survivor running (by default it kills the job itself when a process dies),
+  # so gmi's own detection is what is tested.
+  start=$(date +%s.%N)
+  timeout 120 mpirun "${flags[@]}" --enable-recovery -np 2 "$bin" --gmis-per-host 2 \
+    --iterations 100000 --kill-host 1 --kill-at 2 --heartbeat-timeout-ms 3000 --weights "$dir/w" > "$dir/out" 2>&1
+  rc=$?
+  cat "$dir/out"
+  [ "$rc" -ne 124 ] || fail "the job did not end within 120 s of its start"
+  [ -s "$dir/w.killed" ] || fail "host 1 did not kill itself (no $dir/w.killed)"
+  line=$(grep "gmi: host 0 " "$dir/out") || fail "host 0 printed no error line"
+  [ "$(grep -c "gmi: host 0 " "$dir/out")" -eq 1 ] || fail "host 0 printed more than one error line"
+  echo "$line" | grep -q "host 1 '[^']*' (GMIs 2-3)" || fail "the line must name host 1 and its GMIs 2-3: $line"
+  killed=$(cat "$dir/w.killed")
+  detected=$(echo "$line" | sed -n 's/.*(detected at \([0-9.]*\)).*/\1/p')
+  [ -n "$detected" ] || fail "no detection time in: $line"
+  awk -v k="$killed" -v d="$detected" 'BEGIN { s = d - k; printf "lost host detected %.2f s after the kill\n", s; exit !(s >= 0 && s <= 10) }' \
+    || fail "detection took longer than 10 s"
+  ;;
+*) echo "run.sh: got case '$case_name', need identical_weights or killed_host"; exit 2 ;;
+esac
