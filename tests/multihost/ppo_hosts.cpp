@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -33,7 +34,7 @@ double wall_now() {
 int main(int argc, char** argv) {
   CLI::App app("gmi multi-host PPO on host GMIs", "gmi.multihost.ppo");
   gmi::runtime::multihost_options o;
-  int iterations = 4, envs = 32, kill_host = -1, kill_at = 1, heartbeat_ms = 3000;
+  int iterations = 4, envs = 32, kill_host = -1, kill_at = 1, throw_host = -1, heartbeat_ms = 3000;
   std::uint64_t seed = 100;
   std::string weights;
   bool no_cross_gradients = false;
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-timeout-ms", heartbeat_ms, "a host silent this long is lost")->check(CLI::Range(300, 600000));
   app.add_option("--kill-host", kill_host, "test: this host SIGKILLs itself (its whole process) ...");
   app.add_option("--kill-at", kill_at, "... at the start of this iteration, after writing the time to --weights.killed");
+  app.add_option("--throw-host", throw_host, "test: GMI 1 of this host throws at iteration --kill-at");
   app.add_flag("--no-cross-host-gradients", no_cross_gradients,
                "test control: after the first weights, gradients are summed within each host only (replicas drift)");
   if (auto code = gmi::runtime::parse_flags(app, argc, argv)) return *code;
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
           std::ofstream(weights + ".killed") << std::to_string(wall_now()) << '\n';
           ::kill(::getpid(), SIGKILL);
         }
+        if (g.host() == throw_host && ctx.rank() == 1 && i == kill_at) throw std::runtime_error("failed on purpose");
         t.iterate();
         ctx.heartbeat();
       }

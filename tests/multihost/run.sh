@@ -4,6 +4,7 @@
 #                      cross-host sum) must not.
 #   killed_host:       host 1 SIGKILLs itself; host 0 must end within 10 s of the kill with one line naming host 1
 #                      and its GMIs.
+#   failed_gmi:        GMI 3 (host 1) throws; host 0 must end with one line naming host 1 and GMI 3's error.
 # Exits 77 (skipped) without MPI in the build or mpirun on PATH.
 set -uo pipefail
 case_name=$1 bin=$2 dir=$3 mpi=$4
@@ -50,5 +51,17 @@ killed_host)
   awk -v k="$killed" -v d="$detected" 'BEGIN { s = d - k; printf "lost host detected %.2f s after the kill\n", s; exit !(s >= 0 && s <= 10) }' \
     || fail "detection took longer than 10 s"
   ;;
-*) echo "run.sh: got case '$case_name', need identical_weights or killed_host"; exit 2 ;;
+failed_gmi)
+  timeout 120 mpirun "${flags[@]}" --enable-recovery -np 2 "$bin" --gmis-per-host 2 --iterations 100000 \
+    --throw-host 1 --kill-at 2 > "$dir/out" 2>&1
+  rc=$?
+  cat "$dir/out"
+  [ "$rc" -ne 124 ] || fail "the job did not end within 120 s of its start"
+  [ "$(grep -c "gmi: host 0 " "$dir/out")" -eq 1 ] || fail "host 0 must print exactly one error line"
+  grep "gmi: host 0 " "$dir/out" | grep -q "host 1 '[^']*' (GMIs 2-3) reported: GMI 3 (host 1 '[^']*', host, slice 1) threw: failed on purpose" \
+    || fail "host 0's line must name host 1 and GMI 3's failure"
+  grep "gmi: host 1 " "$dir/out" | grep -q "GMI 3 (host 1 '[^']*', host, slice 1) threw: failed on purpose" \
+    || fail "host 1's line must name GMI 3"
+  ;;
+*) echo "run.sh: got case '$case_name', need identical_weights, killed_host or failed_gmi"; exit 2 ;;
 esac

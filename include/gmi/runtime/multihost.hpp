@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -118,6 +119,8 @@ multihost_report run_on_hosts(const multihost_options& o, F fn) {
   std::vector<std::vector<int>> cores;
   if (o.pin && partition::cpu_cores::can_implement(o.gmis)) cores = partition::cpu_cores::core_sets({o.gmis, {}});
 
+  std::mutex origin_mutex;
+  std::optional<failure> origin;
   thread_group group(spec, [&](context& ctx) {
     std::optional<partition::cpu_cores::binding> bound;
     exec::host unpinned;
@@ -125,12 +128,17 @@ multihost_report run_on_hosts(const multihost_options& o, F fn) {
     host_gmi g(ctx, sums, bound ? bound->policy() : unpinned);
     try {
       fn(ctx, g);
-    } catch (...) {
+    } catch (const std::exception& e) {
+      {
+        std::lock_guard lock(origin_mutex);  // the first GMI to fail is the cause; the others fail through the sum
+        if (!origin) origin = failure{ctx.rank(), std::string("threw: ") + e.what(), ctx.id().describe() + " threw: " + e.what()};
+      }
       sums.break_group("GMI " + std::to_string(g.rank()) + " failed");
       throw;
     }
   });
   out.run = group.wait();
+  if (out.run.first_failure && out.run.first_failure->rank >= 0 && origin) out.run.first_failure = *origin;
   if (l) {
     if (out.run.first_failure) {
       failure& f = *out.run.first_failure;
