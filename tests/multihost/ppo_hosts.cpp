@@ -18,6 +18,7 @@
 #include <gmi/envs/cartpole.hpp>
 #include <gmi/rl/ppo.hpp>
 #include <gmi/runtime/flags.hpp>
+#include <gmi/runtime/host_checkpoint.hpp>
 #include <gmi/runtime/multihost.hpp>
 
 namespace {
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
   gmi::runtime::multihost_options o;
   int iterations = 4, envs = 32, kill_host = -1, kill_at = 1, throw_host = -1, heartbeat_ms = 3000;
   std::uint64_t seed = 100;
-  std::string weights;
+  std::string weights, checkpoint, resume;
   bool no_cross_gradients = false;
   app.add_option("--gmis-per-host", o.gmis, "host GMIs on every host")->check(CLI::Range(1, 256));
   app.add_option("--host-id", o.host_id, "this host's id (default: hostname, .local rank when several share it)");
@@ -44,6 +45,8 @@ int main(int argc, char** argv) {
   app.add_option("--envs", envs, "environments a GMI")->check(CLI::Range(1, 1 << 20));
   app.add_option("--seed", seed, "seed of global rank 0 (rank r: seed + r)");
   app.add_option("--weights", weights, "file for rank 0's final weights (raw float32)");
+  app.add_option("--checkpoint", checkpoint, "after the last iteration: every GMI's state, host manifests, job manifest");
+  app.add_option("--resume", resume, "a job manifest to start from (then --iterations counts from its iteration)");
   app.add_option("--heartbeat-timeout-ms", heartbeat_ms, "a host silent this long is lost")->check(CLI::Range(300, 600000));
   app.add_option("--kill-host", kill_host, "test: this host SIGKILLs itself (its whole process) ...");
   app.add_option("--kill-at", kill_at, "... at the start of this iteration, after writing the time to --weights.killed");
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
   try {
     const auto report = gmi::runtime::run_on_hosts(o, [&](gmi::runtime::context& ctx, gmi::runtime::host_gmi& g) {
       trainer t(envs, seed + static_cast<std::uint64_t>(g.rank()), config, {}, g.policy());
+      if (!resume.empty()) t.load_state(gmi::runtime::load_from_hosts(resume, g.rank()));
       gmi::rl::ppo_sync s;
       s.rank = g.rank();
       s.world = g.world();
@@ -69,7 +73,7 @@ int main(int argc, char** argv) {
       };
       s.sum_stats = [&g](double* d, std::size_t n) { g.sum(d, n); };
       t.set_sync(std::move(s));
-      for (int i = 0; i < iterations; ++i) {
+      for (int i = static_cast<int>(t.iteration()); i < iterations; ++i) {
         if (g.host() == kill_host && ctx.rank() == 0 && i == kill_at) {
           std::ofstream(weights + ".killed") << std::to_string(wall_now()) << '\n';
           ::kill(::getpid(), SIGKILL);
@@ -78,6 +82,7 @@ int main(int argc, char** argv) {
         t.iterate();
         ctx.heartbeat();
       }
+      if (!checkpoint.empty()) gmi::runtime::save_on_hosts(g, t.save_state(), checkpoint, t.iteration(), o.gmis);
       if (g.rank() == 0 && !weights.empty()) {
         std::ofstream out(weights, std::ios::binary | std::ios::trunc);
         out.write(reinterpret_cast<const char*>(t.params().data()), static_cast<std::streamsize>(t.params().size() * sizeof(float)));

@@ -5,13 +5,16 @@
 #   killed_host:       host 1 SIGKILLs itself; host 0 must end within 10 s of the kill with one line naming host 1
 #                      and its GMIs.
 #   failed_gmi:        GMI 3 (host 1) throws; host 0 must end with one line naming host 1 and GMI 3's error.
+#   checkpoint_resume: 2 hosts x 2 GMIs save after 2 iterations (a file a GMI, a manifest a host, the job's
+#                      manifest) and resume to 4: the weights of 4 iterations straight, bit for bit.
 # Exits 77 (skipped) without MPI in the build or mpirun on PATH.
 set -uo pipefail
 case_name=$1 bin=$2 dir=$3 mpi=$4
 if [ "$mpi" != mpi ]; then echo "SKIPPED: gmi built without MPI (install libopenmpi-dev, reconfigure)"; exit 77; fi
 if ! command -v mpirun >/dev/null; then echo "SKIPPED: mpirun not on PATH (install openmpi-bin)"; exit 77; fi
 rm -rf "$dir" && mkdir -p "$dir"
-flags=(--oversubscribe)
+# MPI over TCP only (btl tcp,self), as between real hosts: the simulated hosts share nothing through /dev/shm.
+flags=(--oversubscribe --mca btl tcp,self)
 [ "$(id -u)" -eq 0 ] && flags+=(--allow-run-as-root)
 fail() { echo "FAILED: $*"; exit 1; }
 
@@ -63,5 +66,34 @@ failed_gmi)
   grep "gmi: host 1 " "$dir/out" | grep -q "GMI 3 (host 1 '[^']*', host, slice 1) threw: failed on purpose" \
     || fail "host 1's line must name GMI 3"
   ;;
-*) echo "run.sh: got case '$case_name', need identical_weights, killed_host or failed_gmi"; exit 2 ;;
+checkpoint_resume)
+  common=(--gmis-per-host 2 --envs 32 --seed 100)
+  run() { timeout 180 mpirun "${flags[@]}" -np 2 "$bin" "${common[@]}" "$@" >> "$dir/out" 2>&1 || { cat "$dir/out"; fail "mpirun $*"; }; }
+  run --iterations 4 --weights "$dir/straight.bin"
+  run --iterations 2 --checkpoint "$dir/ck"
+  for f in ck ck.host0 ck.host1 ck.iter2.gmi0 ck.iter2.gmi1 ck.iter2.gmi2 ck.iter2.gmi3; do
+    [ -s "$dir/$f" ] || fail "no $f after the checkpoint"
+  done
+  python3 - "$dir" <<'PY' || fail "the manifests do not list the files"
+import json, os, sys
+d = sys.argv[1]
+job = json.load(open(os.path.join(d, "ck")))
+assert job["hosts"] == 2 and job["iteration"] == 2, job
+assert [f["rank"] for f in job["files"]] == [0, 1, 2, 3] and [f["host"] for f in job["files"]] == [0, 0, 1, 1]
+for f in job["files"]:
+    assert os.path.getsize(os.path.join(d, f["file"])) == f["bytes"], f
+for h in (0, 1):
+    mine = json.load(open(os.path.join(d, f"ck.host{h}")))
+    assert [f["rank"] for f in mine["files"]] == [2 * h, 2 * h + 1], mine
+PY
+  run --iterations 4 --resume "$dir/ck" --weights "$dir/resumed.bin"
+  cat "$dir/out"
+  cmp -s "$dir/straight.bin" "$dir/resumed.bin" || fail "resumed at iteration 2 and ended with other weights than 4 straight"
+  cp "$dir/ck.iter2.gmi3" "$dir/saved" && printf 'x' | dd of="$dir/ck.iter2.gmi3" bs=1 seek=100 conv=notrunc 2>/dev/null
+  timeout 180 mpirun "${flags[@]}" -np 2 "$bin" "${common[@]}" --iterations 4 --resume "$dir/ck" > "$dir/damaged.out" 2>&1 \
+    && fail "a damaged file was resumed from"
+  grep -q "ck.iter2.gmi3" "$dir/damaged.out" || { cat "$dir/damaged.out"; fail "the refusal must name the damaged file"; }
+  echo "resumed: bit for bit; a damaged file refused"
+  ;;
+*) echo "run.sh: got case '$case_name', need identical_weights, killed_host, failed_gmi or checkpoint_resume"; exit 2 ;;
 esac
