@@ -9,6 +9,7 @@
 
 #include <gmi/runtime/host_sum.hpp>
 #include <gmi/runtime/hosts.hpp>
+#include <gmi/runtime/supervisor.hpp>
 
 namespace {
 // Sets launcher variables for one scope, removing them afterwards.
@@ -145,5 +146,34 @@ TEST_SUITE("cpu") {
     std::thread other([&] { CHECK_THROWS_AS(mismatched.sum(1, b.data(), b.size(), [] { return false; }), gmi::comm_error); });
     CHECK_THROWS_AS(mismatched.sum(0, a.data(), a.size(), [] { return false; }), gmi::comm_error);
     other.join();
+  }
+
+  // Simulated hosts on one machine share no /dev/shm names: each run's segment carries its host's id, and its
+  // GMIs name their host and global rank.
+  TEST_CASE("multihost.segment_and_names_carry_the_host") {
+    gmi::runtime::launch_spec spec = gmi::runtime::launch_spec::uniform(0, 2);
+    spec.host = 1;
+    spec.host_name = "node7.1";
+    spec.first_rank = 2;
+    spec.global_world = 4;
+    spec.run_tag = "h" + gmi::runtime::shm_safe("node7.1") + "-";
+    std::vector<std::string> described(2);
+    std::vector<int> global(2);
+    gmi::runtime::thread_group group(spec, [&](gmi::runtime::context& ctx) {
+      described[static_cast<std::size_t>(ctx.rank())] = ctx.id().describe();
+      global[static_cast<std::size_t>(ctx.rank())] = ctx.id().global_rank();
+    });
+    CHECK(group.shm_name().find("-hnode7.1-") != std::string::npos);
+    CHECK(group.wait().ok());
+    CHECK(described[1] == "GMI 3 (host 1 'node7.1', host, slice 1)");
+    CHECK(global == std::vector<int>{2, 3});
+    // The identity travels to GMI processes with its host fields.
+    const auto env = gmi::runtime::to_env(spec.identity_of(1, "r", "/s"));
+    ::setenv(env[0].first.c_str(), env[0].second.c_str(), 1);
+    const auto back = gmi::runtime::this_gmi();
+    ::unsetenv(env[0].first.c_str());
+    REQUIRE(back);
+    CHECK(back->describe() == "GMI 3 (host 1 'node7.1', host, slice 1)");
+    CHECK(back->global_size() == 4);
   }
 }

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   gmi::runtime::multihost_options o;
   int iterations = 4, envs = 32, kill_host = -1, kill_at = 1, throw_host = -1, heartbeat_ms = 3000;
   std::uint64_t seed = 100;
-  std::string weights, checkpoint, resume;
+  std::string weights, checkpoint, resume, kill_signal = "KILL";
   bool no_cross_gradients = false;
   app.add_option("--gmis-per-host", o.gmis, "host GMIs on every host")->check(CLI::Range(1, 256));
   app.add_option("--host-id", o.host_id, "this host's id (default: hostname, .local rank when several share it)");
@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   app.add_option("--resume", resume, "a job manifest to start from (then --iterations counts from its iteration)");
   app.add_option("--heartbeat-timeout-ms", heartbeat_ms, "a host silent this long is lost")->check(CLI::Range(300, 600000));
   app.add_option("--kill-host", kill_host, "test: this host SIGKILLs itself (its whole process) ...");
+  app.add_option("--kill-signal", kill_signal, "... or stops itself (STOP: a hung host)")->check(CLI::IsMember({"KILL", "STOP"}));
   app.add_option("--kill-at", kill_at, "... at the start of this iteration, after writing the time to --weights.killed");
   app.add_option("--throw-host", throw_host, "test: GMI 1 of this host throws at iteration --kill-at");
   app.add_flag("--no-cross-host-gradients", no_cross_gradients,
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
       for (int i = static_cast<int>(t.iteration()); i < iterations; ++i) {
         if (g.host() == kill_host && ctx.rank() == 0 && i == kill_at) {
           std::ofstream(weights + ".killed") << std::to_string(wall_now()) << '\n';
-          ::kill(::getpid(), SIGKILL);
+          ::kill(::getpid(), kill_signal == "STOP" ? SIGSTOP : SIGKILL);
         }
         if (g.host() == throw_host && ctx.rank() == 1 && i == kill_at) throw std::runtime_error("failed on purpose");
         t.iterate();
