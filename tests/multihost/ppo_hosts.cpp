@@ -35,7 +35,7 @@ double wall_now() {
 int main(int argc, char** argv) {
   CLI::App app("gmi multi-host PPO on host GMIs", "gmi.multihost.ppo");
   gmi::runtime::multihost_options o;
-  int iterations = 4, envs = 32, kill_host = -1, kill_at = 1, throw_host = -1, heartbeat_ms = 3000;
+  int iterations = 4, envs = 32, kill_host = -1, kill_at = 1, throw_host = -1, heartbeat_ms = 5000;
   std::uint64_t seed = 100;
   std::string weights, checkpoint, resume, kill_signal = "KILL";
   bool no_cross_gradients = false;

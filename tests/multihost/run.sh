@@ -21,7 +21,7 @@ fail() { echo "FAILED: $*"; exit 1; }
 
 case "$case_name" in
 identical_weights)
-  common=(--iterations 3 --envs 32 --seed 100)
+  common=(--iterations 3 --envs 32 --seed 100 --heartbeat-timeout-ms 20000)  # no false loss on a loaded CI machine
   "$bin" --gmis-per-host 4 "${common[@]}" --weights "$dir/one.bin" > "$dir/one.out" 2>&1 || { cat "$dir/one.out"; fail "one host x 4 GMIs"; }
   timeout 180 mpirun "${flags[@]}" -np 2 "$bin" --gmis-per-host 2 "${common[@]}" --weights "$dir/two.bin" > "$dir/two.out" 2>&1 \
     || { cat "$dir/two.out"; fail "2 hosts x 2 GMIs under mpirun"; }
@@ -62,7 +62,7 @@ killed_host|hung_host)
   ;;
 failed_gmi)
   timeout 120 mpirun "${flags[@]}" --enable-recovery -np 2 "$bin" --gmis-per-host 2 --iterations 100000 \
-    --throw-host 1 --kill-at 2 > "$dir/out" 2>&1
+    --throw-host 1 --kill-at 2 --heartbeat-timeout-ms 20000 > "$dir/out" 2>&1
   rc=$?
   cat "$dir/out"
   [ "$rc" -ne 124 ] || fail "the job did not end within 120 s of its start"
@@ -73,7 +73,7 @@ failed_gmi)
     || fail "host 1's line must name GMI 3"
   ;;
 checkpoint_resume)
-  common=(--gmis-per-host 2 --envs 32 --seed 100)
+  common=(--gmis-per-host 2 --envs 32 --seed 100 --heartbeat-timeout-ms 20000)
   run() { timeout 180 mpirun "${flags[@]}" -np 2 "$bin" "${common[@]}" "$@" >> "$dir/out" 2>&1 || { cat "$dir/out"; fail "mpirun $*"; }; }
   run --iterations 4 --weights "$dir/straight.bin"
   run --iterations 2 --checkpoint "$dir/ck"

@@ -41,7 +41,7 @@ inline constexpr bool mpi_built = false;
 
 struct mpi_link_options {
   milliseconds heartbeat_interval{100};   // how often this host tells every other host it is alive
-  milliseconds heartbeat_timeout{3000};   // no heartbeat from a host for this long: that host is lost
+  milliseconds heartbeat_timeout{5000};   // no heartbeat from a host for this long: that host is lost
   milliseconds startup_timeout{60000};    // MPI_Init to the hosts' names gathered
   milliseconds poll{1};                   // the link thread's sleep between polls (it shares the cores)
 };
@@ -73,11 +73,13 @@ class mpi_link {
     if (!ready) {
       int provided = 0;
       if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
-        throw comm_error("MPI_Init_thread failed: is this process started by mpirun or srun with an MPI it was built for?");
+        throw comm_error(
+            "MPI_Init_thread failed: is this process started by mpirun or srun with an MPI it was built for?");
       }
       owns_mpi_ = true;
       if (provided < MPI_THREAD_SERIALIZED) {
-        throw config_error(got_need("MPI thread support", provided, "MPI_THREAD_SERIALIZED (the link calls MPI from its own thread)"));
+        throw config_error(
+            got_need("MPI thread support", provided, "MPI_THREAD_SERIALIZED (the link calls MPI from its own thread)"));
       }
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
@@ -184,20 +186,23 @@ class mpi_link {
           if (MPI_Test(&r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) throw comm_error("MPI error gathering host names");
           return flag != 0;
         },
-        [] {}, options_.startup_timeout, "gathering the names of " + std::to_string(hosts_) + " hosts (a host did not start)",
-        long_wait());
+        [] {}, options_.startup_timeout,
+        "gathering the names of " + std::to_string(hosts_) + " hosts (a host did not start)", long_wait());
     for (int h = 0; h < hosts_; ++h) names_.emplace_back(all.data() + static_cast<std::size_t>(h) * sizeof mine);
   }
 
   void post_beat_receive(int h) {
     peer& p = peers_[static_cast<std::size_t>(h)];
-    if (MPI_Irecv(&p.beat, 1, MPI_INT, h, tag_beat, comm_, &p.request) != MPI_SUCCESS) lose(h, "MPI error posting a heartbeat receive");
+    if (MPI_Irecv(&p.beat, 1, MPI_INT, h, tag_beat, comm_, &p.request) != MPI_SUCCESS) {
+      lose(h, "MPI error posting a heartbeat receive");
+    }
   }
 
   // Called with mutex_ held.
   void lose(int h, const std::string& cause) {
     if (loss_) return;
-    loss_ = host_loss{h, h >= 0 && h < static_cast<int>(names_.size()) ? names_[static_cast<std::size_t>(h)] : "", cause};
+    const bool named = h >= 0 && h < static_cast<int>(names_.size());
+    loss_ = host_loss{h, named ? names_[static_cast<std::size_t>(h)] : "", cause};
     if (job_ && !job_->done) {
       job_->error = loss_->describe();
       job_->done = true;

@@ -88,8 +88,9 @@ multihost_report run_on_hosts(const multihost_options& o, F fn) {
     std::vector<int> all(static_cast<std::size_t>(h.hosts));
     link->allgather(&mine, all.data(), sizeof mine, o.timeout);
     for (int k = 0; k < h.hosts; ++k) {
-      require(all[static_cast<std::size_t>(k)] == o.gmis, "GMIs of host " + std::to_string(k) + " (" + link->names()[static_cast<std::size_t>(k)] + ")",
-              all[static_cast<std::size_t>(k)], std::to_string(o.gmis) + " like host " + std::to_string(h.host));
+      const auto at = static_cast<std::size_t>(k);
+      require(all[at] == o.gmis, "GMIs of host " + std::to_string(k) + " (" + link->names()[at] + ")", all[at],
+              std::to_string(o.gmis) + " like host " + std::to_string(h.host));
     }
   }
   host_sum sums(o.gmis, h.hosts,
@@ -113,7 +114,8 @@ multihost_report run_on_hosts(const multihost_options& o, F fn) {
       const auto lost = l->lost();
       if (!lost) return std::nullopt;
       const std::string whose = lost->host >= 0 ? " (" + detail::rank_range(lost->host * gmis, gmis) + ")" : "";
-      return failure{-1, lost->cause, "host " + std::to_string(lost->host) + " '" + lost->name + "'" + whose + " " + lost->cause};
+      return failure{-1, lost->cause,
+                     "host " + std::to_string(lost->host) + " '" + lost->name + "'" + whose + " " + lost->cause};
     };
   }
   std::vector<std::vector<int>> cores;
@@ -131,7 +133,9 @@ multihost_report run_on_hosts(const multihost_options& o, F fn) {
     } catch (const std::exception& e) {
       {
         std::lock_guard lock(origin_mutex);  // the first GMI to fail is the cause; the others fail through the sum
-        if (!origin) origin = failure{ctx.rank(), std::string("threw: ") + e.what(), ctx.id().describe() + " threw: " + e.what()};
+        if (!origin) {
+          origin = failure{ctx.rank(), std::string("threw: ") + e.what(), ctx.id().describe() + " threw: " + e.what()};
+        }
       }
       sums.break_group("GMI " + std::to_string(g.rank()) + " failed");
       throw;
