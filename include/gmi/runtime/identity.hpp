@@ -30,6 +30,14 @@ struct identity {
   std::string shm_name;   // the name of the run's shared-memory segment ("/gmi-<uid>-<run id>"), for messages
   std::vector<std::string> roles;         // e.g. {"env", "agent", "trainer"}
   std::vector<std::vector<int>> groups;   // every group of the run, as rank lists (the paper's get_group)
+  // Multi-host runs: rank, world and groups above are this host's; these place it in the job.
+  int host = -1;                // this GMI's host (launcher process) in the job; -1: a one-host run
+  std::string host_name;        // the host's id (hostname, or what --host-id gave)
+  int first_rank = 0;           // global rank of the host's GMI 0
+  int global_world = 0;         // GMIs of every host; 0: world
+
+  [[nodiscard]] int global_rank() const noexcept { return first_rank + rank; }
+  [[nodiscard]] int global_size() const noexcept { return global_world > 0 ? global_world : world; }
 
   // The groups this GMI is a member of (indices into groups).
   [[nodiscard]] std::vector<int> my_groups() const {
@@ -55,10 +63,12 @@ struct identity {
   // This GMI's GPU among the run's (0 .. gpus - 1), not its CUDA ordinal.
   [[nodiscard]] int gpu_index() const noexcept { return gmis_per_gpu > 0 ? rank / gmis_per_gpu : 0; }
 
-  // "GMI 3 (GPU 0, slice 1)" or "GMI 3 (host, slice 1)": the name every error about this GMI uses.
+  // "GMI 3 (GPU 0, slice 1)" or "GMI 3 (host, slice 1)" (multi-host: "GMI 3 (host 1 'node7', GPU 0, slice 1)",
+  // the global rank): the name every error about this GMI uses.
   [[nodiscard]] std::string describe() const {
     std::ostringstream out;
-    out << "GMI " << rank << " (";
+    out << "GMI " << global_rank() << " (";
+    if (host >= 0) out << "host " << host << " '" << host_name << "', ";
     if (gpu >= 0) {
       out << "GPU " << gpu;
     } else {
@@ -90,7 +100,8 @@ inline constexpr const char* identity_variable = "GMI_IDENTITY";
                             {"gpus", id.gpus},         {"gmis_per_gpu", id.gmis_per_gpu},
                             {"device_sms", id.device_sms},
                             {"run_id", id.run_id},     {"shm", id.shm_name},  {"roles", id.roles},
-                            {"groups", id.groups}};
+                            {"groups", id.groups},     {"host", id.host},     {"host_name", id.host_name},
+                            {"first_rank", id.first_rank}, {"global_world", id.global_world}};
   return {{identity_variable, j.dump()}};
 }
 
@@ -123,6 +134,12 @@ inline constexpr const char* identity_variable = "GMI_IDENTITY";
   field("shm", id.shm_name);
   field("roles", id.roles);
   field("groups", id.groups);
+  if (j.contains("host")) {  // multi-host fields: absent from identities of one-host launchers
+    field("host", id.host);
+    field("host_name", id.host_name);
+    field("first_rank", id.first_rank);
+    field("global_world", id.global_world);
+  }
   gmi::require(id.world >= 1, what + ".world", id.world, ">= 1");
   gmi::require(id.rank >= 0 && id.rank < id.world, what + ".rank", id.rank, "0..world-1");
   gmi::require(id.gpus >= 1 && id.gmis_per_gpu >= 1, what + ".gpus x gmis_per_gpu",

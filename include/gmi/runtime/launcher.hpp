@@ -72,6 +72,15 @@ struct launch_spec {
   std::chrono::milliseconds poll_interval{10};
   std::uint32_t ring_capacity = 1u << 16;    // bytes per ordered pair of GMIs
   bool handle_signals = true;                // SIGINT/SIGTERM in the launcher tear the run down
+  // Multi-host runs (runtime/hosts.hpp): this launcher's host and the global numbering of its GMIs. The run's
+  // segment name starts with run_tag (the host id), so simulated hosts on one machine share no /dev/shm names.
+  int host = -1;                             // -1: a one-host run
+  std::string host_name;
+  int first_rank = 0;                        // the global rank of this host's GMI 0
+  int global_world = 0;                      // GMIs of every host (0: this host's only)
+  std::string run_tag;
+  // Polled with every supervision round: a failure from outside this host (a lost host) ends the run.
+  std::function<std::optional<failure>()> watch;
   // Called once on a failure before any GMI is signalled (MPS: terminate_client for the siblings).
   std::function<void(const failure&, const std::vector<live_gmi>&)> before_kill;
 
@@ -117,6 +126,10 @@ struct launch_spec {
     id.shm_name = shm;
     id.roles = p.roles;
     id.groups = groups;
+    id.host = host;
+    id.host_name = host_name;
+    id.first_rank = first_rank;
+    id.global_world = global_world;
     return id;
   }
 

@@ -149,6 +149,9 @@ std::optional<failure> supervise(const launch_spec& spec, std::size_t count, Pol
     if (const int sig = launcher_signal.load(); sig != 0 && spec.handle_signals) {
       return failure{-1, "received " + signal_name(sig), "launcher received " + signal_name(sig)};
     }
+    if (spec.watch) {
+      if (auto outside = spec.watch()) return outside;
+    }
     bool any_running = false;
     const auto now = std::chrono::steady_clock::now();
     for (std::size_t r = 0; r < count; ++r) {
@@ -177,7 +180,7 @@ class process_group {
   explicit process_group(launch_spec spec) : spec_(std::move(spec)) {
     spec_.validate();
     remove_stale_segments();
-    run_id_ = make_run_id();
+    run_id_ = spec_.run_tag + make_run_id();
     seg_ = std::make_shared<segment>(segment::create(run_id_, static_cast<int>(spec_.gmis.size()), spec_.ring_capacity));
     unlink_on_crash(seg_->name());
     const std::vector<std::string> args = spec_.args ? *spec_.args : detail::own_argv();
@@ -361,7 +364,7 @@ class thread_group {
   thread_group(launch_spec spec, work fn) : spec_(std::move(spec)) {
     spec_.validate();
     remove_stale_segments();
-    run_id_ = make_run_id();
+    run_id_ = spec_.run_tag + make_run_id();
     seg_ = std::make_shared<segment>(segment::create(run_id_, static_cast<int>(spec_.gmis.size()), spec_.ring_capacity));
     unlink_on_crash(seg_->name());
     started_ = std::chrono::steady_clock::now();

@@ -1,0 +1,179 @@
+// The pieces of a multi-host run that need no second process: the host's place from launcher variables, its GPU
+// share, and the host sum (tree order, stop, mismatched calls).
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <gmi/runtime/host_sum.hpp>
+#include <gmi/runtime/hosts.hpp>
+#include <gmi/runtime/supervisor.hpp>
+
+namespace {
+// Sets launcher variables for one scope, removing them afterwards.
+struct scoped_env {
+  std::vector<std::string> names;
+  scoped_env(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (const auto& [k, v] : vars) {
+      ::setenv(k, v, 1);
+      names.emplace_back(k);
+    }
+  }
+  ~scoped_env() {
+    for (const auto& k : names) ::unsetenv(k.c_str());
+  }
+};
+
+std::vector<float> random_row(std::mt19937& gen, std::size_t n) {
+  std::uniform_real_distribution<float> d(-1e3f, 1e3f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(gen) * (gen() % 7 == 0 ? 1e-6f : 1.0f);  // mixed scales: the order shows in the bits
+  return v;
+}
+}  // namespace
+
+TEST_SUITE("cpu") {
+  TEST_CASE("multihost.host_place_from_openmpi_variables") {
+    scoped_env env{{"OMPI_COMM_WORLD_RANK", "1"},       {"OMPI_COMM_WORLD_SIZE", "2"},
+                   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                   {"OMPI_MCA_ess_base_jobid", "77"}};
+    const auto h = gmi::runtime::detect_host();
+    CHECK(h.host == 1);
+    CHECK(h.hosts == 2);
+    CHECK(h.source == "openmpi");
+    CHECK(h.id == h.machine + ".1");  // two launchers on one machine: simulated hosts with their own ids
+    CHECK(gmi::runtime::detect_host("rack3-node12").id == "rack3-node12");
+    CHECK_THROWS_WITH_AS((void)gmi::runtime::detect_host("a/b"),
+                         "host id: got \"a/b\", need letters, digits, '.', '_' or '-', at most 48", gmi::config_error);
+    CHECK(gmi::runtime::host_gpus(4, h) == std::vector<int>{2, 3});
+    CHECK_THROWS_AS((void)gmi::runtime::host_gpus(3, h), gmi::config_error);
+  }
+
+  TEST_CASE("multihost.one_launcher_is_one_host") {
+    const auto h = gmi::runtime::detect_host();
+    CHECK(h.hosts == 1);
+    CHECK(h.source == "none");
+    CHECK(h.id == h.machine);
+    CHECK(gmi::runtime::host_gpus(4, h) == std::vector<int>{0, 1, 2, 3});
+    CHECK(gmi::runtime::shm_safe("a b/c") == "a_b_c");
+  }
+
+  // With a power of two GMIs a host, the hosts' tree over their sums is the one-host tree over every GMI.
+  TEST_CASE("multihost.tree_sum_over_hosts_is_the_one_host_tree") {
+    std::mt19937 gen(7);
+    const std::size_t n = 257;
+    for (const int per_host : {1, 2, 4}) {
+      for (const int hosts : {2, 3, 5}) {
+        CAPTURE(per_host);
+        CAPTURE(hosts);
+        std::vector<std::vector<float>> rows;
+        for (int r = 0; r < per_host * hosts; ++r) rows.push_back(random_row(gen, n));
+        std::vector<const float*> all;
+        for (const auto& r : rows) all.push_back(r.data());
+        std::vector<float> flat(n);
+        gmi::runtime::tree_sum(all, n, flat.data());
+        std::vector<std::vector<float>> host_sums(static_cast<std::size_t>(hosts), std::vector<float>(n));
+        std::vector<const float*> per;
+        for (int h = 0; h < hosts; ++h) {
+          std::vector<const float*> mine(all.begin() + h * per_host, all.begin() + (h + 1) * per_host);
+          gmi::runtime::tree_sum(mine, n, host_sums[static_cast<std::size_t>(h)].data());
+          per.push_back(host_sums[static_cast<std::size_t>(h)].data());
+        }
+        std::vector<float> two_level(n);
+        gmi::runtime::tree_sum(per, n, two_level.data());
+        CHECK(two_level == flat);
+      }
+    }
+    // The control: left to right differs from the tree in some bits, so the check above can fail.
+    std::vector<std::vector<float>> rows;
+    for (int r = 0; r < 6; ++r) rows.push_back(random_row(gen, n));
+    std::vector<const float*> all;
+    for (const auto& r : rows) all.push_back(r.data());
+    std::vector<float> tree(n), serial(rows[0]);
+    gmi::runtime::tree_sum(all, n, tree.data());
+    for (std::size_t r = 1; r < rows.size(); ++r) {
+      for (std::size_t i = 0; i < n; ++i) serial[i] += rows[r][i];
+    }
+    CHECK(serial != tree);
+  }
+
+  TEST_CASE("multihost.host_sum_threads_and_a_cross_step") {
+    const int gmis = 3;
+    std::size_t cross_calls = 0;
+    // A stand-in for the link: a second host whose sum is always 1000 per element.
+    gmi::runtime::host_sum sums(gmis, 2,
+                                [&](const void* mine, void* all, std::size_t bytes, const std::function<bool()>&) {
+                                  ++cross_calls;
+                                  std::memcpy(all, mine, bytes);
+                                  std::vector<double> other(bytes / sizeof(double), 1000.0);
+                                  std::memcpy(static_cast<char*>(all) + bytes, other.data(), bytes);
+                                },
+                                std::chrono::milliseconds(5000));
+    std::vector<std::vector<double>> data(gmis);
+    std::vector<std::thread> threads;
+    for (int g = 0; g < gmis; ++g) {
+      data[static_cast<std::size_t>(g)] = {double(g + 1), double(10 * (g + 1))};
+      threads.emplace_back([&, g] {
+        for (int round = 0; round < 2; ++round) {
+          auto& d = data[static_cast<std::size_t>(g)];
+          sums.sum(g, d.data(), d.size(), [] { return false; });
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    // Round 1: 1+2+3 + 1000, 10+20+30 + 1000; round 2: three times that, plus 1000.
+    for (const auto& d : data) CHECK(d == std::vector<double>{3 * 1006.0 + 1000, 3 * 1060.0 + 1000});
+    CHECK(cross_calls == 2);
+  }
+
+  TEST_CASE("multihost.host_sum_refuses_and_stops") {
+    gmi::runtime::host_sum sums(2, 1, {}, std::chrono::milliseconds(200));
+    std::vector<float> a(4, 1.0f);
+    // GMI 1 never comes: the wait is bounded, and the group stays broken for everyone afterwards.
+    CHECK_THROWS_AS(sums.sum(0, a.data(), a.size(), [] { return false; }), gmi::comm_error);
+    CHECK_THROWS_AS(sums.sum(1, a.data(), a.size(), [] { return false; }), gmi::comm_error);
+
+    gmi::runtime::host_sum stopped(2, 1, {}, std::chrono::milliseconds(60000));
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH_AS(stopped.sum(0, a.data(), a.size(), [] { return true; }),
+                         "host sum: the run is being torn down", gmi::comm_error);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+
+    gmi::runtime::host_sum mismatched(2, 1, {}, std::chrono::milliseconds(5000));
+    std::vector<float> b(5, 1.0f);
+    std::thread other([&] { CHECK_THROWS_AS(mismatched.sum(1, b.data(), b.size(), [] { return false; }), gmi::comm_error); });
+    CHECK_THROWS_AS(mismatched.sum(0, a.data(), a.size(), [] { return false; }), gmi::comm_error);
+    other.join();
+  }
+
+  // Simulated hosts on one machine share no /dev/shm names: each run's segment carries its host's id, and its
+  // GMIs name their host and global rank.
+  TEST_CASE("multihost.segment_and_names_carry_the_host") {
+    gmi::runtime::launch_spec spec = gmi::runtime::launch_spec::uniform(0, 2);
+    spec.host = 1;
+    spec.host_name = "node7.1";
+    spec.first_rank = 2;
+    spec.global_world = 4;
+    spec.run_tag = "h" + gmi::runtime::shm_safe("node7.1") + "-";
+    std::vector<std::string> described(2);
+    std::vector<int> global(2);
+    gmi::runtime::thread_group group(spec, [&](gmi::runtime::context& ctx) {
+      described[static_cast<std::size_t>(ctx.rank())] = ctx.id().describe();
+      global[static_cast<std::size_t>(ctx.rank())] = ctx.id().global_rank();
+    });
+    CHECK(group.shm_name().find("-hnode7.1-") != std::string::npos);
+    CHECK(group.wait().ok());
+    CHECK(described[1] == "GMI 3 (host 1 'node7.1', host, slice 1)");
+    CHECK(global == std::vector<int>{2, 3});
+    // The identity travels to GMI processes with its host fields.
+    const auto env = gmi::runtime::to_env(spec.identity_of(1, "r", "/s"));
+    ::setenv(env[0].first.c_str(), env[0].second.c_str(), 1);
+    const auto back = gmi::runtime::this_gmi();
+    ::unsetenv(env[0].first.c_str());
+    REQUIRE(back);
+    CHECK(back->describe() == "GMI 3 (host 1 'node7.1', host, slice 1)");
+    CHECK(back->global_size() == 4);
+  }
+}

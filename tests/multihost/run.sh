@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# multihost.<case>: gmi.multihost.ppo on two simulated hosts (mpirun -np 2 on this machine, each process a host).
+#   identical_weights: 2 hosts x 2 GMIs end with the weights of 1 host x 4 GMIs, bit for bit; the control (no
+#                      cross-host sum) must not.
+#   killed_host:       host 1 SIGKILLs itself; host 0 must end within 10 s of the kill with one line naming host 1
+#                      and its GMIs.
+#   hung_host:         the same with SIGSTOP (a hung host, which mpirun does not notice).
+#   failed_gmi:        GMI 3 (host 1) throws; host 0 must end with one line naming host 1 and GMI 3's error.
+#   checkpoint_resume: 2 hosts x 2 GMIs save after 2 iterations (a file a GMI, a manifest a host, the job's
+#                      manifest) and resume to 4: the weights of 4 iterations straight, bit for bit.
+# Exits 77 (skipped) without MPI in the build or mpirun on PATH.
+set -uo pipefail
+case_name=$1 bin=$2 dir=$3 mpi=$4
+if [ "$mpi" != mpi ]; then echo "SKIPPED: gmi built without MPI (install libopenmpi-dev, reconfigure)"; exit 77; fi
+if ! command -v mpirun >/dev/null; then echo "SKIPPED: mpirun not on PATH (install openmpi-bin)"; exit 77; fi
+rm -rf "$dir" && mkdir -p "$dir"
+# MPI over TCP only (btl tcp,self), as between real hosts: the simulated hosts share nothing through /dev/shm.
+flags=(--oversubscribe --mca btl tcp,self)
+[ "$(id -u)" -eq 0 ] && flags+=(--allow-run-as-root)
+fail() { echo "FAILED: $*"; exit 1; }
+
+case "$case_name" in
+identical_weights)
+  common=(--iterations 3 --envs 32 --seed 100 --heartbeat-timeout-ms 20000)  # no false loss on a loaded CI machine
+  "$bin" --gmis-per-host 4 "${common[@]}" --weights "$dir/one.bin" > "$dir/one.out" 2>&1 || { cat "$dir/one.out"; fail "one host x 4 GMIs"; }
+  timeout 180 mpirun "${flags[@]}" -np 2 "$bin" --gmis-per-host 2 "${common[@]}" --weights "$dir/two.bin" > "$dir/two.out" 2>&1 \
+    || { cat "$dir/two.out"; fail "2 hosts x 2 GMIs under mpirun"; }
+  timeout 180 mpirun "${flags[@]}" -np 2 "$bin" --gmis-per-host 2 "${common[@]}" --no-cross-host-gradients --weights "$dir/control.bin" \
+    > "$dir/control.out" 2>&1 || { cat "$dir/control.out"; fail "the control run"; }
+  cat "$dir/one.out" "$dir/two.out"
+  [ "$(grep -c '"hosts": 2' "$dir/two.out")" -eq 2 ] || fail "need one line with \"hosts\": 2 from each of the 2 hosts"
+  grep -q '"host_id": "[^"]*\.0"' "$dir/two.out" && grep -q '"host_id": "[^"]*\.1"' "$dir/two.out" \
+    || fail "the simulated hosts must have the ids <hostname>.0 and <hostname>.1"
+  [ -s "$dir/one.bin" ] || fail "no weights from one host"
+  cmp -s "$dir/one.bin" "$dir/two.bin" || fail "2 hosts x 2 GMIs ended with other weights than 1 host x 4 GMIs"
+  cmp -s "$dir/one.bin" "$dir/control.bin" && fail "the control (gradients not summed across hosts) matched too: the check can not fail"
+  echo "identical: $(wc -c < "$dir/one.bin") bytes of weights; the control differs"
+  ;;
+killed_host|hung_host)
+  if [ "$case_name" = killed_host ]; then
+    # --enable-recovery: mpirun leaves the survivor running (by default it kills the job itself when a process
+    # dies), so gmi's own detection is what is tested.
+    signal=KILL launcher=(--enable-recovery)
+  else
+    # A stopped process is alive to mpirun: only gmi's heartbeat finds it; host 0's exit then ends the job.
+    signal=STOP launcher=()
+  fi
+  timeout 120 mpirun "${flags[@]}" "${launcher[@]}" -np 2 "$bin" --gmis-per-host 2 --iterations 100000 \
+    --kill-host 1 --kill-signal "$signal" --kill-at 2 --heartbeat-timeout-ms 3000 --weights "$dir/w" > "$dir/out" 2>&1
+  rc=$?
+  cat "$dir/out"
+  [ "$rc" -ne 124 ] || fail "the job did not end within 120 s of its start"
+  [ -s "$dir/w.killed" ] || fail "host 1 did not stop or kill itself (no $dir/w.killed)"
+  line=$(grep "gmi: host 0 " "$dir/out") || fail "host 0 printed no error line"
+  [ "$(grep -c "gmi: host 0 " "$dir/out")" -eq 1 ] || fail "host 0 printed more than one error line"
+  echo "$line" | grep -q "host 1 '[^']*' (GMIs 2-3) lost: no heartbeat" || fail "the line must name host 1, its GMIs 2-3 and the cause: $line"
+  killed=$(cat "$dir/w.killed")
+  detected=$(echo "$line" | sed -n 's/.*(detected at \([0-9.]*\)).*/\1/p')
+  [ -n "$detected" ] || fail "no detection time in: $line"
+  awk -v k="$killed" -v d="$detected" 'BEGIN { s = d - k; printf "lost host detected %.2f s after SIG'"$signal"'\n", s; exit !(s >= 0 && s <= 10) }' \
+    || fail "detection took longer than 10 s"
+  ;;
+failed_gmi)
+  timeout 120 mpirun "${flags[@]}" --enable-recovery -np 2 "$bin" --gmis-per-host 2 --iterations 100000 \
+    --throw-host 1 --kill-at 2 --heartbeat-timeout-ms 20000 > "$dir/out" 2>&1
+  rc=$?
+  cat "$dir/out"
+  [ "$rc" -ne 124 ] || fail "the job did not end within 120 s of its start"
+  [ "$(grep -c "gmi: host 0 " "$dir/out")" -eq 1 ] || fail "host 0 must print exactly one error line"
+  grep "gmi: host 0 " "$dir/out" | grep -q "host 1 '[^']*' (GMIs 2-3) reported: GMI 3 (host 1 '[^']*', host, slice 1) threw: failed on purpose" \
+    || fail "host 0's line must name host 1 and GMI 3's failure"
+  grep "gmi: host 1 " "$dir/out" | grep -q "GMI 3 (host 1 '[^']*', host, slice 1) threw: failed on purpose" \
+    || fail "host 1's line must name GMI 3"
+  ;;
+checkpoint_resume)
+  common=(--gmis-per-host 2 --envs 32 --seed 100 --heartbeat-timeout-ms 20000)
+  run() { timeout 180 mpirun "${flags[@]}" -np 2 "$bin" "${common[@]}" "$@" >> "$dir/out" 2>&1 || { cat "$dir/out"; fail "mpirun $*"; }; }
+  run --iterations 4 --weights "$dir/straight.bin"
+  run --iterations 2 --checkpoint "$dir/ck"
+  for f in ck ck.host0 ck.host1 ck.iter2.gmi0 ck.iter2.gmi1 ck.iter2.gmi2 ck.iter2.gmi3; do
+    [ -s "$dir/$f" ] || fail "no $f after the checkpoint"
+  done
+  python3 - "$dir" <<'PY' || fail "the manifests do not list the files"
+import json, os, sys
+d = sys.argv[1]
+job = json.load(open(os.path.join(d, "ck")))
+assert job["hosts"] == 2 and job["iteration"] == 2, job
+assert [f["rank"] for f in job["files"]] == [0, 1, 2, 3] and [f["host"] for f in job["files"]] == [0, 0, 1, 1]
+for f in job["files"]:
+    assert os.path.getsize(os.path.join(d, f["file"])) == f["bytes"], f
+for h in (0, 1):
+    mine = json.load(open(os.path.join(d, f"ck.host{h}")))
+    assert [f["rank"] for f in mine["files"]] == [2 * h, 2 * h + 1], mine
+PY
+  run --iterations 4 --resume "$dir/ck" --weights "$dir/resumed.bin"
+  cat "$dir/out"
+  cmp -s "$dir/straight.bin" "$dir/resumed.bin" || fail "resumed at iteration 2 and ended with other weights than 4 straight"
+  cp "$dir/ck.iter2.gmi3" "$dir/saved" && printf 'x' | dd of="$dir/ck.iter2.gmi3" bs=1 seek=100 conv=notrunc 2>/dev/null
+  timeout 180 mpirun "${flags[@]}" -np 2 "$bin" "${common[@]}" --iterations 4 --resume "$dir/ck" > "$dir/damaged.out" 2>&1 \
+    && fail "a damaged file was resumed from"
+  grep -q "ck.iter2.gmi3" "$dir/damaged.out" || { cat "$dir/damaged.out"; fail "the refusal must name the damaged file"; }
+  echo "resumed: bit for bit; a damaged file refused"
+  ;;
+*) echo "run.sh: got case '$case_name', need identical_weights, killed_host, hung_host, failed_gmi or checkpoint_resume"; exit 2 ;;
+esac
