@@ -7,12 +7,13 @@
 #   $OUT/sac_pipeline.jsonl: per run {"bench":"learning","case":<task>,"impl":"gmi","algo":..,"metric":..,
 #     "median":..,"min":..,"max":..} for final_return, env_steps, wall_s (one run each: median = min = max), and the
 #     SAC run's eval_return (its deterministic policy on 16 fresh episodes).
-# and the runs' logs and metrics files under $OUT/sac_pipeline/. About 4 min build + 4 min of runs on 16 cores.
-# Arguments (optional): SAC env steps per task (default 60000), PPO seconds per task (default 60).
+# and the runs' logs and metrics files under $OUT/sac_pipeline/ (tests.log: the example's CTest cases, learns_on_gpu
+# among them). About 4 min build + 1.5 min of tests + 3 min of runs on 16 cores.
+# Arguments (optional): SAC env steps per task (default 60000), PPO seconds per task (default 40).
 set -euo pipefail
 out=${OUT:?set OUT to the folder for results}
 sac_steps=${1:-60000}
-ppo_seconds=${2:-60}
+ppo_seconds=${2:-40}
 [[ "$sac_steps" =~ ^[0-9]+$ && "$sac_steps" -ge 1000 ]] || { echo "device_pipeline: sac steps: got $sac_steps, need an integer >= 1000" >&2; exit 2; }
 [[ "$ppo_seconds" =~ ^[0-9]+$ && "$ppo_seconds" -ge 1 ]] || { echo "device_pipeline: ppo seconds: got $ppo_seconds, need a positive integer" >&2; exit 2; }
 build=${BUILD:-/tmp/build}
@@ -23,6 +24,9 @@ cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON -DGMI_BUILD_ALL_TASK_EX
   > "$logs/configure.log" 2>&1
 cmake --build "$build" -j16 --target gmi.example.pendulum_sac gmi.example.point_reach_sac gmi.example.pendulum_ppo \
   gmi.example.point_reach_ppo > "$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; exit 1; }
+# The example's CTest cases first (host learning, refusals, and learns_on_gpu: SAC through gmi::run on this GPU).
+ctest --test-dir "$build" -R '^example[.]pendulum_sac' --output-on-failure --timeout 600 > "$logs/tests.log" 2>&1 || true
+grep -E "tests passed|Failed|Passed|\*\*\*" "$logs/tests.log" | tail -n 12
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 [ -n "$device" ] || { echo "device_pipeline: got no GPU (nvidia-smi), need one" >&2; exit 2; }
 git=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -35,7 +39,7 @@ while IFS='|' read -r task sac_flags ppo; do
   read -r ppo_envs ppo_steps <<< "$ppo"
   # shellcheck disable=SC2086  # flags are words
   timeout 200 "$ex/pendulum_sac/gmi.example.${task}_sac" --device gpu --seed 1 $sac_flags --max-env-steps "$sac_steps" \
-    --max-seconds 150 --target-return nan --log-interval 0.5 --quiet --metrics "$logs/sac-$task.jsonl" \
+    --max-seconds 60 --target-return nan --log-interval 0.5 --quiet --metrics "$logs/sac-$task.jsonl" \
     > "$logs/sac-$task.log" 2>&1 || echo "device_pipeline: sac $task: exit $? ($(tail -1 "$logs/sac-$task.log"))" >&2
   timeout 200 "$ex/task_ppo/gmi.example.${task}_ppo" --device gpu --seed 1 --num-envs "$ppo_envs" \
     --max-env-steps "$ppo_steps" --max-seconds "$ppo_seconds" --target-return nan --log-interval 0.5 --quiet \
