@@ -1,9 +1,16 @@
-// Replay sharded over GMIs (threads here): shares that follow the shard totals, global item frequencies, and a
+// Replay sharded over GMIs (threads, and processes over a shared board): shares that follow the shard totals, global item frequencies, and a
 // shard whose GMI is killed (an error naming it on every survivor, within the timeout, or the others go on).
 #include <doctest/doctest.h>
 
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <new>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -224,4 +231,73 @@ TEST_CASE("replay.sharded.left_shard_is_not_waited_for" * doctest::timeout(30)) 
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));  // not the 20 s timeout
   CHECK_THROWS_WITH_AS(shard_board(0, std::chrono::seconds(1)), doctest::Contains("shard_board shards: got 0"),
                        gmi::config_error);
+}
+
+// The shards as processes over a MAP_SHARED board: shard 2's process is SIGKILLed after round 3. Every surviving
+// process gets the error naming shard 2 and round 4 within the timeout (plus slack); the parent waits a bounded time.
+TEST_CASE("replay.sharded.sigkilled_shard_process_is_named_on_every_survivor" * doctest::timeout(60)) {
+  constexpr int shards = 4;
+  struct outcome {
+    int named = -1;
+    std::uint64_t round = 0;
+    double waited = 0;
+    char text[256] = {};
+  };
+  const std::size_t board_bytes = shard_board::bytes_for(shards);
+  const std::size_t bytes = board_bytes + sizeof(outcome) * shards;
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  shard_board board(mem, board_bytes, shards, std::chrono::milliseconds(300));
+  auto* outcomes = new (static_cast<char*>(mem) + board_bytes) outcome[shards];
+  std::vector<pid_t> pids;
+  for (int k = 0; k < shards; ++k) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {  // a shard's GMI process: only _exit leaves it
+      filled_table t(priorities_of(k, 8));
+      shard me(board, k, t.table);
+      host_batch b;
+      for (std::uint64_t r = 1; r <= 10; ++r) {
+        if (k == 2 && r == 4) raise(SIGKILL);
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+          (void)me.sample(64, 1, r, 3, b);
+        } catch (const shard_lost_error& e) {
+          outcomes[k].waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          outcomes[k].named = e.shard();
+          outcomes[k].round = e.round();
+          std::snprintf(outcomes[k].text, sizeof outcomes[k].text, "%s", e.what());
+          _exit(0);
+        } catch (...) {
+          _exit(3);
+        }
+      }
+      _exit(4);  // no error: wrong
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> status(shards, -1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int k = 0; k < shards; ++k) {
+    while (waitpid(pids[std::size_t(k)], &status[std::size_t(k)], WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pids[std::size_t(k)], SIGKILL);
+        waitpid(pids[std::size_t(k)], &status[std::size_t(k)], 0);
+        FAIL("shard process " << k << " still running after 20 s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  CHECK((WIFSIGNALED(status[2]) && WTERMSIG(status[2]) == SIGKILL));
+  for (int k : {0, 1, 3}) {
+    CAPTURE(k);
+    CAPTURE(std::string(outcomes[k].text));
+    CHECK((WIFEXITED(status[std::size_t(k)]) && WEXITSTATUS(status[std::size_t(k)]) == 0));
+    CHECK(outcomes[k].named == 2);
+    CHECK(outcomes[k].round == 4);
+    CHECK(std::string(outcomes[k].text).find("replay shard 2 (GMI 2)") != std::string::npos);
+    CHECK(outcomes[k].waited < 0.3 + 2.0);
+  }
+  CHECK(board.lost_shard(2));
+  munmap(mem, bytes);
 }

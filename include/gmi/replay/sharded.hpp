@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <new>
 #include <source_location>
 #include <string>
 #include <thread>
@@ -45,15 +46,31 @@ enum class on_lost_shard { fail, continue_without };
 // The all-gather of shard totals. Each shard's slot holds one word, (round << 2) | state, changed only by
 // compare-and-swap: the shard publishing round r and a survivor declaring it lost at r race on the same word, so
 // every survivor sees the same outcome for every shard and round. Totals are kept per round parity (a shard can
-// be at most one round ahead of the slowest reader). Plain atomics in one block: the layout works in a shared
-// segment too; here the GMIs are threads of one process.
+// be at most one round ahead of the slowest reader). Lock-free atomics in one block: in this process's memory
+// (GMIs as threads) or in memory that GMI processes share.
 class shard_board {
  public:
+  // A board in this process's memory (the shards are threads).
   shard_board(int shards, std::chrono::milliseconds timeout, on_lost_shard policy = on_lost_shard::fail)
-      : n_(shards), timeout_(timeout), policy_(policy), slots_(std::make_unique<slot[]>(std::size_t(std::max(shards, 1)))) {
-    require(shards >= 1 && shards <= 4096, "shard_board shards", shards, "1 .. 4096");
-    require(timeout.count() >= 1, "shard_board timeout (ms)", timeout.count(), ">= 1");
+      : n_(checked(shards, timeout)), timeout_(timeout), policy_(policy),
+        owned_(std::make_unique<slot[]>(std::size_t(shards))), slots_(owned_.get()) {}
+
+  // A board in memory the shards' processes share (a MAP_SHARED mapping made before fork, or a shared segment) of
+  // bytes_for(shards) bytes, 64-byte aligned; the slots are constructed there, so only one process makes it.
+  shard_board(void* shared, std::size_t bytes, int shards, std::chrono::milliseconds timeout,
+              on_lost_shard policy = on_lost_shard::fail)
+      : n_(checked(shards, timeout)), timeout_(timeout), policy_(policy) {
+    require(shared != nullptr && reinterpret_cast<std::uintptr_t>(shared) % alignof(slot) == 0,
+            "shard_board shared memory", shared ? "misaligned" : "null", "64-byte aligned memory");
+    require(bytes >= bytes_for(shards), "shard_board shared bytes", bytes, ">= " + std::to_string(bytes_for(shards)));
+    static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<double>::is_always_lock_free,
+                  "gmi::replay::shard_board: shared slots need lock-free 64-bit atomics");
+    slots_ = static_cast<slot*>(shared);
+    for (int k = 0; k < shards; ++k) new (&slots_[k]) slot{};
   }
+  [[nodiscard]] static constexpr std::size_t bytes_for(int shards) { return sizeof(slot) * std::size_t(shards); }
+  shard_board(const shard_board&) = delete;
+  shard_board& operator=(const shard_board&) = delete;
 
   [[nodiscard]] int shards() const noexcept { return n_; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept { return timeout_; }
@@ -140,10 +157,17 @@ class shard_board {
            " (its GMI was killed or hangs; on_lost_shard::continue_without samples from the others)";
   }
 
+  static int checked(int shards, std::chrono::milliseconds timeout) {
+    require(shards >= 1 && shards <= 4096, "shard_board shards", shards, "1 .. 4096");
+    require(timeout.count() >= 1, "shard_board timeout (ms)", timeout.count(), ">= 1");
+    return shards;
+  }
+
   int n_;
   std::chrono::milliseconds timeout_;
   on_lost_shard policy_;
-  std::unique_ptr<slot[]> slots_;
+  std::unique_ptr<slot[]> owned_;
+  slot* slots_ = nullptr;
 };
 
 // Each shard's share of n global draws: n points uniform over [0, sum of totals) from (seed, round), counted per
