@@ -102,7 +102,9 @@ class shard_board {
         }
         if (state_of(w) == left) break;  // gone cleanly before this round: its total is 0
         if (state_of(w) == lost) {
-          if (policy_ == on_lost_shard::fail) throw shard_lost_error(message_for(k, w, round, "declared lost"), k, round);
+          if (policy_ == on_lost_shard::fail) {
+            throw shard_lost_error(message_for(k, w, round, "declared lost"), k, round);
+          }
           break;
         }
         if (std::chrono::steady_clock::now() >= deadline) {
@@ -212,7 +214,8 @@ class shard {
     s.shares = shard_shares(s.totals, n, seed, round);
     s.mine = s.shares[std::size_t(index_)];
     if (s.mine == 0) return s;
-    table_.sample(sampler::prioritized(), s.mine, length, seed * 0x9E3779B97F4A7C15ull + round * 4099 + std::uint64_t(index_), out);
+    const std::uint64_t draw_seed = seed * 0x9E3779B97F4A7C15ull + round * 4099 + std::uint64_t(index_);
+    table_.sample(sampler::prioritized(), s.mine, length, draw_seed, out);
     double sum = 0.0;
     for (double t : s.totals) sum += t;
     const double local = s.totals[std::size_t(index_)] / sum;  // P(shard) times P(item | shard)
