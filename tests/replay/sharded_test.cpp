@@ -1,5 +1,6 @@
 // Replay sharded over GMIs (threads, and processes over a shared board): shares that follow the shard totals,
-// global item frequencies, and a shard whose GMI is killed (an error naming it on every survivor, within the timeout, or the others go on).
+// global item frequencies, and a shard whose GMI is killed (an error naming it on every survivor, within the
+// timeout, or the others go on).
 #include <doctest/doctest.h>
 
 #include <sys/mman.h>
