@@ -74,6 +74,14 @@ consteval bool trainer_is_asynchronous() {
   else return false;
 }
 
+// A trainer's optional `static constexpr bool off_policy` (false when absent): it learns from a replay table that
+// its environments fill (gmi::trainers::sac), so gmi::train runs the off-policy layout (pipeline/run_offpolicy.cuh).
+template <class T>
+consteval bool trainer_is_off_policy() {
+  if constexpr (requires { { T::off_policy } -> std::convertible_to<bool>; }) return T::off_policy;
+  else return false;
+}
+
 static_assert(!agent<int>);
 static_assert(!trainer<int>);
 

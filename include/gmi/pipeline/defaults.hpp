@@ -6,6 +6,7 @@
 #include <limits>
 #include <type_traits>
 
+#include <gmi/concepts/agent.hpp>
 #include <gmi/envs/registry.hpp>
 #include <gmi/layout/layouts.hpp>
 #include <gmi/pipeline/train_config.hpp>
@@ -18,6 +19,8 @@ template <class Pipeline>
   train_config<Pipeline> c;
   if constexpr (requires { Env::name; }) c.num_envs = envs::paper_num_envs<Env>();
   else c.num_envs = 512;
+  // An off-policy learner makes updates_per_step gradient steps per env step: a few environments, not thousands.
+  if constexpr (gmi::trainer_is_off_policy<typename Pipeline::trainer>()) c.num_envs = 16;
   if constexpr (requires { Env::solved_return; }) c.target_return = Env::solved_return;
   else c.target_return = std::numeric_limits<double>::quiet_NaN();
   c.partition = Pipeline::partition_type::name;

@@ -17,6 +17,8 @@ namespace gmi {
 
 template <class Pipeline>
 int run(int argc, char** argv) {
+  // An off-policy trainer has its own flags and layout (run_offpolicy.cuh).
+  if constexpr (gmi::trainer_is_off_policy<typename Pipeline::trainer>()) return detail::run_offpolicy<Pipeline>(argc, argv);
   train_config<Pipeline> config = default_config<Pipeline>();
   if (const auto code = parse_cli(argc, argv, config)) return *code;
   const char* program = argc > 0 ? argv[0] : "gmi";

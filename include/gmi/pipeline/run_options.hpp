@@ -13,6 +13,7 @@
 #include <gmi/comm/row_exchange_across_gpus.hpp>
 #include <gmi/core/choice.hpp>
 #include <gmi/rl/ppo_config.hpp>
+#include <gmi/rl/sac_config.hpp>
 #include <gmi/runtime/gmis.hpp>
 
 namespace gmi {
@@ -137,6 +138,8 @@ struct run_options {
   bool population = false;  // independent trainings, one per GMI (population.hpp)
   std::string sweep_path;   // their settings, one JSON object per GMI
   rl::ppo_config ppo;
+  rl::sac_config sac;  // off-policy pipelines (gmi::trainers::sac): pipeline/run_offpolicy.cuh
+  int sac_eval_episodes = 16;  // off-policy: fresh episodes of the deterministic policy at the end (0: none)
   // How the GPU trainer forms a minibatch's gradient: "" (the network's default), "warps", "tiles" or "threads";
   // for comparisons (rl::request_gradient_path; a path the network does not fit is refused).
   std::string ppo_gradient;

@@ -27,6 +27,7 @@
 #include <gmi/pipeline/report.hpp>
 #include <gmi/pipeline/resolve.cuh>
 #include <gmi/pipeline/run_colocated.cuh>
+#include <gmi/pipeline/run_offpolicy.cuh>
 #include <gmi/pipeline/run_one_gmi.cuh>
 #include <gmi/pipeline/run_population.cuh>
 #include <gmi/pipeline/run_serving.cuh>
@@ -91,7 +92,9 @@ template <class Pipeline>
 train_result train(const train_config<Pipeline>& config) {
   static_assert(Pipeline::layout_type::trains,
                 "gmi::train: this pipeline's layout is gmi::layout::serving, which trains nothing; call gmi::serve");
-  return detail::validate_place_run(config);
+  // An off-policy trainer (trainers::sac) runs the off-policy layout (run_offpolicy.cuh).
+  if constexpr (gmi::trainer_is_off_policy<typename Pipeline::trainer>()) return detail::train_offpolicy<Pipeline>(config);
+  else return detail::validate_place_run(config);
 }
 
 // Measures the serving layout (policy inference + sampling + env step) with `config`: result.rates.

@@ -299,6 +299,8 @@ class sac_device_trainer {
     const std::vector<float> s = download(sums_), la = download(log_alpha_);
     return {s[sac_sum_critic] / 2.0, s[sac_sum_actor], s[sac_sum_log_prob], std::exp(double(la[0]))};
   }
+  // Episodes finished in training since the previous read (waits for the stream).
+  episode_stats read_stats() { return envs_.read_stats(pol_.stream); }
   [[nodiscard]] std::size_t env_steps() const noexcept { return env_steps_; }
   [[nodiscard]] std::uint64_t updates() const noexcept { return updates_; }
   [[nodiscard]] std::vector<float> actor_params() const { return download(actor_); }

@@ -1,7 +1,8 @@
 #pragma once
-// gmi::trainers::sac<>: soft actor-critic (gmi::rl::sac_trainer) as a trainer recipe a pipeline can name. Off
-// policy: it learns from a replay table rather than from the rollout it just collected. No layout runs it yet
-// (the pipeline's layouts take ppo, appo and none); use rl::sac_trainer directly until one does.
+// gmi::trainers::sac<>: soft actor-critic as a trainer recipe a pipeline can name. Off policy: it learns from a
+// replay table its environments fill, so gmi::train and gmi::run give it the off-policy layout
+// (pipeline/run_offpolicy.cuh: rl::sac_trainer on host threads, rl::sac_device_trainer on one GPU), not the PPO
+// engine. Hidden is the width of the actor's and critics' two hidden layers.
 
 #include <gmi/concepts/agent.hpp>
 #include <gmi/rl/sac.hpp>
@@ -9,18 +10,24 @@
 
 namespace gmi::trainers {
 
-template <class Config = rl::sac_config>
+template <class Config = rl::sac_config, int Hidden = 256>
 struct sac {
   using trainer_concept = gmi::trainer_tag;
   using config = Config;
   static constexpr bool trains = true;
   static constexpr bool asynchronous = false;
   static constexpr bool off_policy = true;
-  // The engine for an environment; Nets picks the actor and critic sizes (rl::sac_networks).
-  template <class Env, class Nets = rl::sac_networks<Env::obs_dim, Env::act_dim>>
-  using engine = rl::sac_trainer<Env, Nets>;
+  static constexpr int hidden = Hidden;
+  // The actor and twin critics for an environment.
+  template <class Env>
+  using networks = rl::sac_networks<Env::obs_dim, Env::act_dim, Hidden>;
+  // The host engine for an environment (the device one is rl::sac_device_trainer<Env, networks<Env>>). The
+  // pipeline names it with its agent's network and a policy: SAC's networks are the trainer's own, so both go unused.
+  template <class Env, class AgentNet = void, class Policy = void>
+  using engine = rl::sac_trainer<Env, networks<Env>>;
 };
 
 static_assert(gmi::trainer<sac<>>);
+static_assert(gmi::trainer_is_off_policy<sac<>>() && !gmi::trainer_is_off_policy<int>());
 
 }  // namespace gmi::trainers
