@@ -40,6 +40,9 @@ struct train_result {
   double env_steps = 0;
   double wall_seconds = 0;
   double mean_return = std::numeric_limits<double>::quiet_NaN();  // over the last --min-episodes episodes
+  // The final policy's deterministic return (rl/ppo_eval.hpp: mean actions, rl::default_eval_episodes fresh
+  // episodes); runs on one GMI that train a PPO policy fill it.
+  double eval_return = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::array<double, 2>> curve;                       // (env steps, mean return), at most 128 points
   throughput_tiers rates;
   // The policy's final weights and normalizers (the tensors --checkpoint exports as safetensors). Runs on one

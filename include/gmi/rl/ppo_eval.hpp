@@ -98,6 +98,12 @@ eval_result evaluate_mode(host_span<const float> params, host_span<const double>
 // The same from a PPO trainer's state (ppo_trainer::save_state(): its weights and observation statistics, copied
 // to the host whatever the backend), its seed and its task's parameters.
 template <class Trainer>
+  requires requires(Trainer& t) {
+    t.save_state();
+    t.seed();
+    t.config().obs_clip;
+    Trainer::net_type::discrete;
+  }
 eval_result evaluate_mode(Trainer& trainer, int episodes, const typename Trainer::env_type::params& env_params = {},
                           exec::host policy = {}) {
   using E = typename Trainer::env_type;
