@@ -12,6 +12,7 @@
 #include <gmi/rl/ppo_eval.hpp>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace {
@@ -72,7 +73,7 @@ TEST_SUITE("cpu") {
         gmi::host_span<const double>(stats.data(), stats.size()), episodes, 7);
     const auto [cost, spread] = open_loop_cost(proxy::params{}.max_steps);
     const double tol = 5 * spread / std::sqrt(double(episodes));
-    MESSAGE("zero policy on " << proxy::name << ": eval mean return " << r.mean_return << ", open-loop -trace(P) "
+    MESSAGE("zero policy on " << std::string(proxy::name) << ": eval mean return " << r.mean_return << ", open-loop -trace(P) "
                               << -cost << " +- " << tol << " (5 sigma)");
     CHECK(r.episodes == std::uint64_t(episodes));
     CHECK(r.mean_length == doctest::Approx(1000.0));
