@@ -12,6 +12,7 @@
 #include <gmi/rl/ppo_eval.hpp>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -106,5 +107,21 @@ TEST_SUITE("cpu") {
                                                        t.seed());
     CHECK(raw.mean_return != one.mean_return);
     CHECK_THROWS_AS(gmi::rl::evaluate_mode(t, 0), gmi::config_error);
+  }
+
+  // ppo_config::obs_clip is the observation normalizer's clamp (collection, update and evaluation alike).
+  TEST_CASE("ppo.eval.obs_clip_reaches_the_normalizer_and_bad_values_are_refused") {
+    using task = gmi::envs::cartpole;
+    using net = gmi::agents::gaussian_mlp<gmi::nn::layers<32, 32>>::network<task::obs_dim, task::act_dim>;
+    gmi::rl::ppo_config c;
+    CHECK(c.obs_clip == 5.0f);  // rl_games' clip stays the default
+    c.obs_clip = 2.5f;
+    gmi::rl::ppo_trainer<task, net, gmi::exec::host> t(8, 1, c);
+    CHECK(t.obs_normalizer().view().clip == 2.5f);
+    CHECK(t.rollout_view().obs_norm.clip == 2.5f);
+    for (const float bad : {0.0f, -1.0f, std::numeric_limits<float>::infinity(), std::nanf("")}) {
+      c.obs_clip = bad;
+      CHECK_THROWS_AS(c.validate(), gmi::config_error);
+    }
   }
 }
