@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Turns gmi's per-seed metrics files of a learning-suite run into result lines (bench-spec.md format): for each
-task and gmi configuration, the median, min and max over seeds of the final mean return (the end line's), and
-for the LQ proxies the optimum gap (mean cost / optimal cost); curves of the seeds' median return against env
+task and gmi configuration, the median, min and max over seeds of the final mean return (the end line's), of the
+final policy's deterministic evaluation (metric eval_return, the end line's eval_return), and for the LQ proxies the
+optimum gap (mean cost / optimal cost) of that evaluation (optimum_gap; reference_ppo.py computes it the same way)
+and of the training episodes (train_optimum_gap); curves of the seeds' median return against env
 steps (the end lines' curves) and against wall-clock seconds (the progress lines), each seed's curve read as a
 step function and the median taken where every seed has a value.
 Usage: gmi_lines.py --run-id ID --device NAME --git REV [--impl gmi] <metrics files of one task and impl>...
@@ -34,7 +36,7 @@ def main():
     p.add_argument("--settings", default="", help="the flags this gmi configuration adds to the defaults")
     p.add_argument("files", nargs="+")
     a = p.parse_args()
-    finals, curves, walls, steps, optimum, task, info, wall_s = [], [], [], [], None, None, {}, []
+    finals, evals, curves, walls, steps, optimum, task, info, wall_s = [], [], [], [], [], None, None, {}, []
     for f in a.files:
         try:
             lines = [json.loads(l) for l in open(f) if l.strip()]
@@ -44,12 +46,14 @@ def main():
         if not end:
             print(f"gmi_lines: {f}: got no end line, need one (the run failed or timed out)", file=sys.stderr)
             finals.append(None)
+            evals.append(None)
             continue
         e = end[-1]
         task = e["task"]
         optimum = e.get("optimal_mean_return", optimum)
         info = {k: e.get(k) for k in ("num_envs", "network", "ppo")}
         finals.append(e.get("mean_return"))
+        evals.append(e.get("eval_return"))
         steps.append(e["env_steps"])
         wall_s.append(e.get("wall_s"))
         curves.append(e.get("curve", []))
@@ -66,10 +70,15 @@ def main():
         {"median": None, "min": None, "max": None}
     print(json.dumps(dict(base, metric="mean_return", **stats(ok), per_seed=finals, curve=step_median(curves),
                           wall_curve=step_median(walls))))
+    finite = lambda v: [x for x in v if x is not None and math.isfinite(x)]
+    if any(x is not None for x in evals):
+        print(json.dumps(dict(base, metric="eval_return", **stats(finite(evals)), per_seed=evals)))
     if optimum is not None:
-        gaps = [x / optimum if x is not None else None for x in finals]
-        print(json.dumps(dict(base, metric="optimum_gap", **stats([g for g in gaps if g is not None]), per_seed=gaps,
-                              optimum=optimum)))
+        for metric, values in (("optimum_gap", evals), ("train_optimum_gap", finals)):
+            gaps = [x / optimum if x is not None else None for x in values]
+            if all(g is None for g in gaps):
+                continue  # an end line without eval_return (an older revision): no evaluation gap
+            print(json.dumps(dict(base, metric=metric, **stats(finite(gaps)), per_seed=gaps, optimum=optimum)))
 
 
 if __name__ == "__main__":

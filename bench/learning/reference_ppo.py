@@ -15,8 +15,10 @@ rollout, a time-limit truncation bootstrapped with gamma V(final observation).
 
 Writes result lines (bench-spec.md format) for impl "reference" and "reference_normalized": the median, min and
 max over seeds of the mean return of the episodes finished in the last logging chunk, curves of the seeds' median
-against env steps and against wall-clock seconds (compilation excluded, reported as compile_s), and for the LQ
-proxies also the optimum gap (mean cost / optimal cost).
+against env steps and against wall-clock seconds (compilation excluded, reported as compile_s); the final policy's
+deterministic evaluation (metric eval_return: the mean over EVAL_EPISODES fresh episodes acting with the mean action
+or the largest logit, as gmi's end line); and for the LQ proxies the optimum gap of that evaluation (metric
+optimum_gap: mean cost / optimal cost) and of the training episodes (train_optimum_gap).
 Usage: reference_ppo.py --task point_reach --env-steps 1e7 --out results.jsonl [--seeds 5] [--num-envs N]
        reference_ppo.py --spec cartpole:3e6:512:32-32 --spec point_reach:2e7:4096:64-64 ... (bench/learning/run_suite.sh)
 """
@@ -35,6 +37,7 @@ except ImportError:
 
 tree_map = jax.tree_util.tree_map
 CONFIGS = ("plain", "normalized")
+EVAL_EPISODES = 256  # gmi's rl::default_eval_episodes: the final policy's deterministic evaluation
 
 
 def parse(argv=None):
@@ -307,7 +310,29 @@ def make_program(task, a, num_envs, hidden, iterations_per_chunk):
                                                       iterations_per_chunk)
         return run, fin_sum, fin_count, jnp.mean(kls)
 
-    return jax.jit(jax.vmap(init)), jax.jit(jax.vmap(chunk), donate_argnums=0)
+    def evaluate(run, key):
+        """EVAL_EPISODES fresh episodes with the mode action (the mean, or the largest logit), each to its end."""
+        ku, kz = jax.random.split(key)
+        u = jax.random.uniform(ku, (EVAL_EPISODES, max(task.n_uniform, 1)))
+        z = jax.random.normal(kz, (EVAL_EPISODES, max(task.n_normal, 1)))
+
+        def step(c, _):
+            state, alive, ret, length, t = c
+            out, _ = forward(run["params"], policy_in(run, task.observe(jnp, state)))
+            act = jnp.argmax(out, axis=-1)[..., None].astype(jnp.float32) if discrete else out
+            nxt, reward, term = task.step(jnp, state, act)
+            ret = ret + jnp.where(alive, reward.astype(jnp.float32), 0.0)
+            length = length + alive.astype(jnp.float32)
+            t = t + 1
+            alive = alive & ~(term | (t >= task.max_steps))
+            return (nxt, alive, ret, length, t), None
+
+        c0 = (task.reset(jnp, u, z), jnp.ones((EVAL_EPISODES,), bool), jnp.zeros((EVAL_EPISODES,)),
+              jnp.zeros((EVAL_EPISODES,)), jnp.zeros((), jnp.int32))
+        (_, _, ret, length, _), _ = jax.lax.scan(step, c0, None, task.max_steps)
+        return jnp.mean(ret), jnp.mean(length)
+
+    return jax.jit(jax.vmap(init)), jax.jit(jax.vmap(chunk), donate_argnums=0), jax.jit(jax.vmap(evaluate))
 
 
 def summary(values):
@@ -334,13 +359,15 @@ class Job:
 
     def compile(self):
         t0 = time.perf_counter()
-        init, step = make_program(self.task, self.a, self.num_envs, self.hidden, self.chunk)
+        init, step, evaluate = make_program(self.task, self.a, self.num_envs, self.hidden, self.chunk)
         keys = jnp.stack([jax.random.PRNGKey(1000 * s + 17) for _, s in self.runs])
         flags = jnp.asarray([1.0 if c == "normalized" else 0.0 for c, _ in self.runs])
         self.init = init.lower(keys, flags).compile()
         self.args = (keys, flags)
         shapes = jax.eval_shape(init, keys, flags)
         self.step = step.lower(shapes).compile()
+        self.eval_keys = jnp.stack([jax.random.PRNGKey(1000 * s + 99991) for _, s in self.runs])
+        self.evaluate = evaluate.lower(shapes, self.eval_keys).compile()
         self.compile_s = time.perf_counter() - t0
         return self
 
@@ -365,6 +392,9 @@ class Job:
                     curves[c].append([float(steps), med])
                     walls[c].append([wall, med])
         wall_s = time.perf_counter() - start
+        # The final policies without exploration noise, after the clock stopped (as gmi's end line).
+        ev_ret, ev_len = (np.asarray(x) for x in self.evaluate(state, self.eval_keys))
+        evals = [float(x) if math.isfinite(float(x)) else None for x in ev_ret]
         lines = []
         env_steps = float(self.iterations * self.per_iteration)
         for c in configs:
@@ -379,13 +409,22 @@ class Job:
                     "compile_s": self.compile_s, "iterations": self.iterations, "seeds_run_together": len(runs)}
             lines.append(dict(base, metric="mean_return", median=med, min=lo, max=hi, per_seed=finals,
                               curve=curves[c], wall_curve=walls[c]))
+            ev = [evals[i] for i, (cc, _) in enumerate(runs) if cc == c]
+            emed, elo, ehi = summary(ev)
+            lines.append(dict(base, metric="eval_return", median=emed, min=elo, max=ehi, per_seed=ev,
+                              eval_episodes=EVAL_EPISODES,
+                              eval_length=float(np.mean([ev_len[i] for i, (cc, _) in enumerate(runs) if cc == c]))))
             if task.optimum is not None:
-                gaps = [f / task.optimum if f is not None else None for f in finals]
-                gmed, glo, ghi = summary(gaps)
-                lines.append(dict(base, metric="optimum_gap", median=gmed, min=glo, max=ghi, per_seed=gaps,
-                                  optimum=task.optimum))
+                # Cost over the optimum's: of the deterministic evaluation (the Riccati optimum is a deterministic
+                # controller's), and of the training episodes (exploration noise included) as before.
+                for metric, values in (("optimum_gap", ev), ("train_optimum_gap", finals)):
+                    gaps = [f / task.optimum if f is not None else None for f in values]
+                    gmed, glo, ghi = summary(gaps)
+                    lines.append(dict(base, metric=metric, median=gmed, min=glo, max=ghi, per_seed=gaps,
+                                      optimum=task.optimum))
             print(f"reference_ppo: {task.name} {c}: median return {med} (min {lo}, max {hi}) after {env_steps:.3g} "
-                  f"env steps, {wall_s:.1f} s ({self.compile_s:.1f} s compiling before)", flush=True)
+                  f"env steps, {wall_s:.1f} s ({self.compile_s:.1f} s compiling before); deterministic "
+                  f"evaluation {emed}", flush=True)
         return lines
 
 

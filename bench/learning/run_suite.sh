@@ -9,22 +9,53 @@
 #
 # Usage: run_suite.sh <build-dir> <results.jsonl> [seeds=5] [scale=1]
 #   scale multiplies every task's env steps (0.1 for a quick look).
+#        run_suite.sh part1|part2 [results.jsonl] [seeds=5]
+#   one of two halves of the suite for one device call of under 9 minutes each, from the repository root: builds
+#   the half's example binaries (cmake --preset gpu -B ${BUILD_DIR:-/tmp/build}, -j$(nproc)), then runs its tasks
+#   as above; results to ${OUT:-bench/results/learning-suite}/<date>-<device>-<git>-<part>.jsonl by default.
+#   part1: cartpole pendulum ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy
+#   franka_cabinet_proxy; part2: shadow_hand_proxy (the costliest gmi runs) point_reach sparse_reach long_track
+#   spring_chain cartpole_discrete.
 # Environment: SUITE_TASKS="cartpole point_reach ..." (a subset, default all), PYTHON (a python with jax; default
 #   python3), GMI_DEVICE (gmi's --device, default auto), GMI_VARIANTS="label|flags;label|flags" (more gmi
 #   configurations beside the defaults, each written as impl "gmi_<label>" with its flags as "settings"; one with
 #   --gmis-per-gpu K gives each of its K GMIs the task's envs / K),
 #   SUITE_NUM_ENVS (one env count for every task instead of the table's, for a quick check on a small machine),
-#   REFERENCE=0 (gmi only), SUITE_BUDGET_S (default 500: no reference task starts training after this many
-#   seconds, so a 9-minute device call returns what is done).
+#   REFERENCE=0 (gmi only), SUITE_BUDGET_S (default 500: no gmi or reference task starts training after this
+#   many seconds since the script started, the build of part1/part2 included, so a 9-minute device call returns
+#   what is done), SUITE_REFERENCE_S (default 100: of that budget, the seconds kept for the reference's training
+#   after gmi's runs: no gmi task starts after SUITE_BUDGET_S - SUITE_REFERENCE_S).
 # Needs the targets gmi.example.cartpole_ppo and gmi.example.<task>_ppo for every other task (configure with
 #   -DGMI_BUILD_ALL_TASK_EXAMPLES=ON).
 set -uo pipefail
-build=${1:?usage: run_suite.sh <build-dir> <results.jsonl> [seeds=5] [scale=1]}
-out=${2:?results file}
-seeds=${3:-5}
-scale=${4:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+t_script=$(date +%s.%N)
+part=
+case "${1:-}" in
+  part1) part=part1; SUITE_TASKS=${SUITE_TASKS:-"cartpole pendulum ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy franka_cabinet_proxy"} ;;
+  part2) part=part2; SUITE_TASKS=${SUITE_TASKS:-"shadow_hand_proxy point_reach sparse_reach long_track spring_chain cartpole_discrete"} ;;
+esac
+if [ -n "$part" ]; then
+  build=${BUILD_DIR:-/tmp/build}
+  rev=${GMI_GIT_REVISION:-$(cat "$root/.carry/git-rev" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '-')
+  out=${2:-${OUT:-$root/bench/results/learning-suite}/$(date -u +%F)-${gpu:-host}-$rev-$part.jsonl}
+  seeds=${3:-5}
+  scale=1
+  targets=()
+  for t in $SUITE_TASKS; do targets+=("gmi.example.${t}_ppo"); done
+  echo "run_suite: $part: building ${targets[*]} in $build"
+  (cd "$root" && cmake --preset gpu -B "$build" -DGMI_BUILD_ALL_TASK_EXAMPLES=ON > "$build.configure.log" 2>&1 &&
+    cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build.build.log" 2>&1) ||
+    { echo "run_suite: $part: the build failed:" >&2; tail -30 "$build.configure.log" "$build.build.log" >&2; exit 1; }
+  echo "run_suite: $part: built in $(awk -v a="$t_script" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b - a}') s"
+else
+  build=${1:?usage: run_suite.sh <build-dir> <results.jsonl> [seeds=5] [scale=1] or run_suite.sh part1|part2}
+  out=${2:?results file}
+  seeds=${3:-5}
+  scale=${4:-1}
+fi
 python=${PYTHON:-python3}
 gmi_device=${GMI_DEVICE:-auto}
 [[ "$seeds" =~ ^[1-9][0-9]*$ ]] || { echo "run_suite: seeds: got $seeds, need a positive integer" >&2; exit 2; }
@@ -76,7 +107,7 @@ run_id="$(date -u +%Y-%m-%dT%H:%M:%SZ)-${short:-gpu}-$(head -c 3 /dev/urandom | 
 work=$(mktemp -d /tmp/gmi-learning-suite.XXXXXX)
 mkdir -p "$(dirname "$out")"
 echo "run_suite: run $run_id on $device, revision $git, $seeds seeds, scale $scale; work files in $work"
-t_start=$(date +%s.%N)
+t_start=$t_script
 
 specs=()
 steps_of() { awk -v t="$1" -v k="$scale" '$1 == t {printf "%.0f", $3 * k}' <<< "$table"; }
@@ -88,7 +119,8 @@ done
 refpid=
 if [ "${REFERENCE:-1}" != 0 ]; then
   "$python" "$here/reference_ppo.py" "${specs[@]}" --seeds "$seeds" --wait-for "$work/gmi_done" \
-    --out "$out" --run-id "$run_id" --device "$device" --git "$git" --stop-after "${SUITE_BUDGET_S:-500}" \
+    --out "$out" --run-id "$run_id" --device "$device" --git "$git" \
+    --stop-after "$(awk -v b="${SUITE_BUDGET_S:-500}" -v a="$t_start" -v n="$(date +%s.%N)" 'BEGIN{r = b - (n - a); printf "%.0f", r > 1 ? r : 1}')" \
     --compile-threads "$(( $(nproc) > 4 ? $(nproc) / 2 : 2 ))" > "$work/reference.log" 2>&1 &
   refpid=$!
 fi
@@ -98,8 +130,8 @@ IFS=';' read -ra extra <<< "${GMI_VARIANTS:-}"
 for v in "${extra[@]}"; do [ -n "$v" ] && variants+=("gmi_$v"); done
 elapsed() { awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b - a}'; }
 for t in $wanted; do
-  if [ "$(elapsed)" -gt "${SUITE_BUDGET_S:-500}" ]; then
-    echo "run_suite: gmi $t: skipped, SUITE_BUDGET_S=${SUITE_BUDGET_S:-500} s passed" >&2
+  if [ "$(elapsed)" -gt $(( ${SUITE_BUDGET_S:-500} - ${SUITE_REFERENCE_S:-100} )) ]; then
+    echo "run_suite: gmi $t: skipped, SUITE_BUDGET_S - SUITE_REFERENCE_S = $(( ${SUITE_BUDGET_S:-500} - ${SUITE_REFERENCE_S:-100} )) s passed" >&2
     continue
   fi
   read -r _ envs _ _ <<< "$(grep "^$t " <<< "$table")"

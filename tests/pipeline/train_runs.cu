@@ -50,6 +50,7 @@ gmi_test::train_outcome outcome_of(const gmi::train_result& r) {
   o.exit_code = r.exit_code;
   o.env_steps = r.env_steps;
   o.mean_return = r.mean_return;
+  o.eval_return = r.eval_return;
   o.train_rate = r.rates.train_samples_per_s;
   o.env_rate = r.rates.env_steps_per_s;
   o.serve_rate = r.rates.serve_steps_per_s;

@@ -11,7 +11,7 @@ namespace gmi_test {
 struct train_outcome {
   std::string reason;  // train_result::reason_text()
   int exit_code = 0;
-  double env_steps = 0, mean_return = 0, train_rate = 0, env_rate = 0, serve_rate = 0;
+  double env_steps = 0, mean_return = 0, eval_return = 0, train_rate = 0, env_rate = 0, serve_rate = 0;
   std::vector<std::array<double, 2>> curve;
   std::vector<std::string> weight_names;
   std::string error;  // a config_error's message (the run did not start)

@@ -22,8 +22,10 @@ TEST_SUITE("cpu") {
     CHECK(seven.exit_code == 0);
     CHECK(seven.env_steps >= 20'000);
     CHECK(seven.mean_return == doctest::Approx(70.0));
+    CHECK(seven.eval_return == doctest::Approx(70.0));  // the deterministic evaluation's episodes get them too
     const auto one = gmi_test::train_constant_reward(1.0f, 10, 20'000, NAN);
     CHECK(one.mean_return == doctest::Approx(10.0));
+    CHECK(one.eval_return == doctest::Approx(10.0));
   }
 
   TEST_CASE("pipeline.train.returns_curve_rates_and_weights" * doctest::timeout(120)) {

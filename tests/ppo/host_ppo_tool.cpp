@@ -3,7 +3,12 @@
 // Usage: gmi.tool.host_ppo <task> [--num-envs 256] [--minibatch 1024] [--env-steps 1e6] [--seed 1] [--threads 0]
 //        [--normalize-obs 0|1] [--normalize-value 0|1] [--popart 0|1] [--obs-window N] [--value-window N]
 //        [--lr-schedule constant|adaptive|linear] [--max-lr 1e-2] [--kl-target 0.016] [--reports 20]
-// Tasks: the suite's small ones (cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain).
+//        [--gamma 0.99] [--lambda 0.95] [--lr 3e-4] [--entropy 0] [--epochs 8] [--horizon 16] [--obs-clip 5]
+//        [--eval-episodes 256]
+// Tasks: the suite's small ones (cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain) and the
+// LQ proxies (ant_proxy, anymal_proxy, humanoid_proxy, franka_cabinet_proxy, shadow_hand_proxy). The last line
+// also gives the deterministic evaluation's mean return (rl/ppo_eval.hpp) and, for the proxies, both returns over
+// the Riccati optimum's.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -11,11 +16,13 @@
 
 #include <gmi/agents/gaussian_mlp.hpp>
 #include <gmi/envs/registry.hpp>
+#include <gmi/envs/lq_proxy.hpp>
 #include <gmi/rl/ppo.hpp>
+#include <gmi/rl/ppo_eval.hpp>
 
 namespace {
 struct options {
-  int num_envs = 256, seed = 1, threads = 0, reports = 20;
+  int num_envs = 256, seed = 1, threads = 0, reports = 20, eval_episodes = gmi::rl::default_eval_episodes;
   double env_steps = 1e6;
   gmi::rl::ppo_config ppo;
 };
@@ -50,13 +57,20 @@ int train(const options& o) {
       window = {};
     }
   }
-  std::printf("host_ppo: final %s %.6g\n", Task::name, last);
+  const gmi::rl::eval_result ev =
+      gmi::rl::evaluate_mode(t, o.eval_episodes, {}, gmi::exec::host{.threads = static_cast<unsigned>(o.threads)});
+  std::printf("host_ppo: final %s %.6g eval %.6g", Task::name, last, ev.mean_return);
+  if constexpr (requires { Task::optimal_mean_return(typename Task::params{}); }) {
+    const double opt = Task::optimal_mean_return(typename Task::params{});
+    std::printf(" optimum %.6g gap %.4g eval_gap %.4g", opt, last / opt, ev.mean_return / opt);
+  }
+  std::printf("\n");
   return 0;
 }
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) bad("task", "none", "one of cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain");
+  if (argc < 2) bad("task", "none", "a suite task of host_ppo_tool.cpp's usage line");
   options o;
   o.ppo.minibatch = 1024;
   const std::string task = argv[1];
@@ -81,6 +95,14 @@ int main(int argc, char** argv) {
     else if (flag == "--value-window") o.ppo.value_normalizer_window = std::atof(v.c_str());
     else if (flag == "--max-lr") o.ppo.max_learning_rate = float(std::atof(v.c_str()));
     else if (flag == "--kl-target") o.ppo.kl_target = float(std::atof(v.c_str()));
+    else if (flag == "--gamma") o.ppo.gamma = float(std::atof(v.c_str()));
+    else if (flag == "--lambda") o.ppo.lambda = float(std::atof(v.c_str()));
+    else if (flag == "--lr") o.ppo.learning_rate = float(std::atof(v.c_str()));
+    else if (flag == "--entropy") o.ppo.entropy_coef = float(std::atof(v.c_str()));
+    else if (flag == "--epochs") o.ppo.epochs = std::atoi(v.c_str());
+    else if (flag == "--horizon") o.ppo.horizon = std::atoi(v.c_str());
+    else if (flag == "--obs-clip") o.ppo.obs_clip = float(std::atof(v.c_str()));
+    else if (flag == "--eval-episodes") o.eval_episodes = std::atoi(v.c_str());
     else if (flag == "--lr-schedule") {
       const auto s = gmi::rl::parse_lr_schedule(v);
       if (!s) bad("--lr-schedule", v, "constant, adaptive or linear");
@@ -88,6 +110,7 @@ int main(int argc, char** argv) {
       if (*s == gmi::rl::lr_schedule::linear) o.ppo.lr_decay_env_steps = o.env_steps;
     } else bad("flag", std::string(flag), "one of those in the usage line of host_ppo_tool.cpp");
   }
+  if (o.eval_episodes < 1) bad("--eval-episodes", std::to_string(o.eval_episodes), ">= 1");
   if (o.num_envs < 1) bad("--num-envs", std::to_string(o.num_envs), ">= 1");
   if (!(o.env_steps >= 1)) bad("--env-steps", std::to_string(o.env_steps), ">= 1");
   try {
@@ -100,9 +123,14 @@ int main(int argc, char** argv) {
     if (task == "sparse_reach") return train<gmi::envs::sparse_reach, mid>(o);
     if (task == "long_track") return train<gmi::envs::long_track, mid>(o);
     if (task == "spring_chain") return train<gmi::envs::spring_chain, mid>(o);
+    if (task == "ant_proxy") return train<gmi::envs::ant_proxy, mid>(o);
+    if (task == "anymal_proxy") return train<gmi::envs::anymal_proxy, mid>(o);
+    if (task == "humanoid_proxy") return train<gmi::envs::humanoid_proxy, mid>(o);
+    if (task == "franka_cabinet_proxy") return train<gmi::envs::franka_cabinet_proxy, mid>(o);
+    if (task == "shadow_hand_proxy") return train<gmi::envs::shadow_hand_proxy, mid>(o);
   } catch (const gmi::error& e) {
     std::fprintf(stderr, "gmi.tool.host_ppo: %s\n", e.what());
     return 2;
   }
-  bad("task", task, "one of cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain");
+  bad("task", task, "a suite task of host_ppo_tool.cpp's usage line");
 }

@@ -92,6 +92,8 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--obs-normalizer-window", o.ppo.obs_normalizer_window,
                  "samples the observation normalizer weighs at most (older ones fade); 0: every sample")
       ->capture_default_str();
+  app.add_option("--obs-clip", o.ppo.obs_clip, "normalized observations are clamped to +-this (PPO trainer and its "
+                 "evaluation; APPO and serving keep 5)")->capture_default_str();
   app.add_option("--value-normalizer-window", o.ppo.value_normalizer_window,
                  "samples the return normalizer weighs at most (older ones fade); 0: every sample")
       ->capture_default_str();

@@ -30,6 +30,7 @@
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/policy_server.cuh>
 #include <gmi/rl/ppo.cuh>
+#include <gmi/rl/ppo_eval.hpp>
 
 namespace gmi::detail {
 
@@ -216,6 +217,12 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
           end.update({{"event", "end"}, {"reason", reason}, {"iteration", trainer.iteration()},
                       {"env_steps", steps}, {"wall_s", now}, {"mean_return", std::isfinite(last_mean) ? nlohmann::json(last_mean) : nlohmann::json()},
                       {"train_samples_per_s", rate}, {"curve", curve.points()}});
+          // The final policy without exploration noise, on host threads after the clock stopped.
+          if constexpr (requires { rl::evaluate_mode(trainer, 1, o.env); }) {
+            const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
+            result.eval_return = ev.mean_return;
+            end.update({{"eval_return", ev.mean_return}, {"eval_episodes", ev.episodes}, {"eval_length", ev.mean_length}});
+          }
           if (warm && trainer.iteration() > warm->second) {
             const double warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm->first).count();
             end["warm_samples_per_s"] = static_cast<double>(trainer.iteration() - warm->second) *
@@ -228,6 +235,10 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
           std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", reason.c_str(),
                       metrics::si(steps).c_str(), now, return_text(last_mean, o).c_str(),
                       std::isfinite(target) ? metrics::si(target).c_str() : "none");
+          if (std::isfinite(result.eval_return)) {
+            std::printf("gmi: deterministic evaluation: mean return %s over %d episodes\n",
+                        return_text(result.eval_return, o).c_str(), rl::default_eval_episodes);
+          }
           if constexpr (Policy::on_device) std::printf("gmi: GPU utilization: %s, from iteration 5\n", sm_activity_text(util).c_str());
           result.exit_code = sig ? 128 + sig : 0;
           result.iterations = trainer.iteration();

@@ -79,6 +79,7 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"clip_value", c.clip_value},
           {"max_grad_norm", c.max_grad_norm},
           {"value_coef", c.value_coef},
+          {"obs_clip", c.obs_clip},
           {"obs_normalizer_window", c.obs_normalizer_window},
           {"value_normalizer_window", c.value_normalizer_window}};
   if (c.schedule == rl::lr_schedule::linear) j["lr_decay_env_steps"] = c.lr_decay_env_steps;

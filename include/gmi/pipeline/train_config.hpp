@@ -40,7 +40,9 @@ struct train_result {
   double env_steps = 0;
   double wall_seconds = 0;
   double mean_return = std::numeric_limits<double>::quiet_NaN();  // over the last --min-episodes episodes
-  double eval_return = std::numeric_limits<double>::quiet_NaN();  // off-policy: the deterministic policy's, at the end
+  // The final policy's deterministic return (PPO: rl/ppo_eval.hpp, mean actions over rl::default_eval_episodes
+  // fresh episodes, filled by one-GMI runs; SAC: --sac-eval-episodes), NaN where not measured.
+  double eval_return = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::array<double, 2>> curve;                       // (env steps, mean return), at most 128 points
   throughput_tiers rates;
   // The policy's final weights and normalizers (the tensors --checkpoint exports as safetensors). Runs on one

@@ -45,6 +45,7 @@ struct ppo_config {
   float value_clip = 0.2f;
   bool normalize_advantage = true;  // over the whole rollout
   bool normalize_obs = true;        // running mean/std of observations
+  float obs_clip = 5.0f;            // normalized observations are clamped to [-obs_clip, obs_clip] (rl_games: 5)
   bool normalize_value = true;      // the value head predicts returns normalized by their running mean/std
   // With normalize_value: each change of the return statistics rescales the value head's row and bias so its
   // denormalized predictions stay as they were (PopArt, rl/popart.hpp). Off by default: on the learning suite it
@@ -89,6 +90,7 @@ struct ppo_config {
     gmi::require(std::isfinite(entropy_coef) && entropy_coef >= 0, "ppo.entropy_coef", entropy_coef, ">= 0");
     gmi::require(std::isfinite(bounds_loss_coef) && bounds_loss_coef >= 0, "ppo.bounds_loss_coef", bounds_loss_coef, ">= 0");
     gmi::require(finite_positive(value_clip), "ppo.value_clip", value_clip, "> 0");
+    gmi::require(finite_positive(obs_clip), "ppo.obs_clip", obs_clip, "> 0 and finite");
     gmi::require(std::isfinite(obs_normalizer_window) && obs_normalizer_window >= 0, "ppo.obs_normalizer_window",
                  obs_normalizer_window, ">= 0 samples and finite (0: every sample)");
     gmi::require(std::isfinite(value_normalizer_window) && value_normalizer_window >= 0,
