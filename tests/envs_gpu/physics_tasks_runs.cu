@@ -11,6 +11,7 @@
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/physics/batch_local.cuh>
+#include <gmi/physics/batch_warp.cuh>
 #include <gmi/rl/env_batch.cuh>
 
 namespace {
@@ -110,4 +111,44 @@ std::vector<float> run_local_batch_ant(int n, const std::vector<float>& ctrl, in
   GMI_CUDA_TRY(cudaMemcpyAsync(q.data(), b.qpos(), q.size() * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
   GMI_CUDA_TRY(cudaStreamSynchronize(stream.get()));
   return q;
+}
+
+namespace {
+// qpos (nq x n) then qvel (nv x n) of batch b after `launches` launches of `substeps` steps under ctrl.
+template <class B>
+std::vector<float> run_batch(B& b, const std::vector<float>& ctrl, int launches, int substeps, cudaStream_t s) {
+  using sim = typename B::sim;
+  const std::size_t n = static_cast<std::size_t>(b.num_envs());
+  gmi::require(ctrl.size() == std::size_t(sim::nu) * n, "run_physics_layout ctrl size", ctrl.size(),
+               "== nu x num_envs = " + std::to_string(std::size_t(sim::nu) * n));
+  GMI_CUDA_TRY(cudaMemcpyAsync(b.ctrl(), ctrl.data(), ctrl.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  for (int l = 0; l < launches; ++l) b.step(s, substeps);
+  std::vector<float> out((sim::nq + sim::nv) * n);
+  GMI_CUDA_TRY(cudaMemcpyAsync(out.data(), b.qpos(), sim::nq * n * sizeof(float), cudaMemcpyDeviceToHost, s));
+  GMI_CUDA_TRY(cudaMemcpyAsync(out.data() + sim::nq * n, b.qvel(), sim::nv * n * sizeof(float),
+                               cudaMemcpyDeviceToHost, s));
+  GMI_CUDA_TRY(cudaStreamSynchronize(s));
+  return out;
+}
+
+template <class M>
+std::vector<float> run_layout(bool warp, int n, const std::vector<float>& ctrl, int launches, int substeps) {
+  gmi::cuda::stream stream;
+  if (warp) {
+    gmi::physics::warp_batch<M> b(n, stream.get());
+    return run_batch(b, ctrl, launches, substeps, stream.get());
+  }
+  gmi::physics::local_batch<M> b(n, stream.get());
+  return run_batch(b, ctrl, launches, substeps, stream.get());
+}
+}  // namespace
+
+std::vector<float> run_physics_layout(std::string_view task, bool warp_per_env, int n, const std::vector<float>& ctrl,
+                                      int launches, int substeps) {
+  if (task == "ant") return run_layout<gmi::envs::ant::sim::model_type>(warp_per_env, n, ctrl, launches, substeps);
+  if (task == "humanoid")
+    return run_layout<gmi::envs::humanoid::sim::model_type>(warp_per_env, n, ctrl, launches, substeps);
+  if (task == "anymal")
+    return run_layout<gmi::envs::anymal::sim::model_type>(warp_per_env, n, ctrl, launches, substeps);
+  throw std::invalid_argument("run_physics_layout: task: got " + std::string(task) + ", need ant, humanoid or anymal");
 }

@@ -21,3 +21,10 @@ trajectory step_physics_task_gpu_from(std::string_view task, int num_envs, std::
 // The ant's model in physics/batch_local.cuh: n environments from qpos0 under controls ctrl (nu x n,
 // element-major), `launches` launches of `substeps` physics steps; returns qpos (nq x n, element-major).
 std::vector<float> run_local_batch_ant(int n, const std::vector<float>& ctrl, int launches, int substeps);
+
+// The model of task (ant, humanoid, anymal) physics only, n environments from qpos0 under controls ctrl (nu x n,
+// element-major), `launches` launches of `substeps` physics steps, with a thread per environment
+// (physics/batch_local.cuh) or a warp per environment (physics/batch_warp.cuh); returns qpos (nq x n) then qvel
+// (nv x n), element-major.
+std::vector<float> run_physics_layout(std::string_view task, bool warp_per_env, int n, const std::vector<float>& ctrl,
+                                      int launches, int substeps);

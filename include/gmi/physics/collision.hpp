@@ -15,28 +15,52 @@
 namespace gmi::physics {
 
 namespace detail {
+// MuJoCo's frame completion: the tangent defaults to world y (z when n is near y), made orthogonal to n; writes
+// contact c's point, frame, distance and pair.
+template <class T>
+GMI_HD inline void store_contact(const data<T>& d, int c, int pair, vec3<T> pos, vec3<T> n, vec3<T> t, T dist) {
+  if (norm(t) < T(0.5)) t = (n.y < T(0.5) && n.y > T(-0.5)) ? vec3<T>{0, 1, 0} : vec3<T>{0, 0, 1};
+  t = t - dot(n, t) * n;
+  const T tn = norm(t);
+  t = tn < T(1e-15) ? vec3<T>{1, 0, 0} : (T(1) / tn) * t;
+  const vec3<T> b = cross(n, t);
+  store3(d.con_pos, c, pos);
+  const T f[9] = {n.x, n.y, n.z, t.x, t.y, t.z, b.x, b.y, b.z};
+  for (int k = 0; k < 9; ++k) d.con_frame[9 * c + k] = f[k];
+  d.con_dist[c] = dist;
+  d.con_pair[c] = T(pair);
+}
+
+// Appends a pair's contacts at d.ncon while there is room (the serial pipeline).
 template <class T>
 struct contact_sink {
   const data<T>& d;
   int capacity;
   int pair;
-  // Adds a contact (normal n, optional first tangent t, zero when none) if it penetrates and there is room.
-  GMI_HD void add(vec3<T> pos, vec3<T> n, vec3<T> t, T dist) const {
+  int added = 0;  // penetrating contacts offered (kept or dropped for room)
+  GMI_HD void add(vec3<T> pos, vec3<T> n, vec3<T> t, T dist) {
     if (!(dist < T(0))) return;
+    ++added;
     const int c = static_cast<int>(d.ncon[0]);
     if (c >= capacity) return;
-    // MuJoCo's frame completion: the tangent defaults to world y (z when n is near y), made orthogonal to n.
-    if (norm(t) < T(0.5)) t = (n.y < T(0.5) && n.y > T(-0.5)) ? vec3<T>{0, 1, 0} : vec3<T>{0, 0, 1};
-    t = t - dot(n, t) * n;
-    const T tn = norm(t);
-    t = tn < T(1e-15) ? vec3<T>{1, 0, 0} : (T(1) / tn) * t;
-    const vec3<T> b = cross(n, t);
-    store3(d.con_pos, c, pos);
-    const T f[9] = {n.x, n.y, n.z, t.x, t.y, t.z, b.x, b.y, b.z};
-    for (int k = 0; k < 9; ++k) d.con_frame[9 * c + k] = f[k];
-    d.con_dist[c] = dist;
-    d.con_pair[c] = T(pair);
+    store_contact(d, c, pair, pos, n, t, dist);
     d.ncon[0] = T(c + 1);
+  }
+};
+
+// Counts a pair's contacts, or writes them from slot `first` on (below capacity): a warp's lanes collide their
+// pairs twice, counting, then writing at offsets of a scan over pairs, giving the serial order.
+template <class T>
+struct slot_sink {
+  const data<T>* d;  // null: count only
+  int capacity;
+  int pair;
+  int first;
+  int added = 0;
+  GMI_HD void add(vec3<T> pos, vec3<T> n, vec3<T> t, T dist) {
+    if (!(dist < T(0))) return;
+    const int c = first + added++;
+    if (d && c < capacity) store_contact(*d, c, pair, pos, n, t, dist);
   }
 };
 
@@ -48,8 +72,8 @@ GMI_HD inline mat3<T> geom_mat(const data<T>& d, int g) {
 }
 
 // Sphere (centre a, radius ra) against sphere (b, rb); the normal points from a to b.
-template <class T>
-GMI_HD inline void sphere_sphere(const contact_sink<T>& out, vec3<T> a, T ra, vec3<T> b, T rb, vec3<T> za, vec3<T> zb) {
+template <class T, class S>
+GMI_HD inline void sphere_sphere(S& out, vec3<T> a, T ra, vec3<T> b, T rb, vec3<T> za, vec3<T> zb) {
   vec3<T> n = b - a;
   const T len = norm(n);
   const T dist = len - ra - rb;
@@ -63,8 +87,8 @@ GMI_HD inline void sphere_sphere(const contact_sink<T>& out, vec3<T> a, T ra, ve
   out.add(a + (ra + dist / 2) * n, n, vec3<T>{0, 0, 0}, dist);
 }
 
-template <class T>
-GMI_HD inline void plane_sphere(const contact_sink<T>& out, vec3<T> p, vec3<T> n, vec3<T> c, T r, vec3<T> tangent) {
+template <class T, class S>
+GMI_HD inline void plane_sphere(S& out, vec3<T> p, vec3<T> n, vec3<T> c, T r, vec3<T> tangent) {
   const T dist = dot(c - p, n) - r;
   out.add(c - (r + dist / 2) * n, n, tangent, dist);
 }
@@ -73,91 +97,101 @@ template <class T>
 GMI_HD inline T clamp1(T x) { return x > T(1) ? T(1) : (x < T(-1) ? T(-1) : x); }
 }  // namespace detail
 
+// Geom frames in the world from the body frames.
+template <class T>
+GMI_HD void geom_frames(const model_view<T>& m, const data<T>& d, int g) {
+  const int b = m.geom_bodyid[g];
+  mat3<T> rb;
+  for (int k = 0; k < 9; ++k) rb.m[k] = d.xmat[9 * b + k];
+  store3(d.geom_xpos, g, load3(d.xpos, b) + rb * get3(m.geom_pos, g));
+  const mat3<T> rg = to_mat(load4(d.xquat, b) * get4(m.geom_quat, g));
+  for (int k = 0; k < 9; ++k) d.geom_xmat[9 * g + k] = rg.m[k];
+}
+
+// Pair p's contacts, offered to out (out.add(pos, normal, tangent or zero, dist)), in MuJoCo's order.
+template <class T, class S>
+GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out) {
+  const int g1 = m.pair_geom1[p], g2 = m.pair_geom2[p];
+  const int t1 = m.geom_type[g1], t2 = m.geom_type[g2];
+  const vec3<T> p1 = load3(d.geom_xpos, g1), p2 = load3(d.geom_xpos, g2);
+  const mat3<T> r1 = detail::geom_mat(d, g1), r2 = detail::geom_mat(d, g2);
+  const vec3<T> z1 = column(r1, 2), z2 = column(r2, 2);
+  const T* s1 = m.geom_size + 3 * g1;
+  const T* s2 = m.geom_size + 3 * g2;
+  const vec3<T> none{0, 0, 0};
+  if (t1 == geom_plane) {
+    if (t2 == geom_sphere) {
+      detail::plane_sphere(out, p1, z1, p2, s2[0], none);
+    } else if (t2 == geom_capsule) {
+      const vec3<T> seg = s2[1] * z2;
+      detail::plane_sphere(out, p1, z1, p2 + seg, s2[0], z2);
+      detail::plane_sphere(out, p1, z1, p2 - seg, s2[0], z2);
+    } else if (t2 == geom_box) {
+      const T centre = dot(p2 - p1, z1);
+      int found = 0;
+      for (int i = 0; i < 8 && found < 4; ++i) {
+        const vec3<T> local{(i & 1) ? s2[0] : -s2[0], (i & 2) ? s2[1] : -s2[1], (i & 4) ? s2[2] : -s2[2]};
+        const vec3<T> corner = r2 * local;
+        const T ldist = dot(z1, corner);
+        if (centre + ldist > T(0) || ldist > T(0)) continue;
+        ++found;
+        const T dist = centre + ldist;
+        out.add(p2 + corner - (dist / 2) * z1, z1, none, dist);
+      }
+    }
+  } else if (t1 == geom_box && t2 == geom_box) {
+    detail::box<T> a{p1, {column(r1, 0), column(r1, 1), column(r1, 2)}, {s1[0], s1[1], s1[2]}};
+    detail::box<T> b{p2, {column(r2, 0), column(r2, 1), column(r2, 2)}, {s2[0], s2[1], s2[2]}};
+    detail::box_box(a, b, [&](vec3<T> pos, vec3<T> n, T dist) { out.add(pos, n, none, dist); });
+  } else if (t1 == geom_sphere && t2 == geom_sphere) {
+    detail::sphere_sphere(out, p1, s1[0], p2, s2[0], z1, z2);
+  } else if (t1 == geom_sphere && t2 == geom_capsule) {
+    const vec3<T> axis = s2[1] * z2;
+    const T x = detail::clamp1(dot(axis, p1 - p2) / dot(axis, axis));
+    detail::sphere_sphere(out, p1, s1[0], p2 + x * axis, s2[0], z1, z2);
+  } else if (t1 == geom_capsule && t2 == geom_capsule) {
+    // Closest points of the two axis segments (parameters in [-1, 1] along the scaled axes).
+    const vec3<T> a1 = s1[1] * z1, a2 = s2[1] * z2, dif = p1 - p2;
+    const T ma = dot(a1, a1), mb = -dot(a1, a2), mc = dot(a2, a2);
+    const T u = -dot(a1, dif), v = dot(a2, dif);
+    const T det = ma * mc - mb * mb;
+    if (fabs(det) >= T(1e-15)) {
+      T x1 = (mc * u - mb * v) / det, x2 = (ma * v - mb * u) / det;
+      if (x1 > T(1)) {
+        x1 = 1;
+        x2 = (v - mb) / mc;
+      } else if (x1 < T(-1)) {
+        x1 = -1;
+        x2 = (v + mb) / mc;
+      }
+      if (x2 > T(1)) {
+        x2 = 1;
+        x1 = detail::clamp1((u - mb) / ma);
+      } else if (x2 < T(-1)) {
+        x2 = -1;
+        x1 = detail::clamp1((u + mb) / ma);
+      }
+      detail::sphere_sphere(out, p1 + x1 * a1, s1[0], p2 + x2 * a2, s2[0], z1, z2);
+    } else {
+      // Parallel axes: each end of one against the nearest point of the other, two contacts at most.
+      const int before = out.added;
+      const T ends[4][2] = {{1, detail::clamp1((v - mb) / mc)}, {-1, detail::clamp1((v + mb) / mc)},
+                            {detail::clamp1((u - mb) / ma), 1}, {detail::clamp1((u + mb) / ma), -1}};
+      for (int k = 0; k < 4 && out.added - before < 2; ++k) {
+        detail::sphere_sphere(out, p1 + ends[k][0] * a1, s1[0], p2 + ends[k][1] * a2, s2[0], z1, z2);
+      }
+    }
+  }
+}
+
 // Geom frames, then every listed pair's contacts into d.con_* (d.ncon of them).
 template <class T>
 GMI_HD void collide(const model_view<T>& m, const data<T>& d) {
-  for (int g = 0; g < m.size.ngeom; ++g) {
-    const int b = m.geom_bodyid[g];
-    mat3<T> rb;
-    for (int k = 0; k < 9; ++k) rb.m[k] = d.xmat[9 * b + k];
-    store3(d.geom_xpos, g, load3(d.xpos, b) + rb * get3(m.geom_pos, g));
-    const mat3<T> rg = to_mat(load4(d.xquat, b) * get4(m.geom_quat, g));
-    for (int k = 0; k < 9; ++k) d.geom_xmat[9 * g + k] = rg.m[k];
-  }
+  for (int g = 0; g < m.size.ngeom; ++g) geom_frames(m, d, g);
   d.ncon[0] = 0;
   for (int p = 0; p < m.size.npair; ++p) {
-    const int g1 = m.pair_geom1[p], g2 = m.pair_geom2[p];
-    const int t1 = m.geom_type[g1], t2 = m.geom_type[g2];
-    const detail::contact_sink<T> out{d, m.size.ncon_max, p};
-    const vec3<T> p1 = load3(d.geom_xpos, g1), p2 = load3(d.geom_xpos, g2);
-    const mat3<T> r1 = detail::geom_mat(d, g1), r2 = detail::geom_mat(d, g2);
-    const vec3<T> z1 = column(r1, 2), z2 = column(r2, 2);
-    const T* s1 = m.geom_size + 3 * g1;
-    const T* s2 = m.geom_size + 3 * g2;
-    const vec3<T> none{0, 0, 0};
-    if (t1 == geom_plane) {
-      if (t2 == geom_sphere) {
-        detail::plane_sphere(out, p1, z1, p2, s2[0], none);
-      } else if (t2 == geom_capsule) {
-        const vec3<T> seg = s2[1] * z2;
-        detail::plane_sphere(out, p1, z1, p2 + seg, s2[0], z2);
-        detail::plane_sphere(out, p1, z1, p2 - seg, s2[0], z2);
-      } else if (t2 == geom_box) {
-        const T centre = dot(p2 - p1, z1);
-        int found = 0;
-        for (int i = 0; i < 8 && found < 4; ++i) {
-          const vec3<T> local{(i & 1) ? s2[0] : -s2[0], (i & 2) ? s2[1] : -s2[1], (i & 4) ? s2[2] : -s2[2]};
-          const vec3<T> corner = r2 * local;
-          const T ldist = dot(z1, corner);
-          if (centre + ldist > T(0) || ldist > T(0)) continue;
-          ++found;
-          const T dist = centre + ldist;
-          out.add(p2 + corner - (dist / 2) * z1, z1, none, dist);
-        }
-      }
-    } else if (t1 == geom_box && t2 == geom_box) {
-      detail::box<T> a{p1, {column(r1, 0), column(r1, 1), column(r1, 2)}, {s1[0], s1[1], s1[2]}};
-      detail::box<T> b{p2, {column(r2, 0), column(r2, 1), column(r2, 2)}, {s2[0], s2[1], s2[2]}};
-      detail::box_box(a, b, [&](vec3<T> pos, vec3<T> n, T dist) { out.add(pos, n, none, dist); });
-    } else if (t1 == geom_sphere && t2 == geom_sphere) {
-      detail::sphere_sphere(out, p1, s1[0], p2, s2[0], z1, z2);
-    } else if (t1 == geom_sphere && t2 == geom_capsule) {
-      const vec3<T> axis = s2[1] * z2;
-      const T x = detail::clamp1(dot(axis, p1 - p2) / dot(axis, axis));
-      detail::sphere_sphere(out, p1, s1[0], p2 + x * axis, s2[0], z1, z2);
-    } else if (t1 == geom_capsule && t2 == geom_capsule) {
-      // Closest points of the two axis segments (parameters in [-1, 1] along the scaled axes).
-      const vec3<T> a1 = s1[1] * z1, a2 = s2[1] * z2, dif = p1 - p2;
-      const T ma = dot(a1, a1), mb = -dot(a1, a2), mc = dot(a2, a2);
-      const T u = -dot(a1, dif), v = dot(a2, dif);
-      const T det = ma * mc - mb * mb;
-      if (fabs(det) >= T(1e-15)) {
-        T x1 = (mc * u - mb * v) / det, x2 = (ma * v - mb * u) / det;
-        if (x1 > T(1)) {
-          x1 = 1;
-          x2 = (v - mb) / mc;
-        } else if (x1 < T(-1)) {
-          x1 = -1;
-          x2 = (v + mb) / mc;
-        }
-        if (x2 > T(1)) {
-          x2 = 1;
-          x1 = detail::clamp1((u - mb) / ma);
-        } else if (x2 < T(-1)) {
-          x2 = -1;
-          x1 = detail::clamp1((u + mb) / ma);
-        }
-        detail::sphere_sphere(out, p1 + x1 * a1, s1[0], p2 + x2 * a2, s2[0], z1, z2);
-      } else {
-        // Parallel axes: each end of one against the nearest point of the other, two contacts at most.
-        const int before = static_cast<int>(d.ncon[0]);
-        const T ends[4][2] = {{1, detail::clamp1((v - mb) / mc)}, {-1, detail::clamp1((v + mb) / mc)},
-                              {detail::clamp1((u - mb) / ma), 1}, {detail::clamp1((u + mb) / ma), -1}};
-        for (int k = 0; k < 4 && static_cast<int>(d.ncon[0]) - before < 2; ++k) {
-          detail::sphere_sphere(out, p1 + ends[k][0] * a1, s1[0], p2 + ends[k][1] * a2, s2[0], z1, z2);
-        }
-      }
-    }
+    detail::contact_sink<T> out{d, m.size.ncon_max, p};
+    collide_pair(m, d, p, out);
   }
 }
 
