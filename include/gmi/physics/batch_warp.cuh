@@ -14,11 +14,12 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
+#include <gmi/core/cuda_try.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/buffer.hpp>
-#include <gmi/core/cuda_try.hpp>
 #include <gmi/physics/builtin_task.hpp>
 #include <gmi/physics/constraints.hpp>
 #include <gmi/physics/detail/small_qp.hpp>
