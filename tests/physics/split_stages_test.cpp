@@ -187,4 +187,37 @@ TEST_SUITE("cpu") {
     CHECK(hits > 3);
     CHECK(ph::warm_force(d, 0, 0) == 0.0f);
   }
+
+  TEST_CASE("physics.collision.sphere_inside_a_box_leaves_by_the_nearest_face") {
+    // The case MuJoCo's scenes above do not reach (spheres_on_a_box_follow_reference covers face and edge): the
+    // centre inside, 0.04 below the top face and farther from the others.
+    struct record {
+      int added = 0;
+      ph::vec3<float> pos{}, n{};
+      float dist = 0;
+      void add(ph::vec3<float> p, ph::vec3<float> normal, ph::vec3<float>, float d) {
+        ++added;
+        pos = p;
+        n = normal;
+        dist = d;
+      }
+    } out;
+    ph::mat3<float> turn{};  // a quarter turn about z: box x along world y
+    turn.m[1] = -1.0f;
+    turn.m[3] = 1.0f;
+    turn.m[8] = 1.0f;
+    const float h[3] = {0.3f, 0.2f, 0.1f};
+    ph::detail::sphere_box(out, ph::vec3<float>{0.0f, 0.05f, 1.06f}, 0.05f, ph::vec3<float>{0.0f, 0.0f, 1.0f}, turn, h);
+    REQUIRE(out.added == 1);
+    CHECK(out.n.z == doctest::Approx(-1.0f));  // from the sphere into the box, against the top face's normal
+    CHECK(out.dist == doctest::Approx(-0.09f));
+    CHECK(out.pos.y == doctest::Approx(0.05f));
+    CHECK(out.pos.z == doctest::Approx(1.055f));  // midway between the face (1.1) and the deepest point (1.01)
+    record side;
+    // Nearer the box's +x face (world +y after the turn): pushed out along world y.
+    ph::detail::sphere_box(side, ph::vec3<float>{0.0f, 0.28f, 1.0f}, 0.05f, ph::vec3<float>{0.0f, 0.0f, 1.0f}, turn, h);
+    REQUIRE(side.added == 1);
+    CHECK(side.n.y == doctest::Approx(-1.0f));
+    CHECK(side.dist == doctest::Approx(-0.07f));
+  }
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Collision detection for the geom pairs the model lists: plane against sphere, capsule and box, sphere against
-// sphere and capsule, capsule against capsule, box against box (detail/box_box.hpp). The geometry follows MuJoCo's primitive colliders (contact point
+// sphere, capsule and box, capsule against capsule, box against box (detail/box_box.hpp). The geometry follows MuJoCo's primitive colliders (contact point
 // midway between the surfaces, normal from the first geom to the second, a capsule's plane contacts at its two
 // end spheres with the capsule axis as first tangent, a box's first four corners below the plane in corner
 // order, parallel capsules touching at up to two points), so contact sets compare one to one. Contacts with
@@ -95,6 +95,47 @@ GMI_HD inline void plane_sphere(S& out, vec3<T> p, vec3<T> n, vec3<T> c, T r, ve
 
 template <class T>
 GMI_HD inline T clamp1(T x) { return x > T(1) ? T(1) : (x < T(-1) ? T(-1) : x); }
+
+// Sphere (centre c, radius r) against a box (centre b, rotation rb, half sizes h); the normal points from the
+// sphere into the box. Outside the box the nearest box point decides; with the centre inside, the face nearest
+// to it (the least push out).
+template <class T, class S>
+GMI_HD inline void sphere_box(S& out, vec3<T> c, T r, vec3<T> b, const mat3<T>& rb, const T* h) {
+  const vec3<T> ax[3] = {column(rb, 0), column(rb, 1), column(rb, 2)};
+  const vec3<T> rel = c - b;
+  T local[3] = {dot(ax[0], rel), dot(ax[1], rel), dot(ax[2], rel)};
+  T near[3];
+  bool inside = true;
+  for (int k = 0; k < 3; ++k) {
+    near[k] = local[k] > h[k] ? h[k] : (local[k] < -h[k] ? -h[k] : local[k]);
+    inside = inside && near[k] == local[k];
+  }
+  const vec3<T> nearest = b + near[0] * ax[0] + near[1] * ax[1] + near[2] * ax[2];
+  if (!inside) {
+    const vec3<T> gap = nearest - c;  // sphere centre to the box's nearest point
+    const T len = norm(gap);
+    const T dist = len - r;
+    if (!(dist < T(0)) || len < T(1e-15)) return;
+    const vec3<T> n = (T(1) / len) * gap;
+    out.add(c + ((r + len) / 2) * n, n, vec3<T>{0, 0, 0}, dist);
+    return;
+  }
+  int face = 0;
+  T least = h[0] - fabs(local[0]);
+  for (int k = 1; k < 3; ++k) {
+    const T room = h[k] - fabs(local[k]);
+    if (room < least) {
+      least = room;
+      face = k;
+    }
+  }
+  const T side = local[face] < T(0) ? T(-1) : T(1);
+  const vec3<T> n = (-side) * ax[face];  // from the sphere into the box: against the nearest face's outward axis
+  const T dist = -least - r;
+  // Midway between the face point beyond the centre and the sphere's deepest point.
+  const vec3<T> on_face = c + (side * least) * ax[face];
+  out.add(on_face - (dist / 2) * n, n, vec3<T>{0, 0, 0}, dist);
+}
 }  // namespace detail
 
 // Geom frames in the world from the body frames.
@@ -145,6 +186,8 @@ GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out
     detail::box_box(a, b, [&](vec3<T> pos, vec3<T> n, T dist) { out.add(pos, n, none, dist); });
   } else if (t1 == geom_sphere && t2 == geom_sphere) {
     detail::sphere_sphere(out, p1, s1[0], p2, s2[0], z1, z2);
+  } else if (t1 == geom_sphere && t2 == geom_box) {
+    detail::sphere_box(out, p1, s1[0], p2, r2, s2);
   } else if (t1 == geom_sphere && t2 == geom_capsule) {
     const vec3<T> axis = s2[1] * z2;
     const T x = detail::clamp1(dot(axis, p1 - p2) / dot(axis, axis));
