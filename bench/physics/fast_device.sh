@@ -6,7 +6,7 @@
 #      anymal: warp per env against the host stages and against thread per env, qpos and qvel) and the rest of
 #      the suite;
 #   2. gmi.bench.physics_tasks --compare-paths: physics-only env steps per second (an env step = the task's
-#      substeps) of both paths for ant, humanoid and anymal at 4096, 16384 and 65536 envs, warp per env at 2, 4
+#      substeps) of both paths for ant, humanoid and anymal at 4096, 16384 and 65536 envs, warp per env at 4
 #      and the most warps per block that fit the shared memory.
 # pugixml is not needed (the tasks' models are compiled in); where bench/physics/carry_pugixml.sh carried its
 # packages (.carry/debs) they are unpacked as tasks_device.sh does, so one build folder serves both scripts.
@@ -38,13 +38,13 @@ echo "built in $(( $(date +%s) - start )) s: ${targets[*]}"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
 echo "== tests"
-timeout 150 "$build/tests/envs_gpu/gmi.test.physics_tasks_gpu" -s > "$out/test_physics_tasks_gpu.log" 2>&1; rc=$?
+timeout 120 "$build/tests/envs_gpu/gmi.test.physics_tasks_gpu" -s > "$out/test_physics_tasks_gpu.log" 2>&1; rc=$?
 grep -E "warp per env|local_batch:|worst" "$out/test_physics_tasks_gpu.log" | head -20
 tail -3 "$out/test_physics_tasks_gpu.log"; [ $rc -eq 0 ] || status=1
 
 echo "== physics-only env steps per second, thread per env against warp per env"
-timeout 200 "$build/bench/physics/gmi.bench.physics_tasks" --compare-paths --run-id "$run_id" --git "$git_rev" \
-  --out "$lines" --envs 4096 16384 65536 --warps-per-block 0 2 4 --steps 10 --warmup 2 --reps 3 \
+timeout 180 "$build/bench/physics/gmi.bench.physics_tasks" --compare-paths --run-id "$run_id" --git "$git_rev" \
+  --out "$lines" --envs 4096 16384 65536 --warps-per-block 0 4 --steps 10 --warmup 2 --reps 3 \
   > "$out/bench_physics_paths.log" 2>&1 || { status=1; tail -5 "$out/bench_physics_paths.log"; }
 python3 - "$lines" <<'PY'
 import json, sys
