@@ -319,8 +319,6 @@ class warp_batch {
                  "physics warp_batch warps_per_block", warps_per_block,
                  "1.." + std::to_string(fit) + " (shared memory)");
     warps_ = warps_per_block;
-    GMI_CUDA_TRY(cudaFuncSetAttribute(detail::warp_step_envs<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(shared_bytes())));
     const std::vector<float> t = sim::table();
     table_ = gmi::cuda::device_buffer<float>(t.size());
     GMI_CUDA_TRY(cudaMemcpyAsync(table_.data(), t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice, s));
@@ -340,6 +338,9 @@ class warp_batch {
 
   // substeps physics steps of every environment.
   void step(cudaStream_t s, int substeps = 1) {
+    // Per launch: batches of one model with other block sizes share the kernel and its attribute.
+    GMI_CUDA_TRY(cudaFuncSetAttribute(detail::warp_step_envs<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(shared_bytes())));
     const int blocks = (n_ + warps_ - 1) / warps_;
     detail::warp_step_envs<M><<<blocks, 32 * warps_, shared_bytes(), s>>>(M::options(), table_.data(), qpos_.data(),
                                                                          qvel_.data(), ctrl_.data(), n_, substeps);
