@@ -273,7 +273,10 @@ __global__ void warp_step_envs(model_options opts, const float* table, float* qp
   extern __shared__ float4 shared_words[];
   float* words = reinterpret_cast<float*>(shared_words);
   constexpr int table_words = static_cast<int>(sizeof(M::words) / 4);
-  for (int k = threadIdx.x; k < table_words; k += blockDim.x) words[k] = table[k];
+  // As 32-bit integers: the table mixes int and float words, and a copy must keep every bit.
+  const unsigned* from = reinterpret_cast<const unsigned*>(table);
+  unsigned* to = reinterpret_cast<unsigned*>(words);
+  for (int k = threadIdx.x; k < table_words; k += blockDim.x) to[k] = from[k];
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int e = blockIdx.x * (blockDim.x >> 5) + warp;
@@ -311,9 +314,10 @@ class warp_batch {
     int dev = 0, optin = 0;
     GMI_CUDA_TRY(cudaGetDevice(&dev));
     GMI_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const std::size_t fit = (static_cast<std::size_t>(optin) - table_bytes()) / scratch_bytes_per_env();
-    gmi::require(fit >= 1, "physics warp_batch shared memory per block", optin,
+    gmi::require(static_cast<std::size_t>(optin) >= table_bytes() + scratch_bytes_per_env(),
+                 "physics warp_batch shared memory per block", optin,
                  ">= " + std::to_string(table_bytes() + scratch_bytes_per_env()) + " bytes (one environment)");
+    const std::size_t fit = (static_cast<std::size_t>(optin) - table_bytes()) / scratch_bytes_per_env();
     if (warps_per_block == 0) warps_per_block = static_cast<int>(fit < 8 ? fit : 8);
     gmi::require(warps_per_block >= 1 && static_cast<std::size_t>(warps_per_block) <= fit,
                  "physics warp_batch warps_per_block", warps_per_block,
