@@ -220,4 +220,32 @@ TEST_SUITE("cpu") {
     CHECK(side.n.y == doctest::Approx(-1.0f));
     CHECK(side.dist == doctest::Approx(-0.07f));
   }
+
+  TEST_CASE("physics.collision.capsule_across_a_box_edge_touches_in_the_middle") {
+    // A capsule along y lying over the box's top edge at x = 0.3: its ends are beyond the box's y range, so only
+    // the axis point nearest the box touches, 0.02 above the edge with radius 0.05.
+    struct record {
+      int added = 0;
+      ph::vec3<float> n{};
+      float dist = 0;
+      void add(ph::vec3<float>, ph::vec3<float> normal, ph::vec3<float>, float d) {
+        ++added;
+        n = normal;
+        dist = d;
+      }
+    } out;
+    ph::mat3<float> id{};
+    id.m[0] = id.m[4] = id.m[8] = 1.0f;
+    const float h[3] = {0.3f, 0.3f, 0.3f};
+    ph::detail::capsule_box(out, ph::vec3<float>{0.3f, 0.0f, 0.32f}, ph::vec3<float>{0.0f, 0.5f, 0.0f}, 0.05f,
+                            ph::vec3<float>{0.0f, 0.0f, 0.0f}, id, h);
+    REQUIRE(out.added == 1);
+    CHECK(out.n.z == doctest::Approx(-1.0f));
+    CHECK(out.dist == doctest::Approx(-0.03f).epsilon(1e-3));
+    record flat;  // lying on the face within its y range: the two ends, no middle contact
+    ph::detail::capsule_box(flat, ph::vec3<float>{0.0f, 0.0f, 0.34f}, ph::vec3<float>{0.0f, 0.2f, 0.0f}, 0.05f,
+                            ph::vec3<float>{0.0f, 0.0f, 0.0f}, id, h);
+    CHECK(flat.added == 2);
+    CHECK(flat.dist == doctest::Approx(-0.01f).epsilon(1e-3));
+  }
 }

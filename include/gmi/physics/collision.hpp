@@ -1,10 +1,11 @@
 #pragma once
 // Collision detection for the geom pairs the model lists: plane against sphere, capsule and box, sphere against
-// sphere, capsule and box, capsule against capsule, box against box (detail/box_box.hpp). The geometry follows MuJoCo's primitive colliders (contact point
+// sphere, capsule and box, capsule against capsule and box, box against box (detail/box_box.hpp). The geometry follows MuJoCo's primitive colliders (contact point
 // midway between the surfaces, normal from the first geom to the second, a capsule's plane contacts at its two
 // end spheres with the capsule axis as first tangent, a box's first four corners below the plane in corner
-// order, parallel capsules touching at up to two points), so contact sets compare one to one. Contacts with
-// distance >= 0 are not kept (MuJoCo's default margin and gap of 0).
+// order, parallel capsules touching at up to two points), so contact sets compare one to one; box-box and
+// capsule-box are gmi's own (their contact sets may differ from MuJoCo's where settled states agree). Contacts
+// with distance >= 0 are not kept (MuJoCo's default margin and gap of 0).
 
 #include <gmi/core/hd.hpp>
 #include <gmi/physics/data.hpp>
@@ -136,6 +137,53 @@ GMI_HD inline void sphere_box(S& out, vec3<T> c, T r, vec3<T> b, const mat3<T>& 
   const vec3<T> on_face = c + (side * least) * ax[face];
   out.add(on_face - (dist / 2) * n, n, vec3<T>{0, 0, 0}, dist);
 }
+// Signed distance from point x to a box (centre b, axes ax, half sizes h): convex in x, negative inside.
+template <class T>
+GMI_HD inline T box_distance(vec3<T> x, vec3<T> b, const vec3<T>* ax, const T* h) {
+  const vec3<T> rel = x - b;
+  T out2 = 0, inside = T(-1e30);
+  for (int k = 0; k < 3; ++k) {
+    const T e = fabs(dot(ax[k], rel)) - h[k];
+    out2 += e > T(0) ? e * e : T(0);
+    inside = e > inside ? e : inside;
+  }
+  return inside > T(0) ? sqrt(out2) : inside;
+}
+
+// Capsule (centre c, scaled axis a, radius r) against a box: the end spheres where they touch, and the sphere at
+// the axis point nearest the box (a golden-section search: the box's signed distance is convex along the axis)
+// where it lies deeper than both ends, as when the capsule crosses an edge. Up to three contacts.
+template <class T, class S>
+GMI_HD inline void capsule_box(S& out, vec3<T> c, vec3<T> a, T r, vec3<T> b, const mat3<T>& rb, const T* h) {
+  const vec3<T> ax[3] = {column(rb, 0), column(rb, 1), column(rb, 2)};
+  T lo = T(-1), hi = T(1);
+  const T g = T(0.6180339887498949);
+  T x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
+  T f1 = box_distance(c + x1 * a, b, ax, h), f2 = box_distance(c + x2 * a, b, ax, h);
+  for (int it = 0; it < 40; ++it) {
+    if (f1 <= f2) {
+      hi = x2;
+      x2 = x1;
+      f2 = f1;
+      x1 = hi - g * (hi - lo);
+      f1 = box_distance(c + x1 * a, b, ax, h);
+    } else {
+      lo = x1;
+      x1 = x2;
+      f1 = f2;
+      x2 = lo + g * (hi - lo);
+      f2 = box_distance(c + x2 * a, b, ax, h);
+    }
+  }
+  const T t = (lo + hi) / 2;
+  const T end_plus = box_distance(c + a, b, ax, h), end_minus = box_distance(c - a, b, ax, h);
+  const T ends = end_plus < end_minus ? end_plus : end_minus;
+  sphere_box(out, c + a, r, b, rb, h);
+  sphere_box(out, c - a, r, b, rb, h);
+  // The middle contact only where the axis dips below both ends by more than round-off of the box's size.
+  const T scale = h[0] + h[1] + h[2] + r;
+  if (box_distance(c + t * a, b, ax, h) < ends - T(1e-4) * scale) sphere_box(out, c + t * a, r, b, rb, h);
+}
 }  // namespace detail
 
 // Geom frames in the world from the body frames.
@@ -192,6 +240,8 @@ GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out
     const vec3<T> axis = s2[1] * z2;
     const T x = detail::clamp1(dot(axis, p1 - p2) / dot(axis, axis));
     detail::sphere_sphere(out, p1, s1[0], p2 + x * axis, s2[0], z1, z2);
+  } else if (t1 == geom_capsule && t2 == geom_box) {
+    detail::capsule_box(out, p1, s1[1] * z1, s1[0], p2, r2, s2);
   } else if (t1 == geom_capsule && t2 == geom_capsule) {
     // Closest points of the two axis segments (parameters in [-1, 1] along the scaled axes).
     const vec3<T> a1 = s1[1] * z1, a2 = s2[1] * z2, dif = p1 - p2;

@@ -21,7 +21,7 @@ namespace gmi::physics::detail {
 inline int contacts_per_pair(int t1, int t2) {
   if (t1 == geom_plane) return t2 == geom_sphere ? 1 : t2 == geom_capsule ? 2 : t2 == geom_box ? 4 : 0;
   if (t1 == geom_sphere) return t2 == geom_sphere || t2 == geom_capsule || t2 == geom_box ? 1 : 0;
-  if (t1 == geom_capsule) return t2 == geom_capsule ? 2 : 0;
+  if (t1 == geom_capsule) return t2 == geom_capsule ? 2 : t2 == geom_box ? 3 : 0;
   if (t1 == geom_box) return t2 == geom_box ? 8 : 0;
   return 0;
 }
@@ -57,7 +57,7 @@ inline void collision_pairs(model<double>& m, const std::vector<std::string>& ge
         throw gmi::config_error(geom_where[g2] + ": <geom> collision " + geom_type_name(m.geom_type[g1]) + "-" +
                                 geom_type_name(m.geom_type[g2]) + " with the geom at " + geom_where[g1] +
                                 ": got a pair gmi cannot collide, need plane-sphere/capsule/box, sphere-sphere/capsule/box, "
-                                "capsule-capsule or box-box (or contype/conaffinity that exclude the pair)");
+                                "capsule-capsule/box or box-box (or contype/conaffinity that exclude the pair)");
       }
       const int condim = std::max(m.geom_condim[g1], m.geom_condim[g2]);
       m.pair_geom1.push_back(g1);
