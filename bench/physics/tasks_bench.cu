@@ -4,7 +4,9 @@
 // drawn on the device every step. Writes bench-spec result lines (bench "physics", metric steps_per_s,
 // median/min/max of the reps) to stdout and --out. With --physics-only: physics steps per second of the same
 // models in physics/batch_local.cuh (the tasks' layout without the env driver: fixed controls, the task's
-// substeps per launch), to set beside gmi.bench.physics (batch.cuh) on the same models.
+// substeps per launch), to set beside gmi.bench.physics (batch.cuh) on the same models. With --compare-paths:
+// physics-only env steps per second (an env step = the task's substeps) of the thread-per-env layout
+// (batch_local.cuh) and the warp-per-env layout (batch_warp.cuh), side by side under the same controls.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -24,6 +26,7 @@
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/metrics/summary.hpp>
 #include <gmi/physics/batch_local.cuh>
+#include <gmi/physics/batch_warp.cuh>
 #include <gmi/rl/env_batch.cuh>
 
 namespace {
@@ -42,6 +45,8 @@ struct options {
   std::vector<int> envs{4096, 16384, 65536};
   int reps = 5, steps = 50, warmup = 10;
   bool physics_only = false;
+  bool compare_paths = false;
+  std::vector<int> warps_per_block{0};
 };
 
 // Physics steps per env step of a task.
@@ -85,6 +90,57 @@ void bench_physics(const options& o, const gmi::metrics::run_info& run, std::ofs
                  {"bytes_per_env", b.bytes_per_env()}, {"scratch_bytes_per_env", b.scratch_bytes_per_env()}});
     std::cout << line.dump() << std::endl;
     if (file) file << line.dump() << '\n';
+  }
+}
+
+// Env steps per second (physics only) of one batch layout B over the task's substeps per launch.
+template <class T, class B>
+void bench_path(const options& o, const gmi::metrics::run_info& run, std::ofstream& file, B& b, int n,
+                const char* path, nlohmann::json extra, cudaStream_t s) {
+  const int sub = substeps_of<T>();
+  std::vector<float> ctrl(std::size_t(T::sim::nu) * n);
+  for (int u = 0; u < T::sim::nu; ++u)
+    for (int e = 0; e < n; ++e) ctrl[std::size_t(u) * n + e] = 0.8f * std::sin(0.1f * e + u);
+  GMI_CUDA_TRY(cudaMemcpyAsync(b.ctrl(), ctrl.data(), ctrl.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  for (int k = 0; k < o.warmup; ++k) b.step(s, sub);
+  gmi::cuda::event start(gmi::cuda::event::timing::enabled), stop(gmi::cuda::event::timing::enabled);
+  std::vector<double> rates;
+  for (int r = 0; r < o.reps; ++r) {
+    start.record(s);
+    for (int k = 0; k < o.steps; ++k) b.step(s, sub);
+    stop.record(s);
+    stop.synchronize();
+    rates.push_back(double(n) * o.steps / (elapsed_ms(start, stop) * 1e-3));
+  }
+  nlohmann::json line =
+      gmi::metrics::result_line(run, "physics", "gmi", "steps_per_s", gmi::metrics::summarize(rates));
+  line.update({{"task", T::name}, {"num_envs", n}, {"gmis_per_gpu", 1}, {"partition", "none"}, {"gpus", 1},
+               {"steps_per_rep", o.steps}, {"substeps", sub}, {"physics_only", true}, {"precision", "float"},
+               {"what", "env steps, physics only (the task's substeps each), fixed controls"}, {"path", path},
+               {"bytes_per_env", b.bytes_per_env()}});
+  line.update(extra);
+  std::cout << line.dump() << std::endl;
+  if (file) file << line.dump() << '\n';
+}
+
+template <class T>
+void compare_paths(const options& o, const gmi::metrics::run_info& run, std::ofstream& file) {
+  using M = typename T::sim::model_type;
+  for (const int n : o.envs) {
+    gmi::cuda::stream stream;
+    {
+      gmi::physics::local_batch<M> b(n, stream.get());
+      bench_path<T>(o, run, file, b, n, "thread_per_env",
+                    {{"layout", "batch_local.cuh"}, {"scratch_bytes_per_env", b.scratch_bytes_per_env()}},
+                    stream.get());
+    }
+    for (const int w : o.warps_per_block) {
+      gmi::physics::warp_batch<M> b(n, stream.get(), w);
+      bench_path<T>(o, run, file, b, n, "warp_per_env",
+                    {{"layout", "batch_warp.cuh"}, {"warps_per_block", b.warps_per_block()},
+                     {"shared_bytes_per_block", b.shared_bytes()}, {"scratch_bytes_per_env", b.scratch_bytes_per_env()}},
+                    stream.get());
+    }
   }
 }
 
@@ -143,6 +199,10 @@ int main(int argc, char** argv) {
   app.add_option("--steps", o.steps, "env steps per repetition")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(0, 1000000));
   app.add_flag("--physics-only", o.physics_only, "physics steps of the models in batch_local.cuh instead");
+  app.add_flag("--compare-paths", o.compare_paths,
+               "physics-only env steps of thread per env (batch_local.cuh) and warp per env (batch_warp.cuh)");
+  app.add_option("--warps-per-block", o.warps_per_block, "warp-per-env block sizes to measure (0: the most that fit)")
+      ->check(CLI::Range(0, 32));
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<std::string> names;
@@ -160,6 +220,12 @@ int main(int argc, char** argv) {
     std::ofstream file;
     if (!o.out.empty()) file.open(o.out, std::ios::app);
     for (const auto& name : names) {
+      if (o.compare_paths) {
+        if (name == "ant") compare_paths<gmi::envs::ant>(o, run, file);
+        if (name == "humanoid") compare_paths<gmi::envs::humanoid>(o, run, file);
+        if (name == "anymal") compare_paths<gmi::envs::anymal>(o, run, file);
+        continue;
+      }
       if (o.physics_only) {
         if (name == "ant") bench_physics<gmi::envs::ant>(o, run, file);
         if (name == "humanoid") bench_physics<gmi::envs::humanoid>(o, run, file);

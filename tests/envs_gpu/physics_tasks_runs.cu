@@ -2,6 +2,7 @@
 #include "physics_tasks_runs.hpp"
 
 #include <stdexcept>
+#include <utility>
 #include <string>
 
 #include <gmi/core/error.hpp>
@@ -11,6 +12,7 @@
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/physics/batch_local.cuh>
+#include <gmi/physics/batch_warp.cuh>
 #include <gmi/rl/env_batch.cuh>
 
 namespace {
@@ -110,4 +112,75 @@ std::vector<float> run_local_batch_ant(int n, const std::vector<float>& ctrl, in
   GMI_CUDA_TRY(cudaMemcpyAsync(q.data(), b.qpos(), q.size() * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
   GMI_CUDA_TRY(cudaStreamSynchronize(stream.get()));
   return q;
+}
+
+namespace {
+// qpos (nq x n) then qvel (nv x n) of batch b after `launches` launches of `substeps` steps under ctrl.
+template <class B>
+std::vector<float> run_batch(B& b, const std::vector<float>& ctrl, int launches, int substeps, cudaStream_t s) {
+  using sim = typename B::sim;
+  const std::size_t n = static_cast<std::size_t>(b.num_envs());
+  gmi::require(ctrl.size() == std::size_t(sim::nu) * n, "run_physics_layout ctrl size", ctrl.size(),
+               "== nu x num_envs = " + std::to_string(std::size_t(sim::nu) * n));
+  GMI_CUDA_TRY(cudaMemcpyAsync(b.ctrl(), ctrl.data(), ctrl.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  for (int l = 0; l < launches; ++l) b.step(s, substeps);
+  std::vector<float> out((sim::nq + sim::nv) * n);
+  GMI_CUDA_TRY(cudaMemcpyAsync(out.data(), b.qpos(), sim::nq * n * sizeof(float), cudaMemcpyDeviceToHost, s));
+  GMI_CUDA_TRY(cudaMemcpyAsync(out.data() + sim::nq * n, b.qvel(), sim::nv * n * sizeof(float),
+                               cudaMemcpyDeviceToHost, s));
+  GMI_CUDA_TRY(cudaStreamSynchronize(s));
+  return out;
+}
+
+template <class M>
+std::vector<float> run_layout(bool warp, int n, const std::vector<float>& ctrl, int launches, int substeps) {
+  gmi::cuda::stream stream;
+  if (warp) {
+    gmi::physics::warp_batch<M> b(n, stream.get());
+    return run_batch(b, ctrl, launches, substeps, stream.get());
+  }
+  gmi::physics::local_batch<M> b(n, stream.get());
+  return run_batch(b, ctrl, launches, substeps, stream.get());
+}
+// Thread per env free-running; before each launch the warp batch takes its state. Appends both after each.
+template <class M>
+std::pair<std::vector<float>, std::vector<float>> run_stepwise(int n, const std::vector<float>& ctrl, int launches,
+                                                               int substeps) {
+  using sim = gmi::physics::builtin_sim<M>;
+  gmi::cuda::stream stream;
+  const cudaStream_t s = stream.get();
+  gmi::physics::local_batch<M> t(n, s);
+  gmi::physics::warp_batch<M> w(n, s);
+  std::pair<std::vector<float>, std::vector<float>> out;
+  const std::size_t nn = static_cast<std::size_t>(n);
+  for (int l = 0; l < launches; ++l) {
+    GMI_CUDA_TRY(cudaMemcpyAsync(w.qpos(), t.qpos(), sim::nq * nn * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    GMI_CUDA_TRY(cudaMemcpyAsync(w.qvel(), t.qvel(), sim::nv * nn * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    const std::vector<float> a = run_batch(t, ctrl, 1, substeps, s);
+    const std::vector<float> b = run_batch(w, ctrl, 1, substeps, s);
+    out.first.insert(out.first.end(), a.begin(), a.end());
+    out.second.insert(out.second.end(), b.begin(), b.end());
+  }
+  return out;
+}
+}  // namespace
+
+std::pair<std::vector<float>, std::vector<float>> run_physics_layouts_stepwise(std::string_view task, int n,
+                                                                               const std::vector<float>& ctrl,
+                                                                               int launches, int substeps) {
+  if (task == "ant") return run_stepwise<gmi::envs::ant::sim::model_type>(n, ctrl, launches, substeps);
+  if (task == "humanoid") return run_stepwise<gmi::envs::humanoid::sim::model_type>(n, ctrl, launches, substeps);
+  if (task == "anymal") return run_stepwise<gmi::envs::anymal::sim::model_type>(n, ctrl, launches, substeps);
+  throw std::invalid_argument("run_physics_layouts_stepwise: task: got " + std::string(task) +
+                              ", need ant, humanoid or anymal");
+}
+
+std::vector<float> run_physics_layout(std::string_view task, bool warp_per_env, int n, const std::vector<float>& ctrl,
+                                      int launches, int substeps) {
+  if (task == "ant") return run_layout<gmi::envs::ant::sim::model_type>(warp_per_env, n, ctrl, launches, substeps);
+  if (task == "humanoid")
+    return run_layout<gmi::envs::humanoid::sim::model_type>(warp_per_env, n, ctrl, launches, substeps);
+  if (task == "anymal")
+    return run_layout<gmi::envs::anymal::sim::model_type>(warp_per_env, n, ctrl, launches, substeps);
+  throw std::invalid_argument("run_physics_layout: task: got " + std::string(task) + ", need ant, humanoid or anymal");
 }

@@ -3,6 +3,7 @@
 // run of physics_tasks_gpu_test.cpp.
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "envs/batch_snapshot.hpp"
@@ -21,3 +22,17 @@ trajectory step_physics_task_gpu_from(std::string_view task, int num_envs, std::
 // The ant's model in physics/batch_local.cuh: n environments from qpos0 under controls ctrl (nu x n,
 // element-major), `launches` launches of `substeps` physics steps; returns qpos (nq x n, element-major).
 std::vector<float> run_local_batch_ant(int n, const std::vector<float>& ctrl, int launches, int substeps);
+
+// The model of task (ant, humanoid, anymal) physics only, n environments from qpos0 under controls ctrl (nu x n,
+// element-major), `launches` launches of `substeps` physics steps, with a thread per environment
+// (physics/batch_local.cuh) or a warp per environment (physics/batch_warp.cuh); returns qpos (nq x n) then qvel
+// (nv x n), element-major.
+std::vector<float> run_physics_layout(std::string_view task, bool warp_per_env, int n, const std::vector<float>& ctrl,
+                                      int launches, int substeps);
+
+// Both layouts of the same model in step: thread per env runs free from qpos0 under ctrl; before each of
+// `launches` launches the warp-per-env batch takes its qpos and qvel, and both take one launch of `substeps`
+// steps. Returns each layout's states after every launch (qpos then qvel, element-major, launch after launch).
+std::pair<std::vector<float>, std::vector<float>> run_physics_layouts_stepwise(std::string_view task, int n,
+                                                                               const std::vector<float>& ctrl,
+                                                                               int launches, int substeps);

@@ -1,10 +1,11 @@
 #pragma once
 // Collision detection for the geom pairs the model lists: plane against sphere, capsule and box, sphere against
-// sphere and capsule, capsule against capsule, box against box (detail/box_box.hpp). The geometry follows MuJoCo's primitive colliders (contact point
+// sphere, capsule and box, capsule against capsule and box, box against box (detail/box_box.hpp). The geometry follows MuJoCo's primitive colliders (contact point
 // midway between the surfaces, normal from the first geom to the second, a capsule's plane contacts at its two
 // end spheres with the capsule axis as first tangent, a box's first four corners below the plane in corner
-// order, parallel capsules touching at up to two points), so contact sets compare one to one. Contacts with
-// distance >= 0 are not kept (MuJoCo's default margin and gap of 0).
+// order, parallel capsules touching at up to two points), so contact sets compare one to one; box-box and
+// capsule-box are gmi's own (their contact sets may differ from MuJoCo's where settled states agree). Contacts
+// with distance >= 0 are not kept (MuJoCo's default margin and gap of 0).
 
 #include <gmi/core/hd.hpp>
 #include <gmi/physics/data.hpp>
@@ -15,28 +16,52 @@
 namespace gmi::physics {
 
 namespace detail {
+// MuJoCo's frame completion: the tangent defaults to world y (z when n is near y), made orthogonal to n; writes
+// contact c's point, frame, distance and pair.
+template <class T>
+GMI_HD inline void store_contact(const data<T>& d, int c, int pair, vec3<T> pos, vec3<T> n, vec3<T> t, T dist) {
+  if (norm(t) < T(0.5)) t = (n.y < T(0.5) && n.y > T(-0.5)) ? vec3<T>{0, 1, 0} : vec3<T>{0, 0, 1};
+  t = t - dot(n, t) * n;
+  const T tn = norm(t);
+  t = tn < T(1e-15) ? vec3<T>{1, 0, 0} : (T(1) / tn) * t;
+  const vec3<T> b = cross(n, t);
+  store3(d.con_pos, c, pos);
+  const T f[9] = {n.x, n.y, n.z, t.x, t.y, t.z, b.x, b.y, b.z};
+  for (int k = 0; k < 9; ++k) d.con_frame[9 * c + k] = f[k];
+  d.con_dist[c] = dist;
+  d.con_pair[c] = T(pair);
+}
+
+// Appends a pair's contacts at d.ncon while there is room (the serial pipeline).
 template <class T>
 struct contact_sink {
   const data<T>& d;
   int capacity;
   int pair;
-  // Adds a contact (normal n, optional first tangent t, zero when none) if it penetrates and there is room.
-  GMI_HD void add(vec3<T> pos, vec3<T> n, vec3<T> t, T dist) const {
+  int added = 0;  // penetrating contacts offered (kept or dropped for room)
+  GMI_HD void add(vec3<T> pos, vec3<T> n, vec3<T> t, T dist) {
     if (!(dist < T(0))) return;
+    ++added;
     const int c = static_cast<int>(d.ncon[0]);
     if (c >= capacity) return;
-    // MuJoCo's frame completion: the tangent defaults to world y (z when n is near y), made orthogonal to n.
-    if (norm(t) < T(0.5)) t = (n.y < T(0.5) && n.y > T(-0.5)) ? vec3<T>{0, 1, 0} : vec3<T>{0, 0, 1};
-    t = t - dot(n, t) * n;
-    const T tn = norm(t);
-    t = tn < T(1e-15) ? vec3<T>{1, 0, 0} : (T(1) / tn) * t;
-    const vec3<T> b = cross(n, t);
-    store3(d.con_pos, c, pos);
-    const T f[9] = {n.x, n.y, n.z, t.x, t.y, t.z, b.x, b.y, b.z};
-    for (int k = 0; k < 9; ++k) d.con_frame[9 * c + k] = f[k];
-    d.con_dist[c] = dist;
-    d.con_pair[c] = T(pair);
+    store_contact(d, c, pair, pos, n, t, dist);
     d.ncon[0] = T(c + 1);
+  }
+};
+
+// Counts a pair's contacts, or writes them from slot `first` on (below capacity): a warp's lanes collide their
+// pairs twice, counting, then writing at offsets of a scan over pairs, giving the serial order.
+template <class T>
+struct slot_sink {
+  const data<T>* d;  // null: count only
+  int capacity;
+  int pair;
+  int first;
+  int added = 0;
+  GMI_HD void add(vec3<T> pos, vec3<T> n, vec3<T> t, T dist) {
+    if (!(dist < T(0))) return;
+    const int c = first + added++;
+    if (d && c < capacity) store_contact(*d, c, pair, pos, n, t, dist);
   }
 };
 
@@ -48,8 +73,8 @@ GMI_HD inline mat3<T> geom_mat(const data<T>& d, int g) {
 }
 
 // Sphere (centre a, radius ra) against sphere (b, rb); the normal points from a to b.
-template <class T>
-GMI_HD inline void sphere_sphere(const contact_sink<T>& out, vec3<T> a, T ra, vec3<T> b, T rb, vec3<T> za, vec3<T> zb) {
+template <class T, class S>
+GMI_HD inline void sphere_sphere(S& out, vec3<T> a, T ra, vec3<T> b, T rb, vec3<T> za, vec3<T> zb) {
   vec3<T> n = b - a;
   const T len = norm(n);
   const T dist = len - ra - rb;
@@ -63,101 +88,203 @@ GMI_HD inline void sphere_sphere(const contact_sink<T>& out, vec3<T> a, T ra, ve
   out.add(a + (ra + dist / 2) * n, n, vec3<T>{0, 0, 0}, dist);
 }
 
-template <class T>
-GMI_HD inline void plane_sphere(const contact_sink<T>& out, vec3<T> p, vec3<T> n, vec3<T> c, T r, vec3<T> tangent) {
+template <class T, class S>
+GMI_HD inline void plane_sphere(S& out, vec3<T> p, vec3<T> n, vec3<T> c, T r, vec3<T> tangent) {
   const T dist = dot(c - p, n) - r;
   out.add(c - (r + dist / 2) * n, n, tangent, dist);
 }
 
 template <class T>
 GMI_HD inline T clamp1(T x) { return x > T(1) ? T(1) : (x < T(-1) ? T(-1) : x); }
+
+// Sphere (centre c, radius r) against a box (centre b, rotation rb, half sizes h); the normal points from the
+// sphere into the box. Outside the box the nearest box point decides; with the centre inside, the face nearest
+// to it (the least push out).
+template <class T, class S>
+GMI_HD inline void sphere_box(S& out, vec3<T> c, T r, vec3<T> b, const mat3<T>& rb, const T* h) {
+  const vec3<T> ax[3] = {column(rb, 0), column(rb, 1), column(rb, 2)};
+  const vec3<T> rel = c - b;
+  T local[3] = {dot(ax[0], rel), dot(ax[1], rel), dot(ax[2], rel)};
+  T near[3];
+  bool inside = true;
+  for (int k = 0; k < 3; ++k) {
+    near[k] = local[k] > h[k] ? h[k] : (local[k] < -h[k] ? -h[k] : local[k]);
+    inside = inside && near[k] == local[k];
+  }
+  const vec3<T> nearest = b + near[0] * ax[0] + near[1] * ax[1] + near[2] * ax[2];
+  if (!inside) {
+    const vec3<T> gap = nearest - c;  // sphere centre to the box's nearest point
+    const T len = norm(gap);
+    const T dist = len - r;
+    if (!(dist < T(0)) || len < T(1e-15)) return;
+    const vec3<T> n = (T(1) / len) * gap;
+    out.add(c + ((r + len) / 2) * n, n, vec3<T>{0, 0, 0}, dist);
+    return;
+  }
+  int face = 0;
+  T least = h[0] - fabs(local[0]);
+  for (int k = 1; k < 3; ++k) {
+    const T room = h[k] - fabs(local[k]);
+    if (room < least) {
+      least = room;
+      face = k;
+    }
+  }
+  const T side = local[face] < T(0) ? T(-1) : T(1);
+  const vec3<T> n = (-side) * ax[face];  // from the sphere into the box: against the nearest face's outward axis
+  const T dist = -least - r;
+  // Midway between the face point beyond the centre and the sphere's deepest point.
+  const vec3<T> on_face = c + (side * least) * ax[face];
+  out.add(on_face - (dist / 2) * n, n, vec3<T>{0, 0, 0}, dist);
+}
+// Signed distance from point x to a box (centre b, axes ax, half sizes h): convex in x, negative inside.
+template <class T>
+GMI_HD inline T box_distance(vec3<T> x, vec3<T> b, const vec3<T>* ax, const T* h) {
+  const vec3<T> rel = x - b;
+  T out2 = 0, inside = T(-1e30);
+  for (int k = 0; k < 3; ++k) {
+    const T e = fabs(dot(ax[k], rel)) - h[k];
+    out2 += e > T(0) ? e * e : T(0);
+    inside = e > inside ? e : inside;
+  }
+  return inside > T(0) ? sqrt(out2) : inside;
+}
+
+// Capsule (centre c, scaled axis a, radius r) against a box: the end spheres where they touch, and the sphere at
+// the axis point nearest the box (a golden-section search: the box's signed distance is convex along the axis)
+// where it lies deeper than both ends, as when the capsule crosses an edge. Up to three contacts.
+template <class T, class S>
+GMI_HD inline void capsule_box(S& out, vec3<T> c, vec3<T> a, T r, vec3<T> b, const mat3<T>& rb, const T* h) {
+  const vec3<T> ax[3] = {column(rb, 0), column(rb, 1), column(rb, 2)};
+  T lo = T(-1), hi = T(1);
+  const T g = T(0.6180339887498949);
+  T x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
+  T f1 = box_distance(c + x1 * a, b, ax, h), f2 = box_distance(c + x2 * a, b, ax, h);
+  for (int it = 0; it < 40; ++it) {
+    if (f1 <= f2) {
+      hi = x2;
+      x2 = x1;
+      f2 = f1;
+      x1 = hi - g * (hi - lo);
+      f1 = box_distance(c + x1 * a, b, ax, h);
+    } else {
+      lo = x1;
+      x1 = x2;
+      f1 = f2;
+      x2 = lo + g * (hi - lo);
+      f2 = box_distance(c + x2 * a, b, ax, h);
+    }
+  }
+  const T t = (lo + hi) / 2;
+  const T end_plus = box_distance(c + a, b, ax, h), end_minus = box_distance(c - a, b, ax, h);
+  const T ends = end_plus < end_minus ? end_plus : end_minus;
+  sphere_box(out, c + a, r, b, rb, h);
+  sphere_box(out, c - a, r, b, rb, h);
+  // The middle contact only where the axis dips below both ends by more than round-off of the box's size.
+  const T scale = h[0] + h[1] + h[2] + r;
+  if (box_distance(c + t * a, b, ax, h) < ends - T(1e-4) * scale) sphere_box(out, c + t * a, r, b, rb, h);
+}
 }  // namespace detail
+
+// Geom frames in the world from the body frames.
+template <class T>
+GMI_HD void geom_frames(const model_view<T>& m, const data<T>& d, int g) {
+  const int b = m.geom_bodyid[g];
+  mat3<T> rb;
+  for (int k = 0; k < 9; ++k) rb.m[k] = d.xmat[9 * b + k];
+  store3(d.geom_xpos, g, load3(d.xpos, b) + rb * get3(m.geom_pos, g));
+  const mat3<T> rg = to_mat(load4(d.xquat, b) * get4(m.geom_quat, g));
+  for (int k = 0; k < 9; ++k) d.geom_xmat[9 * g + k] = rg.m[k];
+}
+
+// Pair p's contacts, offered to out (out.add(pos, normal, tangent or zero, dist)), in MuJoCo's order.
+template <class T, class S>
+GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out) {
+  const int g1 = m.pair_geom1[p], g2 = m.pair_geom2[p];
+  const int t1 = m.geom_type[g1], t2 = m.geom_type[g2];
+  const vec3<T> p1 = load3(d.geom_xpos, g1), p2 = load3(d.geom_xpos, g2);
+  const mat3<T> r1 = detail::geom_mat(d, g1), r2 = detail::geom_mat(d, g2);
+  const vec3<T> z1 = column(r1, 2), z2 = column(r2, 2);
+  const T* s1 = m.geom_size + 3 * g1;
+  const T* s2 = m.geom_size + 3 * g2;
+  const vec3<T> none{0, 0, 0};
+  if (t1 == geom_plane) {
+    if (t2 == geom_sphere) {
+      detail::plane_sphere(out, p1, z1, p2, s2[0], none);
+    } else if (t2 == geom_capsule) {
+      const vec3<T> seg = s2[1] * z2;
+      detail::plane_sphere(out, p1, z1, p2 + seg, s2[0], z2);
+      detail::plane_sphere(out, p1, z1, p2 - seg, s2[0], z2);
+    } else if (t2 == geom_box) {
+      const T centre = dot(p2 - p1, z1);
+      int found = 0;
+      for (int i = 0; i < 8 && found < 4; ++i) {
+        const vec3<T> local{(i & 1) ? s2[0] : -s2[0], (i & 2) ? s2[1] : -s2[1], (i & 4) ? s2[2] : -s2[2]};
+        const vec3<T> corner = r2 * local;
+        const T ldist = dot(z1, corner);
+        if (centre + ldist > T(0) || ldist > T(0)) continue;
+        ++found;
+        const T dist = centre + ldist;
+        out.add(p2 + corner - (dist / 2) * z1, z1, none, dist);
+      }
+    }
+  } else if (t1 == geom_box && t2 == geom_box) {
+    detail::box<T> a{p1, {column(r1, 0), column(r1, 1), column(r1, 2)}, {s1[0], s1[1], s1[2]}};
+    detail::box<T> b{p2, {column(r2, 0), column(r2, 1), column(r2, 2)}, {s2[0], s2[1], s2[2]}};
+    detail::box_box(a, b, [&](vec3<T> pos, vec3<T> n, T dist) { out.add(pos, n, none, dist); });
+  } else if (t1 == geom_sphere && t2 == geom_sphere) {
+    detail::sphere_sphere(out, p1, s1[0], p2, s2[0], z1, z2);
+  } else if (t1 == geom_sphere && t2 == geom_box) {
+    detail::sphere_box(out, p1, s1[0], p2, r2, s2);
+  } else if (t1 == geom_sphere && t2 == geom_capsule) {
+    const vec3<T> axis = s2[1] * z2;
+    const T x = detail::clamp1(dot(axis, p1 - p2) / dot(axis, axis));
+    detail::sphere_sphere(out, p1, s1[0], p2 + x * axis, s2[0], z1, z2);
+  } else if (t1 == geom_capsule && t2 == geom_box) {
+    detail::capsule_box(out, p1, s1[1] * z1, s1[0], p2, r2, s2);
+  } else if (t1 == geom_capsule && t2 == geom_capsule) {
+    // Closest points of the two axis segments (parameters in [-1, 1] along the scaled axes).
+    const vec3<T> a1 = s1[1] * z1, a2 = s2[1] * z2, dif = p1 - p2;
+    const T ma = dot(a1, a1), mb = -dot(a1, a2), mc = dot(a2, a2);
+    const T u = -dot(a1, dif), v = dot(a2, dif);
+    const T det = ma * mc - mb * mb;
+    if (fabs(det) >= T(1e-15)) {
+      T x1 = (mc * u - mb * v) / det, x2 = (ma * v - mb * u) / det;
+      if (x1 > T(1)) {
+        x1 = 1;
+        x2 = (v - mb) / mc;
+      } else if (x1 < T(-1)) {
+        x1 = -1;
+        x2 = (v + mb) / mc;
+      }
+      if (x2 > T(1)) {
+        x2 = 1;
+        x1 = detail::clamp1((u - mb) / ma);
+      } else if (x2 < T(-1)) {
+        x2 = -1;
+        x1 = detail::clamp1((u + mb) / ma);
+      }
+      detail::sphere_sphere(out, p1 + x1 * a1, s1[0], p2 + x2 * a2, s2[0], z1, z2);
+    } else {
+      // Parallel axes: each end of one against the nearest point of the other, two contacts at most.
+      const int before = out.added;
+      const T ends[4][2] = {{1, detail::clamp1((v - mb) / mc)}, {-1, detail::clamp1((v + mb) / mc)},
+                            {detail::clamp1((u - mb) / ma), 1}, {detail::clamp1((u + mb) / ma), -1}};
+      for (int k = 0; k < 4 && out.added - before < 2; ++k) {
+        detail::sphere_sphere(out, p1 + ends[k][0] * a1, s1[0], p2 + ends[k][1] * a2, s2[0], z1, z2);
+      }
+    }
+  }
+}
 
 // Geom frames, then every listed pair's contacts into d.con_* (d.ncon of them).
 template <class T>
 GMI_HD void collide(const model_view<T>& m, const data<T>& d) {
-  for (int g = 0; g < m.size.ngeom; ++g) {
-    const int b = m.geom_bodyid[g];
-    mat3<T> rb;
-    for (int k = 0; k < 9; ++k) rb.m[k] = d.xmat[9 * b + k];
-    store3(d.geom_xpos, g, load3(d.xpos, b) + rb * get3(m.geom_pos, g));
-    const mat3<T> rg = to_mat(load4(d.xquat, b) * get4(m.geom_quat, g));
-    for (int k = 0; k < 9; ++k) d.geom_xmat[9 * g + k] = rg.m[k];
-  }
+  for (int g = 0; g < m.size.ngeom; ++g) geom_frames(m, d, g);
   d.ncon[0] = 0;
   for (int p = 0; p < m.size.npair; ++p) {
-    const int g1 = m.pair_geom1[p], g2 = m.pair_geom2[p];
-    const int t1 = m.geom_type[g1], t2 = m.geom_type[g2];
-    const detail::contact_sink<T> out{d, m.size.ncon_max, p};
-    const vec3<T> p1 = load3(d.geom_xpos, g1), p2 = load3(d.geom_xpos, g2);
-    const mat3<T> r1 = detail::geom_mat(d, g1), r2 = detail::geom_mat(d, g2);
-    const vec3<T> z1 = column(r1, 2), z2 = column(r2, 2);
-    const T* s1 = m.geom_size + 3 * g1;
-    const T* s2 = m.geom_size + 3 * g2;
-    const vec3<T> none{0, 0, 0};
-    if (t1 == geom_plane) {
-      if (t2 == geom_sphere) {
-        detail::plane_sphere(out, p1, z1, p2, s2[0], none);
-      } else if (t2 == geom_capsule) {
-        const vec3<T> seg = s2[1] * z2;
-        detail::plane_sphere(out, p1, z1, p2 + seg, s2[0], z2);
-        detail::plane_sphere(out, p1, z1, p2 - seg, s2[0], z2);
-      } else if (t2 == geom_box) {
-        const T centre = dot(p2 - p1, z1);
-        int found = 0;
-        for (int i = 0; i < 8 && found < 4; ++i) {
-          const vec3<T> local{(i & 1) ? s2[0] : -s2[0], (i & 2) ? s2[1] : -s2[1], (i & 4) ? s2[2] : -s2[2]};
-          const vec3<T> corner = r2 * local;
-          const T ldist = dot(z1, corner);
-          if (centre + ldist > T(0) || ldist > T(0)) continue;
-          ++found;
-          const T dist = centre + ldist;
-          out.add(p2 + corner - (dist / 2) * z1, z1, none, dist);
-        }
-      }
-    } else if (t1 == geom_box && t2 == geom_box) {
-      detail::box<T> a{p1, {column(r1, 0), column(r1, 1), column(r1, 2)}, {s1[0], s1[1], s1[2]}};
-      detail::box<T> b{p2, {column(r2, 0), column(r2, 1), column(r2, 2)}, {s2[0], s2[1], s2[2]}};
-      detail::box_box(a, b, [&](vec3<T> pos, vec3<T> n, T dist) { out.add(pos, n, none, dist); });
-    } else if (t1 == geom_sphere && t2 == geom_sphere) {
-      detail::sphere_sphere(out, p1, s1[0], p2, s2[0], z1, z2);
-    } else if (t1 == geom_sphere && t2 == geom_capsule) {
-      const vec3<T> axis = s2[1] * z2;
-      const T x = detail::clamp1(dot(axis, p1 - p2) / dot(axis, axis));
-      detail::sphere_sphere(out, p1, s1[0], p2 + x * axis, s2[0], z1, z2);
-    } else if (t1 == geom_capsule && t2 == geom_capsule) {
-      // Closest points of the two axis segments (parameters in [-1, 1] along the scaled axes).
-      const vec3<T> a1 = s1[1] * z1, a2 = s2[1] * z2, dif = p1 - p2;
-      const T ma = dot(a1, a1), mb = -dot(a1, a2), mc = dot(a2, a2);
-      const T u = -dot(a1, dif), v = dot(a2, dif);
-      const T det = ma * mc - mb * mb;
-      if (fabs(det) >= T(1e-15)) {
-        T x1 = (mc * u - mb * v) / det, x2 = (ma * v - mb * u) / det;
-        if (x1 > T(1)) {
-          x1 = 1;
-          x2 = (v - mb) / mc;
-        } else if (x1 < T(-1)) {
-          x1 = -1;
-          x2 = (v + mb) / mc;
-        }
-        if (x2 > T(1)) {
-          x2 = 1;
-          x1 = detail::clamp1((u - mb) / ma);
-        } else if (x2 < T(-1)) {
-          x2 = -1;
-          x1 = detail::clamp1((u + mb) / ma);
-        }
-        detail::sphere_sphere(out, p1 + x1 * a1, s1[0], p2 + x2 * a2, s2[0], z1, z2);
-      } else {
-        // Parallel axes: each end of one against the nearest point of the other, two contacts at most.
-        const int before = static_cast<int>(d.ncon[0]);
-        const T ends[4][2] = {{1, detail::clamp1((v - mb) / mc)}, {-1, detail::clamp1((v + mb) / mc)},
-                              {detail::clamp1((u - mb) / ma), 1}, {detail::clamp1((u + mb) / ma), -1}};
-        for (int k = 0; k < 4 && static_cast<int>(d.ncon[0]) - before < 2; ++k) {
-          detail::sphere_sphere(out, p1 + ends[k][0] * a1, s1[0], p2 + ends[k][1] * a2, s2[0], z1, z2);
-        }
-      }
-    }
+    detail::contact_sink<T> out{d, m.size.ncon_max, p};
+    collide_pair(m, d, p, out);
   }
 }
 

@@ -34,62 +34,106 @@ GMI_HD void add_point_jacobian(const model_view<T>& m, const data<T>& d, int b, 
   }
 }
 
+// The rows (1, or 4 for a pyramid) of contact c, the nth of its pair's contacts, from row r0 on.
+template <class T>
+GMI_HD void contact_rows(const model_view<T>& m, const data<T>& d, int c, int r0, int nth) {
+  const int nv = m.size.nv;
+  const int p = static_cast<int>(d.con_pair[c]);
+  const int condim = m.pair_condim[p];
+  const int rows = condim == 1 ? 1 : 4;
+  const int b1 = m.geom_bodyid[m.pair_geom1[p]], b2 = m.geom_bodyid[m.pair_geom2[p]];
+  const vec3<T> pos = load3(d.con_pos, c);
+  const vec3<T> n{d.con_frame[9 * c], d.con_frame[9 * c + 1], d.con_frame[9 * c + 2]};
+  const vec3<T> t1{d.con_frame[9 * c + 3], d.con_frame[9 * c + 4], d.con_frame[9 * c + 5]};
+  const vec3<T> t2{d.con_frame[9 * c + 6], d.con_frame[9 * c + 7], d.con_frame[9 * c + 8]};
+  // Normal, then (condim 3) the two tangents in the next rows: relative velocity of body 2 against body 1.
+  const vec3<T> dirs[3] = {n, t1, t2};
+  for (int k = 0; k < (condim == 1 ? 1 : 3); ++k) {
+    const strided<T> row{&d.efc_J[(r0 + k) * nv], d.efc_J.s};
+    for (int i = 0; i < nv; ++i) row[i] = 0;
+    add_point_jacobian(m, d, b2, pos, dirs[k], T(1), row);
+    add_point_jacobian(m, d, b1, pos, dirs[k], T(-1), row);
+  }
+  const T dist = d.con_dist[c];
+  const T* solimp = m.pair_solimp + 5 * p;
+  T k, b;
+  reference_gains(m, m.pair_solref + 2 * p, solimp, k, b);
+  const T imp = impedance(solimp, dist);
+  const T tran = m.body_invweight0[2 * b1] + m.body_invweight0[2 * b2];
+  T reg;
+  if (condim == 1) {
+    reg = (T(1) - imp) / imp * tran;
+  } else {
+    const T mu = m.pair_friction[p];
+    for (int i = 0; i < nv; ++i) {
+      const T jn = d.efc_J[r0 * nv + i], ja = d.efc_J[(r0 + 1) * nv + i], jb = d.efc_J[(r0 + 2) * nv + i];
+      d.efc_J[r0 * nv + i] = jn + mu * ja;
+      d.efc_J[(r0 + 1) * nv + i] = jn - mu * ja;
+      d.efc_J[(r0 + 2) * nv + i] = jn + mu * jb;
+      d.efc_J[(r0 + 3) * nv + i] = jn - mu * jb;
+    }
+    reg = T(2) * mu * mu * ((T(1) - imp) / imp * tran * (T(1) + mu * mu));
+  }
+  for (int r = r0; r < r0 + rows; ++r) {
+    T vel = 0;
+    for (int i = 0; i < nv; ++i) vel += d.efc_J[r * nv + i] * d.qvel[i];
+    d.efc_aref[r] = -b * vel - k * imp * dist;
+    d.efc_R[r] = reg > T(1e-15) ? reg : T(1e-15);
+    d.efc_key[r] = T(m.size.njnt + (p * 8 + nth) * 4 + (r - r0));  // up to 8 contacts a pair (box-box)
+    d.efc_block[r] = T(r == r0 ? rows : 0);
+  }
+}
+
 // Appends the rows of every contact found by collide().
 template <class T>
 GMI_HD void add_contact_rows(const model_view<T>& m, const data<T>& d) {
-  const int nv = m.size.nv;
   const int ncon = static_cast<int>(d.ncon[0]);
   int nth = 0;  // index of this contact among its pair's (a pair's contacts are consecutive)
   for (int c = 0; c < ncon; ++c) {
     const int p = static_cast<int>(d.con_pair[c]);
     nth = c > 0 && static_cast<int>(d.con_pair[c - 1]) == p ? nth + 1 : 0;
-    const int condim = m.pair_condim[p];
-    const int rows = condim == 1 ? 1 : 4;
+    const int rows = m.pair_condim[p] == 1 ? 1 : 4;
     const int r0 = static_cast<int>(d.nefc[0]);
     if (r0 + rows > m.size.nefc_max) break;
-    const int b1 = m.geom_bodyid[m.pair_geom1[p]], b2 = m.geom_bodyid[m.pair_geom2[p]];
-    const vec3<T> pos = load3(d.con_pos, c);
-    const vec3<T> n{d.con_frame[9 * c], d.con_frame[9 * c + 1], d.con_frame[9 * c + 2]};
-    const vec3<T> t1{d.con_frame[9 * c + 3], d.con_frame[9 * c + 4], d.con_frame[9 * c + 5]};
-    const vec3<T> t2{d.con_frame[9 * c + 6], d.con_frame[9 * c + 7], d.con_frame[9 * c + 8]};
-    // Normal, then (condim 3) the two tangents in the next rows: relative velocity of body 2 against body 1.
-    const vec3<T> dirs[3] = {n, t1, t2};
-    for (int k = 0; k < (condim == 1 ? 1 : 3); ++k) {
-      const strided<T> row{&d.efc_J[(r0 + k) * nv], d.efc_J.s};
-      for (int i = 0; i < nv; ++i) row[i] = 0;
-      add_point_jacobian(m, d, b2, pos, dirs[k], T(1), row);
-      add_point_jacobian(m, d, b1, pos, dirs[k], T(-1), row);
-    }
-    const T dist = d.con_dist[c];
-    const T* solimp = m.pair_solimp + 5 * p;
-    T k, b;
-    reference_gains(m, m.pair_solref + 2 * p, solimp, k, b);
-    const T imp = impedance(solimp, dist);
-    const T tran = m.body_invweight0[2 * b1] + m.body_invweight0[2 * b2];
-    T reg;
-    if (condim == 1) {
-      reg = (T(1) - imp) / imp * tran;
-    } else {
-      const T mu = m.pair_friction[p];
-      for (int i = 0; i < nv; ++i) {
-        const T jn = d.efc_J[r0 * nv + i], ja = d.efc_J[(r0 + 1) * nv + i], jb = d.efc_J[(r0 + 2) * nv + i];
-        d.efc_J[r0 * nv + i] = jn + mu * ja;
-        d.efc_J[(r0 + 1) * nv + i] = jn - mu * ja;
-        d.efc_J[(r0 + 2) * nv + i] = jn + mu * jb;
-        d.efc_J[(r0 + 3) * nv + i] = jn - mu * jb;
-      }
-      reg = T(2) * mu * mu * ((T(1) - imp) / imp * tran * (T(1) + mu * mu));
-    }
-    for (int r = r0; r < r0 + rows; ++r) {
-      T vel = 0;
-      for (int i = 0; i < nv; ++i) vel += d.efc_J[r * nv + i] * d.qvel[i];
-      d.efc_aref[r] = -b * vel - k * imp * dist;
-      d.efc_R[r] = reg > T(1e-15) ? reg : T(1e-15);
-      d.efc_key[r] = T(m.size.njnt + (p * 4 + nth) * 4 + (r - r0));
-      d.efc_block[r] = T(r == r0 ? rows : 0);
-    }
+    contact_rows(m, d, c, r0, nth);
     d.nefc[0] = T(r0 + rows);
   }
+}
+
+// Row r's M^-1 J_r' into efc_W and its diagonal (J M^-1 J')_rr + R_r into efc_AR; qLDc holds the factor of M.
+template <class T>
+GMI_HD void row_response(const model_view<T>& m, const data<T>& d, int r) {
+  const int nv = m.size.nv;
+  const strided<T> w{&d.efc_W[r * nv], d.efc_W.s};
+  T a = 0;
+  for (int i = 0; i < nv; ++i) w[i] = d.efc_J[r * nv + i];
+  solve(m, d.qLDc, w);
+  for (int i = 0; i < nv; ++i) a += d.efc_J[r * nv + i] * w[i];
+  d.efc_AR[r] = a + d.efc_R[r];
+}
+
+// Couplings inside the block of four starting at row r (a pyramid's edges), row-major.
+template <class T>
+GMI_HD void block_couplings(const model_view<T>& m, const data<T>& d, int r) {
+  const int nv = m.size.nv;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      T a = 0;
+      for (int k = 0; k < nv; ++k) a += d.efc_J[(r + i) * nv + k] * d.efc_W[(r + j) * nv + k];
+      d.efc_A4[4 * r + 4 * i + j] = a;
+    }
+  }
+}
+
+// Row r's starting force: the previous step's force of the row with the same key, else 0 (keys increase).
+template <class T>
+GMI_HD T warm_force(const data<T>& d, int r, int np) {
+  int lo = 0, hi = np;  // first previous key >= this key
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (d.prev_key[mid] < d.efc_key[r]) lo = mid + 1; else hi = mid;
+  }
+  return lo < np && d.prev_key[lo] == d.efc_key[r] ? d.prev_force[lo] : T(0);
 }
 
 // qfrc_constraint from the rows. qacc_smooth holds M^-1 times the smooth forces; qLDc must hold the factor of M
@@ -99,30 +143,14 @@ template <class T>
 GMI_HD void solve_constraints(const model_view<T>& m, const data<T>& d, strided<T> qacc_smooth) {
   const int nv = m.size.nv;
   const int nefc = static_cast<int>(d.nefc[0]);
+  for (int r = 0; r < nefc; ++r) row_response(m, d, r);
   for (int r = 0; r < nefc; ++r) {
-    const strided<T> w{&d.efc_W[r * nv], d.efc_W.s};
-    T a = 0;
-    for (int i = 0; i < nv; ++i) w[i] = d.efc_J[r * nv + i];
-    solve(m, d.qLDc, w);
-    for (int i = 0; i < nv; ++i) a += d.efc_J[r * nv + i] * w[i];
-    d.efc_AR[r] = a + d.efc_R[r];
-  }
-  // Couplings inside each block of four (a pyramid's edges), row-major by the block's first row.
-  for (int r = 0; r < nefc; ++r) {
-    if (d.efc_block[r] != T(4)) continue;
-    for (int i = 0; i < 4; ++i) {
-      for (int j = 0; j < 4; ++j) {
-        T a = 0;
-        for (int k = 0; k < nv; ++k) a += d.efc_J[(r + i) * nv + k] * d.efc_W[(r + j) * nv + k];
-        d.efc_A4[4 * r + 4 * i + j] = a;
-      }
-    }
+    if (d.efc_block[r] == T(4)) block_couplings(m, d, r);
   }
   for (int i = 0; i < nv; ++i) d.efc_col[i] = qacc_smooth[i];
   const int np = static_cast<int>(d.prev_nefc[0]);
-  for (int r = 0, q = 0; r < nefc; ++r) {
-    while (q < np && d.prev_key[q] < d.efc_key[r]) ++q;
-    const T f = q < np && d.prev_key[q] == d.efc_key[r] ? d.prev_force[q] : T(0);
+  for (int r = 0; r < nefc; ++r) {
+    const T f = warm_force(d, r, np);
     d.efc_force[r] = f;
     if (f != T(0)) {
       for (int i = 0; i < nv; ++i) d.efc_col[i] += f * d.efc_W[r * nv + i];

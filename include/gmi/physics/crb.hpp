@@ -10,8 +10,9 @@
 
 namespace gmi::physics {
 
+// Subtree inertias (crb) from the body inertias.
 template <class T>
-GMI_HD void mass_matrix(const model_view<T>& m, const data<T>& d) {
+GMI_HD void composite_inertias(const model_view<T>& m, const data<T>& d) {
   for (int k = 0; k < 10 * m.size.nbody; ++k) d.crb[k] = d.cinert[k];
   // Children come after their parents, so one backward sweep accumulates whole subtrees. Trees stop at the
   // world: its composite inertia is never used (each tree has its own reference point).
@@ -20,12 +21,21 @@ GMI_HD void mass_matrix(const model_view<T>& m, const data<T>& d) {
     if (p == 0) continue;
     for (int k = 0; k < 10; ++k) d.crb[10 * p + k] += d.crb[10 * b + k];
   }
-  for (int i = 0; i < m.size.nv; ++i) {
-    const spatial<T> f = inertia_mul(d.crb, m.dof_bodyid[i], load6(d.cdof, i));
-    int at = m.dof_Madr[i];
-    for (int j = i; j >= 0; j = m.dof_parent[j]) d.qM[at++] = dot(load6(d.cdof, j), f);
-    d.qM[m.dof_Madr[i]] += m.dof_armature[i];
-  }
+}
+
+// Row i of the mass matrix (dof i and its ancestors) from the subtree inertias.
+template <class T>
+GMI_HD void mass_matrix_row(const model_view<T>& m, const data<T>& d, int i) {
+  const spatial<T> f = inertia_mul(d.crb, m.dof_bodyid[i], load6(d.cdof, i));
+  int at = m.dof_Madr[i];
+  for (int j = i; j >= 0; j = m.dof_parent[j]) d.qM[at++] = dot(load6(d.cdof, j), f);
+  d.qM[m.dof_Madr[i]] += m.dof_armature[i];
+}
+
+template <class T>
+GMI_HD void mass_matrix(const model_view<T>& m, const data<T>& d) {
+  composite_inertias(m, d);
+  for (int i = 0; i < m.size.nv; ++i) mass_matrix_row(m, d, i);
 }
 
 }  // namespace gmi::physics

@@ -70,67 +70,74 @@ GMI_HD inline vec3<T> reference_point(const model_view<T>& m, const data<T>& d, 
   return load3(d.xpos, m.body_root[body]);
 }
 
-// Body spatial inertias about their tree's reference point (cinert: I xx yy zz xy xz yz, m c, m) and the
-// motion of every dof at unit speed (cdof).
+// Body b's spatial inertia about its tree's reference point (cinert: I xx yy zz xy xz yz, m c, m).
+template <class T>
+GMI_HD void body_inertia(const model_view<T>& m, const data<T>& d, int b) {
+  mat3<T> r;
+  for (int k = 0; k < 9; ++k) r.m[k] = d.xmat[9 * b + k];
+  const T* ib = m.body_inertia + 6 * b;  // body axes
+  // I_world = R I_body R^T
+  T full[9] = {ib[0], ib[3], ib[4], ib[3], ib[1], ib[5], ib[4], ib[5], ib[2]};
+  T ri[9], iw[9];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      ri[3 * i + j] = r.m[3 * i] * full[j] + r.m[3 * i + 1] * full[3 + j] + r.m[3 * i + 2] * full[6 + j];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      iw[3 * i + j] = ri[3 * i] * r.m[3 * j] + ri[3 * i + 1] * r.m[3 * j + 1] + ri[3 * i + 2] * r.m[3 * j + 2];
+  const T mass = m.body_mass[b];
+  const vec3<T> c = load3(d.xipos, b) - reference_point(m, d, b);
+  const T cc = dot(c, c);
+  // Parallel axis: I_ref = I_com + m (|c|^2 1 - c c^T)
+  d.cinert[10 * b + 0] = iw[0] + mass * (cc - c.x * c.x);
+  d.cinert[10 * b + 1] = iw[4] + mass * (cc - c.y * c.y);
+  d.cinert[10 * b + 2] = iw[8] + mass * (cc - c.z * c.z);
+  d.cinert[10 * b + 3] = iw[1] - mass * c.x * c.y;
+  d.cinert[10 * b + 4] = iw[2] - mass * c.x * c.z;
+  d.cinert[10 * b + 5] = iw[5] - mass * c.y * c.z;
+  d.cinert[10 * b + 6] = mass * c.x;
+  d.cinert[10 * b + 7] = mass * c.y;
+  d.cinert[10 * b + 8] = mass * c.z;
+  d.cinert[10 * b + 9] = mass;
+}
+
+// The motion of joint j's dofs at unit speed (cdof).
+template <class T>
+GMI_HD void dof_motions(const model_view<T>& m, const data<T>& d, int j) {
+  const int b = m.jnt_bodyid[j];
+  const int v = m.jnt_dofadr[j];
+  const vec3<T> ref = reference_point(m, d, b);
+  const vec3<T> anchor = load3(d.xanchor, j);
+  const vec3<T> zero{0, 0, 0};
+  const int type = m.jnt_type[j];
+  if (type == joint_slide) {
+    store6(d.cdof, v, spatial<T>{zero, load3(d.xaxis, j)});
+  } else if (type == joint_hinge) {
+    const vec3<T> axis = load3(d.xaxis, j);
+    store6(d.cdof, v, spatial<T>{axis, cross(axis, ref - anchor)});
+  } else {
+    int rot = v;
+    if (type == joint_free) {
+      for (int i = 0; i < 3; ++i) {
+        const vec3<T> e{T(i == 0), T(i == 1), T(i == 2)};
+        store6(d.cdof, v + i, spatial<T>{zero, e});
+      }
+      rot = v + 3;
+    }
+    // Rotations about the body's final axes (MuJoCo assumes no later rotation within the body).
+    for (int i = 0; i < 3; ++i) {
+      const vec3<T> axis{d.xmat[9 * b + i], d.xmat[9 * b + 3 + i], d.xmat[9 * b + 6 + i]};
+      store6(d.cdof, rot + i, spatial<T>{axis, cross(axis, ref - anchor)});
+    }
+  }
+}
+
+// Body spatial inertias about their tree's reference point and the motion of every dof at unit speed.
 template <class T>
 GMI_HD void com_frames(const model_view<T>& m, const data<T>& d) {
   for (int k = 0; k < 10; ++k) d.cinert[k] = 0;
-  for (int b = 1; b < m.size.nbody; ++b) {
-    mat3<T> r;
-    for (int k = 0; k < 9; ++k) r.m[k] = d.xmat[9 * b + k];
-    const T* ib = m.body_inertia + 6 * b;  // body axes
-    // I_world = R I_body R^T
-    T full[9] = {ib[0], ib[3], ib[4], ib[3], ib[1], ib[5], ib[4], ib[5], ib[2]};
-    T ri[9], iw[9];
-    for (int i = 0; i < 3; ++i)
-      for (int j = 0; j < 3; ++j)
-        ri[3 * i + j] = r.m[3 * i] * full[j] + r.m[3 * i + 1] * full[3 + j] + r.m[3 * i + 2] * full[6 + j];
-    for (int i = 0; i < 3; ++i)
-      for (int j = 0; j < 3; ++j)
-        iw[3 * i + j] = ri[3 * i] * r.m[3 * j] + ri[3 * i + 1] * r.m[3 * j + 1] + ri[3 * i + 2] * r.m[3 * j + 2];
-    const T mass = m.body_mass[b];
-    const vec3<T> c = load3(d.xipos, b) - reference_point(m, d, b);
-    const T cc = dot(c, c);
-    // Parallel axis: I_ref = I_com + m (|c|^2 1 - c c^T)
-    d.cinert[10 * b + 0] = iw[0] + mass * (cc - c.x * c.x);
-    d.cinert[10 * b + 1] = iw[4] + mass * (cc - c.y * c.y);
-    d.cinert[10 * b + 2] = iw[8] + mass * (cc - c.z * c.z);
-    d.cinert[10 * b + 3] = iw[1] - mass * c.x * c.y;
-    d.cinert[10 * b + 4] = iw[2] - mass * c.x * c.z;
-    d.cinert[10 * b + 5] = iw[5] - mass * c.y * c.z;
-    d.cinert[10 * b + 6] = mass * c.x;
-    d.cinert[10 * b + 7] = mass * c.y;
-    d.cinert[10 * b + 8] = mass * c.z;
-    d.cinert[10 * b + 9] = mass;
-  }
-  for (int j = 0; j < m.size.njnt; ++j) {
-    const int b = m.jnt_bodyid[j];
-    const int v = m.jnt_dofadr[j];
-    const vec3<T> ref = reference_point(m, d, b);
-    const vec3<T> anchor = load3(d.xanchor, j);
-    const vec3<T> zero{0, 0, 0};
-    const int type = m.jnt_type[j];
-    if (type == joint_slide) {
-      store6(d.cdof, v, spatial<T>{zero, load3(d.xaxis, j)});
-    } else if (type == joint_hinge) {
-      const vec3<T> axis = load3(d.xaxis, j);
-      store6(d.cdof, v, spatial<T>{axis, cross(axis, ref - anchor)});
-    } else {
-      int rot = v;
-      if (type == joint_free) {
-        for (int i = 0; i < 3; ++i) {
-          const vec3<T> e{T(i == 0), T(i == 1), T(i == 2)};
-          store6(d.cdof, v + i, spatial<T>{zero, e});
-        }
-        rot = v + 3;
-      }
-      // Rotations about the body's final axes (MuJoCo assumes no later rotation within the body).
-      for (int i = 0; i < 3; ++i) {
-        const vec3<T> axis{d.xmat[9 * b + i], d.xmat[9 * b + 3 + i], d.xmat[9 * b + 6 + i]};
-        store6(d.cdof, rot + i, spatial<T>{axis, cross(axis, ref - anchor)});
-      }
-    }
-  }
+  for (int b = 1; b < m.size.nbody; ++b) body_inertia(m, d, b);
+  for (int j = 0; j < m.size.njnt; ++j) dof_motions(m, d, j);
 }
 
 // f = I v for a spatial inertia stored as in cinert.

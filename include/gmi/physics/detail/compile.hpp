@@ -20,8 +20,8 @@ namespace gmi::physics::detail {
 // Most contacts a pair of geom types makes at once (0: no collider; refused if the pair may collide).
 inline int contacts_per_pair(int t1, int t2) {
   if (t1 == geom_plane) return t2 == geom_sphere ? 1 : t2 == geom_capsule ? 2 : t2 == geom_box ? 4 : 0;
-  if (t1 == geom_sphere) return t2 == geom_sphere || t2 == geom_capsule ? 1 : 0;
-  if (t1 == geom_capsule) return t2 == geom_capsule ? 2 : 0;
+  if (t1 == geom_sphere) return t2 == geom_sphere || t2 == geom_capsule || t2 == geom_box ? 1 : 0;
+  if (t1 == geom_capsule) return t2 == geom_capsule ? 2 : t2 == geom_box ? 3 : 0;
   if (t1 == geom_box) return t2 == geom_box ? 8 : 0;
   return 0;
 }
@@ -56,8 +56,8 @@ inline void collision_pairs(model<double>& m, const std::vector<std::string>& ge
       if (most == 0) {
         throw gmi::config_error(geom_where[g2] + ": <geom> collision " + geom_type_name(m.geom_type[g1]) + "-" +
                                 geom_type_name(m.geom_type[g2]) + " with the geom at " + geom_where[g1] +
-                                ": got a pair gmi cannot collide, need plane-sphere/capsule/box, sphere-sphere/capsule "
-                                "or capsule-capsule (or contype/conaffinity that exclude the pair)");
+                                ": got a pair gmi cannot collide, need plane-sphere/capsule/box, sphere-sphere/capsule/box, "
+                                "capsule-capsule/box or box-box (or contype/conaffinity that exclude the pair)");
       }
       const int condim = std::max(m.geom_condim[g1], m.geom_condim[g2]);
       m.pair_geom1.push_back(g1);
