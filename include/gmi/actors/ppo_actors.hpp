@@ -5,19 +5,18 @@
 // and environment random streams, in the same order, as in ppo_trainer::iterate(), so a run equals a plain
 // host-trainer run with the same seed bit for bit (the collection is time-major here, env-major there; every
 // per-env computation is the same).
-// Host inference (exec::host) only for now: a GPU trainer would run the same per-env steps in a kernel per group
-// and signal the hand-off from a host callback (docs/actors.md, "Not done yet").
+// Host inference (exec::host); ppo_actors_gpu.cuh runs the same per-env steps (collect_step.hpp) on the GPU.
 
 #include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include <gmi/actors/collect_step.hpp>
 #include <gmi/actors/cpu_actors.hpp>
 #include <gmi/actors/host_sim.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/exec/host.hpp>
-#include <gmi/rl/gae.hpp>
 #include <gmi/rl/ppo.hpp>
 
 namespace gmi::actors {
@@ -75,39 +74,12 @@ class ppo_on_actors {
     }
 
     void one(const group_batch& b, std::size_t j) {
-      const std::size_t n = std::size_t(v.num_envs), i = b.first_env + j;
-      const float* o = b.obs.data() + j * obs_dim;
-      float on[obs_dim], mu[dist_dim], value;
-      if (b.step > 0) {
-        const std::size_t at = std::size_t(b.step - 1) * n + i;
-        float reward = b.rewards[j];
-        const bool truncated = b.truncated[j] != 0, ended = truncated || b.terminated[j] != 0;
-        if (truncated && v.bootstrap_truncation) {
-          v.obs_norm.normalize(b.final_obs.data() + j * obs_dim, on);
-          Net::forward(params, on, mu, &value);
-          reward += v.gamma * v.value_of(value);
-        }
-        v.rewards[at] = reward;
-        v.ends[at] = ended ? 1 : 0;
-      }
-      v.obs_norm.normalize(o, on);
-      Net::forward(params, on, mu, &value);
-      if (!b.needs_actions) {  // the run's last observations: bootstrap value, then GAE of column i
-        v.values[std::size_t(v.horizon) * n + i] = v.value_of(value);
-        for (int k = 0; k < obs_dim; ++k) v.current_obs[i * obs_dim + k] = o[k];
-        v.policy_rng_blocks[i] = rngs[i].block();
-        rl::gae_column(int(i), v.num_envs, v.horizon, v.gamma, v.lambda, v.rewards, v.ends, v.values, v.advantages,
-                       v.returns);
-        return;
-      }
-      const std::size_t at = std::size_t(b.step) * n + i;
-      float* a = b.actions.data() + j * act_dim;
-      float logp;
-      Net::sample(params, mu, rngs[i], a, &logp);
-      for (int k = 0; k < obs_dim; ++k) v.obs[at * obs_dim + k] = o[k];
-      for (int k = 0; k < act_dim; ++k) v.actions[at * act_dim + k] = a[k];
-      v.log_probs[at] = logp;
-      v.values[at] = v.value_of(value);
+      const collect_input in{b.obs.data() + j * obs_dim, b.step > 0 ? b.final_obs.data() + j * obs_dim : nullptr,
+                             b.step > 0 ? b.rewards[j] : 0.0f, b.step > 0 && b.terminated[j] != 0,
+                             b.step > 0 && b.truncated[j] != 0};
+      const std::size_t i = b.first_env + j;
+      collect_step(v, params, rngs[i], i, b.step, b.needs_actions,
+                   in, b.needs_actions ? b.actions.data() + j * act_dim : nullptr);
     }
   };
 
