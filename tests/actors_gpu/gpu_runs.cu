@@ -158,7 +158,7 @@ gpu_actor_mujoco mujoco_ant_on_actors(int cores, int iterations) {
     c.minibatch = 512;
     c.epochs = 2;
     gmi::cuda::stream s;
-    ac::ppo_gpu_actors<ant_sim, ant_net> t(ac::actor_config{ac::choose_cores(usable(cores)), 2}, 3, c,
+    ac::ppo_gpu_actors<ant_sim, ant_net> t(ac::actor_config{ac::choose_cores(usable(cores)), 2}, 64, 3, c,
                                            gmi::exec::cuda{.stream = s.get()},
                                            std::string(GMI_ACTORS_MODELS) + "/ant_floor.xml", 64, std::uint64_t(3));
     for (int i = 0; i < iterations; ++i) {

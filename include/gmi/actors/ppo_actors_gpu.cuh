@@ -15,11 +15,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include <gmi/actors/collect_step.hpp>
 #include <gmi/actors/cpu_actors.hpp>
 #include <gmi/actors/host_sim.hpp>
+#include <gmi/actors/ppo_actors.hpp>
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/rl/ppo.cuh>
@@ -96,29 +99,37 @@ __global__ static void group_step_kernel(group_step_args<E, Net> a) {
 }
 }  // namespace detail
 
-template <fixed_size_sim S, class Net>
-class ppo_gpu_actors {
+// The trainer is the base class (the update, checkpoints, weights); iterate, serve and the episode calls are the
+// actors' (they hide the trainer's). TrainerEnv types the trainer (by default E for env_sim<E>, else sim_shape<S>).
+template <fixed_size_sim S, class Net, gmi::env TrainerEnv = typename detail::trainer_env<S>::type>
+class ppo_gpu_actors : public rl::ppo_trainer<TrainerEnv, Net, exec::cuda> {
  public:
   using sim_type = S;
-  using env_type = typename detail::trainer_env<S>::type;
-  using trainer_type = rl::ppo_trainer<env_type, Net, exec::cuda>;
+  using env_type = TrainerEnv;
+  using trainer_type = rl::ppo_trainer<TrainerEnv, Net, exec::cuda>;
   using actors_type = cpu_actors<S>;
   static constexpr int obs_dim = S::obs_size, act_dim = S::act_size;
+  static_assert(obs_dim == TrainerEnv::obs_dim && act_dim == TrainerEnv::act_dim,
+                "gmi::actors::ppo_gpu_actors: the trainer's env must have the sim's observation and action sizes");
 
-  // The sim is built from sim_args on the actor cores (env_sim<E>: num_envs, seed, env params; mujoco::sim: the
-  // model, num_envs, seed, task params); the trainer runs on gpu.stream with `seed` for weights and policy draws.
+  // num_envs environments of the sim built from sim_args on the actor cores (env_sim<E>: num_envs, seed, env
+  // params; mujoco::sim: the model, num_envs, seed, task params); the trainer runs on gpu.stream with `seed` for
+  // its weights and policy draws.
   template <class... SimArgs>
-  ppo_gpu_actors(actor_config actors, std::uint64_t seed, rl::ppo_config config, exec::cuda gpu, SimArgs&&... sim_args)
-      : actors_(std::move(actors), std::forward<SimArgs>(sim_args)...),
-        trainer_(actors_.num_envs(), seed, config, {}, gpu),
+  ppo_gpu_actors(actor_config actors, int num_envs, std::uint64_t seed, rl::ppo_config config, exec::cuda gpu,
+                 SimArgs&&... sim_args)
+      : trainer_type(num_envs, seed, config, {}, gpu),
+        actors_(std::move(actors), std::forward<SimArgs>(sim_args)...),
         stream_(gpu.stream),
         per_group_(actors_.envs_per_group()),
-        rngs_(std::size_t(actors_.num_envs())),
+        rngs_(std::size_t(num_envs)),
         obs_(per_group_ * obs_dim),
         final_obs_(per_group_ * obs_dim),
         rewards_(per_group_),
         actions_(per_group_ * act_dim),
         flags_(2 * per_group_) {
+    require(actors_.num_envs() == num_envs, "the actors' sim env count", actors_.num_envs(),
+            "num_envs (" + std::to_string(num_envs) + ")");
     actors_.start();
   }
   ppo_gpu_actors(const ppo_gpu_actors&) = delete;
@@ -131,18 +142,30 @@ class ppo_gpu_actors {
   // One PPO iteration: horizon steps of every environment on the actors (GPU inference, double-buffered), then the
   // update, queued on the stream (returns before it finishes; losses() and params() wait for it).
   void iterate() {
-    collector c{this, trainer_.rollout_view()};
-    actors_.run(c, trainer_.config().horizon, log_);
-    trainer_.iterate_collected();
+    run_collection(trainer_type::config().horizon);
+    trainer_type::iterate_collected();
+  }
+  // Serving tier: `steps` steps of policy and environments on the actors, no update (the rollout is overwritten).
+  void serve(int steps) {
+    require(steps >= 1, "serve steps", steps, ">= 1");
+    for (int done = 0; done < steps;) {
+      const int now = std::min(steps - done, trainer_type::config().horizon);
+      run_collection(now);
+      done += now;
+    }
   }
 
   // Finished episodes since the last call (from the actors' environments; host memory, no GPU wait).
   rl::episode_stats episodes() { return actors_.read_stats(); }
-  [[nodiscard]] rl::ppo_losses losses() { return trainer_.losses(); }
-  void synchronize() { trainer_.synchronize(); }
-  [[nodiscard]] trainer_type& trainer() noexcept { return trainer_; }
+  void request_episodes() { episodes_.request(actors_); }
+  std::optional<rl::episode_stats> poll_episodes() { return episodes_.take(); }
+  std::optional<rl::episode_stats> wait_episodes() { return episodes_.take(); }
+  template <class Sync>
+  [[noreturn]] void set_sync(Sync&&) {
+    refuse_actor_sync();
+  }
+  [[nodiscard]] trainer_type& trainer() noexcept { return *this; }
   [[nodiscard]] actors_type& actors() noexcept { return actors_; }
-  [[nodiscard]] std::uint64_t iteration() const noexcept { return trainer_.iteration(); }
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
   // Records the next iterations' hand-offs (tests: the overlap, no waits on the GPU); nullptr stops recording.
   void trace(event_log* log) noexcept { log_ = log; }
@@ -153,6 +176,11 @@ class ppo_gpu_actors {
     rl::ppo_rollout_view<env_type, Net> v;
     void submit(const group_batch& b, handoff& ready) { self->enqueue_group(v, b, ready); }
   };
+
+  void run_collection(int steps) {
+    collector c{this, trainer_type::rollout_view()};
+    actors_.run(c, steps, log_);
+  }
 
   template <class T>
   void to_device(cuda::device_buffer<T>& dst, const T* src, std::size_t count) {
@@ -173,7 +201,7 @@ class ppo_gpu_actors {
       if (truncated) to_device(final_obs_, b.final_obs.data(), n * obs_dim);  // only when some episode was cut
     }
     detail::group_step_args<env_type, Net> a{v,
-                                             trainer_.params().data(),
+                                             trainer_type::params().data(),
                                              rngs_.data(),
                                              obs_.data(),
                                              truncated ? final_obs_.data() : nullptr,
@@ -196,12 +224,12 @@ class ppo_gpu_actors {
   }
 
   actors_type actors_;
-  trainer_type trainer_;
   cudaStream_t stream_;
   std::size_t per_group_;
   cuda::device_buffer<gmi::rng> rngs_;
   cuda::device_buffer<float> obs_, final_obs_, rewards_, actions_;
   cuda::device_buffer<std::uint8_t> flags_;  // terminated, then truncated
+  actor_episodes episodes_;
   event_log* log_ = nullptr;
 };
 
@@ -211,7 +239,7 @@ class ppo_gpu_on_actors : public ppo_gpu_actors<env_sim<E>, Net> {
  public:
   ppo_gpu_on_actors(actor_config actors, int num_envs, std::uint64_t seed, rl::ppo_config config,
                     typename E::params env_params = {}, exec::cuda gpu = {})
-      : ppo_gpu_actors<env_sim<E>, Net>(std::move(actors), seed, config, gpu, num_envs, seed, env_params) {}
+      : ppo_gpu_actors<env_sim<E>, Net>(std::move(actors), num_envs, seed, config, gpu, num_envs, seed, env_params) {}
 };
 
 }  // namespace gmi::actors
