@@ -67,4 +67,20 @@ TEST_SUITE("gpu") {
     CHECK(std::isfinite(r.value_loss));
     CHECK(r.value_loss > 0);
   }
+
+  // --autotune's metric: both sides timed (positive, finite), the choice the faster side at threshold 1 and each
+  // side when the threshold forces it.
+  TEST_CASE("actors_gpu.placement.profiles_both_sides" * doctest::timeout(60)) {
+    const auto r = cartpole_placement(4096);
+    CAPTURE(r.error);
+    REQUIRE(r.error.empty());
+    CHECK(r.cpu_seconds_per_step > 0);
+    CHECK(r.gpu_seconds_per_batch_step > 0);
+    CHECK(r.cpu_cores >= 1);
+    const double cpu = r.cpu_cores / r.cpu_seconds_per_step, gpu = 4096 / r.gpu_seconds_per_batch_step;
+    MESSAGE("cartpole at 4096 envs: CPU actors " << cpu << " steps/s on " << r.cpu_cores << " cores, GPU " << gpu);
+    CHECK(r.chosen == (gpu >= cpu ? "gpu" : "cpu"));
+    CHECK(r.chosen_with_high_threshold == "cpu");
+    CHECK(r.chosen_with_low_threshold == "gpu");
+  }
 }

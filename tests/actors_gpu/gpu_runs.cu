@@ -12,6 +12,7 @@
 #include <gmi/agents/gaussian_mlp.hpp>
 #include <gmi/cuda/stream.hpp>
 #include <gmi/envs/cartpole.hpp>
+#include <gmi/pipeline/actor_placement.cuh>
 #ifdef GMI_ACTORS_MODELS
 #include <gmi/actors/mujoco.hpp>
 #endif
@@ -174,5 +175,21 @@ gpu_actor_mujoco mujoco_ant_on_actors(int cores, int iterations) {
   (void)cores;
   (void)iterations;
 #endif
+  return r;
+}
+
+gpu_actor_placement cartpole_placement(int batch) {
+  gpu_actor_placement r;
+  try {
+    const gmi::plan::placement_profile p = gmi::profile_placement<cart>({}, batch, 0, 1, 0.1);
+    r.cpu_seconds_per_step = p.cpu_seconds_per_step;
+    r.gpu_seconds_per_batch_step = p.gpu_seconds_per_batch_step;
+    r.cpu_cores = p.cpu_cores;
+    r.chosen = gmi::plan::to_string(gmi::plan::choose_placement(p).chosen);
+    r.chosen_with_high_threshold = gmi::plan::to_string(gmi::plan::choose_placement(p, gmi::plan::placement_rule{1e9}).chosen);
+    r.chosen_with_low_threshold = gmi::plan::to_string(gmi::plan::choose_placement(p, gmi::plan::placement_rule{1e-9}).chosen);
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
   return r;
 }

@@ -43,3 +43,13 @@ struct gpu_actor_mujoco {
 };
 // A few iterations of the MuJoCo Ant task (tests/physics/models/ant_floor.xml) through the same GPU trainer.
 gpu_actor_mujoco mujoco_ant_on_actors(int cores, int iterations);
+
+struct gpu_actor_placement {
+  double cpu_seconds_per_step = 0, gpu_seconds_per_batch_step = 0;
+  int cpu_cores = 0;
+  std::string chosen, chosen_with_high_threshold, chosen_with_low_threshold;
+  std::string error;
+};
+// --autotune's profile of Cartpole at `batch` on GPU 0 and the choice with the default threshold, and with
+// thresholds that force each side (1e9: cpu, 1e-9: gpu).
+gpu_actor_placement cartpole_placement(int batch);

@@ -65,7 +65,9 @@ template <class Pipeline>
 void choose_actor_settings(const train_config<Pipeline>& o, plan::plan& p) {
   using Env = typename Pipeline::env;
   const plan::placement_profile prof = profile_placement<Env>(o.env, p.chosen.envs_per_gmi, o.gpu, o.seed);
-  p.task_placement = plan::choose_placement(prof, {o.autotune.placement_threshold});
+  plan::placement_rule rule;
+  rule.threshold = o.autotune.placement_threshold;
+  p.task_placement = plan::choose_placement(prof, rule);
   const plan::placement_choice& c = *p.task_placement;
   std::printf("gmi: autotune placement %s: %s env steps/s on %d CPU cores, %s on the GPU at %d envs (threshold %.2f)\n",
               c.chosen == plan::placement::cpu_actors ? "CPU actors" : "GPU simulation",
