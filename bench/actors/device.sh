@@ -19,7 +19,7 @@ cmake --preset gpu -B /tmp/build -DGMI_BUILD_BENCHMARKS=ON > "$OUT/actors/config
 grep -q "^GMI_MUJOCO_LIBRARY:.*mujoco" /tmp/build/CMakeCache.txt \
   || { echo "MuJoCo not found by CMake (see $OUT/actors/configure.log)"; exit 2; }
 time cmake --build /tmp/build -j16 --target gmi.test.actors gmi.test.actors_mujoco gmi.bench.actors_steps gmi.bench.actors_ratio gmi.bench.actors_choose_ratio gmi.test.plan \
-  gmi.test.actors_gpu gmi.bench.actors_train \
+  gmi.test.actors_gpu gmi.bench.actors_train gmi.example.cartpole_on_cpu \
   > "$OUT/actors/build.log" 2>&1 || { tail -40 "$OUT/actors/build.log"; exit 1; }
 ctest --test-dir /tmp/build -R '^(actors|plan\.placement|plan\.ratio)' --output-on-failure --timeout 300 2>&1 | tee "$OUT/actors/ctest.log" | tail -5
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -29,4 +29,7 @@ model=tests/physics/models/ant_floor.xml
 /tmp/build/bench/actors/gmi.bench.actors_ratio "$model" "$OUT/actors/ratio.jsonl" 3
 GMI_GIT_REVISION="${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null)}" /tmp/build/bench/actors/gmi.bench.actors_choose_ratio "$OUT/actors/ratio.jsonl" "$OUT/actors/ratio_choice.jsonl"
 /tmp/build/bench/actors/gmi.bench.actors_train "$OUT/actors/train.jsonl" "$model" 1 1 4 14
+# The pipeline with actors::on_cpu<cartpole> (15 actor cores, policy and update on the GPU) until solved.
+/tmp/build/examples/cartpole_on_cpu/gmi.example.cartpole_on_cpu --max-env-steps 5e6 --metrics "$OUT/actors/on_cpu_train.jsonl" \
+  2>&1 | tail -4
 echo "result lines: $(cat "$OUT"/actors/*.jsonl | wc -l) in $OUT/actors"

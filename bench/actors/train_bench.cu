@@ -97,6 +97,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s OUT.jsonl [MODEL_XML|-] [seconds per rep] [cores...]\n", argv[0]);
     return 2;
   }
+  if (!ac::cuda_device_present()) {
+    std::fprintf(stderr, "gmi.bench.actors_train: got no CUDA device, need one (the trainer runs on the GPU)\n");
+    return 77;
+  }
   const std::string out_file = argv[1], model = argc > 2 ? argv[2] : "-";
   const double seconds = argc > 3 ? std::stod(argv[3]) : 1.0;
   std::vector<int> core_counts;
