@@ -5,7 +5,7 @@
 # core -> steps/s and steps per joule), the GPU tests of PPO on CPU actors (tests/actors_gpu: matches the host
 # trainer, no stream wait per step, learns Cartpole, MuJoCo Ant trains) and PPO on CPU actors with the GPU trainer
 # at 1, 4 and 14 actor cores (stepping / collect / train rates, GPU simulation beside it, the placement choice).
-# Result lines go to $OUT/actors/. About 4 min of build, 4 of runs.
+# Result lines go to $OUT/actors/. About 4 min of build, 4 of runs (the ratio sweep at 2 s a point).
 set -euo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT/actors"
@@ -26,9 +26,9 @@ device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "device: $device; host CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 model=tests/physics/models/ant_floor.xml
 /tmp/build/bench/actors/gmi.bench.actors_steps "$model" "$OUT/actors/steps.jsonl" 1 2 8 14
-/tmp/build/bench/actors/gmi.bench.actors_ratio "$model" "$OUT/actors/ratio.jsonl" 3
+/tmp/build/bench/actors/gmi.bench.actors_ratio "$model" "$OUT/actors/ratio.jsonl" 2
 GMI_GIT_REVISION="${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null)}" /tmp/build/bench/actors/gmi.bench.actors_choose_ratio "$OUT/actors/ratio.jsonl" "$OUT/actors/ratio_choice.jsonl"
-/tmp/build/bench/actors/gmi.bench.actors_train "$OUT/actors/train.jsonl" "$model" 1 1 4 14
+/tmp/build/bench/actors/gmi.bench.actors_train "$OUT/actors/train.jsonl" "$model" 0.5 1 4 14
 # The pipeline with actors::on_cpu<cartpole> (15 actor cores, policy and update on the GPU) until solved.
 /tmp/build/examples/cartpole_on_cpu/gmi.example.cartpole_on_cpu --max-env-steps 5e6 --metrics "$OUT/actors/on_cpu_train.jsonl" \
   2>&1 | tail -4
