@@ -22,6 +22,7 @@
 #include <gmi/metrics/metrics.hpp>
 #include <gmi/nn/nn.hpp>
 #include <gmi/partition/partition.hpp>
+#include <gmi/pipeline/cpu_actors.hpp>
 #include <gmi/pipeline/pipeline.hpp>
 #include <gmi/pipeline/serving_gmis.hpp>
 #include <gmi/plan/explorer.hpp>

@@ -5,28 +5,52 @@
 // and environment random streams, in the same order, as in ppo_trainer::iterate(), so a run equals a plain
 // host-trainer run with the same seed bit for bit (the collection is time-major here, env-major there; every
 // per-env computation is the same).
-// Host inference (exec::host) only for now: a GPU trainer would run the same per-env steps in a kernel per group
-// and signal the hand-off from a host callback (docs/actors.md, "Not done yet").
+// Host inference (exec::host); ppo_actors_gpu.cuh runs the same per-env steps (collect_step.hpp) on the GPU.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include <gmi/actors/collect_step.hpp>
 #include <gmi/actors/cpu_actors.hpp>
 #include <gmi/actors/host_sim.hpp>
+#include <gmi/core/error.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/exec/host.hpp>
-#include <gmi/rl/gae.hpp>
 #include <gmi/rl/ppo.hpp>
 
 namespace gmi::actors {
 
-template <gmi::env E, class Net>
-class ppo_on_actors {
+// Episode statistics of an engine whose environments are the actors' (host memory, nothing to wait for): the
+// trainer's request / poll / wait calls, answered from the actors' sim.
+class actor_episodes {
+ public:
+  template <class Actors>
+  void request(Actors& a) {
+    if (!pending_) pending_ = a.read_stats();
+  }
+  std::optional<rl::episode_stats> take() { return std::exchange(pending_, std::nullopt); }
+
+ private:
+  std::optional<rl::episode_stats> pending_;
+};
+
+// One GMI only: a data-parallel group of actor trainers would share the cores; refused in one line.
+[[noreturn]] inline void refuse_actor_sync() {
+  throw config_error(got_need("CPU actors (actors::on_cpu)", "a synced group of GMIs", "one GMI (--gmis-per-gpu 1 --gpus 1)"));
+}
+
+// The trainer is the base class (the update, checkpoints, weights); iterate, serve and the episode calls are the
+// actors' (they hide the trainer's). TrainerEnv types the trainer: E itself, or a wrapper of E (actors::on_cpu).
+template <gmi::env E, class Net, gmi::env TrainerEnv = E>
+class ppo_on_actors : public rl::ppo_trainer<TrainerEnv, Net, exec::host> {
  public:
   using env_type = E;
-  using trainer_type = rl::ppo_trainer<E, Net, exec::host>;
+  using trainer_type = rl::ppo_trainer<TrainerEnv, Net, exec::host>;
   using actors_type = cpu_actors<env_sim<E>>;
   static constexpr int obs_dim = E::obs_dim, act_dim = E::act_dim, dist_dim = Net::dist_dim;
 
@@ -35,7 +59,7 @@ class ppo_on_actors {
   // actor cores are left to stepping).
   ppo_on_actors(actor_config actors, int num_envs, std::uint64_t seed, rl::ppo_config config,
                 typename E::params env_params = {}, exec::host inference = exec::host{.threads = 1})
-      : trainer_(num_envs, seed, config, env_params, inference),
+      : trainer_type(num_envs, seed, config, trainer_params(env_params), inference),
         actors_(std::move(actors), num_envs, seed, env_params),
         inference_(inference) {
     actors_.start();
@@ -43,20 +67,30 @@ class ppo_on_actors {
 
   // One PPO iteration: horizon steps of every environment on the actors (double-buffered), then the update.
   void iterate() {
-    collector c{trainer_.rollout_view(), trainer_.params().data(), {}, inference_};
-    c.rngs.reserve(std::size_t(trainer_.num_envs()));
-    for (int i = 0; i < trainer_.num_envs(); ++i)
-      c.rngs.emplace_back(c.v.policy_seed, std::uint64_t(i), c.v.policy_rng_blocks[i]);
-    actors_.run(c, c.v.horizon, log_);
-    trainer_.iterate_collected();
+    run_collection(trainer_type::config().horizon);
+    trainer_type::iterate_collected();
+  }
+  // Serving tier: `steps` steps of policy and environments on the actors, no update (the rollout is overwritten).
+  void serve(int steps) {
+    require(steps >= 1, "serve steps", steps, ">= 1");
+    for (int done = 0; done < steps;) {
+      const int now = std::min(steps - done, trainer_type::config().horizon);
+      run_collection(now);
+      done += now;
+    }
   }
 
   // Finished episodes since the last call (from the actors' environments).
   rl::episode_stats episodes() { return actors_.read_stats(); }
-  [[nodiscard]] rl::ppo_losses losses() { return trainer_.losses(); }
-  [[nodiscard]] trainer_type& trainer() noexcept { return trainer_; }
+  void request_episodes() { episodes_.request(actors_); }
+  std::optional<rl::episode_stats> poll_episodes() { return episodes_.take(); }
+  std::optional<rl::episode_stats> wait_episodes() { return episodes_.take(); }
+  template <class Sync>
+  [[noreturn]] void set_sync(Sync&&) {
+    refuse_actor_sync();
+  }
+  [[nodiscard]] trainer_type& trainer() noexcept { return *this; }
   [[nodiscard]] actors_type& actors() noexcept { return actors_; }
-  [[nodiscard]] std::uint64_t iteration() const noexcept { return trainer_.iteration(); }
   // Records the next iterations' hand-offs (tests: the overlap); nullptr stops recording.
   void trace(event_log* log) noexcept { log_ = log; }
 
@@ -64,7 +98,7 @@ class ppo_on_actors {
   // The actors' policy: for group g at step k, the outcome of step k - 1 (reward, truncation bootstrap, end),
   // then the action of step k; after the last step, the bootstrap value and GAE of the group's columns.
   struct collector {
-    rl::ppo_rollout_view<E, Net> v;
+    rl::ppo_rollout_view<TrainerEnv, Net> v;
     const float* params;
     std::vector<gmi::rng> rngs;  // one per environment, alive for the whole rollout (a partly used block stays)
     exec::host inference;
@@ -75,45 +109,32 @@ class ppo_on_actors {
     }
 
     void one(const group_batch& b, std::size_t j) {
-      const std::size_t n = std::size_t(v.num_envs), i = b.first_env + j;
-      const float* o = b.obs.data() + j * obs_dim;
-      float on[obs_dim], mu[dist_dim], value;
-      if (b.step > 0) {
-        const std::size_t at = std::size_t(b.step - 1) * n + i;
-        float reward = b.rewards[j];
-        const bool truncated = b.truncated[j] != 0, ended = truncated || b.terminated[j] != 0;
-        if (truncated && v.bootstrap_truncation) {
-          v.obs_norm.normalize(b.final_obs.data() + j * obs_dim, on);
-          Net::forward(params, on, mu, &value);
-          reward += v.gamma * v.value_of(value);
-        }
-        v.rewards[at] = reward;
-        v.ends[at] = ended ? 1 : 0;
-      }
-      v.obs_norm.normalize(o, on);
-      Net::forward(params, on, mu, &value);
-      if (!b.needs_actions) {  // the run's last observations: bootstrap value, then GAE of column i
-        v.values[std::size_t(v.horizon) * n + i] = v.value_of(value);
-        for (int k = 0; k < obs_dim; ++k) v.current_obs[i * obs_dim + k] = o[k];
-        v.policy_rng_blocks[i] = rngs[i].block();
-        rl::gae_column(int(i), v.num_envs, v.horizon, v.gamma, v.lambda, v.rewards, v.ends, v.values, v.advantages,
-                       v.returns);
-        return;
-      }
-      const std::size_t at = std::size_t(b.step) * n + i;
-      float* a = b.actions.data() + j * act_dim;
-      float logp;
-      Net::sample(params, mu, rngs[i], a, &logp);
-      for (int k = 0; k < obs_dim; ++k) v.obs[at * obs_dim + k] = o[k];
-      for (int k = 0; k < act_dim; ++k) v.actions[at * act_dim + k] = a[k];
-      v.log_probs[at] = logp;
-      v.values[at] = v.value_of(value);
+      const collect_input in{b.obs.data() + j * obs_dim, b.step > 0 ? b.final_obs.data() + j * obs_dim : nullptr,
+                             b.step > 0 ? b.rewards[j] : 0.0f, b.step > 0 && b.terminated[j] != 0,
+                             b.step > 0 && b.truncated[j] != 0};
+      const std::size_t i = b.first_env + j;
+      collect_step(v, params, rngs[i], i, b.step, b.needs_actions,
+                   in, b.needs_actions ? b.actions.data() + j * act_dim : nullptr);
     }
   };
 
-  trainer_type trainer_;
+  static typename TrainerEnv::params trainer_params(const typename E::params& p) {
+    if constexpr (std::is_same_v<typename TrainerEnv::params, typename E::params>) return p;
+    else return {};
+  }
+
+  // `steps` steps of every environment through the collector (steps <= horizon).
+  void run_collection(int steps) {
+    collector c{trainer_type::rollout_view(), trainer_type::params().data(), {}, inference_};
+    c.rngs.reserve(std::size_t(trainer_type::num_envs()));
+    for (int i = 0; i < trainer_type::num_envs(); ++i)
+      c.rngs.emplace_back(c.v.policy_seed, std::uint64_t(i), c.v.policy_rng_blocks[i]);
+    actors_.run(c, steps, log_);
+  }
+
   actors_type actors_;
   exec::host inference_;
+  actor_episodes episodes_;
   event_log* log_ = nullptr;
 };
 

@@ -26,6 +26,7 @@
 #include <gmi/core/error.hpp>
 #include <gmi/layout/layouts.hpp>
 #include <gmi/metrics/progress.hpp>
+#include <gmi/pipeline/actor_placement.cuh>
 #include <gmi/pipeline/chosen_env.hpp>
 #include <gmi/pipeline/run_colocated.cuh>
 #include <gmi/pipeline/run_serving.cuh>
@@ -260,6 +261,7 @@ plan::plan autotune(const train_config<Pipeline>& o) {
               p.explore_seconds, p.stopped_by.c_str());
   if constexpr (trains) {
     if (o.autotune.mapping) measure_mapping<Pipeline>(o, p, seconds, e.estimated_trial_seconds);
+    choose_actor_settings<Pipeline>(o, p);  // CPU actors or GPU simulation, and the CPU/GPU ratio, in the plan
   }
   if (!o.autotune.save_path.empty()) {
     plan::save(p, o.autotune.save_path);

@@ -172,6 +172,12 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--save-plan", o.autotune.save_path, "autotune: save the plan here (JSON)");
   app.add_flag("!--autotune-no-mapping", o.autotune.mapping,
                "autotune, colocated: skip the split-layout trials (the mapping stays colocated, not measured)");
+  app.add_option("--autotune-placement-threshold", o.autotune.placement_threshold,
+                 "autotune, colocated: plan GPU simulation when its env steps/s >= T x the CPU actors' (else CPU actors)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--autotune-ratio-sweep", o.autotune.ratio_sweep,
+                 "autotune, colocated: choose the CPU/GPU ratio from these sweep lines (gmi.bench.actors_ratio)")
+      ->check(CLI::ExistingFile);
   app.add_option("--max-policy-lag", o.max_policy_lag, "split: drop rollouts acted with weights more updates old")
       ->check(CLI::Range(0, 1 << 20))->capture_default_str();
   app.add_option("--channel-slots", o.channel_slots,

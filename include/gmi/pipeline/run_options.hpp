@@ -28,6 +28,8 @@ struct autotune_flags {
   std::string plan_path;         // --plan: serve with this saved plan (checked against the machine)
   std::string save_path;         // --save-plan
   bool mapping = true;           // colocated: also measure the split layout and keep the faster (--autotune-no-mapping)
+  double placement_threshold = 1.0;  // GPU simulation when its env steps/s >= this x CPU actors' (plan/placement.hpp)
+  std::string ratio_sweep;            // CPU/GPU ratio sweep lines (gmi.bench.actors_ratio) to choose the ratio from
 };
 
 // The run's choices that are words on the command line: each enum with its table (core/choice.hpp: parse_choice

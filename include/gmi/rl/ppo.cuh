@@ -5,9 +5,8 @@
 // that, a tile of samples per block as small matrix products in shared memory (detail/ppo_tile_gradient.cuh), or
 // one thread per sample with warps summing their 32 samples by shuffles, or (opt-in) as cuBLASLt products over the
 // minibatch (detail/ppo_lt_gradient.cuh); a second kernel adds the partial rows in order (fixed orders throughout,
-// so results do not vary between runs). A synced trainer whose group
-// shares its rows (ppo_sync::exchange) does the rest of a minibatch step in one more launch, ppo_step_kernel: that
-// sum, the group's mean through the row exchange, Adam, the learning-rate rule.
+// so results do not vary between runs). A synced trainer whose group shares its rows (ppo_sync::exchange) does the
+// rest of a minibatch step in one more launch, ppo_step_kernel: that sum, the group's mean, Adam, the lr rule.
 // After a first eager iteration, the whole iteration is captured as a CUDA graph and replayed. A synced trainer
 // (ppo_sync.hpp) whose group shares its rows gathers the group's rollout statistics through that exchange too, in
 // one kernel (detail/ppo_stats_gather.cuh), so its whole iteration replays as well; other synced trainers collect
@@ -364,7 +363,7 @@ struct ppo_device_ops {
                                           // the statistics gather's sums
   cuda::graph_exec graph;  // the whole iteration (synced with the statistics gathered on the host: the update)
   cuda::device_buffer<float> popart_old;  // the return normalizer's mean and std before its update
-  bool warmed_up = false;
+  bool warmed_up = false, graph_given = false;
 
   explicit ppo_device_ops(trainer& t)
       : gradient(t.minibatch_, t.policy_.sm_count), iteration(1), group_mean(row), popart_old(2) {
@@ -457,8 +456,8 @@ struct ppo_device_ops {
   }
 
   // Collection and the advantage statistics (synced: the group's statistics gather, in a kernel or on the host).
-  void enqueue_collect(trainer& t) {
-    collect(t);
+  void enqueue_collect(trainer& t, bool rollout_given = false) {
+    if (!rollout_given) collect(t);
     if (statistics_in_kernel(t)) {
       gather_statistics_in_kernel(t);
     } else if (t.sync_) {
@@ -554,22 +553,24 @@ struct ppo_device_ops {
     graph.launch(s);
   }
 
-  void iterate(trainer& t) {
+  // rollout_given: CPU actors wrote the rollout (ppo_trainer::iterate_collected); a graph of the other kind is dropped.
+  void iterate(trainer& t, bool rollout_given = false) {
     const cudaStream_t s = t.policy_.stream;
+    if (std::exchange(graph_given, rollout_given) != rollout_given) release_graph();
     const bool replayable_sync = t.sync_ && t.sync_->replayed;
     if (!warmed_up || (t.sync_ && !replayable_sync)) {
       // The first iteration runs eagerly (lazy module loading stays out of the capture); so does every iteration
       // of a trainer whose sync may wait on the host between kernels.
-      enqueue_collect(t);
+      enqueue_collect(t, rollout_given);
       enqueue_update(t);
       if (!t.sync_) GMI_CUDA_TRY(cudaStreamSynchronize(s));
       warmed_up = true;
       return;
     }
     const bool whole = !t.sync_ || statistics_in_kernel(t);
-    if (!whole) enqueue_collect(t);
+    if (!whole) enqueue_collect(t, rollout_given);
     replay(s, [&] {
-      if (whole) enqueue_collect(t);
+      if (whole) enqueue_collect(t, rollout_given);
       enqueue_update(t);
     });
     if (t.sync_) {

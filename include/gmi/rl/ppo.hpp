@@ -175,12 +175,15 @@ class ppo_trainer {
     ++iteration_;
   }
 
-  // exec::host: an iteration whose rollout the caller already wrote through rollout_view() (CPU actors step the
-  // environments: actors/ppo_actors.hpp); the same update as iterate() without its collection.
-  void iterate_collected()
-    requires(!P::on_device)
-  {
-    host_update();
+  // An iteration whose rollout the caller already wrote through rollout_view() (CPU actors step the environments:
+  // actors/ppo_actors.hpp on the host, actors/ppo_actors_gpu.cuh on the GPU, whose kernels wrote it on this
+  // trainer's stream); the same update as iterate() without its collection. Asynchronous on exec::cuda.
+  void iterate_collected() {
+    if constexpr (P::on_device) {
+      device_->iterate(*this, true);
+    } else {
+      host_update();
+    }
     ++iteration_;
   }
 

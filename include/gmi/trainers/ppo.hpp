@@ -12,6 +12,13 @@
 
 namespace gmi::trainers {
 
+// The engine PPO runs for a pipeline's env slot: rl::ppo_trainer, unless an env wrapper names another
+// (actors::on_cpu<Env>: the environments on CPU actors, pipeline/cpu_actors.hpp).
+template <class Env, class Net, class Policy>
+struct engine_for {
+  using type = rl::ppo_trainer<Env, Net, Policy>;
+};
+
 template <class Config = rl::ppo_config>
 struct ppo {
   using trainer_concept = gmi::trainer_tag;
@@ -19,7 +26,7 @@ struct ppo {
   static constexpr bool trains = true;
   static constexpr bool asynchronous = false;
   template <class Env, class Net, class Policy>
-  using engine = rl::ppo_trainer<Env, Net, Policy>;
+  using engine = typename engine_for<Env, Net, Policy>::type;
 };
 
 // Asynchronous PPO: serving GMIs act with the newest weights they have and stream rollouts to a learner that

@@ -1,0 +1,245 @@
+#pragma once
+// PPO with the environments on CPU actors and the policy and update on the GPU. cpu_actors::run alternates two env
+// groups: for group g at step k the driver thread enqueues, on the trainer's stream and without waiting, the copies
+// of the group's observations (and rewards, flags, final observations of step k - 1) from the pinned staging
+// arrays, one kernel (collect_step.hpp per environment: normalize, forward, sample, record), the copy of the
+// actions back, and cudaLaunchHostFunc(&handoff::signal_callback): the cores step group g once it fires, while the
+// GPU serves the other group. After the rollout the trainer's own update runs on the stream
+// (ppo_trainer::iterate_collected, replayed as a CUDA graph). No stream synchronisation per step: the hand-off
+// counters are the only waits (tests/actors_gpu checks it with the stream held shut).
+// Any host_sim with fixed sizes: env_sim<E> for a gmi::env's host code (the trainer is typed on E), MuJoCo tasks
+// (mujoco::sim<Task>; the trainer is typed on sim_shape<S>, whose own env batch is never stepped).
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <gmi/actors/collect_step.hpp>
+#include <gmi/actors/cpu_actors.hpp>
+#include <gmi/actors/host_sim.hpp>
+#include <gmi/actors/ppo_actors.hpp>
+#include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/check.hpp>
+#include <gmi/rl/ppo.cuh>
+
+namespace gmi::actors {
+
+// A gmi::env with a host sim's sizes, for typing the trainer of a sim that is not a gmi::env (a MuJoCo task): the
+// trainer builds an env batch of it that nothing steps (the actors' sim is the environment).
+template <fixed_size_sim S>
+struct sim_shape {
+  using env_concept = gmi::env_tag;
+  static constexpr int obs_dim = S::obs_size, act_dim = S::act_size;
+  static constexpr const char* name = "host_sim";
+  struct params {
+    int max_steps = 1;
+  };
+  struct state {
+    float unused;
+  };
+  GMI_HD static void reset(state& s, gmi::rng&, const params&) { s.unused = 0; }
+  GMI_HD static gmi::transition step(state&, const float*, gmi::rng&, const params&) { return {0.0f, true}; }
+  GMI_HD static void observe(const state&, float* obs, const params&) {
+    for (int k = 0; k < obs_dim; ++k) obs[k] = 0;
+  }
+};
+
+namespace detail {
+template <class S>
+struct trainer_env {
+  using type = sim_shape<S>;
+};
+template <gmi::env E>
+struct trainer_env<env_sim<E>> {
+  using type = E;
+};
+
+template <class E, class Net>
+struct group_step_args {
+  rl::ppo_rollout_view<E, Net> v;
+  const float* params;
+  gmi::rng* rngs;  // [num_envs]: each environment's policy stream over the rollout
+  const float *obs, *final_obs, *rewards;  // the group's, on the device (final_obs null: nothing truncated)
+  const std::uint8_t *terminated, *truncated;
+  float* actions;
+  std::size_t first_env, count;
+  int step;
+  bool needs_actions;
+};
+
+template <class Net>
+inline constexpr bool actor_params_in_shared = Net::param_count * sizeof(float) <= 48 * 1024;
+
+// One thread per environment of the group; the weights go to shared memory once per block when they fit.
+template <class E, class Net>
+__global__ static void group_step_kernel(group_step_args<E, Net> a) {
+  extern __shared__ float staged[];
+  const float* p = a.params;
+  if constexpr (actor_params_in_shared<Net>) {
+    for (int q = threadIdx.x; q < Net::param_count; q += blockDim.x) staged[q] = a.params[q];
+    __syncthreads();
+    p = staged;
+  }
+  const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= a.count) return;
+  const std::size_t i = a.first_env + j;
+  if (a.step == 0) a.rngs[i] = gmi::rng(a.v.policy_seed, i, a.v.policy_rng_blocks[i]);
+  gmi::rng r = a.rngs[i];
+  const bool later = a.step > 0;
+  const collect_input in{a.obs + j * E::obs_dim, a.final_obs ? a.final_obs + j * E::obs_dim : nullptr,
+                         later ? a.rewards[j] : 0.0f, later && a.terminated[j] != 0,
+                         later && a.final_obs && a.truncated[j] != 0};
+  collect_step(a.v, p, r, i, a.step, a.needs_actions, in, a.needs_actions ? a.actions + j * E::act_dim : nullptr);
+  a.rngs[i] = r;
+}
+}  // namespace detail
+
+// The trainer is the base class (the update, checkpoints, weights); iterate, serve and the episode calls are the
+// actors' (they hide the trainer's). TrainerEnv types the trainer (by default E for env_sim<E>, else sim_shape<S>).
+template <fixed_size_sim S, class Net, gmi::env TrainerEnv = typename detail::trainer_env<S>::type>
+class ppo_gpu_actors : public rl::ppo_trainer<TrainerEnv, Net, exec::cuda> {
+ public:
+  using sim_type = S;
+  using env_type = TrainerEnv;
+  using trainer_type = rl::ppo_trainer<TrainerEnv, Net, exec::cuda>;
+  using actors_type = cpu_actors<S>;
+  static constexpr int obs_dim = S::obs_size, act_dim = S::act_size;
+  static_assert(obs_dim == TrainerEnv::obs_dim && act_dim == TrainerEnv::act_dim,
+                "gmi::actors::ppo_gpu_actors: the trainer's env must have the sim's observation and action sizes");
+
+  // num_envs environments of the sim built from sim_args on the actor cores (env_sim<E>: num_envs, seed, env
+  // params; mujoco::sim: the model, num_envs, seed, task params); the trainer runs on gpu.stream with `seed` for
+  // its weights and policy draws.
+  template <class... SimArgs>
+  ppo_gpu_actors(actor_config actors, int num_envs, std::uint64_t seed, rl::ppo_config config, exec::cuda gpu,
+                 SimArgs&&... sim_args)
+      : trainer_type(num_envs, seed, config, {}, gpu),
+        actors_(std::move(actors), std::forward<SimArgs>(sim_args)...),
+        stream_(gpu.stream),
+        per_group_(actors_.envs_per_group()),
+        rngs_(std::size_t(num_envs)),
+        obs_(per_group_ * obs_dim),
+        final_obs_(per_group_ * obs_dim),
+        rewards_(per_group_),
+        actions_(per_group_ * act_dim),
+        flags_(2 * per_group_) {
+    require(actors_.num_envs() == num_envs, "the actors' sim env count", actors_.num_envs(),
+            "num_envs (" + std::to_string(num_envs) + ")");
+    actors_.start();
+  }
+  ppo_gpu_actors(const ppo_gpu_actors&) = delete;
+  ppo_gpu_actors& operator=(const ppo_gpu_actors&) = delete;
+  // Queued host callbacks signal the actors' counters: they run before those go.
+  ~ppo_gpu_actors() {
+    if (cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
+  }
+
+  // One PPO iteration: horizon steps of every environment on the actors (GPU inference, double-buffered), then the
+  // update, queued on the stream (returns before it finishes; losses() and params() wait for it).
+  void iterate() {
+    run_collection(trainer_type::config().horizon);
+    trainer_type::iterate_collected();
+  }
+  // Serving tier: `steps` steps of policy and environments on the actors, no update (the rollout is overwritten).
+  void serve(int steps) {
+    require(steps >= 1, "serve steps", steps, ">= 1");
+    for (int done = 0; done < steps;) {
+      const int now = std::min(steps - done, trainer_type::config().horizon);
+      run_collection(now);
+      done += now;
+    }
+  }
+
+  // Finished episodes since the last call (from the actors' environments; host memory, no GPU wait).
+  rl::episode_stats episodes() { return actors_.read_stats(); }
+  void request_episodes() { episodes_.request(actors_); }
+  std::optional<rl::episode_stats> poll_episodes() { return episodes_.take(); }
+  std::optional<rl::episode_stats> wait_episodes() { return episodes_.take(); }
+  template <class Sync>
+  [[noreturn]] void set_sync(Sync&&) {
+    refuse_actor_sync();
+  }
+  [[nodiscard]] trainer_type& trainer() noexcept { return *this; }
+  [[nodiscard]] actors_type& actors() noexcept { return actors_; }
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+  // Records the next iterations' hand-offs (tests: the overlap, no waits on the GPU); nullptr stops recording.
+  void trace(event_log* log) noexcept { log_ = log; }
+
+ private:
+  struct collector {
+    ppo_gpu_actors* self;
+    rl::ppo_rollout_view<env_type, Net> v;
+    void submit(const group_batch& b, handoff& ready) { self->enqueue_group(v, b, ready); }
+  };
+
+  void run_collection(int steps) {
+    collector c{this, trainer_type::rollout_view()};
+    actors_.run(c, steps, log_);
+  }
+
+  template <class T>
+  void to_device(cuda::device_buffer<T>& dst, const T* src, std::size_t count) {
+    GMI_CUDA_TRY(cudaMemcpyAsync(dst.data(), src, count * sizeof(T), cudaMemcpyHostToDevice, stream_));
+  }
+
+  // Group b's work at its step, enqueued without waiting: the device buffers are shared by the groups, which the
+  // one stream orders.
+  void enqueue_group(const rl::ppo_rollout_view<env_type, Net>& v, const group_batch& b, handoff& ready) {
+    const std::size_t n = b.num_envs;
+    to_device(obs_, b.obs.data(), n * obs_dim);
+    bool truncated = false;
+    if (b.step > 0) {
+      to_device(rewards_, b.rewards.data(), n);
+      GMI_CUDA_TRY(cudaMemcpyAsync(flags_.data(), b.terminated.data(), n, cudaMemcpyHostToDevice, stream_));
+      GMI_CUDA_TRY(cudaMemcpyAsync(flags_.data() + per_group_, b.truncated.data(), n, cudaMemcpyHostToDevice, stream_));
+      truncated = std::any_of(b.truncated.begin(), b.truncated.end(), [](std::uint8_t f) { return f != 0; });
+      if (truncated) to_device(final_obs_, b.final_obs.data(), n * obs_dim);  // only when some episode was cut
+    }
+    detail::group_step_args<env_type, Net> a{v,
+                                             trainer_type::params().data(),
+                                             rngs_.data(),
+                                             obs_.data(),
+                                             truncated ? final_obs_.data() : nullptr,
+                                             rewards_.data(),
+                                             flags_.data(),
+                                             flags_.data() + per_group_,
+                                             actions_.data(),
+                                             b.first_env,
+                                             n,
+                                             b.step,
+                                             b.needs_actions};
+    constexpr unsigned block = 128;
+    constexpr std::size_t shared = detail::actor_params_in_shared<Net> ? Net::param_count * sizeof(float) : 0;
+    detail::group_step_kernel<env_type, Net><<<unsigned((n + block - 1) / block), block, shared, stream_>>>(a);
+    GMI_CUDA_TRY(cudaGetLastError());
+    if (!b.needs_actions) return;  // the run's last observations: bootstrap and GAE, no hand-off
+    GMI_CUDA_TRY(cudaMemcpyAsync(b.actions.data(), actions_.data(), n * act_dim * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_));
+    GMI_CUDA_TRY(cudaLaunchHostFunc(stream_, &handoff::signal_callback, &ready));
+  }
+
+  actors_type actors_;
+  cudaStream_t stream_;
+  std::size_t per_group_;
+  cuda::device_buffer<gmi::rng> rngs_;
+  cuda::device_buffer<float> obs_, final_obs_, rewards_, actions_;
+  cuda::device_buffer<std::uint8_t> flags_;  // terminated, then truncated
+  actor_episodes episodes_;
+  event_log* log_ = nullptr;
+};
+
+// PPO on CPU actors for a gmi::env, its host code stepped on the cores, the policy on the GPU.
+template <gmi::env E, class Net>
+class ppo_gpu_on_actors : public ppo_gpu_actors<env_sim<E>, Net> {
+ public:
+  ppo_gpu_on_actors(actor_config actors, int num_envs, std::uint64_t seed, rl::ppo_config config,
+                    typename E::params env_params = {}, exec::cuda gpu = {})
+      : ppo_gpu_actors<env_sim<E>, Net>(std::move(actors), num_envs, seed, config, gpu, num_envs, seed, env_params) {}
+};
+
+}  // namespace gmi::actors
