@@ -314,10 +314,8 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   if (!t.weights_identical) {
     std::fprintf(stderr, "gmi: the GMIs ended with different weights: synchronous training is broken\n");
     result.exit_code = 1;
-  } else if (result.reason == stop_reason::diverged) {
-    result.exit_code = 1;  // the line that says why came from GMI 0
   } else {
-    result.exit_code = detail::stop_signal.load() ? 128 + detail::stop_signal.load() : 0;
+    result.exit_code = exit_code_of(result.reason, detail::stop_signal.load());  // diverged: GMI 0 said why
   }
   return result;
 }

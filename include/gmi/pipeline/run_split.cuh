@@ -159,10 +159,8 @@ train_result split_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   if (!t.weights_identical) {
     std::fprintf(stderr, "gmi: the trainers ended with different weights: the split layout's gradient sync is broken\n");
     result.exit_code = 1;
-  } else if (result.reason == stop_reason::diverged) {
-    result.exit_code = 1;  // the trainer GMI's line said why
   } else {
-    result.exit_code = detail::stop_signal.load() ? 128 + detail::stop_signal.load() : 0;
+    result.exit_code = exit_code_of(result.reason, detail::stop_signal.load());  // diverged: the trainer said why
   }
   return result;
 }

@@ -45,6 +45,7 @@
 #include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/pipeline/split_totals.hpp>
 #include <gmi/pipeline/split_trainer_group.hpp>
+#include <gmi/pipeline/stop_reason.hpp>
 #include <gmi/rl/appo.cuh>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/runtime/context.hpp>
@@ -250,11 +251,11 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
     if (t.episodes > 0)
       if (const auto mean = window.add({.episodes = static_cast<std::uint64_t>(t.episodes), .return_sum = t.return_sum}))
         solved = std::isfinite(s.target_return) && *mean >= s.target_return;
-    const std::string why = t.diverged ? "diverged" : solved ? "solved"
-                          : t.signal ? (sig ? "signal " + std::to_string(sig) : std::string("signal (on another trainer)"))
-                          : t.time_up ? "time limit" : t.served >= s.max_env_steps ? "step limit"
-                          : t.stop_requested ? "stopped" : "";
-    if (!why.empty()) stop_now(why);
+    const stop_causes c{.diverged = t.diverged, .solved = solved, .signal = sig, .time_up = t.time_up,
+                        .steps_up = t.served >= s.max_env_steps};
+    if (c.diverged || c.solved || t.signal || c.time_up || c.steps_up || t.stop_requested) {
+      stop_now(t.signal && !sig && !c.diverged && !c.solved ? std::string("signal (on another trainer)") : stop_text(c));
+    }
     return stopping;
   };
   for (;;) {
@@ -336,12 +337,9 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
       last_log = elapsed;
     }
     if (group) continue;  // the group decides before its updates
-    if (diverged || solved || sig || elapsed >= s.max_seconds || served_steps() >= s.max_env_steps ||
-        ctx.stop_requested()) {
-      stop_now(diverged ? "diverged" : solved ? "solved" : sig ? "signal " + std::to_string(sig)
-               : elapsed >= s.max_seconds ? "time limit"
-               : served_steps() >= s.max_env_steps ? "step limit" : "stopped");
-    }
+    const stop_causes c{.diverged = diverged, .solved = solved, .signal = sig, .time_up = elapsed >= s.max_seconds,
+                        .steps_up = served_steps() >= s.max_env_steps};
+    if (c.diverged || c.solved || c.signal || c.time_up || c.steps_up || ctx.stop_requested()) stop_now(stop_text(c));
   }
   settle();
   r.seconds = seconds_since_start();

@@ -32,12 +32,14 @@
 
 namespace gmi::detail {
 
-// One GMI alone: its own numbers are the group's, nothing to exchange.
+// One GMI alone: its own numbers are the group's, nothing to exchange; inside a run over GMIs (a population
+// member) it also stops when the supervisor tears the run down.
 struct solo_group {
+  const runtime::context* ctx = nullptr;
   [[nodiscard]] static int rank() noexcept { return 0; }
   [[nodiscard]] static int world() noexcept { return 1; }
   static void sum(std::span<double>) noexcept {}
-  [[nodiscard]] static bool stop_requested() noexcept { return false; }
+  [[nodiscard]] bool stop_requested() const noexcept { return ctx && ctx->stop_requested(); }
 };
 
 // The GMIs of a synchronous group, agreeing through their runtime::context's host allreduce.
@@ -198,12 +200,8 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
       last_saved = it;
     }
     if (stop_now) {
-      out.reason = stop.diverged ? stop_reason::diverged
-                   : stop.solved ? stop_reason::solved
-                   : sig         ? stop_reason::signal
-                   : time_up     ? stop_reason::time_limit
-                   : steps_up    ? stop_reason::step_limit
-                                 : stop_reason::stopped;
+      out.reason = first_stop_reason({.diverged = stop.diverged, .solved = stop.solved, .signal = sig,
+                                      .time_up = time_up, .steps_up = steps_up});
       out.signal_number = sig;
       out.iterations = it;
       out.steps = steps;
@@ -214,12 +212,6 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
       return out;
     }
   }
-}
-
-// The exit status of a run that stopped for `reason`: 1 when diverged, 128 + the signal after one, else 0.
-[[nodiscard]] inline int exit_code_of(stop_reason reason, int signal_number) {
-  if (reason == stop_reason::diverged) return 1;
-  return signal_number ? 128 + signal_number : 0;
 }
 
 }  // namespace gmi::detail
