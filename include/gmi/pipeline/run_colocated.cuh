@@ -180,13 +180,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     // The communication clock's readings when the run starts (the automatic choice's timed sums left out).
     const double comm0 = sync.comm_seconds(b.stream()), host_sync0 = sync.host_sync_seconds();
     sm_activity_window gpm(ctx.slice(), b.nvml_index());  // GPU utilization from the first round on
-    loop_settings ls;
-    ls.max_env_steps = o.max_env_steps;
-    ls.max_seconds = o.max_seconds;
-    ls.target_return = o.target_return;
-    ls.log_interval = o.log_interval;
-    ls.checkpoint_every = o.checkpoint_every;
-    ls.min_episodes = o.min_episodes;
+    const loop_settings ls = loop_settings::of(o);
     const auto after_iterate = [&] {
       ctx.heartbeat();
       if (status && ctx.rank() == 0) status->block().iteration.store(trainer.iteration(), std::memory_order_relaxed);

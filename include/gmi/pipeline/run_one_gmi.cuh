@@ -93,13 +93,7 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
                     static_cast<unsigned long long>(trainer.iteration()));
       }
     };
-    loop_settings ls;
-    ls.max_env_steps = o.max_env_steps;
-    ls.max_seconds = o.max_seconds;
-    ls.target_return = o.target_return;
-    ls.log_interval = o.log_interval;
-    ls.checkpoint_every = o.checkpoint_every;
-    ls.min_episodes = o.min_episodes;
+    loop_settings ls = loop_settings::of(o);
     ls.counted_from = resumed_at;
     int nvml_index = -1;
     if constexpr (Policy::on_device) {

@@ -54,11 +54,7 @@ train_result split_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   s.channel_slots = static_cast<std::uint32_t>(o.channel_slots);
   s.num_envs = o.num_envs;
   s.seed = o.seed;
-  s.max_env_steps = o.max_env_steps;
-  s.max_seconds = o.max_seconds;
-  s.target_return = o.target_return;
-  s.log_interval = o.log_interval;
-  s.min_episodes = o.min_episodes;
+  s.limits = loop_settings::of(o);
   s.quiet = o.quiet;
   s.kill = test_kill_from_env();
   const bool launcher = !runtime::this_gmi().has_value();

@@ -90,6 +90,18 @@ struct loop_settings {
   int min_episodes = 32;
   // The iteration env steps count from: a resumed one-GMI run counts from where it resumed, a group from 0.
   std::uint64_t counted_from = 0;
+
+  // The limits, target, log interval and checkpoint period a run's options ask for.
+  [[nodiscard]] static loop_settings of(const run_options& o) {
+    loop_settings s;
+    s.max_env_steps = o.max_env_steps;
+    s.max_seconds = o.max_seconds;
+    s.target_return = o.target_return;
+    s.log_interval = o.log_interval;
+    s.checkpoint_every = o.checkpoint_every;
+    s.min_episodes = o.min_episodes;
+    return s;
+  }
 };
 
 // What the progress hook sees (rank 0, at each log time and at the stop).
@@ -180,9 +192,10 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
       fold(steps);
     }
     out.decide_seconds += std::chrono::duration<double>(clock::now() - voting).count();
+    double now = seconds();  // before any save: the run's rate leaves the checkpoint out
     if (group.rank() == 0 && (log_due || stop_now)) {
       if (!looked) looked = trainer.losses();
-      const double now = seconds();
+      now = seconds();
       progress(loop_view{.iteration = it, .steps = steps, .seconds = now,
                          .mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN()),
                          .mean_length = stop.window.last_length(), .losses = *looked});
@@ -205,7 +218,7 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
       out.signal_number = sig;
       out.iterations = it;
       out.steps = steps;
-      out.seconds = seconds();
+      out.seconds = now;
       out.mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
       out.curve = stop.curve.points();
       out.losses = looked;
