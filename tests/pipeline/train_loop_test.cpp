@@ -100,7 +100,7 @@ TEST_CASE("pipeline.train_loop.one_gmi_stops_at_the_step_limit_and_folds_the_las
   CHECK(rec.lines.front() == 1);
   CHECK(rec.lines.back() == 7);
   CHECK(t.syncs == 1);  // the first round's, once
-  CHECK(gmi::detail::exit_code_of(e.reason, e.signal_number) == 0);
+  CHECK(gmi::exit_code_of(e.reason, e.signal_number) == 0);
 }
 
 TEST_CASE("pipeline.train_loop.a_group_decides_at_rounds_over_the_group_steps") {
@@ -128,7 +128,7 @@ TEST_CASE("pipeline.train_loop.saves_at_multiples_and_never_after_divergence") {
   CHECK(rec.saves == std::vector<std::uint64_t>{4, 8});
   REQUIRE(e.losses.has_value());
   CHECK_FALSE(e.losses->finite());
-  CHECK(gmi::detail::exit_code_of(e.reason, e.signal_number) == 1);
+  CHECK(gmi::exit_code_of(e.reason, e.signal_number) == 1);
 }
 
 TEST_CASE("pipeline.train_loop.stops_when_the_group_mean_reaches_the_target") {
