@@ -251,7 +251,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
     if (t.episodes > 0)
       if (const auto mean = window.add({.episodes = static_cast<std::uint64_t>(t.episodes), .return_sum = t.return_sum}))
         solved = std::isfinite(s.limits.target_return) && *mean >= s.limits.target_return;
-    const stop_causes c{.diverged = t.diverged, .solved = solved, .signal = sig, .time_up = t.time_up,
+    const stop_causes c{.diverged = t.diverged != 0, .solved = solved, .signal = sig, .time_up = t.time_up != 0,
                         .steps_up = t.served >= s.limits.max_env_steps};
     if (c.diverged || c.solved || t.signal || c.time_up || c.steps_up || t.stop_requested) {
       stop_now(t.signal && !sig && !c.diverged && !c.solved ? std::string("signal (on another trainer)") : stop_text(c));

@@ -196,6 +196,16 @@ class context {
     progress();  // point-to-point bytes still queued go out first
     group_allreduce(sorted).allreduce(data, timeout_, op);
   }
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  void allreduce(std::span<T> data, int group_index, reduce_op op = reduce_op::sum) {
+    allreduce(data, group(group_index), op);
+  }
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  void allreduce(std::vector<T>& data, const std::vector<int>& members, reduce_op op = reduce_op::sum) {
+    allreduce(std::span<T>(data), members, op);
+  }
   // Returns when every member of `members` has reached the barrier.
   void barrier(const std::vector<int>& members) {
     int one = 1;
