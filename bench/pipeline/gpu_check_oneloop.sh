@@ -17,6 +17,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 export CHECK_NAME=gpu_check_oneloop
 export CHECK_TARGETS="gmi.test.runtime gmi.test.pipeline gmi.example.cartpole_ppo gmi.example.cartpole_appo gmi.example.cartpole_serving"
 export CHECK_TESTS='^(runtime\.|pipeline\.|example\.cartpole_serving\.gpu|example\.cartpole_ppo\.(smoke|diverged_stops|diverged_saves_nothing|gpu\.(one_process_utilization|none_threads_4|mps_4|graph_mps_4|eager_mps_4|cpu_staged_mps_4|cpu_staged_green_context_4|none_processes_1|diverged_mps_4|checkpoint_save_4|checkpoint_resume_is_exact|restart_processes_kill_rank2|kill_without_restart|sweep_4_green_context|sweep_one_member_diverges|updates_end_alike))|example\.cartpole_appo\.gpu\.(diverged|learner_graph_off))'
-export CHECK_TEST_SECONDS=${CHECK_TEST_SECONDS:-180}
+export CHECK_TEST_SECONDS=${CHECK_TEST_SECONDS:-150}
 export COLOCATED_ARGS=${COLOCATED_ARGS:---partition mps --gmis-per-gpu 4}
 exec "$here/gpu_check_shape.sh"
