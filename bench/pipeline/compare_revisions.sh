@@ -2,8 +2,9 @@
 # The same Cartpole runs through gmi::run at two revisions, alternated in one call: serving (one GMI, 512 and 4096
 # envs, --serve-seconds 2) and PPO training (512 envs, a fixed 20 M env steps, warm samples/s), REPS times each.
 # Writes one result line per (workload, revision) with the median, min and max under one run id: impl "gmi" for
-# this revision, "gmi_baseline" for the other. Usage:
-#   bench/pipeline/compare_revisions.sh <this build> <baseline build> <baseline revision> [reps] > lines.jsonl
+# this revision, "gmi_baseline" for the other. With COLOCATED_ARGS (e.g. "--partition mps --gmis-per-gpu 4") also
+# synchronous PPO over GMIs (512 envs each, 2e7 env steps, the group's samples/s of its end line). Usage:
+#   [COLOCATED_ARGS=...] bench/pipeline/compare_revisions.sh <this build> <baseline build> <baseline revision> [reps] > lines.jsonl
 set -euo pipefail
 new=${1:?build of this revision}
 old=${2:?build of the baseline revision}
@@ -26,11 +27,16 @@ for ((r = 0; r < reps; r++)); do
     done
     "$build/examples/cartpole_ppo/gmi.example.cartpole_ppo" --num-envs 512 --max-env-steps 2e7 --target-return nan \
       --quiet --metrics "$tmp/train-$side.jsonl" > /dev/null
+    if [ -n "${COLOCATED_ARGS:-}" ]; then
+      # shellcheck disable=SC2086  # the arguments are words
+      "$build/examples/cartpole_ppo/gmi.example.cartpole_ppo" $COLOCATED_ARGS --num-envs 512 --max-env-steps 2e7 \
+        --target-return nan --quiet --metrics "$tmp/colocated-$side.jsonl" > /dev/null
+    fi
   done
 done
-python3 - "$tmp" "$run_id" "$device" "$rev" "$old_rev" "$reps" <<'PY'
+python3 - "$tmp" "$run_id" "$device" "$rev" "$old_rev" "$reps" "${COLOCATED_ARGS:-}" <<'PY'
 import json, statistics, sys, pathlib
-tmp, run_id, device, rev, old_rev, reps = sys.argv[1:]
+tmp, run_id, device, rev, old_rev, reps, colocated = sys.argv[1:]
 def lines(p):
     return [json.loads(l) for l in pathlib.Path(p).read_text().splitlines() if l.strip()]
 out = []
@@ -42,11 +48,18 @@ for side, impl, git in (("new", "gmi", rev), ("old", "gmi_baseline", old_rev)):
     v = [l["warm_samples_per_s"] for l in lines(f"{tmp}/train-{side}.jsonl") if l.get("event") == "end"]
     out.append({"bench": "training", "task": "cartpole", "num_envs": 512, "metric": "samples_per_s", "values": v,
                 "impl": impl, "git": git})
+    if colocated:
+        v = [l["train_samples_per_s"] for l in lines(f"{tmp}/colocated-{side}.jsonl") if l.get("event") == "end"]
+        out.append({"bench": "training_colocated", "task": "cartpole", "num_envs": 512, "metric": "samples_per_s",
+                    "values": v, "impl": impl, "git": git, "args": colocated})
 for o in out:
     v = o.pop("values")
     o.update({"run_id": run_id, "device": device, "gmis_per_gpu": 1, "gpus": 1, "partition": "none",
               "median": statistics.median(v), "min": min(v), "max": max(v), "reps": len(v)})
+    if o["bench"] == "training_colocated":
+        o.pop("gmis_per_gpu"), o.pop("partition")
     print(json.dumps(o))
-for a, b in zip(out[:3], out[3:]):
+half = len(out) // 2
+for a, b in zip(out[:half], out[half:]):
     print(f"# {a['bench']} {a['num_envs']}: {a['median'] / b['median']:.3f}x the baseline", file=sys.stderr)
 PY

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Synchronous PPO on one GPU: how the group's shape (GMIs x envs per GMI, the MPS share of each GMI) changes
 # training throughput when every step is synchronized. One run each, 30 M env steps, Cartpole through gmi::run;
-# prints each run's end line (bench/results/gpu-tests/2026-11-21-h200-sync-shapes-c0add40.log holds one output).
+# prints each run's end line (bench/results/gpu-tests/2026-11-21-h200-sync-shapes-c0add40.log, in git at 9a10041, holds one output).
 # Usage: run_sync_shapes.sh <build-dir>
 set -uo pipefail
 build=${1:?build directory}

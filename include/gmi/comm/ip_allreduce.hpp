@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -41,6 +42,9 @@ constexpr dtype dtype_of() {
 }
 
 inline constexpr int max_group_ranks = 64;
+
+// What a host allreduce combines the ranks' elements with.
+enum class reduce_op { sum, max, min };
 
 namespace detail {
 struct group_control {
@@ -96,8 +100,18 @@ class group_barrier {
     while (c_->broken.load(std::memory_order_acquire) == 2) {}  // reason being written
     throw comm_error(name_ + ": group is broken: " + std::string(c_->reason));
   }
+  // `check` also runs while this barrier waits (the caller's own liveness checks; it throws to give up).
+  void set_wait_check(std::function<void()> check) { wait_check_ = std::move(check); }
   void check_peers() {
     throw_if_broken();
+    if (wait_check_) {
+      try {
+        wait_check_();
+      } catch (const std::exception& e) {
+        mark_broken(e.what());
+        throw;
+      }
+    }
     for (std::uint32_t r = 0; r < c_->ranks; ++r) {
       const int pid = c_->pids[r].load(std::memory_order_acquire);
       if (pid != 0 && !process_alive(pid)) {
@@ -110,6 +124,7 @@ class group_barrier {
  private:
   group_control* c_ = nullptr;
   std::string name_;
+  std::function<void()> wait_check_;
 };
 }  // namespace detail
 
@@ -147,10 +162,11 @@ class ip_allreduce {
     check_bytes(count * sizeof(T));
     return {reinterpret_cast<T*>(slot(rank_)), count};
   }
-  // After every rank staged `count` elements: checks sizes and types agree, sums, and returns the result
-  // (valid until finish()). Ranks with different counts or types all get a comm_error naming both.
+  // After every rank staged `count` elements: checks sizes and types agree, combines them (in rank order, so the
+  // result does not depend on arrival order), and returns the result (valid until finish()). Ranks with
+  // different counts or types all get a comm_error naming both.
   template <class T>
-  std::span<const T> reduce(std::size_t count, milliseconds timeout = default_timeout()) {
+  std::span<const T> reduce(std::size_t count, milliseconds timeout = default_timeout(), reduce_op op = reduce_op::sum) {
     c_->counts[rank_].store(count, std::memory_order_relaxed);
     c_->dtypes[rank_].store(static_cast<std::uint32_t>(dtype_of<T>()), std::memory_order_relaxed);
     barrier_.arrive_and_wait(timeout);
@@ -174,7 +190,11 @@ class ip_allreduce {
       std::memcpy(out + begin, reinterpret_cast<const T*>(slot(0)) + begin, (end - begin) * sizeof(T));
       for (std::uint32_t r = 1; r < c_->ranks; ++r) {
         const T* in = reinterpret_cast<const T*>(slot(r));
-        for (std::size_t i = begin; i < end; ++i) out[i] += in[i];
+        switch (op) {
+          case reduce_op::sum: for (std::size_t i = begin; i < end; ++i) out[i] += in[i]; break;
+          case reduce_op::max: for (std::size_t i = begin; i < end; ++i) out[i] = std::max(out[i], in[i]); break;
+          case reduce_op::min: for (std::size_t i = begin; i < end; ++i) out[i] = std::min(out[i], in[i]); break;
+        }
       }
     }
     barrier_.arrive_and_wait(timeout);
@@ -183,21 +203,34 @@ class ip_allreduce {
   // Every rank has read the result: the slots may be reused.
   void finish(milliseconds timeout = default_timeout()) { barrier_.arrive_and_wait(timeout); }
 
-  // In-place allreduce (sum) of a host buffer.
+  // In-place allreduce of a host buffer; one larger than max_bytes goes in pieces.
   template <class T>
-  void allreduce(std::span<T> data, milliseconds timeout = default_timeout()) {
-    auto s = stage<T>(data.size());
-    std::memcpy(s.data(), data.data(), data.size_bytes());
-    auto r = reduce<T>(data.size(), timeout);
-    std::memcpy(data.data(), r.data(), data.size_bytes());
-    finish(timeout);
+  void allreduce(std::span<T> data, milliseconds timeout = default_timeout(), reduce_op op = reduce_op::sum) {
+    const std::size_t per = std::max<std::size_t>(1, c_->slot_bytes / sizeof(T));
+    std::size_t at = 0;
+    do {  // an empty buffer too: every rank still meets the others once
+      allreduce_piece(data.subspan(at, std::min(per, data.size() - at)), timeout, op);
+      at += per;
+    } while (at < data.size());
   }
+
+  // Runs `check` while this rank waits for the others (see group_barrier::set_wait_check).
+  void set_wait_check(std::function<void()> check) { barrier_.set_wait_check(std::move(check)); }
 
   [[nodiscard]] bool broken() const noexcept { return barrier_.broken(); }
   void mark_broken(const std::string& why) noexcept { barrier_.mark_broken(why); }
   [[nodiscard]] shm_segment& segment() noexcept { return segment_; }
 
  private:
+  template <class T>
+  void allreduce_piece(std::span<T> data, milliseconds timeout, reduce_op op) {
+    auto s = stage<T>(data.size());
+    std::memcpy(s.data(), data.data(), data.size_bytes());
+    auto r = reduce<T>(data.size(), timeout, op);
+    std::memcpy(data.data(), r.data(), data.size_bytes());
+    finish(timeout);
+  }
+
   void attach(int rank) {
     c_ = static_cast<detail::group_control*>(segment_.data());
     require(rank >= 0 && static_cast<std::uint32_t>(rank) < c_->ranks, "ip_allreduce rank", rank,

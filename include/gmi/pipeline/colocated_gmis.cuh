@@ -316,35 +316,4 @@ struct graph_released_first {
   }
 };
 
-// The group's stop decision, taken on every GMI from the same numbers: every 5 iterations the GMIs add up their
-// finished episodes and their stop votes (signal, time limit, teardown, diverged loss terms) through the run's
-// allreduce.
-struct group_stop_check {
-  rl::episode_window window;
-  bool solved = false;
-  bool diverged = false;  // some GMI saw non-finite loss terms
-  rl::learning_curve curve{64};  // (group env steps, mean return) whenever the window gives a mean
-
-  // Returns true when the group stops now; `vote` is this GMI's own reason to stop; `steps`: the group's env
-  // steps so far (for the curve).
-  bool operator()(runtime::context& ctx, const std::optional<rl::episode_stats>& mine, bool vote, double target,
-                  double steps, bool diverged_here = false) {
-    std::vector<double> v{mine ? static_cast<double>(mine->episodes) : 0.0, mine ? mine->return_sum : 0.0,
-                          mine ? mine->length_sum : 0.0, vote ? 1.0 : 0.0, diverged_here ? 1.0 : 0.0};
-    ctx.allreduce(std::span<double>(v), ctx.all());
-    rl::episode_stats all;
-    all.episodes = static_cast<std::uint64_t>(v[0]);
-    all.return_sum = v[1];
-    all.length_sum = v[2];
-    if (all.episodes > 0) {
-      if (const auto mean = window.add(all)) {
-        solved = std::isfinite(target) && *mean >= target;
-        curve.add(steps, *mean);
-      }
-    }
-    diverged = diverged || v[4] > 0;
-    return solved || v[3] > 0 || diverged;
-  }
-};
-
 }  // namespace gmi

@@ -18,6 +18,8 @@
 
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/population.hpp>
+#include <gmi/pipeline/sm_activity.hpp>
+#include <gmi/pipeline/train_loop.hpp>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/runtime/context.hpp>
 #include <gmi/runtime/gmis.hpp>
@@ -59,54 +61,38 @@ inline void from_json(const nlohmann::json& j, population_result& r) {
   if (j.contains("solved_seconds")) r.solved_seconds = j["solved_seconds"].get<double>();
 }
 
-// Inside a GMI: trains `trainer` until it is solved (mean return >= target over min_episodes episodes) or a limit
-// is reached, and returns what to report. `stop` ends it early (a signal).
+// Inside a GMI: trains `trainer` in train_loop.hpp's loop as a group of one (its own window, limits and signal;
+// it looks at its loss terms about once a second: non-finite ones end it, the others go on) and returns what to
+// report.
 template <class Trainer>
 population_result train_member(runtime::context& ctx, Trainer& trainer, const population_member& m, double target,
-                               int min_episodes, double max_env_steps, double max_seconds, const std::atomic<int>& stop) {
+                               int min_episodes, double max_env_steps, double max_seconds) {
   population_result r;
   r.rank = ctx.rank();
   r.gpu = ctx.gpu();
   r.slice = ctx.slice();
   r.seed = m.seed;
   r.overrides = m.overrides;
-  rl::episode_window window(static_cast<std::uint64_t>(min_episodes));
-  const auto t0 = std::chrono::steady_clock::now();
-  double last_look = 0;
-  r.reason = "step limit";
-  for (;;) {
-    trainer.iterate();
-    ctx.heartbeat();
-    if (trainer.iteration() % 5 != 0) continue;
-    // About once a second the member looks at its loss terms: non-finite ones end it (reason "diverged"); the
-    // others go on.
-    if (const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); t - last_look >= 1.0) {
-      last_look = t;
-      if (!trainer.losses().finite()) { r.reason = "diverged"; break; }
-    }
-    bool solved = false;
-    if (const auto e = trainer.wait_episodes()) {
-      if (const auto mean = window.add(*e)) solved = std::isfinite(target) && *mean >= target;
-    }
-    trainer.request_episodes();
-    const double steps = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration();
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (solved) {
-      r.reason = "solved";
-      r.solved_steps = steps;
-      r.solved_seconds = elapsed;
-      break;
-    }
-    if (stop.load() != 0 || ctx.stop_requested()) { r.reason = "stopped"; break; }
-    if (elapsed >= max_seconds) { r.reason = "time limit"; break; }
-    if (steps >= max_env_steps) break;
+  detail::loop_settings s;
+  s.max_env_steps = max_env_steps;
+  s.max_seconds = max_seconds;
+  s.target_return = target;
+  s.log_interval = 1.0;
+  s.min_episodes = min_episodes;
+  sm_activity_window gpm(-1, -1);  // members sample no GPU activity
+  const detail::loop_end e = detail::train_loop(trainer, detail::solo_group{&ctx}, s, gpm, [&] { ctx.heartbeat(); },
+                                                [](const detail::loop_view&) {}, [] {});
+  r.reason = stop_reason_text(e.reason, e.signal_number);
+  if (e.reason == stop_reason::solved) {
+    r.solved_steps = e.steps;
+    r.solved_seconds = e.seconds;
   }
   trainer.synchronize();
-  if (r.reason != "diverged" && !trainer.losses().finite()) r.reason = "diverged";
+  if (e.reason != stop_reason::diverged && !trainer.losses().finite()) r.reason = "diverged";
   r.iterations = trainer.iteration();
   r.samples = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration();
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.mean_return = window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e.started).count();
+  r.mean_return = e.mean_return;
   return r;
 }
 

@@ -30,6 +30,7 @@
 #include <gmi/pipeline/restart.hpp>
 #include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/pipeline/train_config.hpp>
+#include <gmi/pipeline/train_loop.hpp>
 #include <gmi/pipeline/training_totals.hpp>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/ppo.cuh>
@@ -144,15 +145,13 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
       std::fflush(stdout);
     }
     runtime::trace(ctx.id(), "trainer synced");
-    const bool printer = ctx.rank() == 0 && !o.quiet;
     const double world = ctx.world();
     if (status && ctx.rank() == 0) {
       status->block().start_iteration.store(start_iteration);
       status->block().iteration.store(start_iteration);
       status->block().started_ns.store(steady_ns());
     }
-    // Saves happen at group steps (every 5 iterations), so every GMI saves the same iteration: the first group
-    // step at or after each multiple of --checkpoint-every, and the last one.
+    // train_loop saves at rounds (every 5 iterations), so every GMI saves the same iteration.
     std::uint64_t last_saved = start_iteration;
     const auto save = [&] {
       if (o.checkpoint_path.empty() || trainer.iteration() == last_saved) return;
@@ -178,16 +177,11 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
         std::fflush(stdout);
       }
     };
-    group_stop_check stop;
-    std::string reason = "step limit";
     // The communication clock's readings when the run starts (the automatic choice's timed sums left out).
     const double comm0 = sync.comm_seconds(b.stream()), host_sync0 = sync.host_sync_seconds();
-    const auto t0 = std::chrono::steady_clock::now();
-    double last_log = 0;
-    std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> warm;  // the first group step
-    sm_activity_window gpm(ctx.slice(), b.nvml_index());  // GPU utilization from the first group step on
-    for (;;) {
-      trainer.iterate();
+    sm_activity_window gpm(ctx.slice(), b.nvml_index());  // GPU utilization from the first round on
+    const loop_settings ls = loop_settings::of(o);
+    const auto after_iterate = [&] {
       ctx.heartbeat();
       if (status && ctx.rank() == 0) status->block().iteration.store(trainer.iteration(), std::memory_order_relaxed);
       if (kill && kill->rank == ctx.rank() && trainer.iteration() == kill->iteration) {
@@ -198,56 +192,19 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
         std::fflush(stderr);
         ::raise(SIGKILL);
       }
-      if (trainer.iteration() % 5 != 0) continue;
-      // Every 5 iterations: the statistics asked for 5 iterations ago, then the group's decision.
-      const auto mine = trainer.wait_episodes();
-      if (!warm) {
-        warm.emplace(std::chrono::steady_clock::now(), trainer.iteration());
-        gpm.start();
-      }
-      trainer.request_episodes();
-      const double steps = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration() * world;
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const int sig = detail::stop_signal.load();
-      const bool vote = sig != 0 || elapsed >= o.max_seconds || ctx.stop_requested();
-      // the episodes were asked for 5 iterations ago: the curve point is at the steps up to then
-      const double seen = steps - 5.0 * static_cast<double>(trainer.samples_per_iteration()) * world;
-      // Rank 0 looks at the loss terms at each log time; non-finite ones stop the whole group in this same round,
-      // before any save (every GMI holds the same weights, so one look is enough).
-      // It also looks before a periodic save, so no save holds nan.
-      const std::uint64_t every = static_cast<std::uint64_t>(std::max(0, o.checkpoint_every));
-      const bool save_due = every > 0 && trainer.iteration() / every > last_saved / every;
-      std::optional<rl::ppo_losses> looked;
-      if (ctx.rank() == 0 && (elapsed - last_log >= o.log_interval || save_due)) looked = trainer.losses();
-      const auto voted = std::chrono::steady_clock::now();
-      const bool stop_now = stop(ctx, mine, vote, o.target_return, seen, looked && !looked->finite()) ||
-                            steps >= o.max_env_steps;
-      sync.add_host_sync_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - voted).count());
-      if (stop.diverged && ctx.rank() == 0) {
-        std::fprintf(stderr, "gmi: training diverged by iteration %llu (%s env steps): %s; the group stops without "
-                             "saving (try a smaller --lr or --max-grad-norm)\n",
-                     static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
-                     looked ? looked->not_finite().c_str() : "loss terms not finite");
-      }
-      if (!printer && ctx.rank() == 0 && looked && elapsed - last_log >= o.log_interval) last_log = elapsed;
-      if (printer && (elapsed - last_log >= o.log_interval || stop_now)) {
-        const auto losses = looked ? *looked : trainer.losses();
-        const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const double mean = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
-        std::printf("iter %6llu | steps %s | train %s samples/s (all GMIs) | return %s | kl %.4f | lr %.1e | %s\n",
-                    static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
-                    metrics::si(steps / now).c_str(), std::isfinite(mean) ? metrics::si(mean).c_str() : "-",
-                    losses.approx_kl, losses.learning_rate, metrics::clock_text(now).c_str());
-        std::fflush(stdout);
-        last_log = now;
-      }
-      if (!stop.diverged && (stop_now || save_due)) save();
-      if (stop_now) {
-        reason = stop.diverged ? "diverged" : stop.solved ? "solved" : sig ? "signal " + std::to_string(sig)
-                 : elapsed >= o.max_seconds ? "time limit" : steps >= o.max_env_steps ? "step limit" : "stopped";
-        break;
-      }
-    }
+    };
+    const auto progress = [&](const loop_view& v) {
+      if (o.quiet) return;
+      std::printf("iter %6llu | steps %s | train %s samples/s (all GMIs) | return %s | kl %.4f | lr %.1e | %s\n",
+                  static_cast<unsigned long long>(v.iteration), metrics::si(v.steps).c_str(),
+                  metrics::si(v.steps / v.seconds).c_str(),
+                  std::isfinite(v.mean_return) ? metrics::si(v.mean_return).c_str() : "-", v.losses.approx_kl,
+                  v.losses.learning_rate, metrics::clock_text(v.seconds).c_str());
+      std::fflush(stdout);
+    };
+    const loop_end e = train_loop(trainer, context_group{ctx}, ls, gpm, after_iterate, progress, save);
+    sync.add_host_sync_seconds(e.decide_seconds);
+    const std::string reason = stop_reason_text(e.reason, e.signal_number);
     sync.wait(b.stream());
     trainer.synchronize();
     gmi_training_result r;
@@ -259,18 +216,18 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     r.iterations = trainer.iteration();
     r.samples = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration();
     const auto end = std::chrono::steady_clock::now();
-    r.seconds = std::chrono::duration<double>(end - t0).count();
-    if (warm && trainer.iteration() > warm->second) {
-      r.warm_samples = static_cast<double>(trainer.iteration() - warm->second) * trainer.samples_per_iteration();
-      r.warm_seconds = std::chrono::duration<double>(end - warm->first).count();
+    r.seconds = std::chrono::duration<double>(end - e.started).count();  // the drain after the loop included
+    if (e.warm && trainer.iteration() > e.warm->second) {
+      r.warm_samples = static_cast<double>(trainer.iteration() - e.warm->second) * trainer.samples_per_iteration();
+      r.warm_seconds = std::chrono::duration<double>(end - e.warm->first).count();
     }
     r.device_bytes = cuda::device_bytes_of_this_thread().peak;
     r.comm_seconds = sync.comm_seconds(b.stream()) - comm0;  // NaN without a clock
     r.host_sync_seconds = sync.host_sync_seconds() - host_sync0;
-    r.mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
+    r.mean_return = e.mean_return;
     r.reason = reason;
     r.binding = b.describe();
-    if (ctx.rank() == 0) r.curve = stop.curve.points();
+    if (ctx.rank() == 0) r.curve = e.curve;
     r.gradients = sync.description();
     r.update = sync.update();
     r.statistics = trainer.statistics_in_kernel() ? "kernel" : "host";
@@ -351,10 +308,8 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   if (!t.weights_identical) {
     std::fprintf(stderr, "gmi: the GMIs ended with different weights: synchronous training is broken\n");
     result.exit_code = 1;
-  } else if (result.reason == stop_reason::diverged) {
-    result.exit_code = 1;  // the line that says why came from GMI 0
   } else {
-    result.exit_code = detail::stop_signal.load() ? 128 + detail::stop_signal.load() : 0;
+    result.exit_code = exit_code_of(result.reason, detail::stop_signal.load());  // diverged: GMI 0 said why
   }
   return result;
 }

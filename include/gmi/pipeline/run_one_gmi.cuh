@@ -1,8 +1,7 @@
 #pragma once
 // One GMI on one device (a GPU, or host threads): measures the env-step and serving tiers on engines of their own,
-// then trains with a progress line and JSON-lines metrics (the first at the first iteration), stops when solved,
-// at the step or time limit, on SIGINT/SIGTERM or when the loss terms stop being finite, and returns what it
-// reached (gmi::train_result) with the final weights.
+// then trains in train_loop.hpp's loop as a group of one, with a progress line and JSON-lines metrics at each log
+// time, and returns what it reached (gmi::train_result) with the final weights.
 
 #include <algorithm>
 #include <chrono>
@@ -26,6 +25,7 @@
 #include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/pipeline/tiers.hpp>
 #include <gmi/pipeline/train_config.hpp>
+#include <gmi/pipeline/train_loop.hpp>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/policy_server.cuh>
@@ -94,164 +94,86 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
                     static_cast<unsigned long long>(trainer.iteration()));
       }
     };
-    const double target = o.target_return;
-    const auto t0 = std::chrono::steady_clock::now();
-    double last_log = -std::numeric_limits<double>::infinity();  // the first line at the first iteration
-    rl::episode_window window(static_cast<std::uint64_t>(o.min_episodes));
-    bool solved = false;
-    rl::learning_curve curve;  // (env steps, mean return) whenever the window gives a mean
-    // From iteration 5 on (module loading and graph capture left out): samples/s and, on a GPU, its GPM figure.
-    std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> warm;
+    loop_settings ls = loop_settings::of(o);
+    ls.counted_from = resumed_at;
     int nvml_index = -1;
     if constexpr (Policy::on_device) {
       if (auto idx = cuda::nvml::index_of_cuda_device(o.gpu)) nvml_index = *idx;
     }
-    sm_activity_window gpm(0, nvml_index);
-    // Non-finite loss terms: the end line, one line naming them, exit 1; the diverged weights are not saved.
-    const auto diverged = [&](const rl::ppo_losses& losses, double steps) {
-      const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      nlohmann::json end = base;
-      end.update({{"event", "end"}, {"reason", "diverged"}, {"iteration", trainer.iteration()},
-                  {"env_steps", steps}, {"wall_s", now}, {"curve", curve.points()}});
-      log.write(end);
-      std::fprintf(stderr, "gmi: training diverged by iteration %llu (%s env steps): %s; stopped without saving "
-                           "(try a smaller --lr or --max-grad-norm)\n",
-                   static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
-                   losses.not_finite().c_str());
-      result.reason = stop_reason::diverged;
-      result.exit_code = 1;
-      result.iterations = trainer.iteration();
-      result.env_steps = steps;
-      result.wall_seconds = now;
-      result.curve = curve.points();
-      return result;
+    sm_activity_window gpm(0, nvml_index);  // GPU utilization from the first round on
+    // A progress line and a JSON line at each log time (the first at the first iteration).
+    const auto progress = [&](const loop_view& v) {
+      const double rate = v.steps / v.seconds;
+      if (!o.quiet) {
+        std::printf("iter %6llu | steps %s | env %s/s | serve %s/s | train %s samples/s | return %s | kl %.4f | lr %.1e | %s | ETA %s\n",
+                    static_cast<unsigned long long>(v.iteration), metrics::si(v.steps).c_str(),
+                    metrics::si(env_rate).c_str(), metrics::si(serve_rate).c_str(), metrics::si(rate).c_str(),
+                    std::isfinite(v.mean_return) ? metrics::si(v.mean_return).c_str() : "-", v.losses.approx_kl,
+                    v.losses.learning_rate, metrics::clock_text(v.seconds).c_str(),
+                    metrics::clock_text(metrics::eta_seconds(v.steps, o.max_env_steps, v.seconds)).c_str());
+        std::fflush(stdout);
+      }
+      if (v.mean_length) base["mean_length"] = *v.mean_length;
+      nlohmann::json line = base;
+      line.update({{"iteration", v.iteration},
+                   {"env_steps", v.steps},
+                   {"wall_s", v.seconds},
+                   {"env_steps_per_s", env_rate},
+                   {"serve_steps_per_s", serve_rate},
+                   {"train_samples_per_s", rate},
+                   {"mean_return", std::isfinite(v.mean_return) ? nlohmann::json(v.mean_return) : nlohmann::json()},
+                   {"policy_loss", v.losses.policy_loss},
+                   {"value_loss", v.losses.value_loss},
+                   {"entropy", v.losses.entropy},
+                   {"approx_kl", v.losses.approx_kl},
+                   {"clip_fraction", v.losses.clip_fraction},
+                   {"learning_rate", v.losses.learning_rate}});
+      log.write(line);
     };
-    for (;;) {
-      trainer.iterate();
-      if (o.checkpoint_every > 0 && trainer.iteration() % static_cast<std::uint64_t>(o.checkpoint_every) == 0) {
-        // A save waits for the queued work anyway: the loss terms are looked at first, so no save holds nan.
-        const auto losses = trainer.losses();
-        if (!losses.finite()) {
-          return diverged(losses, static_cast<double>(trainer.iteration() - resumed_at) * trainer.samples_per_iteration());
-        }
-        save_checkpoint();
-      }
-      // Every 5 iterations: fold in the statistics asked for 5 iterations ago (the device is busy with the 5
-      // queued since, so this wait costs it nothing and keeps the host at most 10 iterations ahead), ask again.
-      if (trainer.iteration() % 5 == 0) {
-        if (!warm) {
-          trainer.synchronize();
-          warm.emplace(std::chrono::steady_clock::now(), trainer.iteration());
-          gpm.start();
-        }
-        if (const auto e = trainer.wait_episodes()) {
-          if (const auto mean = window.add(*e)) {
-            solved = std::isfinite(target) && *mean >= target;
-            // the episodes of the request 5 iterations ago: the steps up to then
-            curve.add(static_cast<double>(trainer.iteration() - 5 - resumed_at) * trainer.samples_per_iteration(), *mean);
-          }
-        }
-        trainer.request_episodes();
-      }
-      const double steps = static_cast<double>(trainer.iteration() - resumed_at) * trainer.samples_per_iteration();
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const bool limit = steps >= o.max_env_steps || elapsed >= o.max_seconds;
-      const int sig = detail::stop_signal.load();
-      if (limit && !solved) {
-        // The last iterations' episodes too (the pending request, then one for the rest), so the final mean
-        // return covers the end of the run rather than lagging it by up to 10 iterations.
-        const double asked = static_cast<double>(trainer.iteration() - trainer.iteration() % 5);
-        const double asked_at = std::max(0.0, asked - static_cast<double>(resumed_at)) * trainer.samples_per_iteration();
-        const auto fold = [&](double at) {
-          if (const auto e = trainer.wait_episodes()) {
-            if (const auto mean = window.add(*e)) {
-              solved = std::isfinite(target) && *mean >= target;
-              curve.add(at, *mean);
-            }
-          }
-        };
-        fold(asked_at);
-        trainer.request_episodes();
-        fold(steps);
-      }
-      if (elapsed - last_log >= o.log_interval || limit || sig || solved) {
-        const auto losses = trainer.losses();  // waits for the queued iterations
-        const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const double last_mean = window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
-        if (window.last_length()) base["mean_length"] = *window.last_length();
-        const double rate = steps / now;
-        const double eta = metrics::eta_seconds(steps, o.max_env_steps, now);
-        if (!o.quiet) {
-          std::printf("iter %6llu | steps %s | env %s/s | serve %s/s | train %s samples/s | return %s | kl %.4f | lr %.1e | %s | ETA %s\n",
-                      static_cast<unsigned long long>(trainer.iteration()), metrics::si(steps).c_str(),
-                      metrics::si(env_rate).c_str(), metrics::si(serve_rate).c_str(), metrics::si(rate).c_str(),
-                      std::isfinite(last_mean) ? metrics::si(last_mean).c_str() : "-", losses.approx_kl,
-                      losses.learning_rate, metrics::clock_text(now).c_str(), metrics::clock_text(eta).c_str());
-          std::fflush(stdout);
-        }
-        nlohmann::json line = base;
-        line.update({{"iteration", trainer.iteration()},
-                     {"env_steps", steps},
-                     {"wall_s", now},
-                     {"env_steps_per_s", env_rate},
-                     {"serve_steps_per_s", serve_rate},
-                     {"train_samples_per_s", rate},
-                     {"mean_return", std::isfinite(last_mean) ? nlohmann::json(last_mean) : nlohmann::json()},
-                     {"policy_loss", losses.policy_loss},
-                     {"value_loss", losses.value_loss},
-                     {"entropy", losses.entropy},
-                     {"approx_kl", losses.approx_kl},
-                     {"clip_fraction", losses.clip_fraction},
-                     {"learning_rate", losses.learning_rate}});
-        log.write(line);
-        last_log = now;
-        if (!losses.finite()) return diverged(losses, steps);
-        if (solved || limit || sig) {
-          result.reason = solved ? stop_reason::solved
-                          : sig  ? stop_reason::signal
-                          : elapsed >= o.max_seconds ? stop_reason::time_limit
-                                                     : stop_reason::step_limit;
-          result.signal_number = sig;
-          const std::string reason = result.reason_text();
-          nlohmann::json end = base;
-          end.update({{"event", "end"}, {"reason", reason}, {"iteration", trainer.iteration()},
-                      {"env_steps", steps}, {"wall_s", now}, {"mean_return", std::isfinite(last_mean) ? nlohmann::json(last_mean) : nlohmann::json()},
-                      {"train_samples_per_s", rate}, {"curve", curve.points()}});
-          // The final policy without exploration noise, on host threads after the clock stopped.
-          if constexpr (requires { rl::evaluate_mode(trainer, 1, o.env); }) {
-            const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
-            result.eval_return = ev.mean_return;
-            end.update({{"eval_return", ev.mean_return}, {"eval_episodes", ev.episodes}, {"eval_length", ev.mean_length}});
-          }
-          if (warm && trainer.iteration() > warm->second) {
-            const double warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm->first).count();
-            end["warm_samples_per_s"] = static_cast<double>(trainer.iteration() - warm->second) *
-                                        trainer.samples_per_iteration() / warm_s;
-          }
-          const sm_activity util = gpm.finish();
-          put_sm_activity(end, util);
-          log.write(end);
-          save_checkpoint();
-          std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", reason.c_str(),
-                      metrics::si(steps).c_str(), now, return_text(last_mean, o).c_str(),
-                      std::isfinite(target) ? metrics::si(target).c_str() : "none");
-          if (std::isfinite(result.eval_return)) {
-            std::printf("gmi: deterministic evaluation: mean return %s over %d episodes\n",
-                        return_text(result.eval_return, o).c_str(), rl::default_eval_episodes);
-          }
-          if constexpr (Policy::on_device) std::printf("gmi: GPU utilization: %s, from iteration 5\n", sm_activity_text(util).c_str());
-          result.exit_code = sig ? 128 + sig : 0;
-          result.iterations = trainer.iteration();
-          result.env_steps = steps;
-          result.wall_seconds = now;
-          result.mean_return = last_mean;
-          result.curve = curve.points();
-          result.rates.train_samples_per_s = rate;
-          result.weights = trainer.policy_tensors();
-          return result;
-        }
-      }
+    const loop_end e = train_loop(trainer, solo_group{}, ls, gpm, [] {}, progress, save_checkpoint);
+    const auto ended = std::chrono::steady_clock::now();
+    const double rate = e.steps / e.seconds;
+    const std::string reason = stop_reason_text(e.reason, e.signal_number);
+    nlohmann::json end = base;
+    end.update({{"event", "end"}, {"reason", reason}, {"iteration", e.iterations}, {"env_steps", e.steps},
+                {"wall_s", e.seconds}, {"curve", e.curve}});
+    result.reason = e.reason;
+    result.signal_number = e.signal_number;
+    result.exit_code = exit_code_of(e.reason, e.signal_number);
+    result.iterations = e.iterations;
+    result.env_steps = e.steps;
+    result.wall_seconds = e.seconds;
+    result.curve = e.curve;
+    if (e.reason == stop_reason::diverged) {  // the end line, the line naming the terms (train_loop's); no weights
+      log.write(end);
+      return result;
     }
+    end.update({{"mean_return", std::isfinite(e.mean_return) ? nlohmann::json(e.mean_return) : nlohmann::json()},
+                {"train_samples_per_s", rate}});
+    // The final policy without exploration noise, on host threads after the clock stopped.
+    if constexpr (requires { rl::evaluate_mode(trainer, 1, o.env); }) {
+      const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
+      result.eval_return = ev.mean_return;
+      end.update({{"eval_return", ev.mean_return}, {"eval_episodes", ev.episodes}, {"eval_length", ev.mean_length}});
+    }
+    if (const double warm = e.warm_rate(trainer.samples_per_iteration(), ended); std::isfinite(warm)) {
+      end["warm_samples_per_s"] = warm;
+    }
+    const sm_activity util = gpm.finish();
+    put_sm_activity(end, util);
+    log.write(end);
+    std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", reason.c_str(),
+                metrics::si(e.steps).c_str(), e.seconds, return_text(e.mean_return, o).c_str(),
+                std::isfinite(o.target_return) ? metrics::si(o.target_return).c_str() : "none");
+    if (std::isfinite(result.eval_return)) {
+      std::printf("gmi: deterministic evaluation: mean return %s over %d episodes\n",
+                  return_text(result.eval_return, o).c_str(), rl::default_eval_episodes);
+    }
+    if constexpr (Policy::on_device) std::printf("gmi: GPU utilization: %s, from iteration 5\n", sm_activity_text(util).c_str());
+    result.mean_return = e.mean_return;
+    result.rates.train_samples_per_s = rate;
+    result.weights = trainer.policy_tensors();
+    return result;
   }
 }
 

@@ -40,7 +40,7 @@ train_result population_on_gmis(const train_config<Pipeline>& o, const runtime::
     const population_member& m = members[static_cast<std::size_t>(ctx.rank())];
     engine trainer(o.num_envs, m.seed, m.ppo, o.env, exec::cuda{.stream = b.stream(), .sm_count = b.sm_count()});
     const population_result r = train_member(ctx, trainer, m, o.target_return, o.min_episodes, o.max_env_steps,
-                                             o.max_seconds, detail::stop_signal);
+                                             o.max_seconds);
     ctx.report(nlohmann::json(r).dump());
   });
   if (!outcome.report) return ended_elsewhere(outcome.exit_code, false);
@@ -57,9 +57,9 @@ train_result population_on_gmis(const train_config<Pipeline>& o, const runtime::
   }
   train_result result;
   result.gmis = static_cast<int>(results.size());
-  result.exit_code = detail::stop_signal.load() ? 128 + detail::stop_signal.load() : 0;
-  result.reason = result.exit_code ? stop_reason::signal : stop_reason::stopped;
   result.signal_number = detail::stop_signal.load();
+  result.reason = result.signal_number ? stop_reason::signal : stop_reason::stopped;
+  result.exit_code = exit_code_of(result.reason, result.signal_number);
   return result;
 }
 

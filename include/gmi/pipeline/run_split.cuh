@@ -54,11 +54,7 @@ train_result split_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   s.channel_slots = static_cast<std::uint32_t>(o.channel_slots);
   s.num_envs = o.num_envs;
   s.seed = o.seed;
-  s.max_env_steps = o.max_env_steps;
-  s.max_seconds = o.max_seconds;
-  s.target_return = o.target_return;
-  s.log_interval = o.log_interval;
-  s.min_episodes = o.min_episodes;
+  s.limits = loop_settings::of(o);
   s.quiet = o.quiet;
   s.kill = test_kill_from_env();
   const bool launcher = !runtime::this_gmi().has_value();
@@ -159,10 +155,8 @@ train_result split_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   if (!t.weights_identical) {
     std::fprintf(stderr, "gmi: the trainers ended with different weights: the split layout's gradient sync is broken\n");
     result.exit_code = 1;
-  } else if (result.reason == stop_reason::diverged) {
-    result.exit_code = 1;  // the trainer GMI's line said why
   } else {
-    result.exit_code = detail::stop_signal.load() ? 128 + detail::stop_signal.load() : 0;
+    result.exit_code = exit_code_of(result.reason, detail::stop_signal.load());  // diverged: the trainer said why
   }
   return result;
 }

@@ -45,6 +45,8 @@
 #include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/pipeline/split_totals.hpp>
 #include <gmi/pipeline/split_trainer_group.hpp>
+#include <gmi/pipeline/stop_reason.hpp>
+#include <gmi/pipeline/train_loop.hpp>
 #include <gmi/rl/appo.cuh>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/runtime/context.hpp>
@@ -59,8 +61,7 @@ struct split_settings {
   std::uint32_t channel_slots = 4;  // rollouts each serving GMI may have queued (comm::channel_options::slots)
   int num_envs = 0;
   std::uint64_t seed = 0;
-  double max_env_steps = 0, max_seconds = 0, target_return = 0, log_interval = 1;
-  int min_episodes = 32;
+  detail::loop_settings limits;  // the step and time limits, target, log interval and solved window of every layout
   bool quiet = false;
   std::optional<kill_at> kill;  // the test hook GMI_TEST_KILL_AT: this trainer SIGKILLs itself after that update
 };
@@ -209,7 +210,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   runtime::trace(ctx.id(), "trainer: initial weights published");
 
   const std::size_t n = static_cast<std::size_t>(s.num_envs);
-  rl::episode_window window(static_cast<std::uint64_t>(s.min_episodes));
+  rl::episode_window window(static_cast<std::uint64_t>(s.limits.min_episodes));
   rl::episode_stats unshared;  // in a group: episodes finished since the group's last decision
   split_gmi_result r;
   r.trainer = true;
@@ -243,18 +244,18 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
   auto group_decides = [&] {
     const int sig = detail::stop_signal.load();
     const split_trainer_group::tally t =
-        group->decide({.diverged = diverged, .signal = sig != 0, .time_up = seconds_since_start() >= s.max_seconds,
+        group->decide({.diverged = diverged, .signal = sig != 0, .time_up = seconds_since_start() >= s.limits.max_seconds,
                        .stop_requested = ctx.stop_requested(), .episodes = static_cast<double>(unshared.episodes),
                        .return_sum = unshared.return_sum, .served = served_steps()});
     unshared = {};
     if (t.episodes > 0)
       if (const auto mean = window.add({.episodes = static_cast<std::uint64_t>(t.episodes), .return_sum = t.return_sum}))
-        solved = std::isfinite(s.target_return) && *mean >= s.target_return;
-    const std::string why = t.diverged ? "diverged" : solved ? "solved"
-                          : t.signal ? (sig ? "signal " + std::to_string(sig) : std::string("signal (on another trainer)"))
-                          : t.time_up ? "time limit" : t.served >= s.max_env_steps ? "step limit"
-                          : t.stop_requested ? "stopped" : "";
-    if (!why.empty()) stop_now(why);
+        solved = std::isfinite(s.limits.target_return) && *mean >= s.limits.target_return;
+    const stop_causes c{.diverged = t.diverged != 0, .solved = solved, .signal = sig, .time_up = t.time_up != 0,
+                        .steps_up = t.served >= s.limits.max_env_steps};
+    if (c.diverged || c.solved || t.signal || c.time_up || c.steps_up || t.stop_requested) {
+      stop_now(t.signal && !sig && !c.diverged && !c.solved ? std::string("signal (on another trainer)") : stop_text(c));
+    }
     return stopping;
   };
   for (;;) {
@@ -272,7 +273,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
         unshared.episodes += note.episodes.episodes;
         unshared.return_sum += note.episodes.return_sum;
       } else if (const auto mean = window.add(note.episodes)) {
-        solved = std::isfinite(s.target_return) && *mean >= s.target_return;
+        solved = std::isfinite(s.limits.target_return) && *mean >= s.limits.target_return;
       }
     }
     const std::uint64_t current = learner.version() + 1;  // the board version of the learner's weights
@@ -308,7 +309,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
     // At each log time the trainer looks at its loss terms: non-finite ones end the run (reason "diverged"; in a
     // group, at its next decision).
     std::optional<rl::ppo_losses> looked;  // the loss terms, when the trainer looks at them
-    if (elapsed - last_look >= s.log_interval) {
+    if (elapsed - last_look >= s.limits.log_interval) {
       last_look = elapsed;
       if (group) group->settle(stream);  // the losses' copy waits behind the group's collectives
       const auto& l = looked.emplace(learner.losses());
@@ -320,7 +321,7 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
                      l.not_finite().c_str());
       }
     }
-    if (printer && looked && (elapsed - last_log >= s.log_interval)) {
+    if (printer && looked && (elapsed - last_log >= s.limits.log_interval)) {
       const double m = window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
       // How far the serving GMIs' policies were from the learner's in the last update (copies T x C floats).
       const rl::appo_lag_stats off = learner.lag_stats();
@@ -336,12 +337,9 @@ split_gmi_result split_trainer(runtime::context& ctx, runtime::binding& b, const
       last_log = elapsed;
     }
     if (group) continue;  // the group decides before its updates
-    if (diverged || solved || sig || elapsed >= s.max_seconds || served_steps() >= s.max_env_steps ||
-        ctx.stop_requested()) {
-      stop_now(diverged ? "diverged" : solved ? "solved" : sig ? "signal " + std::to_string(sig)
-               : elapsed >= s.max_seconds ? "time limit"
-               : served_steps() >= s.max_env_steps ? "step limit" : "stopped");
-    }
+    const stop_causes c{.diverged = diverged, .solved = solved, .signal = sig, .time_up = elapsed >= s.limits.max_seconds,
+                        .steps_up = served_steps() >= s.limits.max_env_steps};
+    if (c.diverged || c.solved || c.signal || c.time_up || c.steps_up || ctx.stop_requested()) stop_now(stop_text(c));
   }
   settle();
   r.seconds = seconds_since_start();

@@ -47,6 +47,29 @@ enum class stop_reason {
   return std::nullopt;
 }
 
+// What a run has to stop for, in the order that names its reason: diverged, solved, a signal, the time limit,
+// the step limit; none of them: it followed a stop (the group's vote, the supervisor's teardown).
+struct stop_causes {
+  bool diverged = false, solved = false;
+  int signal = 0;
+  bool time_up = false, steps_up = false;
+};
+[[nodiscard]] inline stop_reason first_stop_reason(const stop_causes& c) {
+  return c.diverged ? stop_reason::diverged
+         : c.solved ? stop_reason::solved
+         : c.signal ? stop_reason::signal
+         : c.time_up ? stop_reason::time_limit
+         : c.steps_up ? stop_reason::step_limit
+                      : stop_reason::stopped;
+}
+[[nodiscard]] inline std::string stop_text(const stop_causes& c) { return stop_reason_text(first_stop_reason(c), c.signal); }
+
+// The exit status of a run that stopped for `reason`: 1 when diverged, 128 + the signal after one, else 0.
+[[nodiscard]] inline int exit_code_of(stop_reason reason, int signal_number) {
+  if (reason == stop_reason::diverged) return 1;
+  return signal_number ? 128 + signal_number : 0;
+}
+
 [[nodiscard]] inline std::string group_stop_reason(const std::vector<std::string>& reasons) {
   if (reasons.empty()) return "stopped";
   if (reasons.front() != "stopped") return reasons.front();

@@ -2,7 +2,8 @@
 // gmi::train<Pipeline>(config) -> train_result and gmi::serve<Pipeline>(config): a run as a function call. The
 // config is validated (config_error naming the option), placed (host threads, one GPU, or GMIs over GPUs, with a
 // plan when asked), and run by its layout's run: run_one_gmi.cuh for one GMI, run_colocated.cuh, run_split.cuh,
-// run_population.cuh, run_serving.cuh over GMIs. GMI processes (MPS, MIG) re-run the program, which calls train
+// run_population.cuh, run_serving.cuh over GMIs (one GMI, the colocated group and population members train in
+// train_loop.hpp's one loop). GMI processes (MPS, MIG) re-run the program, which calls train
 // again with the same config and takes its GMI's part; their result has launcher == false.
 //
 //   auto config = gmi::default_config<my_pipeline>();

@@ -1,8 +1,8 @@
 #pragma once
 // The GMI programming API of the paper (Listing 1) for code running inside a GMI: ids, GPU binding, groups,
-// heartbeats, and send / recv / allreduce over the rings of the run's shared-memory segment (comm::spsc_ring; a
-// message longer than a slot goes in several; allreduce is a reduce to the group's lowest rank and back over the
-// same rings: correct, not fast: the device-buffer communicators live in comm/). One thread per GMI uses a context.
+// heartbeats, send / recv over the rings of the run's shared-memory segment (comm::spsc_ring; a message longer
+// than a slot goes in several) and allreduce through comm::ip_allreduce (host memory: the device-buffer
+// communicators live in comm/ too). One thread per GMI uses a context.
 
 #include <cuda_runtime_api.h>
 
@@ -10,8 +10,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -20,14 +22,19 @@
 #include <type_traits>
 #include <vector>
 
+#include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/spsc_ring.hpp>
+#include <gmi/core/hash.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/runtime/identity.hpp>
 #include <gmi/runtime/segment.hpp>
 
 namespace gmi::runtime {
 
-enum class reduce_op { sum, max, min };
+using reduce_op = comm::reduce_op;  // what allreduce combines with
+
+// Bytes a group's allreduce moves at once (larger buffers go in pieces).
+inline constexpr std::size_t group_allreduce_bytes = std::size_t{1} << 16;
 
 class context {
  public:
@@ -171,37 +178,23 @@ class context {
   void flush() { flush(timeout_); }
 
   // --- collectives
-  // The paper's allreduce(data, group): every member ends with the element-wise reduction of all members' data.
-  // Reduce to the group's lowest rank in rank order (the result does not depend on arrival order), then send
-  // the result back. All members must call it with the same group and size.
+  // The paper's allreduce(data, group): every member ends with the element-wise reduction of all members' data
+  // (float, double, int32_t or int64_t). comm::ip_allreduce does it, one per group, made by the group's lowest
+  // rank at the group's first call: combined in rank order, so the result does not depend on arrival order.
+  // All members must call it with the same group and size; a member that dies or the run's teardown ends the
+  // wait with comm_error, and so does timeout().
   template <class T>
     requires std::is_arithmetic_v<T>
   void allreduce(std::span<T> data, const std::vector<int>& members, reduce_op op = reduce_op::sum) {
     std::vector<int> sorted = members;
     std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
     gmi::require(std::binary_search(sorted.begin(), sorted.end(), id_.rank), "allreduce group of " + id_.describe(),
                  detail::join_ints(sorted, ','), "a group that contains rank " + std::to_string(id_.rank));
-    const int root = sorted.front();
-    if (id_.rank == root) {
-      for (std::size_t m = 1; m < sorted.size(); ++m) {
-        const std::vector<T> part = recv_as<T>(sorted[m]);
-        if (part.size() != data.size()) {
-          throw gmi::comm_error("allreduce: GMI " + std::to_string(sorted[m]) + " sent " +
-                                std::to_string(part.size()) + " elements, need " + std::to_string(data.size()));
-        }
-        for (std::size_t i = 0; i < data.size(); ++i) data[i] = combine(data[i], part[i], op);
-      }
-      for (std::size_t m = 1; m < sorted.size(); ++m) send(std::span<const T>(data.data(), data.size()), sorted[m]);
-      flush();
-    } else {
-      send(std::span<const T>(data.data(), data.size()), root);
-      const std::vector<T> result = recv_as<T>(root);
-      if (result.size() != data.size()) {
-        throw gmi::comm_error("allreduce: root GMI " + std::to_string(root) + " sent " +
-                              std::to_string(result.size()) + " elements, need " + std::to_string(data.size()));
-      }
-      std::copy(result.begin(), result.end(), data.begin());
-    }
+    for (const int m : sorted) check_rank(m, "allreduce with");
+    if (sorted.size() == 1) return;
+    progress();  // point-to-point bytes still queued go out first
+    group_allreduce(sorted).allreduce(data, timeout_, op);
   }
   template <class T>
     requires std::is_arithmetic_v<T>
@@ -213,7 +206,6 @@ class context {
   void allreduce(std::vector<T>& data, const std::vector<int>& members, reduce_op op = reduce_op::sum) {
     allreduce(std::span<T>(data), members, op);
   }
-
   // Returns when every member of `members` has reached the barrier.
   void barrier(const std::vector<int>& members) {
     int one = 1;
@@ -226,13 +218,35 @@ class context {
     std::size_t sent = 0;
   };
 
-  template <class T>
-  static T combine(T a, T b, reduce_op op) {
-    switch (op) {
-      case reduce_op::max: return a > b ? a : b;
-      case reduce_op::min: return a < b ? a : b;
-      default: return static_cast<T>(a + b);
-    }
+  void check_rank(int rank, const char* what) const {
+    gmi::require(rank >= 0 && rank < id_.world, std::string(what) + " (" + id_.describe() + ")", rank,
+                 "a rank in 0.." + std::to_string(id_.world - 1));
+  }
+
+  // The allreduce group of `sorted` (this rank among them), opened at its first use; while it waits it beats,
+  // moves queued sends on, and gives up when a member is dead or failed, or the run is being torn down.
+  comm::ip_allreduce& group_allreduce(const std::vector<int>& sorted) {
+    if (const auto it = groups_.find(sorted); it != groups_.end()) return *it->second;
+    const auto at = std::lower_bound(sorted.begin(), sorted.end(), id_.rank) - sorted.begin();
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016llx",
+                  static_cast<unsigned long long>(gmi::fnv1a(sorted.data(), sorted.size() * sizeof(int))));
+    const std::string tag = seg_->run_id() + "-ar" + std::to_string(sorted.size()) + "-" + hash;
+    auto g = std::make_unique<comm::ip_allreduce>(
+        at == 0 ? comm::ip_allreduce::create(tag, static_cast<int>(sorted.size()), group_allreduce_bytes)
+                : comm::ip_allreduce::open(tag, static_cast<int>(at), timeout_));
+    g->set_wait_check([this, sorted] {
+      heartbeat();
+      progress();  // a member may first wait in recv for bytes this GMI still has queued
+      for (const int m : sorted) {
+        const gmi_state s = seg_->state(m);
+        if (m != id_.rank && (s == gmi_state::failed || s == gmi_state::dead)) {
+          throw gmi::comm_error("allreduce in " + id_.describe() + ": GMI " + std::to_string(m) + " is dead");
+        }
+      }
+      if (seg_->stop_requested()) throw gmi::comm_error("allreduce in " + id_.describe() + ": the run is being torn down");
+    });
+    return *groups_.emplace(sorted, std::move(g)).first->second;
   }
 
   void check_peer_rank(int peer, const char* what) const {
@@ -318,6 +332,7 @@ class context {
   std::vector<std::deque<outgoing>> pending_;
   std::vector<comm::spsc_ring> out_, in_;  // [peer]: the rings to and from every GMI
   std::vector<std::size_t> read_at_;       // [peer]: bytes already read of the slot at the tail of in_[peer]
+  std::map<std::vector<int>, std::unique_ptr<comm::ip_allreduce>> groups_;  // [sorted members]
   std::chrono::milliseconds timeout_{30'000};
   unsigned spins_ = 0;
 };

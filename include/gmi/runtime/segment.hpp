@@ -143,6 +143,8 @@ class segment {
   // The name as shm_open takes it ("/gmi-<uid>-<run id>").
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] int world() const noexcept { return static_cast<int>(header()->world); }
+  // The run id the segment was created for (its comm::shm_segment tag).
+  [[nodiscard]] std::string run_id() const { return std::string(header()->run_id); }
   [[nodiscard]] detail::segment_header* header() const noexcept { return static_cast<detail::segment_header*>(base_); }
   [[nodiscard]] detail::gmi_slot& slot(int rank) const noexcept {
     return reinterpret_cast<detail::gmi_slot*>(static_cast<char*>(base_) + detail::header_bytes)[rank];

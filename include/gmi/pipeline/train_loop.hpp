@@ -1,0 +1,230 @@
+#pragma once
+// The one training loop of every synchronous layout: one GMI alone (run_one_gmi.cuh) is a group of one, the
+// colocated layout (run_colocated.cuh) a group of every GMI. Each iteration: iterate, the caller's per-iteration
+// hook; every 5 iterations (a round) the episode statistics asked for 5 iterations ago are folded in and asked
+// for again (the device is 5 iterations ahead, so this wait costs it nothing). At a decision (every round; every
+// iteration for a group of one, which decides without a collective) the group agrees on whether to stop: the
+// solved window, the step and time limits, SIGINT/SIGTERM, the supervisor's teardown and non-finite loss terms
+// (rank 0 looks at them at each log time and before each save). Saves happen at decisions, the first at or after
+// each multiple of checkpoint_every, and at the stop, never with non-finite loss terms. Host syncs: the round's
+// statistics wait, rank 0's look at the loss terms at log times, and one synchronize at the first round.
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gmi/metrics/progress.hpp>
+#include <gmi/pipeline/run_options.hpp>
+#include <gmi/pipeline/sm_activity.hpp>
+#include <gmi/pipeline/stop_reason.hpp>
+#include <gmi/rl/episode_window.hpp>
+#include <gmi/rl/ppo.hpp>
+#include <gmi/runtime/context.hpp>
+
+namespace gmi::detail {
+
+// One GMI alone: its own numbers are the group's, nothing to exchange; inside a run over GMIs (a population
+// member) it also stops when the supervisor tears the run down.
+struct solo_group {
+  const runtime::context* ctx = nullptr;
+  [[nodiscard]] static int rank() noexcept { return 0; }
+  [[nodiscard]] static int world() noexcept { return 1; }
+  static void sum(std::span<double>) noexcept {}
+  [[nodiscard]] bool stop_requested() const noexcept { return ctx && ctx->stop_requested(); }
+};
+
+// The GMIs of a synchronous group, agreeing through their runtime::context's host allreduce.
+struct context_group {
+  runtime::context& ctx;
+  [[nodiscard]] int rank() const noexcept { return ctx.rank(); }
+  [[nodiscard]] int world() const noexcept { return ctx.world(); }
+  void sum(std::span<double> v) const { ctx.allreduce(v, ctx.all()); }
+  [[nodiscard]] bool stop_requested() const noexcept { return ctx.stop_requested(); }
+};
+
+// The group's stop decision: every GMI's episode statistics, stop vote and divergence summed over the group, so
+// every GMI decides the same; the window and the learning curve are the group's.
+struct group_stop_check {
+  rl::episode_window window;
+  bool solved = false;
+  bool diverged = false;  // some GMI saw non-finite loss terms
+  rl::learning_curve curve{128};  // (group env steps, mean return) whenever the window gives a mean
+
+  explicit group_stop_check(std::uint64_t min_episodes = 32) : window(min_episodes) {}
+
+  // Returns true when the group stops now; `vote` is this GMI's own reason to stop; `steps`: the group's env
+  // steps that the statistics cover (for the curve).
+  template <class Group>
+  bool operator()(const Group& group, const std::optional<rl::episode_stats>& mine, bool vote, double target,
+                  double steps, bool diverged_here = false) {
+    double v[5] = {mine ? static_cast<double>(mine->episodes) : 0.0, mine ? mine->return_sum : 0.0,
+                   mine ? mine->length_sum : 0.0, vote ? 1.0 : 0.0, diverged_here ? 1.0 : 0.0};
+    group.sum(std::span<double>(v));
+    rl::episode_stats all;
+    all.episodes = static_cast<std::uint64_t>(v[0]);
+    all.return_sum = v[1];
+    all.length_sum = v[2];
+    if (all.episodes > 0) {
+      if (const auto mean = window.add(all)) {
+        solved = std::isfinite(target) && *mean >= target;
+        curve.add(steps, *mean);
+      }
+    }
+    diverged = diverged || v[4] > 0;
+    return solved || v[3] > 0 || diverged;
+  }
+};
+
+struct loop_settings {
+  double max_env_steps = 0, max_seconds = 0, target_return = 0, log_interval = 1;
+  int checkpoint_every = 0;  // 0: saves only at the stop
+  int min_episodes = 32;
+  // The iteration env steps count from: a resumed one-GMI run counts from where it resumed, a group from 0.
+  std::uint64_t counted_from = 0;
+
+  // The limits, target, log interval and checkpoint period a run's options ask for.
+  [[nodiscard]] static loop_settings of(const run_options& o) {
+    loop_settings s;
+    s.max_env_steps = o.max_env_steps;
+    s.max_seconds = o.max_seconds;
+    s.target_return = o.target_return;
+    s.log_interval = o.log_interval;
+    s.checkpoint_every = o.checkpoint_every;
+    s.min_episodes = o.min_episodes;
+    return s;
+  }
+};
+
+// What the progress hook sees (rank 0, at each log time and at the stop).
+struct loop_view {
+  std::uint64_t iteration = 0;
+  double steps = 0, seconds = 0, mean_return = 0;
+  std::optional<double> mean_length;
+  rl::ppo_losses losses;
+};
+
+struct loop_end {
+  stop_reason reason = stop_reason::stopped;
+  int signal_number = 0;
+  std::uint64_t iterations = 0;
+  double steps = 0, seconds = 0;
+  double mean_return = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::array<double, 2>> curve;  // (env steps, mean return), at most 128 points
+  std::optional<rl::ppo_losses> losses;  // rank 0's last look (the non-finite ones when diverged)
+  // From the first round on (module loading and graph capture left out): when, at which iteration.
+  std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> warm;
+  std::chrono::steady_clock::time_point started;  // when the loop began
+  double decide_seconds = 0;  // spent in the group's stop decisions (host syncs between GMIs)
+
+  // Samples per second from the first round on (NaN when the run ended before it); `per_iteration`: samples.
+  [[nodiscard]] double warm_rate(double per_iteration, std::chrono::steady_clock::time_point end) const {
+    if (!warm || iterations <= warm->second) return std::numeric_limits<double>::quiet_NaN();
+    return static_cast<double>(iterations - warm->second) * per_iteration /
+           std::chrono::duration<double>(end - warm->first).count();
+  }
+};
+
+// Runs `trainer` until the group stops. after_iterate(): after every iteration (heartbeats, hooks);
+// progress(const loop_view&): rank 0 at each log time and at the stop; save(): at due decisions and the stop.
+template <class Trainer, class Group, class AfterIterate, class Progress, class Save>
+loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s, sm_activity_window& gpm,
+                    AfterIterate&& after_iterate, Progress&& progress, Save&& save) {
+  using clock = std::chrono::steady_clock;
+  const bool every_iteration = group.world() == 1;
+  const double per_iteration = static_cast<double>(trainer.samples_per_iteration()) * group.world();
+  group_stop_check stop(static_cast<std::uint64_t>(s.min_episodes));
+  loop_end out;
+  std::uint64_t last_saved = trainer.iteration();
+  const std::uint64_t every = static_cast<std::uint64_t>(std::max(0, s.checkpoint_every));
+  const auto t0 = clock::now();
+  out.started = t0;
+  const auto seconds = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
+  double last_log = -std::numeric_limits<double>::infinity();  // the first line at the first decision
+  const auto steps_at = [&](std::uint64_t it) {
+    return static_cast<double>(it > s.counted_from ? it - s.counted_from : 0) * per_iteration;
+  };
+  for (;;) {
+    trainer.iterate();
+    after_iterate();
+    const std::uint64_t it = trainer.iteration();
+    const bool round = it % 5 == 0;
+    if (!round && !every_iteration) continue;
+    std::optional<rl::episode_stats> mine;
+    if (round) {
+      if (!out.warm) {
+        trainer.synchronize();
+        out.warm.emplace(clock::now(), it);
+        gpm.start();
+      }
+      mine = trainer.wait_episodes();
+      trainer.request_episodes();
+    }
+    const double steps = steps_at(it);
+    const double elapsed = seconds();
+    const int sig = stop_signal.load();
+    const bool time_up = elapsed >= s.max_seconds, steps_up = steps >= s.max_env_steps;
+    const bool vote = sig != 0 || time_up || steps_up || group.stop_requested();
+    const bool save_due = every > 0 && it / every > last_saved / every;
+    const bool log_due = elapsed - last_log >= s.log_interval;
+    std::optional<rl::ppo_losses> looked;
+    if (group.rank() == 0 && (log_due || save_due)) looked = trainer.losses();  // waits for the queued iterations
+    const auto voting = clock::now();
+    // the statistics were asked for 5 iterations ago: the curve point is at the steps up to then
+    bool stop_now = stop(group, mine, vote, s.target_return, steps - 5.0 * per_iteration, looked && !looked->finite());
+    if (stop_now && !stop.solved && !stop.diverged) {
+      // The last iterations' episodes too (the pending request, then one for the rest), so the final mean
+      // return covers the end of the run rather than lagging it by up to 10 iterations.
+      const auto fold = [&](double at) {
+        const auto e = trainer.wait_episodes();
+        (void)stop(group, e, false, s.target_return, at);
+      };
+      fold(steps_at(it - it % 5));
+      trainer.request_episodes();
+      fold(steps);
+    }
+    out.decide_seconds += std::chrono::duration<double>(clock::now() - voting).count();
+    double now = seconds();  // before any save: the run's rate leaves the checkpoint out
+    if (group.rank() == 0 && (log_due || stop_now)) {
+      if (!looked) looked = trainer.losses();
+      now = seconds();
+      progress(loop_view{.iteration = it, .steps = steps, .seconds = now,
+                         .mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN()),
+                         .mean_length = stop.window.last_length(), .losses = *looked});
+      last_log = now;
+    }
+    if (stop.diverged && group.rank() == 0) {
+      std::fprintf(stderr, "gmi: training diverged by iteration %llu (%s env steps): %s; %s without saving (try a "
+                           "smaller --lr or --max-grad-norm)\n",
+                   static_cast<unsigned long long>(it), metrics::si(steps).c_str(),
+                   looked && !looked->finite() ? looked->not_finite().c_str() : "loss terms not finite",
+                   group.world() == 1 ? "stopped" : "the group stops");
+    }
+    if (!stop.diverged && (stop_now || save_due)) {
+      save();
+      last_saved = it;
+    }
+    if (stop_now) {
+      out.reason = first_stop_reason({.diverged = stop.diverged, .solved = stop.solved, .signal = sig,
+                                      .time_up = time_up, .steps_up = steps_up});
+      out.signal_number = sig;
+      out.iterations = it;
+      out.steps = steps;
+      out.seconds = now;
+      out.mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
+      out.curve = stop.curve.points();
+      out.losses = looked;
+      return out;
+    }
+  }
+}
+
+}  // namespace gmi::detail

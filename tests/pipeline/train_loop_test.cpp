@@ -1,0 +1,145 @@
+// pipeline/train_loop.hpp on a scripted trainer: when a group of one and a group of several stop, save and fold in
+// the last episodes; what a progress line sees.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include <gmi/pipeline/train_loop.hpp>
+
+namespace {
+
+// Every iteration finishes `episodes_per_iteration` episodes of return `ret`; the loss terms turn nan at
+// `nan_from` (0: never). Records the loop's calls.
+struct scripted_trainer {
+  std::uint64_t it = 0;
+  double ret = 1.0;
+  std::uint64_t episodes_per_iteration = 4;
+  std::uint64_t nan_from = 0;
+  std::uint64_t asked_at = 0;  // the iteration of the pending request (what wait_episodes returns covers up to it)
+  std::uint64_t folded_to = 0;
+  bool pending = false;
+  int syncs = 0, losses_looks = 0;
+
+  void iterate() { ++it; }
+  [[nodiscard]] std::uint64_t iteration() const { return it; }
+  [[nodiscard]] std::uint64_t samples_per_iteration() const { return 100; }
+  void synchronize() { ++syncs; }
+  void request_episodes() {
+    asked_at = it;
+    pending = true;
+  }
+  std::optional<gmi::rl::episode_stats> wait_episodes() {
+    if (!pending) return std::nullopt;
+    pending = false;
+    gmi::rl::episode_stats s;
+    s.episodes = (asked_at - folded_to) * episodes_per_iteration;
+    s.return_sum = ret * static_cast<double>(s.episodes);
+    s.length_sum = 10.0 * static_cast<double>(s.episodes);
+    folded_to = asked_at;
+    return s;
+  }
+  gmi::rl::ppo_losses losses() {
+    ++losses_looks;
+    gmi::rl::ppo_losses l;
+    if (nan_from && it >= nan_from) l.value_loss = std::numeric_limits<double>::quiet_NaN();
+    return l;
+  }
+};
+
+// Rank 0 of two GMIs whose peer saw exactly what it saw: every sum doubles.
+struct twin_group {
+  [[nodiscard]] static int rank() { return 0; }
+  [[nodiscard]] static int world() { return 2; }
+  static void sum(std::span<double> v) {
+    for (double& x : v) x *= 2;
+  }
+  [[nodiscard]] static bool stop_requested() { return false; }
+};
+
+gmi::detail::loop_settings settings(double max_env_steps) {
+  gmi::detail::loop_settings s;
+  s.max_env_steps = max_env_steps;
+  s.max_seconds = 1e9;
+  s.target_return = std::numeric_limits<double>::quiet_NaN();
+  s.log_interval = 1e9;  // one line at the first decision, one at the stop
+  s.min_episodes = 8;
+  return s;
+}
+
+struct recorded {
+  std::vector<std::uint64_t> saves, lines;
+};
+
+template <class Group>
+gmi::detail::loop_end run(scripted_trainer& t, const gmi::detail::loop_settings& s, recorded& rec) {
+  gmi::sm_activity_window gpm(0, -1);
+  return gmi::detail::train_loop(
+      t, Group{}, s, gpm, [] {}, [&](const gmi::detail::loop_view& v) { rec.lines.push_back(v.iteration); },
+      [&] { rec.saves.push_back(t.iteration()); });
+}
+
+}  // namespace
+
+TEST_CASE("pipeline.train_loop.one_gmi_stops_at_the_step_limit_and_folds_the_last_episodes") {
+  scripted_trainer t;
+  recorded rec;
+  const auto e = run<gmi::detail::solo_group>(t, settings(700), rec);  // 100 samples an iteration
+  CHECK(e.reason == gmi::stop_reason::step_limit);
+  CHECK(e.iterations == 7);  // a group of one decides every iteration
+  CHECK(e.steps == doctest::Approx(700));
+  CHECK(t.folded_to == 7);  // the episodes up to the stop, not only those of the round at 5
+  CHECK(e.mean_return == doctest::Approx(1.0));
+  REQUIRE(rec.saves.size() == 1);
+  CHECK(rec.saves.front() == 7);
+  REQUIRE(rec.lines.size() == 2);
+  CHECK(rec.lines.front() == 1);
+  CHECK(rec.lines.back() == 7);
+  CHECK(t.syncs == 1);  // the first round's, once
+  CHECK(gmi::exit_code_of(e.reason, e.signal_number) == 0);
+}
+
+TEST_CASE("pipeline.train_loop.a_group_decides_at_rounds_over_the_group_steps") {
+  scripted_trainer t;
+  recorded rec;
+  const auto e = run<twin_group>(t, settings(1400), rec);  // two GMIs: 200 group samples an iteration
+  CHECK(e.reason == gmi::stop_reason::step_limit);
+  CHECK(e.iterations == 10);  // 7 iterations reach the limit; the group decides at the round after
+  CHECK(e.steps == doctest::Approx(2000));
+  REQUIRE(rec.lines.size() == 2);
+  CHECK(rec.lines.front() == 5);
+  REQUIRE_FALSE(e.curve.empty());
+  CHECK(e.curve.front()[0] == doctest::Approx(1000.0));  // the round at 10 folds in what was asked for at 5
+}
+
+TEST_CASE("pipeline.train_loop.saves_at_multiples_and_never_after_divergence") {
+  scripted_trainer t;
+  t.nan_from = 9;
+  recorded rec;
+  auto s = settings(1e9);
+  s.checkpoint_every = 4;
+  const auto e = run<gmi::detail::solo_group>(t, s, rec);
+  CHECK(e.reason == gmi::stop_reason::diverged);
+  CHECK(e.iterations == 12);  // the look before the save due at 12 finds the nan
+  CHECK(rec.saves == std::vector<std::uint64_t>{4, 8});
+  REQUIRE(e.losses.has_value());
+  CHECK_FALSE(e.losses->finite());
+  CHECK(gmi::exit_code_of(e.reason, e.signal_number) == 1);
+}
+
+TEST_CASE("pipeline.train_loop.stops_when_the_group_mean_reaches_the_target") {
+  scripted_trainer t;
+  t.ret = 5.0;
+  recorded rec;
+  auto s = settings(1e9);
+  s.target_return = 4.5;
+  const auto e = run<twin_group>(t, s, rec);
+  CHECK(e.reason == gmi::stop_reason::solved);
+  CHECK(e.iterations == 10);  // the first round has no statistics yet; the second closes the window
+  CHECK(e.mean_return == doctest::Approx(5.0));
+  REQUIRE(rec.saves.size() == 1);
+}
