@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -206,12 +208,21 @@ int main(int argc, char** argv) {
   app.add_option("--run-id", o.run_id, "run id shared with the JAX reference");
   app.add_option("--git", o.git, "revision for the result lines");
   CLI11_PARSE(app, argc, argv);
-  o.precisions = split(precisions);
-  for (const auto& p : o.precisions) (void)nn::parse_precision(p, "--precisions");
-  o.training_precisions = split(training_precisions);
-  for (const auto& p : o.training_precisions) (void)nn::parse_precision(p, "--training-precisions");
-  o.serving_envs.clear();
-  for (const auto& e : split(envs_list)) o.serving_envs.push_back(std::stoi(e));
+  try {
+    o.precisions = split(precisions);
+    for (const auto& p : o.precisions) (void)nn::parse_precision(p, "--precisions");
+    o.training_precisions = split(training_precisions);
+    for (const auto& p : o.training_precisions) (void)nn::parse_precision(p, "--training-precisions");
+    o.serving_envs.clear();
+    for (const auto& e : split(envs_list)) {
+      const int n = std::atoi(e.c_str());
+      gmi::require(n >= 1, "--envs", e, "positive env counts");
+      o.serving_envs.push_back(n);
+    }
+  } catch (const gmi::config_error& e) {
+    std::fprintf(stderr, "gmi.bench.wide: %s\n", e.what());
+    return 2;
+  }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::puts("[gmi] SKIPPED: gmi.bench.wide needs a GPU");

@@ -48,12 +48,12 @@ struct arrays {
   device_buffer<float> current_obs, obs, actions, log_probs, values, rewards, advantages, returns;
   device_buffer<std::uint8_t> ends;
   device_buffer<std::uint64_t> blocks;
-  arrays(int n_, int h_)
+  arrays(int n_, int h_, cudaStream_t s)
       : n(n_), h(h_), current_obs(std::size_t(n) * E::obs_dim), obs(std::size_t(n) * h * E::obs_dim),
         actions(std::size_t(n) * h * E::act_dim), log_probs(std::size_t(n) * h), values(std::size_t(n) * (h + 1)),
         rewards(std::size_t(n) * h), advantages(std::size_t(n) * h), returns(std::size_t(n) * h),
         ends(std::size_t(n) * h), blocks(std::size_t(n)) {
-    blocks.fill_bytes(0, nullptr);
+    blocks.fill_bytes(0, s);
   }
   rl::ppo_rollout_view<E, Net> view(const rl::env_batch<E, gmi::exec::cuda>& envs, nn::normalizer_view on,
                                     nn::normalizer_view vn) {
@@ -80,7 +80,7 @@ batched_compare run(nn::precision prec, int n, int horizon, int max_steps) {
   const std::vector<float> init = rl::detail::initial_params<Net>(9);
   device_buffer<float> params(init.size());
   GMI_CUDA_TRY(cudaMemcpy(params.data(), init.data(), init.size() * sizeof(float), cudaMemcpyHostToDevice));
-  arrays<E, Net> a(n, horizon), b(n, horizon);
+  arrays<E, Net> a(n, horizon, s.get()), b(n, horizon, s.get());
   env_a.reset(a.current_obs.span(), s.get());
   env_b.reset(b.current_obs.span(), s.get());
   // Observation statistics that are not the identity: those of the first observations.

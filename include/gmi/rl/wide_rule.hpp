@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <gmi/core/error.hpp>
 #include <gmi/nn/network_config.hpp>
