@@ -25,9 +25,9 @@ timeout 150 ctest --test-dir "$BUILD" -R '^rl_gpu\.batched|^ppo_gpu\.(gradient_p
 tests_rc=$?
 grep -E "tests passed|Failed|\*\*\*|SKIPPED" "$OUT/batched-tests.log" | head -40
 
-timeout 150 "$BUILD/bench/wide/gmi.bench.wide" --reps 5 --seconds 0.2 --out "$lines" --run-id "$run_id" --git "$rev" \
+timeout 140 "$BUILD/bench/wide/gmi.bench.wide" --reps 5 --seconds 0.2 --out "$lines" --run-id "$run_id" --git "$rev" \
   | cut -c1-220
-PYTHONUNBUFFERED=1 timeout 150 python3 bench/wide/jax_reference.py --reps 5 --seconds 0.2 --out "$lines" \
+PYTHONUNBUFFERED=1 timeout 170 python3 bench/wide/jax_reference.py --reps 5 --seconds 0.2 --out "$lines" \
   --run-id "$run_id" --git "$rev" --precisions tf32,bf16 | cut -c1-200
 
 python3 bench/wide/summarize.py "$lines" "$device" > "$OUT/batched-summary.txt"
