@@ -45,6 +45,10 @@ struct batch_step_out {
 
 namespace detail {
 
+// Threads a block for kernels of one thread per env: 32 up to 8192 envs, so a few thousand envs of long per-env
+// work (a 211-word state) spread over every SM rather than a few; 128 above.
+inline unsigned batch_env_block(std::size_t n) { return n <= 8192 ? 32u : 128u; }
+
 // Any env: action row i (row-major [n][act_dim]) applied by step_one.
 template <class E>
 __global__ static void batch_step_kernel(env_batch_view<E> env, const float* __restrict__ actions, batch_step_out out) {
@@ -135,7 +139,7 @@ class batched_dynamics {
   // Steps every environment with actions ([n][act_dim], row-major) on `stream`.
   void step(const env_batch_view<E>& env, const float* actions, const batch_step_out& out, cudaStream_t stream) {
     gmi::require(env.num_envs == n_, "batched_dynamics num_envs", env.num_envs, "the " + std::to_string(n_) + " built for");
-    const unsigned blocks = static_cast<unsigned>((n_ + block - 1) / block);
+    const unsigned block = detail::batch_env_block(n_), blocks = static_cast<unsigned>((n_ + block - 1) / block);
     if constexpr (!uses_gemm) {
       detail::batch_step_kernel<E><<<blocks, block, 0, stream>>>(env, actions, out);
       GMI_CUDA_TRY(cudaGetLastError());
@@ -169,7 +173,6 @@ class batched_dynamics {
   }
 
  private:
-  static constexpr int block = 128;
   static constexpr int pad4(int x) { return (x + 3) / 4 * 4; }
   static constexpr int ld_a = pad4(E::obs_dim), ld_b = pad4(E::act_dim);
   std::size_t n_;
