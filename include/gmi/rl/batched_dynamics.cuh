@@ -120,7 +120,8 @@ class batched_dynamics {
       // A_sub and B_sub with rows padded to 4 floats (16-byte leading dimensions for the tensor-core kernels).
       std::vector<float> a(static_cast<std::size_t>(N) * ld_a, 0.0f), b(static_cast<std::size_t>(N) * ld_b, 0.0f);
       for (int i = 0; i < N; ++i) {
-        for (int j = 0; j < N; ++j) a[static_cast<std::size_t>(i) * ld_a + j] = table[static_cast<std::size_t>(i) * N + j];
+        for (int j = 0; j < N; ++j)
+          a[static_cast<std::size_t>(i) * ld_a + j] = table[static_cast<std::size_t>(i) * N + j];
         for (int j = 0; j < M; ++j)
           b[static_cast<std::size_t>(i) * ld_b + j] = table[E::table_b_sub + static_cast<std::size_t>(i) * M + j];
       }
@@ -138,14 +139,16 @@ class batched_dynamics {
 
   // Steps every environment with actions ([n][act_dim], row-major) on `stream`.
   void step(const env_batch_view<E>& env, const float* actions, const batch_step_out& out, cudaStream_t stream) {
-    gmi::require(env.num_envs == n_, "batched_dynamics num_envs", env.num_envs, "the " + std::to_string(n_) + " built for");
+    gmi::require(env.num_envs == n_, "batched_dynamics num_envs", env.num_envs,
+                 "the " + std::to_string(n_) + " built for");
     const unsigned block = detail::batch_env_block(n_), blocks = static_cast<unsigned>((n_ + block - 1) / block);
     if constexpr (!uses_gemm) {
       detail::batch_step_kernel<E><<<blocks, block, 0, stream>>>(env, actions, out);
       GMI_CUDA_TRY(cudaGetLastError());
     } else {
       constexpr int N = E::obs_dim, M = E::act_dim;
-      detail::lq_pre_step_kernel<E><<<blocks, block, 0, stream>>>(env, actions, u_cols_.data(), out.rewards, valid_.data());
+      detail::lq_pre_step_kernel<E><<<blocks, block, 0, stream>>>(env, actions, u_cols_.data(), out.rewards,
+                                                                  valid_.data());
       GMI_CUDA_TRY(cudaGetLastError());
       const int n = static_cast<int>(n_);
       // BU (n x N, column-major) = U (n x M) B_sub^T: B_sub's padded rows read column-major are B_sub^T.

@@ -187,7 +187,7 @@ class batched_rollout {
         forward_.forward_raw(params, inputs_.data() + n * O, outputs_.data() + n * (D + 1), nullptr, n);
         final_outputs = outputs_.data() + n * (D + 1);
       }
-      detail::batch_ends_kernel<Net><<<detail::batch_blocks(n, detail::batch_env_block(n)), detail::batch_env_block(n), 0, policy_.stream>>>(
+      detail::batch_ends_kernel<Net><<<grid(), threads(), 0, policy_.stream>>>(
           n, terminated_.data(), truncated_.data(), final_outputs, v.value_norm, v.normalize_value, v.gamma,
           v.rewards + at, v.ends + at);
       GMI_CUDA_TRY(cudaGetLastError());
@@ -195,7 +195,7 @@ class batched_rollout {
     normalize(v.current_obs, v.obs_norm, inputs_.data(), nullptr);
     forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, n);
     last_values(v);
-    detail::batch_gae_kernel<E, Net><<<detail::batch_blocks(n, detail::batch_env_block(n)), detail::batch_env_block(n), 0, policy_.stream>>>(v);
+    detail::batch_gae_kernel<E, Net><<<grid(), threads(), 0, policy_.stream>>>(v);
     GMI_CUDA_TRY(cudaGetLastError());
   }
 
@@ -204,6 +204,10 @@ class batched_rollout {
   static constexpr double env_macs() { return batched_dynamics<E>::macs_per_env(); }
 
  private:
+  // Launch shape of the one-thread-per-env kernels.
+  [[nodiscard]] unsigned threads() const { return detail::batch_env_block(n_); }
+  [[nodiscard]] unsigned grid() const { return detail::batch_blocks(n_, threads()); }
+
   static std::vector<float> table_of(const typename E::params& p, cudaStream_t stream) {
     if constexpr (gemm_dynamics<E>) {
       gmi::require(p.table != nullptr, "batched_rollout env table", "null", "the env batch's bound table");
@@ -223,11 +227,11 @@ class batched_rollout {
     GMI_CUDA_TRY(cudaGetLastError());
   }
   void sample(const detail::batch_sample_args& a) {
-    detail::batch_sample_kernel<Net><<<detail::batch_blocks(n_, detail::batch_env_block(n_)), detail::batch_env_block(n_), 0, policy_.stream>>>(a);
+    detail::batch_sample_kernel<Net><<<grid(), threads(), 0, policy_.stream>>>(a);
     GMI_CUDA_TRY(cudaGetLastError());
   }
   void last_values(const ppo_rollout_view<E, Net>& v) {
-    detail::batch_values_kernel<Net><<<detail::batch_blocks(n_, detail::batch_env_block(n_)), detail::batch_env_block(n_), 0, policy_.stream>>>(
+    detail::batch_values_kernel<Net><<<grid(), threads(), 0, policy_.stream>>>(
         n_, outputs_.data(), v.value_norm, v.normalize_value, v.values + static_cast<std::size_t>(v.horizon) * n_);
     GMI_CUDA_TRY(cudaGetLastError());
   }
