@@ -180,14 +180,6 @@ __global__ static void ppo_average_rows_kernel(float* grads, int row, int param_
   if (q >= param_count) term_log[q - param_count] = g;
 }
 
-// How minibatch_gradient forms a minibatch's partial rows, and the one asked for (rl::request_gradient_path; "":
-// the network's default), process-wide, read when a trainer is built.
-enum class gradient_path { warps, tiles, threads, gemm };
-inline std::string& requested_gradient_path() { static std::string path; return path; }
-inline const char* gradient_path_name(gradient_path p) {
-  return p == gradient_path::warps ? "warps" : p == gradient_path::tiles ? "tiles" : p == gradient_path::threads ? "threads" : "gemm";
-}
-
 // One minibatch's mean gradient row (and loss terms) on the GPU: partial rows by the path chosen (above), then their
 // sum in row order; the same sums on every run. Shared by the PPO trainer and the APPO learner.
 template <class Net>
@@ -376,9 +368,6 @@ struct ppo_device_ops {
     iteration.fill_bytes(0, t.policy_.stream);
     if (chosen_collection_path<Net>(t.config_.network) == collection_path::batched)
       batched.emplace(t.n_, t.envs_.view().params, t.config_.network, t.policy_);
-  }
-  [[nodiscard]] collection_path collection() const noexcept {
-    return batched ? collection_path::batched : collection_path::threads;
   }
   // PopArt around the return normalizer's update (ppo_trainer::update_value_statistics): its float mean and std
   // kept, then the value head rescaled to the new ones. Capturable.
@@ -599,22 +588,11 @@ struct ppo_device_ops {
 
 namespace gmi::rl {
 
-// Asks every GPU trainer built from now on in this process for the gradient path `path` ("warps", "tiles",
-// "threads", "gemm"; "": each network's default; gmi::run's --ppo-gradient), checked per network.
-inline void request_gradient_path(std::string path) { detail::requested_gradient_path() = std::move(path); }
-
 // How the GPU trainer forms Net's minibatch gradients ("warps", "tiles", "threads" or "gemm"), for result lines;
 // throws config_error when the requested path is one Net does not fit.
 template <class Net>
 const char* minibatch_gradient_name(const nn::network_config& cfg = {}) {
   return detail::gradient_path_name(detail::minibatch_gradient<Net>::chosen_path(cfg));
-}
-
-// How the GPU trainer collects Net's rollouts ("threads" or "batched"), for result lines; throws config_error
-// when request_collection_path asked for something else.
-template <class Net>
-const char* collection_path_name(const nn::network_config& cfg = {}) {
-  return rl::collection_path_name(chosen_collection_path<Net>(cfg));
 }
 
 }  // namespace gmi::rl

@@ -3,7 +3,8 @@
 // widest layer has at least network_config::lt_min_width units is wide: its rollout runs batched (normalize,
 // cuBLASLt forward, sampling, the env step of all envs; rl/batched_rollout.cuh) and its minibatch gradients as
 // cuBLASLt products ("gemm"); a narrower one keeps one thread per env and the per-sample gradient kernels.
-// request_collection_path / request_gradient_path override the rule process-wide. Host-only.
+// request_collection_path / request_gradient_path override the rule process-wide (the gradient path's names live
+// here too, so configuration code needs no nvcc). Host-only.
 
 #include <string>
 #include <string_view>
@@ -29,7 +30,24 @@ inline std::string& requested_collection_path() {
   static std::string path;
   return path;
 }
+// How the GPU trainer's minibatch_gradient (ppo.cuh) forms a minibatch's partial rows, and the one asked for
+// (rl::request_gradient_path; "": the network's default), process-wide, read when a trainer is built.
+enum class gradient_path { warps, tiles, threads, gemm };
+inline std::string& requested_gradient_path() {
+  static std::string path;
+  return path;
+}
+inline const char* gradient_path_name(gradient_path p) {
+  return p == gradient_path::warps     ? "warps"
+         : p == gradient_path::tiles   ? "tiles"
+         : p == gradient_path::threads ? "threads"
+                                       : "gemm";
+}
 }  // namespace detail
+
+// Asks every GPU trainer built from now on in this process for the gradient path `path` ("warps", "tiles",
+// "threads", "gemm"; "": each network's default; gmi::run's --ppo-gradient), checked per network.
+inline void request_gradient_path(std::string path) { detail::requested_gradient_path() = std::move(path); }
 
 // Whether Net (an actor-critic with ::net, or an mlp) is wide under cfg: its widest layer >= cfg.lt_min_width.
 template <class Net>
@@ -56,6 +74,13 @@ inline void request_collection_path(std::string path) { detail::requested_collec
 template <class Net>
 collection_path chosen_collection_path(const nn::network_config& cfg = {}) {
   return parse_collection_path(detail::requested_collection_path(), is_wide<Net>(cfg));
+}
+
+// How the GPU trainer collects Net's rollouts ("threads" or "batched"), for result lines; throws config_error
+// when request_collection_path asked for something else.
+template <class Net>
+const char* collection_path_name(const nn::network_config& cfg = {}) {
+  return collection_path_name(chosen_collection_path<Net>(cfg));
 }
 
 }  // namespace gmi::rl
