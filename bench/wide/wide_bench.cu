@@ -1,17 +1,21 @@
-// gmi.bench.wide: the wide-network benchmark of issue 37. Serving (normalize, MLP, sample, env step on the
-// linear proxy envs, one CUDA graph per window) with the ShadowHand-, Humanoid- and Ant-size policies at 4096 and
-// 16384 envs in each precision asked for; Cartpole serving at 512 envs (the one-thread-per-env kernel); PPO
-// training iterations (collection + update, the update's gradients by the default path, recorded as gradient_path); the
-// peak dense GEMM rate (cuBLASLt, 8192^3, TF32 and bf16). Medians of --reps windows; one JSON line per case.
+// gmi.bench.wide: the wide-network benchmark of issue 37. Serving (rl::batched_server: normalize, the MLP as
+// cuBLASLt products, sampling, the env step of all envs as products for the linear proxies, one CUDA graph per
+// window) with the ShadowHand-, Humanoid- and Ant-size policies at 4096 and 16384 envs in each precision asked
+// for; Cartpole serving at 512 envs (the one-thread-per-env kernel); PPO training iterations (collection +
+// update; collection and gradient paths by the wide-network rule, recorded) in each training precision; the
+// rule's threshold (Ant proxy, policies 64, 128 and 256 wide, both sides of the rule forced); the peak dense GEMM
+// rate (cuBLASLt, 8192^3, TF32 and bf16). Medians of --reps windows; one JSON line per case.
 #include <gmi/gmi.hpp>
 #include <gmi/nn/lt_linear.cuh>
 #include <gmi/rl/batched_serving.cuh>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,12 +30,14 @@ using shadow_hand_ac = policy_of<envs::shadow_hand_proxy, nn::layers<512, 512, 5
 using humanoid_ac = policy_of<envs::humanoid_proxy, nn::layers<200, 400, 100>>;
 using ant_ac = policy_of<envs::ant_proxy, nn::layers<256, 128, 64>>;
 using cartpole_ac = policy_of<envs::cartpole, nn::layers<32, 32>>;
+using ant_64_ac = policy_of<envs::ant_proxy, nn::layers<64, 64>>;
+using ant_128_ac = policy_of<envs::ant_proxy, nn::layers<128, 128>>;
 
 struct options {
   int reps = 5;
   double seconds = 0.3;
   std::string out, run_id, git = "unknown", device;
-  std::vector<std::string> precisions{"tf32", "bf16"};
+  std::vector<std::string> precisions{"tf32", "bf16"}, training_precisions{"fp32", "tf32"};
   std::vector<int> serving_envs{4096, 16384};
   int training_envs = 4096;
 };
@@ -103,15 +109,21 @@ void serving(const options& o, const char* net_name) {
       emit(o,
            {{"case", "serving"}, {"net", net_name}, {"task", Task::name}, {"precision", pname}, {"num_envs", n},
             {"metric", "steps_per_s"}, {"path", server.path()}, {"tflops", 2.0 * macs * st.median / 1e12},
-            {"env_tflops", 2.0 * env_macs * st.median / 1e12}},
+            {"env_tflops", 2.0 * env_macs * st.median / 1e12},
+            {"total_tflops", 2.0 * (macs + env_macs) * st.median / 1e12}},
            st);
     }
 }
 
+// rule: "auto" (the wide-network rule with the default threshold), "wide" or "narrow" (the rule's threshold moved
+// so that Net is taken as wide or as narrow: both sides of the rule on one network).
 template <class Task, class Net>
-void training(const options& o, const char* net_name) {
+void training(const options& o, const char* net_name, const std::string& pname, const char* rule = "auto") {
   gmi::cuda::stream s;
   gmi::rl::ppo_config c;  // defaults: horizon 16, minibatch 8192, 8 epochs
+  c.network.precision = nn::parse_precision(pname, "--training-precisions");
+  if (std::string(rule) == "wide") c.network.lt_min_width = 1;
+  if (std::string(rule) == "narrow") c.network.lt_min_width = 1 << 20;
   gmi::rl::ppo_trainer<Task, Net, gmi::exec::cuda> t(o.training_envs, 1, c, {}, gmi::exec::cuda{.stream = s.get()});
   const double samples = static_cast<double>(c.horizon) * o.training_envs;
   t.iterate();  // eager first iteration
@@ -123,12 +135,16 @@ void training(const options& o, const char* net_name) {
   const double minibatches = std::max(1.0, samples / std::min<double>(c.minibatch, samples));
   // collection forward + epochs x (forward + backward, about 3x the forward) per sample
   const double flops_per_sample = 2.0 * macs * (1.0 + 3.0 * c.epochs);
+  constexpr double env_macs = double(Task::substeps) * Task::obs_dim * (Task::obs_dim + Task::act_dim);
   emit(o,
-       {{"case", "training"}, {"net", net_name}, {"task", Task::name}, {"precision", "fp32"},
-        {"num_envs", o.training_envs}, {"metric", "steps_per_s"}, {"horizon", c.horizon}, {"epochs", c.epochs},
-        {"minibatch", c.minibatch}, {"minibatches", minibatches},
-        {"gradient_path", gmi::rl::minibatch_gradient_name<Net>()},
-        {"tflops", flops_per_sample * st.median / 1e12}},
+       {{"case", std::string(rule) == "auto" ? "training" : "threshold"}, {"net", net_name}, {"task", Task::name},
+        {"precision", pname}, {"num_envs", o.training_envs}, {"metric", "steps_per_s"}, {"horizon", c.horizon},
+        {"epochs", c.epochs}, {"minibatch", c.minibatch}, {"minibatches", minibatches}, {"rule", rule},
+        {"max_width", Net::net::max_width},
+        {"gradient_path", gmi::rl::minibatch_gradient_name<Net>(c.network)},
+        {"collection", gmi::rl::collection_path_name<Net>(c.network)},
+        {"tflops", flops_per_sample * st.median / 1e12},
+        {"total_tflops", (flops_per_sample + 2.0 * env_macs) * st.median / 1e12}},
        st);
 }
 
@@ -178,21 +194,35 @@ std::vector<std::string> split(const std::string& s) {
 int main(int argc, char** argv) {
   CLI::App app{"gmi.bench.wide: serving and PPO training with the paper's wide networks", "gmi.bench.wide"};
   options o;
-  std::string precisions = "tf32,bf16", cases = "peak,serving,cartpole,training", envs_list = "4096,16384";
+  std::string precisions = "tf32,bf16", training_precisions = "fp32,tf32",
+              cases = "peak,serving,cartpole,training,threshold", envs_list = "4096,16384";
   app.add_option("--reps", o.reps, "windows per case")->check(CLI::Range(1, 50))->capture_default_str();
   app.add_option("--seconds", o.seconds, "seconds per window")->check(CLI::Range(0.01, 60.0))->capture_default_str();
   app.add_option("--precisions", precisions, "serving precisions: fp32, tf32, bf16")->capture_default_str();
+  app.add_option("--training-precisions", training_precisions, "training precisions: fp32, tf32, bf16")
+      ->capture_default_str();
   app.add_option("--envs", envs_list, "serving env counts")->capture_default_str();
   app.add_option("--training-envs", o.training_envs, "envs of the training runs")->capture_default_str();
-  app.add_option("--cases", cases, "peak, serving, cartpole, training")->capture_default_str();
+  app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold")->capture_default_str();
   app.add_option("--out", o.out, "append result lines here");
   app.add_option("--run-id", o.run_id, "run id shared with the JAX reference");
   app.add_option("--git", o.git, "revision for the result lines");
   CLI11_PARSE(app, argc, argv);
-  o.precisions = split(precisions);
-  for (const auto& p : o.precisions) (void)nn::parse_precision(p, "--precisions");
-  o.serving_envs.clear();
-  for (const auto& e : split(envs_list)) o.serving_envs.push_back(std::stoi(e));
+  try {
+    o.precisions = split(precisions);
+    for (const auto& p : o.precisions) (void)nn::parse_precision(p, "--precisions");
+    o.training_precisions = split(training_precisions);
+    for (const auto& p : o.training_precisions) (void)nn::parse_precision(p, "--training-precisions");
+    o.serving_envs.clear();
+    for (const auto& e : split(envs_list)) {
+      const int n = std::atoi(e.c_str());
+      gmi::require(n >= 1, "--envs", e, "positive env counts");
+      o.serving_envs.push_back(n);
+    }
+  } catch (const gmi::config_error& e) {
+    std::fprintf(stderr, "gmi.bench.wide: %s\n", e.what());
+    return 2;
+  }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::puts("[gmi] SKIPPED: gmi.bench.wide needs a GPU");
@@ -210,10 +240,17 @@ int main(int argc, char** argv) {
     serving<envs::ant_proxy, ant_ac>(o, "ant_mlp");
   }
   if (has("cartpole")) cartpole_serving(o);
-  if (has("training")) {
-    training<envs::shadow_hand_proxy, shadow_hand_ac>(o, "shadow_hand_mlp");
-    training<envs::humanoid_proxy, humanoid_ac>(o, "humanoid_mlp");
-    training<envs::ant_proxy, ant_ac>(o, "ant_mlp");
-  }
+  if (has("training"))
+    for (const auto& p : o.training_precisions) {
+      training<envs::shadow_hand_proxy, shadow_hand_ac>(o, "shadow_hand_mlp", p);
+      training<envs::humanoid_proxy, humanoid_ac>(o, "humanoid_mlp", p);
+      training<envs::ant_proxy, ant_ac>(o, "ant_mlp", p);
+    }
+  if (has("threshold"))  // the wide-network rule's crossover: each width with both paths, fp32
+    for (const char* rule : {"narrow", "wide"}) {
+      training<envs::ant_proxy, ant_64_ac>(o, "ant_64x64", "fp32", rule);
+      training<envs::ant_proxy, ant_128_ac>(o, "ant_128x128", "fp32", rule);
+      training<envs::ant_proxy, ant_ac>(o, "ant_mlp", "fp32", rule);
+    }
   return 0;
 }

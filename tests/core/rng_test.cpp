@@ -43,6 +43,19 @@ TEST_SUITE("cpu") {
     for (int i = 0; i < 16; ++i) CHECK(a.next_u32() == resumed.next_u32());
   }
 
+  TEST_CASE("core.rng.resume_from_word_mid_block") {
+    for (int used = 0; used < 9; ++used) {
+      CAPTURE(used);
+      gmi::rng a(11, 5, 3);
+      for (int i = 0; i < used; ++i) a.next_u32();
+      CHECK(a.word() == 12 + static_cast<std::uint64_t>(used));
+      gmi::rng resumed = gmi::rng::from_word(11, 5, a.word());
+      CHECK(resumed.word() == a.word());
+      for (int i = 0; i < 9; ++i) CHECK(a.next_u32() == resumed.next_u32());
+      CHECK(resumed.block() == a.block());
+    }
+  }
+
   TEST_CASE("core.rng.uniform_and_normal_moments") {
     gmi::rng r(123, 0);
     const int n = 200000;

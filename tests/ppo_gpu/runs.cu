@@ -158,8 +158,8 @@ static_assert(gmi::rl::detail::minibatch_gradient<net>::default_path == gmi::rl:
 using isaac_ant_net = gmi::agents::gaussian_mlp<gmi::nn::layers<256, 128, 64>>::network<60, 8>;
 static_assert(gmi::rl::detail::tile_gradient<isaac_ant_net>::fits && !gmi::rl::detail::tile_gradient<isaac_ant_net>::shared_weights);
 static_assert(gmi::rl::detail::tile_gradient<wide_net>::shared_weights);
-// 256 units wide: still the tile kernel by default; the cuBLASLt products ("gemm") are opt-in until measured ahead.
-static_assert(gmi::rl::detail::minibatch_gradient<isaac_ant_net>::default_path == gmi::rl::detail::gradient_path::tiles);
+// 256 units wide: a wide network (rl/wide_rule.hpp), so the cuBLASLt products ("gemm") by default.
+static_assert(gmi::rl::detail::minibatch_gradient<isaac_ant_net>::default_path == gmi::rl::detail::gradient_path::gemm);
 
 gradient_path_run cartpole_iteration(const std::string& path) { return one_iteration<gmi::envs::cartpole, net>(path); }
 gradient_path_run isaac_ant_iteration(const std::string& path) {

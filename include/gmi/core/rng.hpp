@@ -101,6 +101,14 @@ class rng {
 
   // The position to resume from: blocks started so far (a partly used block counts as used).
   GMI_HD std::uint64_t block() const { return block_; }
+  // The position in words (4 a block), partly used blocks exact: from_word resumes there, so a stream drawn in
+  // several kernels gives the words one thread drawing them all would.
+  GMI_HD std::uint64_t word() const { return block_ * 4 - static_cast<std::uint64_t>(4 - used_); }
+  GMI_HD static rng from_word(std::uint64_t seed, std::uint64_t stream, std::uint64_t word) {
+    rng r(seed, stream, word / 4);
+    for (std::uint64_t k = 0; k < word % 4; ++k) (void)r.next_u32();
+    return r;
+  }
   GMI_HD std::uint64_t seed() const { return seed_; }
   GMI_HD std::uint64_t stream() const { return stream_; }
 

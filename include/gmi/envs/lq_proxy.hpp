@@ -231,14 +231,29 @@ struct lq_proxy {
     for (int i = 0; i < N; ++i) s.x[i] = p.init_std * r.normal();
   }
 
+  // Where the table's parts start (A_sub n x n, B_sub n x m, q, r; row-major).
+  static constexpr int table_b_sub = N * N, table_q = N * N + N * M, table_r = N * N + N * M + N;
+
+  // The step's cost x'Qx + u'Ru for the state before the step (the reward is its negative).
+  GMI_HD static float cost(const state& s, const float* action, const params& p) {
+    const float* q = p.table + table_q;
+    const float* r = p.table + table_r;
+    float c = 0.0f;
+    for (int i = 0; i < N; ++i) c += q[i] * s.x[i] * s.x[i];
+    for (int j = 0; j < M; ++j) c += r[j] * action[j] * action[j];
+    return c;
+  }
+  // Terminated: some |x_i| above state_limit (or not a number).
+  GMI_HD static bool out_of_bounds(const state& s, const params& p) {
+    bool out = false;
+    for (int i = 0; i < N; ++i) out = out || !(fabsf(s.x[i]) <= p.state_limit);
+    return out;
+  }
+
   GMI_HD static gmi::transition step(state& s, const float* action, gmi::rng&, const params& p) {
     const float* a_sub = p.table;
-    const float* b_sub = a_sub + N * N;
-    const float* q = b_sub + N * M;
-    const float* r = q + N;
-    float cost = 0.0f;
-    for (int i = 0; i < N; ++i) cost += q[i] * s.x[i] * s.x[i];
-    for (int j = 0; j < M; ++j) cost += r[j] * action[j] * action[j];
+    const float* b_sub = a_sub + table_b_sub;
+    const float cost_before = cost(s, action, p);
     float next[N];
     for (int sub = 0; sub < Substeps; ++sub) {
       for (int i = 0; i < N; ++i) {
@@ -249,9 +264,7 @@ struct lq_proxy {
       }
       for (int i = 0; i < N; ++i) s.x[i] = next[i];
     }
-    bool out = false;
-    for (int i = 0; i < N; ++i) out = out || !(fabsf(s.x[i]) <= p.state_limit);
-    return {-cost, out};
+    return {-cost_before, out_of_bounds(s, p)};
   }
 
   GMI_HD static void observe(const state& s, float* obs, const params&) {

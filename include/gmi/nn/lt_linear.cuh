@@ -120,6 +120,22 @@ class lt_gemm {
     return true;
   }
 
+  // D = op(A) op(B) + C (C: the layout of D, may not alias it; no epilogue), for recurrences such as a linear
+  // system's substeps. Throws when no algorithm implements the shape.
+  void run_accumulate(const lt_shape& s, const void* a, const void* b, const float* c, float* d, cudaStream_t stream) {
+    gmi::require(s.epilogue == lt_epilogue::none, "lt_gemm run_accumulate epilogue", int(s.epilogue), "none (0)");
+    // Planned for the less aligned of C and D: the plan assumes one alignment for both.
+    const void* planned_d = detail::alignment_of(c) < detail::alignment_of(d) ? static_cast<const void*>(c) : d;
+    plan& p = plan_for(s, a, b, planned_d);
+    if (!p.ok)
+      throw gmi::cuda_error(static_cast<int>(CUBLAS_STATUS_NOT_SUPPORTED),
+                            "lt_gemm: no cuBLASLt algorithm for m " + std::to_string(s.m) + " n " + std::to_string(s.n) +
+                                " k " + std::to_string(s.k) + " in " + precision_name(s.prec) + " with C");
+    const float alpha = 1.0f, beta = 1.0f;
+    GMI_NN_CUBLASLT_TRY(cublasLtMatmul(lt_.get(), p.desc.get(), &alpha, a, p.a.get(), b, p.b.get(), &beta, c, p.d.get(),
+                                       d, p.d.get(), &p.algo, workspace_.data(), workspace_bytes_, stream));
+  }
+
   [[nodiscard]] std::size_t plans() const noexcept { return plans_.size(); }
 
  private:

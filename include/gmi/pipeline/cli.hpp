@@ -129,6 +129,12 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--ppo-gradient", o.ppo_gradient,
                  "GPU trainer, for comparisons: form each minibatch's gradient by warps (one warp a sample), tiles "
                  "(a tile of samples a block) or threads (one thread a sample); default: the network's");
+  app.add_option("--collection", o.collection,
+                 "GPU trainer: collect by threads (one thread an env) or batched (cuBLASLt products over all envs); "
+                 "default: batched for networks with a layer >= 129 units wide, else threads");
+  app.add_option("--net-precision", o.net_precision,
+                 "GPU trainer: the precision of the cuBLASLt products (batched collection, gemm gradients): fp32, "
+                 "tf32 or bf16; default fp32");
   app.add_flag("--quiet", o.quiet, "no progress lines");
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(CLI::NonNegativeNumber);

@@ -61,11 +61,14 @@ void validate(train_config<Pipeline>& o) {
                  "--lr-decay-env-steps with --lr-schedule linear", o.ppo.lr_decay_env_steps,
                  ">= 1 and finite (default: --max-env-steps)");
   }
+  if (!o.net_precision.empty()) o.ppo.network.precision = nn::parse_precision(o.net_precision, "--net-precision");
   o.ppo.validate();
+  rl::request_collection_path(o.collection);
+  if constexpr (Pipeline::layout_type::trains) (void)rl::collection_path_name<typename Pipeline::network>(o.ppo.network);
   // --ppo-gradient (a comparison knob of the GPU trainer) holds for every trainer this process builds, and is
   // checked on every machine, so a typo is one line
   rl::request_gradient_path(o.ppo_gradient);
-  if constexpr (Pipeline::layout_type::trains) (void)rl::minibatch_gradient_name<typename Pipeline::network>();
+  if constexpr (Pipeline::layout_type::trains) (void)rl::minibatch_gradient_name<typename Pipeline::network>(o.ppo.network);
   if (const auto best = optimal_mean_return<Env>(o.env)) o.optimal_mean_return = *best;
   gmi::require(std::isnan(o.target_optimum_gap) || (std::isfinite(o.target_optimum_gap) && o.target_optimum_gap > 0),
                "--target-optimum-gap", o.target_optimum_gap, "> 0 (a fraction of |optimum|, e.g. 0.1)");

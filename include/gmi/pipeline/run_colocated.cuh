@@ -287,7 +287,8 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
                  {"rollout_statistics", first.statistics},
                  {"minibatch_scope", choice_name(o.minibatch_scope, scope_choice_names)},
                  {"comm_clock", choice_name(o.comm_clock, clock_choice_names)},
-                 {"minibatch_gradient", rl::minibatch_gradient_name<typename Pipeline::network>()},
+                 {"minibatch_gradient", rl::minibatch_gradient_name<typename Pipeline::network>(o.ppo.network)},
+                 {"collection", rl::collection_path_name<typename Pipeline::network>(o.ppo.network)},
                  {"network", network_text<Pipeline>()}});
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
     if (std::isfinite(t.comm_share)) {

@@ -61,7 +61,8 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
                          {"git", run.git}, {"ppo", ppo_settings_json(o.ppo)}};
   if (std::isfinite(o.optimal_mean_return)) base["optimal_mean_return"] = o.optimal_mean_return;
   if constexpr (Policy::on_device && Pipeline::layout_type::trains) {
-    base["minibatch_gradient"] = rl::minibatch_gradient_name<typename Pipeline::network>();
+    base["minibatch_gradient"] = rl::minibatch_gradient_name<typename Pipeline::network>(o.ppo.network);
+    base["collection"] = rl::collection_path_name<typename Pipeline::network>(o.ppo.network);
   }
   if constexpr (requires { typename Pipeline::network::net::layers; }) base["network"] = network_text<Pipeline>();
   std::printf("gmi: env-step %s steps/s | serving %s steps/s (policy + sampling + env)\n", metrics::si(env_rate).c_str(),

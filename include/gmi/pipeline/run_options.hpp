@@ -83,7 +83,8 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"value_coef", c.value_coef},
           {"obs_clip", c.obs_clip},
           {"obs_normalizer_window", c.obs_normalizer_window},
-          {"value_normalizer_window", c.value_normalizer_window}};
+          {"value_normalizer_window", c.value_normalizer_window},
+          {"net_precision", nn::precision_name(c.network.precision)}};
   if (c.schedule == rl::lr_schedule::linear) j["lr_decay_env_steps"] = c.lr_decay_env_steps;
   return j;
 }
@@ -146,6 +147,10 @@ struct run_options {
   // How the GPU trainer forms a minibatch's gradient: "" (the network's default), "warps", "tiles" or "threads";
   // for comparisons (rl::request_gradient_path; a path the network does not fit is refused).
   std::string ppo_gradient;
+  // How the GPU trainer collects: "" (the wide-network rule, rl/wide_rule.hpp), "threads" or "batched".
+  std::string collection;
+  // The precision of the GPU trainer's cuBLASLt products ("" keeps ppo.network's, fp32 by default).
+  std::string net_precision;
   int max_policy_lag = 4;   // split layout: rollouts acted with weights more updates old are dropped
   // split layout: rollouts each serving GMI may have queued for the trainer (its channel link's slots: the
   // back-pressure bound). Fewer slots did not lower the lag and left the trainer waiting more (docs/training.md).

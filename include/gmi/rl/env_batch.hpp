@@ -127,11 +127,21 @@ struct env_batch_view {
     state s = load(i);
     bool valid = true;
     for (int k = 0; k < act_dim; ++k) valid = valid && detail::is_finite(action[k]);
+    gmi::transition tr{0.0f, true};
+    if (valid) tr = E::step(s, action, r, params);
+    return finish_one(i, s, r, valid, tr, obs, final_obs);
+  }
+
+  // The bookkeeping after environment i's dynamics moved s (state) to its next state with transition tr, or did
+  // not run (valid false: the action was invalid): episode statistics, auto-reset, the observation and the
+  // stored state, as step_one; r: environment i's stream, as step_one made it. For steppers that run the
+  // dynamics of all environments at once (rl/batched_dynamics.cuh).
+  GMI_HD step_result finish_one(std::size_t i, state& s, gmi::rng& r, bool valid, const gmi::transition& tr, float* obs,
+                                float* final_obs) const {
     std::int32_t length = lengths[i] + 1;
     float ret = returns[i];
     step_result out{0.0f, true, false};
     if (valid) {
-      const gmi::transition tr = E::step(s, action, r, params);
       ret += tr.reward;
       out = {tr.reward, tr.terminated, !tr.terminated && length >= params.max_steps};
     } else {

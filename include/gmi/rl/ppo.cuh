@@ -36,8 +36,10 @@
 #include <gmi/rl/detail/ppo_lt_gradient.cuh>
 #include <gmi/rl/detail/ppo_tile_gradient.cuh>
 #include <gmi/rl/detail/ppo_warp_gradient.cuh>
+#include <gmi/rl/batched_rollout.cuh>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/ppo.hpp>
+#include <gmi/rl/wide_rule.hpp>
 
 namespace gmi::rl::detail {
 
@@ -177,14 +179,6 @@ __global__ static void ppo_average_rows_kernel(float* grads, int row, int param_
   if (q >= param_count) term_log[q - param_count] = g;
 }
 
-// How minibatch_gradient forms a minibatch's partial rows, and the one asked for (rl::request_gradient_path; "":
-// the network's default), process-wide, read when a trainer is built.
-enum class gradient_path { warps, tiles, threads, gemm };
-inline std::string& requested_gradient_path() { static std::string path; return path; }
-inline const char* gradient_path_name(gradient_path p) {
-  return p == gradient_path::warps ? "warps" : p == gradient_path::tiles ? "tiles" : p == gradient_path::threads ? "threads" : "gemm";
-}
-
 // One minibatch's mean gradient row (and loss terms) on the GPU: partial rows by the path chosen (above), then their
 // sum in row order; the same sums on every run. Shared by the PPO trainer and the APPO learner.
 template <class Net>
@@ -197,10 +191,11 @@ class minibatch_gradient {
   // one per SM and an 8192-sample minibatch used 32 of 132 SMs; 64-thread blocks spread the same warps wider.
   static constexpr int thread_block = 64;
 
-  // The path used unless request_gradient_path asks for another: the per-sample kernels (warps, then tiles, then
-  // threads, by what fits). The cuBLASLt products (ppo_lt_gradient.cuh, "gemm") stay opt-in until bench/wide shows
-  // them ahead of tiles on a GPU; cfg is their precision and workspace.
-  static constexpr gradient_path default_path_for(const nn::network_config&) {
+  // The path used unless request_gradient_path asks for another: for a wide network (rl/wide_rule.hpp: widest
+  // layer >= cfg.lt_min_width) the cuBLASLt products (ppo_lt_gradient.cuh, "gemm"), else the per-sample kernels
+  // (warps, then tiles, then threads, by what fits); cfg is also the products' precision and workspace.
+  static constexpr gradient_path default_path_for(const nn::network_config& cfg) {
+    if (is_wide<Net>(cfg)) return gradient_path::gemm;
     return warp_path::fits ? gradient_path::warps : tile_path::fits ? gradient_path::tiles : gradient_path::threads;
   }
   static constexpr gradient_path default_path = default_path_for(nn::network_config{});
@@ -364,10 +359,14 @@ struct ppo_device_ops {
   cuda::graph_exec graph;  // the whole iteration (synced with the statistics gathered on the host: the update)
   cuda::device_buffer<float> popart_old;  // the return normalizer's mean and std before its update
   bool warmed_up = false, graph_given = false;
+  // The batched rollout (rl/batched_rollout.cuh), when the collection path is batched (rl/wide_rule.hpp).
+  std::optional<batched_rollout<E, Net>> batched;
 
   explicit ppo_device_ops(trainer& t)
-      : gradient(t.minibatch_, t.policy_.sm_count), iteration(1), group_mean(row), popart_old(2) {
+      : gradient(t.minibatch_, t.policy_.sm_count, t.config_.network), iteration(1), group_mean(row), popart_old(2) {
     iteration.fill_bytes(0, t.policy_.stream);
+    if (chosen_collection_path<Net>(t.config_.network) == collection_path::batched)
+      batched.emplace(t.n_, t.envs_.view().params, t.config_.network, t.policy_);
   }
   // PopArt around the return normalizer's update (ppo_trainer::update_value_statistics): its float mean and std
   // kept, then the value head rescaled to the new ones. Capturable.
@@ -399,6 +398,11 @@ struct ppo_device_ops {
   static unsigned env_block(std::size_t n) { return n <= 4096 ? 32u : 128u; }
 
   void collect(trainer& t) {
+    if (batched) {
+      batched->set_stream(t.policy_.stream);
+      batched->collect(t.rollout_view(), t.params_.data());
+      return;
+    }
     const unsigned block = env_block(t.n_);
     ppo_collect_kernel<E, Net><<<static_cast<unsigned>((t.n_ + block - 1) / block), block, shared_bytes(),
                                  t.policy_.stream>>>(t.rollout_view(), t.params_.data());
@@ -585,15 +589,11 @@ struct ppo_device_ops {
 
 namespace gmi::rl {
 
-// Asks every GPU trainer built from now on in this process for the gradient path `path` ("warps", "tiles",
-// "threads", "gemm"; "": each network's default; gmi::run's --ppo-gradient), checked per network.
-inline void request_gradient_path(std::string path) { detail::requested_gradient_path() = std::move(path); }
-
 // How the GPU trainer forms Net's minibatch gradients ("warps", "tiles", "threads" or "gemm"), for result lines;
 // throws config_error when the requested path is one Net does not fit.
 template <class Net>
-const char* minibatch_gradient_name() {
-  return detail::gradient_path_name(detail::minibatch_gradient<Net>::chosen_path());
+const char* minibatch_gradient_name(const nn::network_config& cfg = {}) {
+  return detail::gradient_path_name(detail::minibatch_gradient<Net>::chosen_path(cfg));
 }
 
 }  // namespace gmi::rl

@@ -8,6 +8,7 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/core/hd.hpp>
+#include <gmi/nn/network_config.hpp>
 
 namespace gmi::rl {
 
@@ -72,6 +73,9 @@ struct ppo_config {
   float kl_target = 0.016f;
   float min_learning_rate = 1e-6f;
   float max_learning_rate = 1e-2f;
+  // The GPU trainer's cuBLASLt paths (batched collection, gemm gradients): their precision, and lt_min_width, the
+  // width from which a network is wide (rl/wide_rule.hpp) and takes those paths by default.
+  nn::network_config network{};
 
   // Throws config_error naming the first bad field.
   void validate() const {
@@ -106,6 +110,7 @@ struct ppo_config {
                  min_learning_rate, "> 0 and <= max_learning_rate (" + std::to_string(max_learning_rate) + ")");
     gmi::require(learning_rate >= min_learning_rate && learning_rate <= max_learning_rate, "ppo.learning_rate",
                  learning_rate, "within [min_learning_rate, max_learning_rate]");
+    nn::validate(network);
   }
 };
 

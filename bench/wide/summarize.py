@@ -1,0 +1,56 @@
+# The summary of a gmi.bench.wide + jax_reference.py run (one run id): each gmi case against the JAX reference,
+# the targets, achieved TFLOP/s against the peak dense GEMM measured in the same run, and the wide rule's
+# threshold cases. Rewrites every line's device to nvidia-smi's name (one name for both impls).
+# Usage: python3 summarize.py LINES.jsonl "DEVICE NAME"
+import json
+import sys
+
+path, device = sys.argv[1], sys.argv[2]
+lines = [json.loads(l) for l in open(path) if l.strip()]
+for l in lines:
+    l["device"] = device
+with open(path, "w") as f:
+    for l in lines:
+        f.write(json.dumps(l) + "\n")
+peak = {l["precision"]: l["median"] for l in lines if l.get("case") == "peak_gemm"}
+print("peak dense GEMM TFLOP/s:", {k: round(v, 1) for k, v in peak.items()})
+
+
+def best(impl, case, net, n):
+    c = [l for l in lines if l["impl"] == impl and l.get("case") == case and l.get("net") == net and l.get("num_envs") == n]
+    return max(c, key=lambda l: l["median"]) if c else None
+
+
+def of_peak(l):
+    t = l.get("total_tflops", l.get("tflops", 0.0))
+    p = peak.get(l["precision"], peak.get("tf32"))
+    return f"{t:.1f} TF/s = {100 * t / p:.1f}% of {l['precision'] if l['precision'] in peak else 'tf32'} peak" if p else f"{t:.1f} TF/s"
+
+
+targets = {("serving", "shadow_hand_mlp", 4096): 85e6, ("serving", "ant_mlp", 4096): 220e6}
+nets = ("shadow_hand_mlp", "humanoid_mlp", "ant_mlp")
+for case, ns in (("serving", (4096, 16384)), ("training", (4096,))):
+    for net in nets:
+        for n in ns:
+            g, j = best("gmi", case, net, n), best("jax_reference", case, net, n)
+            if not g:
+                continue
+            ratio = g["median"] / j["median"] if j else float("nan")
+            t = targets.get((case, net, n))
+            path = g.get("path") or f"{g.get('collection')}+{g.get('gradient_path')}"
+            print(f"{case:8s} {net:16s} {n:6d}: gmi {g['median'] / 1e6:8.2f} M ({g['precision']}, {path}, {of_peak(g)}) "
+                  f"jax {j['median'] / 1e6 if j else float('nan'):8.2f} M ({j['precision'] if j else '-'}, "
+                  f"{j.get('tflops', 0) if j else 0:.1f} TF/s) ratio {ratio:.2f} (need >= 2)"
+                  + ("" if not t else f", target {t / 1e6:.0f} M: " + ("met" if g["median"] >= t else "NOT met")))
+c = [l for l in lines if l.get("net") == "cartpole_mlp"]
+if c:
+    print(f"serving  cartpole_mlp 512: gmi {c[0]['median'] / 1e6:.2f} M (target 60 M: {'met' if c[0]['median'] >= 60e6 else 'NOT met'})")
+th = [l for l in lines if l.get("case") == "threshold"]
+if th:
+    print("wide rule threshold (Ant proxy, fp32, samples/s): narrow = threads + per-sample gradients, wide = batched + gemm")
+    for net in dict.fromkeys(l["net"] for l in th):
+        row = {l["rule"]: l for l in th if l["net"] == net}
+        if "narrow" in row and "wide" in row:
+            n_, w_ = row["narrow"], row["wide"]
+            print(f"  {net:12s} max width {n_['max_width']:4d}: narrow {n_['median'] / 1e6:7.3f} M ({n_['collection']}+{n_['gradient_path']}) "
+                  f"wide {w_['median'] / 1e6:7.3f} M ({w_['collection']}+{w_['gradient_path']}) wide/narrow {w_['median'] / n_['median']:.2f}")

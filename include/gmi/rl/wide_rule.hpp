@@ -1,0 +1,86 @@
+#pragma once
+// The wide-network rule: which GPU paths a PPO trainer takes for its network without being told. A network whose
+// widest layer has at least network_config::lt_min_width units is wide: its rollout runs batched (normalize,
+// cuBLASLt forward, sampling, the env step of all envs; rl/batched_rollout.cuh) and its minibatch gradients as
+// cuBLASLt products ("gemm"); a narrower one keeps one thread per env and the per-sample gradient kernels.
+// request_collection_path / request_gradient_path override the rule process-wide (the gradient path's names live
+// here too, so configuration code needs no nvcc). Host-only.
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <gmi/core/error.hpp>
+#include <gmi/nn/network_config.hpp>
+
+namespace gmi::rl {
+
+// How a GPU trainer collects its rollout.
+enum class collection_path {
+  threads,  // one thread per env runs the whole policy forward, sampling and env step (ppo_collect_kernel)
+  batched,  // per step: normalize, cuBLASLt forward over the batch, a sampling kernel, the batch env step
+};
+
+inline constexpr const char* collection_path_name(collection_path p) {
+  return p == collection_path::threads ? "threads" : "batched";
+}
+
+namespace detail {
+inline std::string& requested_collection_path() {
+  static std::string path;
+  return path;
+}
+// How the GPU trainer's minibatch_gradient (ppo.cuh) forms a minibatch's partial rows, and the one asked for
+// (rl::request_gradient_path; "": the network's default), process-wide, read when a trainer is built.
+enum class gradient_path { warps, tiles, threads, gemm };
+inline std::string& requested_gradient_path() {
+  static std::string path;
+  return path;
+}
+inline const char* gradient_path_name(gradient_path p) {
+  return p == gradient_path::warps     ? "warps"
+         : p == gradient_path::tiles   ? "tiles"
+         : p == gradient_path::threads ? "threads"
+                                       : "gemm";
+}
+}  // namespace detail
+
+// Asks every GPU trainer built from now on in this process for the gradient path `path` ("warps", "tiles",
+// "threads", "gemm"; "": each network's default; gmi::run's --ppo-gradient), checked per network.
+inline void request_gradient_path(std::string path) { detail::requested_gradient_path() = std::move(path); }
+
+// Whether Net (an actor-critic with ::net, or an mlp) is wide under cfg: its widest layer >= cfg.lt_min_width.
+template <class Net>
+constexpr bool is_wide(const nn::network_config& cfg = {}) {
+  if constexpr (requires { Net::net::max_width; }) return Net::net::max_width >= cfg.lt_min_width;
+  else return Net::max_width >= cfg.lt_min_width;
+}
+
+// The collection path: "threads" or "batched" as asked for (gmi::run's --collection), "" (the default): by the
+// rule above. Anything else is a config_error naming the flag.
+inline collection_path parse_collection_path(std::string_view want, bool wide) {
+  if (want.empty()) return wide ? collection_path::batched : collection_path::threads;
+  if (want == "threads") return collection_path::threads;
+  if (want == "batched") return collection_path::batched;
+  throw gmi::config_error(gmi::got_need("--collection", std::string(want),
+                                        std::string("threads, batched or nothing (the default, ") +
+                                            (wide ? "batched" : "threads") + ", for this network)"));
+}
+
+// Asks every GPU trainer built from now on in this process for collection path `path` ("", "threads",
+// "batched"); checked when a trainer is built.
+inline void request_collection_path(std::string path) { detail::requested_collection_path() = std::move(path); }
+
+template <class Net>
+collection_path chosen_collection_path(const nn::network_config& cfg = {}) {
+  return parse_collection_path(detail::requested_collection_path(), is_wide<Net>(cfg));
+}
+
+// How the GPU trainer collects Net's rollouts ("threads" or "batched"), for result lines; throws config_error
+// when request_collection_path asked for something else.
+template <class Net>
+const char* collection_path_name(const nn::network_config& cfg = {}) {
+  return collection_path_name(chosen_collection_path<Net>(cfg));
+}
+
+}  // namespace gmi::rl
