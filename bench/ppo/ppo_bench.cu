@@ -88,7 +88,7 @@ void wide_serving(bench_context& b, gmi::exec::cuda on, const char* task, double
     }
     const auto sum = gmi::metrics::summarize(rates);
     auto l = b.line("serving", task, n, "steps_per_s", sum);
-    l["path"] = std::string("batched_") + s.path_name;
+    l["path"] = std::string("batched_") + s.path();
     l["flops_per_s"] = sum.median * flops_per_sample;
     l["matrix_rate_flops_per_s"] = matrix_rate;
     l["fraction_of_matrix_rate"] = sum.median * flops_per_sample / matrix_rate;

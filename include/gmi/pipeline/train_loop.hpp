@@ -5,7 +5,7 @@
 // for again (the device is 5 iterations ahead, so this wait costs it nothing). At a decision (every round; every
 // iteration for a group of one, which decides without a collective) the group agrees on whether to stop: the
 // solved window, the step and time limits, SIGINT/SIGTERM, the supervisor's teardown and non-finite loss terms
-// (rank 0 looks at them at each log time and before each save). Saves happen at decisions, the first at or after
+// (rank 0 looks at them at each log time, before each save and when it votes to stop). Saves happen at decisions, the first at or after
 // each multiple of checkpoint_every, and at the stop, never with non-finite loss terms. Host syncs: the round's
 // statistics wait, rank 0's look at the loss terms at log times, and one synchronize at the first round.
 
@@ -176,7 +176,9 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
     const bool save_due = every > 0 && it / every > last_saved / every;
     const bool log_due = elapsed - last_log >= s.log_interval;
     std::optional<rl::ppo_losses> looked;
-    if (group.rank() == 0 && (log_due || save_due)) looked = trainer.losses();  // waits for the queued iterations
+    // Rank 0 looks at the loss terms at log times, before saves and when it votes to stop (so a run that reaches
+    // its limit with non-finite terms ends diverged, unsaved); the look waits for the queued iterations.
+    if (group.rank() == 0 && (log_due || save_due || vote)) looked = trainer.losses();
     const auto voting = clock::now();
     // the statistics were asked for 5 iterations ago: the curve point is at the steps up to then
     bool stop_now = stop(group, mine, vote, s.target_return, steps - 5.0 * per_iteration, looked && !looked->finite());
