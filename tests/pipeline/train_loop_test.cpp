@@ -131,6 +131,20 @@ TEST_CASE("pipeline.train_loop.saves_at_multiples_and_never_after_divergence") {
   CHECK(gmi::exit_code_of(e.reason, e.signal_number) == 1);
 }
 
+// A run with no log time or save due before its limit (a population member): the loss terms are looked at when
+// it stops, so non-finite ones end it diverged and unsaved rather than at the step limit.
+TEST_CASE("pipeline.train_loop.non_finite_terms_at_the_limit_end_diverged") {
+  scripted_trainer t;
+  t.nan_from = 3;
+  recorded rec;
+  const auto e = run<gmi::detail::solo_group>(t, settings(700), rec);
+  CHECK(e.reason == gmi::stop_reason::diverged);
+  CHECK(e.iterations == 7);
+  CHECK(rec.saves.empty());
+  REQUIRE(e.losses.has_value());
+  CHECK_FALSE(e.losses->finite());
+}
+
 TEST_CASE("pipeline.train_loop.stops_when_the_group_mean_reaches_the_target") {
   scripted_trainer t;
   t.ret = 5.0;
