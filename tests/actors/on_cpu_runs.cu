@@ -61,3 +61,20 @@ std::string on_cpu_sync_refusal() {
   }
   return "";
 }
+
+std::string on_cpu_several_gmis_refusal(const std::string& which) {
+  auto c = gmi::default_config<on_cpu_ppo>();
+  c.device = gmi::device_choice::host;
+  c.quiet = true;
+  c.num_envs = 64;
+  c.max_env_steps = 1;
+  if (which == "population") c.population = true;
+  if (which == "gmis") c.gmis_per_gpu = 4;
+  if (which == "gpus") c.gpus = "all";
+  try {
+    (void)gmi::train<on_cpu_ppo>(c);
+  } catch (const gmi::config_error& err) {
+    return err.what();
+  }
+  return "";
+}

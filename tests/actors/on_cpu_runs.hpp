@@ -15,3 +15,6 @@ struct on_cpu_outcome {
 on_cpu_outcome train_cartpole_on_cpu(double max_env_steps);
 // The engine refuses to join a synced group (one GMI only): the config_error's message.
 std::string on_cpu_sync_refusal();
+// gmi::train with CPU actors and a run option that asks for more than one GMI ("population", "gmis", "gpus"):
+// the config_error's message, or "" when nothing was refused.
+std::string on_cpu_several_gmis_refusal(const std::string& which);

@@ -29,6 +29,16 @@ TEST_SUITE("cpu") {
     CHECK(o.weights == o.reference);
   }
 
+  // Options asking for more GMIs are refused before anything starts, naming the option and its value.
+  TEST_CASE("actors.on_cpu.refuses_several_gmis") {
+    const std::string population = on_cpu_several_gmis_refusal("population");
+    CHECK(population.find("--population with CPU actors (actors::on_cpu): got true, need one GMI") != std::string::npos);
+    const std::string gmis = on_cpu_several_gmis_refusal("gmis");
+    CHECK(gmis.find("--gmis-per-gpu with CPU actors (actors::on_cpu): got 4, need one GMI") != std::string::npos);
+    const std::string gpus = on_cpu_several_gmis_refusal("gpus");
+    CHECK(gpus.find("--gpus with CPU actors (actors::on_cpu): got \"all\"") != std::string::npos);
+  }
+
   TEST_CASE("actors.on_cpu.refuses_a_synced_group") {
     const std::string msg = on_cpu_sync_refusal();
     CHECK(msg.find("CPU actors (actors::on_cpu)") != std::string::npos);

@@ -84,6 +84,21 @@ void validate(train_config<Pipeline>& o) {
                  o.population ? std::string("--population") : std::string("layout ") + Pipeline::layout_type::name,
                  "synchronous training (layout colocated, no --population)");
   }
+  if constexpr (requires { typename Env::cpu_env; }) {
+    // CPU actors (actors::on_cpu): one GMI, whose environments step on this process's cores; more GMIs would share
+    // those cores, and the split layout's serving GMIs would step the environments on the GPU.
+    static_assert(!std::is_same_v<typename Pipeline::layout_type, layout::split>,
+                  "gmi: actors::on_cpu<Env> runs one GMI; the split layout needs serving GMIs on the GPU");
+    const auto refuse = [](const char* flag, const auto& value) {
+      throw gmi::config_error(gmi::got_need(std::string(flag) + " with CPU actors (actors::on_cpu)", value,
+                                            "one GMI (its environments step on this process's cores)"));
+    };
+    if (o.population) refuse("--population", o.population);
+    if (o.split_roles) refuse("--split-roles", o.split_roles);
+    if (o.gmis_per_gpu > 1) refuse("--gmis-per-gpu", o.gmis_per_gpu);
+    if (o.gpus != "1") refuse("--gpus", o.gpus);
+    if (o.restart_on_failure > 0) refuse("--restart-on-failure", o.restart_on_failure);
+  }
   if (!o.autotune.save_path.empty()) {  // before a search of minutes, not after it
     gmi::require(o.autotune.on, "--save-plan without --autotune", o.autotune.save_path,
                  "--autotune as well (--save-plan saves the plan the search chose)");
