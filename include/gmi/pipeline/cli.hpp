@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -36,6 +37,21 @@ CLI::Option* add_choice(CLI::App& app, std::vector<std::function<void()>>& after
   after.push_back([text, &out, &table, flag] { out = parse_choice(flag, *text, table); });
   return app.add_option(flag, *text, help)->check(CLI::IsMember(choice_names(table)))->default_str(*text);
 }
+
+// Number checks that say what was given and what is allowed in one short line (CLI11's own print the whole double
+// range): a finite number > 0, or >= 0.
+inline CLI::Validator number_at_least(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool ok = !text.empty() && end && *end == '\0' && std::isfinite(v) && (zero_allowed ? v >= 0 : v > 0);
+        return ok ? std::string() : "got " + text + ", need a number " + (zero_allowed ? ">= 0" : "> 0");
+      },
+      zero_allowed ? "NUMBER >= 0" : "NUMBER > 0");
+}
+inline CLI::Validator positive_number() { return number_at_least(false); }
+inline CLI::Validator non_negative_number() { return number_at_least(true); }
 }  // namespace detail
 
 // Fills `o` from argv on top of what it holds (gmi::default_config<Pipeline>() for gmi::run). Returns the exit
@@ -48,7 +64,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--num-envs", o.num_envs, "environments per GMI")->check(CLI::Range(1, 1 << 24))->capture_default_str();
   app.add_option("--seed", o.seed, "seed of environments, policy sampling, initial weights and shuffles")->capture_default_str();
   add_choice(app, after, "--device", o.device, device_choice_names, "where to run");
-  app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(detail::non_negative_number())->capture_default_str();
   app.add_option("--gpus", o.gpus, "GPUs to use from --gpu on: a count or \"all\"")->capture_default_str();
   app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU (the backend sets the upper bound)")
       ->check(CLI::Range(1, 1024))->capture_default_str();
@@ -61,9 +77,9 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--mps-percentage", o.mps_percentage, "MPS active-thread percentage per GMI (default 100 / GMIs per GPU, rounded up)")
       ->check(CLI::Range(1, 100));
   app.add_option("--sms-per-gmi", o.sms_per_gmi, "green_context: SMs per GMI (0: the largest equal slice)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds of training")->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(detail::non_negative_number())->capture_default_str();
+  app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(detail::positive_number())->capture_default_str();
+  app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds of training")->check(detail::positive_number())->capture_default_str();
   auto* target_return_flag =
       app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");
   app.add_option("--target-optimum-gap", o.target_optimum_gap,
@@ -72,7 +88,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--min-episodes", o.min_episodes, "episodes a mean return must cover")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--log-interval", o.log_interval, "seconds between progress lines")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
   app.add_option("--metrics", o.metrics_path, "append JSON-lines metrics to this file");
-  app.add_option("--serve-seconds", o.serve_seconds, "serving layout: seconds to measure")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--serve-seconds", o.serve_seconds, "serving layout: seconds to measure")->check(detail::positive_number())->capture_default_str();
   app.add_option("--horizon", o.ppo.horizon, "PPO steps per environment per iteration")->capture_default_str();
   app.add_option("--minibatch", o.ppo.minibatch, "PPO minibatch size")->capture_default_str();
   app.add_option("--epochs", o.ppo.epochs, "PPO epochs per iteration")->capture_default_str();
@@ -137,7 +153,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "tf32 or bf16; default fp32");
   app.add_flag("--quiet", o.quiet, "no progress lines");
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
-  app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(detail::non_negative_number());
   app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint (over GMIs: its manifest)")
       ->check(CLI::ExistingFile);
   add_choice(app, after, "--gradient-allreduce", o.gradient_allreduce, allreduce_choice_names,
@@ -168,7 +184,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_flag("--autotune", o.autotune.on, "serving, colocated: find GMIs per GPU and envs per GMI (the paper's Algorithm 1 with "
                "trials of the layout), then serve or train with them");
   app.add_option("--autotune-budget", o.autotune.budget_seconds, "autotune: seconds for all trials")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(detail::positive_number())->capture_default_str();
   app.add_option("--autotune-max-gmis", o.autotune.max_gmis_per_gpu, "autotune: most GMIs per GPU to try")
       ->check(CLI::Range(1, 48))->capture_default_str();
   app.add_option("--autotune-partitions", o.autotune.partitions, "autotune: backends to search, comma list (default: --partition)");
@@ -180,7 +196,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                "autotune, colocated: skip the split-layout trials (the mapping stays colocated, not measured)");
   app.add_option("--autotune-placement-threshold", o.autotune.placement_threshold,
                  "autotune, colocated: plan GPU simulation when its env steps/s >= T x the CPU actors' (else CPU actors)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(detail::positive_number())->capture_default_str();
   app.add_option("--autotune-ratio-sweep", o.autotune.ratio_sweep,
                  "autotune, colocated: choose the CPU/GPU ratio from these sweep lines (gmi.bench.actors_ratio)")
       ->check(CLI::ExistingFile);

@@ -17,6 +17,7 @@
 #include <gmi/cuda/check.hpp>
 #include <gmi/cuda/device.hpp>
 #include <gmi/exec/host.hpp>
+#include <gmi/pipeline/cli.hpp>
 #include <gmi/pipeline/defaults.hpp>
 #include <gmi/pipeline/offpolicy_loop.hpp>
 #include <gmi/pipeline/resolve.cuh>
@@ -108,11 +109,11 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
   app.add_option("--num-envs", o.num_envs, "environments")->check(CLI::Range(1, 1 << 24))->capture_default_str();
   app.add_option("--seed", o.seed, "seed of environments, actions, initial weights and samples")->capture_default_str();
   app.add_option("--device", device, "where to run")->check(CLI::IsMember(choice_names(device_choice_names)))->capture_default_str();
-  app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(detail::non_negative_number())->capture_default_str();
   app.add_option("--gpus", o.gpus, "GPUs to use (off-policy: 1)")->capture_default_str();
   app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU (off-policy: 1)")->check(CLI::Range(1, 1024))->capture_default_str();
-  app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(detail::positive_number())->capture_default_str();
+  app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds")->check(detail::positive_number())->capture_default_str();
   auto* target_flag = app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");
   app.add_option("--target-optimum-gap", o.target_optimum_gap, "stop within this fraction of the task's optimal mean return");
   app.add_option("--min-episodes", o.min_episodes, "episodes a mean return must cover")->check(CLI::Range(1, 1 << 20))->capture_default_str();
