@@ -145,9 +145,11 @@ class ip_allreduce {
     g.attach(0);
     return g;
   }
-  static ip_allreduce open(std::string_view tag, int rank, milliseconds timeout = default_timeout()) {
+  // while_waiting: called while rank 0 has not created the group yet (see shm_segment::open).
+  static ip_allreduce open(std::string_view tag, int rank, milliseconds timeout = default_timeout(),
+                           const std::function<void()>& while_waiting = {}) {
     ip_allreduce g;
-    g.segment_ = shm_segment::open(tag, timeout);
+    g.segment_ = shm_segment::open(tag, timeout, while_waiting);
     g.attach(rank);
     return g;
   }

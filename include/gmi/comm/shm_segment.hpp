@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -142,7 +143,9 @@ class shm_segment {
   }
 
   // Opens a segment another process creates, waiting up to `timeout` for it to appear and be ready.
-  static shm_segment open(std::string_view tag, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  // while_waiting: called between polls (a caller's heartbeat, or its check that the owner is still alive).
+  static shm_segment open(std::string_view tag, std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                          const std::function<void()>& while_waiting = {}) {
     namespace bip = boost::interprocess;
     shm_segment s;
     s.name_ = segment_name(tag);
@@ -168,6 +171,7 @@ class shm_segment {
                                                                           std::to_string(timeout.count()) + " ms",
                                   "created by its owner within the timeout"));
       }
+      if (while_waiting) while_waiting();
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }

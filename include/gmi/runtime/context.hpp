@@ -232,10 +232,7 @@ class context {
     std::snprintf(hash, sizeof hash, "%016llx",
                   static_cast<unsigned long long>(gmi::fnv1a(sorted.data(), sorted.size() * sizeof(int))));
     const std::string tag = seg_->run_id() + "-ar" + std::to_string(sorted.size()) + "-" + hash;
-    auto g = std::make_unique<comm::ip_allreduce>(
-        at == 0 ? comm::ip_allreduce::create(tag, static_cast<int>(sorted.size()), group_allreduce_bytes)
-                : comm::ip_allreduce::open(tag, static_cast<int>(at), timeout_));
-    g->set_wait_check([this, sorted] {
+    const auto check = [this, sorted] {
       heartbeat();
       progress();  // a member may first wait in recv for bytes this GMI still has queued
       for (const int m : sorted) {
@@ -245,7 +242,12 @@ class context {
         }
       }
       if (seg_->stop_requested()) throw gmi::comm_error("allreduce in " + id_.describe() + ": the run is being torn down");
-    });
+    };
+    // The others wait for the lowest member to create the group with the same check (a slow creator is no hang).
+    auto g = std::make_unique<comm::ip_allreduce>(
+        at == 0 ? comm::ip_allreduce::create(tag, static_cast<int>(sorted.size()), group_allreduce_bytes)
+                : comm::ip_allreduce::open(tag, static_cast<int>(at), timeout_, check));
+    g->set_wait_check(check);
     return *groups_.emplace(sorted, std::move(g)).first->second;
   }
 
