@@ -34,6 +34,7 @@
 #include <gmi/pipeline/training_totals.hpp>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/ppo.cuh>
+#include <gmi/rl/ppo_eval.hpp>
 #include <gmi/runtime/gmis.hpp>
 #include <gmi/runtime/trace.hpp>
 
@@ -237,6 +238,18 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
                b.stream());
     GMI_CUDA_TRY(cudaStreamSynchronize(b.stream()));
     r.weights_hash = gmi::fnv1a(host.data(), host.size() * sizeof(float));
+    // Rank 0: the final policy without exploration noise, on host threads after the clock stopped (the weights
+    // are the group's, identical on every GMI). Not for autotune trials or a diverged run.
+    if constexpr (requires { rl::evaluate_mode(trainer, 1, o.env); }) {
+      if (ctx.rank() == 0 && !trial && e.reason != stop_reason::diverged) {
+        ctx.heartbeat();
+        const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
+        ctx.heartbeat();
+        r.eval_return = ev.mean_return;
+        r.eval_length = ev.mean_length;
+        r.eval_episodes = ev.episodes;
+      }
+    }
     ctx.report(nlohmann::json(r).dump());
     runtime::trace(ctx.id(), "done: " + reason);
   };
@@ -264,6 +277,10 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
               t.per_gmi.size(), metrics::si(t.samples_per_s / static_cast<double>(t.per_gmi.size())).c_str(),
               first.update.c_str(), first.statistics.c_str(), return_text(first.mean_return, o).c_str(), t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
               static_cast<unsigned long long>(first.weights_hash));
+  if (std::isfinite(first.eval_return)) {
+    std::printf("gmi: deterministic evaluation: mean return %s over %llu episodes\n",
+                return_text(first.eval_return, o).c_str(), static_cast<unsigned long long>(first.eval_episodes));
+  }
   if (std::isfinite(t.comm_share)) std::printf("gmi: %s\n", comm_share_text(t).c_str());
   std::printf("gmi: %s\n", utilization_text(t).c_str());
   std::fflush(stdout);
@@ -291,6 +308,9 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
                  {"collection", rl::collection_path_name<typename Pipeline::network>(o.ppo.network)},
                  {"network", network_text<Pipeline>()}});
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
+    if (std::isfinite(first.eval_return)) {
+      line.update({{"eval_return", first.eval_return}, {"eval_episodes", first.eval_episodes}, {"eval_length", first.eval_length}});
+    }
     if (std::isfinite(t.comm_share)) {
       line.update({{"comm_share", t.comm_share}, {"comm_share_max", t.comm_share_max}, {"host_sync_share", t.host_sync_share}});
     }
@@ -305,6 +325,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   result.wall_seconds = first.seconds;
   result.mean_return = first.mean_return;
   result.curve = first.curve;
+  result.eval_return = first.eval_return;
   result.rates.train_samples_per_s = t.samples_per_s;
   if (!t.weights_identical) {
     std::fprintf(stderr, "gmi: the GMIs ended with different weights: synchronous training is broken\n");

@@ -41,7 +41,8 @@ struct train_result {
   double wall_seconds = 0;
   double mean_return = std::numeric_limits<double>::quiet_NaN();  // over the last --min-episodes episodes
   // The final policy's deterministic return (PPO: rl/ppo_eval.hpp, mean actions over rl::default_eval_episodes
-  // fresh episodes, filled by one-GMI runs; SAC: --sac-eval-episodes), NaN where not measured.
+  // fresh episodes, filled by one-GMI and colocated runs, where GMI 0 evaluates the group's weights; SAC:
+  // --sac-eval-episodes), NaN where not measured.
   double eval_return = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::array<double, 2>> curve;                       // (env steps, mean return), at most 128 points
   throughput_tiers rates;

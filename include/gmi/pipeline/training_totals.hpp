@@ -36,6 +36,10 @@ struct gmi_training_result {
   std::string update;     // "fused" (replayed, the group's sum inside each step kernel), "graph" or "eager"
   std::string statistics;  // where the group's rollout statistics meet: "kernel" (the row exchange) or "host"
   std::vector<std::array<double, 2>> curve;  // rank 0 only: (group env steps, mean return) at every group step
+  // Rank 0 only: the final policy's deterministic return (rl/ppo_eval.hpp) over eval_episodes, NaN where not run.
+  double eval_return = std::numeric_limits<double>::quiet_NaN();
+  double eval_length = std::numeric_limits<double>::quiet_NaN();
+  std::uint64_t eval_episodes = 0;
   // From the first group step (iteration 5) to the end: start-up, graph capture and the first iterations left
   // out, as an autotune trial measures (pipeline/autotune.cuh). Zero when the run ended at its first group step.
   double warm_samples = 0, warm_seconds = 0;
@@ -54,6 +58,9 @@ inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
        {"weights_hash", r.weights_hash}, {"reason", r.reason}, {"binding", r.binding}};
   if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
   if (!r.curve.empty()) j["curve"] = r.curve;
+  if (std::isfinite(r.eval_return)) {
+    j.update({{"eval_return", r.eval_return}, {"eval_length", r.eval_length}, {"eval_episodes", r.eval_episodes}});
+  }
   if (!r.gradients.empty()) j["gradients"] = r.gradients;
   if (!r.update.empty()) j["update"] = r.update;
   if (!r.statistics.empty()) j["statistics"] = r.statistics;
@@ -75,6 +82,11 @@ inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   r.binding = j.at("binding");
   if (j.contains("mean_return")) r.mean_return = j["mean_return"].get<double>();
   if (j.contains("curve")) r.curve = j["curve"].get<std::vector<std::array<double, 2>>>();
+  if (j.contains("eval_return")) {
+    r.eval_return = j.at("eval_return");
+    r.eval_length = j.at("eval_length");
+    r.eval_episodes = j.at("eval_episodes");
+  }
   if (j.contains("gradients")) r.gradients = j["gradients"].get<std::string>();
   if (j.contains("update")) r.update = j["update"].get<std::string>();
   if (j.contains("statistics")) r.statistics = j["statistics"].get<std::string>();
