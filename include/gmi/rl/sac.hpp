@@ -2,13 +2,14 @@
 // Soft actor-critic on host threads (exec::host): environments stepped by rl::env_batch, transitions kept in a
 // replay::host_table (columns obs, action, reward, next_obs, terminated; drawn uniformly), twin critics with
 // Polyak-averaged targets, a tanh-squashed Gaussian actor and automatic entropy tuning (sac_loss.hpp has the
-// gradients). The device path (replay::device_table, exec::cuda) is not written yet.
+// gradients). sac.cuh has the device path. set_sync makes it one of data-parallel learners (sac_sync.hpp).
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <gmi/concepts/env.hpp>
@@ -23,6 +24,7 @@
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/sac_config.hpp>
 #include <gmi/rl/sac_loss.hpp>
+#include <gmi/rl/sac_sync.hpp>
 
 namespace gmi::rl {
 
@@ -158,6 +160,27 @@ class sac_trainer {
   // Episodes finished in training since the previous read.
   episode_stats read_stats() { return envs_.read_stats(); }
 
+  // Joins a group of data-parallel learners before the first update: the weights become rank 0's, and every
+  // gradient (both critics', the actor's with the temperature's) is averaged over the group before its step.
+  // Every learner of the group must make the same number of updates (same envs, warmup and updates_per_step).
+  void set_sync(sac_sync s) {
+    s.validate();
+    gmi::require(updates_ == 0, "sac_trainer::set_sync after updates", updates_, "0 (join the group first)");
+    sync_ = std::move(s);
+    const std::size_t P = actor_.size(), C = critic1_.size();
+    std::vector<float> all(P + 2 * C);
+    std::memcpy(all.data(), actor_.data(), P * sizeof(float));
+    std::memcpy(all.data() + P, critic1_.data(), C * sizeof(float));
+    std::memcpy(all.data() + P + C, critic2_.data(), C * sizeof(float));
+    sync_.broadcast_from_first(all);
+    std::memcpy(actor_.data(), all.data(), P * sizeof(float));
+    std::memcpy(critic1_.data(), all.data() + P, C * sizeof(float));
+    std::memcpy(critic2_.data(), all.data() + P + C, C * sizeof(float));
+    target1_ = critic1_;
+    target2_ = critic2_;
+  }
+  [[nodiscard]] const sac_sync& sync() const noexcept { return sync_; }
+
   [[nodiscard]] const sac_config& config() const noexcept { return cfg_; }
   [[nodiscard]] std::size_t env_steps() const noexcept { return env_steps_; }
   [[nodiscard]] std::uint64_t updates() const noexcept { return updates_; }
@@ -198,20 +221,22 @@ class sac_trainer {
       std::memcpy(&x_[i * X], obs + i * O, O * sizeof(float));
       std::memcpy(&x_[i * X + O], act + i * A, A * sizeof(float));
     }
-    g_critic_.resize(critic1_.size());
+    // Both critics' gradients (critic 2's loss does not depend on critic 1), averaged over the group, then the steps.
+    const std::size_t C = critic1_.size(), P = actor_.size();
+    g_critic_.resize(2 * C);
     last_.critic_loss = 0.5 * grads_.critic_loss(critic1_.data(), x_.data(), y_.data(), B, g_critic_.data());
-    critic1_opt_.step({critic1_.data(), critic1_.size()}, {g_critic_.data(), g_critic_.size()});
-    last_.critic_loss += 0.5 * grads_.critic_loss(critic2_.data(), x_.data(), y_.data(), B, g_critic_.data());
-    critic2_opt_.step({critic2_.data(), critic2_.size()}, {g_critic_.data(), g_critic_.size()});
-    g_actor_.resize(actor_.size());
+    last_.critic_loss += 0.5 * grads_.critic_loss(critic2_.data(), x_.data(), y_.data(), B, g_critic_.data() + C);
+    sync_.average(g_critic_);
+    critic1_opt_.step({critic1_.data(), C}, {g_critic_.data(), C});
+    critic2_opt_.step({critic2_.data(), C}, {g_critic_.data() + C, C});
+    // The actor's gradient on the updated critics, the temperature's last (loss -log_alpha (log_prob + target)).
+    g_actor_.resize(P + 1);
     const auto a = grads_.actor_loss(actor_.data(), critic1_.data(), critic2_.data(), obs, eps_.data(), B, alpha,
                                      cfg_.log_std_min, cfg_.log_std_max, g_actor_.data());
-    actor_opt_.step({actor_.data(), actor_.size()}, {g_actor_.data(), g_actor_.size()});
-    if (cfg_.tune_alpha) {
-      // Loss -log_alpha (log_prob + target_entropy), log_prob held fixed.
-      const float g = -float(a.log_prob + double(cfg_.entropy_target(A)));
-      alpha_opt_.step({log_alpha_, 1}, {&g, 1});
-    }
+    g_actor_[P] = -float(a.log_prob + double(cfg_.entropy_target(A)));
+    sync_.average(g_actor_);
+    actor_opt_.step({actor_.data(), P}, {g_actor_.data(), P});
+    if (cfg_.tune_alpha) alpha_opt_.step({log_alpha_, 1}, {g_actor_.data() + P, 1});
     polyak_update<float>({target1_.data(), target1_.size()}, {critic1_.data(), critic1_.size()}, cfg_.tau);
     polyak_update<float>({target2_.data(), target2_.size()}, {critic2_.data(), critic2_.size()}, cfg_.tau);
     last_.actor_loss = a.loss;
@@ -250,6 +275,7 @@ class sac_trainer {
   std::uint64_t batch_steps_ = 0, updates_ = 0;
   double owed_updates_ = 0;
   sac_update_stats last_;
+  sac_sync sync_;
 };
 
 }  // namespace gmi::rl
