@@ -3,10 +3,10 @@
 # 1 GMI and with 4 MPS GMIs (--partition mps --gmis-per-gpu 4: each GMI its own environments and replay table,
 # gradients averaged over the GMIs), the same envs per GMI and the same wall-clock budget. From the repository root
 # with OUT set. Writes
-#   $OUT/sac_dp_curves.jsonl: learning-curve points, one per progress line of a run:
-#     {"bench":"learning_curve","case":"pendulum","impl":"gmi","algo":"sac","gmis":1|4,"partition":..,
+#   $OUT/sac_dp_curves.jsonl: learning-curve points, one per progress line of a run (bench/sac/result_lines.py):
+#     {"bench":"learning_curve","case":"pendulum_1gmi"|"pendulum_4mps","impl":"gmi","algo":"sac","gmis":1|4,
 #      "env_steps":..,"wall_s":..,"mean_return":..,"device":..,"git":..,"run_id":..}
-#   $OUT/sac_dp.jsonl: per run {"bench":"sac_dp","case":"pendulum_1gmi"|"pendulum_4mps","impl":"gmi","metric":..,
+#   $OUT/sac_dp.jsonl: per run {"bench":"sac_dp","case":..,"impl":"gmi","algo":"sac","gmis":..,"metric":..,
 #     "median":..,"min":..,"max":..} for env_steps_per_s and updates_per_s (the group's env steps and one learner's
 #     updates per second over the run), final_return, eval_return (the deterministic policy, 16 fresh episodes),
 #     env_steps and wall_s (one run each: median = min = max)
@@ -47,38 +47,11 @@ while IFS='|' read -r case flags; do
     > "$logs/$case.log" 2>&1 || echo "device_dp: $case: exit $? ($(tail -1 "$logs/$case.log"))" >&2
   grep -h "^gmi: .* after\|deterministic policy\|SAC learners" "$logs/$case.log" | sed "s/^/$case: /" || true
 done <<< "$runs"
-python3 - "$logs" "$out/sac_dp_curves.jsonl" "$out/sac_dp.jsonl" "$device" "$git" "$run_id" <<'PY'
-import json, os, sys
-logs, curves_path, summary_path, device, git, run_id = sys.argv[1:]
-common = {"device": device, "git": git, "run_id": run_id}
-with open(curves_path, "a") as curves, open(summary_path, "a") as summary:
-    for case in ("pendulum_1gmi", "pendulum_4mps"):
-        path = os.path.join(logs, f"{case}.jsonl")
-        if not os.path.exists(path):
-            print(f"device_dp: {case}: no metrics file", file=sys.stderr)
-            continue
-        end = None
-        for raw in open(path):
-            d = json.loads(raw)
-            if d.get("event") == "end":
-                end = d
-                continue
-            if d.get("mean_return") is not None:
-                curves.write(json.dumps({"bench": "learning_curve", "case": "pendulum", "impl": "gmi", "algo": "sac",
-                                         "gmis": d.get("gmis", 1), "partition": d.get("partition", "none"),
-                                         "env_steps": d["env_steps"], "wall_s": d["wall_s"],
-                                         "mean_return": d["mean_return"], **common}) + "\n")
-        if end is None:
-            print(f"device_dp: {case}: no end line", file=sys.stderr)
-            continue
-        metrics = {m: end.get(k) for m, k in (("env_steps_per_s", "env_steps_per_s"), ("updates_per_s", "updates_per_s"),
-                                              ("final_return", "mean_return"), ("eval_return", "eval_return"),
-                                              ("env_steps", "env_steps"), ("wall_s", "wall_s"))}
-        for m, v in metrics.items():
-            if v is None:
-                continue
-            summary.write(json.dumps({"bench": "sac_dp", "case": case, "impl": "gmi", "algo": "sac",
-                                      "gmis": end.get("gmis", 1), "metric": m, "median": v, "min": v, "max": v,
-                                      **common}) + "\n")
-            print(f"device_dp: {case}: {m} {v:.6g}")
-PY
+common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git" "$run_id")
+for case in pendulum_1gmi pendulum_4mps; do
+  gmis=1
+  [ "$case" = pendulum_4mps ] && gmis=4
+  python3 bench/sac/result_lines.py "$logs/$case.jsonl" "$out/sac_dp_curves.jsonl" "$out/sac_dp.jsonl" sac_dp \
+    "{\"case\":\"$case\",\"impl\":\"gmi\",\"algo\":\"sac\",\"gmis\":$gmis}" "$common" env_steps_per_s \
+    updates_per_s final_return=mean_return eval_return env_steps wall_s || echo "device_dp: $case: no result lines" >&2
+done

@@ -97,17 +97,10 @@ placement place_offpolicy(const train_config<Pipeline>& o, int& host_gmis) {
   gmi::require(o.partition != "cpu_cores", "--partition for trainer sac on a GPU", o.partition,
                "none or mps (cpu_cores is for --device host)");
   if (!gmi_process) gmi::require(o.gpu < *gpus, "--gpu", o.gpu, "< " + std::to_string(*gpus) + " (visible CUDA devices)");
-  // A GMI process sees its own device; only the run's number of GPUs matters there.
-  const std::vector<int> chosen = gmi_process ? std::vector<int>(static_cast<std::size_t>(runtime::this_gmi()->gpus), 0)
-                                              : chosen_gpus(o, *gpus);
+  const std::vector<int> chosen = gpus_of_run(o, *gpus);
   if (gmi_process || chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" ||
       o.launch == runtime::launch_mode::processes) {
-    runtime::gmis_config cfg;
-    cfg.partition = o.partition;
-    cfg.gpus = chosen;
-    cfg.gmis_per_gpu = o.gmis_per_gpu;
-    cfg.launch = o.launch;
-    cfg.mps_percentage = o.mps_percentage;
+    runtime::gmis_config cfg = gmis_config_of(o, chosen);
     cfg.heartbeat_timeout = std::chrono::milliseconds(30000);
     return placement::on_gmis(std::move(cfg));
   }
