@@ -6,7 +6,9 @@
 // Host GMIs are threads on disjoint core sets (partition::cpu_cores), GPU GMIs come from runtime::run_gmis (none or
 // MPS). The launcher compares the GMIs' weight hashes and returns rank 0's result.
 
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <optional>

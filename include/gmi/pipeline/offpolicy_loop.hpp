@@ -16,6 +16,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -83,7 +84,8 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
   double last_log = -std::numeric_limits<double>::infinity(), last_read = 0;
   group_stop_check stop(static_cast<std::uint64_t>(o.min_episodes));
   std::uint64_t steps_taken = 0;
-  const auto finite = [](const rl::sac_update_stats& u) {
+  using update_stats = std::decay_t<decltype(eng.last_update())>;  // rl::sac_update_stats
+  const auto finite = [](const update_stats& u) {
     return std::isfinite(u.critic_loss) && std::isfinite(u.actor_loss) && std::isfinite(u.alpha);
   };
   for (;;) {
@@ -103,7 +105,7 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
     const bool log_due = lead && elapsed - last_log >= o.log_interval;
     // The look at the losses waits for the queued updates on the device: alone at log times and at the stop; in a
     // group at every decision (its gradient sums wait on the host anyway).
-    std::optional<rl::sac_update_stats> u;
+    std::optional<update_stats> u;
     if (!solo || log_due || vote) u = eng.last_update();
     const bool stop_now = stop(group, mine, vote, target, steps, u && !finite(*u));
     if (!(log_due || stop_now)) continue;
