@@ -4,7 +4,8 @@
 // through the runtime context's allreduce (rl::sac_sync), starting from rank 0's weights, so the weights stay
 // bitwise equal; the group decides together when to stop (offpolicy_loop.hpp with train_loop.hpp's group logic).
 // Host GMIs are threads on disjoint core sets (partition::cpu_cores), GPU GMIs come from runtime::run_gmis (none or
-// MPS). The launcher compares the GMIs' weight hashes and returns rank 0's result.
+// MPS). The launcher compares the GMIs' weight hashes and returns rank 0's result. With --split-roles (host GMIs)
+// GMI 0 learns from the others' transitions instead (offpolicy_split.hpp).
 
 #include <array>
 #include <chrono>
@@ -22,6 +23,7 @@
 #include <gmi/core/hash.hpp>
 #include <gmi/partition/cpu_cores.hpp>
 #include <gmi/pipeline/offpolicy_loop.hpp>
+#include <gmi/pipeline/offpolicy_split.hpp>
 #include <gmi/pipeline/train_config.hpp>
 #include <gmi/pipeline/train_loop.hpp>
 #include <gmi/rl/sac.cuh>
@@ -66,17 +68,15 @@ template <class Engine>
   return gmi::fnv1a(all.data(), all.size() * sizeof(float));
 }
 
-// One learner's run, reported to the launcher as one JSON text.
-template <class Pipeline, class Engine>
-void learner_run(Engine& eng, runtime::context& ctx, const train_config<Pipeline>& o, const std::string& where,
-                 const char* impl) {
-  eng.set_sync(learner_sync(ctx));
-  const train_result r = offpolicy_loop<Pipeline>(eng, o, where, impl, learner_group{{ctx}});
+// A GMI's end, reported to the launcher as one JSON text (rank 0 adds the run's numbers).
+template <class Engine>
+void report_gmi(runtime::context& ctx, const train_result& r, const Engine& eng, const std::string& where,
+                const char* role) {
   nlohmann::json j = {{"rank", ctx.rank()},          {"reason", r.reason_text()},
                       {"exit_code", r.exit_code},    {"iterations", r.iterations},
                       {"env_steps", r.env_steps},    {"wall_s", r.wall_seconds},
                       {"updates", eng.updates()},    {"train_samples_per_s", r.rates.train_samples_per_s},
-                      {"weights_hash", learner_weights_hash(eng)}, {"where", where}};
+                      {"weights_hash", learner_weights_hash(eng)}, {"where", where}, {"role", role}};
   if (ctx.rank() == 0) {
     if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
     if (std::isfinite(r.eval_return)) j["eval_return"] = r.eval_return;
@@ -85,8 +85,18 @@ void learner_run(Engine& eng, runtime::context& ctx, const train_config<Pipeline
   ctx.report(j.dump());
 }
 
+// One data-parallel learner's run.
+template <class Pipeline, class Engine>
+void learner_run(Engine& eng, runtime::context& ctx, const train_config<Pipeline>& o, const std::string& where,
+                 const char* impl) {
+  eng.set_sync(learner_sync(ctx));
+  const train_result r = offpolicy_loop<Pipeline>(eng, o, where, impl, learner_group{{ctx}});
+  report_gmi(ctx, r, eng, where, "learner");
+}
+
 // The launcher's result from the GMIs' reports: rank 0's numbers, the weights compared.
-inline train_result collect_learners(const runtime::run_report& report) {
+// `split`: one learner and actors, whose weights are not compared.
+inline train_result collect_learners(const runtime::run_report& report, bool split = false) {
   train_result out;
   out.gmis = static_cast<int>(report.results.size());
   bool identical = true;
@@ -110,6 +120,10 @@ inline train_result collect_learners(const runtime::run_report& report) {
     out.curve = j.at("curve").get<std::vector<std::array<double, 2>>>();
   }
   out.set_reason(group_stop_reason(reasons));
+  if (split) {
+    out.exit_code = exit_code_of(out.reason, out.signal_number);
+    return out;
+  }
   std::printf("gmi: %zu SAC learners: weights %s (FNV-1a %016llx)\n", report.results.size(),
               identical ? "identical on every GMI" : "DIFFER between GMIs", static_cast<unsigned long long>(*first));
   std::fflush(stdout);
@@ -122,22 +136,37 @@ inline train_result collect_learners(const runtime::run_report& report) {
   return out;
 }
 
-// K learners as threads of this process, each on its own cores when there are enough (partition::cpu_cores).
+// K learners as threads of this process, each on its own cores when there are enough (partition::cpu_cores); with
+// --split-roles GMI 0 learns and the others act (offpolicy_split.hpp).
 template <class Pipeline>
 train_result offpolicy_on_host_gmis(const train_config<Pipeline>& o, int gmis) {
   using Env = typename Pipeline::env;
   using Nets = typename Pipeline::trainer::template networks<Env>;
+  using engine = rl::sac_trainer<Env, Nets>;
   runtime::launch_spec spec = runtime::launch_spec::uniform(0, gmis);
   spec.heartbeat_timeout = std::chrono::milliseconds(30000);
   const auto cores = partition::cpu_cores::core_sets({gmis, {}});
   runtime::thread_group group(spec, [&](runtime::context& ctx) {
     const auto& mine = cores[static_cast<std::size_t>(ctx.rank())];
     partition::cpu_cores::binding bound(mine);
-    rl::sac_trainer<Env, Nets> eng(o.sac, o.num_envs, learner_seed(o.seed, ctx.rank()), o.env, bound.policy());
-    learner_run<Pipeline>(eng, ctx, o, "host threads (cpu_cores, " + std::to_string(mine.size()) + " core(s) a GMI)",
-                          "gmi_host");
+    const std::string where = "host threads (cpu_cores, " + std::to_string(mine.size()) + " core(s) a GMI)";
+    const std::uint64_t seed = learner_seed(o.seed, ctx.rank());
+    if (!o.split_roles) {
+      engine eng(o.sac, o.num_envs, seed, o.env, bound.policy());
+      learner_run<Pipeline>(eng, ctx, o, where, "gmi_host");
+    } else if (ctx.rank() == 0) {
+      engine eng(o.sac, o.num_envs, seed, o.env, bound.policy());
+      const train_result r = split_learner_run<Pipeline>(eng, ctx, o, where, "gmi_host");
+      report_gmi(ctx, r, eng, where, "learner");
+    } else {
+      rl::sac_config c = o.sac;
+      c.replay_capacity = c.warmup_steps;  // an actor keeps no replay
+      engine eng(c, o.num_envs, seed, o.env, bound.policy());
+      split_actor_run(eng, ctx);
+      report_gmi(ctx, train_result{}, eng, where, "actor");
+    }
   });
-  return collect_learners(group.wait_or_throw());
+  return collect_learners(group.wait_or_throw(), o.split_roles);
 }
 
 // Learners on GPU GMIs (runtime::run_gmis: none or MPS, threads or processes). In a GMI process: that GMI's part.

@@ -52,9 +52,11 @@ inline constexpr double offpolicy_stats_seconds = 0.05;
 // A group decides (one host allreduce of the episode statistics and votes) every this many steps.
 inline constexpr std::uint64_t offpolicy_group_steps = 8;
 
+// `who`: the GMIs the start line names (default: "K GMI(s) on <device_text>"); `layout`: the metrics' layout field.
 template <class Pipeline, class Engine, class Group = solo_group>
 train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const std::string& device_text,
-                            const char* impl, const Group& group = {}) {
+                            const char* impl, const Group& group = {}, std::string who = {},
+                            const char* layout = "off_policy") {
   using Env = typename Pipeline::env;
   using Trainer = typename Pipeline::trainer;
   const metrics::run_info run = metrics::describe_run();
@@ -63,16 +65,17 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
   metrics::jsonl_log log = o.metrics_path.empty() || !lead ? metrics::jsonl_log{} : metrics::jsonl_log(o.metrics_path);
   const char* task = task_name<Env>();
   if (lead) {
-    std::printf("gmi: %s | off-policy (SAC, replay %zu transitions%s, batch %d%s, %g updates per env step) | %d GMI%s on "
-                "%s | %d envs%s | seed %llu\n",
+    if (who.empty()) who = std::to_string(group.world()) + (solo ? " GMI on " : " GMIs on ") + device_text;
+    std::printf("gmi: %s | off-policy (SAC, replay %zu transitions%s, batch %d%s, %g updates per env step) | %s | "
+                "%d envs%s | seed %llu\n",
                 task, o.sac.replay_capacity, solo ? "" : " per GMI", o.sac.batch, solo ? "" : " per GMI, gradients averaged",
-                double(o.sac.updates_per_step), group.world(), solo ? "" : "s", device_text.c_str(), o.num_envs,
-                solo ? "" : " per GMI", static_cast<unsigned long long>(o.seed));
+                double(o.sac.updates_per_step), who.c_str(), o.num_envs, solo ? "" : " per GMI",
+                static_cast<unsigned long long>(o.seed));
     std::fflush(stdout);
   }
   nlohmann::json base = {{"run_id", run.run_id}, {"task", task},           {"impl", impl},
                          {"algo", "sac"},        {"device", run.device},  {"num_envs", o.num_envs},
-                         {"seed", o.seed},       {"layout", "off_policy"}, {"git", run.git},
+                         {"seed", o.seed},       {"layout", layout},       {"git", run.git},
                          {"gmis", group.world()}, {"sac", sac_settings_json(o.sac, Trainer::hidden)}};
   if (!solo) base["partition"] = o.partition;
   if (std::isfinite(o.optimal_mean_return)) base["optimal_mean_return"] = o.optimal_mean_return;

@@ -42,7 +42,13 @@ void validate_offpolicy(train_config<Pipeline>& o) {
   o.sac.validate();
   gmi::require(!o.population && o.sweep_path.empty(), "--population/--sweep with trainer", "sac",
                "one training (population mode runs PPO)");
-  gmi::require(!o.split_roles, "--split-roles with trainer", "sac", "no --split-roles (the split layout runs APPO)");
+  if (o.split_roles) {
+    gmi::require(o.device != device_choice::gpu && o.partition == "cpu_cores" && o.gmis_per_gpu >= 2,
+                 "--split-roles with trainer sac on", std::string(choice_name(o.device, device_choice_names)) + ", --partition " +
+                     o.partition + ", " + std::to_string(o.gmis_per_gpu) + " GMI(s)",
+                 "--device host --partition cpu_cores --gmis-per-gpu >= 2 (GMI 0 learns, the others act; GPU actors "
+                 "are not built yet)");
+  }
   gmi::require(!o.autotune.on && o.autotune.plan_path.empty(), "--autotune/--plan with trainer", "sac",
                "neither (plans are searched for the PPO layouts)");
   gmi::require(o.checkpoint_path.empty() && o.resume_path.empty() && o.restart_on_failure == 0,
@@ -153,6 +159,9 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
   app.add_option("--sac-warmup-steps", s.warmup_steps, "env transitions with uniform random actions first")->capture_default_str();
   app.add_option("--sac-updates-per-step", s.updates_per_step, "gradient steps per collected env transition")->capture_default_str();
   app.add_option("--sac-max-grad-norm", s.max_grad_norm, "gradient-norm clip (default: none)");
+  app.add_flag("--split-roles", o.split_roles,
+               "host GMIs (--partition cpu_cores): GMI 0 learns from the transitions the other GMIs collect (they only "
+               "act, with the learner's weights one message behind)");
   app.add_option("--sac-eval-episodes", o.sac_eval_episodes, "fresh episodes of the deterministic policy at the end")->capture_default_str();
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
   for (const auto& fill : after) fill();

@@ -8,6 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <span>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -83,34 +86,74 @@ class sac_trainer {
   // the actor's draws after), inserts the transitions, then runs the gradient steps that are due.
   void step() {
     const std::size_t n = std::size_t(envs_.num_envs());
-    if (env_steps_ < cfg_.warmup_steps) {
-      gmi::rng r(seed_ ^ 0x3A7D0F1Bull, 0xC0113C7ull + batch_steps_);
-      for (float& a : actions_) a = r.uniform(-1.0f, 1.0f);
-    } else {
-      act(obs_.data(), n, false, actions_.data(), batch_steps_);
-    }
-    envs_.step({actions_.data(), actions_.size()}, {next_obs_.data(), next_obs_.size()}, {rewards_.data(), n},
-               {terminated_.data(), n}, {truncated_.data(), n}, nullptr, {final_obs_.data(), final_obs_.size()});
-    // The stored next observation is the episode's last one where it ended (next_obs_ already holds the reset).
-    std::vector<float> stored_next = next_obs_;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (terminated_[i] || truncated_[i]) std::memcpy(&stored_next[i * O], &final_obs_[i * O], O * sizeof(float));
-      terminated_f_[i] = terminated_[i] ? 1.0f : 0.0f;  // a time limit is not a terminal state: bootstrap
-    }
+    collect_once(env_steps_ < cfg_.warmup_steps);
     replay::rollout r;
     r.horizon = 1;
     r.envs = n;
-    r.columns = {obs_.data(), actions_.data(), rewards_.data(), stored_next.data(), terminated_f_.data()};
+    r.columns = {obs_.data(), actions_.data(), rewards_.data(), stored_next_.data(), terminated_f_.data()};
     table_.insert(writer_, r);
     obs_.swap(next_obs_);
     env_steps_ += n;
-    ++batch_steps_;
-    if (env_steps_ < cfg_.warmup_steps) return;
-    owed_updates_ += double(cfg_.updates_per_step) * double(n);
-    while (owed_updates_ >= 1.0) {
-      update();
-      owed_updates_ -= 1.0;
+    run_owed_updates(n);
+  }
+
+  // --- split roles: actors collect, a learner learns (pipeline/offpolicy_split.hpp)
+  // The width of one packed transition: obs, action, reward, next obs, terminated.
+  static constexpr std::size_t packed_width = std::size_t(2 * O + A + 2);
+
+  // An actor's step: every environment one step (uniform random actions when `random`, else the actor's draws),
+  // the transitions appended to `rows` (packed_width floats each, environment after environment), no replay.
+  void collect_packed(bool random, std::vector<float>& rows) {
+    const std::size_t n = std::size_t(envs_.num_envs());
+    collect_once(random);
+    for (std::size_t i = 0; i < n; ++i) {
+      rows.insert(rows.end(), &obs_[i * O], &obs_[i * O] + O);
+      rows.insert(rows.end(), &actions_[i * A], &actions_[i * A] + A);
+      rows.push_back(rewards_[i]);
+      rows.insert(rows.end(), &stored_next_[i * O], &stored_next_[i * O] + O);
+      rows.push_back(terminated_f_[i]);
     }
+    obs_.swap(next_obs_);
+    env_steps_ += n;
+  }
+
+  // A learner's insert of an actor's packed rows ([horizon][envs], as collect_packed appends them over `horizon`
+  // steps of `envs` environments), through that actor's own writer; then the gradient steps now due
+  // (updates_per_step per transition once warmup_steps transitions arrived).
+  void insert_packed(int actor, std::span<const float> rows, std::size_t envs, std::size_t horizon) {
+    const std::size_t n = envs * horizon;
+    gmi::require(rows.size() == n * packed_width, "sac_trainer::insert_packed rows", rows.size(),
+                 std::to_string(n * packed_width) + " (" + std::to_string(n) + " transitions)");
+    while (writers_.size() <= std::size_t(actor)) writers_.emplace_back();
+    auto& w = writers_[std::size_t(actor)];
+    if (!w) w.emplace(table_.make_writer(envs));
+    cols_.resize(n * packed_width);
+    float* obs = cols_.data();
+    float* act = obs + n * O;
+    float* rew = act + n * A;
+    float* nxt = rew + n;
+    float* term = nxt + n * O;
+    for (std::size_t k = 0; k < n; ++k) {
+      const float* r = rows.data() + k * packed_width;
+      std::memcpy(obs + k * O, r, O * sizeof(float));
+      std::memcpy(act + k * A, r + O, A * sizeof(float));
+      rew[k] = r[O + A];
+      std::memcpy(nxt + k * O, r + O + A + 1, O * sizeof(float));
+      term[k] = r[2 * O + A + 1];
+    }
+    replay::rollout ro;
+    ro.horizon = horizon;
+    ro.envs = envs;
+    ro.columns = {obs, act, rew, nxt, term};
+    table_.insert(*w, ro);
+    env_steps_ += n;
+    run_owed_updates(n);
+  }
+
+  // An actor's copy of the learner's actor weights.
+  void set_actor_params(std::span<const float> p) {
+    gmi::require(p.size() == actor_.size(), "sac_trainer::set_actor_params size", p.size(), std::to_string(actor_.size()));
+    std::memcpy(actor_.data(), p.data(), p.size() * sizeof(float));
   }
 
   // Steps until at least env_steps transitions were collected in total.
@@ -276,6 +319,39 @@ class sac_trainer {
   double owed_updates_ = 0;
   sac_update_stats last_;
   sac_sync sync_;
+  std::vector<float> stored_next_, cols_;
+  std::vector<std::optional<replay::host_table::writer>> writers_;  // a learner's, one per actor
+
+  // One step of every environment; the transitions' columns in obs_, actions_, rewards_, stored_next_ and
+  // terminated_f_ (the caller swaps obs_ and next_obs_ after using them).
+  void collect_once(bool random) {
+    const std::size_t n = std::size_t(envs_.num_envs());
+    if (random) {
+      gmi::rng r(seed_ ^ 0x3A7D0F1Bull, 0xC0113C7ull + batch_steps_);
+      for (float& a : actions_) a = r.uniform(-1.0f, 1.0f);
+    } else {
+      act(obs_.data(), n, false, actions_.data(), batch_steps_);
+    }
+    envs_.step({actions_.data(), actions_.size()}, {next_obs_.data(), next_obs_.size()}, {rewards_.data(), n},
+               {terminated_.data(), n}, {truncated_.data(), n}, nullptr, {final_obs_.data(), final_obs_.size()});
+    // The stored next observation is the episode's last one where it ended (next_obs_ already holds the reset).
+    stored_next_ = next_obs_;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (terminated_[i] || truncated_[i]) std::memcpy(&stored_next_[i * O], &final_obs_[i * O], O * sizeof(float));
+      terminated_f_[i] = terminated_[i] ? 1.0f : 0.0f;  // a time limit is not a terminal state: bootstrap
+    }
+    ++batch_steps_;
+  }
+
+  // The gradient steps owed for `n` new transitions (none while warming up).
+  void run_owed_updates(std::size_t n) {
+    if (env_steps_ < cfg_.warmup_steps) return;
+    owed_updates_ += double(cfg_.updates_per_step) * double(n);
+    while (owed_updates_ >= 1.0) {
+      update();
+      owed_updates_ -= 1.0;
+    }
+  }
 };
 
 }  // namespace gmi::rl
