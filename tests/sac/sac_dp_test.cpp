@@ -107,4 +107,45 @@ TEST_SUITE("cpu") {
     CHECK_THROWS_WITH_AS(t.set_sync(s), doctest::Contains("sac_trainer::set_sync after updates: got 2"),
                          gmi::config_error);
   }
+
+  // Split roles: an actor's packed transitions land in the learner's table column by column, in order, and count as
+  // the learner's env steps; a message of the wrong size is refused with one line.
+  TEST_CASE("sac.split_roles.packed_transitions_reach_the_learner") {
+    rl::sac_config c = small_config();
+    trainer actor(c, 3, 7, {}, exec::host{1});
+    trainer learner(c, 1, 8, {}, exec::host{1});
+    std::vector<float> rows;
+    for (int t = 0; t < 12; ++t) actor.collect_packed(true, rows);
+    REQUIRE(rows.size() == 36 * trainer::packed_width);
+    CHECK(actor.env_steps() == 36);
+    CHECK(actor.table().size() == 0);  // an actor keeps no replay
+    learner.insert_packed(1, rows, 3, 12);  // 36 >= the batch, so the table may be sampled
+    CHECK(learner.env_steps() == 36);
+    REQUIRE(learner.table().size() == 36);
+    replay::host_batch b;
+    learner.table().sample(replay::sampler::fifo(), 36, 1, 0, b);
+    // fifo gives the oldest first; within one insert, env after env then step after step: find each row.
+    std::size_t found = 0;
+    for (std::size_t k = 0; k < 36; ++k) {
+      const float* r = rows.data() + k * trainer::packed_width;
+      for (std::size_t i = 0; i < 36; ++i) {
+        const bool same = std::memcmp(b.column<float>(0) + i * 3, r, 3 * sizeof(float)) == 0 &&
+                          b.column<float>(1)[i] == r[3] && b.column<float>(2)[i] == r[4] &&
+                          std::memcmp(b.column<float>(3) + i * 3, r + 5, 3 * sizeof(float)) == 0 &&
+                          b.column<float>(4)[i] == r[8];
+        if (same) {
+          ++found;
+          break;
+        }
+      }
+    }
+    CHECK(found == 36);
+    CHECK(learner.updates() == 0);  // 36 transitions: still warming up (64)
+    CHECK_THROWS_WITH_AS(learner.insert_packed(1, std::span<const float>(rows.data(), 10), 3, 12),
+                         "sac_trainer::insert_packed rows: got 10, need 324 (36 transitions)", gmi::config_error);
+    // The actor takes the learner's weights.
+    const auto p = learner.actor_params();
+    actor.set_actor_params(std::span<const float>(p.data(), p.size()));
+    CHECK(std::memcmp(actor.actor_params().data(), p.data(), p.size() * sizeof(float)) == 0);
+  }
 }
