@@ -10,13 +10,13 @@
 #     "median":..,"min":..,"max":..} for env_steps_per_s and updates_per_s (the group's env steps and one learner's
 #     updates per second over the run), final_return, eval_return (the deterministic policy, 16 fresh episodes),
 #     env_steps and wall_s (one run each: median = min = max)
-# and the runs' logs, metrics files and the CTest log (tests.log: the SAC GPU tests, the example's cases with
+# and the runs' logs, metrics files and the CTest log (tests.log: tests/sac_gpu, the example's GPU cases with
 # two_mps_gmis_identical_weights and two_gmis_threads_learn among them) under $OUT/sac_dp/.
-# About 4 min build + 2 min of tests + 2 x 60 s of runs on 16 cores.
-# Arguments (optional): seconds per run (default 60), envs per GMI (default 16).
+# About 4 min build + 1.5 min of tests + 2 x 45 s of runs on 16 cores.
+# Arguments (optional): seconds per run (default 45), envs per GMI (default 16).
 set -euo pipefail
 out=${OUT:?set OUT to the folder for results}
-seconds=${1:-60}
+seconds=${1:-45}
 envs=${2:-16}
 [[ "$seconds" =~ ^[0-9]+$ && "$seconds" -ge 5 && "$seconds" -le 200 ]] || { echo "device_dp: seconds: got $seconds, need an integer in 5..200" >&2; exit 2; }
 [[ "$envs" =~ ^[0-9]+$ && "$envs" -ge 1 && "$envs" -le 65536 ]] || { echo "device_dp: envs per GMI: got $envs, need an integer in 1..65536" >&2; exit 2; }
@@ -29,8 +29,10 @@ cmake --build "$build" -j16 --target gmi.example.pendulum_sac gmi.test.sac_gpu g
   { tail -30 "$logs/build.log"; exit 1; }
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 [ -n "$device" ] || { echo "device_dp: got no GPU (nvidia-smi), need one" >&2; exit 2; }
-# The SAC tests first: host data-parallel learners, the device learners' bitwise check, the example's cases.
-ctest --test-dir "$build" -R '^(sac[.]|sac_gpu[.]|example[.]pendulum_sac)' --output-on-failure --timeout 300 \
+# The SAC tests first: the device tests (the device learners' bitwise check among them), the example's GPU cases, the
+# host data-parallel and split-roles tests (the host learning cases ran on CI).
+ctest --test-dir "$build" -R '^(sac_gpu[.]|example[.]pendulum_sac[.]gpu[.]|sac[.]data_parallel|sac[.]split_roles)' \
+  --output-on-failure --timeout 240 \
   > "$logs/tests.log" 2>&1 || true
 grep -E "tests passed|Failed|Passed|\*\*\*" "$logs/tests.log" | tail -n 30
 git=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
