@@ -110,8 +110,8 @@ train_result split_learner_run(Engine& eng, runtime::context& ctx, const train_c
                                const std::string& where, const char* impl) {
   split_learner<Engine> learner(eng, ctx);
   const std::string who = "split roles: GMI 0 learns, " + std::to_string(ctx.world() - 1) + " actor GMI" +
-                          (ctx.world() > 2 ? "s" : "") + " (" + std::to_string(offpolicy_split_steps) +
-                          " steps a message) on " + where;
+                          (ctx.world() > 2 ? "s" : "") + " (the envs below each, " +
+                          std::to_string(offpolicy_split_steps) + " steps a message) on " + where;
   const train_result r = offpolicy_loop<Pipeline>(learner, o, where, impl, solo_group{&ctx}, who, "off_policy_split");
   learner.finish();
   return r;
