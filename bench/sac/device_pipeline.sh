@@ -47,37 +47,14 @@ while IFS='|' read -r task sac_flags ppo; do
     echo "device_pipeline: ppo $task: exit $? ($(tail -1 "$logs/ppo-$task.log"))" >&2
   grep -h "^gmi: .* after\|deterministic policy" "$logs/sac-$task.log" "$logs/ppo-$task.log" | sed "s/^/$task: /" || true
 done <<< "$runs"
-python3 - "$logs" "$out/sac_pipeline_curves.jsonl" "$out/sac_pipeline.jsonl" "$device" "$git" "$run_id" <<'EOF'
-import json, os, sys
-logs, curves_path, summary_path, device, git, run_id = sys.argv[1:]
-common = {"device": device, "git": git, "run_id": run_id}
-with open(curves_path, "a") as curves, open(summary_path, "a") as summary:
-    for algo in ("sac", "ppo"):
-        for task in ("pendulum", "point_reach"):
-            path = os.path.join(logs, f"{algo}-{task}.jsonl")
-            if not os.path.exists(path):
-                print(f"device_pipeline: {algo} {task}: no metrics file", file=sys.stderr)
-                continue
-            end = None
-            for raw in open(path):
-                d = json.loads(raw)
-                if d.get("event") == "end":
-                    end = d
-                    continue
-                if "env_steps" in d and d.get("mean_return") is not None:
-                    curves.write(json.dumps({"bench": "learning_curve", "case": task, "impl": "gmi", "algo": algo,
-                                             "env_steps": d["env_steps"], "wall_s": d["wall_s"],
-                                             "mean_return": d["mean_return"], **common}) + "\n")
-            if end is None:
-                print(f"device_pipeline: {algo} {task}: no end line", file=sys.stderr)
-                continue
-            metrics = {"final_return": end.get("mean_return"), "env_steps": end.get("env_steps"), "wall_s": end.get("wall_s")}
-            if algo == "sac":
-                metrics["eval_return"] = end.get("eval_return")
-            for m, v in metrics.items():
-                if v is None:
-                    continue
-                summary.write(json.dumps({"bench": "learning", "case": task, "impl": "gmi", "algo": algo, "metric": m,
-                                          "median": v, "min": v, "max": v, **common}) + "\n")
-                print(f"device_pipeline: {algo} {task}: {m} {v:.6g}")
-EOF
+common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git" "$run_id")
+for algo in sac ppo; do
+  metrics="final_return=mean_return env_steps wall_s"
+  [ "$algo" = sac ] && metrics="$metrics eval_return"
+  for task in pendulum point_reach; do
+    # shellcheck disable=SC2086  # metrics are words
+    python3 bench/sac/result_lines.py "$logs/$algo-$task.jsonl" "$out/sac_pipeline_curves.jsonl" \
+      "$out/sac_pipeline.jsonl" learning "{\"case\":\"$task\",\"impl\":\"gmi\",\"algo\":\"$algo\"}" "$common" \
+      $metrics || echo "device_pipeline: $algo $task: no result lines" >&2
+  done
+done

@@ -4,10 +4,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include <gmi/envs/pendulum.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/sac.cuh>
+#include <gmi/rl/sac_sync.hpp>
+#include <gmi/runtime/launcher.hpp>
+#include <gmi/runtime/supervisor.hpp>
 
 namespace sac_gpu {
 
@@ -130,6 +134,48 @@ learn_result learn_pendulum(int num_envs, std::size_t env_steps) {
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.env_steps = t.env_steps();
   out.updates = t.updates();
+  return out;
+}
+
+data_parallel device_learners(int gmis, std::size_t env_steps) {
+  using trainer = gmi::rl::sac_device_trainer<gmi::envs::pendulum, gmi::rl::sac_networks<3, 1, 64>>;
+  gmi::rl::sac_config c;
+  c.batch = 128;
+  c.warmup_steps = 512;
+  c.replay_capacity = 20000;
+  std::vector<std::vector<float>> weights(static_cast<std::size_t>(gmis)), initial(weights.size());
+  std::size_t updates = 0;
+  gmi::runtime::thread_group g(gmi::runtime::launch_spec::uniform(1, gmis), [&](gmi::runtime::context& ctx) {
+    GMI_CUDA_TRY(cudaSetDevice(0));
+    trainer t(c, 8, 100 + static_cast<std::uint64_t>(ctx.rank()));
+    gmi::rl::sac_sync s;
+    s.rank = ctx.rank();
+    s.world = ctx.world();
+    s.sum = [&ctx](std::span<float> v) { ctx.allreduce(v, ctx.all()); };
+    t.set_sync(s);
+    const auto r = static_cast<std::size_t>(ctx.rank());
+    initial[r] = t.actor_params();
+    while (t.env_steps() < env_steps) {
+      t.step();
+      ctx.heartbeat();
+    }
+    std::vector<float> w = t.actor_params();
+    for (int k = 0; k < 2; ++k) {
+      const auto cp = t.critic_params(k);
+      w.insert(w.end(), cp.begin(), cp.end());
+    }
+    weights[r] = std::move(w);
+    if (r == 0) updates = t.updates();
+  });
+  (void)g.wait_or_throw();
+  data_parallel out;
+  out.updates = updates;
+  out.weights_equal = true;
+  for (const auto& w : weights) {
+    out.weights_equal = out.weights_equal && w.size() == weights[0].size() &&
+                        std::memcmp(w.data(), weights[0].data(), w.size() * sizeof(float)) == 0;
+  }
+  out.weights_moved = !std::equal(initial[0].begin(), initial[0].end(), weights[0].begin());
   return out;
 }
 

@@ -23,4 +23,13 @@ agreement device_matches_host(std::size_t batch);
 // SAC on the device on Pendulum with the settings of tests/sac's learning test, num_envs environments.
 learn_result learn_pendulum(int num_envs, std::size_t env_steps);
 
+// `gmis` device learners as threads on GPU 0 (runtime::thread_group), each with its own environments (seed 100 +
+// rank) and replay table, synced through the context's allreduce (rl::sac_sync) for `env_steps` each.
+struct data_parallel {
+  bool weights_equal = false;   // actor and both critics, bit for bit, on every learner
+  bool weights_moved = false;   // rank 0's actor is not its initial one
+  std::size_t updates = 0;      // rank 0's
+};
+data_parallel device_learners(int gmis, std::size_t env_steps);
+
 }  // namespace sac_gpu

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -52,6 +53,53 @@ inline CLI::Validator number_at_least(bool zero_allowed) {
 }
 inline CLI::Validator positive_number() { return number_at_least(false); }
 inline CLI::Validator non_negative_number() { return number_at_least(true); }
+
+// The flags of every layout, the off-policy one included (run_offpolicy.cuh): envs, seed, where the GMIs run and
+// how many, the limits and target, progress and metrics. `partitions`: the words --partition takes. Returns
+// --target-return's option for check_target_flags.
+template <class Names>
+CLI::Option* add_run_flags(CLI::App& app, std::vector<std::function<void()>>& after, run_options& o,
+                           const Names& partitions) {
+  app.add_option("--num-envs", o.num_envs, "environments per GMI")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of environments, policy sampling, initial weights and shuffles")->capture_default_str();
+  add_choice(app, after, "--device", o.device, device_choice_names, "where to run");
+  app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(non_negative_number())->capture_default_str();
+  app.add_option("--gpus", o.gpus, "GPUs to use from --gpu on: a count or \"all\"")->capture_default_str();
+  app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU (the backend sets the upper bound; host: GMIs)")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--partition", o.partition, "partition backend (default: the pipeline's)")
+      ->check(CLI::IsMember(std::vector<std::string>(partitions.begin(), partitions.end())))
+      ->capture_default_str();
+  add_choice(app, after, "--launch", o.launch, runtime::launch_mode_names,
+             "GMIs as threads or processes (mps/mig: processes; green_context: threads)");
+  app.add_option("--mps-percentage", o.mps_percentage, "MPS active-thread percentage per GMI (default 100 / GMIs per GPU, rounded up)")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--sms-per-gmi", o.sms_per_gmi, "green_context: SMs per GMI (0: the largest equal slice)")
+      ->check(non_negative_number())->capture_default_str();
+  app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(positive_number())->capture_default_str();
+  app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds of training")->check(positive_number())->capture_default_str();
+  auto* target_return_flag =
+      app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");
+  app.add_option("--target-optimum-gap", o.target_optimum_gap,
+                 "stop when the mean return is within this fraction of the task's optimal mean return (tasks with a "
+                 "known optimum: the *_proxy tasks); e.g. 0.1: at most 10% below it");
+  app.add_option("--min-episodes", o.min_episodes, "episodes a mean return must cover")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--log-interval", o.log_interval, "seconds between progress lines")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
+  app.add_option("--metrics", o.metrics_path, "append JSON-lines metrics to this file");
+  app.add_flag("--quiet", o.quiet, "no progress lines");
+  return target_return_flag;
+}
+
+// After parsing: --target-optimum-gap and --target-return exclude each other (exit code 2 and one line).
+inline std::optional<int> check_target_flags(const CLI::App& app, const CLI::Option* target_return_flag,
+                                             const run_options& o) {
+  if (std::isfinite(o.target_optimum_gap) && target_return_flag->count() > 0) {
+    std::fprintf(stderr, "%s: --target-optimum-gap with --target-return: got %g, need one of the two\n",
+                 app.get_name().c_str(), o.target_return);
+    return 2;
+  }
+  return std::nullopt;
+}
 }  // namespace detail
 
 // Fills `o` from argv on top of what it holds (gmi::default_config<Pipeline>() for gmi::run). Returns the exit
@@ -61,33 +109,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   CLI::App app{"gmi pipeline: " + std::string(Pipeline::layout_type::name) + " layout", argc > 0 ? argv[0] : "gmi"};
   std::vector<std::function<void()>> after;  // the choice flags' words into their enums
   using detail::add_choice;
-  app.add_option("--num-envs", o.num_envs, "environments per GMI")->check(CLI::Range(1, 1 << 24))->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of environments, policy sampling, initial weights and shuffles")->capture_default_str();
-  add_choice(app, after, "--device", o.device, device_choice_names, "where to run");
-  app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(detail::non_negative_number())->capture_default_str();
-  app.add_option("--gpus", o.gpus, "GPUs to use from --gpu on: a count or \"all\"")->capture_default_str();
-  app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU (the backend sets the upper bound)")
-      ->check(CLI::Range(1, 1024))->capture_default_str();
-  app.add_option("--partition", o.partition, "partition backend (default: the pipeline's)")
-      ->check(CLI::IsMember(std::vector<std::string>(partition::gpu_backends::names.begin(),
-                                                     partition::gpu_backends::names.end())))
-      ->capture_default_str();
-  add_choice(app, after, "--launch", o.launch, runtime::launch_mode_names,
-             "GMIs as threads or processes (mps/mig: processes; green_context: threads)");
-  app.add_option("--mps-percentage", o.mps_percentage, "MPS active-thread percentage per GMI (default 100 / GMIs per GPU, rounded up)")
-      ->check(CLI::Range(1, 100));
-  app.add_option("--sms-per-gmi", o.sms_per_gmi, "green_context: SMs per GMI (0: the largest equal slice)")
-      ->check(detail::non_negative_number())->capture_default_str();
-  app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(detail::positive_number())->capture_default_str();
-  app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds of training")->check(detail::positive_number())->capture_default_str();
-  auto* target_return_flag =
-      app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");
-  app.add_option("--target-optimum-gap", o.target_optimum_gap,
-                 "stop when the mean return is within this fraction of the task's optimal mean return (tasks with a "
-                 "known optimum: the *_proxy tasks); e.g. 0.1: at most 10% below it");
-  app.add_option("--min-episodes", o.min_episodes, "episodes a mean return must cover")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_option("--log-interval", o.log_interval, "seconds between progress lines")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
-  app.add_option("--metrics", o.metrics_path, "append JSON-lines metrics to this file");
+  CLI::Option* target_return_flag = detail::add_run_flags(app, after, o, partition::gpu_backends::names);
   app.add_option("--serve-seconds", o.serve_seconds, "serving layout: seconds to measure")->check(detail::positive_number())->capture_default_str();
   app.add_option("--horizon", o.ppo.horizon, "PPO steps per environment per iteration")->capture_default_str();
   app.add_option("--minibatch", o.ppo.minibatch, "PPO minibatch size")->capture_default_str();
@@ -151,7 +173,6 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--net-precision", o.net_precision,
                  "GPU trainer: the precision of the cuBLASLt products (batched collection, gemm gradients): fp32, "
                  "tf32 or bf16; default fp32");
-  app.add_flag("--quiet", o.quiet, "no progress lines");
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(detail::non_negative_number());
   app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint (over GMIs: its manifest)")
@@ -235,12 +256,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   o.learner_graph = learner_graph == "on";
   if (!o.sweep_path.empty()) o.population = true;
   o.split_roles = o.split_roles || split_roles_flag;
-  if (std::isfinite(o.target_optimum_gap) && target_return_flag->count() > 0) {
-    std::fprintf(stderr, "%s: --target-optimum-gap with --target-return: got %g, need one of the two\n",
-                 app.get_name().c_str(), o.target_return);
-    return 2;
-  }
-  return std::nullopt;
+  return detail::check_target_flags(app, target_return_flag, o);
 }
 
 }  // namespace gmi

@@ -1,16 +1,22 @@
 #pragma once
 // The off-policy layout's training loop over one engine (rl::sac_trainer on host threads, rl::sac_device_trainer
-// on a GPU): collect a step of every environment into the replay, run the gradient steps that are due, fold in the
-// finished episodes, print a progress line and write a JSON-lines metrics line every --log-interval (env steps and
-// wall clock beside the mean return: the learning-curve points), and stop when solved, at the step or time limit,
-// on SIGINT/SIGTERM, or when the losses stop being finite. Host-compilable: run_offpolicy.cuh picks the engine.
+// on a GPU), alone or as one of a group of data-parallel learners (one per GMI, train_loop.hpp's solo_group or
+// context_group): collect a step of every environment into the replay, run the gradient steps that are due (their
+// gradients averaged over the group inside the engine), fold in the finished episodes, print a progress line and
+// write a JSON-lines metrics line every --log-interval (rank 0: the group's env steps and wall clock beside the mean
+// return, the learning-curve points), and stop when solved, at the step or time limit, on SIGINT/SIGTERM, on the
+// supervisor's teardown, or when the losses stop being finite. The group decides together (train_loop.hpp's
+// group_stop_check) every offpolicy_group_steps steps, so every learner stops after the same update; alone it
+// decides every step. Host-compilable: run_offpolicy.cuh picks the engine.
 
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +25,7 @@
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/pipeline/report.hpp>
 #include <gmi/pipeline/train_config.hpp>
+#include <gmi/pipeline/train_loop.hpp>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/sac_config.hpp>
 
@@ -40,105 +47,135 @@ inline nlohmann::json sac_settings_json(const rl::sac_config& c, int hidden) {
           {"hidden", hidden}};
 }
 
-// Episodes are read at most this often: a read on the device waits for the stream.
+// Alone, episodes are read at most this often: a read on the device waits for the stream.
 inline constexpr double offpolicy_stats_seconds = 0.05;
+// A group decides (one host allreduce of the episode statistics and votes) every this many steps.
+inline constexpr std::uint64_t offpolicy_group_steps = 8;
 
-template <class Pipeline, class Engine>
+// `who`: the GMIs the start line names (default: "K GMI(s) on <device_text>"); `layout`: the metrics' layout field.
+template <class Pipeline, class Engine, class Group = solo_group>
 train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const std::string& device_text,
-                            const char* impl) {
+                            const char* impl, const Group& group = {}, std::string who = {},
+                            const char* layout = "off_policy") {
   using Env = typename Pipeline::env;
   using Trainer = typename Pipeline::trainer;
   const metrics::run_info run = metrics::describe_run();
-  metrics::jsonl_log log = o.metrics_path.empty() ? metrics::jsonl_log{} : metrics::jsonl_log(o.metrics_path);
+  const bool lead = group.rank() == 0, solo = group.world() == 1;
+  const double world = group.world();
+  metrics::jsonl_log log = o.metrics_path.empty() || !lead ? metrics::jsonl_log{} : metrics::jsonl_log(o.metrics_path);
   const char* task = task_name<Env>();
-  std::printf("gmi: %s | off-policy (SAC, replay %zu transitions, batch %d, %g updates per env step) | 1 GMI on %s | "
-              "%d envs | seed %llu\n",
-              task, o.sac.replay_capacity, o.sac.batch, double(o.sac.updates_per_step), device_text.c_str(),
-              o.num_envs, static_cast<unsigned long long>(o.seed));
+  if (lead) {
+    if (who.empty()) who = std::to_string(group.world()) + (solo ? " GMI on " : " GMIs on ") + device_text;
+    std::printf("gmi: %s | off-policy (SAC, replay %zu transitions%s, batch %d%s, %g updates per env step) | %s | "
+                "%d envs%s | seed %llu\n",
+                task, o.sac.replay_capacity, solo ? "" : " per GMI", o.sac.batch, solo ? "" : " per GMI, gradients averaged",
+                double(o.sac.updates_per_step), who.c_str(), o.num_envs, solo ? "" : " per GMI",
+                static_cast<unsigned long long>(o.seed));
+    std::fflush(stdout);
+  }
   nlohmann::json base = {{"run_id", run.run_id}, {"task", task},           {"impl", impl},
                          {"algo", "sac"},        {"device", run.device},  {"num_envs", o.num_envs},
-                         {"seed", o.seed},       {"layout", "off_policy"}, {"git", run.git},
-                         {"sac", sac_settings_json(o.sac, Trainer::hidden)}};
+                         {"seed", o.seed},       {"layout", layout},       {"git", run.git},
+                         {"gmis", group.world()}, {"sac", sac_settings_json(o.sac, Trainer::hidden)}};
+  if (!solo) base["partition"] = o.partition;
   if (std::isfinite(o.optimal_mean_return)) base["optimal_mean_return"] = o.optimal_mean_return;
   train_result result;
+  result.gmis = group.world();
   const double target = o.target_return;
   const auto t0 = std::chrono::steady_clock::now();
   const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   double last_log = -std::numeric_limits<double>::infinity(), last_read = 0;
-  rl::episode_window window(static_cast<std::uint64_t>(o.min_episodes));
-  rl::learning_curve curve;
-  bool solved = false;
+  group_stop_check stop(static_cast<std::uint64_t>(o.min_episodes));
   std::uint64_t steps_taken = 0;
+  using update_stats = std::decay_t<decltype(eng.last_update())>;  // rl::sac_update_stats
+  const auto finite = [](const update_stats& u) {
+    return std::isfinite(u.critic_loss) && std::isfinite(u.actor_loss) && std::isfinite(u.alpha);
+  };
   for (;;) {
     eng.step();
     ++steps_taken;
-    const double steps = static_cast<double>(eng.env_steps());
+    if (!solo && steps_taken % offpolicy_group_steps != 0) continue;
+    const double steps = static_cast<double>(eng.env_steps()) * world;  // the group's: every learner steps alike
     const double elapsed = seconds();
-    const bool limit = steps >= o.max_env_steps || elapsed >= o.max_seconds;
     const int sig = detail::stop_signal.load();
-    if (elapsed - last_read >= offpolicy_stats_seconds || limit || sig) {
-      if (const auto mean = window.add(eng.read_stats())) {
-        solved = std::isfinite(target) && *mean >= target;
-        curve.add(steps, *mean);
-      }
+    const bool time_up = elapsed >= o.max_seconds, steps_up = steps >= o.max_env_steps;
+    const bool vote = time_up || steps_up || sig != 0 || group.stop_requested();
+    std::optional<rl::episode_stats> mine;
+    if (!solo || elapsed - last_read >= offpolicy_stats_seconds || vote) {
+      mine = eng.read_stats();
       last_read = elapsed;
     }
-    if (!(elapsed - last_log >= o.log_interval || limit || sig || solved)) continue;
-    const auto u = eng.last_update();  // waits for the queued updates on the device
+    const bool log_due = lead && elapsed - last_log >= o.log_interval;
+    // The look at the losses waits for the queued updates on the device: alone at log times and at the stop; in a
+    // group at every decision (its gradient sums wait on the host anyway).
+    std::optional<update_stats> u;
+    if (!solo || log_due || vote) u = eng.last_update();
+    const bool stop_now = stop(group, mine, vote, target, steps, u && !finite(*u));
+    if (!(log_due || stop_now)) continue;
+    if (!u) u = eng.last_update();
     const double now = seconds();
-    const double last_mean = window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
-    const bool finite = std::isfinite(u.critic_loss) && std::isfinite(u.actor_loss) && std::isfinite(u.alpha);
-    if (!o.quiet) {
-      std::printf("step %6llu | steps %s | updates %s | env %s steps/s | return %s | critic %.4g | actor %.4g | "
-                  "alpha %.3g | %s\n",
-                  static_cast<unsigned long long>(steps_taken), metrics::si(steps).c_str(),
-                  metrics::si(double(eng.updates())).c_str(), metrics::si(steps / now).c_str(),
-                  std::isfinite(last_mean) ? metrics::si(last_mean).c_str() : "-", u.critic_loss, u.actor_loss,
-                  u.alpha, metrics::clock_text(now).c_str());
-      std::fflush(stdout);
-    }
+    const double last_mean = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
+    const double updates = static_cast<double>(eng.updates());
     const auto mean_json = [](double m) { return std::isfinite(m) ? nlohmann::json(m) : nlohmann::json(); };
-    nlohmann::json line = base;
-    line.update({{"env_steps", steps},          {"wall_s", now},
-                 {"updates", eng.updates()},    {"mean_return", mean_json(last_mean)},
-                 {"critic_loss", u.critic_loss}, {"actor_loss", u.actor_loss},
-                 {"alpha", u.alpha},            {"env_steps_per_s", steps / now}});
-    log.write(line);
-    last_log = now;
+    if (lead) {
+      if (!o.quiet) {
+        std::printf("step %6llu | steps %s | updates %s | env %s steps/s | return %s | critic %.4g | actor %.4g | "
+                    "alpha %.3g | %s\n",
+                    static_cast<unsigned long long>(steps_taken), metrics::si(steps).c_str(), metrics::si(updates).c_str(),
+                    metrics::si(steps / now).c_str(), std::isfinite(last_mean) ? metrics::si(last_mean).c_str() : "-",
+                    u->critic_loss, u->actor_loss, u->alpha, metrics::clock_text(now).c_str());
+        std::fflush(stdout);
+      }
+      nlohmann::json line = base;
+      line.update({{"env_steps", steps},           {"wall_s", now},
+                   {"updates", eng.updates()},     {"mean_return", mean_json(last_mean)},
+                   {"critic_loss", u->critic_loss}, {"actor_loss", u->actor_loss},
+                   {"alpha", u->alpha},            {"env_steps_per_s", steps / now},
+                   {"updates_per_s", updates / now}});
+      log.write(line);
+      last_log = now;
+    }
     result.iterations = steps_taken;
     result.env_steps = steps;
     result.wall_seconds = now;
     result.mean_return = last_mean;
-    result.curve = curve.points();
-    result.rates.train_samples_per_s = double(eng.updates()) * double(o.sac.batch) / now;
-    if (!finite) {
-      nlohmann::json end = base;
-      end.update({{"event", "end"}, {"reason", "diverged"}, {"env_steps", steps}, {"wall_s", now},
-                  {"curve", curve.points()}});
-      log.write(end);
-      std::fprintf(stderr, "gmi: training diverged by %s env steps: critic loss %g, actor loss %g, alpha %g (try smaller "
-                           "learning rates or --sac-max-grad-norm)\n",
-                   metrics::si(steps).c_str(), u.critic_loss, u.actor_loss, u.alpha);
+    result.curve = stop.curve.points();
+    result.rates.train_samples_per_s = updates * double(o.sac.batch) * world / now;
+    if (stop.diverged) {
+      if (lead) {
+        nlohmann::json end = base;
+        end.update({{"event", "end"}, {"reason", "diverged"}, {"env_steps", steps}, {"wall_s", now},
+                    {"curve", stop.curve.points()}});
+        log.write(end);
+        std::fprintf(stderr, "gmi: training diverged by %s env steps: critic loss %g, actor loss %g, alpha %g (try smaller "
+                             "learning rates or --sac-max-grad-norm)%s\n",
+                     metrics::si(steps).c_str(), u->critic_loss, u->actor_loss, u->alpha,
+                     solo ? "" : "; the group stops");
+      }
       result.reason = stop_reason::diverged;
       result.exit_code = 1;
       return result;
     }
-    if (!(solved || limit || sig)) continue;
-    result.reason = solved ? stop_reason::solved
-                    : sig  ? stop_reason::signal
-                    : elapsed >= o.max_seconds ? stop_reason::time_limit
-                                               : stop_reason::step_limit;
+    if (!stop_now) continue;
+    // Another learner's vote (its clock) may stop the group before this one's limit: a time limit all the same.
+    const bool other_vote = !vote && !stop.solved;
+    result.reason = first_stop_reason({.solved = stop.solved, .signal = sig, .time_up = time_up || other_vote,
+                                       .steps_up = steps_up});
     result.signal_number = sig;
     result.exit_code = sig ? 128 + sig : 0;
     const std::string reason = result.reason_text();
-    // The deterministic policy (tanh of the mean) on fresh environments, seeded apart from training.
-    const double eval = o.sac_eval_episodes > 0 ? eng.evaluate(o.sac_eval_episodes, o.seed + 0x5EED)
-                                                : std::numeric_limits<double>::quiet_NaN();
+    // The deterministic policy (tanh of the mean) on fresh environments, seeded apart from training; the
+    // learners' weights are equal, so rank 0 evaluates for the group.
+    const double eval = o.sac_eval_episodes > 0 && lead ? eng.evaluate(o.sac_eval_episodes, o.seed + 0x5EED)
+                                                        : std::numeric_limits<double>::quiet_NaN();
+    result.eval_return = eval;
+    if (!lead) return result;
     nlohmann::json end = base;
     end.update({{"event", "end"}, {"reason", reason}, {"env_steps", steps}, {"wall_s", now},
                 {"updates", eng.updates()}, {"mean_return", mean_json(last_mean)},
+                {"env_steps_per_s", steps / now}, {"updates_per_s", updates / now},
                 {"eval_return", mean_json(eval)}, {"eval_episodes", o.sac_eval_episodes},
-                {"curve", curve.points()}});
+                {"curve", stop.curve.points()}});
     log.write(end);
     std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", reason.c_str(),
                 metrics::si(steps).c_str(), now, return_text(last_mean, o).c_str(),
@@ -147,7 +184,7 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
       std::printf("gmi: deterministic policy: mean return %s over %d fresh episodes\n", return_text(eval, o).c_str(),
                   o.sac_eval_episodes);
     }
-    result.eval_return = eval;
+    std::fflush(stdout);
     return result;
   }
 }

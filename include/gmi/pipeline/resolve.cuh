@@ -126,6 +126,25 @@ void validate(train_config<Pipeline>& o) {
                "--channel-slots", o.channel_slots, "a power of two in 1..64");
 }
 
+// The GPUs a run over GMIs uses; in a GMI process only their number matters (NCCL among the GPUs' leaders): its
+// identity's.
+inline std::vector<int> gpus_of_run(const run_options& o, int visible) {
+  if (const auto id = runtime::this_gmi()) return std::vector<int>(static_cast<std::size_t>(id->gpus), 0);
+  return chosen_gpus(o, visible);
+}
+
+// The GMIs of a run on `gpus` as the options ask for them (partition, GMIs per GPU, launch, slice sizes).
+inline runtime::gmis_config gmis_config_of(const run_options& o, std::vector<int> gpus) {
+  runtime::gmis_config cfg;
+  cfg.partition = o.partition;
+  cfg.gpus = std::move(gpus);
+  cfg.gmis_per_gpu = o.gmis_per_gpu;
+  cfg.launch = o.launch;
+  cfg.mps_percentage = o.mps_percentage;
+  cfg.sms_per_gmi = o.sms_per_gmi;
+  return cfg;
+}
+
 // Where a validated config runs.
 struct placement {
   enum class where { host, one_gpu, gmis } at = where::host;
@@ -205,20 +224,11 @@ placement place(train_config<Pipeline>& o) {
         planned = true;
       }
     }
-    // In a GMI process only the number of GPUs matters (NCCL among the GPUs' leaders): its identity's.
-    const std::vector<int> chosen =
-        gmi_process ? std::vector<int>(static_cast<std::size_t>(runtime::this_gmi()->gpus), 0)
-                    : chosen_gpus(o, *gpus);
+    const std::vector<int> chosen = gpus_of_run(o, *gpus);
     const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == runtime::launch_mode::processes ||
                          gmi_process || o.population || planned || o.restart_on_failure > 0;
     if (several) {
-      runtime::gmis_config cfg;
-      cfg.partition = o.partition;
-      cfg.gpus = chosen;
-      cfg.gmis_per_gpu = o.gmis_per_gpu;
-      cfg.launch = o.launch;
-      cfg.mps_percentage = o.mps_percentage;
-      cfg.sms_per_gmi = o.sms_per_gmi;
+      runtime::gmis_config cfg = gmis_config_of(o, chosen);
       cfg.env = chosen_vars;
       return placement::on_gmis(std::move(cfg));
     }

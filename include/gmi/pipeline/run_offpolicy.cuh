@@ -3,13 +3,18 @@
 // (gmi::trainers::sac). The trainer type chooses it, whatever the pipeline's Layout says: every GMI's environments
 // collect into a replay table and its learner samples batches from it (rl::sac_trainer on host threads with a
 // replay::host_table; rl::sac_device_trainer on one GPU with a replay::device_table), no PPO engine behind it.
-// Flags: the run's own (--num-envs, --max-env-steps, ...) and --sac-* for rl::sac_config.
+// Several GMIs (--gmis-per-gpu K, --gpus, --partition mps; on the host --partition cpu_cores) are data-parallel
+// learners, each with its own replay shard (offpolicy_gmis.cuh).
+// Flags: the run's shared ones (cli.hpp's add_run_flags: --num-envs, --max-env-steps, ...) and --sac-*.
 
 #include <cmath>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -19,12 +24,14 @@
 #include <gmi/exec/host.hpp>
 #include <gmi/pipeline/cli.hpp>
 #include <gmi/pipeline/defaults.hpp>
+#include <gmi/pipeline/offpolicy_gmis.cuh>
 #include <gmi/pipeline/offpolicy_loop.hpp>
 #include <gmi/pipeline/resolve.cuh>
 #include <gmi/pipeline/train_config.hpp>
 #include <gmi/rl/sac.cuh>
 #include <gmi/rl/sac.hpp>
 #include <gmi/runtime/flags.hpp>
+#include <gmi/runtime/gmis.hpp>
 #include <gmi/runtime/supervisor.hpp>
 
 namespace gmi::detail {
@@ -35,7 +42,13 @@ void validate_offpolicy(train_config<Pipeline>& o) {
   o.sac.validate();
   gmi::require(!o.population && o.sweep_path.empty(), "--population/--sweep with trainer", "sac",
                "one training (population mode runs PPO)");
-  gmi::require(!o.split_roles, "--split-roles with trainer", "sac", "no --split-roles (the split layout runs APPO)");
+  if (o.split_roles) {
+    gmi::require(o.device != device_choice::gpu && o.partition == "cpu_cores" && o.gmis_per_gpu >= 2,
+                 "--split-roles with trainer sac on", std::string(choice_name(o.device, device_choice_names)) + ", --partition " +
+                     o.partition + ", " + std::to_string(o.gmis_per_gpu) + " GMI(s)",
+                 "--device host --partition cpu_cores --gmis-per-gpu >= 2 (GMI 0 learns, the others act; GPU actors "
+                 "are not built yet)");
+  }
   gmi::require(!o.autotune.on && o.autotune.plan_path.empty(), "--autotune/--plan with trainer", "sac",
                "neither (plans are searched for the PPO layouts)");
   gmi::require(o.checkpoint_path.empty() && o.resume_path.empty() && o.restart_on_failure == 0,
@@ -54,26 +67,49 @@ void validate_offpolicy(train_config<Pipeline>& o) {
   }
 }
 
-// Host threads or one GPU; several GMIs are refused: data-parallel SAC learners over GMIs (gradients through the
-// hierarchical allreduce) are not built yet.
+// Host threads (one GMI, or --partition cpu_cores: --gmis-per-gpu K host GMIs), one GPU, or GPU GMIs (none or MPS).
+// `host_gmis` is set to the host GMIs' count.
 template <class Pipeline>
-placement place_offpolicy(const train_config<Pipeline>& o) {
-  const bool several = o.gmis_per_gpu > 1 || o.gpus != "1" || o.partition != "none" ||
-                       o.launch == runtime::launch_mode::processes;
-  if (several) {
-    throw gmi::config_error(gmi::got_need(
-        "--gmis-per-gpu/--gpus/--partition/--launch for trainer sac",
-        std::to_string(o.gmis_per_gpu) + " GMIs a GPU, --gpus " + o.gpus + ", --partition " + o.partition,
-        "one GMI (--gmis-per-gpu 1 --gpus 1 --partition none): SAC learners over several GMIs are not built yet"));
-  }
+placement place_offpolicy(const train_config<Pipeline>& o, int& host_gmis) {
+  host_gmis = 1;
+  const std::string shape = std::to_string(o.gmis_per_gpu) + " GMIs a GPU, --gpus " + o.gpus + ", --partition " +
+                            o.partition + ", --launch " + choice_name(o.launch, runtime::launch_mode_names);
+  gmi::require(o.partition == "none" || o.partition == "mps" || o.partition == "cpu_cores",
+               "--partition for trainer sac", o.partition,
+               "none or mps (GPU GMIs), or cpu_cores (host GMIs): data-parallel learners run there");
+  const bool gmi_process = runtime::this_gmi().has_value();
   const auto gpus = cuda::device_count();
-  const bool use_gpu = o.device == device_choice::gpu || (o.device == device_choice::automatic && gpus.has_value());
+  const bool use_gpu = gmi_process || o.device == device_choice::gpu ||
+                       (o.device == device_choice::automatic && gpus.has_value() && o.partition != "cpu_cores");
   if (!use_gpu) {
+    if (o.partition == "cpu_cores") {
+      gmi::require(o.gpus == "1" && o.launch != runtime::launch_mode::processes,
+                   "--gpus/--launch with --partition cpu_cores", shape,
+                   "--gpus 1 and threads (host GMIs are threads of this process)");
+      if (gmi::status st = partition::cpu_cores::can_implement(o.gmis_per_gpu); !st) {
+        throw gmi::config_error("--gmis-per-gpu with --partition cpu_cores: " + st.message());
+      }
+      host_gmis = o.gmis_per_gpu;
+      return placement::on_host(std::to_string(host_gmis) + " host GMIs (cpu_cores)");
+    }
+    if (o.gmis_per_gpu > 1 || o.gpus != "1" || o.partition != "none" || o.launch == runtime::launch_mode::processes) {
+      throw gmi::config_error(gmi::got_need("--gmis-per-gpu/--gpus/--partition/--launch for trainer sac on host threads",
+                                            shape, "--partition cpu_cores for several host GMIs, or a GPU"));
+    }
     return placement::on_host(gpus ? std::string("host threads (asked for)")
                                    : "host threads (" + gpus.error().message() + ")");
   }
   if (!gpus) throw gmi::config_error(gmi::got_need("--device", "gpu", "a CUDA device (" + gpus.error().message() + ")"));
-  gmi::require(o.gpu < *gpus, "--gpu", o.gpu, "< " + std::to_string(*gpus) + " (visible CUDA devices)");
+  gmi::require(o.partition != "cpu_cores", "--partition for trainer sac on a GPU", o.partition,
+               "none or mps (cpu_cores is for --device host)");
+  if (!gmi_process) gmi::require(o.gpu < *gpus, "--gpu", o.gpu, "< " + std::to_string(*gpus) + " (visible CUDA devices)");
+  const std::vector<int> chosen = gpus_of_run(o, *gpus);
+  if (gmi_process || chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" ||
+      o.launch == runtime::launch_mode::processes) {
+    runtime::gmis_config cfg = gmis_config_of(o, chosen);
+    cfg.heartbeat_timeout = std::chrono::milliseconds(30000);
+    return placement::on_gmis(std::move(cfg));
+  }
   const auto info = cuda::describe_device(o.gpu);
   return placement::on_gpu(o.gpu, info.name + " (" + std::to_string(info.sm_count) + " SMs)");
 }
@@ -84,12 +120,15 @@ train_result train_offpolicy(train_config<Pipeline> o) {
   using Trainer = typename Pipeline::trainer;
   using Nets = typename Trainer::template networks<Env>;
   validate_offpolicy(o);
-  if (std::isfinite(o.optimal_mean_return) && !o.quiet) {
+  if (std::isfinite(o.optimal_mean_return) && !o.quiet && !runtime::this_gmi()) {
     std::printf("gmi: %s: optimal mean return %s (known for this task); target %s\n", task_name<Env>(),
                 metrics::si(o.optimal_mean_return).c_str(),
                 std::isfinite(o.target_return) ? metrics::si(o.target_return).c_str() : "none");
   }
-  const placement where = place_offpolicy(o);
+  int host_gmis = 1;
+  const placement where = place_offpolicy(o, host_gmis);
+  if (where.at == placement::where::host && host_gmis > 1) return offpolicy_on_host_gmis<Pipeline>(o, host_gmis);
+  if (where.at == placement::where::gmis) return offpolicy_on_gpu_gmis<Pipeline>(o, where.cfg);
   if (where.at == placement::where::host) {
     rl::sac_trainer<Env, Nets> eng(o.sac, o.num_envs, o.seed, o.env, exec::host{});
     return offpolicy_loop<Pipeline>(eng, o, where.device_text, "gmi_host");
@@ -105,21 +144,10 @@ template <class Pipeline>
 std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipeline>& o) {
   CLI::App app{"gmi pipeline: off-policy layout (SAC)", argc > 0 ? argv[0] : "gmi"};
   auto& s = o.sac;
-  std::string device = choice_name(o.device, device_choice_names);
-  app.add_option("--num-envs", o.num_envs, "environments")->check(CLI::Range(1, 1 << 24))->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of environments, actions, initial weights and samples")->capture_default_str();
-  app.add_option("--device", device, "where to run")->check(CLI::IsMember(choice_names(device_choice_names)))->capture_default_str();
-  app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(detail::non_negative_number())->capture_default_str();
-  app.add_option("--gpus", o.gpus, "GPUs to use (off-policy: 1)")->capture_default_str();
-  app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU (off-policy: 1)")->check(CLI::Range(1, 1024))->capture_default_str();
-  app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(detail::positive_number())->capture_default_str();
-  app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds")->check(detail::positive_number())->capture_default_str();
-  auto* target_flag = app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");
-  app.add_option("--target-optimum-gap", o.target_optimum_gap, "stop within this fraction of the task's optimal mean return");
-  app.add_option("--min-episodes", o.min_episodes, "episodes a mean return must cover")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_option("--log-interval", o.log_interval, "seconds between progress lines")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
-  app.add_option("--metrics", o.metrics_path, "append JSON-lines metrics to this file");
-  app.add_flag("--quiet", o.quiet, "no progress lines");
+  std::vector<std::function<void()>> after;  // the choice flags' words into their enums
+  std::vector<std::string> partitions(partition::gpu_backends::names.begin(), partition::gpu_backends::names.end());
+  partitions.emplace_back("cpu_cores");  // host GMIs: data-parallel learners without a GPU
+  CLI::Option* target_flag = add_run_flags(app, after, o, partitions);
   app.add_option("--sac-batch", s.batch, "transitions per gradient step")->capture_default_str();
   app.add_option("--sac-gamma", s.gamma, "discount")->capture_default_str();
   app.add_option("--sac-tau", s.tau, "Polyak factor of the target critics")->capture_default_str();
@@ -131,15 +159,13 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
   app.add_option("--sac-warmup-steps", s.warmup_steps, "env transitions with uniform random actions first")->capture_default_str();
   app.add_option("--sac-updates-per-step", s.updates_per_step, "gradient steps per collected env transition")->capture_default_str();
   app.add_option("--sac-max-grad-norm", s.max_grad_norm, "gradient-norm clip (default: none)");
+  app.add_flag("--split-roles", o.split_roles,
+               "host GMIs (--partition cpu_cores): GMI 0 learns from the transitions the other GMIs collect (they only "
+               "act, with the learner's weights one message behind)");
   app.add_option("--sac-eval-episodes", o.sac_eval_episodes, "fresh episodes of the deterministic policy at the end")->capture_default_str();
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
-  o.device = parse_choice("--device", device, device_choice_names);
-  if (std::isfinite(o.target_optimum_gap) && target_flag->count() > 0) {
-    std::fprintf(stderr, "%s: --target-optimum-gap with --target-return: got %g, need one of the two\n",
-                 app.get_name().c_str(), o.target_return);
-    return 2;
-  }
-  return std::nullopt;
+  for (const auto& fill : after) fill();
+  return check_target_flags(app, target_flag, o);
 }
 
 template <class Pipeline>

@@ -49,6 +49,8 @@ struct train_result {
   // The policy's final weights and normalizers (the tensors --checkpoint exports as safetensors). Runs on one
   // GMI fill it; runs over several GMIs leave it empty (every GMI's state is in --checkpoint's files).
   io::checkpoint weights;
+  // Runs of data-parallel SAC learners: each GMI's FNV-1a of its final actor and critic weights, by rank.
+  std::vector<std::uint64_t> gmi_weights_hashes;
 
   [[nodiscard]] std::string reason_text() const { return stop_reason_text(reason, signal_number); }
   // The reason from its text as GMIs report it ("signal 15", "solved", ...).

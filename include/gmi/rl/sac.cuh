@@ -2,11 +2,14 @@
 // SAC on one GPU (exec::cuda): environments stepped in a kernel that also runs the actor, transitions inserted
 // into a replay::device_table, uniform batches drawn and gathered there, and the update of sac.hpp as kernels (the
 // per-sample functions of sac_loss.hpp, batch_mlp<.., exec::cuda> for the parameter sums, adam<exec::cuda>). The
-// temperature lives on the device, so an update needs no host synchronisation besides the table's own.
+// temperature lives on the device, so an update needs no host synchronisation besides the table's own. As one of
+// data-parallel learners (set_sync) each update's gradients go through the host to the group's sum (two waits).
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include <gmi/core/error.hpp>
@@ -20,6 +23,7 @@
 #include <gmi/rl/sac.hpp>
 #include <gmi/rl/sac_config.hpp>
 #include <gmi/rl/sac_loss.hpp>
+#include <gmi/rl/sac_sync.hpp>
 
 namespace gmi::rl {
 
@@ -196,7 +200,7 @@ class sac_device_trainer {
     d_heads_ = buf<float>(B * 2 * A);
     critic_acts_ = buf<float>(critic_bm_.acts_size(B));
     actor_acts_ = buf<float>(actor_bm_.acts_size(B));
-    g_critic_ = buf<float>(critic1_.size());
+    g_critic_ = buf<float>(2 * critic1_.size());  // critic 1's gradient, then critic 2's
     g_actor_ = buf<float>(actor_.size());
     envs_.reset(current_.span(), pol_.stream);
   }
@@ -244,14 +248,20 @@ class sac_device_trainer {
                                                   cfg_.log_std_min, cfg_.log_std_max, y_.data());
     sac_kernels::concat<<<nb, 256, 0, s>>>(obs, O, act, A, B, x_.data());
     GMI_CUDA_TRY(cudaGetLastError());
-    critic_step(critic1_, critic1_opt_);
-    critic_step(critic2_, critic2_opt_);
+    const std::size_t C = critic1_.size();
+    critic_gradient(critic1_, 0);
+    critic_gradient(critic2_, C);
+    if (sync_.active()) average_on_host({{g_critic_.data(), 2 * C}});
+    critic1_opt_.step(critic1_.span(), device_span<const float>(g_critic_.data(), C));
+    critic2_opt_.step(critic2_.span(), device_span<const float>(g_critic_.data() + C, C));
     actor_bm_.forward(actor_.span(), {obs, B * O}, heads_.span(), actor_acts_.span());
     sac_kernels::actor_heads<Nets><<<nb, 256, 0, s>>>(heads_.data(), obs, eps_.data(), critic1_.data(),
                                                       critic2_.data(), B, log_alpha_.data(), cfg_.log_std_min,
                                                       cfg_.log_std_max, d_heads_.data(), sums_.data());
     GMI_CUDA_TRY(cudaGetLastError());
     actor_bm_.backward(actor_.span(), {obs, B * O}, actor_acts_.span(), d_heads_.span(), g_actor_.span());
+    // The temperature's gradient is a function of the mean log-prob: averaging that averages the gradient.
+    if (sync_.active()) average_on_host({{g_actor_.data(), g_actor_.size()}, {sums_.data() + sac_sum_log_prob, 1}});
     actor_opt_.step(actor_.span(), g_actor_.span());
     if (cfg_.tune_alpha)
       sac_kernels::alpha_step<<<1, 1, 0, s>>>(log_alpha_.data(), alpha_state_.data(), sums_.data(),
@@ -304,6 +314,26 @@ class sac_device_trainer {
   [[nodiscard]] std::size_t env_steps() const noexcept { return env_steps_; }
   [[nodiscard]] std::uint64_t updates() const noexcept { return updates_; }
   [[nodiscard]] std::vector<float> actor_params() const { return download(actor_); }
+  [[nodiscard]] std::vector<float> critic_params(int k) const { return download(k == 0 ? critic1_ : critic2_); }
+
+  // Joins a group of data-parallel learners before the first update (as sac_trainer::set_sync): rank 0's weights
+  // everywhere, then every update's gradients averaged over the group through the host.
+  void set_sync(sac_sync s) {
+    s.validate();
+    gmi::require(updates_ == 0, "sac_device_trainer::set_sync after updates", updates_, "0 (join the group first)");
+    sync_ = std::move(s);
+    for (buf<float>* b : {&actor_, &critic1_, &critic2_}) {
+      std::vector<float> v = download(*b);
+      sync_.broadcast_from_first(v);
+      cuda::copy(b->span(), host_span<const float>(v.data(), v.size()), table_.stream());
+    }
+    GMI_CUDA_TRY(cudaMemcpyAsync(target1_.data(), critic1_.data(), critic1_.size() * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, table_.stream()));
+    GMI_CUDA_TRY(cudaMemcpyAsync(target2_.data(), critic2_.data(), critic2_.size() * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, table_.stream()));
+    GMI_CUDA_TRY(cudaStreamSynchronize(table_.stream()));
+  }
+  [[nodiscard]] const sac_sync& sync() const noexcept { return sync_; }
 
  private:
   static int checked_envs(int n) {
@@ -333,17 +363,35 @@ class sac_device_trainer {
     GMI_CUDA_TRY(cudaStreamSynchronize(table_.stream()));
     return v;
   }
-  template <class Opt>
-  void critic_step(buf<float>& critic, Opt& opt) {
+  // The critic's gradient into g_critic_ from `offset` on; its loss into sums_.
+  void critic_gradient(buf<float>& critic, std::size_t offset) {
     const auto B = std::size_t(cfg_.batch);
     critic_bm_.forward(critic.span(), x_.span(), q_.span(), critic_acts_.span());
     sac_kernels::critic_dq<<<sac_kernels::blocks(B), 256, 0, pol_.stream>>>(q_.data(), y_.data(), B, d_q_.data(),
                                                                             sums_.data());
     GMI_CUDA_TRY(cudaGetLastError());
-    critic_bm_.backward(critic.span(), x_.span(), critic_acts_.span(), d_q_.span(), g_critic_.span());
-    opt.step(critic.span(), g_critic_.span());
+    critic_bm_.backward(critic.span(), x_.span(), critic_acts_.span(), d_q_.span(),
+                        device_span<float>(g_critic_.data() + offset, critic.size()));
   }
-
+  // Device arrays replaced by the group's mean: copied to the host (a wait on the stream), summed, copied back.
+  void average_on_host(std::initializer_list<std::pair<float*, std::size_t>> parts) {
+    std::size_t total = 0;
+    for (const auto& p : parts) total += p.second;
+    staged_.resize(total);
+    std::size_t at = 0;
+    for (const auto& [ptr, n] : parts) {
+      cuda::copy(host_span<float>(staged_.data() + at, n), device_span<const float>(ptr, n), pol_.stream);
+      at += n;
+    }
+    GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));
+    sync_.average(staged_);
+    at = 0;
+    for (const auto& [ptr, n] : parts) {
+      cuda::copy(device_span<float>(ptr, n), host_span<const float>(staged_.data() + at, n), pol_.stream);
+      at += n;
+    }
+    GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));  // staged_ is reused by the next call
+  }
   sac_config cfg_;
   std::uint64_t seed_;
   std::size_t n_;
@@ -362,6 +410,8 @@ class sac_device_trainer {
   std::size_t env_steps_ = 0;
   std::uint64_t batch_steps_ = 0, updates_ = 0;
   double owed_updates_ = 0;
+  sac_sync sync_;
+  std::vector<float> staged_;
 };
 
 }  // namespace gmi::rl

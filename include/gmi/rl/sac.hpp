@@ -2,13 +2,17 @@
 // Soft actor-critic on host threads (exec::host): environments stepped by rl::env_batch, transitions kept in a
 // replay::host_table (columns obs, action, reward, next_obs, terminated; drawn uniformly), twin critics with
 // Polyak-averaged targets, a tanh-squashed Gaussian actor and automatic entropy tuning (sac_loss.hpp has the
-// gradients). The device path (replay::device_table, exec::cuda) is not written yet.
+// gradients). sac.cuh has the device path. set_sync makes it one of data-parallel learners (sac_sync.hpp).
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <span>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <gmi/concepts/env.hpp>
@@ -23,6 +27,7 @@
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/sac_config.hpp>
 #include <gmi/rl/sac_loss.hpp>
+#include <gmi/rl/sac_sync.hpp>
 
 namespace gmi::rl {
 
@@ -81,34 +86,74 @@ class sac_trainer {
   // the actor's draws after), inserts the transitions, then runs the gradient steps that are due.
   void step() {
     const std::size_t n = std::size_t(envs_.num_envs());
-    if (env_steps_ < cfg_.warmup_steps) {
-      gmi::rng r(seed_ ^ 0x3A7D0F1Bull, 0xC0113C7ull + batch_steps_);
-      for (float& a : actions_) a = r.uniform(-1.0f, 1.0f);
-    } else {
-      act(obs_.data(), n, false, actions_.data(), batch_steps_);
-    }
-    envs_.step({actions_.data(), actions_.size()}, {next_obs_.data(), next_obs_.size()}, {rewards_.data(), n},
-               {terminated_.data(), n}, {truncated_.data(), n}, nullptr, {final_obs_.data(), final_obs_.size()});
-    // The stored next observation is the episode's last one where it ended (next_obs_ already holds the reset).
-    std::vector<float> stored_next = next_obs_;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (terminated_[i] || truncated_[i]) std::memcpy(&stored_next[i * O], &final_obs_[i * O], O * sizeof(float));
-      terminated_f_[i] = terminated_[i] ? 1.0f : 0.0f;  // a time limit is not a terminal state: bootstrap
-    }
+    collect_once(env_steps_ < cfg_.warmup_steps);
     replay::rollout r;
     r.horizon = 1;
     r.envs = n;
-    r.columns = {obs_.data(), actions_.data(), rewards_.data(), stored_next.data(), terminated_f_.data()};
+    r.columns = {obs_.data(), actions_.data(), rewards_.data(), stored_next_.data(), terminated_f_.data()};
     table_.insert(writer_, r);
     obs_.swap(next_obs_);
     env_steps_ += n;
-    ++batch_steps_;
-    if (env_steps_ < cfg_.warmup_steps) return;
-    owed_updates_ += double(cfg_.updates_per_step) * double(n);
-    while (owed_updates_ >= 1.0) {
-      update();
-      owed_updates_ -= 1.0;
+    run_owed_updates(n);
+  }
+
+  // --- split roles: actors collect, a learner learns (pipeline/offpolicy_split.hpp)
+  // The width of one packed transition: obs, action, reward, next obs, terminated.
+  static constexpr std::size_t packed_width = std::size_t(2 * O + A + 2);
+
+  // An actor's step: every environment one step (uniform random actions when `random`, else the actor's draws),
+  // the transitions appended to `rows` (packed_width floats each, environment after environment), no replay.
+  void collect_packed(bool random, std::vector<float>& rows) {
+    const std::size_t n = std::size_t(envs_.num_envs());
+    collect_once(random);
+    for (std::size_t i = 0; i < n; ++i) {
+      rows.insert(rows.end(), &obs_[i * O], &obs_[i * O] + O);
+      rows.insert(rows.end(), &actions_[i * A], &actions_[i * A] + A);
+      rows.push_back(rewards_[i]);
+      rows.insert(rows.end(), &stored_next_[i * O], &stored_next_[i * O] + O);
+      rows.push_back(terminated_f_[i]);
     }
+    obs_.swap(next_obs_);
+    env_steps_ += n;
+  }
+
+  // A learner's insert of an actor's packed rows ([horizon][envs], as collect_packed appends them over `horizon`
+  // steps of `envs` environments), through that actor's own writer; then the gradient steps now due
+  // (updates_per_step per transition once warmup_steps transitions arrived).
+  void insert_packed(int actor, std::span<const float> rows, std::size_t envs, std::size_t horizon) {
+    const std::size_t n = envs * horizon;
+    gmi::require(rows.size() == n * packed_width, "sac_trainer::insert_packed rows", rows.size(),
+                 std::to_string(n * packed_width) + " (" + std::to_string(n) + " transitions)");
+    while (writers_.size() <= std::size_t(actor)) writers_.emplace_back();
+    auto& w = writers_[std::size_t(actor)];
+    if (!w) w.emplace(table_.make_writer(envs));
+    cols_.resize(n * packed_width);
+    float* obs = cols_.data();
+    float* act = obs + n * O;
+    float* rew = act + n * A;
+    float* nxt = rew + n;
+    float* term = nxt + n * O;
+    for (std::size_t k = 0; k < n; ++k) {
+      const float* r = rows.data() + k * packed_width;
+      std::memcpy(obs + k * O, r, O * sizeof(float));
+      std::memcpy(act + k * A, r + O, A * sizeof(float));
+      rew[k] = r[O + A];
+      std::memcpy(nxt + k * O, r + O + A + 1, O * sizeof(float));
+      term[k] = r[2 * O + A + 1];
+    }
+    replay::rollout ro;
+    ro.horizon = horizon;
+    ro.envs = envs;
+    ro.columns = {obs, act, rew, nxt, term};
+    table_.insert(*w, ro);
+    env_steps_ += n;
+    run_owed_updates(n);
+  }
+
+  // An actor's copy of the learner's actor weights.
+  void set_actor_params(std::span<const float> p) {
+    gmi::require(p.size() == actor_.size(), "sac_trainer::set_actor_params size", p.size(), std::to_string(actor_.size()));
+    std::memcpy(actor_.data(), p.data(), p.size() * sizeof(float));
   }
 
   // Steps until at least env_steps transitions were collected in total.
@@ -158,6 +203,27 @@ class sac_trainer {
   // Episodes finished in training since the previous read.
   episode_stats read_stats() { return envs_.read_stats(); }
 
+  // Joins a group of data-parallel learners before the first update: the weights become rank 0's, and every
+  // gradient (both critics', the actor's with the temperature's) is averaged over the group before its step.
+  // Every learner of the group must make the same number of updates (same envs, warmup and updates_per_step).
+  void set_sync(sac_sync s) {
+    s.validate();
+    gmi::require(updates_ == 0, "sac_trainer::set_sync after updates", updates_, "0 (join the group first)");
+    sync_ = std::move(s);
+    const std::size_t P = actor_.size(), C = critic1_.size();
+    std::vector<float> all(P + 2 * C);
+    std::memcpy(all.data(), actor_.data(), P * sizeof(float));
+    std::memcpy(all.data() + P, critic1_.data(), C * sizeof(float));
+    std::memcpy(all.data() + P + C, critic2_.data(), C * sizeof(float));
+    sync_.broadcast_from_first(all);
+    std::memcpy(actor_.data(), all.data(), P * sizeof(float));
+    std::memcpy(critic1_.data(), all.data() + P, C * sizeof(float));
+    std::memcpy(critic2_.data(), all.data() + P + C, C * sizeof(float));
+    target1_ = critic1_;
+    target2_ = critic2_;
+  }
+  [[nodiscard]] const sac_sync& sync() const noexcept { return sync_; }
+
   [[nodiscard]] const sac_config& config() const noexcept { return cfg_; }
   [[nodiscard]] std::size_t env_steps() const noexcept { return env_steps_; }
   [[nodiscard]] std::uint64_t updates() const noexcept { return updates_; }
@@ -198,20 +264,22 @@ class sac_trainer {
       std::memcpy(&x_[i * X], obs + i * O, O * sizeof(float));
       std::memcpy(&x_[i * X + O], act + i * A, A * sizeof(float));
     }
-    g_critic_.resize(critic1_.size());
+    // Both critics' gradients (critic 2's loss does not depend on critic 1), averaged over the group, then the steps.
+    const std::size_t C = critic1_.size(), P = actor_.size();
+    g_critic_.resize(2 * C);
     last_.critic_loss = 0.5 * grads_.critic_loss(critic1_.data(), x_.data(), y_.data(), B, g_critic_.data());
-    critic1_opt_.step({critic1_.data(), critic1_.size()}, {g_critic_.data(), g_critic_.size()});
-    last_.critic_loss += 0.5 * grads_.critic_loss(critic2_.data(), x_.data(), y_.data(), B, g_critic_.data());
-    critic2_opt_.step({critic2_.data(), critic2_.size()}, {g_critic_.data(), g_critic_.size()});
-    g_actor_.resize(actor_.size());
+    last_.critic_loss += 0.5 * grads_.critic_loss(critic2_.data(), x_.data(), y_.data(), B, g_critic_.data() + C);
+    sync_.average(g_critic_);
+    critic1_opt_.step({critic1_.data(), C}, {g_critic_.data(), C});
+    critic2_opt_.step({critic2_.data(), C}, {g_critic_.data() + C, C});
+    // The actor's gradient on the updated critics, the temperature's last (loss -log_alpha (log_prob + target)).
+    g_actor_.resize(P + 1);
     const auto a = grads_.actor_loss(actor_.data(), critic1_.data(), critic2_.data(), obs, eps_.data(), B, alpha,
                                      cfg_.log_std_min, cfg_.log_std_max, g_actor_.data());
-    actor_opt_.step({actor_.data(), actor_.size()}, {g_actor_.data(), g_actor_.size()});
-    if (cfg_.tune_alpha) {
-      // Loss -log_alpha (log_prob + target_entropy), log_prob held fixed.
-      const float g = -float(a.log_prob + double(cfg_.entropy_target(A)));
-      alpha_opt_.step({log_alpha_, 1}, {&g, 1});
-    }
+    g_actor_[P] = -float(a.log_prob + double(cfg_.entropy_target(A)));
+    sync_.average(g_actor_);
+    actor_opt_.step({actor_.data(), P}, {g_actor_.data(), P});
+    if (cfg_.tune_alpha) alpha_opt_.step({log_alpha_, 1}, {g_actor_.data() + P, 1});
     polyak_update<float>({target1_.data(), target1_.size()}, {critic1_.data(), critic1_.size()}, cfg_.tau);
     polyak_update<float>({target2_.data(), target2_.size()}, {critic2_.data(), critic2_.size()}, cfg_.tau);
     last_.actor_loss = a.loss;
@@ -250,6 +318,40 @@ class sac_trainer {
   std::uint64_t batch_steps_ = 0, updates_ = 0;
   double owed_updates_ = 0;
   sac_update_stats last_;
+  sac_sync sync_;
+  std::vector<float> stored_next_, cols_;
+  std::vector<std::optional<replay::host_table::writer>> writers_;  // a learner's, one per actor
+
+  // One step of every environment; the transitions' columns in obs_, actions_, rewards_, stored_next_ and
+  // terminated_f_ (the caller swaps obs_ and next_obs_ after using them).
+  void collect_once(bool random) {
+    const std::size_t n = std::size_t(envs_.num_envs());
+    if (random) {
+      gmi::rng r(seed_ ^ 0x3A7D0F1Bull, 0xC0113C7ull + batch_steps_);
+      for (float& a : actions_) a = r.uniform(-1.0f, 1.0f);
+    } else {
+      act(obs_.data(), n, false, actions_.data(), batch_steps_);
+    }
+    envs_.step({actions_.data(), actions_.size()}, {next_obs_.data(), next_obs_.size()}, {rewards_.data(), n},
+               {terminated_.data(), n}, {truncated_.data(), n}, nullptr, {final_obs_.data(), final_obs_.size()});
+    // The stored next observation is the episode's last one where it ended (next_obs_ already holds the reset).
+    stored_next_ = next_obs_;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (terminated_[i] || truncated_[i]) std::memcpy(&stored_next_[i * O], &final_obs_[i * O], O * sizeof(float));
+      terminated_f_[i] = terminated_[i] ? 1.0f : 0.0f;  // a time limit is not a terminal state: bootstrap
+    }
+    ++batch_steps_;
+  }
+
+  // The gradient steps owed for `n` new transitions (none while warming up).
+  void run_owed_updates(std::size_t n) {
+    if (env_steps_ < cfg_.warmup_steps) return;
+    owed_updates_ += double(cfg_.updates_per_step) * double(n);
+    while (owed_updates_ >= 1.0) {
+      update();
+      owed_updates_ -= 1.0;
+    }
+  }
 };
 
 }  // namespace gmi::rl

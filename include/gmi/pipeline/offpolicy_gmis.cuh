@@ -1,0 +1,187 @@
+#pragma once
+// The off-policy layout over several GMIs: data-parallel SAC learners. Each GMI runs its own environments (seed +
+// rank) into its own replay table (its shard) and samples its own batches; every gradient is averaged over the GMIs
+// through the runtime context's allreduce (rl::sac_sync), starting from rank 0's weights, so the weights stay
+// bitwise equal; the group decides together when to stop (offpolicy_loop.hpp with train_loop.hpp's group logic).
+// Host GMIs are threads on disjoint core sets (partition::cpu_cores), GPU GMIs come from runtime::run_gmis (none or
+// MPS). The launcher compares the GMIs' weight hashes and returns rank 0's result. With --split-roles (host GMIs)
+// GMI 0 learns from the others' transitions instead (offpolicy_split.hpp).
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gmi/core/error.hpp>
+#include <gmi/core/hash.hpp>
+#include <gmi/partition/cpu_cores.hpp>
+#include <gmi/pipeline/offpolicy_loop.hpp>
+#include <gmi/pipeline/offpolicy_split.hpp>
+#include <gmi/pipeline/train_config.hpp>
+#include <gmi/pipeline/train_loop.hpp>
+#include <gmi/rl/sac.cuh>
+#include <gmi/rl/sac.hpp>
+#include <gmi/rl/sac_sync.hpp>
+#include <gmi/runtime/context.hpp>
+#include <gmi/runtime/gmis.hpp>
+#include <gmi/runtime/supervisor.hpp>
+
+namespace gmi::detail {
+
+// train_loop.hpp's group of GMIs, beating at every decision (the supervisor's hang detection).
+struct learner_group : context_group {
+  [[nodiscard]] bool stop_requested() const noexcept {
+    ctx.heartbeat();
+    return ctx.stop_requested();
+  }
+};
+
+// A learner's place in the group: the sums go through the context's allreduce over every GMI of the run.
+inline rl::sac_sync learner_sync(runtime::context& ctx) {
+  rl::sac_sync s;
+  s.rank = ctx.rank();
+  s.world = ctx.world();
+  s.sum = [&ctx](std::span<float> v) { ctx.allreduce(v, ctx.all()); };
+  return s;
+}
+
+// The environments' seed of GMI `rank` (the initial weights are rank 0's).
+[[nodiscard]] inline std::uint64_t learner_seed(std::uint64_t seed, int rank) {
+  return seed + 1000003ull * static_cast<std::uint64_t>(rank);
+}
+
+// FNV-1a of the actor's and both critics' weights (host spans or downloaded vectors).
+template <class Engine>
+[[nodiscard]] std::uint64_t learner_weights_hash(const Engine& eng) {
+  std::vector<float> all;
+  const auto add = [&](const auto& v) { all.insert(all.end(), v.data(), v.data() + v.size()); };
+  add(eng.actor_params());
+  add(eng.critic_params(0));
+  add(eng.critic_params(1));
+  return gmi::fnv1a(all.data(), all.size() * sizeof(float));
+}
+
+// A GMI's end, reported to the launcher as one JSON text (rank 0 adds the run's numbers).
+template <class Engine>
+void report_gmi(runtime::context& ctx, const train_result& r, const Engine& eng, const std::string& where,
+                const char* role) {
+  nlohmann::json j = {{"rank", ctx.rank()},          {"reason", r.reason_text()},
+                      {"exit_code", r.exit_code},    {"iterations", r.iterations},
+                      {"env_steps", r.env_steps},    {"wall_s", r.wall_seconds},
+                      {"updates", eng.updates()},    {"train_samples_per_s", r.rates.train_samples_per_s},
+                      {"weights_hash", learner_weights_hash(eng)}, {"where", where}, {"role", role}};
+  if (ctx.rank() == 0) {
+    if (std::isfinite(r.mean_return)) j["mean_return"] = r.mean_return;
+    if (std::isfinite(r.eval_return)) j["eval_return"] = r.eval_return;
+    j["curve"] = r.curve;
+  }
+  ctx.report(j.dump());
+}
+
+// One data-parallel learner's run.
+template <class Pipeline, class Engine>
+void learner_run(Engine& eng, runtime::context& ctx, const train_config<Pipeline>& o, const std::string& where,
+                 const char* impl) {
+  eng.set_sync(learner_sync(ctx));
+  const train_result r = offpolicy_loop<Pipeline>(eng, o, where, impl, learner_group{{ctx}});
+  report_gmi(ctx, r, eng, where, "learner");
+}
+
+// The launcher's result from the GMIs' reports: rank 0's numbers, the weights compared.
+// `split`: one learner and actors, whose weights are not compared.
+inline train_result collect_learners(const runtime::run_report& report, bool split = false) {
+  train_result out;
+  out.gmis = static_cast<int>(report.results.size());
+  bool identical = true;
+  std::optional<std::uint64_t> first;
+  std::vector<std::string> reasons;
+  for (std::size_t r = 0; r < report.results.size(); ++r) {
+    if (report.results[r].empty()) throw gmi::error("GMI " + std::to_string(r) + " of the off-policy group reported nothing");
+    const auto j = nlohmann::json::parse(report.results[r]);
+    const auto h = j.at("weights_hash").get<std::uint64_t>();
+    out.gmi_weights_hashes.push_back(h);
+    if (first && *first != h) identical = false;
+    if (!first) first = h;
+    reasons.push_back(j.at("reason").get<std::string>());
+    if (r != 0) continue;
+    out.iterations = j.at("iterations").get<std::uint64_t>();
+    out.env_steps = j.at("env_steps").get<double>();
+    out.wall_seconds = j.at("wall_s").get<double>();
+    out.rates.train_samples_per_s = j.at("train_samples_per_s").get<double>();
+    if (j.contains("mean_return")) out.mean_return = j["mean_return"].get<double>();
+    if (j.contains("eval_return")) out.eval_return = j["eval_return"].get<double>();
+    out.curve = j.at("curve").get<std::vector<std::array<double, 2>>>();
+  }
+  out.set_reason(group_stop_reason(reasons));
+  if (split) {
+    out.exit_code = exit_code_of(out.reason, out.signal_number);
+    return out;
+  }
+  std::printf("gmi: %zu SAC learners: weights %s (FNV-1a %016llx)\n", report.results.size(),
+              identical ? "identical on every GMI" : "DIFFER between GMIs", static_cast<unsigned long long>(*first));
+  std::fflush(stdout);
+  if (!identical) {
+    std::fprintf(stderr, "gmi: the SAC learners ended with different weights: data-parallel training is broken\n");
+    out.exit_code = 1;
+  } else {
+    out.exit_code = exit_code_of(out.reason, out.signal_number);
+  }
+  return out;
+}
+
+// K learners as threads of this process, each on its own cores when there are enough (partition::cpu_cores); with
+// --split-roles GMI 0 learns and the others act (offpolicy_split.hpp).
+template <class Pipeline>
+train_result offpolicy_on_host_gmis(const train_config<Pipeline>& o, int gmis) {
+  using Env = typename Pipeline::env;
+  using Nets = typename Pipeline::trainer::template networks<Env>;
+  using engine = rl::sac_trainer<Env, Nets>;
+  runtime::launch_spec spec = runtime::launch_spec::uniform(0, gmis);
+  spec.heartbeat_timeout = std::chrono::milliseconds(30000);
+  const auto cores = partition::cpu_cores::core_sets({gmis, {}});
+  runtime::thread_group group(spec, [&](runtime::context& ctx) {
+    const auto& mine = cores[static_cast<std::size_t>(ctx.rank())];
+    partition::cpu_cores::binding bound(mine);
+    const std::string where = "host threads (cpu_cores, " + std::to_string(mine.size()) + " core(s) a GMI)";
+    const std::uint64_t seed = learner_seed(o.seed, ctx.rank());
+    if (!o.split_roles) {
+      engine eng(o.sac, o.num_envs, seed, o.env, bound.policy());
+      learner_run<Pipeline>(eng, ctx, o, where, "gmi_host");
+    } else if (ctx.rank() == 0) {
+      engine eng(o.sac, o.num_envs, seed, o.env, bound.policy());
+      const train_result r = split_learner_run<Pipeline>(eng, ctx, o, where, "gmi_host");
+      report_gmi(ctx, r, eng, where, "learner");
+    } else {
+      rl::sac_config c = o.sac;
+      c.replay_capacity = c.warmup_steps;  // an actor keeps no replay
+      engine eng(c, o.num_envs, seed, o.env, bound.policy());
+      split_actor_run(eng, ctx);
+      report_gmi(ctx, train_result{}, eng, where, "actor");
+    }
+  });
+  return collect_learners(group.wait_or_throw(), o.split_roles);
+}
+
+// Learners on GPU GMIs (runtime::run_gmis: none or MPS, threads or processes). In a GMI process: that GMI's part.
+template <class Pipeline>
+train_result offpolicy_on_gpu_gmis(const train_config<Pipeline>& o, const runtime::gmis_config& cfg) {
+  using Env = typename Pipeline::env;
+  using Nets = typename Pipeline::trainer::template networks<Env>;
+  const runtime::gmi_work work = [&](runtime::context& ctx, runtime::binding& b) {
+    rl::sac_device_trainer<Env, Nets> eng(o.sac, o.num_envs, learner_seed(o.seed, ctx.rank()), o.env);
+    learner_run<Pipeline>(eng, ctx, o, cfg.partition + " over " + std::to_string(cfg.gpus.size()) + " GPU(s), " + b.describe(),
+                          "gmi_device");
+  };
+  const runtime::gmis_outcome outcome = runtime::run_gmis(cfg, work);
+  if (!outcome.report) return ended_elsewhere(outcome.exit_code, false);
+  return collect_learners(*outcome.report);
+}
+
+}  // namespace gmi::detail

@@ -1,0 +1,154 @@
+#pragma once
+// The off-policy layout with split roles (--split-roles, host GMIs for now): GMI 0 learns, GMIs 1.. only act. An
+// actor steps its environments with its copy of the actor network for offpolicy_split_steps steps and sends the
+// packed transitions (rl::sac_trainer::collect_packed) and its finished episodes to the learner through the
+// runtime context's point-to-point messages; the learner inserts each actor's transitions into its replay table
+// (one writer per actor) and runs the gradient steps due. Each round the learner answers every actor with its
+// current actor weights (or stop) before it inserts and updates, so the actors collect the next round while it
+// learns (the transitions are one round behind the weights). The learner runs offpolicy_loop.hpp's loop over a
+// round-per-step adapter; its stop decision reaches the actors in the reply after the round in flight.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <gmi/core/error.hpp>
+#include <gmi/pipeline/offpolicy_loop.hpp>
+#include <gmi/pipeline/train_config.hpp>
+#include <gmi/pipeline/train_loop.hpp>
+#include <gmi/rl/env_batch.hpp>
+#include <gmi/runtime/context.hpp>
+
+namespace gmi::detail {
+
+// Steps an actor collects between messages.
+inline constexpr int offpolicy_split_steps = 8;
+
+struct split_actor_note {  // an actor's message header, then its packed transitions
+  double episodes = 0, return_sum = 0, length_sum = 0;
+  std::uint32_t envs = 0, horizon = 0;
+};
+struct split_learner_note {  // the learner's answer header, then the actor weights unless stop
+  std::uint32_t stop = 0, random = 0;
+};
+
+// The learner as an engine of offpolicy_loop: step() is one round over every actor.
+template <class Engine>
+class split_learner {
+ public:
+  split_learner(Engine& eng, runtime::context& ctx) : eng_(eng), ctx_(ctx) {}
+
+  void step() {
+    ctx_.heartbeat();
+    inbox_.clear();
+    std::size_t arriving = 0;
+    for (int a = 1; a < ctx_.world(); ++a) {
+      inbox_.push_back(ctx_.recv(a));
+      const auto& m = inbox_.back();
+      gmi::require(m.size() >= sizeof(split_actor_note), "split-roles message from GMI " + std::to_string(a) + " bytes",
+                   m.size(), ">= " + std::to_string(sizeof(split_actor_note)));
+      split_actor_note n;
+      std::memcpy(&n, m.data(), sizeof n);
+      arriving += std::size_t(n.envs) * n.horizon;
+      stats_.episodes += static_cast<std::uint64_t>(n.episodes);
+      stats_.return_sum += n.return_sum;
+      stats_.length_sum += n.length_sum;
+    }
+    // The answer before the updates: the actors collect the next round meanwhile.
+    answer(false, eng_.env_steps() + arriving < eng_.config().warmup_steps);
+    for (int a = 1; a < ctx_.world(); ++a) {
+      const auto& m = inbox_[std::size_t(a - 1)];
+      split_actor_note n;
+      std::memcpy(&n, m.data(), sizeof n);
+      const std::size_t floats = (m.size() - sizeof n) / sizeof(float);
+      rows_.resize(floats);
+      std::memcpy(rows_.data(), m.data() + sizeof n, floats * sizeof(float));
+      eng_.insert_packed(a, rows_, n.envs, n.horizon);
+    }
+  }
+
+  // After the loop: the round in flight is read and every actor told to stop.
+  void finish() {
+    for (int a = 1; a < ctx_.world(); ++a) (void)ctx_.recv(a);
+    answer(true, false);
+  }
+
+  rl::episode_stats read_stats() {
+    const rl::episode_stats s = stats_;
+    stats_ = {};
+    return s;
+  }
+  [[nodiscard]] std::size_t env_steps() const noexcept { return eng_.env_steps(); }
+  [[nodiscard]] std::uint64_t updates() const noexcept { return eng_.updates(); }
+  auto last_update() { return eng_.last_update(); }
+  double evaluate(int envs, std::uint64_t seed) { return eng_.evaluate(envs, seed); }
+
+ private:
+  void answer(bool stop, bool random) {
+    const auto p = eng_.actor_params();
+    const split_learner_note note{stop ? 1u : 0u, random ? 1u : 0u};
+    out_.assign(sizeof note + (stop ? 0 : p.size() * sizeof(float)), std::byte{0});
+    std::memcpy(out_.data(), &note, sizeof note);
+    if (!stop) std::memcpy(out_.data() + sizeof note, p.data(), p.size() * sizeof(float));
+    for (int a = 1; a < ctx_.world(); ++a) ctx_.send(std::span<const std::byte>(out_), a);
+  }
+
+  Engine& eng_;
+  runtime::context& ctx_;
+  std::vector<std::vector<std::byte>> inbox_;
+  std::vector<float> rows_;
+  std::vector<std::byte> out_;
+  rl::episode_stats stats_;
+};
+
+// GMI 0's part: the loop over the learner adapter, then the actors stopped.
+template <class Pipeline, class Engine>
+train_result split_learner_run(Engine& eng, runtime::context& ctx, const train_config<Pipeline>& o,
+                               const std::string& where, const char* impl) {
+  split_learner<Engine> learner(eng, ctx);
+  const std::string who = "split roles: GMI 0 learns, " + std::to_string(ctx.world() - 1) + " actor GMI" +
+                          (ctx.world() > 2 ? "s" : "") + " (the envs below each, " +
+                          std::to_string(offpolicy_split_steps) + " steps a message) on " + where;
+  const train_result r = offpolicy_loop<Pipeline>(learner, o, where, impl, solo_group{&ctx}, who, "off_policy_split");
+  learner.finish();
+  return r;
+}
+
+// GMIs 1..'s part: collect, send, take the learner's weights, until it says stop.
+template <class Engine>
+void split_actor_run(Engine& eng, runtime::context& ctx) {
+  bool random = true;
+  std::vector<float> rows;
+  std::vector<std::byte> msg;
+  for (;;) {
+    rows.clear();
+    for (int t = 0; t < offpolicy_split_steps; ++t) {
+      eng.collect_packed(random, rows);
+      ctx.heartbeat();
+    }
+    const rl::episode_stats s = eng.read_stats();
+    split_actor_note note{double(s.episodes), s.return_sum, s.length_sum, std::uint32_t(rows.size() / Engine::packed_width / offpolicy_split_steps),
+                          std::uint32_t(offpolicy_split_steps)};
+    msg.assign(sizeof note + rows.size() * sizeof(float), std::byte{0});
+    std::memcpy(msg.data(), &note, sizeof note);
+    std::memcpy(msg.data() + sizeof note, rows.data(), rows.size() * sizeof(float));
+    ctx.send(std::span<const std::byte>(msg), 0);
+    const std::vector<std::byte> reply = ctx.recv(0);
+    gmi::require(reply.size() >= sizeof(split_learner_note), "split-roles answer bytes", reply.size(),
+                 ">= " + std::to_string(sizeof(split_learner_note)));
+    split_learner_note n;
+    std::memcpy(&n, reply.data(), sizeof n);
+    if (n.stop) break;
+    random = n.random != 0;
+    const std::size_t floats = (reply.size() - sizeof n) / sizeof(float);
+    std::vector<float> p(floats);
+    std::memcpy(p.data(), reply.data() + sizeof n, floats * sizeof(float));
+    eng.set_actor_params(p);
+  }
+  ctx.flush(ctx.timeout());
+}
+
+}  // namespace gmi::detail
