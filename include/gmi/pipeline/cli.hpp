@@ -66,6 +66,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   add_choice(app, after, "--device", o.device, device_choice_names, "where to run");
   app.add_option("--gpu", o.gpu, "CUDA device ordinal")->check(detail::non_negative_number())->capture_default_str();
   app.add_option("--gpus", o.gpus, "GPUs to use from --gpu on: a count or \"all\"")->capture_default_str();
+  app.add_option("--host-id", o.host_id, "this host's id in a run over several hosts (mpirun/srun; default hostname[.local rank])");
   app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU (the backend sets the upper bound)")
       ->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--partition", o.partition, "partition backend (default: the pipeline's)")

@@ -22,8 +22,42 @@
 #include <gmi/plan/plan.hpp>
 #include <gmi/rl/ppo.cuh>
 #include <gmi/runtime/gmis.hpp>
+#include <gmi/runtime/hosts.hpp>
 
 namespace gmi::detail {
+
+// A run over several hosts is synchronous PPO (layout colocated) with every host's GMIs as threads on its GPUs;
+// anything else is one line naming the first option that is not.
+template <class Pipeline>
+void check_across_hosts(const train_config<Pipeline>& o, const runtime::host_info& job, bool gpu) {
+  const std::string across = " across " + std::to_string(job.hosts) + " hosts (" + job.source + ")";
+  const auto refuse = [&](const std::string& what, const std::string& got, const std::string& need) {
+    throw gmi::config_error(gmi::got_need(what + across, got, need));
+  };
+  if (!gpu) {
+    refuse("--device", "host threads", "gpu (each host's launcher trains on its GPUs; host GMIs across hosts: "
+           "runtime::run_on_hosts, docs/multihost.md)");
+  }
+  if (std::string_view(Pipeline::layout_type::name) != "colocated") {
+    refuse("layout", Pipeline::layout_type::name, "colocated (synchronous PPO)");
+  }
+  if (o.population) refuse("--population", "on", "one synchronous training");
+  if (o.split_roles) refuse("--split-roles", "on", "one synchronous training (colocated roles)");
+  if (o.autotune.on || !o.autotune.plan_path.empty()) {
+    refuse(o.autotune.on ? "--autotune" : "--plan", "on", "--partition and --gmis-per-gpu given (search a plan on one host)");
+  }
+  if (!o.checkpoint_path.empty() || !o.resume_path.empty() || o.restart_on_failure > 0) {
+    refuse(!o.checkpoint_path.empty() ? "--checkpoint" : !o.resume_path.empty() ? "--resume" : "--restart-on-failure",
+           "given", "none (GPU GMIs across hosts save no checkpoints yet; a lost host ends the job: docs/multihost.md)");
+  }
+  if (o.partition == "mps" || o.partition == "mig" || o.launch == runtime::launch_mode::processes) {
+    refuse("--partition/--launch", o.partition + "/" + choice_name(o.launch, runtime::launch_mode_names),
+           "GMIs as threads (partition none or green_context): only the launcher is joined to the other hosts");
+  }
+  if (o.gradient_allreduce == allreduce_choice::cpu_staged) {
+    refuse("--gradient-allreduce", "cpu_staged", "hierarchical (host shared memory does not reach the other hosts)");
+  }
+}
 
 // The GPUs a run uses: --gpus N from --gpu on, or every visible one.
 inline std::vector<int> chosen_gpus(const run_options& o, int visible) {
@@ -159,6 +193,8 @@ template <class Pipeline>
 placement place(train_config<Pipeline>& o) {
   const auto gpus = cuda::device_count();
   const bool use_gpu = o.device == device_choice::gpu || (o.device == device_choice::automatic && gpus.has_value());
+  const runtime::host_info job = runtime::job_host(o.host_id);
+  if (job.hosts > 1) check_across_hosts(o, job, use_gpu);
   if (use_gpu) {
     if (!gpus) throw gmi::config_error(gmi::got_need("--device", "gpu", "a CUDA device (" + gpus.error().message() + ")"));
     // A GMI process takes its placement from its identity (under MPS and MIG it sees one device): the launcher
@@ -206,11 +242,19 @@ placement place(train_config<Pipeline>& o) {
       }
     }
     // In a GMI process only the number of GPUs matters (NCCL among the GPUs' leaders): its identity's.
-    const std::vector<int> chosen =
-        gmi_process ? std::vector<int>(static_cast<std::size_t>(runtime::this_gmi()->gpus), 0)
-                    : chosen_gpus(o, *gpus);
+    // Across hosts, --gpu and --gpus count within this host's share of the visible GPUs (runtime::host_gpus:
+    // all of them with one launcher a machine).
+    std::vector<int> chosen;
+    if (gmi_process) {
+      chosen.assign(static_cast<std::size_t>(runtime::this_gmi()->gpus), 0);
+    } else if (job.hosts > 1) {
+      const std::vector<int> share = runtime::host_gpus(*gpus, job);
+      for (const int k : chosen_gpus(o, static_cast<int>(share.size()))) chosen.push_back(share[static_cast<std::size_t>(k)]);
+    } else {
+      chosen = chosen_gpus(o, *gpus);
+    }
     const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == runtime::launch_mode::processes ||
-                         gmi_process || o.population || planned || o.restart_on_failure > 0;
+                         gmi_process || o.population || planned || o.restart_on_failure > 0 || job.hosts > 1;
     if (several) {
       runtime::gmis_config cfg;
       cfg.partition = o.partition;

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# GPU machine with 2 (or more) GPUs, from the repository root: gmi::run across hosts (the cartpole_ppo example,
+# synchronous PPO, layout colocated, 1 GMI a GPU as threads) on
+#   one host with 2 GPUs (no launcher; NCCL's default transports),
+#   two simulated hosts x 1 GPU under mpirun (one launcher each, --host-id sim0/sim1, each its share of the
+#   GPUs), NCCL on sockets between them (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 over lo),
+# 3 runs each, alternating, 12 s of training a run; then a killed host: host 1 SIGKILLs itself (the GMI test hook)
+# and host 0 must end with one line naming host 1 within 10 s. Writes result lines (bench multihost; metric
+# train_samples_per_s with "hosts": 1 or 2, their ratio, lost_host_detection_s) to $OUT/multihost/device_run.jsonl,
+# the runs' own end lines to $OUT/multihost/train.jsonl and logs beside them.
+# Needs OpenMPI: mpirun on PATH, or the packages bench/multihost/carry_openmpi.sh put in .carry/openmpi (carried).
+# About 3 min of build, 3 of runs.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+dir="$OUT/multihost"
+mkdir -p "$dir"
+git_rev=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD)}
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+if [ "$gpus" -lt 2 ]; then echo "SKIPPED: bench/multihost/device_run.sh needs 2 GPUs, found $gpus"; exit 77; fi
+device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+export NCCL_NVLS_ENABLE=0
+cmake_mpi=()
+if ! command -v mpirun > /dev/null; then
+  ls .carry/openmpi/*.deb > /dev/null 2>&1 \
+    || { echo "no mpirun here and no .carry/openmpi: run bench/multihost/carry_openmpi.sh where apt works, carry .carry"; exit 1; }
+  root=/tmp/gmi-openmpi
+  rm -rf "$root" && mkdir -p "$root"
+  for f in .carry/openmpi/*.deb; do dpkg -x "$f" "$root"; done
+  lib=$root/usr/lib/x86_64-linux-gnu
+  mkdir -p "$root/bin" && ln -sf "$root/usr/bin/mpirun.openmpi" "$root/bin/mpirun"
+  export OPAL_PREFIX=$root/usr PATH=$root/bin:$root/usr/bin:$PATH
+  export LD_LIBRARY_PATH=$lib/openmpi/lib:$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PMIX_INSTALL_PREFIX=$lib/pmix2 PMIX_MCA_mca_base_component_path=$lib/pmix2/lib/pmix
+  command -v ssh > /dev/null || export OMPI_MCA_plm_rsh_agent=/bin/false  # one machine: nothing is started by ssh
+  cmake_mpi=(-DMPI_CXX_COMPILER="$root/usr/bin/mpicxx.openmpi")
+  echo "OpenMPI from .carry/openmpi: $(mpirun --version 2>&1 | head -1)"
+fi
+cmake --preset gpu -B /tmp/build -DGMI_BUILD_BENCHMARKS=ON "${cmake_mpi[@]}" > "$dir/configure.log" 2>&1 \
+  || { tail -30 "$dir/configure.log"; exit 1; }
+if grep -q "gmi: MPI not found" "$dir/configure.log"; then tail -30 "$dir/configure.log"; echo "CMake did not find MPI"; exit 1; fi
+time cmake --build /tmp/build -j16 --target gmi.example.cartpole_ppo > "$dir/build.log" 2>&1 \
+  || { tail -40 "$dir/build.log"; exit 1; }
+bin=/tmp/build/examples/cartpole_ppo/gmi.example.cartpole_ppo
+train="$dir/train.jsonl"
+common=(--partition none --gmis-per-gpu 1 --num-envs 8192 --minibatch-scope gmi --target-return nan
+        --max-env-steps 1e12 --log-interval 4 --metrics "$train")
+mflags=(--oversubscribe --mca btl tcp,self --bind-to none)
+[ "$(id -u)" -eq 0 ] && mflags+=(--allow-run-as-root)
+sockets=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0)
+xs=(); for kv in "${sockets[@]}"; do xs+=(-x "$kv"); done
+visible=CUDA_VISIBLE_DEVICES=0,1
+one_host() { env "$visible" timeout 150 "$bin" --gpus 2 "${common[@]}" --max-seconds 12; }
+two_hosts() {
+  env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" "${xs[@]}" \
+    -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --max-seconds 12 : \
+    -np 1 "$bin" --gpus all --host-id sim1 "${common[@]}" --max-seconds 12
+}
+rm -f "$train"
+rc=0
+for rep in 1 2 3; do
+  echo "== rep $rep: one host, 2 GPUs (NCCL default)"
+  one_host > "$dir/one_host.$rep.log" 2>&1 || { rc=1; echo "one host failed"; }
+  grep -E "^gmi: (time|step) limit|weights" "$dir/one_host.$rep.log" | head -2
+  echo "== rep $rep: two simulated hosts x 1 GPU (mpirun, NCCL on sockets)"
+  two_hosts > "$dir/two_hosts.$rep.log" 2>&1 || { rc=1; echo "two hosts failed"; }
+  grep -E "^gmi: [0-9]+ hosts|^gmi: (time|step) limit|^gmi: host 1" "$dir/two_hosts.$rep.log" | head -3
+done
+[ "$rc" -eq 0 ] || { tail -30 "$dir"/two_hosts.*.log; }
+
+echo "== killed host: host 1 SIGKILLs itself after iteration 60 (GMI_TEST_KILL_AT=0:60), mpirun --enable-recovery"
+env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" --enable-recovery "${xs[@]}" \
+  -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --max-seconds 120 : \
+  -np 1 env GMI_TEST_KILL_AT=0:60 "$bin" --gpus all --host-id sim1 "${common[@]}" --max-seconds 120 2>&1 \
+  | while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done > "$dir/killed_host.log"
+cat "$dir/killed_host.log" | tail -8
+
+python3 - "$train" "$dir/killed_host.log" "$dir/device_run.jsonl" "$device" "$git_rev" <<'PY'
+import json, re, statistics, sys, time
+train, killed_log, out, device, git = sys.argv[1:6]
+rows = [json.loads(l) for l in open(train) if l.strip()]
+run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-multihost"
+lines = []
+def line(case, metric, values, **extra):
+    d = {"bench": "multihost", "case": case, "impl": "gmi", "metric": metric, "median": statistics.median(values),
+         "min": min(values), "max": max(values), "reps": len(values), "device": device, "git": git, "run_id": run_id}
+    d.update(extra)
+    lines.append(d)
+    return d
+by = {1: [r for r in rows if r.get("hosts") == 1], 2: [r for r in rows if r.get("hosts") == 2]}
+ok = True
+for h, rs in by.items():
+    if not rs:
+        print(f"no end line with hosts {h}"); ok = False; continue
+    if not all(r["weights_identical"] for r in rs):
+        print(f"hosts {h}: weights differ between GMIs"); ok = False
+    line("cartpole_ppo_colocated_2gpus", "train_samples_per_s", [r["train_samples_per_s"] for r in rs], hosts=h,
+         gpus_per_host=2 // h, gmis_per_gpu=1, num_envs=8192,
+         transport="nccl default" if h == 1 else "nccl sockets (lo), mpirun tcp")
+if by[1] and by[2]:
+    ratio = lines[1]["median"] / lines[0]["median"]
+    line("cartpole_ppo_colocated_2gpus", "two_hosts_over_one_host", [ratio], target=0.90)
+    print(f"two hosts / one host (medians of train samples/s): {ratio:.3f} (target >= 0.90); "
+          f"one host {lines[0]['median']:.4g}, two hosts {lines[1]['median']:.4g}")
+killed = lost = None
+for l in open(killed_log):
+    t, _, text = l.partition(" ")
+    if killed is None and "killed by the test hook" in text: killed = float(t)
+    if lost is None and re.search(r"host 0 'sim0': host 1 'sim1' \(GMI 1\) ", text): lost = float(t); lost_line = text.strip()
+if killed is None or lost is None:
+    print("killed host: no kill line or no line from host 0 naming host 1 (see killed_host.log)"); ok = False
+else:
+    s = lost - killed
+    line("killed_host", "lost_host_detection_s", [s], target=10.0, line=lost_line)
+    print(f"killed host: host 0 named host 1 {s:.2f} s after the kill (target <= 10 s): {lost_line}")
+    ok = ok and s <= 10
+with open(out, "a") as f:
+    for d in lines: f.write(json.dumps(d) + "\n")
+print(f"{len(lines)} result lines in {out}")
+sys.exit(0 if ok else 1)
+PY
