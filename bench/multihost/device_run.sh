@@ -44,7 +44,7 @@ bin=/tmp/build/examples/cartpole_ppo/gmi.example.cartpole_ppo
 train="$dir/train.jsonl"
 common=(--partition none --gmis-per-gpu 1 --num-envs 8192 --minibatch-scope gmi --target-return nan
         --max-env-steps 1e12 --log-interval 4 --metrics "$train")
-mflags=(--oversubscribe --mca btl tcp,self --bind-to none)
+mflags=(--oversubscribe --mca pml ob1 --mca btl tcp,self --bind-to none)  # no core binding: a host runs many threads
 [ "$(id -u)" -eq 0 ] && mflags+=(--allow-run-as-root)
 sockets=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0)
 xs=(); for kv in "${sockets[@]}"; do xs+=(-x "$kv"); done
