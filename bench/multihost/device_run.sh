@@ -4,7 +4,8 @@
 #   one host with 2 GPUs (no launcher; NCCL's default transports),
 #   two simulated hosts x 1 GPU under mpirun (one launcher each, --host-id sim0/sim1, each its share of the
 #   GPUs), NCCL on sockets between them (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 over lo),
-# 3 runs each, alternating, 12 s of training a run; then a killed host: host 1 SIGKILLs itself (the GMI test hook)
+# 3 runs each, alternating, 12 s of training a run; then 2 GMIs a GPU on both hosts, checked for identical weights
+# after 40 iterations; then a killed host: host 1 SIGKILLs itself (the GMI test hook)
 # and host 0 must end with one line naming host 1 within 10 s. Writes result lines (bench multihost; metric
 # train_samples_per_s with "hosts": 1 or 2, their ratio, lost_host_detection_s) to $OUT/multihost/device_run.jsonl,
 # the runs' own end lines to $OUT/multihost/train.jsonl and logs beside them.
@@ -67,6 +68,19 @@ for rep in 1 2 3; do
 done
 [ "$rc" -eq 0 ] || { tail -30 "$dir"/two_hosts.*.log; }
 
+# Correctness: 2 GMIs a GPU on each host (the GPU's own hierarchical sum, then NCCL among the leaders of both hosts),
+# a fixed number of iterations; every GMI of both hosts must end with the same weights (host 0's end line says so).
+echo "== two simulated hosts x 1 GPU x 2 GMIs (threads), 40 iterations"
+env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" "${xs[@]}" \
+  -np 1 "$bin" --gpus all --host-id sim0 --partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan \
+  --max-env-steps 5242880 --log-interval 4 : \
+  -np 1 "$bin" --gpus all --host-id sim1 --partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan \
+  --max-env-steps 5242880 --log-interval 4 > "$dir/two_hosts_2gmis.log" 2>&1
+echo "exit $?"
+grep -E "^gmi: (step|time) limit|^gmi: host 1|DIFFER|threw|lost" "$dir/two_hosts_2gmis.log" | head -4
+grep -q "step limit after 40 iterations.*over 4 GMIs on 2 hosts.*weights identical on every GMI" "$dir/two_hosts_2gmis.log" \
+  && two_gmis_ok=1 || { two_gmis_ok=0; tail -20 "$dir/two_hosts_2gmis.log"; }
+
 echo "== killed host: host 1 SIGKILLs itself after iteration 60 (GMI_TEST_KILL_AT=0:60), mpirun --enable-recovery"
 env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" --enable-recovery "${xs[@]}" \
   -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --max-seconds 120 : \
@@ -74,9 +88,9 @@ env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" --enable-recove
   | while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done > "$dir/killed_host.log"
 cat "$dir/killed_host.log" | tail -8
 
-python3 - "$train" "$dir/killed_host.log" "$dir/device_run.jsonl" "$device" "$git_rev" <<'PY'
+python3 - "$train" "$dir/killed_host.log" "$dir/device_run.jsonl" "$device" "$git_rev" "$two_gmis_ok" <<'PY'
 import json, re, statistics, sys, time
-train, killed_log, out, device, git = sys.argv[1:6]
+train, killed_log, out, device, git, two_gmis_ok = sys.argv[1:7]
 rows = [json.loads(l) for l in open(train) if l.strip()]
 run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-multihost"
 lines = []
@@ -87,7 +101,8 @@ def line(case, metric, values, **extra):
     lines.append(d)
     return d
 by = {1: [r for r in rows if r.get("hosts") == 1], 2: [r for r in rows if r.get("hosts") == 2]}
-ok = True
+ok = two_gmis_ok == "1"
+if not ok: print("2 hosts x 1 GPU x 2 GMIs: no step limit after 40 iterations with identical weights")
 for h, rs in by.items():
     if not rs:
         print(f"no end line with hosts {h}"); ok = False; continue
