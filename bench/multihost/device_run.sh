@@ -5,7 +5,7 @@
 #   two simulated hosts x 1 GPU under mpirun (one launcher each, --host-id sim0/sim1, each its share of the
 #   GPUs), NCCL on sockets between them (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 over lo),
 # 3 runs each, alternating, 12 s of training a run; then 2 GMIs a GPU on both hosts, checked for identical weights
-# after 40 iterations; then a killed host: host 1 SIGKILLs itself (the GMI test hook)
+# after 40 iterations, and saved at 20 and resumed to 40 (the same weights); then a killed host: host 1 SIGKILLs itself (the GMI test hook)
 # and host 0 must end with one line naming host 1 within 10 s. Writes result lines (bench multihost; metric
 # train_samples_per_s with "hosts": 1 or 2, their ratio, lost_host_detection_s) to $OUT/multihost/device_run.jsonl,
 # the runs' own end lines to $OUT/multihost/train.jsonl and logs beside them.
@@ -70,16 +70,29 @@ done
 
 # Correctness: 2 GMIs a GPU on each host (the GPU's own hierarchical sum, then NCCL among the leaders of both hosts),
 # a fixed number of iterations; every GMI of both hosts must end with the same weights (host 0's end line says so).
-echo "== two simulated hosts x 1 GPU x 2 GMIs (threads), 40 iterations"
-env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" "${xs[@]}" \
-  -np 1 "$bin" --gpus all --host-id sim0 --partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan \
-  --max-env-steps 5242880 --log-interval 4 : \
-  -np 1 "$bin" --gpus all --host-id sim1 --partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan \
-  --max-env-steps 5242880 --log-interval 4 > "$dir/two_hosts_2gmis.log" 2>&1
-echo "exit $?"
-grep -E "^gmi: (step|time) limit|^gmi: host 1|DIFFER|threw|lost" "$dir/two_hosts_2gmis.log" | head -4
-grep -q "step limit after 40 iterations.*over 4 GMIs on 2 hosts.*weights identical on every GMI" "$dir/two_hosts_2gmis.log" \
-  && two_gmis_ok=1 || { two_gmis_ok=0; tail -20 "$dir/two_hosts_2gmis.log"; }
+# Then the same saved at iteration 20 (a file a GMI, a manifest a host, the job's manifest) and resumed to 40: the
+# weights must equal the straight run's, bit for bit (the FNV-1a of host 0's end line).
+two_gmis() {  # $1: log; the rest: flags for both hosts
+  local log=$1; shift
+  env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" "${xs[@]}" \
+    -np 1 "$bin" --gpus all --host-id sim0 --partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan \
+    --log-interval 4 "$@" : \
+    -np 1 "$bin" --gpus all --host-id sim1 --partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan \
+    --log-interval 4 "$@" > "$dir/$log" 2>&1
+  echo "$log: exit $?"
+  grep -E "^gmi: (step|time) limit|^gmi: host 1|^gmi: resumed|^gmi: checkpoint|DIFFER|threw|lost" "$dir/$log" | head -5
+}
+ck=/tmp/gmi-multihost-ck && rm -rf "$ck" && mkdir -p "$ck"
+echo "== two simulated hosts x 1 GPU x 2 GMIs (threads): 40 iterations; 20 saved, resumed to 40"
+two_gmis two_hosts_2gmis.log --max-env-steps 5242880
+two_gmis two_hosts_2gmis_save20.log --max-env-steps 2621440 --checkpoint "$ck/ck"
+two_gmis two_hosts_2gmis_resume40.log --max-env-steps 5242880 --resume "$ck/ck"
+ls "$ck"
+fnv() { sed -n 's/.*step limit after 40 iterations.*over 4 GMIs on 2 hosts.*weights identical on every GMI (FNV-1a \([0-9a-f]*\)).*/\1/p' "$dir/$1"; }
+straight=$(fnv two_hosts_2gmis.log) resumed=$(fnv two_hosts_2gmis_resume40.log)
+echo "weights after 40 iterations: straight ${straight:-none}, resumed at 20 ${resumed:-none}"
+two_gmis_ok=0; [ -n "$straight" ] && two_gmis_ok=1
+resume_ok=0; [ -n "$straight" ] && [ "$straight" = "$resumed" ] && [ -s "$ck/ck" ] && [ -s "$ck/ck.host1" ] && resume_ok=1
 
 echo "== killed host: host 1 SIGKILLs itself after iteration 60 (GMI_TEST_KILL_AT=0:60), mpirun --enable-recovery"
 env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" --enable-recovery "${xs[@]}" \
@@ -88,9 +101,9 @@ env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" --enable-recove
   | while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done > "$dir/killed_host.log"
 cat "$dir/killed_host.log" | tail -8
 
-python3 - "$train" "$dir/killed_host.log" "$dir/device_run.jsonl" "$device" "$git_rev" "$two_gmis_ok" <<'PY'
+python3 - "$train" "$dir/killed_host.log" "$dir/device_run.jsonl" "$device" "$git_rev" "$two_gmis_ok" "$resume_ok" <<'PY'
 import json, re, statistics, sys, time
-train, killed_log, out, device, git, two_gmis_ok = sys.argv[1:7]
+train, killed_log, out, device, git, two_gmis_ok, resume_ok = sys.argv[1:8]
 rows = [json.loads(l) for l in open(train) if l.strip()]
 run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-multihost"
 lines = []
@@ -101,8 +114,9 @@ def line(case, metric, values, **extra):
     lines.append(d)
     return d
 by = {1: [r for r in rows if r.get("hosts") == 1], 2: [r for r in rows if r.get("hosts") == 2]}
-ok = two_gmis_ok == "1"
-if not ok: print("2 hosts x 1 GPU x 2 GMIs: no step limit after 40 iterations with identical weights")
+ok = two_gmis_ok == "1" and resume_ok == "1"
+if two_gmis_ok != "1": print("2 hosts x 1 GPU x 2 GMIs: no step limit after 40 iterations with identical weights")
+if resume_ok != "1": print("2 hosts x 1 GPU x 2 GMIs: saved at 20 and resumed to 40, other weights than 40 straight")
 for h, rs in by.items():
     if not rs:
         print(f"no end line with hosts {h}"); ok = False; continue

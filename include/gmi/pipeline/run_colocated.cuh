@@ -41,6 +41,7 @@
 #include <gmi/rl/ppo.cuh>
 #include <gmi/runtime/gmis.hpp>
 #include <gmi/runtime/gpu_hosts.hpp>
+#include <gmi/runtime/host_checkpoint.hpp>
 #include <gmi/runtime/trace.hpp>
 
 namespace gmi::detail {
@@ -95,7 +96,14 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   if (launcher) {
     gmi::throw_unless_ok(runtime::can_implement(cfg));
     if (kill) gmi::require(kill->rank < cfg.world(), test_kill_var, std::getenv(test_kill_var), "a rank below " + std::to_string(cfg.world()));
-    if (!resume.empty()) (void)manifest_for_resume(resume, cfg.world(), o.num_envs);  // one line before anything starts
+    if (!resume.empty() && hosts) {  // one line before anything starts
+      const runtime::host_checkpoint_manifest m = runtime::read_host_manifest(runtime::manifest_for_host(resume, hosts->host().host));
+      gmi::require(m.hosts == hosts->hosts() && m.gmis_per_host == cfg.world(), "--resume " + resume + ": hosts x GMIs",
+                   std::to_string(m.hosts) + " x " + std::to_string(m.gmis_per_host),
+                   std::to_string(hosts->hosts()) + " x " + std::to_string(cfg.world()) + " (this run's)");
+    } else if (!resume.empty()) {
+      (void)manifest_for_resume(resume, cfg.world(), o.num_envs);
+    }
     if (o.restart_on_failure > 0 && !attempt) {
       restart_loop_config rc;
       rc.restarts = o.restart_on_failure;
@@ -159,7 +167,16 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     trainer.widen_gradient_buffer(engine::gradient_words_for(ctx.id().global_size()));
     std::uint64_t start_iteration = 0;
     if (!resume.empty()) {  // each GMI from its own file, before set_sync (Adam and normalizers must agree)
-      start_iteration = resume_gmi(ctx, trainer, resume);
+      if (hosts) {  // this GMI's file of the job (or this host's) manifest, its size and CRC checked
+        const auto manifest = runtime::manifest_for_host(resume, hosts->host().host);
+        trainer.load_state(runtime::load_from_hosts(manifest, ctx.id().global_rank()));
+        start_iteration = runtime::read_host_manifest(manifest).iteration;
+        gmi::require(trainer.iteration() == start_iteration, "--resume " + resume + ": iteration of GMI " +
+                     std::to_string(ctx.id().global_rank()) + "'s file", trainer.iteration(),
+                     std::to_string(start_iteration) + " (the manifest's)");
+      } else {
+        start_iteration = resume_gmi(ctx, trainer, resume);
+      }
       if (ctx.rank() == 0) {
         std::printf("gmi: resumed from %s at iteration %llu (%d GMIs)\n", resume.c_str(),
                     static_cast<unsigned long long>(start_iteration), ctx.world());
@@ -191,6 +208,26 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     std::uint64_t last_saved = start_iteration;
     const auto save = [&] {
       if (o.checkpoint_path.empty() || trainer.iteration() == last_saved) return;
+      if (hosts) {  // a file a GMI on its host, a manifest a host, the job's manifest on host 0 (host_checkpoint.hpp)
+        io::checkpoint ck = trainer.save_state();
+        ck.meta["git"] = run.git;
+        ck.meta["run_id"] = run.run_id;
+        const runtime::host_saver saver{ctx.id().global_rank(), ctx.id().global_size(), hosts->host().host,
+                                        [&](double* d, std::size_t n) {
+                                          hosts->sum(ctx.rank(), d, n, [&ctx] { return ctx.stop_requested(); });
+                                        }};
+        runtime::save_on_hosts(saver, ck, o.checkpoint_path, trainer.iteration(), cfg.world());
+        last_saved = trainer.iteration();
+        if (!rank0) return;
+        io::export_safetensors(trainer.policy_tensors(), o.checkpoint_path + ".safetensors");
+        if (!o.quiet) {
+          std::printf("gmi: checkpoint %s (job manifest; a manifest and %d GMI files a host, + .safetensors) at "
+                      "iteration %llu\n", o.checkpoint_path.c_str(), cfg.world(),
+                      static_cast<unsigned long long>(trainer.iteration()));
+          std::fflush(stdout);
+        }
+        return;
+      }
       gmis_manifest base;
       base.gmis_per_gpu = cfg.gmis_per_gpu;
       base.gpus = ctx.id().gpus;
