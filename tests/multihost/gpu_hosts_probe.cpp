@@ -2,8 +2,9 @@
 // is a host whose --gpus x --gmis-per-gpu GMIs are threads (thread_group, the spec placed by gpu_hosts::place).
 // Every GMI sums a row of doubles over every GMI of every host (--rounds times) and checks the result; the
 // launcher gathers a checksum of the sums from every host. Each host prints one JSON line: its place in the job,
-// host 0's NCCL id as every host received it (a made-up id: no NCCL call), and the sums' checksum; or its one error
-// line "gmi: host H 'id': ..." (with the wall time it was detected, for the killed-host test).
+// host 0's NCCL id as every host received it (a made-up id: no NCCL call), the sums' checksum and the median time
+// of a sum on the host's GMI 0; or its one error line "gmi: host H 'id': ..." (with the wall time it was
+// detected, for the killed-host test).
 #include <signal.h>
 #include <time.h>
 
@@ -36,13 +37,14 @@ double wall_now() {
 
 int main(int argc, char** argv) {
   CLI::App app("runtime::gpu_hosts probe", "gmi.multihost.gpu_hosts_probe");
-  int gpus = 1, gmis_per_gpu = 2, rounds = 20, heartbeat_ms = 5000, kill_host = -1, kill_at = 3;
+  int gpus = 1, gmis_per_gpu = 2, rounds = 20, heartbeat_ms = 5000, kill_host = -1, kill_at = 3, busy_poll_us = 20;
   std::string host_id, kill_file;
   app.add_option("--gpus", gpus, "GPUs a host (none are used)")->check(CLI::Range(1, 64));
   app.add_option("--gmis-per-gpu", gmis_per_gpu, "GMIs on each")->check(CLI::Range(1, 64));
   app.add_option("--host-id", host_id, "this host's id");
   app.add_option("--rounds", rounds, "sums every GMI makes")->check(CLI::Range(1, 1000000));
   app.add_option("--heartbeat-timeout-ms", heartbeat_ms, "a host silent this long is lost")->check(CLI::Range(300, 600000));
+  app.add_option("--busy-poll-us", busy_poll_us, "the link thread's poll while a gather is in flight")->check(CLI::Range(1, 100000));
   app.add_option("--kill-host", kill_host, "test: this host SIGKILLs itself at round --kill-at, after writing the time to --kill-file");
   app.add_option("--kill-at", kill_at, "the round");
   app.add_option("--kill-file", kill_file, "where the killed host writes its wall time");
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
     o.gpus = gpus;
     o.gmis_per_gpu = gmis_per_gpu;
     o.link.heartbeat_timeout = std::chrono::milliseconds(heartbeat_ms);
+    o.link.busy_poll = std::chrono::microseconds(busy_poll_us);
     o.make_id = [&h] {  // host 0 only: a made-up id that names its maker
       if (h.host != 0) throw std::logic_error("make_id called on host " + std::to_string(h.host));
       gmi::comm::nccl_id id;
@@ -65,6 +68,7 @@ int main(int argc, char** argv) {
     gmi::runtime::launch_spec spec = gmi::runtime::launch_spec::uniform(gpus, gmis_per_gpu);
     hosts.place(spec);
     std::vector<std::uint64_t> checks(static_cast<std::size_t>(hosts.gmis()), 0);
+    std::vector<double> sum_us;  // GMI 0 of this host: each sum, start to end
     const int world = hosts.global_world();
     gmi::runtime::thread_group group(spec, [&](gmi::runtime::context& ctx) {
       const int r = ctx.id().global_rank();
@@ -75,7 +79,11 @@ int main(int argc, char** argv) {
         }
         // rank r's row: {r + round / 8, 1, r^2}: sums are world(world-1)/2 + world * round / 8, world, sum of r^2
         std::vector<double> row{r + round / 8.0, 1.0, static_cast<double>(r) * r};
+        const auto t0 = std::chrono::steady_clock::now();
         hosts.sum(ctx.rank(), row.data(), row.size(), [&ctx] { return ctx.stop_requested(); });
+        if (ctx.rank() == 0) {
+          sum_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        }
         const double w = world;
         const double want[3] = {w * (w - 1) / 2 + w * round / 8.0, w, (w - 1) * w * (2 * w - 1) / 6};
         for (int k = 0; k < 3; ++k) {
@@ -111,6 +119,11 @@ int main(int argc, char** argv) {
                                  {"first_global_gpu", hosts.global_gpu(0)},
                                  {"leaders_id", std::string(hosts.leaders_id().id.internal)},
                                  {"sums_check", checks.front()},
+                                 {"busy_poll_us", busy_poll_us},
+                                 {"sum_us_median", [&] {
+                                    std::sort(sum_us.begin(), sum_us.end());
+                                    return sum_us[sum_us.size() / 2];
+                                  }()},
                                  {"same_on_every_host", std::all_of(every.begin(), every.end(),
                                                                     [&](std::uint64_t c) { return c == checks.front(); })}};
     std::printf("%s\n", line.dump().c_str());
