@@ -4,9 +4,9 @@
 #   one host with 2 GPUs (no launcher; NCCL's default transports),
 #   two simulated hosts x 1 GPU under mpirun (one launcher each, --host-id sim0/sim1, each its share of the
 #   GPUs), NCCL on sockets between them (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 over lo),
-# 3 runs each, alternating, 12 s of training a run; then 2 GMIs a GPU on both hosts, checked for identical weights
-# after 40 iterations, and saved at 20 and resumed to 40 (the same weights); then a killed host: host 1 SIGKILLs itself (the GMI test hook)
-# and host 0 must end with one line naming host 1 within 10 s. Writes result lines (bench multihost; metric
+# 3 runs each, alternating, 12 s of training a run; then 2 GMIs a GPU on both hosts, checked for identical
+# weights after 40 iterations, and saved at 20 and resumed to 40 (the same weights); then a killed host: host 1
+# SIGKILLs itself (the GMI test hook) and host 0 must end with one line naming host 1 within 10 s. Writes result lines (bench multihost; metric
 # train_samples_per_s with "hosts": 1 or 2, their ratio, lost_host_detection_s) to $OUT/multihost/device_run.jsonl,
 # the runs' own end lines to $OUT/multihost/train.jsonl and logs beside them.
 # Needs OpenMPI: mpirun on PATH, or the packages bench/multihost/carry_openmpi.sh put in .carry/openmpi (carried).
@@ -36,12 +36,14 @@ if ! command -v mpirun > /dev/null; then
   cmake_mpi=(-DMPI_CXX_COMPILER="$root/usr/bin/mpicxx.openmpi")
   echo "OpenMPI from .carry/openmpi: $(mpirun --version 2>&1 | head -1)"
 fi
-cmake --preset gpu -B /tmp/build -DGMI_BUILD_BENCHMARKS=ON "${cmake_mpi[@]}" > "$dir/configure.log" 2>&1 \
+# A build folder of its own: another script's cache in /tmp/build may hold "MPI not found".
+build=/tmp/build-multihost
+cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON "${cmake_mpi[@]}" > "$dir/configure.log" 2>&1 \
   || { tail -30 "$dir/configure.log"; exit 1; }
 if grep -q "gmi: MPI not found" "$dir/configure.log"; then tail -30 "$dir/configure.log"; echo "CMake did not find MPI"; exit 1; fi
-time cmake --build /tmp/build -j16 --target gmi.example.cartpole_ppo > "$dir/build.log" 2>&1 \
+time cmake --build "$build" -j16 --target gmi.example.cartpole_ppo > "$dir/build.log" 2>&1 \
   || { tail -40 "$dir/build.log"; exit 1; }
-bin=/tmp/build/examples/cartpole_ppo/gmi.example.cartpole_ppo
+bin=$build/examples/cartpole_ppo/gmi.example.cartpole_ppo
 train="$dir/train.jsonl"
 common=(--partition none --gmis-per-gpu 1 --num-envs 8192 --minibatch-scope gmi --target-return nan
         --max-env-steps 1e12 --log-interval 4 --metrics "$train")
