@@ -19,6 +19,7 @@ git_rev=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$gpus" -lt 2 ]; then echo "SKIPPED: bench/multihost/device_run.sh needs 2 GPUs, found $gpus"; exit 77; fi
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
 export NCCL_NVLS_ENABLE=0
 cmake_mpi=()
 if ! command -v mpirun > /dev/null; then
@@ -103,15 +104,17 @@ env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" --enable-recove
   | while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done > "$dir/killed_host.log"
 cat "$dir/killed_host.log" | tail -8
 
-python3 - "$train" "$dir/killed_host.log" "$dir/device_run.jsonl" "$device" "$git_rev" "$two_gmis_ok" "$resume_ok" <<'PY'
+python3 - "$train" "$dir/killed_host.log" "$dir/device_run.jsonl" "$device" "$git_rev" "$two_gmis_ok" "$resume_ok" \
+  "$driver" <<'PY'
 import json, re, statistics, sys, time
-train, killed_log, out, device, git, two_gmis_ok, resume_ok = sys.argv[1:8]
+train, killed_log, out, device, git, two_gmis_ok, resume_ok, driver = sys.argv[1:9]
 rows = [json.loads(l) for l in open(train) if l.strip()]
 run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-multihost"
 lines = []
 def line(case, metric, values, **extra):
     d = {"bench": "multihost", "case": case, "impl": "gmi", "metric": metric, "median": statistics.median(values),
-         "min": min(values), "max": max(values), "reps": len(values), "device": device, "git": git, "run_id": run_id}
+         "min": min(values), "max": max(values), "reps": len(values), "device": device, "gpus": 2, "driver": driver,
+         "git": git, "run_id": run_id}
     d.update(extra)
     lines.append(d)
     return d
