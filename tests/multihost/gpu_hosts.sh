@@ -4,7 +4,8 @@
 #                            sum right and the same bits on every GMI of every host.
 #   gpu_hosts_shapes_differ: host 1 runs 1 GPU where host 0 runs 2: refused in one line naming host 1.
 #   gpu_hosts_killed_host:   host 1 SIGKILLs itself; host 0 ends within 10 s with one line naming host 1 and its GMIs.
-#   example_refused:         gmi::run (the cartpole_ppo example) under mpirun -np 2 with --device host: one line, exit 2.
+#   example_refused:         gmi::run (the cartpole_ppo example) under mpirun -np 2 with what does not span hosts
+#                            (--device host, MPS GMIs, --restart-on-failure, --population): one line a host, exit 2.
 # Exits 77 (skipped) without MPI in the build or mpirun on PATH.
 set -uo pipefail
 case_name=$1 bin=$2 dir=$3 mpi=$4
@@ -63,12 +64,20 @@ gpu_hosts_killed_host)
     || fail "detection took longer than 10 s"
   ;;
 example_refused)
-  timeout 120 mpirun "${flags[@]}" -np 2 "$bin" --device host --num-envs 64 --max-env-steps 4096 > "$dir/out" 2>&1
-  rc=$?
-  cat "$dir/out"
-  [ "$rc" -eq 2 ] || fail "mpirun exited $rc, need 2 (a refused option)"
-  [ "$(grep -c "across 2 hosts (openmpi): got .host threads., need gpu" "$dir/out")" -eq 2 ] \
-    || fail "each host must refuse --device host in one line"
+  # Each case: the flags, then the line both hosts must print (exit 2, before any GPU is touched).
+  while IFS='|' read -r args want; do
+    read -ra argv <<< "$args"
+    timeout 120 mpirun "${flags[@]}" -np 2 "$bin" "${argv[@]}" --num-envs 64 --max-env-steps 4096 < /dev/null > "$dir/out" 2>&1
+    rc=$?
+    cat "$dir/out"
+    [ "$rc" -eq 2 ] || fail "$args: mpirun exited $rc, need 2 (a refused option)"
+    [ "$(grep -c -e "$want" "$dir/out")" -eq 2 ] || fail "$args: each host must print one line matching: $want"
+  done <<'CASES'
+--device host|--device across 2 hosts (openmpi): got .host threads., need gpu
+--device gpu --partition mps|--partition/--launch across 2 hosts (openmpi): got .mps/auto., need GMIs as threads
+--device gpu --restart-on-failure --checkpoint /tmp/never.ckpt|--restart-on-failure across 2 hosts (openmpi): got .3., need 0
+--device gpu --population|--population across 2 hosts (openmpi): got .on., need one synchronous training
+CASES
   ;;
 *) echo "gpu_hosts.sh: got case '$case_name', need gpu_hosts_sums, gpu_hosts_shapes_differ, gpu_hosts_killed_host or example_refused"; exit 2 ;;
 esac
