@@ -4,13 +4,13 @@
 #   one host with 2 GPUs (no launcher; NCCL's default transports),
 #   two simulated hosts x 1 GPU under mpirun (one launcher each, --host-id sim0/sim1, each its share of the
 #   GPUs), NCCL on sockets between them (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 over lo),
-# 3 runs each, alternating, 12 s of training a run; then 2 GMIs a GPU on both hosts, checked for identical
+# 3 runs each, alternating, 10 s of training a run; then 2 GMIs a GPU on both hosts, checked for identical
 # weights after 40 iterations, and saved at 20 and resumed to 40 (the same weights); then a killed host: host 1
 # SIGKILLs itself (the GMI test hook) and host 0 must end with one line naming host 1 within 10 s. Writes result lines (bench multihost; metric
 # train_samples_per_s with "hosts": 1 or 2, their ratio, lost_host_detection_s) to $OUT/multihost/device_run.jsonl,
 # the runs' own end lines to $OUT/multihost/train.jsonl and logs beside them.
 # Needs OpenMPI: mpirun on PATH, or the packages bench/multihost/carry_openmpi.sh put in .carry/openmpi (carried).
-# About 3 min of build, 3 of runs.
+# About 3 min of build, 3 of runs (each run bounded by 90 s; the first failure ends the script).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 dir="$OUT/multihost"
@@ -53,11 +53,11 @@ mflags=(--oversubscribe --mca pml ob1 --mca btl tcp,self --bind-to none)  # no c
 sockets=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0)
 xs=(); for kv in "${sockets[@]}"; do xs+=(-x "$kv"); done
 visible=CUDA_VISIBLE_DEVICES=0,1
-one_host() { env "$visible" timeout 150 "$bin" --gpus 2 "${common[@]}" --max-seconds 12; }
+one_host() { env "$visible" timeout 90 "$bin" --gpus 2 "${common[@]}" --max-seconds 10; }
 two_hosts() {
-  env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" "${xs[@]}" \
-    -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --max-seconds 12 : \
-    -np 1 "$bin" --gpus all --host-id sim1 "${common[@]}" --max-seconds 12
+  env "$visible" "${sockets[@]}" timeout 90 mpirun "${mflags[@]}" "${xs[@]}" \
+    -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --max-seconds 10 : \
+    -np 1 "$bin" --gpus all --host-id sim1 "${common[@]}" --max-seconds 10
 }
 rm -f "$train"
 rc=0
@@ -68,8 +68,9 @@ for rep in 1 2 3; do
   echo "== rep $rep: two simulated hosts x 1 GPU (mpirun, NCCL on sockets)"
   two_hosts > "$dir/two_hosts.$rep.log" 2>&1 || { rc=1; echo "two hosts failed"; }
   grep -E "^gmi: [0-9]+ hosts|^gmi: (time|step) limit|^gmi: host 1" "$dir/two_hosts.$rep.log" | head -3
+  # the first failure ends the script: what follows needs the two-host run to work (and time to spare)
+  [ "$rc" -eq 0 ] || { tail -40 "$dir/two_hosts.$rep.log" "$dir/one_host.$rep.log"; echo "see $dir"; exit 1; }
 done
-[ "$rc" -eq 0 ] || { tail -30 "$dir"/two_hosts.*.log; }
 
 # Correctness: 2 GMIs a GPU on each host (the GPU's own hierarchical sum, then NCCL among the leaders of both hosts),
 # a fixed number of iterations; every GMI of both hosts must end with the same weights (host 0's end line says so).
@@ -77,7 +78,7 @@ done
 # weights must equal the straight run's, bit for bit (the FNV-1a of host 0's end line).
 two_gmis() {  # $1: log; the rest: flags for both hosts
   local log=$1; shift
-  env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" "${xs[@]}" \
+  env "$visible" "${sockets[@]}" timeout 90 mpirun "${mflags[@]}" "${xs[@]}" \
     -np 1 "$bin" --gpus all --host-id sim0 --partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan \
     --log-interval 4 "$@" : \
     -np 1 "$bin" --gpus all --host-id sim1 --partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan \
@@ -98,9 +99,9 @@ two_gmis_ok=0; [ -n "$straight" ] && two_gmis_ok=1
 resume_ok=0; [ -n "$straight" ] && [ "$straight" = "$resumed" ] && [ -s "$ck/ck" ] && [ -s "$ck/ck.host1" ] && resume_ok=1
 
 echo "== killed host: host 1 SIGKILLs itself after iteration 60 (GMI_TEST_KILL_AT=0:60), mpirun --enable-recovery"
-env "$visible" "${sockets[@]}" timeout 150 mpirun "${mflags[@]}" --enable-recovery "${xs[@]}" \
-  -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --max-seconds 120 : \
-  -np 1 env GMI_TEST_KILL_AT=0:60 "$bin" --gpus all --host-id sim1 "${common[@]}" --max-seconds 120 2>&1 \
+env "$visible" "${sockets[@]}" timeout 90 mpirun "${mflags[@]}" --enable-recovery "${xs[@]}" \
+  -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --max-seconds 60 : \
+  -np 1 env GMI_TEST_KILL_AT=0:60 "$bin" --gpus all --host-id sim1 "${common[@]}" --max-seconds 60 2>&1 \
   | while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done > "$dir/killed_host.log"
 cat "$dir/killed_host.log" | tail -8
 
