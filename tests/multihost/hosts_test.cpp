@@ -51,6 +51,17 @@ TEST_SUITE("cpu") {
     CHECK_THROWS_AS((void)gmi::runtime::host_gpus(3, h), gmi::config_error);
   }
 
+  // A GMI process inherits its launcher's launcher variables but is no host of its own (gmi::run's processes).
+  TEST_CASE("multihost.a_gmi_process_is_not_a_host") {
+    scoped_env env{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}};
+    CHECK(gmi::runtime::job_host().hosts == 2);
+    scoped_env gmi{{"GMI_IDENTITY", R"({"rank": 0, "world": 1, "gpu": 0, "slice": 0, "local_device": 0, "gpus": 1,
+        "gmis_per_gpu": 1, "device_sms": 0, "run_id": "t", "shm": "/t", "roles": [], "groups": [[0]]})"}};
+    const auto h = gmi::runtime::job_host();
+    CHECK(h.hosts == 1);
+    CHECK(h.source == "none");
+  }
+
   TEST_CASE("multihost.one_launcher_is_one_host") {
     const auto h = gmi::runtime::detect_host();
     CHECK(h.hosts == 1);

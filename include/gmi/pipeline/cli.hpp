@@ -110,6 +110,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   std::vector<std::function<void()>> after;  // the choice flags' words into their enums
   using detail::add_choice;
   CLI::Option* target_return_flag = detail::add_run_flags(app, after, o, partition::gpu_backends::names);
+  app.add_option("--host-id", o.host_id, "this host's id in a run over several hosts (mpirun/srun; default hostname[.local rank])");
   app.add_option("--serve-seconds", o.serve_seconds, "serving layout: seconds to measure")->check(detail::positive_number())->capture_default_str();
   app.add_option("--horizon", o.ppo.horizon, "PPO steps per environment per iteration")->capture_default_str();
   app.add_option("--minibatch", o.ppo.minibatch, "PPO minibatch size")->capture_default_str();

@@ -43,6 +43,7 @@
 #include <gmi/rl/ppo_sync.hpp>
 #include <gmi/runtime/context.hpp>
 #include <gmi/runtime/gmis.hpp>
+#include <gmi/runtime/gpu_hosts.hpp>
 #include <gmi/runtime/trace.hpp>
 
 namespace gmi {
@@ -59,14 +60,22 @@ namespace gmi {
 // kernel. `clock` (run_options::comm_clock): "on" times the group's communication (comm_seconds; host_sync_seconds
 // always), "auto" only where that costs nothing measurable (the fused step kernels' waits, the CPU-staged path's
 // host time; not the stamp kernels around sums between the steps), "off" never. Build it on every GMI in the same
-// order; it lives as long as the trainer that uses it.
+// order; it lives as long as the trainer that uses it. Across hosts (`hosts`, GMIs as threads of each host's
+// launcher) the leaders' communicator spans every GPU of every host (host 0's NCCL id), the statistics go through
+// gpu_hosts::sum, ranks are global, and only the device path between the steps is used (no row exchange, no
+// CPU-staged sum: both live in one host's memory).
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
                     std::size_t count, allreduce_choice path = allreduce_choice::hierarchical,
                     update_choice update = update_choice::eager, clock_choice clock = clock_choice::off,
-                    comm::inbox_memory inboxes = comm::inbox_memory::automatic)
-      : ctx_(ctx), binding_(b), grads_(grads), count_(count), inboxes_(inboxes) {
+                    comm::inbox_memory inboxes = comm::inbox_memory::automatic, runtime::gpu_hosts* hosts = nullptr)
+      : ctx_(ctx), binding_(b), grads_(grads), count_(count), inboxes_(inboxes), hosts_(hosts) {
+    if (hosts_) {
+      gmi::require(path != allreduce_choice::cpu_staged, "--gradient-allreduce across hosts", "cpu_staged",
+                   "hierarchical or automatic (host shared memory does not reach the other hosts)");
+      path = allreduce_choice::hierarchical;
+    }
     if (clock != clock_choice::off) clock_.emplace(b.stream());
     if (path != allreduce_choice::hierarchical) {
       const std::string tag = ctx.id().run_id + "-grad-ip";
@@ -79,7 +88,7 @@ class gmi_gradient_sync {
     const bool graph_update = update != update_choice::eager;
     if (path == allreduce_choice::automatic) choose(b.stream(), graph_update && reduce_->replayable());
     graph_update_ = graph_update && !use_ip_ && reduce_->replayable();
-    if (graph_update_ && update == update_choice::fused) build_exchange(cfg);
+    if (graph_update_ && update == update_choice::fused && !hosts_) build_exchange(cfg);
     if (clock == clock_choice::automatic && !exchange_ && !use_ip_) clock_.reset();  // the sums would need stamp kernels
   }
   gmi_gradient_sync(const gmi_gradient_sync&) = delete;
@@ -87,8 +96,8 @@ class gmi_gradient_sync {
 
   [[nodiscard]] rl::ppo_sync hook() {
     rl::ppo_sync s;
-    s.rank = ctx_.rank();
-    s.world = ctx_.world();
+    s.rank = ctx_.id().global_rank();
+    s.world = ctx_.id().global_size();
     s.sum_device = [this](float* data, std::size_t n, CUstream_st* stream) {
       gmi::require(data == grads_ && n == count_, "gradient sum buffer",
                    std::to_string(n) + " floats", "the trainer's gradient buffer the allreduce was built on");
@@ -96,7 +105,11 @@ class gmi_gradient_sync {
     };
     s.sum_stats = [this](double* data, std::size_t n) {
       const auto t0 = std::chrono::steady_clock::now();
-      ctx_.allreduce(std::span<double>(data, n), ctx_.all());
+      if (hosts_) {
+        hosts_->sum(ctx_.rank(), data, n, [this] { return ctx_.stop_requested(); });
+      } else {
+        ctx_.allreduce(std::span<double>(data, n), ctx_.all());
+      }
       host_sync_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
     if (graph_update_) {
@@ -138,7 +151,11 @@ class gmi_gradient_sync {
     const int gpu_index = ctx_.id().gpu_index();
     const bool leader = ctx_.slice() == 0;
     const comm::milliseconds timeout = ctx_.timeout();
-    if (gpus > 1 && leader) {  // NCCL among the GPUs' leaders; the id goes through shared memory
+    if (hosts_ && leader) {  // NCCL among the leaders of every host's GPUs; host 0's id came through MPI
+      leaders_ = std::make_unique<comm::nccl_communicator>(hosts_->global_gpus(), hosts_->leaders_id(),
+                                                           hosts_->global_gpu(gpu_index), comm::nccl_options{timeout});
+      binding_.reassert();
+    } else if (gpus > 1 && leader) {  // NCCL among the GPUs' leaders; the id goes through shared memory
       auto boot = comm::shm_bootstrapped_nccl::create(ctx_.id().run_id + "-nccl", gpus, gpu_index, timeout);
       ids_ = std::move(boot.ids);
       leaders_ = std::move(boot.comm);
@@ -284,6 +301,7 @@ class gmi_gradient_sync {
   float* grads_ = nullptr;
   std::size_t count_ = 0;
   comm::inbox_memory inboxes_ = comm::inbox_memory::automatic;  // where the GPUs' inboxes live (--inbox-memory)
+  runtime::gpu_hosts* hosts_ = nullptr;  // a run over several hosts
   std::optional<comm::nccl_id_exchange> ids_;
   std::unique_ptr<comm::nccl_communicator> leaders_;
   std::optional<comm::hierarchical_allreduce> reduce_;
@@ -296,6 +314,23 @@ class gmi_gradient_sync {
   std::optional<comm::comm_clock> clock_;
   double staged_seconds_ = 0;      // the CPU-staged sums' host time (clocked)
   double host_sync_seconds_ = 0;
+};
+
+// The GMIs of a synchronous group as train_loop sees them: on one host through the context's shared-memory
+// allreduce (context_group); across hosts with global ranks, summed through runtime::gpu_hosts.
+struct synced_group {
+  runtime::context& ctx;
+  runtime::gpu_hosts* hosts = nullptr;
+  [[nodiscard]] int rank() const noexcept { return ctx.id().global_rank(); }
+  [[nodiscard]] int world() const noexcept { return ctx.id().global_size(); }
+  void sum(std::span<double> v) const {
+    if (hosts) {
+      hosts->sum(ctx.rank(), v.data(), v.size(), [this] { return ctx.stop_requested(); });
+    } else {
+      ctx.allreduce(v, ctx.all());
+    }
+  }
+  [[nodiscard]] bool stop_requested() const noexcept { return ctx.stop_requested(); }
 };
 
 // Declared right after a GMI's gmi_gradient_sync (so destroyed right before it, on every path): the trainer's

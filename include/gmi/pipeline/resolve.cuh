@@ -22,8 +22,42 @@
 #include <gmi/plan/plan.hpp>
 #include <gmi/rl/ppo.cuh>
 #include <gmi/runtime/gmis.hpp>
+#include <gmi/runtime/hosts.hpp>
 
 namespace gmi::detail {
+
+// A run over several hosts is synchronous PPO (layout colocated) with every host's GMIs as threads on its GPUs;
+// anything else is one line naming the first option that is not.
+template <class Pipeline>
+void check_across_hosts(const train_config<Pipeline>& o, const runtime::host_info& job, bool gpu) {
+  const std::string across = " across " + std::to_string(job.hosts) + " hosts (" + job.source + ")";
+  const auto refuse = [&](const std::string& what, const std::string& got, const std::string& need) {
+    throw gmi::config_error(gmi::got_need(what + across, got, need));
+  };
+  if (!gpu) {
+    refuse("--device", "host threads", "gpu (each host's launcher trains on its GPUs; host GMIs across hosts: "
+           "runtime::run_on_hosts, docs/multihost.md)");
+  }
+  if (std::string_view(Pipeline::layout_type::name) != "colocated") {
+    refuse("layout", Pipeline::layout_type::name, "colocated (synchronous PPO)");
+  }
+  if (o.population) refuse("--population", "on", "one synchronous training");
+  if (o.split_roles) refuse("--split-roles", "on", "one synchronous training (colocated roles)");
+  if (o.autotune.on || !o.autotune.plan_path.empty()) {
+    refuse(o.autotune.on ? "--autotune" : "--plan", "on", "--partition and --gmis-per-gpu given (search a plan on one host)");
+  }
+  if (o.restart_on_failure > 0) {
+    refuse("--restart-on-failure", std::to_string(o.restart_on_failure), "0 (a lost host ends the job; start it again with --resume "
+           "from the last checkpoint: docs/multihost.md)");
+  }
+  if (o.partition == "mps" || o.partition == "mig" || o.launch == runtime::launch_mode::processes) {
+    refuse("--partition/--launch", o.partition + "/" + choice_name(o.launch, runtime::launch_mode_names),
+           "GMIs as threads (partition none or green_context): only the launcher is joined to the other hosts");
+  }
+  if (o.gradient_allreduce == allreduce_choice::cpu_staged) {
+    refuse("--gradient-allreduce", "cpu_staged", "hierarchical (host shared memory does not reach the other hosts)");
+  }
+}
 
 // The GPUs a run uses: --gpus N from --gpu on, or every visible one.
 inline std::vector<int> chosen_gpus(const run_options& o, int visible) {
@@ -127,10 +161,15 @@ void validate(train_config<Pipeline>& o) {
 }
 
 // The GPUs a run over GMIs uses; in a GMI process only their number matters (NCCL among the GPUs' leaders): its
-// identity's.
-inline std::vector<int> gpus_of_run(const run_options& o, int visible) {
+// identity's. Across hosts, --gpu and --gpus count within this host's share of the visible GPUs
+// (runtime::host_gpus: all of them with one launcher a machine).
+inline std::vector<int> gpus_of_run(const run_options& o, int visible, const runtime::host_info& job = {}) {
   if (const auto id = runtime::this_gmi()) return std::vector<int>(static_cast<std::size_t>(id->gpus), 0);
-  return chosen_gpus(o, visible);
+  if (job.hosts <= 1) return chosen_gpus(o, visible);
+  const std::vector<int> share = runtime::host_gpus(visible, job);
+  std::vector<int> chosen;
+  for (const int k : chosen_gpus(o, static_cast<int>(share.size()))) chosen.push_back(share[static_cast<std::size_t>(k)]);
+  return chosen;
 }
 
 // The GMIs of a run on `gpus` as the options ask for them (partition, GMIs per GPU, launch, slice sizes).
@@ -178,6 +217,8 @@ template <class Pipeline>
 placement place(train_config<Pipeline>& o) {
   const auto gpus = cuda::device_count();
   const bool use_gpu = o.device == device_choice::gpu || (o.device == device_choice::automatic && gpus.has_value());
+  const runtime::host_info job = runtime::job_host(o.host_id);
+  if (job.hosts > 1) check_across_hosts(o, job, use_gpu);
   if (use_gpu) {
     if (!gpus) throw gmi::config_error(gmi::got_need("--device", "gpu", "a CUDA device (" + gpus.error().message() + ")"));
     // A GMI process takes its placement from its identity (under MPS and MIG it sees one device): the launcher
@@ -224,9 +265,9 @@ placement place(train_config<Pipeline>& o) {
         planned = true;
       }
     }
-    const std::vector<int> chosen = gpus_of_run(o, *gpus);
+    const std::vector<int> chosen = gpus_of_run(o, *gpus, job);
     const bool several = chosen.size() > 1 || o.gmis_per_gpu > 1 || o.partition != "none" || o.launch == runtime::launch_mode::processes ||
-                         gmi_process || o.population || planned || o.restart_on_failure > 0;
+                         gmi_process || o.population || planned || o.restart_on_failure > 0 || job.hosts > 1;
     if (several) {
       runtime::gmis_config cfg = gmis_config_of(o, chosen);
       cfg.env = chosen_vars;

@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 
 #include <gmi/core/error.hpp>
 #include <gmi/pipeline/cli.hpp>
@@ -32,6 +33,10 @@ int run(int argc, char** argv) {
     return 2;
   } catch (const runtime::gmi_failed& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());
+    if (detail::hosts_failed.load()) {  // a GMI thread may still wait on a host that is gone: no normal exit
+      std::fflush(nullptr);
+      std::_Exit(1);
+    }
     return 1;
   } catch (const gmi::error& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.describe().c_str());

@@ -3,9 +3,13 @@
 // colocated_gmis.cuh's). Every GMI trains on its own environments (seed + rank); rank 0's initial weights start
 // the group; rank 0 prints the group's progress; the launcher prints the totals and checks that every GMI holds
 // the same weights. --checkpoint saves every GMI at the same group step (gmis_checkpoint.hpp); --resume restores
-// every GMI; --restart-on-failure makes the launcher a loop of attempts (restart.hpp).
+// every GMI; --restart-on-failure makes the launcher a loop of attempts (restart.hpp). Under mpirun/srun with
+// one launcher a host, each host runs its GMIs as threads and joins the others (runtime::gpu_hosts): ranks and
+// GPUs are global, the GPUs' leaders form one NCCL communicator over every host, host 0 prints and reports the
+// job's totals, and a lost host or a failed GMI anywhere ends every host with one line naming it.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -13,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,9 +41,22 @@
 #include <gmi/rl/ppo.cuh>
 #include <gmi/rl/ppo_eval.hpp>
 #include <gmi/runtime/gmis.hpp>
+#include <gmi/runtime/gpu_hosts.hpp>
+#include <gmi/runtime/host_checkpoint.hpp>
 #include <gmi/runtime/trace.hpp>
 
 namespace gmi::detail {
+
+// Set when a run over several hosts failed: gmi::run then exits at once (_Exit) after its line, since a GMI thread
+// may still sit in a collective whose peer is gone, and a normal exit would wait for it.
+inline std::atomic<bool> hosts_failed{false};
+
+// The job's totals, one record a host (gpu_hosts::gather).
+struct host_totals {
+  double samples_per_s = 0;
+  std::uint64_t weights_hash = 0, iterations = 0;
+  int weights_identical = 0;
+};
 
 template <class Pipeline>
 train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_config& cfg_in,
@@ -54,20 +72,39 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   }
   // --minibatch-scope (run_options.hpp): the group's minibatch split over the GMIs, or each GMI's own.
   rl::ppo_config per_gmi = o.ppo;
-  if (o.minibatch_scope == scope_choice::group) per_gmi.minibatch = std::max(1, (o.ppo.minibatch + cfg.world() - 1) / cfg.world());
+  const bool launcher = !runtime::this_gmi().has_value();
+  // Several hosts (mpirun -np H, srun): this launcher joins the others before anything starts (place() refused
+  // what does not work across hosts).
+  std::shared_ptr<runtime::gpu_hosts> hosts;
+  if (const runtime::host_info job = runtime::job_host(o.host_id); launcher && job.hosts > 1 && !trial) {
+    runtime::gpu_hosts_options ho;
+    ho.gpus = static_cast<int>(cfg.gpus.size());
+    ho.gmis_per_gpu = cfg.gmis_per_gpu;
+    hosts = std::make_shared<runtime::gpu_hosts>(job, ho);
+    cfg.across_hosts = [hosts](runtime::launch_spec& s) { hosts->place(s); };
+  }
+  const int global_world = hosts ? hosts->global_world() : cfg.world();
+  const bool host0 = !hosts || hosts->host().host == 0;
+  if (o.minibatch_scope == scope_choice::group) per_gmi.minibatch = std::max(1, (o.ppo.minibatch + global_world - 1) / global_world);
   // What a step averages (a GMI's minibatch is capped at its rollout, horizon x envs), for the start line.
   const long long gmi_minibatch = std::min<long long>(per_gmi.minibatch, static_cast<long long>(o.ppo.horizon) * o.num_envs);
-  const long long group_minibatch = gmi_minibatch * cfg.world();
-  const bool launcher = !runtime::this_gmi().has_value();
+  const long long group_minibatch = gmi_minibatch * global_world;
   // An attempt of a restart loop resumes where its parent says; otherwise from --resume.
   const std::optional<restart_note> attempt = restart_note_from_env();
   const std::string resume = attempt ? attempt->resume : o.resume_path;
   const std::optional<kill_at> kill = test_kill_from_env();
-  const double group_samples = static_cast<double>(o.num_envs) * o.ppo.horizon * cfg.world();
+  const double group_samples = static_cast<double>(o.num_envs) * o.ppo.horizon * global_world;
   if (launcher) {
     gmi::throw_unless_ok(runtime::can_implement(cfg));
     if (kill) gmi::require(kill->rank < cfg.world(), test_kill_var, std::getenv(test_kill_var), "a rank below " + std::to_string(cfg.world()));
-    if (!resume.empty()) (void)manifest_for_resume(resume, cfg.world(), o.num_envs);  // one line before anything starts
+    if (!resume.empty() && hosts) {  // one line before anything starts
+      const runtime::host_checkpoint_manifest m = runtime::read_host_manifest(runtime::manifest_for_host(resume, hosts->host().host));
+      gmi::require(m.hosts == hosts->hosts() && m.gmis_per_host == cfg.world(), "--resume " + resume + ": hosts x GMIs",
+                   std::to_string(m.hosts) + " x " + std::to_string(m.gmis_per_host),
+                   std::to_string(hosts->hosts()) + " x " + std::to_string(cfg.world()) + " (this run's)");
+    } else if (!resume.empty()) {
+      (void)manifest_for_resume(resume, cfg.world(), o.num_envs);
+    }
     if (o.restart_on_failure > 0 && !attempt) {
       restart_loop_config rc;
       rc.restarts = o.restart_on_failure;
@@ -104,11 +141,17 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   const std::optional<restart_status> status = restart_status::from_env();
   const metrics::run_info run = metrics::describe_run();
   const char* task = task_name<Env>();
-  if (launcher && !trial) {
+  if (launcher && !trial && hosts && host0) {
+    std::printf("gmi: %d hosts (%s), host 0 '%s': each %zu GPU(s) x %d GMIs; NCCL among the %d GPUs' leaders of "
+                "every host, statistics and stop votes summed through MPI\n", hosts->hosts(),
+                hosts->host().source.c_str(), hosts->host().id.c_str(), cfg.gpus.size(), cfg.gmis_per_gpu,
+                hosts->global_gpus());
+  }
+  if (launcher && !trial && host0) {
     std::printf("gmi: %s | colocated (synchronous PPO) | partition %s (%s) | %d GMIs = %zu GPU(s) x %d | %d envs per "
                 "GMI | minibatch %lld per GMI (%lld for the group, --minibatch-scope %s) | gradients %s | seed %llu\n",
-                task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", cfg.world(), cfg.gpus.size(),
-                cfg.gmis_per_gpu, o.num_envs, gmi_minibatch, group_minibatch, choice_name(o.minibatch_scope, scope_choice_names),
+                task, cfg.partition.c_str(), cfg.processes() ? "processes" : "threads", global_world,
+                cfg.gpus.size() * static_cast<std::size_t>(hosts ? hosts->hosts() : 1), cfg.gmis_per_gpu, o.num_envs, gmi_minibatch, group_minibatch, choice_name(o.minibatch_scope, scope_choice_names),
                 o.gradient_allreduce == allreduce_choice::cpu_staged ? "cpu_staged (host shared memory)"
                                                                      : choice_name(o.gradient_allreduce, allreduce_choice_names),
                 static_cast<unsigned long long>(o.seed));
@@ -116,15 +159,25 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   }
   const runtime::gmi_work work = [&](runtime::context& ctx, runtime::binding& b) {
     runtime::trace(ctx.id(), "building the trainer");
-    engine trainer(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.rank()), per_gmi,
+    const bool rank0 = ctx.id().global_rank() == 0;  // across hosts: host 0's first GMI
+    engine trainer(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.id().global_rank()), per_gmi,
                    o.env, exec::cuda{.stream = b.stream(), .sm_count = b.sm_count()});
     // Room for every GMI's rollout statistics in the exchanged row (32 Cartpole GMIs need 1440 floats, the row
     // is 1289), so the fused update gathers them in its kernels instead of through the host every iteration.
     // Before a resume too: a resumed trainer is past iteration 0, and the buffer holds no state a checkpoint keeps.
-    trainer.widen_gradient_buffer(engine::gradient_words_for(ctx.world()));
+    trainer.widen_gradient_buffer(engine::gradient_words_for(ctx.id().global_size()));
     std::uint64_t start_iteration = 0;
     if (!resume.empty()) {  // each GMI from its own file, before set_sync (Adam and normalizers must agree)
-      start_iteration = resume_gmi(ctx, trainer, resume);
+      if (hosts) {  // this GMI's file of the job (or this host's) manifest, its size and CRC checked
+        const auto manifest = runtime::manifest_for_host(resume, hosts->host().host);
+        trainer.load_state(runtime::load_from_hosts(manifest, ctx.id().global_rank()));
+        start_iteration = runtime::read_host_manifest(manifest).iteration;
+        gmi::require(trainer.iteration() == start_iteration, "--resume " + resume + ": iteration of GMI " +
+                     std::to_string(ctx.id().global_rank()) + "'s file", trainer.iteration(),
+                     std::to_string(start_iteration) + " (the manifest's)");
+      } else {
+        start_iteration = resume_gmi(ctx, trainer, resume);
+      }
       if (ctx.rank() == 0) {
         std::printf("gmi: resumed from %s at iteration %llu (%d GMIs)\n", resume.c_str(),
                     static_cast<unsigned long long>(start_iteration), ctx.world());
@@ -133,20 +186,20 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     }
     const auto grads = trainer.gradient_buffer();
     gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update,
-                           o.comm_clock, o.inbox_memory);
+                           o.comm_clock, o.inbox_memory, hosts.get());
     const graph_released_first<engine> release_graph_first{trainer, ctx.timeout()};
-    if (ctx.rank() == 0 && o.gradient_allreduce == allreduce_choice::automatic && !o.quiet) {
+    if (rank0 && o.gradient_allreduce == allreduce_choice::automatic && !o.quiet) {
       std::printf("gmi: gradients %s\n", sync.description().c_str());
       std::fflush(stdout);
     }
     trainer.set_sync(sync.hook());  // rank 0's weights to every GMI
-    if (ctx.rank() == 0 && !o.quiet && o.synced_update != update_choice::eager && !sync.graph_update()) {
+    if (rank0 && !o.quiet && o.synced_update != update_choice::eager && !sync.graph_update()) {
       std::printf("gmi: the update runs eagerly (kernel by kernel): the gradient sum (%s) waits on the host between "
                   "kernels\n", sync.description().c_str());
       std::fflush(stdout);
     }
     runtime::trace(ctx.id(), "trainer synced");
-    const double world = ctx.world();
+    const double world = ctx.id().global_size();
     if (status && ctx.rank() == 0) {
       status->block().start_iteration.store(start_iteration);
       status->block().iteration.store(start_iteration);
@@ -156,6 +209,26 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     std::uint64_t last_saved = start_iteration;
     const auto save = [&] {
       if (o.checkpoint_path.empty() || trainer.iteration() == last_saved) return;
+      if (hosts) {  // a file a GMI on its host, a manifest a host, the job's manifest on host 0 (host_checkpoint.hpp)
+        io::checkpoint ck = trainer.save_state();
+        ck.meta["git"] = run.git;
+        ck.meta["run_id"] = run.run_id;
+        const runtime::host_saver saver{ctx.id().global_rank(), ctx.id().global_size(), hosts->host().host,
+                                        [&](double* d, std::size_t n) {
+                                          hosts->sum(ctx.rank(), d, n, [&ctx] { return ctx.stop_requested(); });
+                                        }};
+        runtime::save_on_hosts(saver, ck, o.checkpoint_path, trainer.iteration(), cfg.world());
+        last_saved = trainer.iteration();
+        if (!rank0) return;
+        io::export_safetensors(trainer.policy_tensors(), o.checkpoint_path + ".safetensors");
+        if (!o.quiet) {
+          std::printf("gmi: checkpoint %s (job manifest; a manifest and %d GMI files a host, + .safetensors) at "
+                      "iteration %llu\n", o.checkpoint_path.c_str(), cfg.world(),
+                      static_cast<unsigned long long>(trainer.iteration()));
+          std::fflush(stdout);
+        }
+        return;
+      }
       gmis_manifest base;
       base.gmis_per_gpu = cfg.gmis_per_gpu;
       base.gpus = ctx.id().gpus;
@@ -203,7 +276,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
                   v.losses.learning_rate, metrics::clock_text(v.seconds).c_str());
       std::fflush(stdout);
     };
-    const loop_end e = train_loop(trainer, context_group{ctx}, ls, gpm, after_iterate, progress, save);
+    const loop_end e = train_loop(trainer, synced_group{ctx, hosts.get()}, ls, gpm, after_iterate, progress, save);
     sync.add_host_sync_seconds(e.decide_seconds);
     const std::string reason = stop_reason_text(e.reason, e.signal_number);
     sync.wait(b.stream());
@@ -241,7 +314,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     // Rank 0: the final policy without exploration noise, on host threads after the clock stopped (the weights
     // are the group's, identical on every GMI). Not for autotune trials or a diverged run.
     if constexpr (requires { rl::evaluate_mode(trainer, 1, o.env); }) {
-      if (ctx.rank() == 0 && !trial && e.reason != stop_reason::diverged) {
+      if (rank0 && !trial && e.reason != stop_reason::diverged) {
         ctx.heartbeat();
         const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
         ctx.heartbeat();
@@ -257,6 +330,20 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   try {
     outcome = runtime::run_gmis(cfg, work);
   } catch (const runtime::gmi_failed& e) {
+    if (hosts) {  // one line naming this host; the other hosts hear it unless the cause is one of them
+      runtime::failure f = e.info();
+      f.message = hosts->describe() + ": " + f.message;
+      if (f.rank >= 0) {
+        hosts->notify_failure(f.message);
+        // NCCL fails as soon as a peer host's sockets close: name that host once the link misses it.
+        const bool collective = f.cause.find("NCCL") != std::string::npos || f.cause.find("host sum") != std::string::npos;
+        if (const auto lost = collective ? hosts->wait_for_lost_host() : std::nullopt) {
+          f.message = hosts->describe() + ": " + lost->message + " (here " + e.info().message + ")";
+        }
+      }
+      hosts_failed.store(true);
+      throw runtime::gmi_failed(f);
+    }
     if (status && e.info().rank >= 0) {  // tell the restart loop a GMI was lost (a launcher signal is no loss)
       status->set_note(e.what());
       status->block().lost_gmi.store(1);
@@ -264,27 +351,53 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     throw;
   }
   if (!outcome.report) return ended_elsewhere(outcome.exit_code, false);  // a GMI process: its launcher reports
-  const gmi_training_total t = collect_training(*outcome.report);
+  gmi_training_total t = collect_training(*outcome.report);
   const gmi_training_result& first = t.per_gmi.front();
+  int hosts_count = 1;
+  if (hosts) {  // the job's totals from every host; then the closing barrier
+    host_totals mine{t.samples_per_s, first.weights_hash, t.iterations, t.weights_identical ? 1 : 0};
+    std::vector<host_totals> all;
+    try {
+      all = hosts->gather(mine);
+      hosts->finish();
+    } catch (const gmi::error& e) {
+      hosts_failed.store(true);
+      throw runtime::gmi_failed(runtime::failure{-1, e.what(), hosts->describe() + ": " + e.what()});
+    }
+    t.samples_per_s = 0;
+    for (const host_totals& h : all) {
+      t.samples_per_s += h.samples_per_s;
+      t.weights_identical = t.weights_identical && h.weights_identical == 1 && h.weights_hash == first.weights_hash &&
+                            h.iterations == t.iterations;
+    }
+    hosts_count = hosts->hosts();
+    if (!host0) {
+      std::printf("gmi: %s: %s after %llu iterations, %s samples/s on this host's %zu GMIs; host 0 reports the job\n",
+                  hosts->describe().c_str(), t.reason.c_str(), static_cast<unsigned long long>(t.iterations),
+                  metrics::si(mine.samples_per_s).c_str(), t.per_gmi.size());
+      std::fflush(stdout);
+    }
+  }
   if (trial) {
     if (!t.weights_identical) throw gmi::error("the GMIs ended with different weights: synchronous training is broken");
     *trial = t;
     return {};
   }
-  std::printf("gmi: %s after %llu iterations: %s samples/s over %zu GMIs (%s each on average, update %s, "
+  const std::string on_hosts = hosts ? " on " + std::to_string(hosts_count) + " hosts" : "";
+  if (host0) std::printf("gmi: %s after %llu iterations: %s samples/s over %d GMIs%s (%s each on average, update %s, "
               "statistics %s) | mean return %s | weights %s (FNV-1a %016llx)\n",
               t.reason.c_str(), static_cast<unsigned long long>(t.iterations), metrics::si(t.samples_per_s).c_str(),
-              t.per_gmi.size(), metrics::si(t.samples_per_s / static_cast<double>(t.per_gmi.size())).c_str(),
+              global_world, on_hosts.c_str(), metrics::si(t.samples_per_s / global_world).c_str(),
               first.update.c_str(), first.statistics.c_str(), return_text(first.mean_return, o).c_str(), t.weights_identical ? "identical on every GMI" : "DIFFER between GMIs",
               static_cast<unsigned long long>(first.weights_hash));
-  if (std::isfinite(first.eval_return)) {
+  if (host0 && std::isfinite(first.eval_return)) {
     std::printf("gmi: deterministic evaluation: mean return %s over %llu episodes\n",
                 return_text(first.eval_return, o).c_str(), static_cast<unsigned long long>(first.eval_episodes));
   }
-  if (std::isfinite(t.comm_share)) std::printf("gmi: %s\n", comm_share_text(t).c_str());
-  std::printf("gmi: %s\n", utilization_text(t).c_str());
+  if (host0 && std::isfinite(t.comm_share)) std::printf("gmi: %s\n", comm_share_text(t).c_str());
+  if (host0) std::printf("gmi: %s%s\n", utilization_text(t).c_str(), hosts ? " (host 0's GPUs)" : "");
   std::fflush(stdout);
-  if (!o.metrics_path.empty()) {
+  if (host0 && !o.metrics_path.empty()) {
     nlohmann::json per = nlohmann::json::array();
     for (const auto& g : t.per_gmi) {
       per.push_back(g);
@@ -315,11 +428,17 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
       line.update({{"comm_share", t.comm_share}, {"comm_share_max", t.comm_share_max}, {"host_sync_share", t.host_sync_share}});
     }
     put_sm_activity(line, t.gpm);
+    if (hosts) {  // the job's shape; per_gmi, utilization and communication shares are host 0's
+      line.update({{"hosts", hosts_count}, {"gpus_per_host", cfg.gpus.size()}, {"gpus", hosts->global_gpus()},
+                   {"gmis", global_world}, {"launcher", hosts->host().source}, {"host_id", hosts->host().id}});
+    } else {
+      line["hosts"] = 1;
+    }
     metrics::jsonl_log(o.metrics_path).write(line);
   }
   train_result result;
   result.set_reason(t.reason);
-  result.gmis = static_cast<int>(t.per_gmi.size());
+  result.gmis = global_world;
   result.iterations = t.iterations;
   result.env_steps = static_cast<double>(t.iterations) * group_samples;
   result.wall_seconds = first.seconds;

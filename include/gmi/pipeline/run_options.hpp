@@ -116,6 +116,8 @@ struct run_options {
   int checkpoint_every = 0;     // iterations between saves; 0: at the end only
   std::string resume_path;
   int restart_on_failure = 0;   // relaunches of a lost GMI group allowed (restart.hpp); 0: none
+  // Under mpirun/srun with several launchers (runtime/hosts.hpp): this host's id (empty: hostname[.local rank]).
+  std::string host_id;
   // Synchronous training over GMIs: how the gradients are summed every minibatch. "hierarchical": on the device
   // (comm::hierarchical_allreduce, NCCL among the GPUs); "cpu_staged": the paper's IP baseline, every GMI's
   // gradient row through host shared memory (comm::ip_allreduce); "automatic": both timed, the faster kept.

@@ -52,6 +52,8 @@ struct gmis_config {
   std::vector<std::string> roles{"env", "agent", "trainer"};
   std::chrono::milliseconds heartbeat_timeout{30000};
   bool handle_signals = true;
+  // A run over several hosts (gpu_hosts::place): numbers this host's GMIs in the job and watches the other hosts.
+  std::function<void(launch_spec&)> across_hosts;
 
   [[nodiscard]] int world() const noexcept { return static_cast<int>(gpus.size()) * gmis_per_gpu; }
   // mps and mig need one process per GMI; green contexts live in one process; `none` does as told (threads).
@@ -207,6 +209,7 @@ using gmi_work = std::function<void(context&, binding&)>;
   s.env = c.env;
   s.heartbeat_timeout = c.heartbeat_timeout;
   s.handle_signals = c.handle_signals;
+  if (c.across_hosts) c.across_hosts(s);
   return s;
 }
 

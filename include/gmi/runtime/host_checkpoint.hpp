@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -92,35 +93,58 @@ inline void write_host_manifest(const host_checkpoint_manifest& m, const std::fi
   return m;
 }
 
+// A GMI's place for save_on_hosts: its global rank, the job's GMIs, its host, and the sum over every GMI of every
+// host (host_gmi::sum, gpu_hosts::sum), which every GMI calls at the same point.
+struct host_saver {
+  int rank = 0, world = 1, host = 0;
+  std::function<void(double*, std::size_t)> sum;
+};
+
 // Every GMI of every host calls it at the same iteration with its own state. Returns once this GMI's file is
 // saved and, on the hosts' first GMIs, their manifests are written (rank 0: the job manifest, after every file).
-inline void save_on_hosts(host_gmi& g, const io::checkpoint& state, const std::filesystem::path& path,
+inline void save_on_hosts(const host_saver& g, const io::checkpoint& state, const std::filesystem::path& path,
                           std::uint64_t iteration, int gmis_per_host) {
-  const std::filesystem::path file = host_checkpoint_path(path, iteration, g.rank());
+  const std::filesystem::path file = host_checkpoint_path(path, iteration, g.rank);
   io::save(state, file);
   const io::stored_crc saved = io::read_stored_crc(file);
   // Each GMI fills its own slots (size, CRC): the sum over every GMI is every file's record, exactly (< 2^53).
-  std::vector<double> records(static_cast<std::size_t>(g.world()) * 2, 0.0);
-  records[static_cast<std::size_t>(g.rank()) * 2] = static_cast<double>(saved.bytes);
-  records[static_cast<std::size_t>(g.rank()) * 2 + 1] = static_cast<double>(saved.crc32c);
+  std::vector<double> records(static_cast<std::size_t>(g.world) * 2, 0.0);
+  records[static_cast<std::size_t>(g.rank) * 2] = static_cast<double>(saved.bytes);
+  records[static_cast<std::size_t>(g.rank) * 2 + 1] = static_cast<double>(saved.crc32c);
   g.sum(records.data(), records.size());
   host_checkpoint_manifest m;
   m.iteration = iteration;
   m.gmis_per_host = gmis_per_host;
-  m.hosts = g.world() / gmis_per_host;
-  for (int r = 0; r < g.world(); ++r) {
+  m.hosts = g.world / gmis_per_host;
+  for (int r = 0; r < g.world; ++r) {
     m.files.push_back({r / gmis_per_host, r, host_checkpoint_path(path, iteration, r).filename().string(),
                        static_cast<std::uint64_t>(records[static_cast<std::size_t>(r) * 2]),
                        static_cast<std::uint32_t>(records[static_cast<std::size_t>(r) * 2 + 1])});
   }
-  if (g.rank() % gmis_per_host == 0) {
+  if (g.rank % gmis_per_host == 0) {
     host_checkpoint_manifest mine = m;
-    std::erase_if(mine.files, [&](const host_checkpoint_file& f) { return f.host != g.host(); });
+    std::erase_if(mine.files, [&](const host_checkpoint_file& f) { return f.host != g.host; });
     std::filesystem::path host_path = path;
-    host_path += ".host" + std::to_string(g.host());
+    host_path += ".host" + std::to_string(g.host);
     write_host_manifest(mine, host_path);
   }
-  if (g.rank() == 0) write_host_manifest(m, path);
+  if (g.rank == 0) write_host_manifest(m, path);
+}
+inline void save_on_hosts(host_gmi& g, const io::checkpoint& state, const std::filesystem::path& path,
+                          std::uint64_t iteration, int gmis_per_host) {
+  save_on_hosts(host_saver{g.rank(), g.world(), g.host(), [&g](double* d, std::size_t n) { g.sum(d, n); }}, state,
+                path, iteration, gmis_per_host);
+}
+
+// The manifest host `host` resumes from: the job manifest at `path` where this host sees it (a shared file
+// system), else its own host manifest (PATH.host<h>, local disks). config_error naming PATH when neither exists.
+[[nodiscard]] inline std::filesystem::path manifest_for_host(const std::filesystem::path& path, int host) {
+  std::filesystem::path mine = path;
+  mine += ".host" + std::to_string(host);
+  if (std::filesystem::exists(path)) return path;
+  if (std::filesystem::exists(mine)) return mine;
+  throw config_error(got_need(io::file_label("--resume", path), "missing", "a job manifest, or " + mine.string() +
+                                                                             " on this host"));
 }
 
 // Loads global rank `rank`'s state named by a manifest (job or host), checking its size and CRC against the

@@ -13,6 +13,7 @@
 
 #include <gmi/comm/nccl.hpp>
 #include <gmi/core/error.hpp>
+#include <gmi/runtime/identity.hpp>
 
 namespace gmi::runtime {
 
@@ -56,6 +57,13 @@ struct host_info {
     h.id = host_id;
   }
   return h;
+}
+
+// The host of a launcher that may start GMI processes: a GMI process (GMI_IDENTITY set, its variables inherited
+// from its launcher's launcher) is never a host of its own, so it gets the one-host answer.
+[[nodiscard]] inline host_info job_host(const std::string& host_id = {}) {
+  if (this_gmi()) return host_info{};
+  return detect_host(host_id);
 }
 
 // The GPUs (CUDA ordinals) of this host among `visible` ones: all of them with one launcher a machine; with

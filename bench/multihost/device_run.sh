@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# GPU machine with 2 (or more) GPUs, from the repository root: gmi::run across hosts (the cartpole_ppo example,
+# synchronous PPO, layout colocated, 1 GMI a GPU as threads) on
+#   one host with 2 GPUs (no launcher; NCCL's default transports),
+#   two simulated hosts x 1 GPU under mpirun (one launcher each, --host-id sim0/sim1, each its share of the
+#   GPUs), NCCL on sockets between them (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 over lo),
+# 3 runs each, alternating, 10 s of training a run; then 2 GMIs a GPU on both hosts, checked for identical
+# weights after 40 iterations, and saved at 20 and resumed to 40 (the same weights); then a killed host: host 1
+# SIGKILLs itself (the GMI test hook) and host 0 must end with one line naming host 1 within 10 s. Writes result lines (bench multihost; metric
+# train_samples_per_s with "hosts": 1 or 2, their ratio, lost_host_detection_s) to $OUT/multihost/device_run.jsonl,
+# the runs' own end lines to $OUT/multihost/train.jsonl and logs beside them.
+# Needs OpenMPI: mpirun on PATH, or the packages bench/multihost/carry_openmpi.sh put in .carry/openmpi (carried).
+# About 3 min of build, 3 of runs (each run bounded by 90 s; the first failure ends the script).
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+dir="$OUT/multihost"
+mkdir -p "$dir"
+git_rev=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD)}
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+if [ "$gpus" -lt 2 ]; then echo "SKIPPED: bench/multihost/device_run.sh needs 2 GPUs, found $gpus"; exit 77; fi
+device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
+export NCCL_NVLS_ENABLE=0
+cmake_mpi=()
+if ! command -v mpirun > /dev/null; then
+  ls .carry/openmpi/*.deb > /dev/null 2>&1 \
+    || { echo "no mpirun here and no .carry/openmpi: run bench/multihost/carry_openmpi.sh where apt works, carry .carry"; exit 1; }
+  root=/tmp/gmi-openmpi
+  rm -rf "$root" && mkdir -p "$root"
+  for f in .carry/openmpi/*.deb; do dpkg -x "$f" "$root"; done
+  lib=$root/usr/lib/x86_64-linux-gnu
+  mkdir -p "$root/bin" && ln -sf "$root/usr/bin/mpirun.openmpi" "$root/bin/mpirun"
+  export OPAL_PREFIX=$root/usr PATH=$root/bin:$root/usr/bin:$PATH
+  export LD_LIBRARY_PATH=$lib/openmpi/lib:$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PMIX_INSTALL_PREFIX=$lib/pmix2 PMIX_MCA_mca_base_component_path=$lib/pmix2/lib/pmix
+  command -v ssh > /dev/null || export OMPI_MCA_plm_rsh_agent=/bin/false  # one machine: nothing is started by ssh
+  cmake_mpi=(-DMPI_CXX_COMPILER="$root/usr/bin/mpicxx.openmpi")
+  echo "OpenMPI from .carry/openmpi: $(mpirun --version 2>&1 | head -1)"
+fi
+# A build folder of its own: another script's cache in /tmp/build may hold "MPI not found".
+build=/tmp/build-multihost
+cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON "${cmake_mpi[@]}" > "$dir/configure.log" 2>&1 \
+  || { tail -30 "$dir/configure.log"; exit 1; }
+if grep -q "gmi: MPI not found" "$dir/configure.log"; then tail -30 "$dir/configure.log"; echo "CMake did not find MPI"; exit 1; fi
+time cmake --build "$build" -j16 --target gmi.example.cartpole_ppo > "$dir/build.log" 2>&1 \
+  || { tail -40 "$dir/build.log"; exit 1; }
+bin=$build/examples/cartpole_ppo/gmi.example.cartpole_ppo
+train="$dir/train.jsonl"
+common=(--partition none --gmis-per-gpu 1 --num-envs 8192 --minibatch-scope gmi --target-return nan
+        --max-env-steps 1e12 --log-interval 4 --metrics "$train")
+mflags=(--oversubscribe --mca pml ob1 --mca btl tcp,self --bind-to none)  # no core binding: a host runs many threads
+[ "$(id -u)" -eq 0 ] && mflags+=(--allow-run-as-root)
+sockets=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0)
+xs=(); for kv in "${sockets[@]}"; do xs+=(-x "$kv"); done
+visible=CUDA_VISIBLE_DEVICES=0,1
+one_host() { env "$visible" timeout 90 "$bin" --gpus 2 "${common[@]}" --max-seconds 10; }
+two_hosts() {
+  env "$visible" "${sockets[@]}" timeout 90 mpirun "${mflags[@]}" "${xs[@]}" \
+    -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --max-seconds 10 : \
+    -np 1 "$bin" --gpus all --host-id sim1 "${common[@]}" --max-seconds 10
+}
+rm -f "$train"
+rc=0
+for rep in 1 2 3; do
+  echo "== rep $rep: one host, 2 GPUs (NCCL default)"
+  one_host > "$dir/one_host.$rep.log" 2>&1 || { rc=1; echo "one host failed"; }
+  grep -E "^gmi: (time|step) limit|weights" "$dir/one_host.$rep.log" | head -2
+  echo "== rep $rep: two simulated hosts x 1 GPU (mpirun, NCCL on sockets)"
+  two_hosts > "$dir/two_hosts.$rep.log" 2>&1 || { rc=1; echo "two hosts failed"; }
+  grep -E "^gmi: [0-9]+ hosts|^gmi: (time|step) limit|^gmi: host 1" "$dir/two_hosts.$rep.log" | head -3
+  # the first failure ends the script: what follows needs the two-host run to work (and time to spare)
+  [ "$rc" -eq 0 ] || { tail -40 "$dir/two_hosts.$rep.log" "$dir/one_host.$rep.log"; echo "see $dir"; exit 1; }
+done
+
+# Correctness: 2 GMIs a GPU on each host (the GPU's own hierarchical sum, then NCCL among the leaders of both hosts),
+# a fixed number of iterations; every GMI of both hosts must end with the same weights (host 0's end line says so).
+# Then the same saved at iteration 20 (a file a GMI, a manifest a host, the job's manifest) and resumed to 40: the
+# weights must equal the straight run's, bit for bit (the FNV-1a of host 0's end line).
+two_gmis() {  # $1: log; the rest: flags for both hosts
+  local log=$1; shift
+  env "$visible" "${sockets[@]}" timeout 90 mpirun "${mflags[@]}" "${xs[@]}" \
+    -np 1 "$bin" --gpus all --host-id sim0 --partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan \
+    --log-interval 4 "$@" : \
+    -np 1 "$bin" --gpus all --host-id sim1 --partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan \
+    --log-interval 4 "$@" > "$dir/$log" 2>&1
+  echo "$log: exit $?"
+  grep -E "^gmi: (step|time) limit|^gmi: host 1|^gmi: resumed|^gmi: checkpoint|DIFFER|threw|lost" "$dir/$log" | head -5
+}
+ck=/tmp/gmi-multihost-ck && rm -rf "$ck" && mkdir -p "$ck"
+echo "== two simulated hosts x 1 GPU x 2 GMIs (threads): 40 iterations; 20 saved, resumed to 40"
+two_gmis two_hosts_2gmis.log --max-env-steps 5242880
+two_gmis two_hosts_2gmis_save20.log --max-env-steps 2621440 --checkpoint "$ck/ck"
+two_gmis two_hosts_2gmis_resume40.log --max-env-steps 5242880 --resume "$ck/ck"
+ls "$ck"
+fnv() { sed -n 's/.*step limit after 40 iterations.*over 4 GMIs on 2 hosts.*weights identical on every GMI (FNV-1a \([0-9a-f]*\)).*/\1/p' "$dir/$1"; }
+straight=$(fnv two_hosts_2gmis.log) resumed=$(fnv two_hosts_2gmis_resume40.log)
+echo "weights after 40 iterations: straight ${straight:-none}, resumed at 20 ${resumed:-none}"
+two_gmis_ok=0; [ -n "$straight" ] && two_gmis_ok=1
+resume_ok=0; [ -n "$straight" ] && [ "$straight" = "$resumed" ] && [ -s "$ck/ck" ] && [ -s "$ck/ck.host1" ] && resume_ok=1
+
+echo "== killed host: host 1 SIGKILLs itself after iteration 60 (GMI_TEST_KILL_AT=0:60), mpirun --enable-recovery"
+env "$visible" "${sockets[@]}" timeout 90 mpirun "${mflags[@]}" --enable-recovery "${xs[@]}" \
+  -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --max-seconds 60 : \
+  -np 1 env GMI_TEST_KILL_AT=0:60 "$bin" --gpus all --host-id sim1 "${common[@]}" --max-seconds 60 2>&1 \
+  | while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done > "$dir/killed_host.log"
+cat "$dir/killed_host.log" | tail -8
+
+python3 - "$train" "$dir/killed_host.log" "$dir/device_run.jsonl" "$device" "$git_rev" "$two_gmis_ok" "$resume_ok" \
+  "$driver" <<'PY'
+import json, re, statistics, sys, time
+train, killed_log, out, device, git, two_gmis_ok, resume_ok, driver = sys.argv[1:9]
+rows = [json.loads(l) for l in open(train) if l.strip()]
+run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-multihost"
+lines = []
+def line(case, metric, values, **extra):
+    d = {"bench": "multihost", "case": case, "impl": "gmi", "metric": metric, "median": statistics.median(values),
+         "min": min(values), "max": max(values), "reps": len(values), "device": device, "gpus": 2, "driver": driver,
+         "git": git, "run_id": run_id}
+    d.update(extra)
+    lines.append(d)
+    return d
+by = {1: [r for r in rows if r.get("hosts") == 1], 2: [r for r in rows if r.get("hosts") == 2]}
+ok = two_gmis_ok == "1" and resume_ok == "1"
+if two_gmis_ok != "1": print("2 hosts x 1 GPU x 2 GMIs: no step limit after 40 iterations with identical weights")
+if resume_ok != "1": print("2 hosts x 1 GPU x 2 GMIs: saved at 20 and resumed to 40, other weights than 40 straight")
+for h, rs in by.items():
+    if not rs:
+        print(f"no end line with hosts {h}"); ok = False; continue
+    if not all(r["weights_identical"] for r in rs):
+        print(f"hosts {h}: weights differ between GMIs"); ok = False
+    line("cartpole_ppo_colocated_2gpus", "train_samples_per_s", [r["train_samples_per_s"] for r in rs], hosts=h,
+         gpus_per_host=2 // h, gmis_per_gpu=1, num_envs=8192,
+         transport="nccl default" if h == 1 else "nccl sockets (lo), mpirun tcp")
+if by[1] and by[2]:
+    ratio = lines[1]["median"] / lines[0]["median"]
+    line("cartpole_ppo_colocated_2gpus", "two_hosts_over_one_host", [ratio], target=0.90)
+    print(f"two hosts / one host (medians of train samples/s): {ratio:.3f} (target >= 0.90); "
+          f"one host {lines[0]['median']:.4g}, two hosts {lines[1]['median']:.4g}")
+killed = lost = None
+for l in open(killed_log):
+    t, _, text = l.partition(" ")
+    if killed is None and "killed by the test hook" in text: killed = float(t)
+    if lost is None and re.search(r"host 0 'sim0': host 1 'sim1' \(GMI 1\) ", text): lost = float(t); lost_line = text.strip()
+if killed is None or lost is None:
+    print("killed host: no kill line or no line from host 0 naming host 1 (see killed_host.log)"); ok = False
+else:
+    s = lost - killed
+    line("killed_host", "lost_host_detection_s", [s], target=10.0, line=lost_line)
+    print(f"killed host: host 0 named host 1 {s:.2f} s after the kill (target <= 10 s): {lost_line}")
+    ok = ok and s <= 10
+with open(out, "a") as f:
+    for d in lines: f.write(json.dumps(d) + "\n")
+print(f"{len(lines)} result lines in {out}")
+sys.exit(0 if ok else 1)
+PY
