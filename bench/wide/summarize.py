@@ -42,6 +42,16 @@ for case, ns in (("serving", (4096, 16384)), ("training", (4096,))):
                   f"jax {j['median'] / 1e6 if j else float('nan'):8.2f} M ({j['precision'] if j else '-'}, "
                   f"{j.get('tflops', 0) if j else 0:.1f} TF/s) ratio {ratio:.2f} (need >= 2)"
                   + ("" if not t else f", target {t / 1e6:.0f} M: " + ("met" if g["median"] >= t else "NOT met")))
+# device_training.sh with a base tree: this revision's training against the base revision's, per precision.
+base = [l for l in lines if l["impl"] == "gmi_base" and l.get("case") == "training"]
+if base:
+    print("training against the base revision (same run, same GPU):")
+    for b in base:
+        g = [l for l in lines if l["impl"] == "gmi" and l.get("case") == "training" and l.get("net") == b.get("net")
+             and l.get("precision") == b.get("precision") and l.get("num_envs") == b.get("num_envs")]
+        if g:
+            print(f"  {b['net']:16s} {b['precision']:5s} {b['num_envs']:6d}: gmi {g[0]['median'] / 1e6:7.3f} M ({g[0]['git']}) "
+                  f"base {b['median'] / 1e6:7.3f} M ({b['git']}) speedup {g[0]['median'] / b['median']:.2f}x")
 c = [l for l in lines if l.get("net") == "cartpole_mlp"]
 if c:
     print(f"serving  cartpole_mlp 512: gmi {c[0]['median'] / 1e6:.2f} M (target 60 M: {'met' if c[0]['median'] >= 60e6 else 'NOT met'})")

@@ -63,6 +63,18 @@ lt_run run_with(Impl& b, cudaStream_t s, const std::vector<float>& params, const
   r.graph_out = download(gout, s);
   r.graph_d_params = download(gd_params, s);
   r.graph_d_x = download(gd_x, s);
+  if constexpr (requires { b.bias_sums(); }) {
+    r.bias_sums = b.bias_sums();
+    gmi::cuda::device_buffer<float> dp2(Net::param_count);
+    acts.fill_bytes(0, s);
+    b.forward_raw(p.data(), xd.data(), nullptr, acts.data(), n);
+    gmi::cuda::device_buffer<float> rec(n * Net::out);
+    GMI_CUDA_TRY(cudaMemcpyAsync(rec.data(), Impl::outputs_in(acts.data(), n), rec.size_bytes(),
+                                 cudaMemcpyDeviceToDevice, s));
+    b.backward_raw(p.data(), xd.data(), acts.data(), g.data(), dp2.data(), nullptr, n, true);
+    r.out_from_record = download(rec, s);
+    r.d_params_weights_ready = download(dp2, s);
+  }
   return r;
 }
 
@@ -80,6 +92,19 @@ lt_run run_net(const nn::network_config& cfg, bool use_auto, const std::vector<f
 }
 
 }  // namespace
+
+std::vector<std::vector<float>> column_sum_twice(const std::vector<float>& m, std::size_t rows, int w) {
+  gmi::cuda::stream s;
+  auto md = upload(m, s);
+  gmi::cuda::device_buffer<float> partial(nn::detail::lt_sum_chunks(rows) * w), out(w);
+  std::vector<std::vector<float>> r;
+  for (int k = 0; k < 2; ++k) {
+    out.fill_bytes(0, s);
+    nn::detail::lt_column_sum(md.data(), rows, w, partial.data(), out.data(), s);
+    r.push_back(download(out, s));
+  }
+  return r;
+}
 
 lt_run run_lt(lt_net net, const nn::network_config& cfg, bool use_auto, const std::vector<float>& params,
               const std::vector<float>& x, const std::vector<float>& d_out) {

@@ -29,7 +29,15 @@ struct lt_run {
   // before and after the capture (no new plans: the replay reuses the eager call's).
   std::vector<float> graph_out, graph_d_params, graph_d_x;
   std::size_t plans_before_graph = 0, plans_after_graph = 0;
+  // lt_mlp only: the outputs of a forward_raw without an output buffer (read from the record, outputs_in), the
+  // weight gradients of a backward_raw reusing that forward's bf16 weights, and the bias gradients the column-sum
+  // kernels formed (for want of a BGRADB algorithm).
+  std::vector<float> out_from_record, d_params_weights_ready;
+  std::size_t bias_sums = 0;
 };
+
+// nn::detail::lt_column_sum (the bias gradient's fallback) of a [rows][w] matrix, run twice: both results.
+std::vector<std::vector<float>> column_sum_twice(const std::vector<float>& m, std::size_t rows, int w);
 
 // forward with a record, forward for inference, backward with d_x, then the captured replay. use_auto: through
 // batch_mlp<..., auto_path> with cfg (the wiring), else lt_mlp directly.

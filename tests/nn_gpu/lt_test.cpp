@@ -66,6 +66,12 @@ void check(lt_net net, precision p, std::size_t n, bool use_auto = false, const 
   CHECK(r.graph_d_params == r.d_params);
   CHECK(r.graph_d_x == r.d_x);
   CHECK(r.plans_after_graph == r.plans_before_graph);
+  if (!use_auto) {
+    // Outputs left in the record and a backward reusing the forward's bf16 weights: the same bits.
+    CHECK(r.out_from_record == r.out);
+    CHECK(r.d_params_weights_ready == r.d_params);
+    MESSAGE(r.path << ": bias gradients by the column-sum kernels (no BGRADB algorithm): " << r.bias_sums);
+  }
 }
 }  // namespace
 
@@ -87,6 +93,30 @@ TEST_SUITE("gpu") {
       // ReLU's derivative jumps at 0, where reduced-precision products may land on the other side: fp32 only.
       check<nn_gpu::odd_relu_net>(lt_net::odd_relu, precision::fp32, n);
     }
+  }
+
+  TEST_CASE("nn_gpu.lt.column_sum_matches_host") {
+    // The bias gradient's fallback in two stages (chunks of rows, then the chunks in order): within fp32 rounding
+    // of a double sum, and the same bits on a second run; sizes around the chunk of 256 rows and 32 columns.
+    for (const std::size_t rows : {std::size_t{1}, std::size_t{255}, std::size_t{257}, std::size_t{8193}})
+      for (const int w : {1, 20, 33, 513}) {
+        CAPTURE(rows);
+        CAPTURE(w);
+        const auto m = uniform(rows * w, 41 + rows + w, -1, 1);
+        std::vector<double> ref(w, 0.0);
+        double scale = 0;
+        for (std::size_t r = 0; r < rows; ++r)
+          for (int c = 0; c < w; ++c) {
+            ref[c] += m[r * w + c];
+            scale += std::abs(m[r * w + c]);
+          }
+        const auto got = nn_gpu::column_sum_twice(m, rows, w);
+        REQUIRE(got.size() == 2);
+        CHECK(got[0] == got[1]);
+        double worst = 0;
+        for (int c = 0; c < w; ++c) worst = std::max(worst, std::abs(got[0][c] - ref[c]));
+        CHECK(worst <= 1e-6 * scale / w + 1e-6);
+      }
   }
 
   TEST_CASE("nn_gpu.lt.auto_path_picks_by_width") {

@@ -64,6 +64,9 @@ TEST_SUITE("gpu") {
     // the tile kernel reading weights from global memory; gemm: cuBLASLt products in fp32 (the default there)
     against_host(isaac_ant_iteration, {"tiles", "threads", "gemm"});
     against_host(wide_proxy_iteration, {"gemm"});
+    // gemm sums the log_std gradients and loss terms by a fixed tree and the bias gradients by products or fixed
+    // column sums: the same bits on a second run
+    CHECK(isaac_ant_iteration("gemm").params == isaac_ant_iteration("gemm").params);
     // the warp kernel is refused for the wide network with one line (runs.cu asserts its default is the tiles)
     const auto refused = wide_proxy_iteration("warps");
     CAPTURE(refused.refusal);

@@ -103,22 +103,49 @@ __global__ static void lt_dz_kernel(const float* g, const float* __restrict__ y,
   }
 }
 
-// out[c] = sum over rows r (8 strided partial sums, then those in order) of m[r][c]: the bias gradient where the
-// product's epilogue cannot form it. Blocks of 32 x 8 threads, one column per x; the same sums on every run.
-__global__ static void lt_column_sum_kernel(const float* __restrict__ m, std::size_t rows, int w,
-                                            float* __restrict__ out) {
+// Rows per block of the bias-gradient column sum: each block of 32 x 8 threads sums a chunk of this many rows.
+inline constexpr std::size_t lt_sum_chunk = 256;
+inline std::size_t lt_sum_chunks(std::size_t rows) { return std::max<std::size_t>(1, (rows + lt_sum_chunk - 1) / lt_sum_chunk); }
+
+// Stage one of the bias gradient where the product's epilogue cannot form it: partial[g][c] = the sum of m[r][c]
+// over chunk g's rows (8 strided partial sums, then those in order). Blocks of 32 x 8 threads, one column per x,
+// one chunk per blockIdx.y, so a minibatch fills the GPU (one block per 32 columns walked every row serially).
+__global__ static void lt_column_partial_kernel(const float* __restrict__ m, std::size_t rows, int w,
+                                                float* __restrict__ partial) {
   __shared__ float part[8][33];
   const int c = static_cast<int>(blockIdx.x) * 32 + static_cast<int>(threadIdx.x);
+  const std::size_t begin = static_cast<std::size_t>(blockIdx.y) * lt_sum_chunk;
+  const std::size_t end = std::min(rows, begin + lt_sum_chunk);
   float s = 0.0f;
   if (c < w)
-    for (std::size_t r = threadIdx.y; r < rows; r += 8) s += m[r * w + c];
+    for (std::size_t r = begin + threadIdx.y; r < end; r += 8) s += m[r * w + c];
   part[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && c < w) {
     float t = 0.0f;
     for (int k = 0; k < 8; ++k) t += part[k][threadIdx.x];
-    out[c] = t;
+    partial[static_cast<std::size_t>(blockIdx.y) * w + c] = t;
   }
+}
+
+// Stage two: out[c] = the chunks' partial sums of column c, in chunk order. The same sums on every run.
+__global__ static void lt_column_finish_kernel(const float* __restrict__ partial, std::size_t chunks, int w,
+                                               float* __restrict__ out) {
+  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= w) return;
+  float t = 0.0f;
+  for (std::size_t g = 0; g < chunks; ++g) t += partial[g * w + c];
+  out[c] = t;
+}
+
+// out[c] = sum over rows of m[r][c] ([rows][w] row-major) in two launches; partial: lt_sum_chunks(rows) * w floats.
+inline void lt_column_sum(const float* m, std::size_t rows, int w, float* partial, float* out, cudaStream_t s) {
+  const std::size_t chunks = lt_sum_chunks(rows);
+  lt_column_partial_kernel<<<dim3(static_cast<unsigned>((w + 31) / 32), static_cast<unsigned>(chunks)), dim3(32, 8), 0,
+                             s>>>(m, rows, w, partial);
+  GMI_CUDA_TRY(cudaGetLastError());
+  lt_column_finish_kernel<<<static_cast<unsigned>((w + 127) / 128), 128, 0, s>>>(partial, chunks, w, out);
+  GMI_CUDA_TRY(cudaGetLastError());
 }
 
 }  // namespace detail
@@ -142,6 +169,7 @@ class lt_mlp {
     validate(cfg);
     gmi::require(max_batch >= 1, "lt_mlp max_batch", max_batch, ">= 1");
     work_ = cuda::device_buffer<float>(2 * max_batch * Net::max_width);
+    partial_ = cuda::device_buffer<float>(detail::lt_sum_chunks(max_batch) * Net::max_width);
     if (cfg_.precision == precision::bf16) {
       w16_ = cuda::device_buffer<__nv_bfloat16>(lay::w16_size);
       h16_ = cuda::device_buffer<__nv_bfloat16>(2 * max_batch * lay::max_ld16);
@@ -162,6 +190,10 @@ class lt_mlp {
   void set_stream(cudaStream_t s) noexcept { policy_.stream = s; }
   // Plans made so far (one per distinct product shape and pointer alignment).
   [[nodiscard]] std::size_t plans() const noexcept { return gemm_.plans(); }
+  // Bias gradients formed by the column-sum kernels so far (0 while every BGRADB epilogue had an algorithm).
+  [[nodiscard]] std::size_t bias_sums() const noexcept { return bias_sums_; }
+  // Where a forward with an activation record leaves the network's outputs ([n][out]): its last layer's record.
+  static float* outputs_in(float* acts, std::size_t n) { return acts + n * L::activation_offset(Net::count - 1); }
 
   void forward(device_span<const float> params, device_span<const float> x, device_span<float> out,
                device_span<float> acts = {}) {
@@ -191,7 +223,8 @@ class lt_mlp {
                  n);
   }
 
-  // The same without size checks, for callers that checked once (the PPO gradient path): n <= max_batch.
+  // The same without size checks, for callers that checked once (the PPO gradient path): n <= max_batch. With
+  // acts, out may be nullptr: the outputs then stay only in the record (outputs_in), saving a copy.
   void forward_raw(const float* params, const float* x, float* out, float* acts, std::size_t n) {
     const bool bf16 = cfg_.precision == precision::bf16;
     const int N = static_cast<int>(n);
@@ -219,7 +252,7 @@ class lt_mlp {
         gemm_.run(s, A, B, dst, nullptr, policy_.stream);
       }
       const bool act_done = fused && (relu_here || identity_here);
-      float* copy = (last && acts) ? out : nullptr;
+      float* copy = (last && acts && out != dst) ? out : nullptr;
       __nv_bfloat16* next16 = (bf16 && !last) ? h16(l + 1) : nullptr;
       if (!act_done || copy || next16) {
         const std::size_t total = n * static_cast<std::size_t>(O);
@@ -236,12 +269,13 @@ class lt_mlp {
     }
   }
 
+  // bf16_weights_ready: the last forward_raw converted these same params (the bf16 weights are reused).
   void backward_raw(const float* params, const float* x, const float* acts, const float* d_out, float* d_params,
-                    float* d_x, std::size_t n) {
+                    float* d_x, std::size_t n, bool bf16_weights_ready = false) {
     const bool bf16 = cfg_.precision == precision::bf16;
     const int N = static_cast<int>(n);
     constexpr int last = Net::count - 1;
-    if (bf16) convert_weights(params);
+    if (bf16 && !bf16_weights_ready) convert_weights(params);
     __nv_bfloat16* in16 = bf16 ? h16(0) : nullptr;  // the layer's input in bf16
     __nv_bfloat16* dz16 = bf16 ? h16(1) : nullptr;  // the layer's dz in bf16
     const float* dz = d_out;
@@ -267,9 +301,8 @@ class lt_mlp {
       if (!gemm_.run(s, A, B, dW, db, policy_.stream)) {
         s.epilogue = lt_epilogue::none;
         gemm_.run(s, A, B, dW, nullptr, policy_.stream);
-        detail::lt_column_sum_kernel<<<static_cast<unsigned>((O + 31) / 32), dim3(32, 8), 0, policy_.stream>>>(dz, n, O,
-                                                                                                              db);
-        GMI_CUDA_TRY(cudaGetLastError());
+        detail::lt_column_sum(dz, n, O, partial_.data(), db, policy_.stream);
+        ++bias_sums_;
       }
       if (l == 0 && !d_x) break;
       // dX^T (I x n) = W^T (I x O: W's row-major storage read column-major) dZ^T (O x n).
@@ -315,7 +348,8 @@ class lt_mlp {
   std::size_t max_batch_;
   network_config cfg_;
   lt_gemm gemm_;
-  cuda::device_buffer<float> work_;
+  cuda::device_buffer<float> work_, partial_;  // partial_: the bias gradients' column sums where BGRADB is missing
+  std::size_t bias_sums_ = 0;
   cuda::device_buffer<__nv_bfloat16> w16_, h16_;
 };
 

@@ -172,28 +172,26 @@ class batched_rollout {
     gmi::require(static_cast<std::size_t>(v.num_envs) == n_, "batched_rollout num_envs", v.num_envs,
                  "the " + std::to_string(n_) + " built for");
     const std::size_t n = n_;
+    normalize(v.current_obs, v.obs_norm, inputs_.data(), v.obs);
+    forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, n);
     for (int t = 0; t < v.horizon; ++t) {
       const std::size_t at = static_cast<std::size_t>(t) * n;
-      normalize(v.current_obs, v.obs_norm, inputs_.data(), v.obs + at * O);
-      forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, n);
       sample({outputs_.data(), params, v.actions + at * A, v.log_probs + at, v.values + at, v.policy_rng_blocks,
               words_.data(), t, t == v.horizon - 1, v.policy_seed, v.value_norm, v.normalize_value, n});
       float* final_obs = v.bootstrap_truncation ? final_obs_.data() : nullptr;
       dynamics_.step(v.env, v.actions + at * A,
                      {v.rewards + at, terminated_.data(), truncated_.data(), v.current_obs, final_obs}, policy_.stream);
-      const float* final_outputs = nullptr;
-      if (final_obs) {  // the value of every final observation (only the truncated ones are used)
-        normalize(final_obs, v.obs_norm, inputs_.data() + n * O, nullptr);
-        forward_.forward_raw(params, inputs_.data() + n * O, outputs_.data() + n * (D + 1), nullptr, n);
-        final_outputs = outputs_.data() + n * (D + 1);
-      }
+      // One forward of 2n rows: the next step's observations (after the last step: the last values) and every
+      // final observation (its value bootstraps the truncated ones), instead of two products of n rows.
+      normalize(v.current_obs, v.obs_norm, inputs_.data(), t + 1 < v.horizon ? v.obs + (at + n) * O : nullptr);
+      if (final_obs) normalize(final_obs, v.obs_norm, inputs_.data() + n * O, nullptr);
+      forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, final_obs ? 2 * n : n);
+      const float* final_outputs = final_obs ? outputs_.data() + n * (D + 1) : nullptr;
       detail::batch_ends_kernel<Net><<<grid(), threads(), 0, policy_.stream>>>(
           n, terminated_.data(), truncated_.data(), final_outputs, v.value_norm, v.normalize_value, v.gamma,
           v.rewards + at, v.ends + at);
       GMI_CUDA_TRY(cudaGetLastError());
     }
-    normalize(v.current_obs, v.obs_norm, inputs_.data(), nullptr);
-    forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, n);
     last_values(v);
     detail::batch_gae_kernel<E, Net><<<grid(), threads(), 0, policy_.stream>>>(v);
     GMI_CUDA_TRY(cudaGetLastError());

@@ -253,6 +253,8 @@ class minibatch_gradient {
   }
 
   [[nodiscard]] gradient_path path() const noexcept { return path_; }
+  // The gemm path's bias gradients summed by kernels for want of a BGRADB algorithm (0 on other paths).
+  [[nodiscard]] std::size_t bias_sums() const noexcept { return lt_ ? lt_->bias_sums() : 0; }
 
   // Samples per warp: one wave of the blocks every SM holds for the whole minibatch (fewer samples per warp
   // leave more of the sums to the block reduction and the row sum, more leave SMs idle).
@@ -269,6 +271,8 @@ class minibatch_gradient {
   // device counter the shuffle round is formed from (round = *round_base * epochs + epoch).
   void enqueue(const ppo_minibatch_view<Net>& mb, const float* params, const std::uint64_t* round_base, int epoch,
                int epochs, float* grads, float* term_log, cudaStream_t s) {
+    // The gemm path's products write the row itself: no partial rows to add up.
+    if (path_ == gradient_path::gemm) return lt_->enqueue(mb, params, round_base, epoch, epochs, grads, s, term_log);
     const row_parts left = enqueue_parts(mb, params, round_base, epoch, epochs, s);
     ppo_sum_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(left.rows, left.count, row, Net::param_count, grads,
                                                           term_log);
@@ -276,10 +280,7 @@ class minibatch_gradient {
   }
 
   // Rows whose sum in order (row 0 first) is the minibatch's gradient row.
-  struct row_parts {
-    const float* rows;
-    std::size_t count;
-  };
+  struct row_parts { const float* rows; std::size_t count; };
   // The gradient kernel and, for many partial rows, the first stage of their sum: what enqueue then adds up (or a
   // step kernel, ppo_step_kernel).
   row_parts enqueue_parts(const ppo_minibatch_view<Net>& mb, const float* params, const std::uint64_t* round_base,
@@ -384,8 +385,7 @@ struct ppo_device_ops {
   void widen(std::size_t floats) {
     if (floats > group_mean.size()) group_mean = cuda::device_buffer<float>(floats);
   }
-  ppo_device_ops(const ppo_device_ops&) = delete;
-  ppo_device_ops& operator=(const ppo_device_ops&) = delete;
+  ppo_device_ops(const ppo_device_ops&) = delete;  // holds graphs and buffers of one trainer
 
   void set_iteration(trainer& t, std::uint64_t value) {
     GMI_CUDA_TRY(cudaMemcpyAsync(iteration.data(), &value, sizeof value, cudaMemcpyHostToDevice, t.policy_.stream));
@@ -549,7 +549,6 @@ struct ppo_device_ops {
   }
 
   void release_graph() noexcept { graph = cuda::graph_exec{}; }
-
   // Replays `graph`, capturing what `work` enqueues the first time.
   template <class Work>
   void replay(cudaStream_t s, Work&& work) {
