@@ -76,6 +76,9 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
              "GMIs as threads or processes (mps/mig: processes; green_context: threads)");
   app.add_option("--mps-percentage", o.mps_percentage, "MPS active-thread percentage per GMI (default 100 / GMIs per GPU, rounded up)")
       ->check(CLI::Range(1, 100));
+  app.add_option("--actor-cores-per-gmi", o.actor_cores_per_gmi,
+                 "CPU actors (actors::on_cpu): actor cores per GMI, disjoint between GMIs (0: the type's, or an even share)")
+      ->check(CLI::Range(0, 4096))->capture_default_str();
   app.add_option("--sms-per-gmi", o.sms_per_gmi, "green_context: SMs per GMI (0: the largest equal slice)")
       ->check(detail::non_negative_number())->capture_default_str();
   app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(detail::positive_number())->capture_default_str();
