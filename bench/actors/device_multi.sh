@@ -13,15 +13,7 @@ set -euo pipefail
 OUT=${OUT:-/tmp/out}
 dir="$OUT/actors_multi"
 mkdir -p "$dir"
-export GMI_GIT_REVISION=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD)}
-root=/tmp/gmi-mujoco
-ls .carry/debs/libmujoco*.deb >/dev/null || { echo "no .carry/debs/libmujoco*.deb: run bench/actors/carry_mujoco.sh here first"; exit 2; }
-for f in .carry/debs/lib{mujoco,ccd,lodepng,qhull,tinyxml2}*.deb; do dpkg -x "$f" "$root"; done
-export CMAKE_PREFIX_PATH="$root/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-cmake --preset gpu -B /tmp/build -DGMI_BUILD_BENCHMARKS=ON > "$dir/configure.log" 2>&1
-grep -q "^GMI_MUJOCO_LIBRARY:.*mujoco" /tmp/build/CMakeCache.txt \
-  || { echo "MuJoCo not found by CMake (see $dir/configure.log)"; exit 2; }
+source bench/actors/configure_mujoco.sh "$dir"
 time cmake --build /tmp/build -j16 --target gmi.test.actors gmi.test.actors_mujoco gmi.test.actors_gpu \
   gmi.bench.actors_ratio gmi.bench.actors_choose_ratio gmi.example.cartpole_on_cpu \
   > "$dir/build.log" 2>&1 || { tail -40 "$dir/build.log"; exit 1; }
@@ -43,22 +35,23 @@ grep -c '"steps_per_s"' "$dir/ratio.jsonl" | sed 's/^/ratio points (steps\/s): /
 example=/tmp/build/examples/cartpole_on_cpu/gmi.example.cartpole_on_cpu
 run_group() {  # name, extra flags...
   local name=$1; shift
+  local rc=0
   timeout 150 "$example" --gmis-per-gpu 2 --actor-cores-per-gmi 7 --num-envs 448 --max-env-steps 3e6 \
-    --target-return 450 "$@" > "$dir/train_$name.log" 2>&1
-  local rc=$?
-  python3 - "$dir/train_$name.log" "$name" "$rc" "$device" >> "$dir/train.jsonl" <<'PY'
-import json, os, re, sys
-log, name, rc, device = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-text = open(log).read()
-m = re.search(r"gmi: (\S[^\n]*?) after (\d+) iterations: ([\d.]+)([kMG]?) samples/s over (\d+) GMIs", text)
-rate = float(m.group(3)) * {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}[m.group(4)] if m else None
-print(json.dumps({"bench": "cpu_actors_gmis", "case": "cartpole_ppo_" + name, "impl": "gmi.actors.on_cpu",
+    --target-return 450 --metrics "$dir/train_$name.metrics.jsonl" "$@" > "$dir/train_$name.log" 2>&1 || rc=$?
+  # The run's end line (written by the colocated run) as a result line.
+  python3 - "$dir/train_$name.metrics.jsonl" "$name" "$rc" "$device" >> "$dir/train.jsonl" <<'PY'
+import json, os, sys
+path, name, rc, device = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+lines = [json.loads(l) for l in open(path)] if os.path.exists(path) else []
+end = next((l for l in reversed(lines) if "weights_identical" in l), {})
+rate = end.get("train_samples_per_s")
+print(json.dumps({"bench": "cpu_actors_gmis", "case": "cartpole_ppo_2gmis_" + name, "impl": "gmi.actors.on_cpu",
                   "metric": "train_samples_per_s", "median": rate, "min": rate, "max": rate, "gmis": 2,
-                  "actor_cores_per_gmi": 7, "reason": m.group(1) if m else None,
-                  "weights_identical": "identical on every GMI" in text, "exit_code": rc, "device": device,
-                  "git": os.environ.get("GMI_GIT_REVISION"), "run_id": os.environ.get("GMI_RUN_ID", "device_multi")}))
+                  "actor_cores_per_gmi": 7, "reason": end.get("reason"), "mean_return": end.get("mean_return"),
+                  "weights_identical": end.get("weights_identical"), "exit_code": rc, "device": device,
+                  "git": os.environ.get("GMI_GIT_REVISION"), "run_id": end.get("run_id", "device_multi")}))
 PY
-  echo "train $name: exit $rc; $(grep "identical on every GMI\|DIFFER\|error\|got " "$dir/train_$name.log" | tail -1)"
+  echo "train $name: exit $rc; $(grep "identical on every GMI\|DIFFER\|got " "$dir/train_$name.log" | tail -1)"
 }
 run_group threads --launch threads || true
 if command -v nvidia-cuda-mps-control >/dev/null; then run_group mps --partition mps || true; fi

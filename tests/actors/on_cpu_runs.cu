@@ -76,9 +76,10 @@ gmi::train_config<P> small_host_config(double max_env_steps) {
 std::string on_cpu_refusal(const std::string& which) {
   auto c = small_host_config<on_cpu_any>(1);
   try {
-    if (which == "cores_without_actors") {
+    if (which == "cores_without_actors" || which == "cpu_cores_without_actors") {
       auto p = small_host_config<plain_ppo>(1);
-      p.actor_cores_per_gmi = 2;
+      if (which == "cores_without_actors") p.actor_cores_per_gmi = 2;
+      else p.partition = "cpu_cores";
       (void)gmi::train<plain_ppo>(p);
       return "";
     }

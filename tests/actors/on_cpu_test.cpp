@@ -36,6 +36,8 @@ TEST_SUITE("cpu") {
     CHECK(on_cpu_refusal("restart").find("--restart-on-failure with CPU actors (actors::on_cpu): got 1") != std::string::npos);
     CHECK(on_cpu_refusal("cores_without_actors").find("--actor-cores-per-gmi with env cartpole: got 2, need 0") !=
           std::string::npos);
+    CHECK(on_cpu_refusal("cpu_cores_without_actors").find("--partition: got \"cpu_cores\", need none, mps") !=
+          std::string::npos);
     CHECK(on_cpu_refusal("host_gmis_checkpoint").find("with host GMIs of CPU actors: got 2") != std::string::npos);
     const std::string cores = on_cpu_refusal("too_many_cores");
     CHECK(cores.find("actor cores for 2 GMIs: got \"2 x 4096\", need <= ") != std::string::npos);
@@ -53,6 +55,7 @@ TEST_SUITE("cpu") {
     CHECK(parse_on_cpu_cli({"--autotune-placement-threshold", "0"}).exit_code == 2);
     CHECK(parse_on_cpu_cli({"--autotune-placement-threshold", "-3"}).exit_code == 2);
     CHECK(parse_on_cpu_cli({"--actor-cores-per-gmi", "-1"}).exit_code == 2);
+    CHECK(parse_on_cpu_cli({"--partition", "cpu_cores"}).exit_code == -1);
     const std::string msg = on_cpu_refusal("threshold");
     CHECK(msg.find("--autotune-placement-threshold: got -1, need a finite value > 0") != std::string::npos);
     CHECK(msg.find('\n') == std::string::npos);

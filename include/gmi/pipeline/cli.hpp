@@ -68,9 +68,12 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--gpus", o.gpus, "GPUs to use from --gpu on: a count or \"all\"")->capture_default_str();
   app.add_option("--gmis-per-gpu", o.gmis_per_gpu, "GMIs per GPU (the backend sets the upper bound)")
       ->check(CLI::Range(1, 1024))->capture_default_str();
-  app.add_option("--partition", o.partition, "partition backend (default: the pipeline's)")
-      ->check(CLI::IsMember(std::vector<std::string>(partition::gpu_backends::names.begin(),
-                                                     partition::gpu_backends::names.end())))
+  app.add_option("--partition", o.partition, "partition backend (default: the pipeline's; cpu_cores: host GMIs of CPU actors)")
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> names(partition::gpu_backends::names.begin(), partition::gpu_backends::names.end());
+        names.emplace_back("cpu_cores");  // actors::on_cpu on host threads (pipeline/cpu_actor_gmis.hpp)
+        return names;
+      }()))
       ->capture_default_str();
   add_choice(app, after, "--launch", o.launch, runtime::launch_mode_names,
              "GMIs as threads or processes (mps/mig: processes; green_context: threads)");

@@ -103,6 +103,10 @@ void validate(train_config<Pipeline>& o) {
                  o.actor_cores_per_gmi, "0 (it sets CPU actors: actors::on_cpu<Env> in the env slot)");
   }
   gmi::require(o.actor_cores_per_gmi >= 0, "--actor-cores-per-gmi", o.actor_cores_per_gmi, ">= 0");
+  if (o.partition == "cpu_cores") {
+    gmi::require(actors::is_on_cpu<Env> && o.device == device_choice::host, "--partition", o.partition,
+                 "none, mps, green_context or mig (cpu_cores: CPU actors, actors::on_cpu in the env slot, with --device host)");
+  }
   gmi::require(std::isfinite(o.autotune.placement_threshold) && o.autotune.placement_threshold > 0,
                "--autotune-placement-threshold", o.autotune.placement_threshold,
                "a finite value > 0 (GPU simulation when its env steps/s >= T x the CPU actors')");
