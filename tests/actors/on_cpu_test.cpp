@@ -38,7 +38,9 @@ TEST_SUITE("cpu") {
           std::string::npos);
     CHECK(on_cpu_refusal("cpu_cores_without_actors").find("--partition: got \"cpu_cores\", need none, mps") !=
           std::string::npos);
-    CHECK(on_cpu_refusal("host_gmis_checkpoint").find("with host GMIs of CPU actors: got 2") != std::string::npos);
+    CHECK(on_cpu_refusal("host_gmis_checkpoint")
+              .find("--checkpoint with 2 host GMIs of CPU actors: got \"/tmp/gmi-on-cpu-refusal.gmi\", need none") !=
+          std::string::npos);
     const std::string cores = on_cpu_refusal("too_many_cores");
     CHECK(cores.find("actor cores for 2 GMIs: got \"2 x 4096\", need <= ") != std::string::npos);
     CHECK(cores.find('\n') == std::string::npos);

@@ -212,10 +212,19 @@ placement place(train_config<Pipeline>& o) {
         o.gmis_per_gpu = use.gmis_per_gpu;
         o.num_envs = use.envs_per_gmi;
         o.split_roles = split;
-        if constexpr (actors::is_on_cpu<typename Pipeline::env>) {
-          if (p.cpu_actor_ratio && !split) apply_actor_ratio(o, p.cpu_actor_ratio->chosen);
-        }
         chosen_vars = chosen_env(use, o.serve_seconds, false, false, split);
+        if constexpr (actors::is_on_cpu<typename Pipeline::env>) {
+          if (p.cpu_actor_ratio && !split) {  // the ratio sets the GMIs' shape; their processes get it too
+            apply_actor_ratio(o, p.cpu_actor_ratio->chosen);
+            plan::candidate shaped = use;
+            shaped.gmis_per_gpu = o.gmis_per_gpu;
+            shaped.envs_per_gmi = o.num_envs;
+            chosen_vars = chosen_env(shaped, o.serve_seconds, false, false, split);
+            add_to_chosen(chosen_vars, "actor_cores_per_gmi", o.actor_cores_per_gmi);
+            std::printf("gmi: CPU actors from the plan's CPU/GPU ratio: %d actor cores per GMI, %d envs per GMI, %d GMIs "
+                        "per GPU\n", o.actor_cores_per_gmi, o.num_envs, o.gmis_per_gpu);
+          }
+        }
         planned = true;
       }
     }
@@ -241,20 +250,24 @@ placement place(train_config<Pipeline>& o) {
   }
   if constexpr (actors::is_on_cpu<typename Pipeline::env>) {
     // CPU actors on host threads: --gmis-per-gpu K host GMIs, each on its own cores (the cpu_cores backend).
-    if (o.partition == "none" || o.partition == "cpu_cores") {
-      if (o.gpus != "1" || o.autotune.on || !o.autotune.plan_path.empty() || !o.checkpoint_path.empty() ||
-          !o.resume_path.empty() || !o.metrics_path.empty()) {
-        if (o.gmis_per_gpu > 1) {
-          throw gmi::config_error(gmi::got_need("--gpus/--autotune/--plan/--checkpoint/--resume/--metrics with host GMIs of CPU actors",
-                                                o.gmis_per_gpu, "none of them (host GMIs train and report the group's end line)"));
-        }
-      } else if (o.gmis_per_gpu > 1) {
-        placement p = placement::on_host("host GMIs of CPU actors (cpu_cores)");
-        p.at = placement::where::host_gmis;
-        return p;
+    if ((o.partition == "none" || o.partition == "cpu_cores") && o.gmis_per_gpu > 1) {
+      // What host GMIs do not do (yet): the first such option, named with its value, in one line.
+      const std::pair<const char*, std::string> unsupported[] = {
+          {"--gpus", o.gpus != "1" ? o.gpus : ""}, {"--autotune", o.autotune.on ? "true" : ""},
+          {"--plan", o.autotune.plan_path}, {"--checkpoint", o.checkpoint_path}, {"--resume", o.resume_path},
+          {"--metrics", o.metrics_path}};
+      for (const auto& [flag, value] : unsupported) {
+        if (value.empty()) continue;
+        throw gmi::config_error(gmi::got_need(std::string(flag) + " with " + std::to_string(o.gmis_per_gpu) +
+                                                  " host GMIs of CPU actors", value,
+                                              "none (host GMIs train and print the group's end line; on a GPU the "
+                                              "colocated run has it)"));
       }
-      if (o.partition == "cpu_cores") o.partition = "none";  // one host GMI
+      placement p = placement::on_host("host GMIs of CPU actors (cpu_cores)");
+      p.at = placement::where::host_gmis;
+      return p;
     }
+    if (o.partition == "cpu_cores") o.partition = "none";  // one host GMI
   }
   if (o.gmis_per_gpu > 1 || o.partition != "none" || o.gpus != "1" || o.population || o.autotune.on ||
       !o.autotune.plan_path.empty() || o.restart_on_failure > 0) {
