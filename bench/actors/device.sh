@@ -9,15 +9,7 @@
 set -euo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT/actors"
-export GMI_GIT_REVISION=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD)}
-root=/tmp/gmi-mujoco
-ls .carry/debs/libmujoco*.deb >/dev/null || { echo "no .carry/debs/libmujoco*.deb: run bench/actors/carry_mujoco.sh here first"; exit 2; }
-for f in .carry/debs/lib{mujoco,ccd,lodepng,qhull,tinyxml2}*.deb; do dpkg -x "$f" "$root"; done
-export CMAKE_PREFIX_PATH="$root/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-cmake --preset gpu -B /tmp/build -DGMI_BUILD_BENCHMARKS=ON > "$OUT/actors/configure.log" 2>&1
-grep -q "^GMI_MUJOCO_LIBRARY:.*mujoco" /tmp/build/CMakeCache.txt \
-  || { echo "MuJoCo not found by CMake (see $OUT/actors/configure.log)"; exit 2; }
+source bench/actors/configure_mujoco.sh "$OUT/actors"
 time cmake --build /tmp/build -j16 --target gmi.test.actors gmi.test.actors_mujoco gmi.bench.actors_steps gmi.bench.actors_ratio gmi.bench.actors_choose_ratio gmi.test.plan \
   gmi.test.actors_gpu gmi.bench.actors_train gmi.example.cartpole_on_cpu \
   > "$OUT/actors/build.log" 2>&1 || { tail -40 "$OUT/actors/build.log"; exit 1; }

@@ -3,7 +3,9 @@
 // policy's forward pass (a 27-64-64-8 tanh MLP) on its own stream and hands actions back by a host callback.
 // For every (GMIs per GPU, actor cores per GMI, envs per core): env steps/s, and steps per joule where NVML
 // (GPU) and RAPL (CPU) counters are readable; where one is absent the line says so.
-//   gmi.bench.actors_ratio MODEL_XML OUT.jsonl [seconds per point] [max cores]
+// Each GMI's actor cores and its driver's core are its own (actors::gmi_core_sets: disjoint, NUMA-aware).
+//   gmi.bench.actors_ratio MODEL_XML OUT.jsonl [seconds per point] [max cores] [GMIs list] [cores list] [envs list]
+// (lists comma-separated; defaults 1,2 / 1,2,4,7,14 / 16,64,256)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,10 +21,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <gmi/actors/cores.hpp>
 #include <gmi/actors/cpu_actors.hpp>
 #include <gmi/actors/mujoco.hpp>
 #include <gmi/actors/power.hpp>
 #include <gmi/core/cuda_try.hpp>
+#include <gmi/core/error.hpp>
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/metrics/summary.hpp>
 
@@ -102,6 +106,27 @@ struct gpu_policy {
 struct point {
   int gmis, cores_per_gmi, envs_per_core;
 };
+
+// "1,2,4" -> {1, 2, 4}; refuses anything but positive integers in one line.
+std::vector<int> int_list(const std::string& text, const char* what) {
+  std::vector<int> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    const std::string word = text.substr(at, end - at);
+    std::size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    gmi::require(used == word.size() && !word.empty() && v >= 1, what, text, "a comma list of integers >= 1");
+    out.push_back(v);
+    at = end + 1;
+  }
+  return out;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,24 +150,26 @@ int main(int argc, char** argv) {
   ac::rapl_counter cpu_energy;
   std::ofstream out(out_file, std::ios::app);
 
+  const std::vector<int> gmi_counts = int_list(argc > 5 ? argv[5] : "1,2", "GMIs list");
+  const std::vector<int> core_counts = int_list(argc > 6 ? argv[6] : "1,2,4,7,14", "cores list");
+  const std::vector<int> env_counts = int_list(argc > 7 ? argv[7] : "16,64,256", "envs list");
   std::vector<point> points;
-  for (int gmis : {1, 2}) {
-    for (int c : {1, 2, 4, 7, 14}) {
+  for (int gmis : gmi_counts) {
+    for (int c : core_counts) {
       if (gmis * (c + 1) > std::min(available, max_cores)) continue;
-      for (int e : {16, 64, 256}) points.push_back({gmis, c, e});
+      for (int e : env_counts) points.push_back({gmis, c, e});
     }
   }
-  const auto all = ac::choose_cores(available);
   for (const point& p : points) {
     const int n = p.cores_per_gmi * p.envs_per_core * 2;  // two groups, each envs_per_core per core
     std::vector<std::unique_ptr<ac::cpu_actors<mj::sim<mj::ant>>>> actors;
     std::vector<std::unique_ptr<gpu_policy>> policies;
     std::vector<int> driver_cores;
-    std::size_t at = 0;
+    const auto sets = ac::gmi_core_sets(p.gmis, p.cores_per_gmi + 1);  // the GMI's actor cores, then its driver's
     for (int g = 0; g < p.gmis; ++g) {
-      std::vector<int> cores(all.begin() + long(at), all.begin() + long(at + std::size_t(p.cores_per_gmi)));
-      at += std::size_t(p.cores_per_gmi);
-      driver_cores.push_back(all[at++]);
+      std::vector<int> cores = sets[std::size_t(g)];
+      driver_cores.push_back(cores.back());
+      cores.pop_back();
       actors.push_back(std::make_unique<ac::cpu_actors<mj::sim<mj::ant>>>(ac::actor_config{cores, 2}, model, n, 1u + unsigned(g)));
       policies.push_back(std::make_unique<gpu_policy>(2, std::size_t(n / 2)));
       actors.back()->run(*policies.back(), 10);  // warm-up

@@ -1,5 +1,6 @@
 #include "on_cpu_runs.hpp"
 
+#include <limits>
 #include <type_traits>
 
 #include <gmi/gmi.hpp>
@@ -52,29 +53,114 @@ on_cpu_outcome train_cartpole_on_cpu(double max_env_steps) {
   return o;
 }
 
-std::string on_cpu_sync_refusal() {
-  host_engine e(8, 1, gmi::rl::ppo_config{});
+namespace {
+using on_cpu_any = gmi::pipeline<ac::on_cpu<cart, 0>, gmi::agents::gaussian_mlp<>, gmi::trainers::ppo<>>;
+using plain_ppo = gmi::pipeline<cart, gmi::agents::gaussian_mlp<>, gmi::trainers::ppo<>>;
+
+template <class P>
+gmi::train_config<P> small_host_config(double max_env_steps) {
+  auto c = gmi::default_config<P>();
+  c.device = gmi::device_choice::host;
+  c.quiet = true;
+  c.num_envs = 64;
+  c.min_episodes = 16;
+  c.ppo.minibatch = 512;
+  c.ppo.epochs = 4;
+  c.max_env_steps = max_env_steps;
+  c.max_seconds = 240;
+  c.target_return = std::numeric_limits<double>::quiet_NaN();
+  return c;
+}
+}  // namespace
+
+std::string on_cpu_refusal(const std::string& which) {
+  auto c = small_host_config<on_cpu_any>(1);
   try {
-    e.set_sync(gmi::rl::ppo_sync{});
+    if (which == "cores_without_actors" || which == "cpu_cores_without_actors") {
+      auto p = small_host_config<plain_ppo>(1);
+      if (which == "cores_without_actors") p.actor_cores_per_gmi = 2;
+      else p.partition = "cpu_cores";
+      (void)gmi::train<plain_ppo>(p);
+      return "";
+    }
+    if (which == "population") c.population = true;
+    if (which == "restart") {
+      c.restart_on_failure = 1;
+      c.checkpoint_path = "/tmp/gmi-on-cpu-refusal.gmi";
+    }
+    if (which == "threshold") c.autotune.placement_threshold = -1;
+    if (which == "host_gmis_checkpoint") {
+      c.gmis_per_gpu = 2;
+      c.actor_cores_per_gmi = 1;
+      c.checkpoint_path = "/tmp/gmi-on-cpu-refusal.gmi";
+    }
+    if (which == "too_many_cores") {
+      c.gmis_per_gpu = 2;
+      c.actor_cores_per_gmi = 4096;
+    }
+    (void)gmi::train<on_cpu_any>(c);
   } catch (const gmi::config_error& err) {
     return err.what();
   }
   return "";
 }
 
-std::string on_cpu_several_gmis_refusal(const std::string& which) {
-  auto c = gmi::default_config<on_cpu_ppo>();
-  c.device = gmi::device_choice::host;
-  c.quiet = true;
-  c.num_envs = 64;
-  c.max_env_steps = 1;
-  if (which == "population") c.population = true;
-  if (which == "gmis") c.gmis_per_gpu = 4;
-  if (which == "gpus") c.gpus = "all";
+on_cpu_gmis_outcome train_cartpole_on_cpu_gmis(int gmis, double max_env_steps, double target_return, bool direct) {
+  on_cpu_gmis_outcome o;
+  auto c = small_host_config<on_cpu_any>(max_env_steps);
+  c.gmis_per_gpu = gmis;
+  c.partition = "cpu_cores";
+  c.actor_cores_per_gmi = 1;
+  c.target_return = target_return;
   try {
-    (void)gmi::train<on_cpu_ppo>(c);
-  } catch (const gmi::config_error& err) {
-    return err.what();
+    if (direct) {
+      for (const auto& g : gmi::detail::run_cpu_actor_gmis<on_cpu_any>(c)) {
+        o.cores.push_back(g.cores);
+        o.weights.push_back(g.params);
+        o.iterations = long(g.iterations);
+        o.mean_return = g.end.mean_return;
+        o.reason = gmi::stop_reason_text(g.end.reason, g.end.signal_number);
+      }
+      return o;
+    }
+    const gmi::train_result r = gmi::train<on_cpu_any>(c);
+    o.reason = r.reason_text();
+    o.exit_code = r.exit_code;
+    o.gmis = r.gmis;
+    o.iterations = long(r.iterations);
+    o.env_steps = r.env_steps;
+    o.mean_return = r.mean_return;
+  } catch (const std::exception& e) {
+    o.error = e.what();
   }
-  return "";
+  return o;
+}
+
+cli_outcome parse_on_cpu_cli(const std::vector<std::string>& args) {
+  auto c = gmi::default_config<on_cpu_any>();
+  std::vector<std::string> words{"prog"};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  cli_outcome o;
+  if (const auto code = gmi::parse_cli(int(argv.size()), argv.data(), c)) o.exit_code = *code;
+  o.placement_threshold = c.autotune.placement_threshold;
+  o.actor_cores_per_gmi = c.actor_cores_per_gmi;
+  return o;
+}
+
+std::vector<int> applied_ratio(int cores_per_gmi, int envs_per_core, int gmis_per_gpu, std::string* error) {
+  gmi::run_options o;
+  gmi::plan::ratio_point r;
+  r.cores_per_gmi = cores_per_gmi;
+  r.envs_per_core = envs_per_core;
+  r.gmis_per_gpu = gmis_per_gpu;
+  r.steps_per_s = 1e5;
+  try {
+    gmi::apply_actor_ratio(o, r);
+  } catch (const gmi::config_error& e) {
+    *error = e.what();
+    return {};
+  }
+  return {o.actor_cores_per_gmi, o.gmis_per_gpu, o.num_envs};
 }

@@ -29,19 +29,48 @@ TEST_SUITE("cpu") {
     CHECK(o.weights == o.reference);
   }
 
-  // Options asking for more GMIs are refused before anything starts, naming the option and its value.
-  TEST_CASE("actors.on_cpu.refuses_several_gmis") {
-    const std::string population = on_cpu_several_gmis_refusal("population");
-    CHECK(population.find("--population with CPU actors (actors::on_cpu): got true, need one GMI") != std::string::npos);
-    const std::string gmis = on_cpu_several_gmis_refusal("gmis");
-    CHECK(gmis.find("--gmis-per-gpu with CPU actors (actors::on_cpu): got 4, need one GMI") != std::string::npos);
-    const std::string gpus = on_cpu_several_gmis_refusal("gpus");
-    CHECK(gpus.find("--gpus with CPU actors (actors::on_cpu): got \"all\"") != std::string::npos);
+  // What still can not work with CPU actors is refused before anything starts, in one line naming the option.
+  TEST_CASE("actors.on_cpu.refuses_what_cannot_work") {
+    CHECK(on_cpu_refusal("population").find("--population with CPU actors (actors::on_cpu): got true, need a synchronous group") !=
+          std::string::npos);
+    CHECK(on_cpu_refusal("restart").find("--restart-on-failure with CPU actors (actors::on_cpu): got 1") != std::string::npos);
+    CHECK(on_cpu_refusal("cores_without_actors").find("--actor-cores-per-gmi with env cartpole: got 2, need 0") !=
+          std::string::npos);
+    CHECK(on_cpu_refusal("cpu_cores_without_actors").find("--partition: got \"cpu_cores\", need none, mps") !=
+          std::string::npos);
+    CHECK(on_cpu_refusal("host_gmis_checkpoint")
+              .find("--checkpoint with 2 host GMIs of CPU actors: got \"/tmp/gmi-on-cpu-refusal.gmi\", need none") !=
+          std::string::npos);
+    const std::string cores = on_cpu_refusal("too_many_cores");
+    CHECK(cores.find("actor cores for 2 GMIs: got \"2 x 4096\", need <= ") != std::string::npos);
+    CHECK(cores.find('\n') == std::string::npos);
   }
 
-  TEST_CASE("actors.on_cpu.refuses_a_synced_group") {
-    const std::string msg = on_cpu_sync_refusal();
-    CHECK(msg.find("CPU actors (actors::on_cpu)") != std::string::npos);
-    CHECK(msg.find("one GMI") != std::string::npos);
+  // The placement threshold: the command line overrides the default (1), and a value that is not a finite
+  // number > 0 is refused in one line, on the command line (exit code 2) and from a config.
+  TEST_CASE("actors.on_cpu.placement_threshold_override_and_refusal") {
+    CHECK(parse_on_cpu_cli({}).placement_threshold == 1.0);
+    const auto set = parse_on_cpu_cli({"--autotune-placement-threshold", "2.5", "--actor-cores-per-gmi", "3"});
+    CHECK(set.exit_code == -1);
+    CHECK(set.placement_threshold == 2.5);
+    CHECK(set.actor_cores_per_gmi == 3);
+    CHECK(parse_on_cpu_cli({"--autotune-placement-threshold", "0"}).exit_code == 2);
+    CHECK(parse_on_cpu_cli({"--autotune-placement-threshold", "-3"}).exit_code == 2);
+    CHECK(parse_on_cpu_cli({"--actor-cores-per-gmi", "-1"}).exit_code == 2);
+    CHECK(parse_on_cpu_cli({"--partition", "cpu_cores"}).exit_code == -1);
+    const std::string msg = on_cpu_refusal("threshold");
+    CHECK(msg.find("--autotune-placement-threshold: got -1, need a finite value > 0") != std::string::npos);
+    CHECK(msg.find('\n') == std::string::npos);
+  }
+
+  // A plan's CPU/GPU ratio sets actor cores per GMI, GMIs per GPU and envs per GMI (envs per core x cores x 2
+  // groups, as the sweep ran); a point that is no measurement is refused in one line.
+  TEST_CASE("actors.on_cpu.plan_ratio_applied") {
+    std::string error;
+    CHECK(applied_ratio(7, 64, 2, &error) == std::vector<int>{7, 2, 7 * 64 * 2});
+    CHECK(applied_ratio(1, 16, 1, &error) == std::vector<int>{1, 1, 32});
+    CHECK(error.empty());
+    CHECK(applied_ratio(0, 16, 1, &error).empty());
+    CHECK(error.find("cpu_actor_ratio.chosen.cores_per_gmi: got 0, need >= 1") != std::string::npos);
   }
 }

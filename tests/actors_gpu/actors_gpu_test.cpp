@@ -83,4 +83,16 @@ TEST_SUITE("gpu") {
     CHECK(r.chosen_with_high_threshold == "cpu");
     CHECK(r.chosen_with_low_threshold == "gpu");
   }
+
+  // Two GMIs on one GPU, each on its own actor cores, as one synchronous group through the pipeline's
+  // communicator: both reach the step limit together with identical weights (exit code 0; 1 when they differ).
+  TEST_CASE("actors_gpu.gmis.two_gmis_on_their_own_cores_stay_equal" * doctest::timeout(240)) {
+    const auto r = cartpole_gmis_on_actors(2, 2, 10);
+    CAPTURE(r.error);
+    REQUIRE(r.error.empty());
+    CHECK(r.gmis == 2);
+    CHECK(r.reason == "step limit");
+    CHECK(r.iterations == 10);
+    CHECK(r.exit_code == 0);
+  }
 }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -12,7 +13,9 @@
 #include <gmi/agents/gaussian_mlp.hpp>
 #include <gmi/cuda/stream.hpp>
 #include <gmi/envs/cartpole.hpp>
+#include <gmi/gmi.hpp>
 #include <gmi/pipeline/actor_placement.cuh>
+#include <gmi/pipeline/cpu_actors.hpp>
 #ifdef GMI_ACTORS_MODELS
 #include <gmi/actors/mujoco.hpp>
 #endif
@@ -188,6 +191,33 @@ gpu_actor_placement cartpole_placement(int batch) {
     r.chosen = gmi::plan::to_string(gmi::plan::choose_placement(p).chosen);
     r.chosen_with_high_threshold = gmi::plan::to_string(gmi::plan::choose_placement(p, gmi::plan::placement_rule{1e9}).chosen);
     r.chosen_with_low_threshold = gmi::plan::to_string(gmi::plan::choose_placement(p, gmi::plan::placement_rule{1e-9}).chosen);
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+gpu_actor_gmis cartpole_gmis_on_actors(int gmis, int cores, int iterations) {
+  using pipe = gmi::pipeline<ac::on_cpu<cart, 0>, gmi::agents::gaussian_mlp<>, gmi::trainers::ppo<>, gmi::layout::colocated,
+                             gmi::partition::none, gmi::comm::hierarchical<gmi::comm::nccl>>;
+  gpu_actor_gmis r;
+  auto c = gmi::default_config<pipe>();
+  c.device = gmi::device_choice::gpu;
+  c.quiet = true;
+  c.gmis_per_gpu = gmis;
+  c.launch = gmi::runtime::launch_mode::threads;
+  c.actor_cores_per_gmi = cores;
+  c.num_envs = 256;
+  c.ppo.minibatch = 1024;
+  c.ppo.epochs = 2;
+  c.max_env_steps = double(iterations) * c.num_envs * c.ppo.horizon * gmis;
+  c.target_return = std::numeric_limits<double>::quiet_NaN();
+  try {
+    const gmi::train_result t = gmi::train<pipe>(c);
+    r.exit_code = t.exit_code;
+    r.gmis = t.gmis;
+    r.iterations = long(t.iterations);
+    r.reason = t.reason_text();
   } catch (const std::exception& e) {
     r.error = e.what();
   }

@@ -53,3 +53,12 @@ struct gpu_actor_placement {
 // --autotune's profile of Cartpole at `batch` on GPU 0 and the choice with the default threshold, and with
 // thresholds that force each side (1e9: cpu, 1e-9: gpu).
 gpu_actor_placement cartpole_placement(int batch);
+
+struct gpu_actor_gmis {
+  int exit_code = -1, gmis = 0;
+  long iterations = 0;
+  std::string reason, error;
+};
+// gmi::train over actors::on_cpu<cartpole> with `gmis` GMIs on GPU 0 (threads, comm::hierarchical<comm::nccl>),
+// `cores` actor cores each, for `iterations` iterations: exit code 1 when the GMIs end with different weights.
+gpu_actor_gmis cartpole_gmis_on_actors(int gmis, int cores, int iterations);

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gmi/core/error.hpp>
@@ -67,6 +68,43 @@ namespace gmi::actors {
       if (int(out.size()) == n) return out;
       out.push_back(c);
     }
+  }
+  return out;
+}
+
+// Actor cores for `gmis` GMIs on this host, disjoint: `per_gmi` each (0: the cores there are split evenly, one at
+// least each), out of `from` (empty: available_cores()). Each set stays on one NUMA node where some node has
+// per_gmi free cores (the node with the most free cores first, as choose_cores does); otherwise it takes cores from
+// the nodes in order of free cores. Refuses gmis < 1, per_gmi < 0 and gmis x per_gmi above the cores there are,
+// in one line.
+[[nodiscard]] inline std::vector<std::vector<int>> gmi_core_sets(int gmis, int per_gmi, std::vector<int> from = {}) {
+  if (from.empty()) from = available_cores();
+  const int have = int(from.size());
+  require(gmis >= 1 && gmis <= have, "GMIs with CPU actors", gmis,
+          "1.." + std::to_string(have) + " (one core at least each; " + std::to_string(have) + " cores this process may run on)");
+  require(per_gmi >= 0, "actor cores per GMI", per_gmi, ">= 0 (0: the cores split evenly)");
+  const int n = per_gmi > 0 ? per_gmi : have / gmis;
+  require(gmis * n <= have, "actor cores for " + std::to_string(gmis) + " GMIs",
+          std::to_string(gmis) + " x " + std::to_string(n),
+          "<= " + std::to_string(have) + " (the cores this process may run on)");
+  std::map<int, std::vector<int>> free;  // node -> its unused cores, ascending
+  for (int c : from) free[numa_node_of(c)].push_back(c);
+  std::vector<std::vector<int>> out;
+  for (int g = 0; g < gmis; ++g) {
+    std::vector<std::pair<int, int>> nodes;  // (free cores, node), most free first, lower node on ties
+    for (const auto& [node, cores] : free) nodes.emplace_back(int(cores.size()), node);
+    std::stable_sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<int> set;
+    for (const auto& [count, node] : nodes) {
+      auto& cores = free[node];
+      while (!cores.empty() && int(set.size()) < n) {
+        set.push_back(cores.front());
+        cores.erase(cores.begin());
+      }
+      if (int(set.size()) == n) break;
+    }
+    std::sort(set.begin(), set.end());
+    out.push_back(std::move(set));
   }
   return out;
 }

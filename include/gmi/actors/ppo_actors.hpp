@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include <gmi/actors/actor_engine.hpp>
 #include <gmi/actors/collect_step.hpp>
 #include <gmi/actors/cpu_actors.hpp>
 #include <gmi/actors/host_sim.hpp>
@@ -25,33 +26,18 @@
 
 namespace gmi::actors {
 
-// Episode statistics of an engine whose environments are the actors' (host memory, nothing to wait for): the
-// trainer's request / poll / wait calls, answered from the actors' sim.
-class actor_episodes {
- public:
-  template <class Actors>
-  void request(Actors& a) {
-    if (!pending_) pending_ = a.read_stats();
-  }
-  std::optional<rl::episode_stats> take() { return std::exchange(pending_, std::nullopt); }
-
- private:
-  std::optional<rl::episode_stats> pending_;
-};
-
-// One GMI only: a data-parallel group of actor trainers would share the cores; refused in one line.
-[[noreturn]] inline void refuse_actor_sync() {
-  throw config_error(got_need("CPU actors (actors::on_cpu)", "a synced group of GMIs", "one GMI (--gmis-per-gpu 1 --gpus 1)"));
-}
-
-// The trainer is the base class (the update, checkpoints, weights); iterate, serve and the episode calls are the
-// actors' (they hide the trainer's). TrainerEnv types the trainer: E itself, or a wrapper of E (actors::on_cpu).
+// The trainer is the base class (the update, checkpoints, weights, set_sync); iterate, serve and the episode calls
+// are the actors' (actor_engine.hpp). TrainerEnv types the trainer: E itself, or a wrapper of E (actors::on_cpu).
 template <gmi::env E, class Net, gmi::env TrainerEnv = E>
-class ppo_on_actors : public rl::ppo_trainer<TrainerEnv, Net, exec::host> {
+class ppo_on_actors : public actor_engine<ppo_on_actors<E, Net, TrainerEnv>, rl::ppo_trainer<TrainerEnv, Net, exec::host>,
+                                          cpu_actors<env_sim<E>>> {
+  using base = actor_engine<ppo_on_actors, rl::ppo_trainer<TrainerEnv, Net, exec::host>, cpu_actors<env_sim<E>>>;
+  friend base;
+
  public:
   using env_type = E;
-  using trainer_type = rl::ppo_trainer<TrainerEnv, Net, exec::host>;
-  using actors_type = cpu_actors<env_sim<E>>;
+  using typename base::actors_type;
+  using typename base::trainer_type;
   static constexpr int obs_dim = E::obs_dim, act_dim = E::act_dim, dist_dim = Net::dist_dim;
 
   // num_envs environments seeded like the trainer's (the trainer's own env batch is built but never stepped);
@@ -59,40 +45,9 @@ class ppo_on_actors : public rl::ppo_trainer<TrainerEnv, Net, exec::host> {
   // actor cores are left to stepping).
   ppo_on_actors(actor_config actors, int num_envs, std::uint64_t seed, rl::ppo_config config,
                 typename E::params env_params = {}, exec::host inference = exec::host{.threads = 1})
-      : trainer_type(num_envs, seed, config, trainer_params(env_params), inference),
-        actors_(std::move(actors), num_envs, seed, env_params),
-        inference_(inference) {
-    actors_.start();
-  }
-
-  // One PPO iteration: horizon steps of every environment on the actors (double-buffered), then the update.
-  void iterate() {
-    run_collection(trainer_type::config().horizon);
-    trainer_type::iterate_collected();
-  }
-  // Serving tier: `steps` steps of policy and environments on the actors, no update (the rollout is overwritten).
-  void serve(int steps) {
-    require(steps >= 1, "serve steps", steps, ">= 1");
-    for (int done = 0; done < steps;) {
-      const int now = std::min(steps - done, trainer_type::config().horizon);
-      run_collection(now);
-      done += now;
-    }
-  }
-
-  // Finished episodes since the last call (from the actors' environments).
-  rl::episode_stats episodes() { return actors_.read_stats(); }
-  void request_episodes() { episodes_.request(actors_); }
-  std::optional<rl::episode_stats> poll_episodes() { return episodes_.take(); }
-  std::optional<rl::episode_stats> wait_episodes() { return episodes_.take(); }
-  template <class Sync>
-  [[noreturn]] void set_sync(Sync&&) {
-    refuse_actor_sync();
-  }
-  [[nodiscard]] trainer_type& trainer() noexcept { return *this; }
-  [[nodiscard]] actors_type& actors() noexcept { return actors_; }
-  // Records the next iterations' hand-offs (tests: the overlap); nullptr stops recording.
-  void trace(event_log* log) noexcept { log_ = log; }
+      : base(std::move(actors), num_envs, seed, config, trainer_params(env_params), inference, num_envs, seed,
+             env_params),
+        inference_(inference) {}
 
  private:
   // The actors' policy: for group g at step k, the outcome of step k - 1 (reward, truncation bootstrap, end),
@@ -124,18 +79,15 @@ class ppo_on_actors : public rl::ppo_trainer<TrainerEnv, Net, exec::host> {
   }
 
   // `steps` steps of every environment through the collector (steps <= horizon).
-  void run_collection(int steps) {
+  void collect(int steps) {
     collector c{trainer_type::rollout_view(), trainer_type::params().data(), {}, inference_};
     c.rngs.reserve(std::size_t(trainer_type::num_envs()));
     for (int i = 0; i < trainer_type::num_envs(); ++i)
       c.rngs.emplace_back(c.v.policy_seed, std::uint64_t(i), c.v.policy_rng_blocks[i]);
-    actors_.run(c, steps, log_);
+    this->actors_.run(c, steps, this->log_);
   }
 
-  actors_type actors_;
   exec::host inference_;
-  actor_episodes episodes_;
-  event_log* log_ = nullptr;
 };
 
 }  // namespace gmi::actors

@@ -19,10 +19,10 @@
 #include <string>
 #include <utility>
 
+#include <gmi/actors/actor_engine.hpp>
 #include <gmi/actors/collect_step.hpp>
 #include <gmi/actors/cpu_actors.hpp>
 #include <gmi/actors/host_sim.hpp>
-#include <gmi/actors/ppo_actors.hpp>
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/rl/ppo.cuh>
@@ -99,15 +99,19 @@ __global__ static void group_step_kernel(group_step_args<E, Net> a) {
 }
 }  // namespace detail
 
-// The trainer is the base class (the update, checkpoints, weights); iterate, serve and the episode calls are the
-// actors' (they hide the trainer's). TrainerEnv types the trainer (by default E for env_sim<E>, else sim_shape<S>).
+// The trainer is the base class (the update, checkpoints, weights, set_sync); iterate, serve and the episode calls
+// are the actors' (actor_engine.hpp). TrainerEnv types the trainer (by default E for env_sim<E>, else sim_shape<S>).
 template <fixed_size_sim S, class Net, gmi::env TrainerEnv = typename detail::trainer_env<S>::type>
-class ppo_gpu_actors : public rl::ppo_trainer<TrainerEnv, Net, exec::cuda> {
+class ppo_gpu_actors
+    : public actor_engine<ppo_gpu_actors<S, Net, TrainerEnv>, rl::ppo_trainer<TrainerEnv, Net, exec::cuda>, cpu_actors<S>> {
+  using base = actor_engine<ppo_gpu_actors, rl::ppo_trainer<TrainerEnv, Net, exec::cuda>, cpu_actors<S>>;
+  friend base;
+
  public:
   using sim_type = S;
   using env_type = TrainerEnv;
-  using trainer_type = rl::ppo_trainer<TrainerEnv, Net, exec::cuda>;
-  using actors_type = cpu_actors<S>;
+  using typename base::actors_type;
+  using typename base::trainer_type;
   static constexpr int obs_dim = S::obs_size, act_dim = S::act_size;
   static_assert(obs_dim == TrainerEnv::obs_dim && act_dim == TrainerEnv::act_dim,
                 "gmi::actors::ppo_gpu_actors: the trainer's env must have the sim's observation and action sizes");
@@ -118,20 +122,16 @@ class ppo_gpu_actors : public rl::ppo_trainer<TrainerEnv, Net, exec::cuda> {
   template <class... SimArgs>
   ppo_gpu_actors(actor_config actors, int num_envs, std::uint64_t seed, rl::ppo_config config, exec::cuda gpu,
                  SimArgs&&... sim_args)
-      : trainer_type(num_envs, seed, config, {}, gpu),
-        actors_(std::move(actors), std::forward<SimArgs>(sim_args)...),
+      : base(std::move(actors), num_envs, seed, config, typename TrainerEnv::params{}, gpu,
+             std::forward<SimArgs>(sim_args)...),
         stream_(gpu.stream),
-        per_group_(actors_.envs_per_group()),
+        per_group_(this->actors_.envs_per_group()),
         rngs_(std::size_t(num_envs)),
         obs_(per_group_ * obs_dim),
         final_obs_(per_group_ * obs_dim),
         rewards_(per_group_),
         actions_(per_group_ * act_dim),
-        flags_(2 * per_group_) {
-    require(actors_.num_envs() == num_envs, "the actors' sim env count", actors_.num_envs(),
-            "num_envs (" + std::to_string(num_envs) + ")");
-    actors_.start();
-  }
+        flags_(2 * per_group_) {}
   ppo_gpu_actors(const ppo_gpu_actors&) = delete;
   ppo_gpu_actors& operator=(const ppo_gpu_actors&) = delete;
   // Queued host callbacks signal the actors' counters: they run before those go.
@@ -139,36 +139,7 @@ class ppo_gpu_actors : public rl::ppo_trainer<TrainerEnv, Net, exec::cuda> {
     if (cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
   }
 
-  // One PPO iteration: horizon steps of every environment on the actors (GPU inference, double-buffered), then the
-  // update, queued on the stream (returns before it finishes; losses() and params() wait for it).
-  void iterate() {
-    run_collection(trainer_type::config().horizon);
-    trainer_type::iterate_collected();
-  }
-  // Serving tier: `steps` steps of policy and environments on the actors, no update (the rollout is overwritten).
-  void serve(int steps) {
-    require(steps >= 1, "serve steps", steps, ">= 1");
-    for (int done = 0; done < steps;) {
-      const int now = std::min(steps - done, trainer_type::config().horizon);
-      run_collection(now);
-      done += now;
-    }
-  }
-
-  // Finished episodes since the last call (from the actors' environments; host memory, no GPU wait).
-  rl::episode_stats episodes() { return actors_.read_stats(); }
-  void request_episodes() { episodes_.request(actors_); }
-  std::optional<rl::episode_stats> poll_episodes() { return episodes_.take(); }
-  std::optional<rl::episode_stats> wait_episodes() { return episodes_.take(); }
-  template <class Sync>
-  [[noreturn]] void set_sync(Sync&&) {
-    refuse_actor_sync();
-  }
-  [[nodiscard]] trainer_type& trainer() noexcept { return *this; }
-  [[nodiscard]] actors_type& actors() noexcept { return actors_; }
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
-  // Records the next iterations' hand-offs (tests: the overlap, no waits on the GPU); nullptr stops recording.
-  void trace(event_log* log) noexcept { log_ = log; }
 
  private:
   struct collector {
@@ -177,9 +148,10 @@ class ppo_gpu_actors : public rl::ppo_trainer<TrainerEnv, Net, exec::cuda> {
     void submit(const group_batch& b, handoff& ready) { self->enqueue_group(v, b, ready); }
   };
 
-  void run_collection(int steps) {
+  // `steps` steps of every environment: each group's hand-off enqueued on the stream (steps <= horizon).
+  void collect(int steps) {
     collector c{this, trainer_type::rollout_view()};
-    actors_.run(c, steps, log_);
+    this->actors_.run(c, steps, this->log_);
   }
 
   template <class T>
@@ -223,14 +195,11 @@ class ppo_gpu_actors : public rl::ppo_trainer<TrainerEnv, Net, exec::cuda> {
     GMI_CUDA_TRY(cudaLaunchHostFunc(stream_, &handoff::signal_callback, &ready));
   }
 
-  actors_type actors_;
   cudaStream_t stream_;
   std::size_t per_group_;
   cuda::device_buffer<gmi::rng> rngs_;
   cuda::device_buffer<float> obs_, final_obs_, rewards_, actions_;
   cuda::device_buffer<std::uint8_t> flags_;  // terminated, then truncated
-  actor_episodes episodes_;
-  event_log* log_ = nullptr;
 };
 
 // PPO on CPU actors for a gmi::env, its host code stepped on the cores, the policy on the GPU.

@@ -99,6 +99,8 @@ inline bool apply_chosen_from_env(run_options& o) {
   if (quiet) o.quiet = true;
   if (trial) make_training_trial(o, o.serve_seconds);
   if (split) o.split_roles = true;
+  // CPU actors: the plan's ratio (resolve.cuh) sets each GMI's actor cores
+  if (j->contains("actor_cores_per_gmi")) chosen_field(*j, "", "actor_cores_per_gmi", o.actor_cores_per_gmi);
   o.autotune.on = false;
   o.autotune.plan_path.clear();
   return true;

@@ -109,8 +109,16 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   CLI::App app{"gmi pipeline: " + std::string(Pipeline::layout_type::name) + " layout", argc > 0 ? argv[0] : "gmi"};
   std::vector<std::function<void()>> after;  // the choice flags' words into their enums
   using detail::add_choice;
-  CLI::Option* target_return_flag = detail::add_run_flags(app, after, o, partition::gpu_backends::names);
+  const std::vector<std::string> partitions = [] {
+    std::vector<std::string> names(partition::gpu_backends::names.begin(), partition::gpu_backends::names.end());
+    names.emplace_back("cpu_cores");  // actors::on_cpu on host threads (pipeline/cpu_actor_gmis.hpp)
+    return names;
+  }();
+  CLI::Option* target_return_flag = detail::add_run_flags(app, after, o, partitions);
   app.add_option("--host-id", o.host_id, "this host's id in a run over several hosts (mpirun/srun; default hostname[.local rank])");
+  app.add_option("--actor-cores-per-gmi", o.actor_cores_per_gmi,
+                 "CPU actors (actors::on_cpu): actor cores per GMI, disjoint between GMIs (0: the type's, or an even share)")
+      ->check(CLI::Range(0, 4096))->capture_default_str();
   app.add_option("--serve-seconds", o.serve_seconds, "serving layout: seconds to measure")->check(detail::positive_number())->capture_default_str();
   app.add_option("--horizon", o.ppo.horizon, "PPO steps per environment per iteration")->capture_default_str();
   app.add_option("--minibatch", o.ppo.minibatch, "PPO minibatch size")->capture_default_str();

@@ -16,6 +16,7 @@
 #include <gmi/layout/layouts.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/autotune.cuh>
+#include <gmi/pipeline/cpu_actors.hpp>
 #include <gmi/pipeline/chosen_env.hpp>
 #include <gmi/pipeline/report.hpp>
 #include <gmi/pipeline/train_config.hpp>
@@ -118,21 +119,31 @@ void validate(train_config<Pipeline>& o) {
                  o.population ? std::string("--population") : std::string("layout ") + Pipeline::layout_type::name,
                  "synchronous training (layout colocated, no --population)");
   }
-  if constexpr (requires { typename Env::cpu_env; }) {
-    // CPU actors (actors::on_cpu): one GMI, whose environments step on this process's cores; more GMIs would share
-    // those cores, and the split layout's serving GMIs would step the environments on the GPU.
+  if constexpr (actors::is_on_cpu<Env>) {
+    // CPU actors (actors::on_cpu): one GMI or a synchronous group of GMIs, each with its own actor cores. What
+    // still can not work: population members and restarts (their GMIs would need core sets and environment state
+    // the actors' checkpoints do not hold), and the split layout's serving GMIs (they step environments on the GPU).
     static_assert(!std::is_same_v<typename Pipeline::layout_type, layout::split>,
-                  "gmi: actors::on_cpu<Env> runs one GMI; the split layout needs serving GMIs on the GPU");
+                  "gmi: actors::on_cpu<Env> trains colocated; the split layout needs serving GMIs on the GPU");
     const auto refuse = [](const char* flag, const auto& value) {
       throw gmi::config_error(gmi::got_need(std::string(flag) + " with CPU actors (actors::on_cpu)", value,
-                                            "one GMI (its environments step on this process's cores)"));
+                                            "a synchronous group (--gmis-per-gpu/--gpus; no population, split roles or restarts)"));
     };
     if (o.population) refuse("--population", o.population);
     if (o.split_roles) refuse("--split-roles", o.split_roles);
-    if (o.gmis_per_gpu > 1) refuse("--gmis-per-gpu", o.gmis_per_gpu);
-    if (o.gpus != "1") refuse("--gpus", o.gpus);
     if (o.restart_on_failure > 0) refuse("--restart-on-failure", o.restart_on_failure);
+  } else {
+    gmi::require(o.actor_cores_per_gmi == 0, "--actor-cores-per-gmi with env " + std::string(task_name<Env>()),
+                 o.actor_cores_per_gmi, "0 (it sets CPU actors: actors::on_cpu<Env> in the env slot)");
   }
+  gmi::require(o.actor_cores_per_gmi >= 0, "--actor-cores-per-gmi", o.actor_cores_per_gmi, ">= 0");
+  if (o.partition == "cpu_cores") {
+    gmi::require(actors::is_on_cpu<Env> && o.device == device_choice::host, "--partition", o.partition,
+                 "none, mps, green_context or mig (cpu_cores: CPU actors, actors::on_cpu in the env slot, with --device host)");
+  }
+  gmi::require(std::isfinite(o.autotune.placement_threshold) && o.autotune.placement_threshold > 0,
+               "--autotune-placement-threshold", o.autotune.placement_threshold,
+               "a finite value > 0 (GPU simulation when its env steps/s >= T x the CPU actors')");
   if (!o.autotune.save_path.empty()) {  // before a search of minutes, not after it
     gmi::require(o.autotune.on, "--save-plan without --autotune", o.autotune.save_path,
                  "--autotune as well (--save-plan saves the plan the search chose)");
@@ -186,7 +197,7 @@ inline runtime::gmis_config gmis_config_of(const run_options& o, std::vector<int
 
 // Where a validated config runs.
 struct placement {
-  enum class where { host, one_gpu, gmis } at = where::host;
+  enum class where { host, host_gmis, one_gpu, gmis } at = where::host;  // host_gmis: CPU actors' GMIs
   runtime::gmis_config cfg;  // where::gmis
   int gpu = -1;              // where::one_gpu
   std::string device_text;   // where::host and where::one_gpu: "NVIDIA H200 (132 SMs)", "host threads (...)"
@@ -262,6 +273,18 @@ placement place(train_config<Pipeline>& o) {
         o.num_envs = use.envs_per_gmi;
         o.split_roles = split;
         chosen_vars = chosen_env(use, o.serve_seconds, false, false, split);
+        if constexpr (actors::is_on_cpu<typename Pipeline::env>) {
+          if (p.cpu_actor_ratio && !split) {  // the ratio sets the GMIs' shape; their processes get it too
+            apply_actor_ratio(o, p.cpu_actor_ratio->chosen);
+            plan::candidate shaped = use;
+            shaped.gmis_per_gpu = o.gmis_per_gpu;
+            shaped.envs_per_gmi = o.num_envs;
+            chosen_vars = chosen_env(shaped, o.serve_seconds, false, false, split);
+            add_to_chosen(chosen_vars, "actor_cores_per_gmi", o.actor_cores_per_gmi);
+            std::printf("gmi: CPU actors from the plan's CPU/GPU ratio: %d actor cores per GMI, %d envs per GMI, %d GMIs "
+                        "per GPU\n", o.actor_cores_per_gmi, o.num_envs, o.gmis_per_gpu);
+          }
+        }
         planned = true;
       }
     }
@@ -275,6 +298,27 @@ placement place(train_config<Pipeline>& o) {
     }
     const auto info = cuda::describe_device(o.gpu);
     return placement::on_gpu(o.gpu, info.name + " (" + std::to_string(info.sm_count) + " SMs)");
+  }
+  if constexpr (actors::is_on_cpu<typename Pipeline::env>) {
+    // CPU actors on host threads: --gmis-per-gpu K host GMIs, each on its own cores (the cpu_cores backend).
+    if ((o.partition == "none" || o.partition == "cpu_cores") && o.gmis_per_gpu > 1) {
+      // What host GMIs do not do (yet): the first such option, named with its value, in one line.
+      const std::pair<const char*, std::string> unsupported[] = {
+          {"--gpus", o.gpus != "1" ? o.gpus : ""}, {"--autotune", o.autotune.on ? "true" : ""},
+          {"--plan", o.autotune.plan_path}, {"--checkpoint", o.checkpoint_path}, {"--resume", o.resume_path},
+          {"--metrics", o.metrics_path}};
+      for (const auto& [flag, value] : unsupported) {
+        if (value.empty()) continue;
+        throw gmi::config_error(gmi::got_need(std::string(flag) + " with " + std::to_string(o.gmis_per_gpu) +
+                                                  " host GMIs of CPU actors", value,
+                                              "none (host GMIs train and print the group's end line; on a GPU the "
+                                              "colocated run has it)"));
+      }
+      placement p = placement::on_host("host GMIs of CPU actors (cpu_cores)");
+      p.at = placement::where::host_gmis;
+      return p;
+    }
+    if (o.partition == "cpu_cores") o.partition = "none";  // one host GMI
   }
   if (o.gmis_per_gpu > 1 || o.partition != "none" || o.gpus != "1" || o.population || o.autotune.on ||
       !o.autotune.plan_path.empty() || o.restart_on_failure > 0) {

@@ -30,6 +30,7 @@
 #include <gmi/metrics/progress.hpp>
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/pipeline/colocated_gmis.cuh>
+#include <gmi/pipeline/cpu_actors.hpp>
 #include <gmi/pipeline/gmis_checkpoint.hpp>
 #include <gmi/pipeline/report.hpp>
 #include <gmi/pipeline/restart.hpp>
@@ -160,8 +161,11 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   const runtime::gmi_work work = [&](runtime::context& ctx, runtime::binding& b) {
     runtime::trace(ctx.id(), "building the trainer");
     const bool rank0 = ctx.id().global_rank() == 0;  // across hosts: host 0's first GMI
-    engine trainer(o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.id().global_rank()), per_gmi,
-                   o.env, exec::cuda{.stream = b.stream(), .sm_count = b.sm_count()});
+    // CPU actors (actors::on_cpu): this GMI's own actor cores among this host's GMIs.
+    const int on_host = ctx.id().gpus * ctx.id().gmis_per_gpu, index = ctx.id().gpu_index() * ctx.id().gmis_per_gpu + ctx.slice();
+    engine trainer = actors::make_gmi_engine<engine, Env>(
+        index, on_host, o.actor_cores_per_gmi, o.num_envs, o.seed + 1000003ull * static_cast<std::uint64_t>(ctx.id().global_rank()),
+        per_gmi, o.env, exec::cuda{.stream = b.stream(), .sm_count = b.sm_count()});
     // Room for every GMI's rollout statistics in the exchanged row (32 Cartpole GMIs need 1440 floats, the row
     // is 1289), so the fused update gathers them in its kernels instead of through the host every iteration.
     // Before a resume too: a resumed trainer is past iteration 0, and the buffer holds no state a checkpoint keeps.

@@ -21,6 +21,7 @@
 #include <gmi/metrics/jsonl.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/metrics/run_info.hpp>
+#include <gmi/pipeline/cpu_actors.hpp>
 #include <gmi/pipeline/report.hpp>
 #include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/pipeline/tiers.hpp>
@@ -49,7 +50,7 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
   const double tier_seconds = Pipeline::layout_type::trains ? 0.3 : o.serve_seconds;
   const double env_rate = measure_env_tier<Env>(o.num_envs, o.seed, o.env, policy, tier_seconds);
   const double serve_rate = [&] {
-    engine tier(o.num_envs, o.seed, o.ppo, o.env, policy);
+    engine tier = actors::make_gmi_engine<engine, Env>(0, 1, o.actor_cores_per_gmi, o.num_envs, o.seed, o.ppo, o.env, policy);
     return measure_serve_tier(tier, o.serve_steps_per_launch, tier_seconds);
   }();
   train_result result;
@@ -75,7 +76,7 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
     result.weights = engine(o.num_envs, o.seed, o.ppo, o.env, policy).policy_tensors();  // the weights served
     return result;
   } else {
-    engine trainer(o.num_envs, o.seed, o.ppo, o.env, policy);
+    engine trainer = actors::make_gmi_engine<engine, Env>(0, 1, o.actor_cores_per_gmi, o.num_envs, o.seed, o.ppo, o.env, policy);
     std::uint64_t resumed_at = 0;
     if (!o.resume_path.empty()) {
       trainer.load_state(io::load(o.resume_path));

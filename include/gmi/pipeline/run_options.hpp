@@ -100,6 +100,8 @@ struct run_options {
   runtime::launch_mode launch = runtime::launch_mode::automatic;
   std::optional<int> mps_percentage;
   int sms_per_gmi = 0;
+  // CPU actors (actors::on_cpu): actor cores per GMI (0: on_cpu's Cores, or an even share); a plan's CPU/GPU ratio sets it
+  int actor_cores_per_gmi = 0;
   double max_env_steps = 50e6;
   double max_seconds = 3600;
   double target_return = std::numeric_limits<double>::quiet_NaN();

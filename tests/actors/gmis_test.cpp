@@ -1,0 +1,103 @@
+// Several GMIs of CPU actors: each GMI's actor cores are its own (disjoint, the requested count, NUMA nodes kept
+// whole where they fit), and host GMIs train one policy synchronously (equal weights on every GMI, Cartpole
+// learned within a step budget).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gmi/actors/cores.hpp>
+#include <gmi/core/error.hpp>
+
+#include "on_cpu_runs.hpp"
+
+namespace ac = gmi::actors;
+
+TEST_SUITE("cpu") {
+  // Disjoint sets of the requested size out of the given cores, refusals in one line.
+  TEST_CASE("actors.gmis.core_sets_disjoint_and_counted") {
+    const std::vector<int> cores{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    for (int gmis = 1; gmis <= 5; ++gmis) {
+      for (int per = 1; per * gmis <= 10; ++per) {
+        const auto sets = ac::gmi_core_sets(gmis, per, cores);
+        REQUIRE(int(sets.size()) == gmis);
+        std::set<int> seen;
+        for (const auto& s : sets) {
+          CHECK(int(s.size()) == per);
+          for (int c : s) {
+            CHECK(std::find(cores.begin(), cores.end(), c) != cores.end());
+            CHECK(seen.insert(c).second);  // no core in two sets
+          }
+        }
+        CHECK(int(seen.size()) == gmis * per);
+      }
+    }
+    // 0: an even share.
+    const auto even = ac::gmi_core_sets(3, 0, cores);
+    for (const auto& s : even) CHECK(s.size() == 3);
+    CHECK_THROWS_WITH_AS((void)ac::gmi_core_sets(3, 4, cores), doctest::Contains("actor cores for 3 GMIs: got \"3 x 4\", need <= 10"),
+                         gmi::config_error);
+    CHECK_THROWS_WITH_AS((void)ac::gmi_core_sets(0, 1, cores), doctest::Contains("GMIs with CPU actors: got 0"),
+                         gmi::config_error);
+    CHECK_THROWS_WITH_AS((void)ac::gmi_core_sets(2, -1, cores), doctest::Contains("actor cores per GMI: got -1"),
+                         gmi::config_error);
+    // This machine's cores: one GMI a core.
+    const auto mine = ac::available_cores();
+    const auto one_each = ac::gmi_core_sets(int(mine.size()), 1);
+    std::set<int> all;
+    for (const auto& s : one_each) all.insert(s.at(0));
+    CHECK(all == std::set<int>(mine.begin(), mine.end()));
+  }
+
+  // A set stays within one NUMA node when a node has room: checked on this machine's nodes (sysfs).
+  TEST_CASE("actors.gmis.core_sets_keep_numa_nodes") {
+    const auto mine = ac::available_cores();
+    std::set<int> nodes;
+    for (int c : mine) nodes.insert(ac::numa_node_of(c));
+    int smallest = int(mine.size());
+    for (int n : nodes) {
+      smallest = std::min<int>(smallest, int(std::count_if(mine.begin(), mine.end(), [&](int c) { return ac::numa_node_of(c) == n; })));
+    }
+    const int gmis = int(nodes.size());
+    const auto sets = ac::gmi_core_sets(gmis, smallest);
+    for (const auto& s : sets) {
+      std::set<int> on;
+      for (int c : s) on.insert(ac::numa_node_of(c));
+      CHECK(on.size() == 1);
+    }
+    MESSAGE("[gmi] " << nodes.size() << " NUMA node(s), " << mine.size() << " cores");
+  }
+
+  // Two host GMIs (one actor core each, disjoint) as one synchronous group: every GMI ends with the same weights,
+  // and through gmi::train the group learns Cartpole (mean return >= 150) within 400 K env steps.
+  TEST_CASE("actors.gmis.two_host_gmis_learn_cartpole_with_equal_weights" * doctest::timeout(560)) {
+    if (ac::available_cores().size() < 2) {
+      MESSAGE("[gmi] SKIPPED: two GMIs of one actor core each need 2 cores");
+      return;
+    }
+    const auto d = train_cartpole_on_cpu_gmis(2, 64 * 16 * 2 * 10, std::numeric_limits<double>::quiet_NaN(), true);
+    CAPTURE(d.error);
+    REQUIRE(d.error.empty());
+    REQUIRE(d.cores.size() == 2);
+    CHECK(d.cores[0].size() == 1);
+    CHECK(d.cores[1].size() == 1);
+    CHECK(d.cores[0] != d.cores[1]);
+    CHECK(d.iterations == 10);
+    REQUIRE(d.weights.size() == 2);
+    REQUIRE(!d.weights[0].empty());
+    CHECK(d.weights[0] == d.weights[1]);
+
+    const auto r = train_cartpole_on_cpu_gmis(2, 400e3, 150, false);
+    CAPTURE(r.error);
+    REQUIRE(r.error.empty());
+    MESSAGE("[gmi] 2 host GMIs of CPU actors: " << r.reason << " after " << r.iterations << " iterations, "
+                                                << r.env_steps << " env steps, mean return " << r.mean_return);
+    CHECK(r.gmis == 2);
+    CHECK(r.exit_code == 0);  // 1 when the GMIs' weights differ
+    CHECK(r.reason == "solved");
+    CHECK(r.mean_return >= 150);
+  }
+}
