@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
