@@ -69,8 +69,8 @@ TEST_CASE("envs.step_path.rule_by_task_size_and_env_count") {
 
 TEST_CASE("envs.step_path.the_tasks_under_the_rule") {
   // The three tasks' arrays are all above the small-model bound and fit a block with their model.
-  for (const std::size_t s : {scratch_bytes<gmi::envs::ant>(), scratch_bytes<gmi::envs::humanoid>(),
-                              scratch_bytes<gmi::envs::anymal>()}) {
+  for (const std::size_t s :
+       {scratch_bytes<gmi::envs::ant>(), scratch_bytes<gmi::envs::humanoid>(), scratch_bytes<gmi::envs::anymal>()}) {
     CHECK(s >= ph::warp_min_scratch_bytes);
     CHECK(ph::choose_step_path(A, A, inputs(s, 4096)).path == W);
     CHECK(ph::choose_step_path(A, A, inputs(s, 16384)).path == W);
@@ -115,8 +115,7 @@ TEST_CASE("envs.step_path.overrides_config_field_and_request") {
   CHECK(std::string(ph::step_path_name(T)) == "thread_per_env");
 }
 
-TEST_CASE_TEMPLATE("envs.step_path.split_step_is_the_step", E, gmi::envs::ant, gmi::envs::humanoid,
-                   gmi::envs::anymal) {
+TEST_CASE_TEMPLATE("envs.step_path.split_step_is_the_step", E, gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {
   // What the warp path's lane 0 does around the physics (rl/physics_env_step.cuh), on the host with the serial
   // stages: control, the state and controls into the pipeline's arrays, substeps physics steps there, the state
   // back, finish. It must give the task's step bit for bit, over steps where the model falls and lands.
@@ -145,7 +144,7 @@ TEST_CASE_TEMPLATE("envs.step_path.split_step_is_the_step", E, gmi::envs::ant, g
     for (int k = 0; k < sim::nu; ++k) d.ctrl[k] = ctrl[k];
     d.time[0] = 0.0f;
     d.prev_nefc[0] = 0.0f;
-    for (int k = 0; k < E::substeps(p); ++k) gmi::physics::step(p.model, d);
+    for (int k = 0; k < E::physics_substeps(p); ++k) gmi::physics::step(p.model, d);
     for (int k = 0; k < sim::nq; ++k) b.qpos[k] = d.qpos[k];
     for (int k = 0; k < sim::nv; ++k) b.qvel[k] = d.qvel[k];
     const gmi::transition tb = E::finish(b, act, carry, d, p, scratch_b.data());

@@ -13,6 +13,7 @@
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/physics/batch_local.cuh>
 #include <gmi/physics/batch_warp.cuh>
+#include <gmi/rl/batched_dynamics.cuh>
 #include <gmi/rl/env_batch.cuh>
 
 namespace {
@@ -187,7 +188,7 @@ std::vector<float> run_physics_layout(std::string_view task, bool warp_per_env, 
 
 namespace {
 template <class T>
-paired_paths both_paths(int n, int steps, std::uint64_t seed, std::uint64_t action_seed) {
+paired_paths both_paths(int n, int steps, std::uint64_t seed, std::uint64_t action_seed, bool via_dynamics) {
   gmi::cuda::stream stream;
   const cudaStream_t s = stream.get();
   typename T::params pt{}, pw{};
@@ -199,6 +200,12 @@ paired_paths both_paths(int n, int steps, std::uint64_t seed, std::uint64_t acti
   out.threads_path = gmi::rl::env_step_path_name(bt);
   out.warp_path = gmi::rl::env_step_path_name(bw);
   out.auto_path = gmi::rl::env_step_path_name<T>(typename T::params{}, std::size_t(n));
+  // The batched rollout's env step (training's and serving's batched path) over the warp batch's storage.
+  gmi::rl::batched_dynamics<T> dynamics(std::size_t(n), gmi::nn::precision::fp32);
+  if (via_dynamics) {
+    dynamics.choose(bw.params());
+    out.warp_path = dynamics.path();
+  }
   gmi::cuda::device_buffer<float> act(std::size_t(n) * T::act_dim);
   struct rows {
     gmi::cuda::device_buffer<float> obs, rew;
@@ -226,7 +233,12 @@ paired_paths both_paths(int n, int steps, std::uint64_t seed, std::uint64_t acti
     });
     gmi::exec::for_each(gmi::exec::cuda{s}, n, physics_action_fn<T>{act.data(), action_seed, t});
     bt.step(act, rt.obs.span(), rt.rew.span(), rt.te.span(), rt.tr.span(), s);
-    bw.step(act, rw.obs.span(), rw.rew.span(), rw.te.span(), rw.tr.span(), s);
+    if (via_dynamics) {
+      dynamics.step(bw.view(), act.data(),
+                    gmi::rl::batch_step_out{rw.rew.data(), rw.te.data(), rw.tr.data(), rw.obs.data(), nullptr}, s);
+    } else {
+      bw.step(act, rw.obs.span(), rw.rew.span(), rw.te.span(), rw.tr.span(), s);
+    }
     for (auto [r, tr] : {std::pair{&rt, &out.threads}, std::pair{&rw, &out.warp}}) {
       append_rows(tr->obs, r->obs, s);
       append_rows(tr->rewards, r->rew, s);
@@ -241,10 +253,10 @@ paired_paths both_paths(int n, int steps, std::uint64_t seed, std::uint64_t acti
 }  // namespace
 
 paired_paths step_physics_task_both_paths(std::string_view task, int n, int steps, std::uint64_t seed,
-                                          std::uint64_t action_seed) {
-  if (task == "ant") return both_paths<gmi::envs::ant>(n, steps, seed, action_seed);
-  if (task == "humanoid") return both_paths<gmi::envs::humanoid>(n, steps, seed, action_seed);
-  if (task == "anymal") return both_paths<gmi::envs::anymal>(n, steps, seed, action_seed);
+                                          std::uint64_t action_seed, bool via_dynamics) {
+  if (task == "ant") return both_paths<gmi::envs::ant>(n, steps, seed, action_seed, via_dynamics);
+  if (task == "humanoid") return both_paths<gmi::envs::humanoid>(n, steps, seed, action_seed, via_dynamics);
+  if (task == "anymal") return both_paths<gmi::envs::anymal>(n, steps, seed, action_seed, via_dynamics);
   throw std::invalid_argument("step_physics_task_both_paths: task: got " + std::string(task) +
                               ", need ant, humanoid or anymal");
 }

@@ -44,9 +44,11 @@ std::pair<std::vector<float>, std::vector<float>> run_physics_layouts_stepwise(s
 // step by step; free-running contact-rich runs part under rounding alone), then both step under
 // test_action(action_seed, t, ...). The first observations open each trajectory. The paths are as each batch
 // reported them (gmi::rl::env_step_path_name), and auto_path is what the rule chose for n environments.
+// via_dynamics: the warp batch is stepped by rl::batched_dynamics (the batched rollout's env step, which PPO's
+// batched collection and batched serving run) instead of env_batch::step; warp_path is then batched_dynamics::path().
 struct paired_paths {
   trajectory threads, warp;
   std::string threads_path, warp_path, auto_path;
 };
 paired_paths step_physics_task_both_paths(std::string_view task, int num_envs, int steps, std::uint64_t seed,
-                                          std::uint64_t action_seed);
+                                          std::uint64_t action_seed, bool via_dynamics = false);

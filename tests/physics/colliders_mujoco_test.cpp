@@ -15,8 +15,8 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <unistd.h>
@@ -181,7 +181,7 @@ std::vector<double> shallow_pose(std::mt19937_64& g, pair_scene& s, double reach
 struct exact_stats {
   int scenes = 0, contacts = 0, count_mismatch = 0;
   int reordered = 0;  // contacts matched at another index
-  int inside = 0;  // sphere-box contacts with the sphere's centre inside the box (depth compared apart)
+  int inside = 0;     // sphere-box contacts with the sphere's centre inside the box (depth compared apart)
   double pos = 0, normal = 0, depth = 0;
 };
 
@@ -227,9 +227,9 @@ exact_stats compare_exact(const std::string& a, const std::string& b, bool plane
     }
   }
   MESSAGE(a << " / " << b << std::string(shallow ? " (shallow)" : " (random overlaps)") << ": " << st.scenes
-            << " scenes in contact, " << st.contacts << " contacts, "
-            << st.count_mismatch << " count mismatches; largest differences: position " << st.pos << ", normal "
-            << st.normal << ", depth " << st.depth << " (" << st.inside << " with a sphere's centre inside a box); " << st.reordered
+            << " scenes in contact, " << st.contacts << " contacts, " << st.count_mismatch
+            << " count mismatches; largest differences: position " << st.pos << ", normal " << st.normal << ", depth "
+            << st.depth << " (" << st.inside << " with a sphere's centre inside a box); " << st.reordered
             << " matched at another index");
   return st;
 }
@@ -239,9 +239,9 @@ exact_stats compare_exact(const std::string& a, const std::string& b, bool plane
 // contact are counted with the deepest depth there.
 struct region_stats {
   int scenes = 0, both = 0, only_one = 0;
-  double only_one_depth = 0;  // the deepest contact of a scene that one simulator alone reports
-  int identical = 0;          // scenes whose contact sets agree to 1e-9 (positions, normals, depths)
-  int same_count = 0;         // scenes with as many contacts in both
+  double only_one_depth = 0;                 // the deepest contact of a scene that one simulator alone reports
+  int identical = 0;                         // scenes whose contact sets agree to 1e-9 (positions, normals, depths)
+  int same_count = 0;                        // scenes with as many contacts in both
   double ours_deepest = 0, ref_deepest = 0;  // the deepest penetration either reports over all scenes
   std::vector<double> depth, normal, centroid, nearest;
 };
@@ -297,15 +297,19 @@ region_stats compare_region(const std::string& a, const std::string& b, double r
     st.same_count += ours.size() == ref.size();
     st.identical += ours.size() == ref.size() && worst < 1e-9 && st.depth.back() < 1e-9 && st.normal.back() < 1e-9;
   }
-  MESSAGE(a << " / " << b << " (penetration up to " << depth << "): " << st.scenes << " scenes in contact, " << st.both << " in both, " << st.only_one
-            << " in one only (deepest there " << st.only_one_depth << "); deepest contact: depth difference median "
-            << quantile(st.depth, 0.5) << ", 95% " << quantile(st.depth, 0.95) << ", max " << quantile(st.depth, 1.0)
-            << "; normal difference median " << quantile(st.normal, 0.5) << ", 95% " << quantile(st.normal, 0.95)
-            << ", max " << quantile(st.normal, 1.0) << "; centroids median " << quantile(st.centroid, 0.5)
-            << ", 95% " << quantile(st.centroid, 0.95) << "; farthest point from the other set median "
-            << quantile(st.nearest, 0.5) << ", 95% " << quantile(st.nearest, 0.95) << "; " << st.identical
-            << " scenes alike to 1e-9, " << st.same_count << " with as many contacts; 75% and 90%: depth " << quantile(st.depth, 0.75) << " " << quantile(st.depth, 0.9) << ", normal " << quantile(st.normal, 0.75) << " " << quantile(st.normal, 0.9) << ", centroid " << quantile(st.centroid, 0.75) << " " << quantile(st.centroid, 0.9) << ", points " << quantile(st.nearest, 0.75) << " " << quantile(st.nearest, 0.9) << "; deepest penetration reported: gmi " << st.ours_deepest << ", MuJoCo "
-            << st.ref_deepest);
+  MESSAGE(a << " / " << b << " (penetration up to " << depth << "): " << st.scenes << " scenes in contact, " << st.both
+            << " in both, " << st.only_one << " in one only (deepest there " << st.only_one_depth
+            << "); deepest contact: depth difference median " << quantile(st.depth, 0.5) << ", 95% "
+            << quantile(st.depth, 0.95) << ", max " << quantile(st.depth, 1.0) << "; normal difference median "
+            << quantile(st.normal, 0.5) << ", 95% " << quantile(st.normal, 0.95) << ", max " << quantile(st.normal, 1.0)
+            << "; centroids median " << quantile(st.centroid, 0.5) << ", 95% " << quantile(st.centroid, 0.95)
+            << "; farthest point from the other set median " << quantile(st.nearest, 0.5) << ", 95% "
+            << quantile(st.nearest, 0.95) << "; " << st.identical << " scenes alike to 1e-9, " << st.same_count
+            << " with as many contacts; 75% and 90%: depth " << quantile(st.depth, 0.75) << " "
+            << quantile(st.depth, 0.9) << ", normal " << quantile(st.normal, 0.75) << " " << quantile(st.normal, 0.9)
+            << ", centroid " << quantile(st.centroid, 0.75) << " " << quantile(st.centroid, 0.9) << ", points "
+            << quantile(st.nearest, 0.75) << " " << quantile(st.nearest, 0.9) << "; deepest penetration reported: gmi "
+            << st.ours_deepest << ", MuJoCo " << st.ref_deepest);
   return st;
 }
 
@@ -328,8 +332,8 @@ TEST_SUITE("cpu") {
     };
     // reach: about the sum of the two geoms' extents, so that the random poses overlap about half the time.
     const pair_case cases[] = {
-        {plane, sphere, true, 0.25},     {plane, capsule, true, 0.35},  {plane, box, true, 0.4},
-        {sphere, sphere2, false, 0.37},  {sphere, capsule, false, 0.5}, {capsule, capsule2, false, 0.5},
+        {plane, sphere, true, 0.25},       {plane, capsule, true, 0.35},  {plane, box, true, 0.4},
+        {sphere, sphere2, false, 0.37},    {sphere, capsule, false, 0.5}, {capsule, capsule2, false, 0.5},
         {sphere2, box, false, 0.55, 0.15},
     };
     for (const pair_case& c : cases) {

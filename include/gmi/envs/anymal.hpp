@@ -128,10 +128,11 @@ struct anymal {
   }
 
   // The step in three parts, so that a driver can run the physics between them with a warp per environment
-  // (rl/physics_env_step.cuh): control (PD targets and the velocities before), the physics (substeps(p) steps of
-  // sim), finish (reward and termination from the new state and the last physics step's torques and contacts).
+  // (rl/physics_env_step.cuh): control (PD targets and the velocities before), the physics
+  // (physics_substeps(p) steps of sim), finish (reward and termination from the new state and the last physics
+  // step's torques and contacts).
   static constexpr int carry_dim = sim::nv;  // qvel before the step
-  GMI_HD static int substeps(const params& p) { return p.decimation; }
+  GMI_HD static int physics_substeps(const params& p) { return p.decimation; }
   GMI_HD static void control(const state& s, const float* action, const params& p, float* ctrl, float* carry, float*) {
     for (int j = 0; j < nj; ++j) ctrl[j] = default_joint(j, p) + p.action_scale * action[j];
     for (int k = 0; k < sim::nv; ++k) carry[k] = s.qvel[k];
@@ -156,7 +157,7 @@ struct anymal {
     float ctrl[nj], carry[carry_dim];
     float scratch[sim::scratch_reals];
     control(s, action, p, ctrl, carry, scratch);
-    const gmi::physics::data<float> d = sim::simulate(p.model, scratch, s.qpos, s.qvel, ctrl, substeps(p));
+    const gmi::physics::data<float> d = sim::simulate(p.model, scratch, s.qpos, s.qvel, ctrl, physics_substeps(p));
     return finish(s, action, carry, d, p, scratch);
   }
 

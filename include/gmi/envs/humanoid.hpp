@@ -78,9 +78,9 @@ struct humanoid {
 
   // The step in three parts, so that a driver can run the physics between them with a warp per environment
   // (rl/physics_env_step.cuh): control (controls and what the reward needs from before), the physics
-  // (substeps(p) steps of sim), finish (reward and termination from the new state). scratch: sim's arrays.
+  // (physics_substeps(p) steps of sim), finish (reward and termination from the new state). scratch: sim's arrays.
   static constexpr int carry_dim = 2;  // centre of mass x before the step, control cost
-  GMI_HD static int substeps(const params& p) { return p.frame_skip; }
+  GMI_HD static int physics_substeps(const params& p) { return p.frame_skip; }
   GMI_HD static void control(const state& s, const float* action, const params& p, float* ctrl, float* carry,
                              float* scratch) {
     float ctrl_cost = 0.0f;
@@ -102,7 +102,7 @@ struct humanoid {
     float ctrl[sim::nu], carry[carry_dim];
     float scratch[sim::scratch_reals];
     control(s, action, p, ctrl, carry, scratch);
-    const gmi::physics::data<float> d = sim::simulate(p.model, scratch, s.qpos, s.qvel, ctrl, substeps(p));
+    const gmi::physics::data<float> d = sim::simulate(p.model, scratch, s.qpos, s.qvel, ctrl, physics_substeps(p));
     return finish(s, action, carry, d, p, scratch);
   }
 

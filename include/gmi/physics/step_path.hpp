@@ -49,11 +49,11 @@ inline step_path requested_step_path() { return detail::requested_step_path(); }
 
 // What the rule looks at: the task's size and the environment count against the device.
 struct step_path_inputs {
-  std::size_t scratch_bytes_per_env = 0;  // the model's pipeline arrays for one environment (float)
-  std::size_t table_bytes = 0;            // the model's words
-  std::size_t shared_bytes_per_block = 0; // the device's opt-in shared memory per block
+  std::size_t scratch_bytes_per_env = 0;   // the model's pipeline arrays for one environment (float)
+  std::size_t table_bytes = 0;             // the model's words
+  std::size_t shared_bytes_per_block = 0;  // the device's opt-in shared memory per block
   std::size_t num_envs = 0;
-  std::size_t thread_resident_envs = 0;   // environments the thread-per-env kernel keeps resident on the device
+  std::size_t thread_resident_envs = 0;  // environments the thread-per-env kernel keeps resident on the device
 };
 
 // Initial values of the rule's two thresholds (bench/physics/device_driver.sh prints the rule's choice beside
@@ -82,8 +82,7 @@ inline step_path_choice choose_step_path(step_path asked, step_path requested, c
   const char* source = requested != step_path::automatic ? "requested for the process" : "params.step_path";
   if (explicit_path == step_path::threads) return {step_path::threads, std::string("thread per env: ") + source};
   if (explicit_path == step_path::warp) {
-    gmi::require(fits, "physics warp-per-env step: shared memory per block", in.shared_bytes_per_block,
-                 ">= " + need);
+    gmi::require(fits, "physics warp-per-env step: shared memory per block", in.shared_bytes_per_block, ">= " + need);
     return {step_path::warp, std::string("warp per env: ") + source};
   }
   if (!fits)

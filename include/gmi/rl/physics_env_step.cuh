@@ -24,15 +24,15 @@
 
 namespace gmi::rl {
 
-// A task whose step splits as the physics tasks' does (envs/ant.hpp): E::control, then E::substeps(p) steps of
-// E::sim's built-in model, then E::finish; params carry a step_path and the model view.
+// A task whose step splits as the physics tasks' does (envs/ant.hpp): E::control, then E::physics_substeps(p)
+// steps of E::sim's built-in model, then E::finish; params carry a step_path and the model view.
 template <class E>
 concept physics_task =
     requires { typename E::sim::model_type; } &&
     requires(typename E::state& s, const float* a, const typename E::params& p, float* f,
              const gmi::physics::data<float>& d) {
       { E::carry_dim } -> std::convertible_to<int>;
-      { E::substeps(p) } -> std::convertible_to<int>;
+      { E::physics_substeps(p) } -> std::convertible_to<int>;
       E::control(s, a, p, f, f, f);
       { E::finish(s, a, f, d, p, f) } -> std::same_as<gmi::transition>;
       { p.step_path } -> std::convertible_to<gmi::physics::step_path>;
@@ -76,7 +76,8 @@ __global__ static void warp_env_step_kernel(env_batch_view<E> v, const float* __
   o.iterations = p.model.iterations;
   o.tolerance = p.model.tolerance;
   p.model = ph::view_of_words(M::sizes(), o, words);
-  float* scratch = words + ph::detail::warp_table_words<M> + static_cast<std::size_t>(warp) * ph::detail::warp_scratch_reals<M>;
+  float* scratch =
+      words + ph::detail::warp_table_words<M> + static_cast<std::size_t>(warp) * ph::detail::warp_scratch_reals<M>;
   const ph::data<float> d = sim::bind(scratch);
   const float* a = actions + i * E::act_dim;
   typename E::state s;
@@ -102,7 +103,7 @@ __global__ static void warp_env_step_kernel(env_batch_view<E> v, const float* __
   valid = __shfl_sync(ph::detail::full_warp, valid, 0);
   __syncwarp();
   if (valid) {
-    const int substeps = E::substeps(p);
+    const int substeps = E::physics_substeps(p);
     for (int k = 0; k < substeps; ++k) ph::detail::warp_step(p.model, d, lane);
   }
   if (lane == 0) {
@@ -144,8 +145,8 @@ physics_device_facts physics_facts() {
     GMI_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     // The kernel env_batch launches for a thread per environment (exec::for_each over step_all_fn).
-    GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, exec::detail::for_each_kernel<step_all_fn<E>>, physics_thread_block, 0));
+    GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, exec::detail::for_each_kernel<step_all_fn<E>>,
+                                                               physics_thread_block, 0));
     f.shared_optin = static_cast<std::size_t>(optin);
     f.sm_count = sms;
     f.thread_blocks_per_sm = blocks;
@@ -190,8 +191,10 @@ gmi::physics::step_path_choice physics_step_choice(const typename E::params& p, 
 // "warp_per_env" or "thread_per_env" for any env (only physics tasks can take the warp).
 template <class E>
 const char* env_step_path_name(const typename E::params& p, std::size_t n, int sm_count = 0) {
-  if constexpr (physics_task<E>) return gmi::physics::step_path_name(physics_step_choice<E>(p, n, sm_count).path);
-  else return gmi::physics::step_path_name(gmi::physics::step_path::threads);
+  if constexpr (physics_task<E>)
+    return gmi::physics::step_path_name(physics_step_choice<E>(p, n, sm_count).path);
+  else
+    return gmi::physics::step_path_name(gmi::physics::step_path::threads);
 }
 
 // Warps per block of the warp path: the most that fit the shared memory, at most 8.

@@ -369,7 +369,8 @@ struct ppo_device_ops {
     // thread-per-env collection can not hand its step to a warp); --collection threads still wins.
     bool env_warp = false;
     if constexpr (physics_task<E>)
-      env_warp = physics_step_choice<E>(t.envs_.params(), t.n_, t.policy_.sm_count).path == gmi::physics::step_path::warp;
+      env_warp = physics_step_choice<E>(t.envs_.params(), t.n_, t.policy_.sm_count).path ==
+                 gmi::physics::step_path::warp;
     if (parse_collection_path(detail::requested_collection_path(), is_wide<Net>(t.config_.network) || env_warp) ==
         collection_path::batched)
       batched.emplace(t.n_, t.envs_.view().params, t.config_.network, t.policy_);
