@@ -11,8 +11,12 @@
 #      every line carries the path that ran ("path") and the one the rule picks ("chosen").
 # pugixml is not needed (the tasks' models are compiled in); where bench/physics/carry_pugixml.sh carried its
 # packages (.carry/debs) they are unpacked as tasks_device.sh does, so one build folder serves all three scripts.
+#   4. only with TRAIN=1 (about 3 more minutes: one more large translation unit, two short runs): PPO on the ant
+#      (gmi.example.ant_ppo, 4096 envs, 2 M env steps) by default (batched collection, the env step with a warp per
+#      env where the rule picks it) and with --collection threads (the fused thread-per-env collection); its
+#      "env-step", "serving" and "train samples/s" lines.
 # Result lines (JSON) go to $OUT/physics_driver_paths.jsonl, logs to $OUT/*.log, a summary to stdout.
-# Usage: bench/physics/device_driver.sh
+# Usage: bench/physics/device_driver.sh   or   TRAIN=1 bench/physics/device_driver.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -30,9 +34,13 @@ if ls .carry/debs/libpugixml*.deb >/dev/null 2>&1; then
 fi
 
 echo "== configure and build ($build)"
-cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON > "$out/configure.log" 2>&1 ||
+train=${TRAIN:-0}
+extra=()
+[ "$train" = 1 ] && extra=(-DGMI_BUILD_ALL_TASK_EXAMPLES=ON)
+cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON "${extra[@]}" > "$out/configure.log" 2>&1 ||
   { tail -20 "$out/configure.log"; exit 1; }
 targets=(gmi.test.physics_tasks gmi.test.physics_tasks_gpu gmi.bench.physics_tasks)
+[ "$train" = 1 ] && targets+=(gmi.example.ant_ppo)
 start=$(date +%s)
 timeout 300 cmake --build "$build" -j16 --target "${targets[@]}" > "$out/build.log" 2>&1 ||
   { grep -E "error|Error" "$out/build.log" | head -20; echo "build failed or timed out"; exit 1; }
@@ -70,4 +78,15 @@ for (task, n, path), (v, chosen) in sorted(rate.items()):
         print(f'{task:>9} {n:>6} envs: warp / thread = {v / t:.2f}; faster {faster}, chosen {chosen}'
               f'{"" if faster == chosen else "  <- the rule picked the slower path"}')
 PY
+
+if [ "$train" = 1 ]; then
+  echo "== PPO on the ant, 4096 envs: default collection (batched, env step by the rule) and --collection threads"
+  for how in default threads; do
+    args=(--num-envs 4096 --max-env-steps 2000000 --log-interval 0 --metrics "$out/ant_ppo_$how.jsonl")
+    [ "$how" = threads ] && args+=(--collection threads)
+    timeout 120 "$build/examples/task_ppo/gmi.example.ant_ppo" "${args[@]}" > "$out/ant_ppo_$how.log" 2>&1 ||
+      { status=1; tail -5 "$out/ant_ppo_$how.log"; }
+    echo "-- $how"; grep -E "^gmi: (env-step|step limit)|^iter" "$out/ant_ppo_$how.log" | tail -3
+  done
+fi
 exit $status

@@ -208,14 +208,26 @@ int warp_env_warps_per_block() {
   return static_cast<int>(fit < 8 ? fit : 8);
 }
 
-// One env step of every environment of v with a warp each, on stream s (enqueued, not waited for).
+// One env step of every environment of v with a warp each, on stream s (enqueued, not waited for). Internal
+// linkage, as its kernel: the once-per-device attribute flag below belongs to this translation unit's kernel.
 template <physics_task E>
-void warp_env_step(const env_batch_view<E>& v, const float* actions, const physics_step_out& out, cudaStream_t s) {
+static void warp_env_step(const env_batch_view<E>& v, const float* actions, const physics_step_out& out, cudaStream_t s) {
   if (v.num_envs == 0) return;
   const int warps = warp_env_warps_per_block<E>();
   const std::size_t shared = detail::warp_env_table_bytes<E>() + warps * detail::warp_env_scratch_bytes<E>();
-  GMI_CUDA_TRY(cudaFuncSetAttribute(detail::warp_env_step_kernel<E>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(shared)));
+  {
+    // Once per device (the size is fixed per task and device), so later calls may run under graph capture.
+    static std::mutex lock;
+    static bool set[64] = {};
+    int dev = 0;
+    GMI_CUDA_TRY(cudaGetDevice(&dev));
+    std::lock_guard<std::mutex> g(lock);
+    if (dev < 0 || dev >= 64 || !set[dev]) {
+      GMI_CUDA_TRY(cudaFuncSetAttribute(detail::warp_env_step_kernel<E>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(shared)));
+      if (dev >= 0 && dev < 64) set[dev] = true;
+    }
+  }
   const std::size_t blocks = (v.num_envs + warps - 1) / warps;
   detail::warp_env_step_kernel<E><<<static_cast<unsigned>(blocks), 32 * warps, shared, s>>>(v, actions, out);
   GMI_CUDA_TRY(cudaGetLastError());
