@@ -42,7 +42,7 @@ cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON "${extra[@]}" > "$out/c
 targets=(gmi.test.physics_tasks gmi.test.physics_tasks_gpu gmi.bench.physics_tasks)
 [ "$train" = 1 ] && targets+=(gmi.example.ant_ppo)
 start=$(date +%s)
-timeout 300 cmake --build "$build" -j16 --target "${targets[@]}" > "$out/build.log" 2>&1 ||
+timeout 360 cmake --build "$build" -j16 --target "${targets[@]}" > "$out/build.log" 2>&1 ||
   { grep -E "error|Error" "$out/build.log" | head -20; echo "build failed or timed out"; exit 1; }
 echo "built in $(( $(date +%s) - start )) s: ${targets[*]}"
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -52,12 +52,12 @@ echo "== tests"
 timeout 60 "$build/tests/envs/gmi.test.physics_tasks" -tc='envs.step_path.*' > "$out/test_physics_tasks_step_path.log" 2>&1 ||
   { status=1; tail -20 "$out/test_physics_tasks_step_path.log"; }
 tail -2 "$out/test_physics_tasks_step_path.log"
-timeout 180 "$build/tests/envs_gpu/gmi.test.physics_tasks_gpu" -s > "$out/test_physics_tasks_gpu.log" 2>&1; rc=$?
+timeout 150 "$build/tests/envs_gpu/gmi.test.physics_tasks_gpu" -s > "$out/test_physics_tasks_gpu.log" 2>&1; rc=$?
 grep -E "env driver|warp per env|local_batch:|worst" "$out/test_physics_tasks_gpu.log" | head -24
 tail -3 "$out/test_physics_tasks_gpu.log"; [ $rc -eq 0 ] || status=1
 
 echo "== env steps per second through env_batch, thread per env against warp per env"
-timeout 240 "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths --run-id "$run_id" --git "$git_rev" \
+timeout 150 "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths --run-id "$run_id" --git "$git_rev" \
   --out "$lines" --envs 4096 16384 --steps 20 --warmup 3 --reps 3 \
   > "$out/bench_physics_driver_paths.log" 2>&1 || { status=1; tail -5 "$out/bench_physics_driver_paths.log"; }
 python3 - "$lines" <<'PY'
