@@ -6,7 +6,10 @@
 // models in physics/batch_local.cuh (the tasks' layout without the env driver: fixed controls, the task's
 // substeps per launch), to set beside gmi.bench.physics (batch.cuh) on the same models. With --compare-paths:
 // physics-only env steps per second (an env step = the task's substeps) of the thread-per-env layout
-// (batch_local.cuh) and the warp-per-env layout (batch_warp.cuh), side by side under the same controls.
+// (batch_local.cuh) and the warp-per-env layout (batch_warp.cuh), side by side under the same controls. With
+// --driver-paths: env steps per second through the env driver that training and serving use (env_batch over
+// exec::cuda: physics + observation + reward + auto-reset) with params.step_path threads, then warp, each line
+// carrying the path that ran and the path the rule picks for that task and count ("chosen").
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -46,6 +49,8 @@ struct options {
   int reps = 5, steps = 50, warmup = 10;
   bool physics_only = false;
   bool compare_paths = false;
+  bool driver_paths = false;
+  std::string physics_step;  // gmi::physics::request_step_path: "", auto, threads, warp
   std::vector<int> warps_per_block{0};
 };
 
@@ -144,45 +149,55 @@ void compare_paths(const options& o, const gmi::metrics::run_info& run, std::ofs
   }
 }
 
+// Env steps per second through env_batch; paths: the params.step_path values to measure, one line each.
 template <class T>
-void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstream& file) {
+void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstream& file,
+                const std::vector<gmi::physics::step_path>& paths = {gmi::physics::step_path::automatic}) {
   for (const int n : o.envs) {
-    gmi::cuda::stream stream;
-    gmi::rl::env_batch<T, gmi::exec::cuda> b(n, 1, typename T::params{}, gmi::exec::cuda{stream.get()});
-    gmi::cuda::device_buffer<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
-    gmi::cuda::device_buffer<std::uint8_t> te(n), tr(n);
-    b.reset(obs.span(), stream.get());
-    std::uint64_t step = 0;
-    auto steps = [&](int count) {
-      for (int s = 0; s < count; ++s) {
-        gmi::exec::for_each(gmi::exec::cuda{stream.get()}, n, random_actions<T>{act.data(), step++});
-        b.step(act, obs.span(), rew.span(), te.span(), tr.span(), stream.get());
+    for (const gmi::physics::step_path path : paths) {
+      gmi::cuda::stream stream;
+      typename T::params params{};
+      params.step_path = path;
+      gmi::rl::env_batch<T, gmi::exec::cuda> b(n, 1, params, gmi::exec::cuda{stream.get()});
+      gmi::cuda::device_buffer<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
+      gmi::cuda::device_buffer<std::uint8_t> te(n), tr(n);
+      b.reset(obs.span(), stream.get());
+      std::uint64_t step = 0;
+      auto steps = [&](int count) {
+        for (int s = 0; s < count; ++s) {
+          gmi::exec::for_each(gmi::exec::cuda{stream.get()}, n, random_actions<T>{act.data(), step++});
+          b.step(act, obs.span(), rew.span(), te.span(), tr.span(), stream.get());
+        }
+      };
+      steps(o.warmup);
+      gmi::cuda::event start(gmi::cuda::event::timing::enabled), stop(gmi::cuda::event::timing::enabled);
+      std::vector<double> rates;
+      for (int r = 0; r < o.reps; ++r) {
+        start.record(stream.get());
+        steps(o.steps);
+        stop.record(stream.get());
+        stop.synchronize();
+        rates.push_back(double(n) * o.steps / (elapsed_ms(start, stop) * 1e-3));
       }
-    };
-    steps(o.warmup);
-    gmi::cuda::event start(gmi::cuda::event::timing::enabled), stop(gmi::cuda::event::timing::enabled);
-    std::vector<double> rates;
-    for (int r = 0; r < o.reps; ++r) {
-      start.record(stream.get());
-      steps(o.steps);
-      stop.record(stream.get());
-      stop.synchronize();
-      rates.push_back(double(n) * o.steps / (elapsed_ms(start, stop) * 1e-3));
+      const gmi::rl::episode_stats stats = b.read_stats(stream.get());
+      const typename T::params p{};
+      nlohmann::json line =
+          gmi::metrics::result_line(run, "physics", "gmi", "steps_per_s", gmi::metrics::summarize(rates));
+      line.update({{"task", T::name}, {"num_envs", n}, {"gmis_per_gpu", 1}, {"partition", "none"}, {"gpus", 1},
+                   {"steps_per_rep", o.steps}, {"physics_only", false}, {"precision", "float"},
+                   {"what", "env steps: physics + observation + reward + auto-reset, random actions"},
+                   {"layout", "env_batch: state word-major"},
+                   {"driver", "env_batch<exec::cuda>::step (training and serving's env driver)"},
+                   {"path", gmi::rl::env_step_path_name(b)},
+                   {"chosen", gmi::rl::env_step_path_name<T>(typename T::params{}, std::size_t(n))},
+                   {"asked", gmi::physics::step_path_name(path)},
+                   {"solver_iterations", p.solver_iterations}, {"solver_tolerance", p.solver_tolerance},
+                   {"state_bytes_per_env", sizeof(typename T::state)},
+                   {"scratch_bytes_per_env", T::sim::scratch_reals * sizeof(float)},
+                   {"episodes_finished", stats.episodes}, {"mean_episode_length", stats.mean_length()}});
+      std::cout << line.dump() << std::endl;
+      if (file) file << line.dump() << '\n';
     }
-    const gmi::rl::episode_stats stats = b.read_stats(stream.get());
-    const typename T::params p{};
-    nlohmann::json line =
-        gmi::metrics::result_line(run, "physics", "gmi", "steps_per_s", gmi::metrics::summarize(rates));
-    line.update({{"task", T::name}, {"num_envs", n}, {"gmis_per_gpu", 1}, {"partition", "none"}, {"gpus", 1},
-                 {"steps_per_rep", o.steps}, {"physics_only", false}, {"precision", "float"},
-                 {"what", "env steps: physics + observation + reward + auto-reset, random actions"},
-                 {"layout", "env_batch: state word-major, scratch in per-thread local memory"},
-                 {"solver_iterations", p.solver_iterations}, {"solver_tolerance", p.solver_tolerance},
-                 {"state_bytes_per_env", sizeof(typename T::state)},
-                 {"scratch_bytes_per_env", T::sim::scratch_reals * sizeof(float)},
-                 {"episodes_finished", stats.episodes}, {"mean_episode_length", stats.mean_length()}});
-    std::cout << line.dump() << std::endl;
-    if (file) file << line.dump() << '\n';
   }
 }
 }  // namespace
@@ -201,6 +216,10 @@ int main(int argc, char** argv) {
   app.add_flag("--physics-only", o.physics_only, "physics steps of the models in batch_local.cuh instead");
   app.add_flag("--compare-paths", o.compare_paths,
                "physics-only env steps of thread per env (batch_local.cuh) and warp per env (batch_warp.cuh)");
+  app.add_flag("--driver-paths", o.driver_paths,
+               "env steps through env_batch with a thread per env, then a warp per env (params.step_path)");
+  app.add_option("--physics-step", o.physics_step,
+                 "the env driver's path for every batch: auto (the rule), threads or warp (wins over params)");
   app.add_option("--warps-per-block", o.warps_per_block, "warp-per-env block sizes to measure (0: the most that fit)")
       ->check(CLI::Range(0, 32));
   CLI11_PARSE(app, argc, argv);
@@ -214,6 +233,7 @@ int main(int argc, char** argv) {
     for (const auto& name : names)
       gmi::require(name == "ant" || name == "humanoid" || name == "anymal", "--tasks", name,
                    "a comma-separated list of ant, humanoid, anymal");
+    gmi::physics::request_step_path(o.physics_step, "--physics-step");
     gmi::metrics::run_info run = gmi::metrics::describe_run();
     if (!o.run_id.empty()) run.run_id = o.run_id;
     if (!o.git.empty()) run.git = o.git;
@@ -224,6 +244,14 @@ int main(int argc, char** argv) {
         if (name == "ant") compare_paths<gmi::envs::ant>(o, run, file);
         if (name == "humanoid") compare_paths<gmi::envs::humanoid>(o, run, file);
         if (name == "anymal") compare_paths<gmi::envs::anymal>(o, run, file);
+        continue;
+      }
+      if (o.driver_paths) {
+        const std::vector<gmi::physics::step_path> both{gmi::physics::step_path::threads,
+                                                        gmi::physics::step_path::warp};
+        if (name == "ant") bench_task<gmi::envs::ant>(o, run, file, both);
+        if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file, both);
+        if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file, both);
         continue;
       }
       if (o.physics_only) {

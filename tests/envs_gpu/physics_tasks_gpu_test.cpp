@@ -181,4 +181,44 @@ TEST_SUITE("gpu") {
     const std::vector<float> last(w20.end() - static_cast<long>(start.size()), w20.end());
     CHECK(outside(start, last, 1e-3).first > 0);  // the environments moved: the comparison is not vacuous
   }
+
+  TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.env_driver_warp_path_follows_thread_path" * doctest::timeout(300), T,
+                     gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {
+    // The env driver (env_batch over exec::cuda) with a warp per environment (rl/physics_env_step.cuh) against the
+    // same driver with a thread per environment: each of 30 env steps from the thread path's own states (driver
+    // state copied over before each step: free-running contact-rich runs part under rounding alone, see above),
+    // with resets, auto-resets and episode ends. Observations and rewards within 1e-3 (1 + |threads|), flags and
+    // episode counts equal; the first observations (resets, no physics) equal bit for bit. Then the same with the
+    // warp batch stepped by rl::batched_dynamics (the batched rollout's env step) instead of env_batch::step.
+    const int n = 96, steps = 30;
+    const std::size_t rows = std::size_t(n) * T::obs_dim;
+    for (const bool via_dynamics : {false, true}) {
+      CAPTURE(via_dynamics);
+      const paired_paths r = step_physics_task_both_paths(T::name, n, steps, 2025, 11, via_dynamics);
+      CHECK(r.threads_path == "thread_per_env");
+      CHECK(r.warp_path == "warp_per_env");
+      REQUIRE(r.threads.obs.size() == r.warp.obs.size());
+      REQUIRE(r.threads.obs.size() == rows * (steps + 1));
+      const std::vector<float> t0(r.threads.obs.begin(), r.threads.obs.begin() + rows),
+          w0(r.warp.obs.begin(), r.warp.obs.begin() + rows);
+      const std::vector<float> ts(r.threads.obs.begin() + rows, r.threads.obs.end()),
+          ws(r.warp.obs.begin() + rows, r.warp.obs.end());
+      const auto [bad_obs, worst_obs] = outside(ws, ts, 1e-3);
+      const auto [bad_rew, worst_rew] = outside(r.warp.rewards, r.threads.rewards, 1e-3);
+      long ends = 0;
+      for (auto f : r.threads.terminated) ends += f;
+      MESSAGE(std::string(T::name) << (via_dynamics ? " batched_dynamics" : " env driver")
+                                   << ", warp per env against thread per env, one step from the same "
+                                   << "states: observations " << worst_obs << ", rewards " << worst_rew << " ("
+                                   << ends << " episodes ended; the rule picks " << r.auto_path << " for " << n
+                                   << " environments)");
+      CHECK(t0 == w0);
+      CHECK(bad_obs == 0);
+      CHECK(bad_rew == 0);
+      CHECK(r.threads.terminated == r.warp.terminated);
+      CHECK(r.threads.truncated == r.warp.truncated);
+      CHECK(outside(t0, std::vector<float>(ts.end() - static_cast<long>(rows), ts.end()), 1e-3).first > 0);  // moved
+      CHECK(r.threads.stats.episodes == r.warp.stats.episodes);
+    }
+  }
 }

@@ -13,6 +13,7 @@
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/physics/batch_local.cuh>
 #include <gmi/physics/batch_warp.cuh>
+#include <gmi/rl/batched_dynamics.cuh>
 #include <gmi/rl/env_batch.cuh>
 
 namespace {
@@ -183,4 +184,79 @@ std::vector<float> run_physics_layout(std::string_view task, bool warp_per_env, 
   if (task == "anymal")
     return run_layout<gmi::envs::anymal::sim::model_type>(warp_per_env, n, ctrl, launches, substeps);
   throw std::invalid_argument("run_physics_layout: task: got " + std::string(task) + ", need ant, humanoid or anymal");
+}
+
+namespace {
+template <class T>
+paired_paths both_paths(int n, int steps, std::uint64_t seed, std::uint64_t action_seed, bool via_dynamics) {
+  gmi::cuda::stream stream;
+  const cudaStream_t s = stream.get();
+  typename T::params pt{}, pw{};
+  pt.step_path = gmi::physics::step_path::threads;
+  pw.step_path = gmi::physics::step_path::warp;
+  gmi::rl::env_batch<T, gmi::exec::cuda> bt(n, seed, pt, gmi::exec::cuda{s});
+  gmi::rl::env_batch<T, gmi::exec::cuda> bw(n, seed, pw, gmi::exec::cuda{s});
+  paired_paths out;
+  out.threads_path = gmi::rl::env_step_path_name(bt);
+  out.warp_path = gmi::rl::env_step_path_name(bw);
+  out.auto_path = gmi::rl::env_step_path_name<T>(typename T::params{}, std::size_t(n));
+  // The batched rollout's env step (training's and serving's batched path) over the warp batch's storage.
+  gmi::rl::batched_dynamics<T> dynamics(std::size_t(n), gmi::nn::precision::fp32);
+  if (via_dynamics) {
+    dynamics.choose(bw.params());
+    out.warp_path = dynamics.path();
+  }
+  gmi::cuda::device_buffer<float> act(std::size_t(n) * T::act_dim);
+  struct rows {
+    gmi::cuda::device_buffer<float> obs, rew;
+    gmi::cuda::device_buffer<std::uint8_t> te, tr;
+  };
+  const std::size_t nn = std::size_t(n);
+  rows rt{gmi::cuda::device_buffer<float>(nn * T::obs_dim), gmi::cuda::device_buffer<float>(nn),
+          gmi::cuda::device_buffer<std::uint8_t>(nn), gmi::cuda::device_buffer<std::uint8_t>(nn)};
+  rows rw{gmi::cuda::device_buffer<float>(nn * T::obs_dim), gmi::cuda::device_buffer<float>(nn),
+          gmi::cuda::device_buffer<std::uint8_t>(nn), gmi::cuda::device_buffer<std::uint8_t>(nn)};
+  bt.reset(rt.obs.span(), s);
+  bw.reset(rw.obs.span(), s);
+  append_rows(out.threads.obs, rt.obs, s);
+  append_rows(out.warp.obs, rw.obs, s);
+  for (int t = 0; t < steps; ++t) {
+    // The warp batch takes the thread batch's states, array by array (visit_state's order is the same in both).
+    std::vector<std::pair<void*, std::size_t>> from;
+    bt.visit_state([&](const char*, auto span) { from.emplace_back(span.data(), span.size_bytes()); });
+    std::size_t k = 0;
+    bw.visit_state([&](const char* name, auto span) {
+      gmi::require(k < from.size() && from[k].second == span.size_bytes(), "both_paths state array bytes",
+                   span.size_bytes(), std::string("those of the thread batch's ") + name);
+      GMI_CUDA_TRY(cudaMemcpyAsync(span.data(), from[k].first, from[k].second, cudaMemcpyDeviceToDevice, s));
+      ++k;
+    });
+    gmi::exec::for_each(gmi::exec::cuda{s}, n, physics_action_fn<T>{act.data(), action_seed, t});
+    bt.step(act, rt.obs.span(), rt.rew.span(), rt.te.span(), rt.tr.span(), s);
+    if (via_dynamics) {
+      dynamics.step(bw.view(), act.data(),
+                    gmi::rl::batch_step_out{rw.rew.data(), rw.te.data(), rw.tr.data(), rw.obs.data(), nullptr}, s);
+    } else {
+      bw.step(act, rw.obs.span(), rw.rew.span(), rw.te.span(), rw.tr.span(), s);
+    }
+    for (auto [r, tr] : {std::pair{&rt, &out.threads}, std::pair{&rw, &out.warp}}) {
+      append_rows(tr->obs, r->obs, s);
+      append_rows(tr->rewards, r->rew, s);
+      append_rows(tr->terminated, r->te, s);
+      append_rows(tr->truncated, r->tr, s);
+    }
+  }
+  out.threads.stats = bt.read_stats(s);
+  out.warp.stats = bw.read_stats(s);
+  return out;
+}
+}  // namespace
+
+paired_paths step_physics_task_both_paths(std::string_view task, int n, int steps, std::uint64_t seed,
+                                          std::uint64_t action_seed, bool via_dynamics) {
+  if (task == "ant") return both_paths<gmi::envs::ant>(n, steps, seed, action_seed, via_dynamics);
+  if (task == "humanoid") return both_paths<gmi::envs::humanoid>(n, steps, seed, action_seed, via_dynamics);
+  if (task == "anymal") return both_paths<gmi::envs::anymal>(n, steps, seed, action_seed, via_dynamics);
+  throw std::invalid_argument("step_physics_task_both_paths: task: got " + std::string(task) +
+                              ", need ant, humanoid or anymal");
 }

@@ -2,6 +2,7 @@
 // Host entry to the physics tasks on the device (physics_tasks_runs.cu): the same driver and actions as the host
 // run of physics_tasks_gpu_test.cpp.
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -36,3 +37,18 @@ std::vector<float> run_physics_layout(std::string_view task, bool warp_per_env, 
 std::pair<std::vector<float>, std::vector<float>> run_physics_layouts_stepwise(std::string_view task, int n,
                                                                                const std::vector<float>& ctrl,
                                                                                int launches, int substeps);
+
+// The env driver's two device paths (params.step_path, rl/physics_env_step.cuh) side by side: two env_batch<task,
+// exec::cuda> of n environments from one seed, one with a thread per environment and one with a warp per
+// environment; before each of `steps` steps the warp batch takes the thread batch's state arrays (the same states
+// step by step; free-running contact-rich runs part under rounding alone), then both step under
+// test_action(action_seed, t, ...). The first observations open each trajectory. The paths are as each batch
+// reported them (gmi::rl::env_step_path_name), and auto_path is what the rule chose for n environments.
+// via_dynamics: the warp batch is stepped by rl::batched_dynamics (the batched rollout's env step, which PPO's
+// batched collection and batched serving run) instead of env_batch::step; warp_path is then batched_dynamics::path().
+struct paired_paths {
+  trajectory threads, warp;
+  std::string threads_path, warp_path, auto_path;
+};
+paired_paths step_physics_task_both_paths(std::string_view task, int num_envs, int steps, std::uint64_t seed,
+                                          std::uint64_t action_seed, bool via_dynamics = false);

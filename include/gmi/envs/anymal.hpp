@@ -14,6 +14,7 @@
 #include <gmi/core/rng.hpp>
 #include <gmi/physics/builtin/anymal_model.hpp>
 #include <gmi/physics/builtin_task.hpp>
+#include <gmi/physics/step_path.hpp>
 
 namespace gmi::envs {
 
@@ -41,6 +42,8 @@ struct anymal {
     // higher cost; docs/envs.md has both.
     int solver_iterations = 100;
     float solver_tolerance = 1e-6f;
+    // The GPU driver's path (thread or warp per environment; auto: the rule of physics/step_path.hpp).
+    gmi::physics::step_path step_path = gmi::physics::step_path::automatic;
     gmi::physics::model_view<float> model{};
   };
 
@@ -124,12 +127,19 @@ struct anymal {
     return t;
   }
 
-  GMI_HD static gmi::transition step(state& s, const float* action, gmi::rng&, const params& p) {
-    float ctrl[nj], qvel_before[sim::nv], torque[nj];
+  // The step in three parts, so that a driver can run the physics between them with a warp per environment
+  // (rl/physics_env_step.cuh): control (PD targets and the velocities before), the physics
+  // (physics_substeps(p) steps of sim), finish (reward and termination from the new state and the last physics
+  // step's torques and contacts).
+  static constexpr int carry_dim = sim::nv;  // qvel before the step
+  GMI_HD static int physics_substeps(const params& p) { return p.decimation; }
+  GMI_HD static void control(const state& s, const float* action, const params& p, float* ctrl, float* carry, float*) {
     for (int j = 0; j < nj; ++j) ctrl[j] = default_joint(j, p) + p.action_scale * action[j];
-    for (int k = 0; k < sim::nv; ++k) qvel_before[k] = s.qvel[k];
-    float scratch[sim::scratch_reals];
-    const gmi::physics::data<float> d = sim::simulate(p.model, scratch, s.qpos, s.qvel, ctrl, p.decimation);
+    for (int k = 0; k < sim::nv; ++k) carry[k] = s.qvel[k];
+  }
+  GMI_HD static gmi::transition finish(state& s, const float* action, const float* carry,
+                                       const gmi::physics::data<float>& d, const params& p, float*) {
+    float torque[nj];
     for (int j = 0; j < nj; ++j) torque[j] = d.actuator_force[j];
     bool base_contact = false;
     const int ncon = static_cast<int>(d.ncon[0]);
@@ -138,9 +148,17 @@ struct anymal {
       base_contact = base_contact || p.model.pair_geom1[pair] == base_geom || p.model.pair_geom2[pair] == base_geom;
     }
     const bool finite = sim::finite(s.qpos, sim::nq) && sim::finite(s.qvel, sim::nv);
-    const float reward = finite ? terms(s, qvel_before, action, torque, p).sum() : 0.0f;
+    const float reward = finite ? terms(s, carry, action, torque, p).sum() : 0.0f;
     for (int j = 0; j < nj; ++j) s.last_action[j] = action[j];
     return {reward, base_contact || !finite};
+  }
+
+  GMI_HD static gmi::transition step(state& s, const float* action, gmi::rng&, const params& p) {
+    float ctrl[nj], carry[carry_dim];
+    float scratch[sim::scratch_reals];
+    control(s, action, p, ctrl, carry, scratch);
+    const gmi::physics::data<float> d = sim::simulate(p.model, scratch, s.qpos, s.qvel, ctrl, physics_substeps(p));
+    return finish(s, action, carry, d, p, scratch);
   }
 
   GMI_HD static void observe(const state& s, float* obs, const params& p) {

@@ -12,6 +12,7 @@
 #include <gmi/core/rng.hpp>
 #include <gmi/physics/builtin/humanoid_model.hpp>
 #include <gmi/physics/builtin_task.hpp>
+#include <gmi/physics/step_path.hpp>
 
 namespace gmi::envs {
 
@@ -34,6 +35,8 @@ struct humanoid {
     // higher cost; docs/envs.md has both.
     int solver_iterations = 100;
     float solver_tolerance = 1e-6f;
+    // The GPU driver's path (thread or warp per environment; auto: the rule of physics/step_path.hpp).
+    gmi::physics::step_path step_path = gmi::physics::step_path::automatic;
     gmi::physics::model_view<float> model{};  // points into the driver's table (bind_table)
   };
 
@@ -73,20 +76,36 @@ struct humanoid {
            s.qpos[2] < p.healthy_z_max;
   }
 
-  GMI_HD static gmi::transition step(state& s, const float* action, gmi::rng&, const params& p) {
-    float ctrl[sim::nu];
+  // The step in three parts, so that a driver can run the physics between them with a warp per environment
+  // (rl/physics_env_step.cuh): control (controls and what the reward needs from before), the physics
+  // (physics_substeps(p) steps of sim), finish (reward and termination from the new state). scratch: sim's arrays.
+  static constexpr int carry_dim = 2;  // centre of mass x before the step, control cost
+  GMI_HD static int physics_substeps(const params& p) { return p.frame_skip; }
+  GMI_HD static void control(const state& s, const float* action, const params& p, float* ctrl, float* carry,
+                             float* scratch) {
     float ctrl_cost = 0.0f;
     for (int k = 0; k < sim::nu; ++k) {
       ctrl[k] = fminf(fmaxf(action[k], -0.4f), 0.4f);
       ctrl_cost += ctrl[k] * ctrl[k];
     }
-    float scratch[sim::scratch_reals];
-    const float x_before = com_x(s, p, scratch);
-    sim::simulate(p.model, scratch, s.qpos, s.qvel, ctrl, p.frame_skip);
-    const float forward = (com_x(s, p, scratch) - x_before) / dt(p);
-    const bool ok = healthy(s, p);
-    return {p.forward_reward_weight * forward + p.healthy_reward - p.ctrl_cost_weight * ctrl_cost, !ok};
+    carry[0] = com_x(s, p, scratch);
+    carry[1] = ctrl_cost;
   }
+  GMI_HD static gmi::transition finish(state& s, const float*, const float* carry, const gmi::physics::data<float>&,
+                                       const params& p, float* scratch) {
+    const float forward = (com_x(s, p, scratch) - carry[0]) / dt(p);
+    const bool ok = healthy(s, p);
+    return {p.forward_reward_weight * forward + p.healthy_reward - p.ctrl_cost_weight * carry[1], !ok};
+  }
+
+  GMI_HD static gmi::transition step(state& s, const float* action, gmi::rng&, const params& p) {
+    float ctrl[sim::nu], carry[carry_dim];
+    float scratch[sim::scratch_reals];
+    control(s, action, p, ctrl, carry, scratch);
+    const gmi::physics::data<float> d = sim::simulate(p.model, scratch, s.qpos, s.qvel, ctrl, physics_substeps(p));
+    return finish(s, action, carry, d, p, scratch);
+  }
+
 
   GMI_HD static void observe(const state& s, float* obs, const params&) {
     for (int k = 2; k < sim::nq; ++k) obs[k - 2] = s.qpos[k];

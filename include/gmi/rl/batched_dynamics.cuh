@@ -3,7 +3,9 @@
 // environments, a thread each (env_batch_view::step_one). The linear proxies (envs::lq_proxy): the substeps as
 // cuBLASLt products over the batch, x' = X A_sub^T + U B_sub^T, on env_batch's word-major state storage read as a
 // column-major [num_envs][obs_dim] matrix, then one kernel for termination, statistics, auto-reset and the
-// observations. Both are capturable in a CUDA graph once their first call has run.
+// observations. The physics tasks (rl/physics_env_step.cuh): a warp per environment where physics/step_path.hpp's
+// rule or an override says so, else the thread per environment. All are capturable in a CUDA graph once their
+// first call has run.
 
 #include <cuda_runtime_api.h>
 
@@ -106,6 +108,7 @@ template <class E>
 class batched_dynamics {
  public:
   static constexpr bool uses_gemm = gemm_dynamics<E>;
+  // The path without a physics task's choice ("gemm_substeps" or "thread_per_env"); path() says what step runs.
   static constexpr const char* path_name = uses_gemm ? "gemm_substeps" : "thread_per_env";
 
   // prec: the products' precision (bf16 runs the env in TF32: its state stays fp32). table: the env's table
@@ -137,11 +140,27 @@ class batched_dynamics {
 
   [[nodiscard]] nn::precision precision() const noexcept { return prec_; }
 
+  // A physics task's path for these environments with params p (warp or thread per env; rl/physics_env_step.cuh),
+  // fixed from now on; without this call the first step() chooses with the view's params.
+  void choose(const typename E::params& p, int sm_count = 0) {
+    if constexpr (physics_task<E>)
+      warp_ = physics_step_choice<E>(p, n_, sm_count).path == gmi::physics::step_path::warp ? 1 : 0;
+  }
+  // "gemm_substeps", "thread_per_env" or "warp_per_env" (before a physics task's choice: thread_per_env).
+  [[nodiscard]] const char* path() const noexcept { return warp_ == 1 ? "warp_per_env" : path_name; }
+
   // Steps every environment with actions ([n][act_dim], row-major) on `stream`.
   void step(const env_batch_view<E>& env, const float* actions, const batch_step_out& out, cudaStream_t stream) {
     gmi::require(env.num_envs == n_, "batched_dynamics num_envs", env.num_envs,
                  "the " + std::to_string(n_) + " built for");
     const unsigned block = detail::batch_env_block(n_), blocks = static_cast<unsigned>((n_ + block - 1) / block);
+    if constexpr (physics_task<E>) {
+      if (warp_ < 0) choose(env.params);
+      if (warp_ == 1) {
+        warp_env_step<E>(env, actions, {out.rewards, out.terminated, out.truncated, out.obs, out.final_obs}, stream);
+        return;
+      }
+    }
     if constexpr (!uses_gemm) {
       detail::batch_step_kernel<E><<<blocks, block, 0, stream>>>(env, actions, out);
       GMI_CUDA_TRY(cudaGetLastError());
@@ -179,6 +198,7 @@ class batched_dynamics {
   static constexpr int pad4(int x) { return (x + 3) / 4 * 4; }
   static constexpr int ld_a = pad4(E::obs_dim), ld_b = pad4(E::act_dim);
   std::size_t n_;
+  int warp_ = -1;  // a physics task's choice: -1 not made yet, 0 thread per env, 1 warp per env
   nn::precision prec_;
   cuda::device_buffer<std::uint8_t> valid_;
   cuda::device_buffer<float> a_sub_, b_sub_, u_cols_, bu_, scratch_;

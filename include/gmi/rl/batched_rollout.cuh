@@ -139,13 +139,14 @@ class batched_rollout {
         inputs_(2 * n_ * O), outputs_(2 * n_ * (D + 1)), actions_(n_ * A), rewards_(n_), final_obs_(n_ * O),
         terminated_(n_), truncated_(n_), words_(n_) {
     gmi::require(num_envs >= 1, "batched_rollout num_envs", num_envs, ">= 1");
+    dynamics_.choose(env_params, policy.sm_count);
     final_obs_.fill_bytes(0, policy_.stream);
     inputs_.fill_bytes(0, policy_.stream);
   }
 
   // "lt_tf32+gemm_substeps" and the like: the forward's path, then the env step's.
   [[nodiscard]] std::string path() const {
-    return std::string(forward_.path()) + "+" + batched_dynamics<E>::path_name;
+    return std::string(forward_.path()) + "+" + dynamics_.path();
   }
   [[nodiscard]] std::size_t num_envs() const noexcept { return n_; }
   [[nodiscard]] const float* actions() const noexcept { return actions_.data(); }

@@ -1,11 +1,16 @@
 #pragma once
 // The CUDA path of gmi::rl::env_batch: environments stepped by a grid-stride kernel on the caller's stream,
-// one thread per environment. Include this (from a .cu file) to use env_batch<E, gmi::exec::cuda>.
+// one thread per environment; the physics tasks' steps take a warp per environment where physics/step_path.hpp's
+// rule (or params.step_path, or physics::request_step_path) says so (rl/physics_env_step.cuh). Include this
+// (from a .cu file) to use env_batch<E, gmi::exec::cuda>.
 
 #include <gmi/exec/cuda.cuh>
 #include <gmi/rl/env_batch.hpp>
+#include <gmi/rl/physics_env_step.cuh>
 
-namespace gmi::rl::detail {
+namespace gmi::rl {
+
+namespace detail {
 
 template <>
 struct launcher<exec::cuda> {
@@ -15,6 +20,26 @@ struct launcher<exec::cuda> {
   static void run(const exec::cuda& p, CUstream_st* stream, std::size_t n, F f) {
     exec::for_each(exec::cuda{stream ? stream : p.stream, p.block_size}, n, f);
   }
+  // The env step: a physics task's may take a warp per environment.
+  template <class E>
+  static void run(const exec::cuda& p, CUstream_st* stream, std::size_t n, step_all_fn<E> f) {
+    CUstream_st* s = stream ? stream : p.stream;
+    if constexpr (physics_task<E>) {
+      if (physics_step_choice<E>(f.v.params, n, p.sm_count).path == gmi::physics::step_path::warp) {
+        warp_env_step<E>(f.v, f.actions, {f.rewards, f.terminated, f.truncated, f.obs, f.final_obs}, s);
+        return;
+      }
+    }
+    exec::for_each(exec::cuda{s, p.block_size}, n, f);
+  }
 };
 
-}  // namespace gmi::rl::detail
+}  // namespace detail
+
+// The path env_batch b's env step takes on the GPU ("warp_per_env" or "thread_per_env"), for result lines.
+template <class E>
+const char* env_step_path_name(const env_batch<E, exec::cuda>& b) {
+  return env_step_path_name<E>(b.params(), static_cast<std::size_t>(b.num_envs()), b.policy().sm_count);
+}
+
+}  // namespace gmi::rl

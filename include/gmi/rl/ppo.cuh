@@ -366,7 +366,14 @@ struct ppo_device_ops {
   explicit ppo_device_ops(trainer& t)
       : gradient(t.minibatch_, t.policy_.sm_count, t.config_.network), iteration(1), group_mean(row), popart_old(2) {
     iteration.fill_bytes(0, t.policy_.stream);
-    if (chosen_collection_path<Net>(t.config_.network) == collection_path::batched)
+    // A physics task whose env step takes a warp per environment collects batched by default (the fused
+    // thread-per-env collection can not hand its step to a warp); --collection threads still wins.
+    bool env_warp = false;
+    if constexpr (physics_task<E>)
+      env_warp = physics_step_choice<E>(t.envs_.params(), t.n_, t.policy_.sm_count).path ==
+                 gmi::physics::step_path::warp;
+    if (parse_collection_path(detail::requested_collection_path(), is_wide<Net>(t.config_.network) || env_warp) ==
+        collection_path::batched)
       batched.emplace(t.n_, t.envs_.view().params, t.config_.network, t.policy_);
   }
   // PopArt around the return normalizer's update (ppo_trainer::update_value_statistics): its float mean and std

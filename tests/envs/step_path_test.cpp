@@ -1,0 +1,158 @@
+// The env driver's device path for the physics tasks (physics/step_path.hpp): the rule on the task's size and the
+// environment count, the overrides (params.step_path, the process-wide request) and their refusals, and the
+// tasks' step split as the warp path runs it (control, physics in the pipeline's arrays, finish) on the host.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gmi/core/error.hpp>
+#include <gmi/envs/ant.hpp>
+#include <gmi/envs/anymal.hpp>
+#include <gmi/envs/humanoid.hpp>
+#include <gmi/physics/step_path.hpp>
+
+#include "envs_gpu/gpu_runs.hpp"  // test_action
+
+namespace ph = gmi::physics;
+
+namespace {
+// A device like an H100's or H200's: 227 KiB of opt-in shared memory per block, 132 SMs with 1 block of 256
+// threads resident each; the task's own sizes.
+ph::step_path_inputs inputs(std::size_t scratch, std::size_t n) {
+  ph::step_path_inputs in;
+  in.scratch_bytes_per_env = scratch;
+  in.table_bytes = 8192;
+  in.shared_bytes_per_block = 227 * 1024;
+  in.num_envs = n;
+  in.thread_resident_envs = 132 * 256;
+  return in;
+}
+constexpr auto A = ph::step_path::automatic, T = ph::step_path::threads, W = ph::step_path::warp;
+
+template <class E>
+std::size_t scratch_bytes() {
+  return E::sim::scratch_reals * sizeof(float);
+}
+}  // namespace
+
+TEST_CASE("envs.step_path.rule_by_task_size_and_env_count") {
+  // A large model at few environments: warp; at more than 4 waves of the thread kernel: threads.
+  const std::size_t wave = 132 * 256;
+  CHECK(ph::choose_step_path(A, A, inputs(20000, 4096)).path == W);
+  CHECK(ph::choose_step_path(A, A, inputs(20000, ph::warp_max_thread_waves * wave)).path == W);
+  const auto many = ph::choose_step_path(A, A, inputs(20000, ph::warp_max_thread_waves * wave + 1));
+  CHECK(many.path == T);
+  CHECK(many.reason.find("waves") != std::string::npos);
+  // A small model: threads at any count.
+  const auto small = ph::choose_step_path(A, A, inputs(ph::warp_min_scratch_bytes - 4, 64));
+  CHECK(small.path == T);
+  CHECK(small.reason.find(std::to_string(ph::warp_min_scratch_bytes)) != std::string::npos);
+  CHECK(ph::choose_step_path(A, A, inputs(ph::warp_min_scratch_bytes, 64)).path == W);
+  // A model whose arrays do not fit a block's shared memory: threads, and a warp asked for is refused in one line.
+  const auto big = ph::choose_step_path(A, A, inputs(227 * 1024, 64));
+  CHECK(big.path == T);
+  CHECK(big.reason.find("shared memory") != std::string::npos);
+  try {
+    (void)ph::choose_step_path(W, A, inputs(227 * 1024, 64));
+    FAIL("a warp path that does not fit was accepted");
+  } catch (const gmi::config_error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("got") != std::string::npos);
+    CHECK(what.find("need") != std::string::npos);
+    CHECK(what.find('\n') == std::string::npos);
+  }
+  // The no-GPU case (no shared memory, no resident threads): threads.
+  CHECK(ph::choose_step_path(A, A, ph::step_path_inputs{20000, 8192, 0, 64, 0}).path == T);
+}
+
+TEST_CASE("envs.step_path.the_tasks_under_the_rule") {
+  // The three tasks' arrays are all above the small-model bound and fit a block with their model.
+  for (const std::size_t s :
+       {scratch_bytes<gmi::envs::ant>(), scratch_bytes<gmi::envs::humanoid>(), scratch_bytes<gmi::envs::anymal>()}) {
+    CHECK(s >= ph::warp_min_scratch_bytes);
+    CHECK(ph::choose_step_path(A, A, inputs(s, 4096)).path == W);
+    CHECK(ph::choose_step_path(A, A, inputs(s, 16384)).path == W);
+  }
+  // Default params leave the choice to the rule.
+  CHECK(gmi::envs::ant::params{}.step_path == A);
+  CHECK(gmi::envs::humanoid::params{}.step_path == A);
+  CHECK(gmi::envs::anymal::params{}.step_path == A);
+}
+
+TEST_CASE("envs.step_path.overrides_config_field_and_request") {
+  // params.step_path (the config field) wins over the rule; the process-wide request wins over both.
+  CHECK(ph::choose_step_path(T, A, inputs(20000, 64)).path == T);
+  CHECK(ph::choose_step_path(W, A, inputs(ph::warp_min_scratch_bytes - 4, 64)).path == W);
+  CHECK(ph::choose_step_path(W, T, inputs(20000, 64)).path == T);
+  CHECK(ph::choose_step_path(T, W, inputs(20000, 64)).path == W);
+  CHECK(ph::choose_step_path(T, W, inputs(20000, 64)).reason.find("requested") != std::string::npos);
+  CHECK(ph::choose_step_path(T, A, inputs(20000, 64)).reason.find("params.step_path") != std::string::npos);
+
+  CHECK(ph::parse_step_path("") == A);
+  CHECK(ph::parse_step_path("auto") == A);
+  CHECK(ph::parse_step_path("threads") == T);
+  CHECK(ph::parse_step_path("thread_per_env") == T);
+  CHECK(ph::parse_step_path("warp") == W);
+  CHECK(ph::parse_step_path("warp_per_env") == W);
+  try {
+    (void)ph::parse_step_path("block", "--physics-step");
+    FAIL("an unknown path was accepted");
+  } catch (const gmi::config_error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("--physics-step") != std::string::npos);
+    CHECK(what.find("block") != std::string::npos);
+    CHECK(what.find("auto, threads or warp") != std::string::npos);
+  }
+  ph::request_step_path("warp");
+  CHECK(ph::requested_step_path() == W);
+  CHECK_THROWS_AS(ph::request_step_path("warps"), gmi::config_error);
+  CHECK(ph::requested_step_path() == W);  // a refused request leaves the last one
+  ph::request_step_path("");
+  CHECK(ph::requested_step_path() == A);
+  CHECK(std::string(ph::step_path_name(W)) == "warp_per_env");
+  CHECK(std::string(ph::step_path_name(T)) == "thread_per_env");
+}
+
+TEST_CASE_TEMPLATE("envs.step_path.split_step_is_the_step", E, gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {
+  // What the warp path's lane 0 does around the physics (rl/physics_env_step.cuh), on the host with the serial
+  // stages: control, the state and controls into the pipeline's arrays, substeps physics steps there, the state
+  // back, finish. It must give the task's step bit for bit, over steps where the model falls and lands.
+  using sim = typename E::sim;
+  typename E::params p{};
+  std::vector<float> table = E::make_table(p);
+  E::bind_table(p, table.data());
+  gmi::rng r0(5, 0), r1(5, 0);
+  typename E::state a{}, b{};
+  E::reset(a, r0, p);
+  b = a;
+  std::vector<float> scratch(sim::scratch_reals), scratch_b(sim::scratch_reals);
+  int moved = 0;
+  for (int t = 0; t < 40; ++t) {
+    float act[E::act_dim];
+    for (int k = 0; k < E::act_dim; ++k) act[k] = test_action(3, t, 0, E::act_dim, k);
+    const gmi::transition ta = E::step(a, act, r0, p);
+    float ctrl[sim::nu], carry[E::carry_dim];
+    E::control(b, act, p, ctrl, carry, scratch_b.data());
+    const gmi::physics::data<float> d = sim::bind(scratch_b.data());
+    for (int k = 0; k < sim::nq; ++k) d.qpos[k] = b.qpos[k];
+    for (int k = 0; k < sim::nv; ++k) {
+      d.qvel[k] = b.qvel[k];
+      d.qfrc_applied[k] = 0.0f;
+    }
+    for (int k = 0; k < sim::nu; ++k) d.ctrl[k] = ctrl[k];
+    d.time[0] = 0.0f;
+    d.prev_nefc[0] = 0.0f;
+    for (int k = 0; k < E::physics_substeps(p); ++k) gmi::physics::step(p.model, d);
+    for (int k = 0; k < sim::nq; ++k) b.qpos[k] = d.qpos[k];
+    for (int k = 0; k < sim::nv; ++k) b.qvel[k] = d.qvel[k];
+    const gmi::transition tb = E::finish(b, act, carry, d, p, scratch_b.data());
+    REQUIRE(std::memcmp(&a, &b, sizeof a) == 0);
+    CHECK(std::memcmp(&ta.reward, &tb.reward, sizeof ta.reward) == 0);
+    CHECK(ta.terminated == tb.terminated);
+    moved += ta.reward != 0.0f ? 1 : 0;
+    if (ta.terminated) break;
+  }
+  CHECK(moved > 0);
+}

@@ -1,0 +1,378 @@
+// gmi's colliders against MuJoCo's (2.2.2) one geom pair at a time: two geoms on free bodies (or a plane and one
+// free body) at random poses, both simulators' collision stage run on the same state, and the contact sets
+// compared: contact position, normal (frame row 0, lower geom index to higher) and depth (dist). Poses are random
+// overlaps (deep ones included) or shallow contacts as a simulation has them (moved in from first touch by at most
+// 1 cm). The pairs whose collider follows MuJoCo's (plane against sphere, capsule and box; sphere-sphere,
+// sphere-capsule, sphere-box, capsule-capsule) must give the same contacts to round-off, matched by position (a
+// capsule's two plane contacts come in the other order); MuJoCo 2.2.2's sphere-box reports a depth of exactly
+// -radius when the sphere's centre is inside the box, where gmi adds the centre's depth below the nearest face.
+// Box-box and capsule-box are gmi's own colliders, compared on shallow contacts with the stated quantiles.
+#include <doctest/doctest.h>
+#include <mujoco/mujoco.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <unistd.h>
+
+#include <gmi/physics/physics.hpp>
+
+namespace {
+namespace ph = gmi::physics;
+
+struct contact {
+  double pos[3], normal[3], dist;
+};
+
+// A model of geom pair (xml of geom a, geom b) loaded by both simulators.
+struct pair_scene {
+  ph::model<double> m;
+  std::vector<double> buffer;
+  ph::data<double> d;
+  mjModel* mm = nullptr;
+  mjData* md = nullptr;
+  bool plane = false;
+
+  pair_scene(const std::string& geom_a, const std::string& geom_b, bool a_is_plane) : plane(a_is_plane) {
+    std::string xml = "<mujoco model=\"pair\"><option gravity=\"0 0 0\"/><worldbody>";
+    if (a_is_plane) {
+      xml += geom_a;
+    } else {
+      xml += "<body name=\"a\"><freejoint/>" + geom_a + "</body>";
+    }
+    xml += "<body name=\"b\"><freejoint/>" + geom_b + "</body></worldbody></mujoco>";
+    m = ph::load_mjcf_string(xml, "pair.xml");
+    buffer.assign(ph::make_layout(m.size).reals_per_env, 0.0);
+    d = ph::data_of(ph::make_layout(m.size), buffer.data(), 1, 0);
+    char path[] = "/tmp/gmi-colliders-XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    {
+      std::ofstream f(path);
+      f << xml;
+    }
+    char error[1000] = "";
+    mm = mj_loadXML(path, nullptr, error, sizeof error);
+    std::remove(path);
+    REQUIRE_MESSAGE(mm != nullptr, error);
+    md = mj_makeData(mm);
+    REQUIRE(mm->nq == m.size.nq);
+  }
+  ~pair_scene() {
+    if (md) mj_deleteData(md);
+    if (mm) mj_deleteModel(mm);
+  }
+  pair_scene(const pair_scene&) = delete;
+  pair_scene& operator=(const pair_scene&) = delete;
+
+  // Both simulators' contacts at qpos (normals from the lower geom index to the higher).
+  void collide(const std::vector<double>& qpos, std::vector<contact>& ours, std::vector<contact>& ref) {
+    for (int i = 0; i < m.size.nq; ++i) d.qpos[i] = md->qpos[i] = qpos[i];
+    for (int i = 0; i < m.size.nv; ++i) d.qvel[i] = md->qvel[i] = 0.0;
+    ph::forward(m.view(), d);
+    mj_fwdPosition(mm, md);
+    ours.clear();
+    ref.clear();
+    for (int c = 0; c < static_cast<int>(d.ncon[0]); ++c) {
+      contact k{};
+      const int p = static_cast<int>(d.con_pair[c]);
+      const double sign = m.pair_geom1[p] < m.pair_geom2[p] ? 1.0 : -1.0;
+      for (int j = 0; j < 3; ++j) {
+        k.pos[j] = d.con_pos[3 * c + j];
+        k.normal[j] = sign * d.con_frame[9 * c + j];
+      }
+      k.dist = d.con_dist[c];
+      ours.push_back(k);
+    }
+    for (int c = 0; c < md->ncon; ++c) {
+      const mjContact& x = md->contact[c];
+      contact k{};
+      const double sign = x.geom1 < x.geom2 ? 1.0 : -1.0;
+      for (int j = 0; j < 3; ++j) {
+        k.pos[j] = x.pos[j];
+        k.normal[j] = sign * x.frame[j];
+      }
+      k.dist = x.dist;
+      ref.push_back(k);
+    }
+  }
+};
+
+double dist3(const double* a, const double* b) {
+  return std::sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]));
+}
+
+// Random overlapping poses: body a (unless a plane) at the origin, body b at a random direction and a distance
+// `reach` times U(0.3, 1) (plane scenes: b's centre at height reach times U(-0.2, 1)), random orientations.
+std::vector<double> random_pose(std::mt19937_64& g, const pair_scene& s, double reach) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0), r(0.3, 1.0);
+  auto quat = [&](double* q) {
+    double n = 0;
+    do {
+      for (int k = 0; k < 4; ++k) q[k] = u(g);
+      n = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    } while (n < 0.1 || n > 1.0);
+    for (int k = 0; k < 4; ++k) q[k] /= n;
+  };
+  std::vector<double> q(s.m.size.nq, 0.0);
+  double* b = q.data();
+  if (!s.plane) {
+    quat(q.data() + 3);
+    b = q.data() + 7;
+    double dir[3], n = 0;
+    do {
+      for (double& x : dir) x = u(g);
+      n = std::sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
+    } while (n < 0.1 || n > 1.0);
+    const double at = reach * r(g);
+    for (int k = 0; k < 3; ++k) b[k] = at * dir[k] / n;
+  } else {
+    b[0] = 0.3 * u(g);
+    b[1] = 0.3 * u(g);
+    b[2] = reach * (0.6 * u(g) + 0.4);
+  }
+  quat(b + 3);
+  return q;
+}
+
+// Shallow contact, as a simulation has it: random orientations and direction (plane scenes: straight down), body b
+// moved along the direction to where MuJoCo's contacts begin (bisection), then in by U(0, depth).
+std::vector<double> shallow_pose(std::mt19937_64& g, pair_scene& s, double reach, double depth) {
+  std::vector<double> q = random_pose(g, s, reach);
+  double* b = s.plane ? q.data() : q.data() + 7;
+  double dir[3] = {0, 0, 1};
+  if (!s.plane) {
+    const double n = std::sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2]);
+    for (int k = 0; k < 3; ++k) dir[k] = b[k] / n;
+  }
+  const double base[3] = {s.plane ? b[0] : 0.0, s.plane ? b[1] : 0.0, 0.0};
+  auto place = [&](double t) {
+    for (int k = 0; k < 3; ++k) b[k] = base[k] + t * dir[k];
+  };
+  auto touching = [&](double t) {
+    place(t);
+    for (int i = 0; i < s.m.size.nq; ++i) s.md->qpos[i] = q[i];
+    mj_fwdPosition(s.mm, s.md);
+    return s.md->ncon > 0;
+  };
+  // From outside inwards to the first touching step (deep overlaps may have no contact: MuJoCo's capsule-box
+  // reports none with the axis inside the box), then bisection.
+  double hi = 2.0 * reach, lo = hi;
+  REQUIRE(!touching(hi));
+  const double step = reach / 256;
+  while (!touching(lo) && lo > -2.0 * reach) lo -= step;
+  hi = lo + step;
+  for (int it = 0; it < 60; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (touching(mid) ? lo : hi) = mid;
+  }
+  place(hi - std::uniform_real_distribution<double>(0.0, depth)(g));
+  return q;
+}
+
+// The largest position, normal and depth differences over contacts matched in order (counts must agree).
+struct exact_stats {
+  int scenes = 0, contacts = 0, count_mismatch = 0;
+  int reordered = 0;  // contacts matched at another index
+  int inside = 0;     // sphere-box contacts with the sphere's centre inside the box (depth compared apart)
+  double pos = 0, normal = 0, depth = 0;
+};
+
+// inside_radius > 0 (sphere-box): where MuJoCo 2.2.2 reports a depth of exactly -radius and ours is deeper (the
+// sphere's centre inside the box: ours adds the centre's depth below the nearest face), the depth is left out and
+// the contact counted in `inside`.
+exact_stats compare_exact(const std::string& a, const std::string& b, bool plane, double reach, int trials,
+                          bool shallow, double inside_radius = 0) {
+  pair_scene s(a, b, plane);
+  std::mt19937_64 g(12345);
+  exact_stats st;
+  std::vector<contact> ours, ref;
+  for (int t = 0; t < trials; ++t) {
+    s.collide(shallow ? shallow_pose(g, s, reach, 0.01) : random_pose(g, s, reach), ours, ref);
+    if (ref.empty() && ours.empty()) continue;
+    ++st.scenes;
+    if (ours.size() != ref.size()) {
+      ++st.count_mismatch;
+      continue;
+    }
+    // Contact c of MuJoCo against ours at the nearest position (a capsule's two plane contacts come in the other
+    // order: gmi's fromto frame has +z from `from` to `to`, MuJoCo's the reverse).
+    std::vector<bool> used(ours.size(), false);
+    for (std::size_t c = 0; c < ref.size(); ++c) {
+      std::size_t k = 0;
+      double best = 1e300;
+      for (std::size_t o = 0; o < ours.size(); ++o) {
+        if (!used[o] && dist3(ours[o].pos, ref[c].pos) < best) {
+          best = dist3(ours[o].pos, ref[c].pos);
+          k = o;
+        }
+      }
+      used[k] = true;
+      st.reordered += k != c ? 1 : 0;
+      ++st.contacts;
+      st.pos = std::max(st.pos, best);
+      st.normal = std::max(st.normal, dist3(ours[k].normal, ref[c].normal));
+      if (inside_radius > 0 && ref[c].dist == -inside_radius && ours[k].dist < ref[c].dist) {
+        ++st.inside;
+        continue;
+      }
+      st.depth = std::max(st.depth, std::fabs(ours[k].dist - ref[c].dist));
+    }
+  }
+  MESSAGE(a << " / " << b << std::string(shallow ? " (shallow)" : " (random overlaps)") << ": " << st.scenes
+            << " scenes in contact, " << st.contacts << " contacts, " << st.count_mismatch
+            << " count mismatches; largest differences: position " << st.pos << ", normal " << st.normal << ", depth "
+            << st.depth << " (" << st.inside << " with a sphere's centre inside a box); " << st.reordered
+            << " matched at another index");
+  return st;
+}
+
+// For colliders of gmi's own: per scene where both find contacts, the deepest contact's depth and normal, the
+// centroid of each set and each point's distance to the other set's nearest point; scenes where only one finds a
+// contact are counted with the deepest depth there.
+struct region_stats {
+  int scenes = 0, both = 0, only_one = 0;
+  double only_one_depth = 0;                 // the deepest contact of a scene that one simulator alone reports
+  int identical = 0;                         // scenes whose contact sets agree to 1e-9 (positions, normals, depths)
+  int same_count = 0;                        // scenes with as many contacts in both
+  double ours_deepest = 0, ref_deepest = 0;  // the deepest penetration either reports over all scenes
+  std::vector<double> depth, normal, centroid, nearest;
+};
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * double(v.size())))];
+}
+
+region_stats compare_region(const std::string& a, const std::string& b, double reach, int trials, double depth) {
+  pair_scene s(a, b, false);
+  std::mt19937_64 g(777);
+  region_stats st;
+  std::vector<contact> ours, ref;
+  auto deepest = [](const std::vector<contact>& v) {
+    return *std::min_element(v.begin(), v.end(), [](const contact& x, const contact& y) { return x.dist < y.dist; });
+  };
+  auto centroid = [](const std::vector<contact>& v, double* c) {
+    c[0] = c[1] = c[2] = 0;
+    for (const contact& k : v)
+      for (int j = 0; j < 3; ++j) c[j] += k.pos[j] / double(v.size());
+  };
+  for (int t = 0; t < trials; ++t) {
+    s.collide(shallow_pose(g, s, reach, depth), ours, ref);
+    if (ref.empty() && ours.empty()) continue;
+    ++st.scenes;
+    if (ref.empty() || ours.empty()) {
+      ++st.only_one;
+      st.only_one_depth = std::max(st.only_one_depth, -deepest(ref.empty() ? ours : ref).dist);
+      continue;
+    }
+    ++st.both;
+    const contact x = deepest(ours), y = deepest(ref);
+    st.depth.push_back(std::fabs(x.dist - y.dist));
+    st.ours_deepest = std::max(st.ours_deepest, -x.dist);
+    st.ref_deepest = std::max(st.ref_deepest, -y.dist);
+    st.normal.push_back(dist3(x.normal, y.normal));
+    double co[3], cr[3];
+    centroid(ours, co);
+    centroid(ref, cr);
+    st.centroid.push_back(dist3(co, cr));
+    double worst = 0;
+    for (const auto* set : {&ours, &ref}) {
+      const auto& other = set == &ours ? ref : ours;
+      for (const contact& k : *set) {
+        double best = 1e300;
+        for (const contact& o : other) best = std::min(best, dist3(k.pos, o.pos));
+        worst = std::max(worst, best);
+      }
+    }
+    st.nearest.push_back(worst);
+    st.same_count += ours.size() == ref.size();
+    st.identical += ours.size() == ref.size() && worst < 1e-9 && st.depth.back() < 1e-9 && st.normal.back() < 1e-9;
+  }
+  MESSAGE(a << " / " << b << " (penetration up to " << depth << "): " << st.scenes << " scenes in contact, " << st.both
+            << " in both, " << st.only_one << " in one only (deepest there " << st.only_one_depth
+            << "); deepest contact: depth difference median " << quantile(st.depth, 0.5) << ", 95% "
+            << quantile(st.depth, 0.95) << ", max " << quantile(st.depth, 1.0) << "; normal difference median "
+            << quantile(st.normal, 0.5) << ", 95% " << quantile(st.normal, 0.95) << ", max " << quantile(st.normal, 1.0)
+            << "; centroids median " << quantile(st.centroid, 0.5) << ", 95% " << quantile(st.centroid, 0.95)
+            << "; farthest point from the other set median " << quantile(st.nearest, 0.5) << ", 95% "
+            << quantile(st.nearest, 0.95) << "; " << st.identical << " scenes alike to 1e-9, " << st.same_count
+            << " with as many contacts; 75% and 90%: depth " << quantile(st.depth, 0.75) << " "
+            << quantile(st.depth, 0.9) << ", normal " << quantile(st.normal, 0.75) << " " << quantile(st.normal, 0.9)
+            << ", centroid " << quantile(st.centroid, 0.75) << " " << quantile(st.centroid, 0.9) << ", points "
+            << quantile(st.nearest, 0.75) << " " << quantile(st.nearest, 0.9) << "; deepest penetration reported: gmi "
+            << st.ours_deepest << ", MuJoCo " << st.ref_deepest);
+  return st;
+}
+
+const char* plane = R"(<geom type="plane" size="5 5 0.1"/>)";
+const char* sphere = R"(<geom type="sphere" size="0.2"/>)";
+const char* sphere2 = R"(<geom type="sphere" size="0.15"/>)";
+const char* capsule = R"(<geom type="capsule" size="0.1" fromto="-0.25 0 0 0.25 0 0"/>)";
+const char* capsule2 = R"(<geom type="capsule" size="0.07" fromto="0 -0.2 0 0 0.2 0"/>)";
+const char* box = R"(<geom type="box" size="0.3 0.2 0.1"/>)";
+const char* box2 = R"(<geom type="box" size="0.15 0.25 0.2"/>)";
+}  // namespace
+
+TEST_SUITE("cpu") {
+  TEST_CASE("physics.colliders.mujoco_primitives_match_contact_for_contact" * doctest::timeout(120)) {
+    struct pair_case {
+      const char *a, *b;
+      bool plane;
+      double reach;
+      double inside_radius = 0;
+    };
+    // reach: about the sum of the two geoms' extents, so that the random poses overlap about half the time.
+    const pair_case cases[] = {
+        {plane, sphere, true, 0.25},       {plane, capsule, true, 0.35},  {plane, box, true, 0.4},
+        {sphere, sphere2, false, 0.37},    {sphere, capsule, false, 0.5}, {capsule, capsule2, false, 0.5},
+        {sphere2, box, false, 0.55, 0.15},
+    };
+    for (const pair_case& c : cases) {
+      for (const bool shallow : {false, true}) {
+        const exact_stats st = compare_exact(c.a, c.b, c.plane, c.reach, 400, shallow, c.inside_radius);
+        CHECK(st.scenes >= 100);  // enough scenes in contact to mean something
+        CHECK(st.count_mismatch == 0);
+        CHECK(st.pos <= 1e-12);
+        CHECK(st.normal <= 1e-12);
+        CHECK(st.depth <= 1e-12);
+        if (c.inside_radius > 0 && !shallow) CHECK(st.inside > 0);  // the case occurs and is told apart
+      }
+    }
+  }
+
+  TEST_CASE("physics.colliders.box_box_and_capsule_box_against_mujoco" * doctest::timeout(120)) {
+    // Shallow contacts (penetration along the approach at most 1 cm, so no true penetration depth exceeds it).
+    const double depth = 0.01;
+    SUBCASE("box-box: the same points and normals in most scenes, depths within half a penetration") {
+      const region_stats st = compare_region(box, box2, 0.6, 600, depth);
+      CHECK(st.both >= 500);
+      CHECK(st.only_one == 0);
+      CHECK(st.identical >= st.both / 3);
+      CHECK(quantile(st.normal, 0.9) <= 1e-9);
+      CHECK(quantile(st.centroid, 0.9) <= 1e-9);
+      CHECK(quantile(st.nearest, 0.9) <= 1e-9);
+      CHECK(quantile(st.depth, 0.95) <= depth / 2);
+      CHECK(st.ours_deepest <= depth + 1e-9);  // MuJoCo 2.2.2's box-box reports deeper contacts at times
+    }
+    SUBCASE("capsule-box: the same depths and normals, the same points in most scenes, within 2 mm in 95%") {
+      const region_stats st = compare_region(capsule, box, 0.55, 600, depth);
+      CHECK(st.both >= 500);
+      CHECK(st.only_one == 0);
+      CHECK(quantile(st.depth, 1.0) <= 1e-4);
+      CHECK(quantile(st.normal, 0.95) <= 1e-6);
+      CHECK(quantile(st.centroid, 0.95) <= 2e-3);
+      CHECK(quantile(st.nearest, 0.9) <= 1e-8);
+      CHECK(quantile(st.nearest, 0.95) <= 2e-3);
+      CHECK(st.ours_deepest <= depth + 1e-9);
+    }
+  }
+}
