@@ -188,6 +188,15 @@ gmi::physics::step_path_choice physics_step_choice(const typename E::params& p, 
                                         physics_step_inputs<E>(n, sm_count));
 }
 
+// Whether n environments of any env E step with a warp each (only physics tasks can).
+template <class E>
+bool env_steps_in_warps(const typename E::params& p, std::size_t n, int sm_count = 0) {
+  if constexpr (physics_task<E>)
+    return physics_step_choice<E>(p, n, sm_count).path == gmi::physics::step_path::warp;
+  else
+    return false;
+}
+
 // "warp_per_env" or "thread_per_env" for any env (only physics tasks can take the warp).
 template <class E>
 const char* env_step_path_name(const typename E::params& p, std::size_t n, int sm_count = 0) {

@@ -1,18 +1,14 @@
 #pragma once
-// The CUDA half of gmi::rl::ppo_trainer: one thread per environment collects its whole rollout column (weights
-// in shared memory); minibatch_gradient forms each minibatch's gradient: one warp per sample with the gradient
-// held in the lanes' registers and summed per block (detail/ppo_warp_gradient.cuh), or, for networks too wide for
-// that, a tile of samples per block as small matrix products in shared memory (detail/ppo_tile_gradient.cuh), or
-// one thread per sample with warps summing their 32 samples by shuffles, or (opt-in) as cuBLASLt products over the
-// minibatch (detail/ppo_lt_gradient.cuh); a second kernel adds the partial rows in order (fixed orders throughout,
-// so results do not vary between runs). A synced trainer whose group shares its rows (ppo_sync::exchange) does the
-// rest of a minibatch step in one more launch, ppo_step_kernel: that sum, the group's mean, Adam, the lr rule.
-// After a first eager iteration, the whole iteration is captured as a CUDA graph and replayed. A synced trainer
-// (ppo_sync.hpp) whose group shares its rows gathers the group's rollout statistics through that exchange too, in
-// one kernel (detail/ppo_stats_gather.cuh), so its whole iteration replays as well; other synced trainers collect
-// eagerly (the statistics gather waits on the host after collection) and replay only their update (epochs x
-// minibatches, the group's gradient sums included) when the sync's sums are replayable (ppo_sync::replayed), else
-// enqueue it kernel by kernel.
+// The CUDA half of gmi::rl::ppo_trainer. Collection: one thread per environment runs its whole rollout column
+// (weights in shared memory), or, for wide networks and warp-stepped physics tasks, the batched rollout
+// (rl/batched_rollout.cuh). minibatch_gradient forms each minibatch's gradient by the path rl/wide_rule.hpp
+// names: a warp per sample (detail/ppo_warp_gradient.cuh), a tile of samples per block (detail/ppo_tile_gradient.cuh),
+// a thread per sample, or cuBLASLt products (detail/ppo_lt_gradient.cuh); partial rows are added in fixed orders,
+// so results do not vary between runs. A synced trainer whose group shares its rows (ppo_sync::exchange) ends a
+// minibatch step in ppo_step_kernel (the group's sum and mean, Adam, the lr rule) and gathers its rollout
+// statistics there too (detail/ppo_stats_gather.cuh), so its whole iteration replays as one CUDA graph after a
+// first eager one; other synced trainers collect eagerly and replay only their update when the sync's sums are
+// replayable (ppo_sync::replayed), else enqueue it kernel by kernel.
 
 #include <cuda_runtime_api.h>
 
@@ -368,10 +364,7 @@ struct ppo_device_ops {
     iteration.fill_bytes(0, t.policy_.stream);
     // A physics task whose env step takes a warp per environment collects batched by default (the fused
     // thread-per-env collection can not hand its step to a warp); --collection threads still wins.
-    bool env_warp = false;
-    if constexpr (physics_task<E>)
-      env_warp = physics_step_choice<E>(t.envs_.params(), t.n_, t.policy_.sm_count).path ==
-                 gmi::physics::step_path::warp;
+    const bool env_warp = env_steps_in_warps<E>(t.envs_.params(), t.n_, t.policy_.sm_count);
     if (parse_collection_path(detail::requested_collection_path(), is_wide<Net>(t.config_.network) || env_warp) ==
         collection_path::batched)
       batched.emplace(t.n_, t.envs_.view().params, t.config_.network, t.policy_);
