@@ -309,6 +309,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     r.gradients = sync.description();
     r.update = sync.update();
     r.statistics = trainer.statistics_in_kernel() ? "kernel" : "host";
+    if constexpr (requires { trainer.collection_name(); }) r.collection = trainer.collection_name();
     const auto params = trainer.params();
     std::vector<float> host(params.size());
     cuda::copy(host_span<float>(host.data(), host.size()), memory_span<const float, device_memory>(params.data(), params.size()),
@@ -422,7 +423,8 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
                  {"minibatch_scope", choice_name(o.minibatch_scope, scope_choice_names)},
                  {"comm_clock", choice_name(o.comm_clock, clock_choice_names)},
                  {"minibatch_gradient", rl::minibatch_gradient_name<typename Pipeline::network>(o.ppo.network)},
-                 {"collection", rl::collection_path_name<typename Pipeline::network>(o.ppo.network)},
+                 {"collection", first.collection.empty() ? rl::collection_path_name<typename Pipeline::network>(o.ppo.network)
+                                                         : first.collection},
                  {"network", network_text<Pipeline>()}});
     if (std::isfinite(first.mean_return)) line["mean_return"] = first.mean_return;
     if (std::isfinite(first.eval_return)) {

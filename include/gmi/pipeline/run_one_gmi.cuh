@@ -77,6 +77,7 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
     return result;
   } else {
     engine trainer = actors::make_gmi_engine<engine, Env>(0, 1, o.actor_cores_per_gmi, o.num_envs, o.seed, o.ppo, o.env, policy);
+    if constexpr (Policy::on_device && requires { trainer.collection_name(); }) base["collection"] = trainer.collection_name();
     std::uint64_t resumed_at = 0;
     if (!o.resume_path.empty()) {
       trainer.load_state(io::load(o.resume_path));

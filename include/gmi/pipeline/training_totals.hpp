@@ -35,6 +35,7 @@ struct gmi_training_result {
   std::string gradients;  // the gradient allreduce in use (gmi_gradient_sync::description)
   std::string update;     // "fused" (replayed, the group's sum inside each step kernel), "graph" or "eager"
   std::string statistics;  // where the group's rollout statistics meet: "kernel" (the row exchange) or "host"
+  std::string collection;  // how the rollout is collected: "batched" or "threads" (rl::ppo_trainer::collection_name)
   std::vector<std::array<double, 2>> curve;  // rank 0 only: (group env steps, mean return) at every group step
   // Rank 0 only: the final policy's deterministic return (rl/ppo_eval.hpp) over eval_episodes, NaN where not run.
   double eval_return = std::numeric_limits<double>::quiet_NaN();
@@ -64,6 +65,7 @@ inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
   if (!r.gradients.empty()) j["gradients"] = r.gradients;
   if (!r.update.empty()) j["update"] = r.update;
   if (!r.statistics.empty()) j["statistics"] = r.statistics;
+  if (!r.collection.empty()) j["collection"] = r.collection;
   if (r.warm_seconds > 0) j.update({{"warm_samples", r.warm_samples}, {"warm_seconds", r.warm_seconds}});
   j["device_bytes"] = r.device_bytes;
   if (std::isfinite(r.comm_seconds)) j.update({{"comm_seconds", r.comm_seconds}, {"host_sync_seconds", r.host_sync_seconds}});
@@ -90,6 +92,7 @@ inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
   if (j.contains("gradients")) r.gradients = j["gradients"].get<std::string>();
   if (j.contains("update")) r.update = j["update"].get<std::string>();
   if (j.contains("statistics")) r.statistics = j["statistics"].get<std::string>();
+  if (j.contains("collection")) r.collection = j["collection"].get<std::string>();
   if (j.contains("warm_seconds")) {
     r.warm_samples = j.at("warm_samples");
     r.warm_seconds = j.at("warm_seconds");

@@ -312,6 +312,12 @@ class ppo_trainer {
     if constexpr (P::on_device) return detail::ppo_device_ops<E, Net>::statistics_in_kernel(*this);
     else return false;
   }
+  // How the rollout is collected: "batched" (rl/batched_rollout.cuh: wide networks, warp-stepped physics tasks,
+  // --collection batched) or "threads" (a thread per environment; host trainers too).
+  [[nodiscard]] const char* collection_name() const {
+    if constexpr (P::on_device) return device_->batched ? "batched" : "threads";
+    else return "threads";
+  }
 
   // The gradient row [param_count gradients | term_count loss terms] a sync sums (zeros may follow it): the same
   // memory from set_sync on, so a transport may bind to it.
