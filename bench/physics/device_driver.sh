@@ -18,20 +18,8 @@
 # Result lines (JSON) go to $OUT/physics_driver_paths.jsonl, logs to $OUT/*.log, a summary to stdout.
 # Usage: bench/physics/device_driver.sh   or   TRAIN=1 bench/physics/device_driver.sh
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-out=${OUT:?OUT: the folder for results (set by the device machine)}
-build=${BUILD:-/tmp/build}
-git_rev=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-export GMI_GIT_REVISION=$git_rev
-run_id="physics_driver_paths-$(date -u +%Y%m%dT%H%M%SZ)"
-lines=$out/physics_driver_paths.jsonl
-status=0
-
-if ls .carry/debs/libpugixml*.deb >/dev/null 2>&1; then
-  for f in .carry/debs/libpugixml*.deb; do dpkg -x "$f" /tmp/gmi-sysroot; done
-  export CMAKE_PREFIX_PATH=/tmp/gmi-sysroot/usr LD_LIBRARY_PATH=/tmp/gmi-sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-fi
+name=physics_driver_paths
+source "$(dirname "$0")/device_common.sh"
 
 echo "== configure and build ($build)"
 train=${TRAIN:-0}

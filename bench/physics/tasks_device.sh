@@ -11,21 +11,8 @@
 #   4. PPO on ant (gmi.example.ant_ppo, 4096 envs, 20 M env steps or 110 s) with --metrics, and its return curve.
 # Result lines (JSON) go to $OUT/physics_tasks.jsonl, logs to $OUT/*.log. Usage: bench/physics/tasks_device.sh
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-out=${OUT:?OUT: the folder for results (set by the device machine)}
-build=${BUILD:-/tmp/build}
-git_rev=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-export GMI_GIT_REVISION=$git_rev
-run_id="physics_tasks-$(date -u +%Y%m%dT%H%M%SZ)"
-lines=$out/physics_tasks.jsonl
-status=0
-
-# pugixml (optional here: only step 3 needs it).
-if ls .carry/debs/libpugixml*.deb >/dev/null 2>&1; then
-  for f in .carry/debs/libpugixml*.deb; do dpkg -x "$f" /tmp/gmi-sysroot; done
-  export CMAKE_PREFIX_PATH=/tmp/gmi-sysroot/usr LD_LIBRARY_PATH=/tmp/gmi-sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-fi
+name=physics_tasks
+source "$(dirname "$0")/device_common.sh"
 
 echo "== configure and build ($build)"
 cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON -DGMI_BUILD_ALL_TASK_EXAMPLES=ON > "$out/configure.log" 2>&1 ||
