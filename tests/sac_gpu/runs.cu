@@ -1,11 +1,18 @@
 #include "sac_gpu/runs.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
 
+#include <gmi/comm/hierarchical.cuh>
 #include <gmi/envs/pendulum.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/sac.cuh>
@@ -137,45 +144,114 @@ learn_result learn_pendulum(int num_envs, std::size_t env_steps) {
   return out;
 }
 
-data_parallel device_learners(int gmis, std::size_t env_steps) {
+namespace {
+// `gmis` device learners as threads on GPU 0 for `env_steps` each; gradients averaged through the host, or on the
+// device through one comm::hierarchical_allreduce per sum buffer (the pipeline's learner_device_sums, built here
+// from comm's public API). Each learner's final weights (actor, critic 1, critic 2), rank 0's initial ones.
+struct learners_run {
+  std::vector<std::vector<float>> weights;
+  std::vector<float> initial;
+  std::size_t updates = 0;
+  std::uint64_t device_sums = 0, host_sums = 0;  // rank 0's
+};
+learners_run run_learners(int gmis, std::size_t env_steps, bool on_device) {
   using trainer = gmi::rl::sac_device_trainer<gmi::envs::pendulum, gmi::rl::sac_networks<3, 1, 64>>;
   gmi::rl::sac_config c;
   c.batch = 128;
   c.warmup_steps = 512;
   c.replay_capacity = 20000;
-  std::vector<std::vector<float>> weights(static_cast<std::size_t>(gmis)), initial(weights.size());
-  std::size_t updates = 0;
+  learners_run out;
+  out.weights.resize(static_cast<std::size_t>(gmis));
+  static int runs = 0;
+  const std::string tag = "sacgpu-" + std::to_string(::getpid()) + "-" + std::to_string(runs++);
   gmi::runtime::thread_group g(gmi::runtime::launch_spec::uniform(1, gmis), [&](gmi::runtime::context& ctx) {
     GMI_CUDA_TRY(cudaSetDevice(0));
     trainer t(c, 8, 100 + static_cast<std::uint64_t>(ctx.rank()));
+    std::array<std::optional<gmi::comm::hierarchical_allreduce>, 2> reduce;
     gmi::rl::sac_sync s;
     s.rank = ctx.rank();
     s.world = ctx.world();
     s.sum = [&ctx](std::span<float> v) { ctx.allreduce(v, ctx.all()); };
+    if (on_device) {
+      for (int part = 0; part < 2; ++part) {
+        gmi::comm::hierarchical_options o;
+        o.tag = tag + "-" + std::to_string(part);
+        o.local_rank = ctx.rank();
+        o.local_size = ctx.world();
+        o.mode = gmi::comm::sharing::in_process;
+        o.timeout = std::chrono::seconds(30);
+        o.blocking = false;
+        const auto b = t.sum_buffer(part);
+        reduce[std::size_t(part)].emplace(o, b.data(), b.size());
+      }
+      s.sum_device = [&reduce](int part, CUstream_st* stream) { reduce[std::size_t(part)]->allreduce(stream); };
+      s.wait_device = [&reduce](CUstream_st* stream) {
+        for (auto& r : reduce) r->wait(stream);
+      };
+    }
     t.set_sync(s);
     const auto r = static_cast<std::size_t>(ctx.rank());
-    initial[r] = t.actor_params();
+    if (r == 0) out.initial = t.actor_params();
     while (t.env_steps() < env_steps) {
       t.step();
       ctx.heartbeat();
     }
+    (void)t.read_stats();  // the bounded wait for the device sums, then the stream
     std::vector<float> w = t.actor_params();
     for (int k = 0; k < 2; ++k) {
       const auto cp = t.critic_params(k);
       w.insert(w.end(), cp.begin(), cp.end());
     }
-    weights[r] = std::move(w);
-    if (r == 0) updates = t.updates();
+    out.weights[r] = std::move(w);
+    if (r == 0) {
+      out.updates = t.updates();
+      out.device_sums = t.device_sums();
+      out.host_sums = t.host_sums();
+    }
+    ctx.barrier(ctx.all());  // no learner frees its buffers while the GPU's leader may still read them
   });
   (void)g.wait_or_throw();
-  data_parallel out;
-  out.updates = updates;
-  out.weights_equal = true;
-  for (const auto& w : weights) {
-    out.weights_equal = out.weights_equal && w.size() == weights[0].size() &&
-                        std::memcmp(w.data(), weights[0].data(), w.size() * sizeof(float)) == 0;
+  return out;
+}
+bool all_equal(const std::vector<std::vector<float>>& w) {
+  for (const auto& x : w) {
+    if (x.size() != w[0].size() || std::memcmp(x.data(), w[0].data(), x.size() * sizeof(float)) != 0) return false;
   }
-  out.weights_moved = !std::equal(initial[0].begin(), initial[0].end(), weights[0].begin());
+  return true;
+}
+}  // namespace
+
+data_parallel device_learners(int gmis, std::size_t env_steps, bool on_device) {
+  const learners_run r = run_learners(gmis, env_steps, on_device);
+  data_parallel out;
+  out.updates = r.updates;
+  out.device_sums = r.device_sums;
+  out.host_sums = r.host_sums;
+  out.weights_equal = all_equal(r.weights);
+  out.weights_moved = !std::equal(r.initial.begin(), r.initial.end(), r.weights[0].begin());
+  return out;
+}
+
+sum_paths device_sum_against_host_sum(int gmis, std::size_t env_steps) {
+  const learners_run d = run_learners(gmis, env_steps, true), h = run_learners(gmis, env_steps, false);
+  sum_paths out;
+  out.updates = d.updates;
+  out.device_sums = d.device_sums;
+  out.host_sums_of_device_run = d.host_sums;
+  out.weights_equal = all_equal(d.weights);
+  out.paths_bit_equal = d.weights[0] == h.weights[0];
+  double diff = 0, moved = 0;
+  const std::size_t na = h.initial.size();
+  for (std::size_t i = 0; i < h.weights[0].size(); ++i) {
+    const double e = double(d.weights[0][i]) - double(h.weights[0][i]);
+    diff += e * e;
+    if (i < na) {
+      const double m = double(h.weights[0][i]) - double(h.initial[i]);
+      moved += m * m;
+    }
+  }
+  // The actor's movement stands for the scale; the critics' differences count too (a stricter bound).
+  out.distance = moved > 0 ? std::sqrt(diff / moved) : std::numeric_limits<double>::infinity();
   return out;
 }
 

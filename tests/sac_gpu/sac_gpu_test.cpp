@@ -41,3 +41,34 @@ TEST_CASE("sac_gpu.data_parallel_weights_equal") {
   CHECK(r.weights_moved);
   CHECK(r.weights_equal);
 }
+
+// K = 2..4 device learners on one GPU with the gradients averaged on the device (comm::hierarchical_allreduce over
+// the trainers' sum buffers, no host wait in an update): every update's two sums take the device path, the weights
+// stay the same bits on every learner, and they stay within 1% of the training's own movement of the host-sum
+// path's weights after the same updates from the same seeds (the sums may add in another order).
+TEST_CASE("sac_gpu.device_sum_matches_host_sum") {
+  for (int k = 2; k <= 4; ++k) {
+    const auto r = sac_gpu::device_sum_against_host_sum(k, 1024);
+    std::printf("sac_gpu device sums, %d learners: %zu updates, %llu device sums (%llu through the host), weights %s, "
+                "distance to the host-sum path %.3e (%s)\n",
+                k, r.updates, static_cast<unsigned long long>(r.device_sums),
+                static_cast<unsigned long long>(r.host_sums_of_device_run), r.weights_equal ? "equal" : "DIFFER",
+                r.distance, r.paths_bit_equal ? "bit-equal" : "not bit-equal");
+    CHECK(r.updates >= 400);
+    CHECK(r.device_sums == 2 * r.updates);
+    CHECK(r.host_sums_of_device_run == 0);
+    CHECK(r.weights_equal);
+    CHECK(r.distance < 1e-2);
+  }
+}
+
+// The device path over thousands of updates: the weights still the same bits on every learner.
+TEST_CASE("sac_gpu.device_sum_weights_equal") {
+  const auto r = sac_gpu::device_learners(3, 4000, true);
+  std::printf("sac_gpu device sums, 3 learners: %zu updates, weights %s\n", r.updates,
+              r.weights_equal ? "equal" : "DIFFER");
+  CHECK(r.updates >= 3000);
+  CHECK(r.device_sums == 2 * r.updates);
+  CHECK(r.weights_moved);
+  CHECK(r.weights_equal);
+}

@@ -49,6 +49,8 @@ void validate_offpolicy(train_config<Pipeline>& o) {
                  "--device host --partition cpu_cores --gmis-per-gpu >= 2 (GMI 0 learns, the others act; GPU actors "
                  "are not built yet)");
   }
+  gmi::require(o.gradient_allreduce != allreduce_choice::automatic, "--gradient-allreduce with trainer sac", "automatic",
+               "hierarchical (GPU GMIs sum on the device) or cpu_staged (through the host)");
   gmi::require(!o.autotune.on && o.autotune.plan_path.empty(), "--autotune/--plan with trainer", "sac",
                "neither (plans are searched for the PPO layouts)");
   gmi::require(o.checkpoint_path.empty() && o.resume_path.empty() && o.restart_on_failure == 0,
@@ -162,6 +164,10 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
   app.add_flag("--split-roles", o.split_roles,
                "host GMIs (--partition cpu_cores): GMI 0 learns from the transitions the other GMIs collect (they only "
                "act, with the learner's weights one message behind)");
+  add_choice(app, after, "--gradient-allreduce", o.gradient_allreduce, allreduce_choice_names,
+             "GPU GMIs: average each update's gradients on the device (hierarchical: the GPU's GMIs, then NCCL "
+             "between GPUs; no host wait) or through the host (cpu_staged: two stream waits an update); host GMIs "
+             "always sum through the host");
   app.add_option("--sac-eval-episodes", o.sac_eval_episodes, "fresh episodes of the deterministic policy at the end")->capture_default_str();
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
   for (const auto& fill : after) fill();

@@ -3,7 +3,8 @@
 // into a replay::device_table, uniform batches drawn and gathered there, and the update of sac.hpp as kernels (the
 // per-sample functions of sac_loss.hpp, batch_mlp<.., exec::cuda> for the parameter sums, adam<exec::cuda>). The
 // temperature lives on the device, so an update needs no host synchronisation besides the table's own. As one of
-// data-parallel learners (set_sync) each update's gradients go through the host to the group's sum (two waits).
+// data-parallel learners (set_sync) each update averages two buffers over the group: on the device when the sync
+// has sum_device (comm::hierarchical_allreduce, stream-ordered: no host wait), else through the host (two waits).
 
 #include <cmath>
 #include <cstddef>
@@ -110,6 +111,12 @@ __global__ static void alpha_step(float* log_alpha, float* state, const float* s
   *log_alpha -= (lr / bc1) * state[0] / (sqrtf(state[1]) / bc2 + 1e-8f);
 }
 
+// v[i] *= scale: the group's sum becomes its mean (the host path's multiply, so both give the same bits).
+__global__ static void scale(float* v, std::size_t n, float s) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) v[i] *= s;
+}
+
 __global__ static void polyak(float* target, const float* online, std::size_t n, float tau) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) target[i] = (1.0f - tau) * target[i] + tau * online[i];
@@ -201,7 +208,7 @@ class sac_device_trainer {
     critic_acts_ = buf<float>(critic_bm_.acts_size(B));
     actor_acts_ = buf<float>(actor_bm_.acts_size(B));
     g_critic_ = buf<float>(2 * critic1_.size());  // critic 1's gradient, then critic 2's
-    g_actor_ = buf<float>(actor_.size());
+    g_actor_ = buf<float>(actor_.size() + 1);  // the actor's gradient, then the mean log-prob (summed with it)
     envs_.reset(current_.span(), pol_.stream);
   }
 
@@ -251,7 +258,7 @@ class sac_device_trainer {
     const std::size_t C = critic1_.size();
     critic_gradient(critic1_, 0);
     critic_gradient(critic2_, C);
-    if (sync_.active()) average_on_host({{g_critic_.data(), 2 * C}});
+    if (sync_.active()) average(0);
     critic1_opt_.step(critic1_.span(), device_span<const float>(g_critic_.data(), C));
     critic2_opt_.step(critic2_.span(), device_span<const float>(g_critic_.data() + C, C));
     actor_bm_.forward(actor_.span(), {obs, B * O}, heads_.span(), actor_acts_.span());
@@ -259,10 +266,18 @@ class sac_device_trainer {
                                                       critic2_.data(), B, log_alpha_.data(), cfg_.log_std_min,
                                                       cfg_.log_std_max, d_heads_.data(), sums_.data());
     GMI_CUDA_TRY(cudaGetLastError());
-    actor_bm_.backward(actor_.span(), {obs, B * O}, actor_acts_.span(), d_heads_.span(), g_actor_.span());
+    const std::size_t P = actor_.size();
+    actor_bm_.backward(actor_.span(), {obs, B * O}, actor_acts_.span(), d_heads_.span(),
+                       device_span<float>(g_actor_.data(), P));
     // The temperature's gradient is a function of the mean log-prob: averaging that averages the gradient.
-    if (sync_.active()) average_on_host({{g_actor_.data(), g_actor_.size()}, {sums_.data() + sac_sum_log_prob, 1}});
-    actor_opt_.step(actor_.span(), g_actor_.span());
+    if (sync_.active()) {
+      GMI_CUDA_TRY(cudaMemcpyAsync(g_actor_.data() + P, sums_.data() + sac_sum_log_prob, sizeof(float),
+                                   cudaMemcpyDeviceToDevice, s));
+      average(1);
+      GMI_CUDA_TRY(cudaMemcpyAsync(sums_.data() + sac_sum_log_prob, g_actor_.data() + P, sizeof(float),
+                                   cudaMemcpyDeviceToDevice, s));
+    }
+    actor_opt_.step(actor_.span(), device_span<const float>(g_actor_.data(), P));
     if (cfg_.tune_alpha)
       sac_kernels::alpha_step<<<1, 1, 0, s>>>(log_alpha_.data(), alpha_state_.data(), sums_.data(),
                                               cfg_.entropy_target(A), cfg_.alpha_lr);
@@ -309,15 +324,31 @@ class sac_device_trainer {
     const std::vector<float> s = download(sums_), la = download(log_alpha_);
     return {s[sac_sum_critic] / 2.0, s[sac_sum_actor], s[sac_sum_log_prob], std::exp(double(la[0]))};
   }
-  // Episodes finished in training since the previous read (waits for the stream).
-  episode_stats read_stats() { return envs_.read_stats(pol_.stream); }
+  // Episodes finished in training since the previous read (waits for the stream; device sums first, bounded).
+  episode_stats read_stats() {
+    if (sync_.on_device()) sync_.wait_device(pol_.stream);
+    return envs_.read_stats(pol_.stream);
+  }
   [[nodiscard]] std::size_t env_steps() const noexcept { return env_steps_; }
   [[nodiscard]] std::uint64_t updates() const noexcept { return updates_; }
   [[nodiscard]] std::vector<float> actor_params() const { return download(actor_); }
   [[nodiscard]] std::vector<float> critic_params(int k) const { return download(k == 0 ? critic1_ : critic2_); }
 
+  // The device buffer the group sums as `part` (sac_sync::sum_device): 0, both critics' gradients; 1, the actor's
+  // gradient and the mean log-prob. Build the transport on these before set_sync.
+  [[nodiscard]] device_span<float> sum_buffer(int part) {
+    gmi::require(part == 0 || part == 1, "sac_device_trainer::sum_buffer part", part, "0 (critics) or 1 (actor)");
+    return part == 0 ? g_critic_.span() : g_actor_.span();
+  }
+  // Sums this learner enqueued on the device (sac_sync::sum_device), and those that went through the host.
+  [[nodiscard]] std::uint64_t device_sums() const noexcept { return device_sums_; }
+  [[nodiscard]] std::uint64_t host_sums() const noexcept { return host_sums_; }
+  // The stream every kernel and copy of this trainer goes on (the table's).
+  [[nodiscard]] cudaStream_t stream() const noexcept { return pol_.stream; }
+
   // Joins a group of data-parallel learners before the first update (as sac_trainer::set_sync): rank 0's weights
-  // everywhere, then every update's gradients averaged over the group through the host.
+  // everywhere (through the host sum, once), then every update's gradients averaged over the group, on the device
+  // when the sync has sum_device.
   void set_sync(sac_sync s) {
     s.validate();
     gmi::require(updates_ == 0, "sac_device_trainer::set_sync after updates", updates_, "0 (join the group first)");
@@ -373,6 +404,21 @@ class sac_device_trainer {
     critic_bm_.backward(critic.span(), x_.span(), critic_acts_.span(), d_q_.span(),
                         device_span<float>(g_critic_.data() + offset, critic.size()));
   }
+  // Sum buffer `part` replaced by the group's mean: summed on the device and scaled, stream-ordered; or through
+  // the host.
+  void average(int part) {
+    const device_span<float> v = sum_buffer(part);
+    if (!sync_.on_device()) {
+      average_on_host({{v.data(), v.size()}});
+      ++host_sums_;
+      return;
+    }
+    sync_.sum_device(part, pol_.stream);
+    sac_kernels::scale<<<sac_kernels::blocks(v.size()), 256, 0, pol_.stream>>>(v.data(), v.size(),
+                                                                               1.0f / float(sync_.world));
+    GMI_CUDA_TRY(cudaGetLastError());
+    ++device_sums_;
+  }
   // Device arrays replaced by the group's mean: copied to the host (a wait on the stream), summed, copied back.
   void average_on_host(std::initializer_list<std::pair<float*, std::size_t>> parts) {
     std::size_t total = 0;
@@ -408,7 +454,7 @@ class sac_device_trainer {
   buf<float> eps_, eps_next_, y_, x_, q_, d_q_, heads_, d_heads_, critic_acts_, actor_acts_, g_critic_, g_actor_;
   replay::device_batch batch_;
   std::size_t env_steps_ = 0;
-  std::uint64_t batch_steps_ = 0, updates_ = 0;
+  std::uint64_t batch_steps_ = 0, updates_ = 0, device_sums_ = 0, host_sums_ = 0;
   double owed_updates_ = 0;
   sac_sync sync_;
   std::vector<float> staged_;
