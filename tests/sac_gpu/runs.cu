@@ -14,6 +14,7 @@
 
 #include <gmi/comm/hierarchical.cuh>
 #include <gmi/envs/pendulum.hpp>
+#include <gmi/pipeline/offpolicy_split.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/sac.cuh>
 #include <gmi/rl/sac_sync.hpp>
@@ -252,6 +253,71 @@ sum_paths device_sum_against_host_sum(int gmis, std::size_t env_steps) {
   }
   // The actor's movement stands for the scale; the critics' differences count too (a stricter bound).
   out.distance = moved > 0 ? std::sqrt(diff / moved) : std::numeric_limits<double>::infinity();
+  return out;
+}
+
+split_result split_on_gpu(int gmis, std::size_t env_steps) {
+  using trainer = gmi::rl::sac_device_trainer<gmi::envs::pendulum, gmi::rl::sac_networks<3, 1, 64>>;
+  gmi::rl::sac_config c;
+  c.batch = 128;
+  c.warmup_steps = 512;
+  c.replay_capacity = 20000;
+  split_result out;
+  {  // One actor's packed rows through the learner's device insert: every row found in the table.
+    GMI_CUDA_TRY(cudaSetDevice(0));
+    trainer actor(gmi::detail::split_actor_config(c), 3, 7), learner(c, 1, 8);
+    std::vector<float> rows;
+    for (int t = 0; t < 12; ++t) actor.collect_packed(true, rows);
+    learner.insert_packed(1, rows, 3, 12);
+    gmi::replay::device_table& table = learner.table();
+    gmi::replay::device_batch b;
+    table.sample(gmi::replay::sampler::fifo(), 36, 1, 0, b);
+    GMI_CUDA_TRY(cudaStreamSynchronize(table.stream()));
+    constexpr std::size_t W = trainer::packed_width;
+    std::vector<float> cols[5];
+    const std::size_t widths[5] = {3, 1, 1, 3, 1};
+    for (int k = 0; k < 5; ++k) {
+      cols[k].resize(36 * widths[k]);
+      GMI_CUDA_TRY(cudaMemcpy(cols[k].data(), b.column<float>(std::size_t(k)), cols[k].size() * 4, cudaMemcpyDeviceToHost));
+    }
+    for (std::size_t k = 0; k < 36; ++k) {
+      const float* r = rows.data() + k * W;
+      for (std::size_t i = 0; i < 36; ++i) {
+        if (std::memcmp(&cols[0][i * 3], r, 12) == 0 && cols[1][i] == r[3] && cols[2][i] == r[4] &&
+            std::memcmp(&cols[3][i * 3], r + 5, 12) == 0 && cols[4][i] == r[8]) {
+          ++out.rows_found;
+          break;
+        }
+      }
+    }
+    out.rows_sent = 36;
+    out.learner_table = table.size();
+  }
+  std::vector<std::size_t> actor_steps(static_cast<std::size_t>(gmis), 0);
+  std::vector<float> initial, final_weights;
+  gmi::runtime::thread_group g(gmi::runtime::launch_spec::uniform(1, gmis), [&](gmi::runtime::context& ctx) {
+    GMI_CUDA_TRY(cudaSetDevice(0));
+    const auto r = static_cast<std::size_t>(ctx.rank());
+    if (gmi::detail::offpolicy_role_of(ctx.rank(), ctx.world(), true) == gmi::detail::offpolicy_role::learner) {
+      trainer eng(c, 8, 100);
+      initial = eng.actor_params();
+      gmi::detail::split_learner<trainer> l(eng, ctx);
+      while (eng.env_steps() < env_steps) l.step();
+      l.finish();
+      out.learner_env_steps = eng.env_steps();
+      out.learner_updates = eng.updates();
+      out.learner_table_after = eng.table().size();
+      final_weights = eng.actor_params();
+    } else {
+      trainer eng(gmi::detail::split_actor_config(c), 8, 100 + r);
+      gmi::detail::split_actor_run(eng, ctx);
+      actor_steps[r] = eng.env_steps();
+      out.actor_updates += eng.updates();
+    }
+  });
+  (void)g.wait_or_throw();
+  for (std::size_t r = 1; r < actor_steps.size(); ++r) out.actor_env_steps += actor_steps[r];
+  out.weights_moved = initial != final_weights;
   return out;
 }
 

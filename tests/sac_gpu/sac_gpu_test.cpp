@@ -72,3 +72,23 @@ TEST_CASE("sac_gpu.device_sum_weights_equal") {
   CHECK(r.weights_moved);
   CHECK(r.weights_equal);
 }
+
+// Split roles on GPU GMIs: an actor's transitions land in the learner's device table row for row; then 3 thread
+// GMIs, GMI 0 learning from the 2 actors' transitions on its device table: every transition it holds came from
+// the actors (it steps no environment), it made the gradient steps due, the actors none.
+TEST_CASE("sac_gpu.split_roles_on_gpu") {
+  const auto r = sac_gpu::split_on_gpu(3, 2048);
+  std::printf("sac_gpu split roles: %zu of %zu rows found; learner %zu env steps, %zu updates, table %zu; actors "
+              "%zu env steps\n",
+              r.rows_found, r.rows_sent, r.learner_env_steps, r.learner_updates, r.learner_table_after,
+              r.actor_env_steps);
+  CHECK(r.rows_found == r.rows_sent);
+  CHECK(r.learner_table == 36);
+  CHECK(r.learner_env_steps >= 2048);
+  CHECK(r.learner_table_after == r.learner_env_steps);
+  CHECK(r.actor_env_steps >= r.learner_env_steps);  // the round in flight at the end is read but not inserted
+  CHECK(r.actor_env_steps <= r.learner_env_steps + 2 * 8 * 8);
+  CHECK(r.learner_updates >= r.learner_env_steps - 512 - 2 * 8 * 8);
+  CHECK(r.actor_updates == 0);
+  CHECK(r.weights_moved);
+}

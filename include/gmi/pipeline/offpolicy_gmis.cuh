@@ -6,8 +6,8 @@
 // host wait in an update; --gradient-allreduce cpu_staged sums through the host instead), on host GMIs through the
 // runtime context's allreduce; the group decides together when to stop (offpolicy_loop.hpp with train_loop.hpp).
 // Host GMIs are threads on disjoint core sets (partition::cpu_cores), GPU GMIs come from runtime::run_gmis (none or
-// MPS). The launcher compares the GMIs' weight hashes and returns rank 0's result. With --split-roles (host GMIs)
-// GMI 0 learns from the others' transitions instead (offpolicy_split.hpp).
+// MPS). The launcher compares the GMIs' weight hashes and returns rank 0's result. With --split-roles (host or GPU
+// GMIs) GMI 0 learns from the others' transitions instead (offpolicy_split.hpp).
 
 #include <array>
 #include <chrono>
@@ -26,6 +26,7 @@
 #include <gmi/comm/nccl.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/hash.hpp>
+#include <gmi/core/span.hpp>
 #include <gmi/partition/cpu_cores.hpp>
 #include <gmi/pipeline/offpolicy_loop.hpp>
 #include <gmi/pipeline/offpolicy_split.hpp>
@@ -64,7 +65,7 @@ inline rl::sac_sync learner_sync(runtime::context& ctx) {
 class learner_device_sums {
  public:
   learner_device_sums(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg,
-                      std::span<float> critics, std::span<float> actor)
+                      device_span<float> critics, device_span<float> actor)
       : ctx_(ctx), binding_(b) {
     build(0, "critics", critics, cfg);
     build(1, "actor", actor, cfg);
@@ -90,7 +91,7 @@ class learner_device_sums {
   }
 
  private:
-  void build(int part, const std::string& name, std::span<float> buffer, const runtime::gmis_config& cfg) {
+  void build(int part, const std::string& name, device_span<float> buffer, const runtime::gmis_config& cfg) {
     const auto k = std::size_t(part);
     const int gpus = ctx_.id().gpus;
     const int gpu_index = ctx_.id().gpu_index();
@@ -218,17 +219,16 @@ train_result offpolicy_on_host_gmis(const train_config<Pipeline>& o, int gmis) {
     partition::cpu_cores::binding bound(mine);
     const std::string where = "host threads (cpu_cores, " + std::to_string(mine.size()) + " core(s) a GMI)";
     const std::uint64_t seed = learner_seed(o.seed, ctx.rank());
+    const offpolicy_role role = offpolicy_role_of(ctx.rank(), ctx.world(), o.split_roles);
     if (!o.split_roles) {
       engine eng(o.sac, o.num_envs, seed, o.env, bound.policy());
       learner_run<Pipeline>(eng, ctx, o, where, "gmi_host", learner_sync(ctx));
-    } else if (ctx.rank() == 0) {
+    } else if (role == offpolicy_role::learner) {
       engine eng(o.sac, o.num_envs, seed, o.env, bound.policy());
       const train_result r = split_learner_run<Pipeline>(eng, ctx, o, where, "gmi_host");
       report_gmi(ctx, r, eng, where, "learner");
     } else {
-      rl::sac_config c = o.sac;
-      c.replay_capacity = c.warmup_steps;  // an actor keeps no replay
-      engine eng(c, o.num_envs, seed, o.env, bound.policy());
+      engine eng(split_actor_config(o.sac), o.num_envs, seed, o.env, bound.policy());
       split_actor_run(eng, ctx);
       report_gmi(ctx, train_result{}, eng, where, "actor");
     }
@@ -243,9 +243,23 @@ train_result offpolicy_on_gpu_gmis(const train_config<Pipeline>& o, const runtim
   using Env = typename Pipeline::env;
   using Nets = typename Pipeline::trainer::template networks<Env>;
   const bool on_device = o.gradient_allreduce != allreduce_choice::cpu_staged;
+  using engine = rl::sac_device_trainer<Env, Nets>;
   const runtime::gmi_work work = [&](runtime::context& ctx, runtime::binding& b) {
-    rl::sac_device_trainer<Env, Nets> eng(o.sac, o.num_envs, learner_seed(o.seed, ctx.rank()), o.env);
+    const std::uint64_t seed = learner_seed(o.seed, ctx.rank());
     std::string where = cfg.partition + " over " + std::to_string(cfg.gpus.size()) + " GPU(s), " + b.describe();
+    if (o.split_roles) {  // GMI 0 learns on its device table, the others step their envs on their devices
+      if (offpolicy_role_of(ctx.rank(), ctx.world(), true) == offpolicy_role::learner) {
+        engine eng(o.sac, o.num_envs, seed, o.env);
+        const train_result r = split_learner_run<Pipeline>(eng, ctx, o, where, "gmi_device");
+        report_gmi(ctx, r, eng, where, "learner");
+      } else {
+        engine eng(split_actor_config(o.sac), o.num_envs, seed, o.env);
+        split_actor_run(eng, ctx);
+        report_gmi(ctx, train_result{}, eng, where, "actor");
+      }
+      return;
+    }
+    engine eng(o.sac, o.num_envs, seed, o.env);
     if (!on_device || ctx.world() == 1) {
       learner_run<Pipeline>(eng, ctx, o, where + ", gradients summed through the host", "gmi_device",
                             learner_sync(ctx));
@@ -257,7 +271,7 @@ train_result offpolicy_on_gpu_gmis(const train_config<Pipeline>& o, const runtim
   };
   const runtime::gmis_outcome outcome = runtime::run_gmis(cfg, work);
   if (!outcome.report) return ended_elsewhere(outcome.exit_code, false);
-  return collect_learners(*outcome.report);
+  return collect_learners(*outcome.report, o.split_roles);
 }
 
 }  // namespace gmi::detail

@@ -9,7 +9,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <initializer_list>
+#include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -237,6 +240,93 @@ class sac_device_trainer {
     while (env_steps_ < env_steps) step();
   }
 
+  // --- split roles on GPU GMIs (pipeline/offpolicy_split.hpp), the host trainer's message format
+  static constexpr std::size_t packed_width = std::size_t(2 * O + A + 2);  // obs, action, reward, next obs, terminated
+
+  // An actor's step: every environment one step on the device (uniform random actions when `random`), the
+  // transitions copied back and appended to `rows` (packed_width floats each, environment after environment).
+  void collect_packed(bool random, std::vector<float>& rows) {
+    sac_kernels::collect<E, Nets><<<sac_kernels::blocks(n_), 256, 0, pol_.stream>>>(
+        envs_.view(), actor_.data(), ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(),
+        ro_term_.data(), random, seed_ ^ 0xAC7104ull, batch_steps_, cfg_.log_std_min, cfg_.log_std_max,
+        current_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    staged_.resize(n_ * packed_width);
+    float* obs = staged_.data();
+    float* act = obs + n_ * O;
+    float* rew = act + n_ * A;
+    float* nxt = rew + n_;
+    float* term = nxt + n_ * O;
+    cuda::copy(host_span<float>(obs, n_ * O), ro_obs_.span(), pol_.stream);
+    cuda::copy(host_span<float>(act, n_ * A), ro_act_.span(), pol_.stream);
+    cuda::copy(host_span<float>(rew, n_), ro_rew_.span(), pol_.stream);
+    cuda::copy(host_span<float>(nxt, n_ * O), ro_next_.span(), pol_.stream);
+    cuda::copy(host_span<float>(term, n_), ro_term_.span(), pol_.stream);
+    GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));
+    for (std::size_t i = 0; i < n_; ++i) {
+      rows.insert(rows.end(), obs + i * O, obs + (i + 1) * O);
+      rows.insert(rows.end(), act + i * A, act + (i + 1) * A);
+      rows.push_back(rew[i]);
+      rows.insert(rows.end(), nxt + i * O, nxt + (i + 1) * O);
+      rows.push_back(term[i]);
+    }
+    env_steps_ += n_;
+    ++batch_steps_;
+  }
+
+  // A learner's insert of an actor's packed rows ([horizon][envs]) into its device table through that actor's own
+  // writer (one upload, one insert kernel); then the gradient steps now due, sampled on the device.
+  void insert_packed(int actor, std::span<const float> rows, std::size_t envs, std::size_t horizon) {
+    const std::size_t n = envs * horizon;
+    gmi::require(rows.size() == n * packed_width, "sac_device_trainer::insert_packed rows", rows.size(),
+                 std::to_string(n * packed_width) + " (" + std::to_string(n) + " transitions)");
+    gmi::require(actor >= 0, "sac_device_trainer::insert_packed actor", actor, ">= 0");
+    while (writers_.size() <= std::size_t(actor)) writers_.emplace_back();
+    auto& w = writers_[std::size_t(actor)];
+    if (!w) w.emplace(table_.make_writer(envs));
+    staged_.resize(n * packed_width);
+    float* obs = staged_.data();
+    float* act = obs + n * O;
+    float* rew = act + n * A;
+    float* nxt = rew + n;
+    float* term = nxt + n * O;
+    for (std::size_t k = 0; k < n; ++k) {
+      const float* r = rows.data() + k * packed_width;
+      std::copy_n(r, O, obs + k * O);
+      std::copy_n(r + O, A, act + k * A);
+      rew[k] = r[O + A];
+      std::copy_n(r + O + A + 1, O, nxt + k * O);
+      term[k] = r[2 * O + A + 1];
+    }
+    if (inserted_.size() < staged_.size()) inserted_ = buf<float>(staged_.size());
+    cuda::copy(device_span<float>(inserted_.data(), staged_.size()), host_span<const float>(staged_.data(), staged_.size()),
+               pol_.stream);
+    float* d = inserted_.data();
+    replay::rollout ro;
+    ro.horizon = horizon;
+    ro.envs = envs;
+    ro.columns = {d, d + n * O, d + n * (O + A), d + n * (O + A + 1), d + n * (2 * O + A + 1)};
+    table_.insert(*w, ro);
+    GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));  // staged_ and inserted_ are reused by the next call
+    env_steps_ += n;
+    if (env_steps_ < cfg_.warmup_steps) return;
+    owed_updates_ += double(cfg_.updates_per_step) * double(n);
+    while (owed_updates_ >= 1.0) {
+      update();
+      owed_updates_ -= 1.0;
+    }
+  }
+
+  // An actor's copy of the learner's actor weights.
+  void set_actor_params(std::span<const float> p) {
+    gmi::require(p.size() == actor_.size(), "sac_device_trainer::set_actor_params size", p.size(),
+                 std::to_string(actor_.size()));
+    cuda::copy(actor_.span(), host_span<const float>(p.data(), p.size()), pol_.stream);
+    GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));
+  }
+  [[nodiscard]] const sac_config& config() const noexcept { return cfg_; }
+  [[nodiscard]] replay::device_table& table() noexcept { return table_; }
+
   void update() {
     const auto B = std::size_t(cfg_.batch);
     const cudaStream_t s = pol_.stream;
@@ -458,6 +548,8 @@ class sac_device_trainer {
   double owed_updates_ = 0;
   sac_sync sync_;
   std::vector<float> staged_;
+  buf<float> inserted_;                                             // a learner's upload of an actor's rows
+  std::vector<std::optional<replay::device_table::writer>> writers_;  // a learner's, one per actor
 };
 
 }  // namespace gmi::rl
