@@ -263,9 +263,13 @@ split_result split_on_gpu(int gmis, std::size_t env_steps) {
   c.warmup_steps = 512;
   c.replay_capacity = 20000;
   split_result out;
-  {  // One actor's packed rows through the learner's device insert: every row found in the table.
+  {  // One actor's packed rows through the learner's device insert: every row found in the table (a batch of 32,
+     // so the table's min-size limiter lets 36 items be sampled; still warming up, so no update draws first).
     GMI_CUDA_TRY(cudaSetDevice(0));
-    trainer actor(gmi::detail::split_actor_config(c), 3, 7), learner(c, 1, 8);
+    gmi::rl::sac_config small = c;
+    small.batch = 32;
+    small.warmup_steps = 64;
+    trainer actor(gmi::detail::split_actor_config(small), 3, 7), learner(small, 1, 8);
     std::vector<float> rows;
     for (int t = 0; t < 12; ++t) actor.collect_packed(true, rows);
     learner.insert_packed(1, rows, 3, 12);
@@ -292,6 +296,7 @@ split_result split_on_gpu(int gmis, std::size_t env_steps) {
     }
     out.rows_sent = 36;
     out.learner_table = table.size();
+    out.single_insert_updates = learner.updates();
   }
   std::vector<std::size_t> actor_steps(static_cast<std::size_t>(gmis), 0);
   std::vector<float> initial, final_weights;

@@ -49,7 +49,7 @@ sum_paths device_sum_against_host_sum(int gmis, std::size_t env_steps);
 // then `gmis` thread GMIs on GPU 0, GMI 0 learning (detail::split_learner over a sac_device_trainer) until it
 // holds `env_steps` transitions, the others acting (detail::split_actor_run), 8 envs each.
 struct split_result {
-  std::size_t rows_sent = 0, rows_found = 0, learner_table = 0;  // the single insert
+  std::size_t rows_sent = 0, rows_found = 0, learner_table = 0, single_insert_updates = 0;  // the single insert
   std::size_t learner_env_steps = 0, learner_updates = 0, learner_table_after = 0;
   std::size_t actor_env_steps = 0;  // collected by the actors, the round in flight at the end included
   std::size_t actor_updates = 0;    // the actors' own gradient steps (none)

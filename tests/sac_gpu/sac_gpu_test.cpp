@@ -84,6 +84,7 @@ TEST_CASE("sac_gpu.split_roles_on_gpu") {
               r.actor_env_steps);
   CHECK(r.rows_found == r.rows_sent);
   CHECK(r.learner_table == 36);
+  CHECK(r.single_insert_updates == 0);
   CHECK(r.learner_env_steps >= 2048);
   CHECK(r.learner_table_after == r.learner_env_steps);
   CHECK(r.actor_env_steps >= r.learner_env_steps);  // the round in flight at the end is read but not inserted
