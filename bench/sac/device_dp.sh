@@ -13,15 +13,15 @@
 #     "median":..,"min":..,"max":..} for env_steps_per_s and updates_per_s (the group's env steps and one learner's
 #     updates per second over the run), final_return, eval_return (the deterministic policy, 16 fresh episodes),
 #     env_steps and wall_s (one run each: median = min = max)
-# (pendulum_4mps against pendulum_4mps_hostsum: the device allreduce against the host sum in updates_per_s and
-# env_steps_per_s), and the runs' logs, metrics files and the CTest log (tests.log: tests/sac_gpu with the device-sum
+# and two ratio lines, metric updates_per_s_device_over_host_sum and env_steps_per_s_device_over_host_sum
+# (pendulum_4mps over pendulum_4mps_hostsum: the device allreduce against the host sum), and the runs' logs, metrics files and the CTest log (tests.log: tests/sac_gpu with the device-sum
 # and split-roles cases, the example's GPU cases with two_mps_gmis_identical_weights and two_gmis_threads_learn
 # among them, tests/replay_gpu with the moved-shard and placement cases) under $OUT/sac_dp/.
-# About 4 min build + 2 min of tests + 4 x 25 s of runs on 16 cores.
-# Arguments (optional): seconds per run (default 25), envs per GMI (default 16).
+# About 4 min build + 2.5 min of tests + 4 x 20 s of runs (plus MPS start-up) on 16 cores.
+# Arguments (optional): seconds per run (default 20), envs per GMI (default 16).
 set -euo pipefail
 out=${OUT:?set OUT to the folder for results}
-seconds=${1:-25}
+seconds=${1:-20}
 envs=${2:-16}
 [[ "$seconds" =~ ^[0-9]+$ && "$seconds" -ge 5 && "$seconds" -le 200 ]] || { echo "device_dp: seconds: got $seconds, need an integer in 5..200" >&2; exit 2; }
 [[ "$envs" =~ ^[0-9]+$ && "$envs" -ge 1 && "$envs" -le 65536 ]] || { echo "device_dp: envs per GMI: got $envs, need an integer in 1..65536" >&2; exit 2; }
