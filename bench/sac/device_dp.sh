@@ -2,7 +2,7 @@
 # Data-parallel SAC learners on one GPU, through gmi::run (examples/pendulum_sac, the off-policy layout): Pendulum with
 # 1 GMI; with 4 MPS GMIs (--partition mps --gmis-per-gpu 4: each GMI its own environments and replay table,
 # gradients averaged over the GMIs) once with the sums on the device (the default, --gradient-allreduce
-# hierarchical: no host wait in an update) and once through the host (cpu_staged: two stream waits an update); and
+# hierarchical: no stream wait in an update) and once through the host (cpu_staged: two stream waits an update); and
 # with split roles on 4 MPS GMIs (GMI 0 learns on its device table, GMIs 1..3 act). The same envs per GMI and the
 # same wall-clock budget. From the repository root with OUT set. Writes
 #   $OUT/sac_dp_curves.jsonl: learning-curve points, one per progress line of a run (bench/sac/result_lines.py):

@@ -43,7 +43,7 @@ TEST_CASE("sac_gpu.data_parallel_weights_equal") {
 }
 
 // K = 2..4 device learners on one GPU with the gradients averaged on the device (comm::hierarchical_allreduce over
-// the trainers' sum buffers, no host wait in an update): every update's two sums take the device path, the weights
+// the trainers' sum buffers, no stream wait in an update): every update's two sums take the device path, the weights
 // stay the same bits on every learner, and they stay within 1% of the training's own movement of the host-sum
 // path's weights after the same updates from the same seeds (the sums may add in another order).
 TEST_CASE("sac_gpu.device_sum_matches_host_sum") {

@@ -3,7 +3,7 @@
 // rank) into its own replay table (its shard) and samples its own batches; every gradient is averaged over the GMIs
 // (rl::sac_sync), starting from rank 0's weights, so the weights stay bitwise equal: on GPU GMIs by default on the
 // device (learner_device_sums: comm::hierarchical_allreduce over the trainer's two sum buffers, stream-ordered, no
-// host wait in an update; --gradient-allreduce cpu_staged sums through the host instead), on host GMIs through the
+// stream wait in an update; --gradient-allreduce cpu_staged sums through the host instead), on host GMIs through the
 // runtime context's allreduce; the group decides together when to stop (offpolicy_loop.hpp with train_loop.hpp).
 // Host GMIs are threads on disjoint core sets (partition::cpu_cores), GPU GMIs come from runtime::run_gmis (none or
 // MPS). The launcher compares the GMIs' weight hashes and returns rank 0's result. With --split-roles (host or GPU

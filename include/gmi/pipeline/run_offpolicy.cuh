@@ -168,7 +168,7 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
                "learner's weights one message behind; on a GPU its device table takes them)");
   add_choice(app, after, "--gradient-allreduce", o.gradient_allreduce, allreduce_choice_names,
              "GPU GMIs: average each update's gradients on the device (hierarchical: the GPU's GMIs, then NCCL "
-             "between GPUs; no host wait) or through the host (cpu_staged: two stream waits an update); host GMIs "
+             "between GPUs; no stream wait) or through the host (cpu_staged: two stream waits an update); host GMIs "
              "always sum through the host");
   app.add_option("--sac-eval-episodes", o.sac_eval_episodes, "fresh episodes of the deterministic policy at the end")->capture_default_str();
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;

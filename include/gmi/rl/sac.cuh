@@ -4,7 +4,7 @@
 // per-sample functions of sac_loss.hpp, batch_mlp<.., exec::cuda> for the parameter sums, adam<exec::cuda>). The
 // temperature lives on the device, so an update needs no host synchronisation besides the table's own. As one of
 // data-parallel learners (set_sync) each update averages two buffers over the group: on the device when the sync
-// has sum_device (comm::hierarchical_allreduce, stream-ordered: no host wait), else through the host (two waits).
+// has sum_device (comm::hierarchical_allreduce, stream-ordered: no stream wait), else through the host (two waits).
 
 #include <cmath>
 #include <cstddef>

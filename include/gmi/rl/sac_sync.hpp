@@ -2,7 +2,7 @@
 // Data-parallel SAC learners (one per GMI, each sampling its own replay shard): what a learner needs of its group.
 // The trainers (sac.hpp, sac.cuh) start every learner from rank 0's weights (a sum in which the others contribute
 // zeros) and average each gradient over the group before the optimizer step, so the weights stay bitwise equal.
-// The device trainer sums on the device when sum_device is set (no host wait in an update), else through `sum`.
+// The device trainer sums on the device when sum_device is set (no stream wait in an update), else through `sum`.
 
 #include <functional>
 #include <span>
@@ -22,7 +22,7 @@ struct sac_sync {
   std::function<void(std::span<float>)> sum;
   // Optional, sac_device_trainer only: enqueue on `stream` the group's element-wise sum of the trainer's device
   // buffer `part` in place (0: both critics' gradients, 1: the actor's gradient and the mean log-prob;
-  // sac_device_trainer::sum_buffer gives each), with no host wait (comm::hierarchical_allreduce, non-blocking).
+  // sac_device_trainer::sum_buffer gives each), with no wait for the stream (comm::hierarchical_allreduce, non-blocking).
   // Every learner calls it the same number of times in the same order and must get the same bits back.
   std::function<void(int part, CUstream_st* stream)> sum_device;
   // With sum_device: a bounded wait until `stream` has done its sums (a lost peer or a stalled handshake throws).
