@@ -125,3 +125,44 @@ TEST_CASE("replay_gpu.snapshot_restores_into_a_host_table") {
   CHECK(b.info.keys == direct[1].keys);
   CHECK(b.columns == direct[1].columns);
 }
+
+// A shard moved between device memory and mapped pinned host memory (device_table::set_device_slots) samples and
+// gathers the same items as the host table fed the same inserts, before and after every move.
+TEST_CASE("replay_gpu.moved_shard_samples_the_same_items") {
+  auto spec = replay_test::small_spec(3000);
+  const auto ins = episodes(5, 16, 48, true);
+  const std::vector<draw> draws = {{sampler::prioritized(), 2048, 20, 2},
+                                   {sampler::prioritized(), 2048, 20, 2, 0},
+                                   {sampler::uniform(), 2048, 12, 1, 1000},
+                                   {sampler::top_k("ret"), 64, 3, 0, 0},
+                                   {sampler::uniform(), 2048, 12, 1, 3000},
+                                   {sampler::prioritized(), 2048, 20, 2}};
+  const auto d = replay_gpu::run_device(spec, ins, draws);
+  check_same(d, run_host(spec, ins, draws));
+  CHECK(d[0].keys == d[1].keys);  // the same draw before and after the move to host memory
+  CHECK(d[0].columns == d[1].columns);
+  CHECK(d[0].columns == d[5].columns);
+}
+
+// The placement step on two device shards with the same items: shard 0 drew 15 of every 16 items, shard 1 one
+// (below half an even share), so shard 1 moves to pinned host memory and shard 0 stays; both then sample the same
+// items from the same seed. With even draws nothing moves.
+TEST_CASE("replay_gpu.placement_moves_the_cold_shard") {
+  auto spec = replay_test::small_spec(700);
+  const auto ins = episodes(3, 10, 30, true);
+  const auto p = replay_gpu::place_two_shards(spec, ins, 1920, 128);
+  CHECK(p.before[0] == shard_memory::device);
+  CHECK(p.before[1] == shard_memory::device);
+  CHECK(p.after[0] == shard_memory::device);
+  CHECK(p.after[1] == shard_memory::pinned_host);
+  CHECK(p.moves == 1);
+  CHECK(p.device_slots[0] == 700);
+  CHECK(p.device_slots[1] == 0);
+  CHECK(p.share[1] == doctest::Approx(128.0 / 2048.0));
+  CHECK(p.hot.keys == p.cold.keys);
+  CHECK(p.hot.columns == p.cold.columns);
+  CHECK(p.hot.mask == p.cold.mask);
+  const auto even = replay_gpu::place_two_shards(spec, ins, 1024, 1024);
+  CHECK(even.moves == 0);
+  CHECK(even.device_slots[1] == 700);
+}

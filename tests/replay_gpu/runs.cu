@@ -1,14 +1,13 @@
 // Runs the device table for the GPU tests.
+#include <gmi/replay/device_placement.cuh>
 #include <gmi/replay/device_table.cuh>
 
 #include "replay_gpu/runs.hpp"
 
 namespace replay_gpu {
 
-std::vector<run_result> run_device(const gmi::replay::table_spec& spec,
-                                   const std::vector<replay_test::rollout_data>& inserts, const std::vector<draw>& draws,
-                                   gmi::replay::snapshot* snap) {
-  gmi::replay::device_table t(spec);
+namespace {
+void fill(gmi::replay::device_table& t, const std::vector<replay_test::rollout_data>& inserts) {
   auto w = t.make_writer(inserts.at(0).envs);
   for (const auto& d : inserts) {
     std::vector<gmi::cuda::device_buffer<float>> cols;
@@ -28,27 +27,69 @@ std::vector<run_result> run_device(const gmi::replay::table_spec& spec,
     t.insert(w, r);
     GMI_CUDA_TRY(cudaStreamSynchronize(t.stream()));  // cols and prio are freed at scope exit
   }
+}
+run_result read(const gmi::replay::table_spec& spec, gmi::replay::device_table& t, const gmi::replay::device_batch& b,
+                const draw& dr) {
+  GMI_CUDA_TRY(cudaStreamSynchronize(t.stream()));
+  run_result r;
+  r.keys.resize(dr.n);
+  r.probability.resize(dr.n);
+  r.mask.resize(dr.n * dr.length);
+  GMI_CUDA_TRY(cudaMemcpy(r.keys.data(), b.keys.data(), dr.n * 4, cudaMemcpyDeviceToHost));
+  GMI_CUDA_TRY(cudaMemcpy(r.probability.data(), b.probability.data(), dr.n * 8, cudaMemcpyDeviceToHost));
+  GMI_CUDA_TRY(cudaMemcpy(r.mask.data(), b.mask.data(), r.mask.size() * 4, cudaMemcpyDeviceToHost));
+  for (std::size_t c = 0; c < spec.columns.size(); ++c) {
+    r.columns.emplace_back(dr.n * dr.length * spec.columns[c].width);
+    GMI_CUDA_TRY(cudaMemcpy(r.columns.back().data(), b.columns[c].data(), r.columns.back().size() * 4,
+                            cudaMemcpyDeviceToHost));
+  }
+  r.size = t.size();
+  return r;
+}
+}  // namespace
+
+std::vector<run_result> run_device(const gmi::replay::table_spec& spec,
+                                   const std::vector<replay_test::rollout_data>& inserts, const std::vector<draw>& draws,
+                                   gmi::replay::snapshot* snap) {
+  gmi::replay::device_table t(spec);
+  fill(t, inserts);
   std::vector<run_result> out;
   gmi::replay::device_batch b;
   for (const auto& dr : draws) {
+    if (dr.device_slots != SIZE_MAX) t.set_device_slots(dr.device_slots);
     t.sample(dr.smp, dr.n, dr.length, dr.seed, b);
-    GMI_CUDA_TRY(cudaStreamSynchronize(t.stream()));
-    run_result r;
-    r.keys.resize(dr.n);
-    r.probability.resize(dr.n);
-    r.mask.resize(dr.n * dr.length);
-    GMI_CUDA_TRY(cudaMemcpy(r.keys.data(), b.keys.data(), dr.n * 4, cudaMemcpyDeviceToHost));
-    GMI_CUDA_TRY(cudaMemcpy(r.probability.data(), b.probability.data(), dr.n * 8, cudaMemcpyDeviceToHost));
-    GMI_CUDA_TRY(cudaMemcpy(r.mask.data(), b.mask.data(), r.mask.size() * 4, cudaMemcpyDeviceToHost));
-    for (std::size_t c = 0; c < spec.columns.size(); ++c) {
-      r.columns.emplace_back(dr.n * dr.length * spec.columns[c].width);
-      GMI_CUDA_TRY(cudaMemcpy(r.columns.back().data(), b.columns[c].data(), r.columns.back().size() * 4,
-                              cudaMemcpyDeviceToHost));
-    }
-    r.size = t.size();
-    out.push_back(std::move(r));
+    out.push_back(read(spec, t, b, dr));
   }
   if (snap) *snap = t.take_snapshot();
+  return out;
+}
+
+placed place_two_shards(const gmi::replay::table_spec& spec, const std::vector<replay_test::rollout_data>& inserts,
+                        std::size_t hot_draws, std::size_t cold_draws) {
+  gmi::replay::device_table a(spec), c(spec);
+  fill(a, inserts);
+  fill(c, inserts);
+  gmi::replay::placement_rule rule;
+  rule.min_samples = 64;
+  gmi::replay::device_shard_set set({&a, &c}, rule);
+  placed out;
+  out.before = {gmi::replay::memory_of(a), gmi::replay::memory_of(c)};
+  gmi::replay::device_batch b;
+  for (std::size_t k = 0; k < 2; ++k) {
+    const std::size_t n = k == 0 ? hot_draws : cold_draws;
+    if (n) set.sample(k, gmi::replay::sampler::uniform(), n, 1, 7 + k, b);
+  }
+  const auto plan = set.place();
+  out.after = plan.where;
+  out.share = plan.share;
+  out.moves = set.moves();
+  out.device_slots[0] = a.device_slots();
+  out.device_slots[1] = c.device_slots();
+  const draw dr{gmi::replay::sampler::prioritized(), 64, 4, 99};
+  set.sample(0, dr.smp, dr.n, dr.length, dr.seed, b);
+  out.hot = read(spec, a, b, dr);
+  set.sample(1, dr.smp, dr.n, dr.length, dr.seed, b);
+  out.cold = read(spec, c, b, dr);
   return out;
 }
 

@@ -2,6 +2,7 @@
 // Host entry points into the device table, for the doctest file (compiled by the host compiler).
 
 #include <cstdint>
+#include <cstddef>
 #include <vector>
 
 #include <gmi/replay/replay.hpp>
@@ -20,13 +21,28 @@ struct run_result {
 
 // Builds a device table of spec, inserts each rollout (one writer of inserts[0].envs envs), then for each
 // (sampler, n, length, seed) draw returns what the device sampled and gathered; after draw `snapshot_after`
-// (if >= 0) the table's snapshot is stored in *snap.
+// (if >= 0) the table's snapshot is stored in *snap. A draw with device_slots set first moves the table's items
+// (device_table::set_device_slots: that many slots in device memory, the rest in mapped pinned host memory).
 struct draw {
   gmi::replay::sampler smp;
   std::size_t n, length;
   std::uint64_t seed;
+  std::size_t device_slots = SIZE_MAX;  // SIZE_MAX: no move
 };
 std::vector<run_result> run_device(const gmi::replay::table_spec& spec, const std::vector<replay_test::rollout_data>& inserts,
                                    const std::vector<draw>& draws, gmi::replay::snapshot* snap = nullptr);
+
+// Two device tables with the same items as shards of a device_shard_set (rule: min_samples 64, the defaults else):
+// shard 0 sampled `hot_draws` items, shard 1 `cold_draws`, then one placement step; then both shards sampled with
+// the same seed.
+struct placed {
+  std::vector<gmi::replay::shard_memory> before, after;
+  std::vector<double> share;
+  std::uint64_t moves = 0;
+  std::size_t device_slots[2] = {0, 0};
+  run_result hot, cold;  // the draws after the step
+};
+placed place_two_shards(const gmi::replay::table_spec& spec, const std::vector<replay_test::rollout_data>& inserts,
+                        std::size_t hot_draws, std::size_t cold_draws);
 
 }  // namespace replay_gpu

@@ -9,6 +9,7 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/envs/pendulum.hpp>
+#include <gmi/pipeline/offpolicy_split.hpp>
 #include <gmi/rl/sac.hpp>
 #include <gmi/rl/sac_sync.hpp>
 #include <gmi/runtime/launcher.hpp>
@@ -147,5 +148,34 @@ TEST_SUITE("cpu") {
     const auto p = learner.actor_params();
     actor.set_actor_params(std::span<const float>(p.data(), p.size()));
     CHECK(std::memcmp(actor.actor_params().data(), p.data(), p.size() * sizeof(float)) == 0);
+  }
+
+  // The roles of an off-policy run's GMIs (host and GPU GMIs alike): all learners unless split; split, GMI 0 learns
+  // and every other GMI acts with a replay of warmup_steps items; split roles with one GMI, or a rank outside the
+  // run, refused with one line.
+  TEST_CASE("sac.split_roles.role_assignment") {
+    using gmi::detail::offpolicy_role;
+    using gmi::detail::offpolicy_role_of;
+    for (int world : {1, 2, 4}) {
+      for (int r = 0; r < world; ++r) CHECK(offpolicy_role_of(r, world, false) == offpolicy_role::learner);
+    }
+    for (int world : {2, 3, 8}) {
+      int learners = 0;
+      for (int r = 0; r < world; ++r) learners += offpolicy_role_of(r, world, true) == offpolicy_role::learner;
+      CHECK(learners == 1);
+      CHECK(offpolicy_role_of(0, world, true) == offpolicy_role::learner);
+      CHECK(offpolicy_role_of(world - 1, world, true) == offpolicy_role::actor);
+    }
+    CHECK(std::string(gmi::detail::name_of(offpolicy_role_of(1, 2, true))) == "actor");
+    CHECK_THROWS_WITH_AS((void)offpolicy_role_of(0, 1, true),
+                         "--split-roles with GMIs: got 1, need >= 2 (GMI 0 learns, the others act)", gmi::config_error);
+    CHECK_THROWS_WITH_AS((void)offpolicy_role_of(3, 3, false), doctest::Contains("off-policy GMI rank: got 3, need 0 .. 2"),
+                         gmi::config_error);
+    rl::sac_config c = small_config();
+    c.replay_capacity = 100000;
+    const rl::sac_config a = gmi::detail::split_actor_config(c);
+    CHECK(a.replay_capacity == c.warmup_steps);
+    CHECK(a.batch == c.batch);
+    a.validate();
   }
 }

@@ -1,12 +1,20 @@
 #include "sac_gpu/runs.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
 
+#include <gmi/comm/hierarchical.cuh>
 #include <gmi/envs/pendulum.hpp>
+#include <gmi/pipeline/offpolicy_split.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/sac.cuh>
 #include <gmi/rl/sac_sync.hpp>
@@ -137,45 +145,184 @@ learn_result learn_pendulum(int num_envs, std::size_t env_steps) {
   return out;
 }
 
-data_parallel device_learners(int gmis, std::size_t env_steps) {
+namespace {
+// `gmis` device learners as threads on GPU 0 for `env_steps` each; gradients averaged through the host, or on the
+// device through one comm::hierarchical_allreduce per sum buffer (the pipeline's learner_device_sums, built here
+// from comm's public API). Each learner's final weights (actor, critic 1, critic 2), rank 0's initial ones.
+struct learners_run {
+  std::vector<std::vector<float>> weights;
+  std::vector<float> initial;
+  std::size_t updates = 0;
+  std::uint64_t device_sums = 0, host_sums = 0;  // rank 0's
+};
+learners_run run_learners(int gmis, std::size_t env_steps, bool on_device) {
   using trainer = gmi::rl::sac_device_trainer<gmi::envs::pendulum, gmi::rl::sac_networks<3, 1, 64>>;
   gmi::rl::sac_config c;
   c.batch = 128;
   c.warmup_steps = 512;
   c.replay_capacity = 20000;
-  std::vector<std::vector<float>> weights(static_cast<std::size_t>(gmis)), initial(weights.size());
-  std::size_t updates = 0;
+  learners_run out;
+  out.weights.resize(static_cast<std::size_t>(gmis));
+  static int runs = 0;
+  const std::string tag = "sacgpu-" + std::to_string(::getpid()) + "-" + std::to_string(runs++);
   gmi::runtime::thread_group g(gmi::runtime::launch_spec::uniform(1, gmis), [&](gmi::runtime::context& ctx) {
     GMI_CUDA_TRY(cudaSetDevice(0));
     trainer t(c, 8, 100 + static_cast<std::uint64_t>(ctx.rank()));
+    std::array<std::optional<gmi::comm::hierarchical_allreduce>, 2> reduce;
     gmi::rl::sac_sync s;
     s.rank = ctx.rank();
     s.world = ctx.world();
     s.sum = [&ctx](std::span<float> v) { ctx.allreduce(v, ctx.all()); };
+    if (on_device) {
+      for (int part = 0; part < 2; ++part) {
+        gmi::comm::hierarchical_options o;
+        o.tag = tag + "-" + std::to_string(part);
+        o.local_rank = ctx.rank();
+        o.local_size = ctx.world();
+        o.mode = gmi::comm::sharing::in_process;
+        o.timeout = std::chrono::seconds(30);
+        o.blocking = false;
+        const auto b = t.sum_buffer(part);
+        reduce[std::size_t(part)].emplace(o, b.data(), b.size());
+      }
+      s.sum_device = [&reduce](int part, CUstream_st* stream) { reduce[std::size_t(part)]->allreduce(stream); };
+      s.wait_device = [&reduce](CUstream_st* stream) {
+        for (auto& r : reduce) r->wait(stream);
+      };
+    }
     t.set_sync(s);
     const auto r = static_cast<std::size_t>(ctx.rank());
-    initial[r] = t.actor_params();
+    if (r == 0) out.initial = t.actor_params();
     while (t.env_steps() < env_steps) {
       t.step();
       ctx.heartbeat();
     }
+    (void)t.read_stats();  // the bounded wait for the device sums, then the stream
     std::vector<float> w = t.actor_params();
     for (int k = 0; k < 2; ++k) {
       const auto cp = t.critic_params(k);
       w.insert(w.end(), cp.begin(), cp.end());
     }
-    weights[r] = std::move(w);
-    if (r == 0) updates = t.updates();
+    out.weights[r] = std::move(w);
+    if (r == 0) {
+      out.updates = t.updates();
+      out.device_sums = t.device_sums();
+      out.host_sums = t.host_sums();
+    }
+    ctx.barrier(ctx.all());  // no learner frees its buffers while the GPU's leader may still read them
   });
   (void)g.wait_or_throw();
-  data_parallel out;
-  out.updates = updates;
-  out.weights_equal = true;
-  for (const auto& w : weights) {
-    out.weights_equal = out.weights_equal && w.size() == weights[0].size() &&
-                        std::memcmp(w.data(), weights[0].data(), w.size() * sizeof(float)) == 0;
+  return out;
+}
+bool all_equal(const std::vector<std::vector<float>>& w) {
+  for (const auto& x : w) {
+    if (x.size() != w[0].size() || std::memcmp(x.data(), w[0].data(), x.size() * sizeof(float)) != 0) return false;
   }
-  out.weights_moved = !std::equal(initial[0].begin(), initial[0].end(), weights[0].begin());
+  return true;
+}
+}  // namespace
+
+data_parallel device_learners(int gmis, std::size_t env_steps, bool on_device) {
+  const learners_run r = run_learners(gmis, env_steps, on_device);
+  data_parallel out;
+  out.updates = r.updates;
+  out.device_sums = r.device_sums;
+  out.host_sums = r.host_sums;
+  out.weights_equal = all_equal(r.weights);
+  out.weights_moved = !std::equal(r.initial.begin(), r.initial.end(), r.weights[0].begin());
+  return out;
+}
+
+sum_paths device_sum_against_host_sum(int gmis, std::size_t env_steps) {
+  const learners_run d = run_learners(gmis, env_steps, true), h = run_learners(gmis, env_steps, false);
+  sum_paths out;
+  out.updates = d.updates;
+  out.device_sums = d.device_sums;
+  out.host_sums_of_device_run = d.host_sums;
+  out.weights_equal = all_equal(d.weights);
+  out.paths_bit_equal = d.weights[0] == h.weights[0];
+  double diff = 0, moved = 0;
+  const std::size_t na = h.initial.size();
+  for (std::size_t i = 0; i < h.weights[0].size(); ++i) {
+    const double e = double(d.weights[0][i]) - double(h.weights[0][i]);
+    diff += e * e;
+    if (i < na) {
+      const double m = double(h.weights[0][i]) - double(h.initial[i]);
+      moved += m * m;
+    }
+  }
+  // The actor's movement stands for the scale; the critics' differences count too (a stricter bound).
+  out.distance = moved > 0 ? std::sqrt(diff / moved) : std::numeric_limits<double>::infinity();
+  return out;
+}
+
+split_result split_on_gpu(int gmis, std::size_t env_steps) {
+  using trainer = gmi::rl::sac_device_trainer<gmi::envs::pendulum, gmi::rl::sac_networks<3, 1, 64>>;
+  gmi::rl::sac_config c;
+  c.batch = 128;
+  c.warmup_steps = 512;
+  c.replay_capacity = 20000;
+  split_result out;
+  {  // One actor's packed rows through the learner's device insert: every row found in the table (a batch of 32,
+     // so the table's min-size limiter lets 36 items be sampled; still warming up, so no update draws first).
+    GMI_CUDA_TRY(cudaSetDevice(0));
+    gmi::rl::sac_config small = c;
+    small.batch = 32;
+    small.warmup_steps = 64;
+    trainer actor(gmi::detail::split_actor_config(small), 3, 7), learner(small, 1, 8);
+    std::vector<float> rows;
+    for (int t = 0; t < 12; ++t) actor.collect_packed(true, rows);
+    learner.insert_packed(1, rows, 3, 12);
+    gmi::replay::device_table& table = learner.table();
+    gmi::replay::device_batch b;
+    table.sample(gmi::replay::sampler::fifo(), 36, 1, 0, b);
+    GMI_CUDA_TRY(cudaStreamSynchronize(table.stream()));
+    constexpr std::size_t W = trainer::packed_width;
+    std::vector<float> cols[5];
+    const std::size_t widths[5] = {3, 1, 1, 3, 1};
+    for (int k = 0; k < 5; ++k) {
+      cols[k].resize(36 * widths[k]);
+      GMI_CUDA_TRY(cudaMemcpy(cols[k].data(), b.column<float>(std::size_t(k)), cols[k].size() * 4, cudaMemcpyDeviceToHost));
+    }
+    for (std::size_t k = 0; k < 36; ++k) {
+      const float* r = rows.data() + k * W;
+      for (std::size_t i = 0; i < 36; ++i) {
+        if (std::memcmp(&cols[0][i * 3], r, 12) == 0 && cols[1][i] == r[3] && cols[2][i] == r[4] &&
+            std::memcmp(&cols[3][i * 3], r + 5, 12) == 0 && cols[4][i] == r[8]) {
+          ++out.rows_found;
+          break;
+        }
+      }
+    }
+    out.rows_sent = 36;
+    out.learner_table = table.size();
+    out.single_insert_updates = learner.updates();
+  }
+  std::vector<std::size_t> actor_steps(static_cast<std::size_t>(gmis), 0);
+  std::vector<float> initial, final_weights;
+  gmi::runtime::thread_group g(gmi::runtime::launch_spec::uniform(1, gmis), [&](gmi::runtime::context& ctx) {
+    GMI_CUDA_TRY(cudaSetDevice(0));
+    const auto r = static_cast<std::size_t>(ctx.rank());
+    if (gmi::detail::offpolicy_role_of(ctx.rank(), ctx.world(), true) == gmi::detail::offpolicy_role::learner) {
+      trainer eng(c, 8, 100);
+      initial = eng.actor_params();
+      gmi::detail::split_learner<trainer> l(eng, ctx);
+      while (eng.env_steps() < env_steps) l.step();
+      l.finish();
+      out.learner_env_steps = eng.env_steps();
+      out.learner_updates = eng.updates();
+      out.learner_table_after = eng.table().size();
+      final_weights = eng.actor_params();
+    } else {
+      trainer eng(gmi::detail::split_actor_config(c), 8, 100 + r);
+      gmi::detail::split_actor_run(eng, ctx);
+      actor_steps[r] = eng.env_steps();
+      out.actor_updates += eng.updates();
+    }
+  });
+  (void)g.wait_or_throw();
+  for (std::size_t r = 1; r < actor_steps.size(); ++r) out.actor_env_steps += actor_steps[r];
+  out.weights_moved = initial != final_weights;
   return out;
 }
 

@@ -2,6 +2,7 @@
 // Host entry points into the device SAC trainer, for the doctest file (compiled by the host compiler).
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,36 @@ agreement device_matches_host(std::size_t batch);
 learn_result learn_pendulum(int num_envs, std::size_t env_steps);
 
 // `gmis` device learners as threads on GPU 0 (runtime::thread_group), each with its own environments (seed 100 +
-// rank) and replay table, synced through the context's allreduce (rl::sac_sync) for `env_steps` each.
+// rank) and replay table, synced (rl::sac_sync) for `env_steps` each: through the context's allreduce on the host,
+// or `on_device` through comm::hierarchical_allreduce on the trainers' sum buffers.
 struct data_parallel {
   bool weights_equal = false;   // actor and both critics, bit for bit, on every learner
   bool weights_moved = false;   // rank 0's actor is not its initial one
   std::size_t updates = 0;      // rank 0's
+  std::uint64_t device_sums = 0, host_sums = 0;  // rank 0's sums by path
 };
-data_parallel device_learners(int gmis, std::size_t env_steps);
+data_parallel device_learners(int gmis, std::size_t env_steps, bool on_device = false);
+
+// The same group twice from the same seeds, gradients averaged on the device and through the host.
+struct sum_paths {
+  bool weights_equal = false;    // the device run: every learner's weights the same bits
+  bool paths_bit_equal = false;  // rank 0's weights of both runs the same bits (sums in the same order)
+  double distance = 0;           // |device run - host run| over every weight / |host run's actor - its initial one|
+  std::size_t updates = 0;
+  std::uint64_t device_sums = 0, host_sums_of_device_run = 0;
+};
+sum_paths device_sum_against_host_sum(int gmis, std::size_t env_steps);
+
+// Split roles on GPU GMIs: first one actor's packed rows (12 steps of 3 envs) through a learner's device insert,
+// then `gmis` thread GMIs on GPU 0, GMI 0 learning (detail::split_learner over a sac_device_trainer) until it
+// holds `env_steps` transitions, the others acting (detail::split_actor_run), 8 envs each.
+struct split_result {
+  std::size_t rows_sent = 0, rows_found = 0, learner_table = 0, single_insert_updates = 0;  // the single insert
+  std::size_t learner_env_steps = 0, learner_updates = 0, learner_table_after = 0;
+  std::size_t actor_env_steps = 0;  // collected by the actors, the round in flight at the end included
+  std::size_t actor_updates = 0;    // the actors' own gradient steps (none)
+  bool weights_moved = false;
+};
+split_result split_on_gpu(int gmis, std::size_t env_steps);
 
 }  // namespace sac_gpu

@@ -41,3 +41,55 @@ TEST_CASE("sac_gpu.data_parallel_weights_equal") {
   CHECK(r.weights_moved);
   CHECK(r.weights_equal);
 }
+
+// K = 2..4 device learners on one GPU with the gradients averaged on the device (comm::hierarchical_allreduce over
+// the trainers' sum buffers, no stream wait in an update): every update's two sums take the device path, the weights
+// stay the same bits on every learner, and they stay within 1% of the training's own movement of the host-sum
+// path's weights after the same updates from the same seeds (the sums may add in another order).
+TEST_CASE("sac_gpu.device_sum_matches_host_sum") {
+  for (int k = 2; k <= 4; ++k) {
+    const auto r = sac_gpu::device_sum_against_host_sum(k, 1024);
+    std::printf("sac_gpu device sums, %d learners: %zu updates, %llu device sums (%llu through the host), weights %s, "
+                "distance to the host-sum path %.3e (%s)\n",
+                k, r.updates, static_cast<unsigned long long>(r.device_sums),
+                static_cast<unsigned long long>(r.host_sums_of_device_run), r.weights_equal ? "equal" : "DIFFER",
+                r.distance, r.paths_bit_equal ? "bit-equal" : "not bit-equal");
+    CHECK(r.updates >= 400);
+    CHECK(r.device_sums == 2 * r.updates);
+    CHECK(r.host_sums_of_device_run == 0);
+    CHECK(r.weights_equal);
+    CHECK(r.distance < 1e-2);
+  }
+}
+
+// The device path over thousands of updates: the weights still the same bits on every learner.
+TEST_CASE("sac_gpu.device_sum_weights_equal") {
+  const auto r = sac_gpu::device_learners(3, 4000, true);
+  std::printf("sac_gpu device sums, 3 learners: %zu updates, weights %s\n", r.updates,
+              r.weights_equal ? "equal" : "DIFFER");
+  CHECK(r.updates >= 3000);
+  CHECK(r.device_sums == 2 * r.updates);
+  CHECK(r.weights_moved);
+  CHECK(r.weights_equal);
+}
+
+// Split roles on GPU GMIs: an actor's transitions land in the learner's device table row for row; then 3 thread
+// GMIs, GMI 0 learning from the 2 actors' transitions on its device table: every transition it holds came from
+// the actors (it steps no environment), it made the gradient steps due, the actors none.
+TEST_CASE("sac_gpu.split_roles_on_gpu") {
+  const auto r = sac_gpu::split_on_gpu(3, 2048);
+  std::printf("sac_gpu split roles: %zu of %zu rows found; learner %zu env steps, %zu updates, table %zu; actors "
+              "%zu env steps\n",
+              r.rows_found, r.rows_sent, r.learner_env_steps, r.learner_updates, r.learner_table_after,
+              r.actor_env_steps);
+  CHECK(r.rows_found == r.rows_sent);
+  CHECK(r.learner_table == 36);
+  CHECK(r.single_insert_updates == 0);
+  CHECK(r.learner_env_steps >= 2048);
+  CHECK(r.learner_table_after == r.learner_env_steps);
+  CHECK(r.actor_env_steps >= r.learner_env_steps);  // the round in flight at the end is read but not inserted
+  CHECK(r.actor_env_steps <= r.learner_env_steps + 2 * 8 * 8);
+  CHECK(r.learner_updates >= r.learner_env_steps - 512 - 2 * 8 * 8);
+  CHECK(r.actor_updates == 0);
+  CHECK(r.weights_moved);
+}

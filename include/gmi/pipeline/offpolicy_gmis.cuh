@@ -1,14 +1,17 @@
 #pragma once
 // The off-policy layout over several GMIs: data-parallel SAC learners. Each GMI runs its own environments (seed +
 // rank) into its own replay table (its shard) and samples its own batches; every gradient is averaged over the GMIs
-// through the runtime context's allreduce (rl::sac_sync), starting from rank 0's weights, so the weights stay
-// bitwise equal; the group decides together when to stop (offpolicy_loop.hpp with train_loop.hpp's group logic).
+// (rl::sac_sync), starting from rank 0's weights, so the weights stay bitwise equal: on GPU GMIs by default on the
+// device (learner_device_sums: comm::hierarchical_allreduce over the trainer's two sum buffers, stream-ordered, no
+// stream wait in an update; --gradient-allreduce cpu_staged sums through the host instead), on host GMIs through the
+// runtime context's allreduce; the group decides together when to stop (offpolicy_loop.hpp with train_loop.hpp).
 // Host GMIs are threads on disjoint core sets (partition::cpu_cores), GPU GMIs come from runtime::run_gmis (none or
-// MPS). The launcher compares the GMIs' weight hashes and returns rank 0's result. With --split-roles (host GMIs)
-// GMI 0 learns from the others' transitions instead (offpolicy_split.hpp).
+// MPS). The launcher compares the GMIs' weight hashes and returns rank 0's result. With --split-roles (host or GPU
+// GMIs) GMI 0 learns from the others' transitions instead (offpolicy_split.hpp).
 
 #include <array>
 #include <chrono>
+#include <memory>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -19,8 +22,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <gmi/comm/hierarchical.cuh>
+#include <gmi/comm/nccl.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/hash.hpp>
+#include <gmi/core/span.hpp>
 #include <gmi/partition/cpu_cores.hpp>
 #include <gmi/pipeline/offpolicy_loop.hpp>
 #include <gmi/pipeline/offpolicy_split.hpp>
@@ -51,6 +57,68 @@ inline rl::sac_sync learner_sync(runtime::context& ctx) {
   s.sum = [&ctx](std::span<float> v) { ctx.allreduce(v, ctx.all()); };
   return s;
 }
+
+// A GPU learner's device sums: one comm::hierarchical_allreduce per sum buffer of the trainer (critics; actor and
+// log-prob), non-blocking on the trainer's stream (the GPU's GMIs sum on the device, the GPUs' leaders over NCCL,
+// one communicator per buffer). Built on every GMI in the same order, after the trainer and before set_sync;
+// destroyed before the trainer (its waits are bounded).
+class learner_device_sums {
+ public:
+  learner_device_sums(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg,
+                      device_span<float> critics, device_span<float> actor)
+      : ctx_(ctx), binding_(b) {
+    build(0, "critics", critics, cfg);
+    build(1, "actor", actor, cfg);
+  }
+  learner_device_sums(const learner_device_sums&) = delete;
+  learner_device_sums& operator=(const learner_device_sums&) = delete;
+
+  // `base` with the device path: sum_device and wait_device on these allreduces.
+  [[nodiscard]] rl::sac_sync hook(rl::sac_sync base) {
+    base.sum_device = [this](int part, CUstream_st* stream) {
+      reduce_[std::size_t(part)]->allreduce(stream);
+      binding_.reassert();
+    };
+    base.wait_device = [this](CUstream_st* stream) {
+      for (auto& r : reduce_) r->wait(stream);
+    };
+    return base;
+  }
+  // The GPU's handshake ("host" between threads, "kernel" between MPS processes).
+  [[nodiscard]] const char* handshake() const noexcept {
+    const comm::handshake h = reduce_[0]->sync();
+    return h == comm::handshake::kernel ? "kernel" : h == comm::handshake::device ? "device" : "host";
+  }
+
+ private:
+  void build(int part, const std::string& name, device_span<float> buffer, const runtime::gmis_config& cfg) {
+    const auto k = std::size_t(part);
+    const int gpus = ctx_.id().gpus;
+    const int gpu_index = ctx_.id().gpu_index();
+    const comm::milliseconds timeout = ctx_.timeout();
+    if (gpus > 1 && ctx_.slice() == 0) {  // NCCL among the GPUs' leaders; the id goes through shared memory
+      auto boot = comm::shm_bootstrapped_nccl::create(ctx_.id().run_id + "-sac-nccl-" + name, gpus, gpu_index, timeout);
+      ids_[k] = std::move(boot.ids);
+      leaders_[k] = std::move(boot.comm);
+      binding_.reassert();
+    }
+    comm::hierarchical_options o;
+    o.tag = ctx_.id().run_id + "-sac-" + name + "-g" + std::to_string(gpu_index);
+    o.local_rank = ctx_.slice();
+    o.local_size = ctx_.id().gmis_per_gpu;
+    o.mode = cfg.processes() ? comm::sharing::ipc : comm::sharing::in_process;
+    o.timeout = timeout;
+    o.blocking = false;  // the optimizer step follows on the same stream
+    reduce_[k].emplace(o, buffer.data(), buffer.size(), leaders_[k].get());
+    binding_.reassert();
+  }
+
+  runtime::context& ctx_;
+  const runtime::binding& binding_;
+  std::array<std::optional<comm::nccl_id_exchange>, 2> ids_;
+  std::array<std::unique_ptr<comm::nccl_communicator>, 2> leaders_;  // before reduce_: destroyed after it
+  std::array<std::optional<comm::hierarchical_allreduce>, 2> reduce_;
+};
 
 // The environments' seed of GMI `rank` (the initial weights are rank 0's).
 [[nodiscard]] inline std::uint64_t learner_seed(std::uint64_t seed, int rank) {
@@ -85,11 +153,11 @@ void report_gmi(runtime::context& ctx, const train_result& r, const Engine& eng,
   ctx.report(j.dump());
 }
 
-// One data-parallel learner's run.
+// One data-parallel learner's run (`sync`: the group's sums, learner_sync's or with the device path).
 template <class Pipeline, class Engine>
 void learner_run(Engine& eng, runtime::context& ctx, const train_config<Pipeline>& o, const std::string& where,
-                 const char* impl) {
-  eng.set_sync(learner_sync(ctx));
+                 const char* impl, rl::sac_sync sync) {
+  eng.set_sync(std::move(sync));
   const train_result r = offpolicy_loop<Pipeline>(eng, o, where, impl, learner_group{{ctx}});
   report_gmi(ctx, r, eng, where, "learner");
 }
@@ -151,17 +219,16 @@ train_result offpolicy_on_host_gmis(const train_config<Pipeline>& o, int gmis) {
     partition::cpu_cores::binding bound(mine);
     const std::string where = "host threads (cpu_cores, " + std::to_string(mine.size()) + " core(s) a GMI)";
     const std::uint64_t seed = learner_seed(o.seed, ctx.rank());
+    const offpolicy_role role = offpolicy_role_of(ctx.rank(), ctx.world(), o.split_roles);
     if (!o.split_roles) {
       engine eng(o.sac, o.num_envs, seed, o.env, bound.policy());
-      learner_run<Pipeline>(eng, ctx, o, where, "gmi_host");
-    } else if (ctx.rank() == 0) {
+      learner_run<Pipeline>(eng, ctx, o, where, "gmi_host", learner_sync(ctx));
+    } else if (role == offpolicy_role::learner) {
       engine eng(o.sac, o.num_envs, seed, o.env, bound.policy());
       const train_result r = split_learner_run<Pipeline>(eng, ctx, o, where, "gmi_host");
       report_gmi(ctx, r, eng, where, "learner");
     } else {
-      rl::sac_config c = o.sac;
-      c.replay_capacity = c.warmup_steps;  // an actor keeps no replay
-      engine eng(c, o.num_envs, seed, o.env, bound.policy());
+      engine eng(split_actor_config(o.sac), o.num_envs, seed, o.env, bound.policy());
       split_actor_run(eng, ctx);
       report_gmi(ctx, train_result{}, eng, where, "actor");
     }
@@ -170,18 +237,41 @@ train_result offpolicy_on_host_gmis(const train_config<Pipeline>& o, int gmis) {
 }
 
 // Learners on GPU GMIs (runtime::run_gmis: none or MPS, threads or processes). In a GMI process: that GMI's part.
+// Gradients averaged on the device (hierarchical, the default) or through the host (cpu_staged).
 template <class Pipeline>
 train_result offpolicy_on_gpu_gmis(const train_config<Pipeline>& o, const runtime::gmis_config& cfg) {
   using Env = typename Pipeline::env;
   using Nets = typename Pipeline::trainer::template networks<Env>;
+  const bool on_device = o.gradient_allreduce != allreduce_choice::cpu_staged;
+  using engine = rl::sac_device_trainer<Env, Nets>;
   const runtime::gmi_work work = [&](runtime::context& ctx, runtime::binding& b) {
-    rl::sac_device_trainer<Env, Nets> eng(o.sac, o.num_envs, learner_seed(o.seed, ctx.rank()), o.env);
-    learner_run<Pipeline>(eng, ctx, o, cfg.partition + " over " + std::to_string(cfg.gpus.size()) + " GPU(s), " + b.describe(),
-                          "gmi_device");
+    const std::uint64_t seed = learner_seed(o.seed, ctx.rank());
+    std::string where = cfg.partition + " over " + std::to_string(cfg.gpus.size()) + " GPU(s), " + b.describe();
+    if (o.split_roles) {  // GMI 0 learns on its device table, the others step their envs on their devices
+      if (offpolicy_role_of(ctx.rank(), ctx.world(), true) == offpolicy_role::learner) {
+        engine eng(o.sac, o.num_envs, seed, o.env);
+        const train_result r = split_learner_run<Pipeline>(eng, ctx, o, where, "gmi_device");
+        report_gmi(ctx, r, eng, where, "learner");
+      } else {
+        engine eng(split_actor_config(o.sac), o.num_envs, seed, o.env);
+        split_actor_run(eng, ctx);
+        report_gmi(ctx, train_result{}, eng, where, "actor");
+      }
+      return;
+    }
+    engine eng(o.sac, o.num_envs, seed, o.env);
+    if (!on_device || ctx.world() == 1) {
+      learner_run<Pipeline>(eng, ctx, o, where + ", gradients summed through the host", "gmi_device",
+                            learner_sync(ctx));
+      return;
+    }
+    learner_device_sums sums(ctx, b, cfg, eng.sum_buffer(0), eng.sum_buffer(1));
+    where += std::string(", gradients summed on the device (hierarchical, ") + sums.handshake() + " handshake)";
+    learner_run<Pipeline>(eng, ctx, o, where, "gmi_device", sums.hook(learner_sync(ctx)));
   };
   const runtime::gmis_outcome outcome = runtime::run_gmis(cfg, work);
   if (!outcome.report) return ended_elsewhere(outcome.exit_code, false);
-  return collect_learners(*outcome.report);
+  return collect_learners(*outcome.report, o.split_roles);
 }
 
 }  // namespace gmi::detail

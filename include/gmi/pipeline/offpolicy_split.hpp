@@ -1,9 +1,10 @@
 #pragma once
-// The off-policy layout with split roles (--split-roles, host GMIs for now): GMI 0 learns, GMIs 1.. only act. An
-// actor steps its environments with its copy of the actor network for offpolicy_split_steps steps and sends the
-// packed transitions (rl::sac_trainer::collect_packed) and its finished episodes to the learner through the
-// runtime context's point-to-point messages; the learner inserts each actor's transitions into its replay table
-// (one writer per actor) and runs the gradient steps due. Each round the learner answers every actor with its
+// The off-policy layout with split roles (--split-roles, host GMIs or GPU GMIs): GMI 0 learns, GMIs 1.. only act.
+// An actor steps its environments with its copy of the actor network for offpolicy_split_steps steps and sends the
+// packed transitions (collect_packed of rl::sac_trainer, or of rl::sac_device_trainer: stepped on the device and
+// copied back) and its finished episodes to the learner through the runtime context's point-to-point messages; the
+// learner inserts each actor's transitions into its replay table (one writer per actor; on a GPU one upload and the
+// device table's insert kernel, then batches sampled on the device) and runs the gradient steps due. Each round the learner answers every actor with its
 // current actor weights (or stop) before it inserts and updates, so the actors collect the next round while it
 // learns (the transitions are one round behind the weights). The learner runs offpolicy_loop.hpp's loop over a
 // round-per-step adapter; its stop decision reaches the actors in the reply after the round in flight.
@@ -20,12 +21,31 @@
 #include <gmi/pipeline/train_config.hpp>
 #include <gmi/pipeline/train_loop.hpp>
 #include <gmi/rl/env_batch.hpp>
+#include <gmi/rl/sac_config.hpp>
 #include <gmi/runtime/context.hpp>
 
 namespace gmi::detail {
 
 // Steps an actor collects between messages.
 inline constexpr int offpolicy_split_steps = 8;
+
+// What a GMI of an off-policy run does: every GMI learns (data-parallel learners) unless roles are split; then
+// GMI 0 learns and GMIs 1.. act. Split roles need a learner and at least one actor.
+enum class offpolicy_role { learner, actor };
+[[nodiscard]] inline offpolicy_role offpolicy_role_of(int rank, int world, bool split) {
+  gmi::require(world >= 1 && rank >= 0 && rank < world, "off-policy GMI rank", rank,
+               "0 .. " + std::to_string(world - 1) + " of " + std::to_string(world) + " GMIs");
+  gmi::require(!split || world >= 2, "--split-roles with GMIs", world, ">= 2 (GMI 0 learns, the others act)");
+  return split && rank != 0 ? offpolicy_role::actor : offpolicy_role::learner;
+}
+[[nodiscard]] inline const char* name_of(offpolicy_role r) noexcept {
+  return r == offpolicy_role::learner ? "learner" : "actor";
+}
+// An actor's SAC settings: it keeps no replay worth the name (a table of warmup_steps items, never sampled).
+[[nodiscard]] inline rl::sac_config split_actor_config(rl::sac_config c) {
+  c.replay_capacity = c.warmup_steps;
+  return c;
+}
 
 struct split_actor_note {  // an actor's message header, then its packed transitions
   double episodes = 0, return_sum = 0, length_sum = 0;

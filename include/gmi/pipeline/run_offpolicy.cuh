@@ -43,12 +43,16 @@ void validate_offpolicy(train_config<Pipeline>& o) {
   gmi::require(!o.population && o.sweep_path.empty(), "--population/--sweep with trainer", "sac",
                "one training (population mode runs PPO)");
   if (o.split_roles) {
-    gmi::require(o.device != device_choice::gpu && o.partition == "cpu_cores" && o.gmis_per_gpu >= 2,
+    const bool host = o.partition == "cpu_cores";
+    gmi::require((host ? o.device != device_choice::gpu && o.gmis_per_gpu >= 2
+                       : o.device != device_choice::host && (o.gmis_per_gpu >= 2 || o.gpus != "1")),
                  "--split-roles with trainer sac on", std::string(choice_name(o.device, device_choice_names)) + ", --partition " +
-                     o.partition + ", " + std::to_string(o.gmis_per_gpu) + " GMI(s)",
-                 "--device host --partition cpu_cores --gmis-per-gpu >= 2 (GMI 0 learns, the others act; GPU actors "
-                 "are not built yet)");
+                     o.partition + ", " + std::to_string(o.gmis_per_gpu) + " GMI(s) a GPU, --gpus " + o.gpus,
+                 "at least 2 GMIs: --device host --partition cpu_cores --gmis-per-gpu >= 2, or GPU GMIs (--partition "
+                 "none or mps, --gmis-per-gpu >= 2 or several --gpus); GMI 0 learns, the others act");
   }
+  gmi::require(o.gradient_allreduce != allreduce_choice::automatic, "--gradient-allreduce with trainer sac", "automatic",
+               "hierarchical (GPU GMIs sum on the device) or cpu_staged (through the host)");
   gmi::require(!o.autotune.on && o.autotune.plan_path.empty(), "--autotune/--plan with trainer", "sac",
                "neither (plans are searched for the PPO layouts)");
   gmi::require(o.checkpoint_path.empty() && o.resume_path.empty() && o.restart_on_failure == 0,
@@ -160,8 +164,12 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
   app.add_option("--sac-updates-per-step", s.updates_per_step, "gradient steps per collected env transition")->capture_default_str();
   app.add_option("--sac-max-grad-norm", s.max_grad_norm, "gradient-norm clip (default: none)");
   app.add_flag("--split-roles", o.split_roles,
-               "host GMIs (--partition cpu_cores): GMI 0 learns from the transitions the other GMIs collect (they only "
-               "act, with the learner's weights one message behind)");
+               "host or GPU GMIs: GMI 0 learns from the transitions the other GMIs collect (they only act, with the "
+               "learner's weights one message behind; on a GPU its device table takes them)");
+  add_choice(app, after, "--gradient-allreduce", o.gradient_allreduce, allreduce_choice_names,
+             "GPU GMIs: average each update's gradients on the device (hierarchical: the GPU's GMIs, then NCCL "
+             "between GPUs; no stream wait) or through the host (cpu_staged: two stream waits an update); host GMIs "
+             "always sum through the host");
   app.add_option("--sac-eval-episodes", o.sac_eval_episodes, "fresh episodes of the deterministic policy at the end")->capture_default_str();
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
   for (const auto& fill : after) fill();

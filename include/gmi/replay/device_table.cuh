@@ -39,6 +39,12 @@ class mapped_buffer {
   mapped_buffer& operator=(const mapped_buffer&) = delete;
   mapped_buffer(mapped_buffer&& o) noexcept
       : host_(std::exchange(o.host_, nullptr)), dev_(std::exchange(o.dev_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  mapped_buffer& operator=(mapped_buffer&& o) noexcept {
+    std::swap(host_, o.host_);
+    std::swap(dev_, o.dev_);
+    std::swap(size_, o.size_);
+    return *this;
+  }
   ~mapped_buffer() {
     if (host_) cudaFreeHost(host_);
   }
@@ -105,6 +111,29 @@ class device_table {
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
   [[nodiscard]] const table_spec& spec() const noexcept { return ctl_.spec_; }
   [[nodiscard]] std::size_t device_slots() const noexcept { return split_; }
+
+  // Moves the items so that slots [0, slots) live in device memory and the rest in mapped pinned host memory (a
+  // shard placed by access, placement.hpp), under the lock and after the table's stream is idle; links, counters
+  // and trees stay, so a sample after the move draws and gathers the same items as one before it would.
+  void set_device_slots(std::size_t slots) {
+    std::lock_guard lock(ctl_.mu_);
+    const std::size_t cap = ctl_.spec_.capacity, split = std::min(slots, cap);
+    if (split == split_) return;
+    GMI_CUDA_TRY(cudaStreamSynchronize(stream_));
+    std::vector<std::uint32_t> all;
+    for (std::size_t c = 0; c < dev_cols_.size(); ++c) {
+      const std::size_t w = ctl_.spec_.columns[c].width;
+      all.resize(cap * w);
+      if (split_) GMI_CUDA_TRY(cudaMemcpy(all.data(), dev_cols_[c].data(), split_ * w * 4, cudaMemcpyDeviceToHost));
+      std::copy_n(host_cols_[c].host(), (cap - split_) * w, all.data() + split_ * w);
+      dev_cols_[c] = gmi::cuda::device_buffer<std::uint32_t>(split * w);
+      host_cols_[c] = mapped_buffer<std::uint32_t>((cap - split) * w);
+      if (split) GMI_CUDA_TRY(cudaMemcpy(dev_cols_[c].data(), all.data(), split * w * 4, cudaMemcpyHostToDevice));
+      std::copy_n(all.data() + split * w, (cap - split) * w, host_cols_[c].host());
+    }
+    split_ = split;
+    ctl_.spec_.device_capacity = split;
+  }
 
   [[nodiscard]] writer make_writer(std::size_t envs) {
     writer w{ctl_.new_writer(envs), gmi::cuda::device_buffer<std::int64_t>(envs),

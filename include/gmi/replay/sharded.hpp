@@ -22,6 +22,7 @@
 #include <gmi/core/error.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/replay/host_table.hpp>
+#include <gmi/replay/placement.hpp>
 #include <gmi/replay/spec.hpp>
 
 namespace gmi::replay {
@@ -213,6 +214,8 @@ class shard {
     s.totals = board_.all_gather(index_, round, table_.total_priority());
     s.shares = shard_shares(s.totals, n, seed, round);
     s.mine = s.shares[std::size_t(index_)];
+    drawn_ += s.mine;
+    if (counts_) counts_->count(std::size_t(index_), s.mine);
     if (s.mine == 0) return s;
     const std::uint64_t draw_seed = seed * 0x9E3779B97F4A7C15ull + round * 4099 + std::uint64_t(index_);
     table_.sample(sampler::prioritized(), s.mine, length, draw_seed, out);
@@ -225,8 +228,13 @@ class shard {
   }
   void leave() { board_.leave(index_); }
   [[nodiscard]] int index() const noexcept { return index_; }
+  // Items drawn from this shard so far; with counts set, each sample also adds its share there (placement.hpp).
+  [[nodiscard]] std::uint64_t drawn() const noexcept { return drawn_; }
+  void count_into(access_counts* counts) noexcept { counts_ = counts; }
 
  private:
+  std::uint64_t drawn_ = 0;
+  access_counts* counts_ = nullptr;
   shard_board& board_;
   int index_;
   host_table& table_;

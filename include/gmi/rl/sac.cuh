@@ -3,12 +3,16 @@
 // into a replay::device_table, uniform batches drawn and gathered there, and the update of sac.hpp as kernels (the
 // per-sample functions of sac_loss.hpp, batch_mlp<.., exec::cuda> for the parameter sums, adam<exec::cuda>). The
 // temperature lives on the device, so an update needs no host synchronisation besides the table's own. As one of
-// data-parallel learners (set_sync) each update's gradients go through the host to the group's sum (two waits).
+// data-parallel learners (set_sync) each update averages two buffers over the group: on the device when the sync
+// has sum_device (comm::hierarchical_allreduce, stream-ordered: no stream wait), else through the host (two waits).
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <initializer_list>
+#include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -110,6 +114,12 @@ __global__ static void alpha_step(float* log_alpha, float* state, const float* s
   *log_alpha -= (lr / bc1) * state[0] / (sqrtf(state[1]) / bc2 + 1e-8f);
 }
 
+// v[i] *= scale: the group's sum becomes its mean (the host path's multiply, so both give the same bits).
+__global__ static void scale(float* v, std::size_t n, float s) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) v[i] *= s;
+}
+
 __global__ static void polyak(float* target, const float* online, std::size_t n, float tau) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) target[i] = (1.0f - tau) * target[i] + tau * online[i];
@@ -201,7 +211,7 @@ class sac_device_trainer {
     critic_acts_ = buf<float>(critic_bm_.acts_size(B));
     actor_acts_ = buf<float>(actor_bm_.acts_size(B));
     g_critic_ = buf<float>(2 * critic1_.size());  // critic 1's gradient, then critic 2's
-    g_actor_ = buf<float>(actor_.size());
+    g_actor_ = buf<float>(actor_.size() + 1);  // the actor's gradient, then the mean log-prob (summed with it)
     envs_.reset(current_.span(), pol_.stream);
   }
 
@@ -230,6 +240,93 @@ class sac_device_trainer {
     while (env_steps_ < env_steps) step();
   }
 
+  // --- split roles on GPU GMIs (pipeline/offpolicy_split.hpp), the host trainer's message format
+  static constexpr std::size_t packed_width = std::size_t(2 * O + A + 2);  // obs, action, reward, next obs, terminated
+
+  // An actor's step: every environment one step on the device (uniform random actions when `random`), the
+  // transitions copied back and appended to `rows` (packed_width floats each, environment after environment).
+  void collect_packed(bool random, std::vector<float>& rows) {
+    sac_kernels::collect<E, Nets><<<sac_kernels::blocks(n_), 256, 0, pol_.stream>>>(
+        envs_.view(), actor_.data(), ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(),
+        ro_term_.data(), random, seed_ ^ 0xAC7104ull, batch_steps_, cfg_.log_std_min, cfg_.log_std_max,
+        current_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    staged_.resize(n_ * packed_width);
+    float* obs = staged_.data();
+    float* act = obs + n_ * O;
+    float* rew = act + n_ * A;
+    float* nxt = rew + n_;
+    float* term = nxt + n_ * O;
+    cuda::copy(host_span<float>(obs, n_ * O), ro_obs_.span(), pol_.stream);
+    cuda::copy(host_span<float>(act, n_ * A), ro_act_.span(), pol_.stream);
+    cuda::copy(host_span<float>(rew, n_), ro_rew_.span(), pol_.stream);
+    cuda::copy(host_span<float>(nxt, n_ * O), ro_next_.span(), pol_.stream);
+    cuda::copy(host_span<float>(term, n_), ro_term_.span(), pol_.stream);
+    GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));
+    for (std::size_t i = 0; i < n_; ++i) {
+      rows.insert(rows.end(), obs + i * O, obs + (i + 1) * O);
+      rows.insert(rows.end(), act + i * A, act + (i + 1) * A);
+      rows.push_back(rew[i]);
+      rows.insert(rows.end(), nxt + i * O, nxt + (i + 1) * O);
+      rows.push_back(term[i]);
+    }
+    env_steps_ += n_;
+    ++batch_steps_;
+  }
+
+  // A learner's insert of an actor's packed rows ([horizon][envs]) into its device table through that actor's own
+  // writer (one upload, one insert kernel); then the gradient steps now due, sampled on the device.
+  void insert_packed(int actor, std::span<const float> rows, std::size_t envs, std::size_t horizon) {
+    const std::size_t n = envs * horizon;
+    gmi::require(rows.size() == n * packed_width, "sac_device_trainer::insert_packed rows", rows.size(),
+                 std::to_string(n * packed_width) + " (" + std::to_string(n) + " transitions)");
+    gmi::require(actor >= 0, "sac_device_trainer::insert_packed actor", actor, ">= 0");
+    while (writers_.size() <= std::size_t(actor)) writers_.emplace_back();
+    auto& w = writers_[std::size_t(actor)];
+    if (!w) w.emplace(table_.make_writer(envs));
+    staged_.resize(n * packed_width);
+    float* obs = staged_.data();
+    float* act = obs + n * O;
+    float* rew = act + n * A;
+    float* nxt = rew + n;
+    float* term = nxt + n * O;
+    for (std::size_t k = 0; k < n; ++k) {
+      const float* r = rows.data() + k * packed_width;
+      std::copy_n(r, O, obs + k * O);
+      std::copy_n(r + O, A, act + k * A);
+      rew[k] = r[O + A];
+      std::copy_n(r + O + A + 1, O, nxt + k * O);
+      term[k] = r[2 * O + A + 1];
+    }
+    if (inserted_.size() < staged_.size()) inserted_ = buf<float>(staged_.size());
+    cuda::copy(device_span<float>(inserted_.data(), staged_.size()), host_span<const float>(staged_.data(), staged_.size()),
+               pol_.stream);
+    float* d = inserted_.data();
+    replay::rollout ro;
+    ro.horizon = horizon;
+    ro.envs = envs;
+    ro.columns = {d, d + n * O, d + n * (O + A), d + n * (O + A + 1), d + n * (2 * O + A + 1)};
+    table_.insert(*w, ro);
+    GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));  // staged_ and inserted_ are reused by the next call
+    env_steps_ += n;
+    if (env_steps_ < cfg_.warmup_steps) return;
+    owed_updates_ += double(cfg_.updates_per_step) * double(n);
+    while (owed_updates_ >= 1.0) {
+      update();
+      owed_updates_ -= 1.0;
+    }
+  }
+
+  // An actor's copy of the learner's actor weights.
+  void set_actor_params(std::span<const float> p) {
+    gmi::require(p.size() == actor_.size(), "sac_device_trainer::set_actor_params size", p.size(),
+                 std::to_string(actor_.size()));
+    cuda::copy(actor_.span(), host_span<const float>(p.data(), p.size()), pol_.stream);
+    GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));
+  }
+  [[nodiscard]] const sac_config& config() const noexcept { return cfg_; }
+  [[nodiscard]] replay::device_table& table() noexcept { return table_; }
+
   void update() {
     const auto B = std::size_t(cfg_.batch);
     const cudaStream_t s = pol_.stream;
@@ -251,7 +348,7 @@ class sac_device_trainer {
     const std::size_t C = critic1_.size();
     critic_gradient(critic1_, 0);
     critic_gradient(critic2_, C);
-    if (sync_.active()) average_on_host({{g_critic_.data(), 2 * C}});
+    if (sync_.active()) average(0);
     critic1_opt_.step(critic1_.span(), device_span<const float>(g_critic_.data(), C));
     critic2_opt_.step(critic2_.span(), device_span<const float>(g_critic_.data() + C, C));
     actor_bm_.forward(actor_.span(), {obs, B * O}, heads_.span(), actor_acts_.span());
@@ -259,10 +356,18 @@ class sac_device_trainer {
                                                       critic2_.data(), B, log_alpha_.data(), cfg_.log_std_min,
                                                       cfg_.log_std_max, d_heads_.data(), sums_.data());
     GMI_CUDA_TRY(cudaGetLastError());
-    actor_bm_.backward(actor_.span(), {obs, B * O}, actor_acts_.span(), d_heads_.span(), g_actor_.span());
+    const std::size_t P = actor_.size();
+    actor_bm_.backward(actor_.span(), {obs, B * O}, actor_acts_.span(), d_heads_.span(),
+                       device_span<float>(g_actor_.data(), P));
     // The temperature's gradient is a function of the mean log-prob: averaging that averages the gradient.
-    if (sync_.active()) average_on_host({{g_actor_.data(), g_actor_.size()}, {sums_.data() + sac_sum_log_prob, 1}});
-    actor_opt_.step(actor_.span(), g_actor_.span());
+    if (sync_.active()) {
+      GMI_CUDA_TRY(cudaMemcpyAsync(g_actor_.data() + P, sums_.data() + sac_sum_log_prob, sizeof(float),
+                                   cudaMemcpyDeviceToDevice, s));
+      average(1);
+      GMI_CUDA_TRY(cudaMemcpyAsync(sums_.data() + sac_sum_log_prob, g_actor_.data() + P, sizeof(float),
+                                   cudaMemcpyDeviceToDevice, s));
+    }
+    actor_opt_.step(actor_.span(), device_span<const float>(g_actor_.data(), P));
     if (cfg_.tune_alpha)
       sac_kernels::alpha_step<<<1, 1, 0, s>>>(log_alpha_.data(), alpha_state_.data(), sums_.data(),
                                               cfg_.entropy_target(A), cfg_.alpha_lr);
@@ -309,15 +414,31 @@ class sac_device_trainer {
     const std::vector<float> s = download(sums_), la = download(log_alpha_);
     return {s[sac_sum_critic] / 2.0, s[sac_sum_actor], s[sac_sum_log_prob], std::exp(double(la[0]))};
   }
-  // Episodes finished in training since the previous read (waits for the stream).
-  episode_stats read_stats() { return envs_.read_stats(pol_.stream); }
+  // Episodes finished in training since the previous read (waits for the stream; device sums first, bounded).
+  episode_stats read_stats() {
+    if (sync_.on_device()) sync_.wait_device(pol_.stream);
+    return envs_.read_stats(pol_.stream);
+  }
   [[nodiscard]] std::size_t env_steps() const noexcept { return env_steps_; }
   [[nodiscard]] std::uint64_t updates() const noexcept { return updates_; }
   [[nodiscard]] std::vector<float> actor_params() const { return download(actor_); }
   [[nodiscard]] std::vector<float> critic_params(int k) const { return download(k == 0 ? critic1_ : critic2_); }
 
+  // The device buffer the group sums as `part` (sac_sync::sum_device): 0, both critics' gradients; 1, the actor's
+  // gradient and the mean log-prob. Build the transport on these before set_sync.
+  [[nodiscard]] device_span<float> sum_buffer(int part) {
+    gmi::require(part == 0 || part == 1, "sac_device_trainer::sum_buffer part", part, "0 (critics) or 1 (actor)");
+    return part == 0 ? g_critic_.span() : g_actor_.span();
+  }
+  // Sums this learner enqueued on the device (sac_sync::sum_device), and those that went through the host.
+  [[nodiscard]] std::uint64_t device_sums() const noexcept { return device_sums_; }
+  [[nodiscard]] std::uint64_t host_sums() const noexcept { return host_sums_; }
+  // The stream every kernel and copy of this trainer goes on (the table's).
+  [[nodiscard]] cudaStream_t stream() const noexcept { return pol_.stream; }
+
   // Joins a group of data-parallel learners before the first update (as sac_trainer::set_sync): rank 0's weights
-  // everywhere, then every update's gradients averaged over the group through the host.
+  // everywhere (through the host sum, once), then every update's gradients averaged over the group, on the device
+  // when the sync has sum_device.
   void set_sync(sac_sync s) {
     s.validate();
     gmi::require(updates_ == 0, "sac_device_trainer::set_sync after updates", updates_, "0 (join the group first)");
@@ -373,6 +494,21 @@ class sac_device_trainer {
     critic_bm_.backward(critic.span(), x_.span(), critic_acts_.span(), d_q_.span(),
                         device_span<float>(g_critic_.data() + offset, critic.size()));
   }
+  // Sum buffer `part` replaced by the group's mean: summed on the device and scaled, stream-ordered; or through
+  // the host.
+  void average(int part) {
+    const device_span<float> v = sum_buffer(part);
+    if (!sync_.on_device()) {
+      average_on_host({{v.data(), v.size()}});
+      ++host_sums_;
+      return;
+    }
+    sync_.sum_device(part, pol_.stream);
+    sac_kernels::scale<<<sac_kernels::blocks(v.size()), 256, 0, pol_.stream>>>(v.data(), v.size(),
+                                                                               1.0f / float(sync_.world));
+    GMI_CUDA_TRY(cudaGetLastError());
+    ++device_sums_;
+  }
   // Device arrays replaced by the group's mean: copied to the host (a wait on the stream), summed, copied back.
   void average_on_host(std::initializer_list<std::pair<float*, std::size_t>> parts) {
     std::size_t total = 0;
@@ -408,10 +544,12 @@ class sac_device_trainer {
   buf<float> eps_, eps_next_, y_, x_, q_, d_q_, heads_, d_heads_, critic_acts_, actor_acts_, g_critic_, g_actor_;
   replay::device_batch batch_;
   std::size_t env_steps_ = 0;
-  std::uint64_t batch_steps_ = 0, updates_ = 0;
+  std::uint64_t batch_steps_ = 0, updates_ = 0, device_sums_ = 0, host_sums_ = 0;
   double owed_updates_ = 0;
   sac_sync sync_;
   std::vector<float> staged_;
+  buf<float> inserted_;                                             // a learner's upload of an actor's rows
+  std::vector<std::optional<replay::device_table::writer>> writers_;  // a learner's, one per actor
 };
 
 }  // namespace gmi::rl

@@ -1,0 +1,104 @@
+// Shard placement by access probability (replay/placement.hpp): the rule's threshold, budget, hysteresis and
+// evidence floor, the counters, the overrides, and bad rules refused with one line.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmi/replay/placement.hpp>
+
+using gmi::replay::access_counts;
+using gmi::replay::place_shards;
+using gmi::replay::placement_rule;
+using gmi::replay::shard_memory;
+
+namespace {
+constexpr shard_memory dev = shard_memory::device, host = shard_memory::pinned_host;
+std::vector<shard_memory> all(std::size_t n, shard_memory m) { return std::vector<shard_memory>(n, m); }
+}  // namespace
+
+TEST_CASE("replay.placement_keeps_hot_and_moves_cold") {
+  placement_rule r;  // hot_share 0.5: a hot shard draws >= 1/8 of 4 shards' items
+  const std::vector<std::uint64_t> c{5000, 3000, 1500, 500};  // shares 0.5, 0.3, 0.15, 0.05
+  const auto p = place_shards(c, all(4, dev), r);
+  CHECK(p.decided);
+  CHECK(p.where == std::vector<shard_memory>{dev, dev, dev, host});
+  CHECK(p.share[3] == doctest::Approx(0.05));
+  CHECK(p.moves(all(4, dev)) == 1);
+  // A stricter threshold (an even share: 0.25) also moves shard 2.
+  r.hot_share = 1.0;
+  CHECK(place_shards(c, all(4, dev), r).where == std::vector<shard_memory>{dev, dev, host, host});
+  // Even draws keep every shard on the device.
+  r.hot_share = 0.5;
+  CHECK(place_shards(std::vector<std::uint64_t>{1000, 1000, 1000, 1000}, all(4, dev), r).where == all(4, dev));
+}
+
+TEST_CASE("replay.placement_brings_hot_shards_back_hottest_first_within_the_budget") {
+  placement_rule r;
+  r.device_shards = 2;
+  const std::vector<std::uint64_t> c{1000, 4000, 3000, 2000};  // every share above 1/8; budget 2: shards 1 and 2
+  const auto p = place_shards(c, all(4, host), r);
+  CHECK(p.where == std::vector<shard_memory>{host, dev, dev, host});
+  CHECK(p.moves(all(4, host)) == 2);
+  // Equal counts: the lower index first.
+  r.device_shards = 1;
+  CHECK(place_shards(std::vector<std::uint64_t>{3000, 3000}, all(2, host), r).where ==
+        std::vector<shard_memory>{dev, host});
+}
+
+TEST_CASE("replay.placement_hysteresis_and_evidence_floor") {
+  placement_rule r;  // 4 shards: enter at 0.125, a device shard stays down to 0.09375
+  const std::vector<std::uint64_t> c{4500, 4500, 1000, 0};  // shard 2: 0.1
+  CHECK(place_shards(c, std::vector<shard_memory>{dev, dev, dev, dev}, r).where[2] == dev);    // stays
+  CHECK(place_shards(c, std::vector<shard_memory>{dev, dev, host, dev}, r).where[2] == host);  // does not enter
+  r.hysteresis = 0.0;
+  CHECK(place_shards(c, all(4, dev), r).where[2] == host);
+  // Too few draws in the window: nothing moves, whatever the shares.
+  r.min_samples = 20000;
+  const auto p = place_shards(c, all(4, dev), r);
+  CHECK_FALSE(p.decided);
+  CHECK(p.where == all(4, dev));
+  CHECK(place_shards(std::vector<std::uint64_t>{0, 0}, all(2, host), placement_rule{}).where == all(2, host));
+}
+
+TEST_CASE("replay.placement_counts_and_overrides") {
+  access_counts a(3);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int i = 0; i < 1000; ++i) a.count(std::size_t(i % 3), 2);
+    });
+  for (auto& t : ts) t.join();
+  const auto c = a.take();
+  CHECK(c == std::vector<std::uint64_t>{2672, 2664, 2664});
+  CHECK(a.take() == std::vector<std::uint64_t>{0, 0, 0});  // a new window
+  CHECK_THROWS_WITH_AS(a.count(3, 1), doctest::Contains("got 3, need < 3"), gmi::config_error);
+
+  ::setenv("GMI_REPLAY_HOT_SHARE", "0.8", 1);
+  ::setenv("GMI_REPLAY_DEVICE_SHARDS", "2", 1);
+  ::setenv("GMI_REPLAY_PLACEMENT_MIN_SAMPLES", "10", 1);
+  const placement_rule r = placement_rule{}.with_env();
+  CHECK(r.hot_share == 0.8);
+  CHECK(r.device_shards == 2);
+  CHECK(r.min_samples == 10);
+  ::setenv("GMI_REPLAY_HOT_SHARE", "lots", 1);
+  CHECK_THROWS_WITH_AS((void)placement_rule{}.with_env(), doctest::Contains("GMI_REPLAY_HOT_SHARE: got \"lots\", need a number"),
+                       gmi::config_error);
+  ::unsetenv("GMI_REPLAY_HOT_SHARE");
+  ::unsetenv("GMI_REPLAY_DEVICE_SHARDS");
+  ::unsetenv("GMI_REPLAY_PLACEMENT_MIN_SAMPLES");
+}
+
+TEST_CASE("replay.placement_refuses_bad_rules") {
+  placement_rule r;
+  r.hot_share = -1;
+  CHECK_THROWS_WITH_AS(r.validate(), doctest::Contains("placement_rule.hot_share: got -1"), gmi::config_error);
+  r = {};
+  r.hysteresis = 2;
+  CHECK_THROWS_WITH_AS(r.validate(), doctest::Contains("placement_rule.hysteresis: got 2, need 0 .. 1"),
+                       gmi::config_error);
+  CHECK_THROWS_WITH_AS((void)place_shards(std::vector<std::uint64_t>{1, 2}, all(3, dev), placement_rule{}),
+                       doctest::Contains("got 2, need 3"), gmi::config_error);
+}
