@@ -46,7 +46,7 @@ killed_host|hung_host)
     signal=STOP launcher=()
   fi
   timeout 120 mpirun "${flags[@]}" "${launcher[@]}" -np 2 "$bin" --gmis-per-host 2 --iterations 100000 \
-    --kill-host 1 --kill-signal "$signal" --kill-at 2 --heartbeat-timeout-ms 3000 --weights "$dir/w" > "$dir/out" 2>&1
+    --kill-host 1 --kill-signal "$signal" --kill-at 2 --kill-file "$dir/w.killed" --heartbeat-timeout-ms 3000 --weights "$dir/w" > "$dir/out" 2>&1
   rc=$?
   cat "$dir/out"
   [ "$rc" -ne 124 ] || fail "the job did not end within 120 s of its start"

@@ -37,12 +37,6 @@ struct gpu_hosts_options {
   std::function<comm::nccl_id()> make_id = [] { return comm::nccl_id::generate(); };
 };
 
-// "GMIs 2-3" or "GMI 2": the global ranks of one host, for messages.
-[[nodiscard]] inline std::string gmi_range(int first, int count) {
-  return count == 1 ? "GMI " + std::to_string(first)
-                    : "GMIs " + std::to_string(first) + "-" + std::to_string(first + count - 1);
-}
-
 class gpu_hosts {
  public:
   // Joins the other hosts' launchers (bounded by the link's startup timeout and o.timeout); throws config_error
