@@ -31,7 +31,7 @@ using gmi_test::wall_now;
 int main(int argc, char** argv) {
   CLI::App app("gmi multi-host PPO on host GMIs", "gmi.multihost.ppo");
   gmi::runtime::multihost_options o;
-  int iterations = 4, envs = 32, throw_host = -1, checkpoint_every = 0;
+  int iterations = 4, envs = 32, throw_host = -1, throw_attempts = 1, checkpoint_every = 0;
   std::uint64_t seed = 100;
   std::string weights, checkpoint, resume;
   bool no_cross_gradients = false;
@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   app.add_option("--restart-on-failure", o.restarts,
                  "restarts of every host from the last checkpoint after a GMI fails; an existing checkpoint is resumed")
       ->check(CLI::Range(0, 63));
-  app.add_option("--throw-host", throw_host, "test: GMI 1 of this host throws at iteration --kill-at (a fresh run's first attempt)");
+  app.add_option("--throw-host", throw_host, "test: GMI 1 of this host throws at iteration --kill-at ...");
+  app.add_option("--throw-attempts", throw_attempts, "... in this many attempts (restarts) of a fresh run")->check(CLI::Range(1, 64));
   app.add_flag("--no-cross-host-gradients", no_cross_gradients,
                "test control: after the first weights, gradients are summed within each host only (replicas drift)");
   if (auto code = gmi::runtime::parse_flags(app, argc, argv)) return *code;
@@ -77,9 +78,11 @@ int main(int argc, char** argv) {
       s.sum_stats = [&g](double* d, std::size_t n) { g.sum(d, n); };
       t.set_sync(std::move(s));
       for (int i = static_cast<int>(t.iteration()); i < iterations; ++i) {
-        const bool fresh = g.attempt() == 1 && g.resume().empty();  // the test hooks fire in a fresh run only
+        // The test hooks fire in a fresh run only (not one resumed at its start: rerunning a killed job resumes it).
+        const bool fresh = g.attempt() == 1 && g.resume().empty();
         if (ctx.rank() == 0 && fresh) f.maybe_kill(g.host(), i);
-        if (g.host() == throw_host && ctx.rank() == 1 && i == f.kill_at && fresh) {
+        const bool throws = g.attempt() <= throw_attempts && (g.attempt() > 1 || g.resume().empty());
+        if (g.host() == throw_host && ctx.rank() == 1 && i == f.kill_at && throws) {
           throw std::runtime_error("failed on purpose");
         }
         t.iterate();

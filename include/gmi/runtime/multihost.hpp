@@ -225,7 +225,8 @@ multihost_report run_on_hosts(const multihost_options& o, F fn) {
     const bool own = !asked;
     std::string refuse;
     if (out.restarts >= o.restarts) {
-      refuse = o.restarts == 0 ? "" : " (after " + std::to_string(out.restarts) + " restarts, the limit)";
+      refuse = o.restarts == 0 ? "" : " (after " + std::to_string(out.restarts) + " restart" + (out.restarts == 1 ? "" : "s") +
+                                       ", the limit)";
     } else if (!out.run.not_stopped.empty()) {
       refuse = " (not restarted: " + gmi_range(spec.first_rank + out.run.not_stopped.front(), 1) +
                " did not stop within " + std::to_string(spec.stop_grace.count()) + " ms)";
