@@ -1,7 +1,7 @@
 #pragma once
 // The hosts' agreement on where a multi-host job (re)starts: every host's launcher, with no GMI running, reports
 // the iteration of its own host manifest (PATH.host<h>); the job resumes from the lowest of them, the last
-// checkpoint every host completed. Every host checks that its GMIs' files of that iteration are whole, rewrites
+// checkpoint every host completed. Every host reads its GMIs' files of that iteration whole (io::load), rewrites
 // its host manifest for it, and host 0 rewrites the job manifest (PATH) from every host's sizes and CRCs, so the
 // manifests on disk agree with what the next attempt loads. A host without a manifest makes the job start over
 // (from scratch or the user's --resume). Used by run_on_hosts before a restart and, with resume_existing, at the
@@ -95,6 +95,7 @@ inline std::filesystem::path host_manifest_path(const std::filesystem::path& pat
     const std::filesystem::path file = host_checkpoint_path(path, it, at.host * at.gmis_per_host + k);
     try {
       if (!std::filesystem::exists(file)) throw config_error(io::file_label("checkpoint", file) + ": missing");
+      (void)io::load(file);  // read whole: its CRC-32C and contents checked, not only its last 4 bytes
       const io::stored_crc c = io::read_stored_crc(file);
       records[static_cast<std::size_t>(k)] = {c.bytes, c.crc32c};
     } catch (const std::exception& e) {
