@@ -139,6 +139,8 @@ class gpu_hosts {
     link_->allgather(&value, all.data(), sizeof(T), o_.timeout);
     return all;
   }
+  // Every host's `bytes` bytes into `all` (hosts x bytes, host order): the launchers' own exchanges (bounded).
+  void gather_bytes(const void* mine, void* all, std::size_t bytes) { link_->allgather(mine, all, bytes, o_.timeout); }
   // The closing barrier after a clean run (the heartbeats go on until every host reaches it).
   void finish() { link_->finish(o_.timeout); }
   // Tells the other hosts this host's run failed (`line`: the one line), best effort, bounded.
