@@ -317,7 +317,12 @@ class mpi_link {
       abandoned_.push_back(std::move(j));  // a collective can not be cancelled: its buffers live on
       throw comm_error(gave_up);
     }
-    if (!j->error.empty()) throw comm_error(what + ": " + j->error);
+    if (!j->error.empty()) {
+      // A started collective that a loss or a restart notice failed may still complete: MPI writes its buffers.
+      const std::string error = j->error;
+      if (j->started && !j->requests.empty()) abandoned_.push_back(std::move(j));
+      throw comm_error(what + ": " + error);
+    }
     if (all) std::memcpy(all, j->recv.data(), j->recv.size());
   }
 
