@@ -16,15 +16,7 @@
 #                      line naming host 1 and its GMIs, the job manifest lists whole files; the same command run
 #                      again resumes from it (iteration 4) and ends with the weights without a failure.
 # Exits 77 (skipped) without MPI in the build or mpirun on PATH.
-set -uo pipefail
-case_name=$1 bin=$2 dir=$3 mpi=$4
-if [ "$mpi" != mpi ]; then echo "SKIPPED: gmi built without MPI (install libopenmpi-dev, reconfigure)"; exit 77; fi
-if ! command -v mpirun >/dev/null; then echo "SKIPPED: mpirun not on PATH (install openmpi-bin)"; exit 77; fi
-rm -rf "$dir" && mkdir -p "$dir"
-# MPI over TCP only (btl tcp,self), as between real hosts: the simulated hosts share nothing through /dev/shm.
-flags=(--oversubscribe --mca btl tcp,self)
-[ "$(id -u)" -eq 0 ] && flags+=(--allow-run-as-root)
-fail() { echo "FAILED: $*"; exit 1; }
+source "$(dirname "$0")/common.sh"
 # Nothing left behind by a job whose hosts have the ids $1.0, $1.1: no process of it, no shared memory of those
 # hosts, no temp file of an atomic write in $dir.
 left_behind() {
@@ -76,11 +68,7 @@ killed_host|hung_host)
   line=$(grep "gmi: host 0 " "$dir/out") || fail "host 0 printed no error line"
   [ "$(grep -c "gmi: host 0 " "$dir/out")" -eq 1 ] || fail "host 0 printed more than one error line"
   echo "$line" | grep -q "host 1 '[^']*' (GMIs 2-3) lost: no heartbeat" || fail "the line must name host 1, its GMIs 2-3 and the cause: $line"
-  killed=$(cat "$dir/w.killed")
-  detected=$(echo "$line" | sed -n 's/.*(detected at \([0-9.]*\)).*/\1/p')
-  [ -n "$detected" ] || fail "no detection time in: $line"
-  awk -v k="$killed" -v d="$detected" 'BEGIN { s = d - k; printf "lost host detected %.2f s after SIG'"$signal"'\n", s; exit !(s >= 0 && s <= 10) }' \
-    || fail "detection took longer than 10 s"
+  detected_within_10s "$line" "$dir/w.killed" "SIG$signal"
   ;;
 failed_gmi)
   timeout 120 mpirun "${flags[@]}" --enable-recovery -np 2 "$bin" --gmis-per-host 2 --iterations 100000 \
@@ -170,10 +158,7 @@ lost_host_rerun)
   [ "$(grep -c "^gmi: host 0 " "$dir/out")" -eq 1 ] || fail "host 0 must print exactly one line"
   line=$(grep "^gmi: host 0 " "$dir/out")
   echo "$line" | grep -q "host 1 '$ids.1' (GMIs 2-3) lost: no heartbeat" || fail "the line must name host 1, its GMIs and the cause: $line"
-  detected=$(echo "$line" | sed -n 's/.*(detected at \([0-9.]*\)).*/\1/p')
-  awk -v k="$(cat "$dir/killed")" -v d="$detected" \
-    'BEGIN { s = d - k; printf "lost host: host 0 ended %.2f s after the kill\n", s; exit !(s >= 0 && s <= 10) }' \
-    || fail "host 0 did not end within 10 s of the kill"
+  detected_within_10s "$line" "$dir/killed" "the kill"
   python3 - "$dir" <<'PY' || fail "the job manifest is not consistent"
 import json, os, sys
 d = sys.argv[1]
