@@ -203,9 +203,8 @@ multihost_report run_on_hosts(const multihost_options& o, F fn) {
       out.run = group.wait();
     }
     if (out.run.first_failure && out.run.first_failure->rank >= 0 && origin) out.run.first_failure = *origin;
-    if (!l) {
-      if (out.run.ok() || out.restarts >= o.restarts || !out.run.not_stopped.empty()) return out;
-    } else if (out.run.ok()) {
+    if (out.run.ok()) {
+      if (!l) return out;
       try {
         l->finish(o.timeout);
         return out;
