@@ -223,7 +223,10 @@ multihost_report run_on_hosts(const multihost_options& o, F fn) {
     const failure cause = asked ? *asked : *out.run.first_failure;
     const bool own = !asked;
     std::string refuse;
-    if (out.restarts >= o.restarts) {
+    const bool signalled = spec.handle_signals && detail::launcher_signal.load() != 0;  // SIGINT/SIGTERM: stop
+    if (signalled && o.restarts > 0) {
+      refuse = " (not restarted)";
+    } else if (out.restarts >= o.restarts) {
       refuse = o.restarts == 0 ? "" : " (after " + std::to_string(out.restarts) + " restart" + (out.restarts == 1 ? "" : "s") +
                                        ", the limit)";
     } else if (!out.run.not_stopped.empty()) {
