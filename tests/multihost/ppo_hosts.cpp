@@ -106,8 +106,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("{\"bench\": \"multihost\", \"case\": \"cartpole_host_ppo\", \"hosts\": %d, \"host\": %d, \"host_id\": \"%s\", "
-                "\"gmis_per_host\": %d, \"iterations\": %d, \"restarts\": %d, \"seconds\": %.3f, \"weights_fnv\": \"%s\"}\n",
-                report.host.hosts, report.host.host, report.host.id.c_str(), o.gmis, iterations, report.restarts, seconds,
+                "\"gmis_per_host\": %d, \"iterations\": %d, \"restarts\": %d, \"restart_seconds\": %.3f, \"seconds\": %.3f, \"weights_fnv\": \"%s\"}\n",
+                report.host.hosts, report.host.host, report.host.id.c_str(), o.gmis, iterations, report.restarts, report.restart_seconds, seconds,
                 report.run.results.at(0).c_str());
     return 0;
   } catch (const std::exception& e) {

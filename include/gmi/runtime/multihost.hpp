@@ -86,6 +86,7 @@ struct multihost_report {
   run_report run;                          // the last attempt's
   int restarts = 0;                        // restarts done
   std::optional<std::uint64_t> resumed_from;  // the checkpoint iteration the last attempt resumed from
+  double restart_seconds = 0;  // summed over the restarts: this host's GMIs stopped to their next start
   [[nodiscard]] bool ok() const noexcept { return run.ok(); }
 };
 
@@ -152,6 +153,7 @@ multihost_report run_on_hosts(const multihost_options& o, F fn) {
   if (o.pin && partition::cpu_cores::can_implement(o.gmis)) cores = partition::cpu_cores::core_sets({o.gmis, {}});
 
   std::string restart_cause;  // the line that made the last restart
+  std::chrono::steady_clock::time_point failed_at;
   for (int attempt = 1;; ++attempt) {
     std::string resume;
     if (!o.checkpoint.empty() && (attempt > 1 || o.resume_existing)) {
@@ -179,6 +181,7 @@ multihost_report run_on_hosts(const multihost_options& o, F fn) {
                     l->allgather(mine, all, bytes, o.timeout, stop);
                   },
                   o.timeout);
+    if (attempt > 1) out.restart_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - failed_at).count();
     std::mutex origin_mutex;
     std::optional<failure> origin;
     {
@@ -201,6 +204,7 @@ multihost_report run_on_hosts(const multihost_options& o, F fn) {
         }
       });
       out.run = group.wait();
+      failed_at = std::chrono::steady_clock::now();
     }
     if (out.run.first_failure && out.run.first_failure->rank >= 0 && origin) out.run.first_failure = *origin;
     if (out.run.ok()) {
