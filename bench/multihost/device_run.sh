@@ -6,8 +6,11 @@
 #   GPUs), NCCL on sockets between them (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 over lo),
 # 3 runs each, alternating, 10 s of training a run; then 2 GMIs a GPU on both hosts, checked for identical
 # weights after 40 iterations, and saved at 20 and resumed to 40 (the same weights); then a killed host: host 1
-# SIGKILLs itself (the GMI test hook) and host 0 must end with one line naming host 1 within 10 s. Writes result lines (bench multihost; metric
-# train_samples_per_s with "hosts": 1 or 2, their ratio, lost_host_detection_s) to $OUT/multihost/device_run.jsonl,
+# SIGKILLs itself (the GMI test hook) and host 0 must end with one line naming host 1 within 10 s; then kill and
+# rerun: 2 GMIs a GPU with a checkpoint every 10 iterations, host 1 killed after iteration 33, the same job run again
+# with --resume (docs/multihost.md's loop) must end with the straight run's weights. Writes result lines (bench
+# multihost; metric train_samples_per_s with "hosts": 1 or 2, their ratio, lost_host_detection_s,
+# kill_rerun_detection_s, kill_rerun_recovery_s) to $OUT/multihost/device_run.jsonl,
 # the runs' own end lines to $OUT/multihost/train.jsonl and logs beside them.
 # Needs OpenMPI: mpirun on PATH, or the packages bench/multihost/carry_openmpi.sh put in .carry/openmpi (carried).
 # About 3 min of build, 3 of runs (each run bounded by 90 s; the first failure ends the script).
@@ -105,10 +108,30 @@ env "$visible" "${sockets[@]}" timeout 90 mpirun "${mflags[@]}" --enable-recover
   | while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done > "$dir/killed_host.log"
 cat "$dir/killed_host.log" | tail -8
 
+# Kill and rerun: what a user's restart loop does across hosts (gmi::run restarts within one host only). Host 1
+# dies after iteration 33; host 0 ends with one line; the job runs again with --resume from the job manifest (the
+# hosts agree on the last checkpoint every host completed) and must end with the 40 straight iterations' weights.
+echo "== kill and rerun: 2 hosts x 1 GPU x 2 GMIs, a checkpoint every 10 iterations, host 1 killed after iteration 33"
+ck2=/tmp/gmi-multihost-rerun && rm -rf "$ck2" && mkdir -p "$ck2"
+stamp() { while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done; }
+kr=(--gpus all --partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan --log-interval 4
+    --max-env-steps 5242880 --checkpoint "$ck2/ck" --checkpoint-every 10)
+env "$visible" "${sockets[@]}" timeout 90 mpirun "${mflags[@]}" --enable-recovery "${xs[@]}" \
+  -np 1 "$bin" --host-id sim0 "${kr[@]}" : \
+  -np 1 env GMI_TEST_KILL_AT=0:33 "$bin" --host-id sim1 "${kr[@]}" 2>&1 | stamp > "$dir/kill_rerun.1.log"
+ls "$ck2"
+env "$visible" "${sockets[@]}" timeout 90 mpirun "${mflags[@]}" "${xs[@]}" \
+  -np 1 "$bin" --host-id sim0 "${kr[@]}" --resume "$ck2/ck" : \
+  -np 1 "$bin" --host-id sim1 "${kr[@]}" --resume "$ck2/ck" 2>&1 | stamp > "$dir/kill_rerun.2.log"
+grep -E "killed by|host 0 'sim0': host 1|resumed from|step limit" "$dir/kill_rerun.1.log" "$dir/kill_rerun.2.log" | head -8
+rerun=$(fnv kill_rerun.2.log)
+echo "weights after 40 iterations: straight ${straight:-none}, killed at 33 and rerun ${rerun:-none}"
+rerun_ok=0; [ -n "$straight" ] && [ "$straight" = "$rerun" ] && rerun_ok=1
+
 python3 - "$train" "$dir/killed_host.log" "$dir/device_run.jsonl" "$device" "$git_rev" "$two_gmis_ok" "$resume_ok" \
-  "$driver" <<'PY'
+  "$driver" "$dir/kill_rerun.1.log" "$dir/kill_rerun.2.log" "$rerun_ok" <<'PY'
 import json, re, statistics, sys, time
-train, killed_log, out, device, git, two_gmis_ok, resume_ok, driver = sys.argv[1:9]
+train, killed_log, out, device, git, two_gmis_ok, resume_ok, driver, rerun1, rerun2, rerun_ok = sys.argv[1:12]
 rows = [json.loads(l) for l in open(train) if l.strip()]
 run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-multihost"
 lines = []
@@ -148,6 +171,25 @@ else:
     line("killed_host", "lost_host_detection_s", [s], target=10.0, line=lost_line)
     print(f"killed host: host 0 named host 1 {s:.2f} s after the kill (target <= 10 s): {lost_line}")
     ok = ok and s <= 10
+killed = lost = resumed = None
+for l in open(rerun1):
+    t, _, text = l.partition(" ")
+    if killed is None and "killed by the test hook" in text: killed = float(t)
+    if lost is None and re.search(r"host 0 'sim0': host 1 'sim1' \(GMIs 2-3\) ", text): lost = float(t); lost_line = text.strip()
+for l in open(rerun2):
+    t, _, text = l.partition(" ")
+    if resumed is None and text.startswith("gmi: resumed from"): resumed = float(t); resumed_line = text.strip()
+if killed is None or lost is None or resumed is None:
+    print("kill and rerun: no kill line, no line from host 0 naming host 1, or no resumed line (see kill_rerun.*.log)"); ok = False
+else:
+    line("kill_rerun", "kill_rerun_detection_s", [lost - killed], target=10.0, line=lost_line)
+    line("kill_rerun", "kill_rerun_recovery_s", [resumed - killed], line=resumed_line,
+         what="kill to the rerun's trainers resumed (host 0 ends, mpirun ends, the job starts again and loads)")
+    print(f"kill and rerun: host 0 named host 1 {lost - killed:.2f} s after the kill; training resumed "
+          f"{resumed - killed:.2f} s after it: {resumed_line}")
+    ok = ok and lost - killed <= 10
+if rerun_ok != "1":
+    print("kill and rerun: the rerun did not end with the straight run's weights"); ok = False
 with open(out, "a") as f:
     for d in lines: f.write(json.dumps(d) + "\n")
 print(f"{len(lines)} result lines in {out}")

@@ -7,14 +7,7 @@
 #   example_refused:         gmi::run (the cartpole_ppo example) under mpirun -np 2 with what does not span hosts
 #                            (--device host, MPS GMIs, --restart-on-failure, --population): one line a host, exit 2.
 # Exits 77 (skipped) without MPI in the build or mpirun on PATH.
-set -uo pipefail
-case_name=$1 bin=$2 dir=$3 mpi=$4
-if [ "$mpi" != mpi ]; then echo "SKIPPED: gmi built without MPI (install libopenmpi-dev, reconfigure)"; exit 77; fi
-if ! command -v mpirun >/dev/null; then echo "SKIPPED: mpirun not on PATH (install openmpi-bin)"; exit 77; fi
-rm -rf "$dir" && mkdir -p "$dir"
-flags=(--oversubscribe --mca btl tcp,self)  # MPI over TCP only, as between real hosts
-[ "$(id -u)" -eq 0 ] && flags+=(--allow-run-as-root)
-fail() { echo "FAILED: $*"; exit 1; }
+source "$(dirname "$0")/common.sh"
 
 case "$case_name" in
 gpu_hosts_sums)
@@ -57,11 +50,7 @@ gpu_hosts_killed_host)
   [ "$(grep -c "gmi: host 0 " "$dir/out")" -eq 1 ] || fail "host 0 must print exactly one error line"
   line=$(grep "gmi: host 0 " "$dir/out")
   echo "$line" | grep -q "host 1 '[^']*' (GMIs 2-3) lost: no heartbeat" || fail "the line must name host 1, its GMIs 2-3 and the cause: $line"
-  detected=$(echo "$line" | sed -n 's/.*(detected at \([0-9.]*\)).*/\1/p')
-  [ -n "$detected" ] || fail "no detection time in: $line"
-  awk -v k="$(cat "$dir/killed")" -v d="$detected" \
-    'BEGIN { s = d - k; printf "lost host detected %.2f s after SIGKILL\n", s; exit !(s >= 0 && s <= 10) }' \
-    || fail "detection took longer than 10 s"
+  detected_within_10s "$line" "$dir/killed" "SIGKILL"
   ;;
 example_refused)
   # Each case: the flags, then the line both hosts must print (exit 2, before any GPU is touched).

@@ -5,15 +5,11 @@
 // host 0's NCCL id as every host received it (a made-up id: no NCCL call), the sums' checksum and the median time
 // of a sum on the host's GMI 0; or its one error line "gmi: host H 'id': ..." (with the wall time it was
 // detected, for the killed-host test).
-#include <signal.h>
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -27,35 +23,28 @@
 #include <gmi/runtime/gpu_hosts.hpp>
 #include <gmi/runtime/supervisor.hpp>
 
-namespace {
-double wall_now() {
-  timespec t{};
-  clock_gettime(CLOCK_REALTIME, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-}  // namespace
+#include "hosts_program.hpp"
+
+using gmi_test::wall_now;
 
 int main(int argc, char** argv) {
   CLI::App app("runtime::gpu_hosts probe", "gmi.multihost.gpu_hosts_probe");
-  int gpus = 1, gmis_per_gpu = 2, rounds = 20, heartbeat_ms = 5000, kill_host = -1, kill_at = 3, busy_poll_us = 20;
-  std::string host_id, kill_file;
+  int gpus = 1, gmis_per_gpu = 2, rounds = 20, busy_poll_us = 20;
+  gmi_test::host_flags f;
+  f.kill_at = 3;
+  f.add_to(app, "this round");
   app.add_option("--gpus", gpus, "GPUs a host (none are used)")->check(CLI::Range(1, 64));
   app.add_option("--gmis-per-gpu", gmis_per_gpu, "GMIs on each")->check(CLI::Range(1, 64));
-  app.add_option("--host-id", host_id, "this host's id");
   app.add_option("--rounds", rounds, "sums every GMI makes")->check(CLI::Range(1, 1000000));
-  app.add_option("--heartbeat-timeout-ms", heartbeat_ms, "a host silent this long is lost")->check(CLI::Range(300, 600000));
   app.add_option("--busy-poll-us", busy_poll_us, "the link thread's poll while a gather is in flight")->check(CLI::Range(1, 100000));
-  app.add_option("--kill-host", kill_host, "test: this host SIGKILLs itself at round --kill-at, after writing the time to --kill-file");
-  app.add_option("--kill-at", kill_at, "the round");
-  app.add_option("--kill-file", kill_file, "where the killed host writes its wall time");
   if (auto code = gmi::runtime::parse_flags(app, argc, argv)) return *code;
   gmi::runtime::host_info h;
   try {
-    h = gmi::runtime::detect_host(host_id);
+    h = gmi::runtime::detect_host(f.host_id);
     gmi::runtime::gpu_hosts_options o;
     o.gpus = gpus;
     o.gmis_per_gpu = gmis_per_gpu;
-    o.link.heartbeat_timeout = std::chrono::milliseconds(heartbeat_ms);
+    o.link.heartbeat_timeout = std::chrono::milliseconds(f.heartbeat_ms);
     o.link.busy_poll = std::chrono::microseconds(busy_poll_us);
     o.make_id = [&h] {  // host 0 only: a made-up id that names its maker
       if (h.host != 0) throw std::logic_error("make_id called on host " + std::to_string(h.host));
@@ -73,10 +62,7 @@ int main(int argc, char** argv) {
     gmi::runtime::thread_group group(spec, [&](gmi::runtime::context& ctx) {
       const int r = ctx.id().global_rank();
       for (int round = 0; round < rounds; ++round) {
-        if (h.host == kill_host && round == kill_at && ctx.rank() == 0) {
-          std::ofstream(kill_file) << std::to_string(wall_now()) << '\n';
-          ::raise(SIGKILL);
-        }
+        if (ctx.rank() == 0) f.maybe_kill(h.host, round);
         // rank r's row: {r + round / 8, 1, r^2}: sums are world(world-1)/2 + world * round / 8, world, sum of r^2
         std::vector<double> row{r + round / 8.0, 1.0, static_cast<double>(r) * r};
         const auto t0 = std::chrono::steady_clock::now();

@@ -1,12 +1,18 @@
 // The pieces of a multi-host run that need no second process: the host's place from launcher variables, its GPU
-// share, and the host sum (tree order, stop, mismatched calls).
+// share, the host sum (tree order, stop, mismatched calls), and the hosts' agreement on the checkpoint a restart
+// resumes from (two threads as two hosts).
 #include <doctest/doctest.h>
 
+#include <barrier>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include <gmi/io/gmi_file.hpp>
+#include <gmi/runtime/host_restart.hpp>
 #include <gmi/runtime/host_sum.hpp>
 #include <gmi/runtime/hosts.hpp>
 #include <gmi/runtime/supervisor.hpp>
@@ -32,9 +38,98 @@ std::vector<float> random_row(std::mt19937& gen, std::size_t n) {
   for (auto& x : v) x = d(gen) * (gen() % 7 == 0 ? 1e-6f : 1.0f);  // mixed scales: the order shows in the bits
   return v;
 }
+// Two hosts as threads: gather() gives both every host's bytes in host order (both call it the same times).
+struct two_host_gather {
+  std::barrier<> meet{2};
+  std::vector<char> slots[2];
+  gmi::runtime::host_gather for_host(int h) {
+    return [this, h](const void* mine, void* all, std::size_t bytes) {
+      slots[h].assign(static_cast<const char*>(mine), static_cast<const char*>(mine) + bytes);
+      meet.arrive_and_wait();
+      for (int k = 0; k < 2; ++k) std::memcpy(static_cast<char*>(all) + k * bytes, slots[k].data(), bytes);
+      meet.arrive_and_wait();
+    };
+  }
+};
+
+// Global rank r's file of iteration `it`, and (when `manifest`) host h's manifest naming its 2 GMIs' files of it.
+void save_gmi_files(const std::filesystem::path& path, int host, std::uint64_t it, bool manifest) {
+  gmi::runtime::host_checkpoint_manifest m;
+  m.iteration = it;
+  m.hosts = 2;
+  m.gmis_per_host = 2;
+  for (int k = 0; k < 2; ++k) {
+    const int rank = host * 2 + k;
+    gmi::io::checkpoint ck;
+    ck.meta["rank"] = rank;
+    ck.meta["iteration"] = it;
+    const auto file = gmi::runtime::host_checkpoint_path(path, it, rank);
+    gmi::io::save(ck, file);
+    const auto crc = gmi::io::read_stored_crc(file);
+    m.files.push_back({host, rank, file.filename().string(), crc.bytes, crc.crc32c});
+  }
+  if (manifest) gmi::runtime::write_host_manifest(m, path.string() + ".host" + std::to_string(host));
+}
 }  // namespace
 
 TEST_SUITE("cpu") {
+  TEST_CASE("multihost.hosts_agree_on_the_last_checkpoint_every_host_completed") {
+    const auto dir = std::filesystem::temp_directory_path() / ("gmi-agree-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto path = dir / "ck";
+    // Both hosts saved iteration 4; host 0 also saved 6, host 1 was lost before its manifest of 6.
+    for (int h = 0; h < 2; ++h) save_gmi_files(path, h, 4, true);
+    save_gmi_files(path, 0, 6, true);
+    save_gmi_files(path, 1, 6, false);
+    auto agree = [&](auto&& check) {
+      two_host_gather g;
+      std::optional<std::uint64_t> got[2];
+      std::string error[2];
+      std::thread hosts[2];
+      for (int h = 0; h < 2; ++h) {
+        hosts[h] = std::thread([&, h] {
+          try {
+            got[h] = gmi::runtime::agree_on_checkpoint(path, {h, 2, 2}, g.for_host(h));
+          } catch (const std::exception& e) {
+            error[h] = e.what();
+          }
+        });
+      }
+      for (auto& t : hosts) t.join();
+      check(got, error);
+    };
+    agree([&](auto& got, auto& error) {
+      CHECK(error[0].empty());
+      REQUIRE(got[0].has_value());
+      REQUIRE(got[1].has_value());
+      CHECK(*got[0] == 4);
+      CHECK(*got[1] == 4);
+    });
+    // The manifests now name iteration 4 on both hosts, and the job manifest every file of it.
+    CHECK(gmi::runtime::read_host_manifest(path.string() + ".host0").iteration == 4);
+    const auto job = gmi::runtime::read_host_manifest(path);
+    CHECK(job.iteration == 4);
+    REQUIRE(job.files.size() == 4);
+    CHECK(gmi::runtime::load_from_hosts(path, 3).meta.at("rank").get<int>() == 3);
+    // A damaged file of the agreed iteration: both hosts refuse with the same line, naming the host and the file.
+    std::filesystem::resize_file(gmi::runtime::host_checkpoint_path(path, 4, 3), 10);
+    agree([&](auto& got, auto& error) {
+      CHECK_FALSE(got[0].has_value());
+      CHECK(error[0] == error[1]);
+      CHECK(error[0].find("on host 1") != std::string::npos);
+      CHECK(error[0].find("ck.iter4.gmi3") != std::string::npos);
+    });
+    // A host without a manifest: the job starts over (no checkpoint on every host).
+    std::filesystem::remove(path.string() + ".host1");
+    agree([&](auto& got, auto& error) {
+      CHECK(error[0].empty());
+      CHECK_FALSE(got[0].has_value());
+      CHECK_FALSE(got[1].has_value());
+    });
+    std::filesystem::remove_all(dir);
+  }
+
   TEST_CASE("multihost.host_place_from_openmpi_variables") {
     scoped_env env{{"OMPI_COMM_WORLD_RANK", "1"},       {"OMPI_COMM_WORLD_SIZE", "2"},
                    {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},

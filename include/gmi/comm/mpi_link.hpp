@@ -4,6 +4,9 @@
 // watch for theirs, a failure notice any host may send, and the host-level gathers and the closing barrier the
 // launcher asks for. No call blocks: each is nonblocking and polled against a deadline, so a host that died or
 // hangs becomes one error (host_loss) within heartbeat_timeout instead of an MPI call that never returns.
+// Restarts (--restart-on-failure): a host may ask every host to restart (a restart notice, not a loss). Each attempt
+// of the run is an epoch whose gathers and barriers use their own communicator, so a gather one host gave up in
+// the failed attempt never meets a gather of the next one.
 // Built when CMake finds MPI (target gmi::mpi defines GMI_WITH_MPI); elsewhere mpi_link's constructor throws one
 // config_error that says so, and mpi_built is false.
 
@@ -47,6 +50,7 @@ struct mpi_link_options {
   // ... while a gather or barrier is in flight: a sum a training iteration waits on (gmi::run's statistics across
   // hosts) costs a poll or two, so these polls are short; a posted job wakes the thread at once.
   microseconds busy_poll{20};
+  int epochs = 1;  // attempts of the run (1 + restarts): one communicator each, duplicated at start
 };
 
 // Why another host is gone: its index, its name (when known) and one line of cause.
@@ -90,6 +94,21 @@ class mpi_link {
     MPI_Comm_rank(comm_, &host_);
     MPI_Comm_size(comm_, &hosts_);
     gather_names(this_name);
+    require(options.epochs >= 1 && options.epochs <= 64, "mpi_link epochs", options.epochs, "1..64 (1 + restarts)");
+    for (int e = 0; e < options.epochs; ++e) {  // every host is here (the names are gathered): bounded anyway
+      MPI_Comm c = MPI_COMM_NULL;
+      MPI_Request r = MPI_REQUEST_NULL;
+      MPI_Comm_idup(comm_, &c, &r);
+      bounded_wait([&] {
+            int flag = 0;
+            if (MPI_Test(&r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) throw comm_error("MPI error duplicating a communicator");
+            return flag != 0;
+          },
+          [] {}, options_.startup_timeout, "duplicating the hosts' communicator for attempt " + std::to_string(e + 1),
+          long_wait());
+      MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+      epoch_comms_.push_back(c);
+    }
     const auto now = std::chrono::steady_clock::now();
     peers_.resize(static_cast<std::size_t>(hosts_));
     for (int h = 0; h < hosts_; ++h) {
@@ -97,6 +116,7 @@ class mpi_link {
       if (h != host_) post_beat_receive(h);
     }
     MPI_Irecv(notice_in_, sizeof notice_in_, MPI_CHAR, MPI_ANY_SOURCE, tag_notice, comm_, &notice_request_);
+    MPI_Irecv(&restart_in_, sizeof restart_in_, MPI_BYTE, MPI_ANY_SOURCE, tag_restart, comm_, &restart_request_);
     thread_ = std::thread([this] { loop(); });
   }
   mpi_link(const mpi_link&) = delete;
@@ -112,7 +132,9 @@ class mpi_link {
     if (thread_.joinable()) thread_.join();
     if (finished_ && !loss_) {
       cancel(notice_request_);
+      cancel(restart_request_);
       for (auto& p : peers_) cancel(p.request);
+      for (auto& c : epoch_comms_) MPI_Comm_free(&c);
       MPI_Comm_free(&comm_);
       if (owns_mpi_) MPI_Finalize();
     }
@@ -126,6 +148,40 @@ class mpi_link {
   [[nodiscard]] std::optional<host_loss> lost() const {
     std::lock_guard lock(mutex_);
     return loss_;
+  }
+
+  // A restart another host asked for in this epoch (host: who asked, cause: "asked for a restart: <its line>").
+  [[nodiscard]] std::optional<host_loss> restart_requested() const {
+    std::lock_guard lock(mutex_);
+    return restart_;
+  }
+  [[nodiscard]] int epoch() const {
+    std::lock_guard lock(mutex_);
+    return epoch_;
+  }
+
+  // Asks every other host to restart the run (`line`: why, one line); waits at most `limit` for the notices to
+  // leave. The gathers of this epoch fail on every host that gets it.
+  void request_restart(const std::string& line, milliseconds limit = milliseconds(1000)) {
+    {
+      std::lock_guard lock(mutex_);
+      restart_out_.epoch = epoch_;
+      std::snprintf(restart_out_.line, sizeof restart_out_.line, "%s", line.c_str());
+    }
+    try {
+      run_job(job_kind::restart, nullptr, nullptr, 0, limit, "restart notice");
+    } catch (const comm_error&) {  // best effort, as a failure notice: a host that misses it is lost or ending
+    }
+  }
+
+  // The next attempt: its gathers use the next communicator; restart requests of the last epoch are forgotten
+  // (a stale one that arrives later is dropped by its epoch). Every host calls it once a restart.
+  void next_epoch() {
+    std::lock_guard lock(mutex_);
+    require(epoch_ + 1 < static_cast<int>(epoch_comms_.size()), "mpi_link attempts", epoch_ + 2,
+            "<= " + std::to_string(epoch_comms_.size()) + " (mpi_link_options::epochs)");
+    ++epoch_;
+    restart_.reset();
   }
 
   // Every host's `bytes` bytes into `all` (hosts x bytes, in host order). Throws comm_error naming the lost host
@@ -154,8 +210,12 @@ class mpi_link {
   }
 
  private:
-  enum class job_kind { gather, barrier, notice };
-  static constexpr int tag_beat = 7101, tag_notice = 7102;
+  enum class job_kind { gather, barrier, notice, restart };
+  static constexpr int tag_beat = 7101, tag_notice = 7102, tag_restart = 7103;
+  struct restart_message {
+    int epoch = 0;
+    char line[508] = {};
+  };
 
   struct peer {
     MPI_Request request = MPI_REQUEST_NULL;
@@ -214,12 +274,25 @@ class mpi_link {
     done_.notify_all();
   }
 
+  // Another host asked for a restart in this epoch (mutex_ held): the epoch's gather or barrier in flight fails.
+  void asked_restart(int h, const std::string& line) {
+    const bool named = h >= 0 && h < static_cast<int>(names_.size());
+    restart_ = host_loss{h, named ? names_[static_cast<std::size_t>(h)] : "", "asked for a restart: " + line};
+    if (job_ && !job_->done && (job_->kind == job_kind::gather || job_->kind == job_kind::barrier)) {
+      job_->error = restart_->describe();
+      job_->done = true;
+    }
+    done_.notify_all();
+  }
+
   // Posts a job to the link thread and waits for it: bounded by `timeout`, given up when stop() turns true. The
   // job owns its buffers; one given up stays with the link (MPI may still write them) until the link ends.
   void run_job(job_kind kind, const void* mine, void* all, std::size_t bytes, milliseconds timeout,
                const std::string& what, const std::function<bool()>& stop = {}) {
     std::unique_lock lock(mutex_);
     if (loss_) throw comm_error(what + ": " + loss_->describe());
+    const bool collective = kind == job_kind::gather || kind == job_kind::barrier;
+    if (collective && restart_) throw comm_error(what + ": " + restart_->describe());
     auto j = std::make_unique<job>();
     j->kind = kind;
     if (mine) j->send.assign(static_cast<const char*>(mine), static_cast<const char*>(mine) + bytes);
@@ -244,7 +317,12 @@ class mpi_link {
       abandoned_.push_back(std::move(j));  // a collective can not be cancelled: its buffers live on
       throw comm_error(gave_up);
     }
-    if (!j->error.empty()) throw comm_error(what + ": " + j->error);
+    if (!j->error.empty()) {
+      // A started collective that a loss or a restart notice failed may still complete: MPI writes its buffers.
+      const std::string error = j->error;
+      if (j->started && !j->requests.empty()) abandoned_.push_back(std::move(j));
+      throw comm_error(what + ": " + error);
+    }
     if (all) std::memcpy(all, j->recv.data(), j->recv.size());
   }
 
@@ -254,11 +332,16 @@ class mpi_link {
     if (j.kind == job_kind::gather) {
       j.requests.resize(1);
       rc = MPI_Iallgather(j.send.data(), static_cast<int>(j.bytes), MPI_BYTE, j.recv.data(), static_cast<int>(j.bytes),
-                          MPI_BYTE, comm_,
-                          j.requests.data());
+                          MPI_BYTE, epoch_comms_[static_cast<std::size_t>(epoch_)], j.requests.data());
     } else if (j.kind == job_kind::barrier) {
       j.requests.resize(1);
-      rc = MPI_Ibarrier(comm_, j.requests.data());
+      rc = MPI_Ibarrier(epoch_comms_[static_cast<std::size_t>(epoch_)], j.requests.data());
+    } else if (j.kind == job_kind::restart) {
+      for (int h = 0; h < hosts_ && rc == MPI_SUCCESS; ++h) {
+        if (h == host_) continue;
+        j.requests.emplace_back();
+        rc = MPI_Isend(&restart_out_, sizeof restart_out_, MPI_BYTE, h, tag_restart, comm_, &j.requests.back());
+      }
     } else {
       for (int h = 0; h < hosts_ && rc == MPI_SUCCESS; ++h) {
         if (h == host_) continue;
@@ -310,7 +393,7 @@ class mpi_link {
           }
           watch(now);
         }
-        if (job_ && !job_->done && !loss_) {
+        if (job_ && !job_->done && !loss_ && !(restart_ && job_->kind != job_kind::notice && job_->kind != job_kind::restart)) {
           if (!job_->started) start(*job_);
           if (!job_->done) poll_job(*job_);
           else done_.notify_all();
@@ -336,6 +419,18 @@ class mpi_link {
         notice_in_[sizeof notice_in_ - 1] = '\0';
         lose(status.MPI_SOURCE, std::string("reported: ") + notice_in_);
         return;
+      }
+    }
+    if (restart_request_ != MPI_REQUEST_NULL) {
+      flag = 0;
+      if (MPI_Test(&restart_request_, &flag, &status) != MPI_SUCCESS) {
+        lose(-1, "MPI error waiting for restart notices");
+        return;
+      }
+      if (flag) {
+        restart_in_.line[sizeof restart_in_.line - 1] = '\0';
+        if (restart_in_.epoch == epoch_ && !restart_) asked_restart(status.MPI_SOURCE, restart_in_.line);
+        MPI_Irecv(&restart_in_, sizeof restart_in_, MPI_BYTE, MPI_ANY_SOURCE, tag_restart, comm_, &restart_request_);
       }
     }
     for (int h = 0; h < hosts_; ++h) {
@@ -372,6 +467,11 @@ class mpi_link {
   MPI_Request notice_request_ = MPI_REQUEST_NULL;
   char notice_in_[512] = {};
   char notice_out_[512] = {};
+  std::vector<MPI_Comm> epoch_comms_;  // gathers and barriers of attempt e use epoch_comms_[e]
+  int epoch_ = 0;
+  MPI_Request restart_request_ = MPI_REQUEST_NULL;
+  restart_message restart_in_, restart_out_;
+  std::optional<host_loss> restart_;
 
   mutable std::mutex mutex_;
   std::condition_variable done_;
@@ -396,6 +496,10 @@ class mpi_link {
   [[nodiscard]] int hosts() const noexcept { return 1; }
   [[nodiscard]] const std::vector<std::string>& names() const noexcept { return names_; }
   [[nodiscard]] std::optional<host_loss> lost() const { return std::nullopt; }
+  [[nodiscard]] std::optional<host_loss> restart_requested() const { return std::nullopt; }
+  [[nodiscard]] int epoch() const { return 0; }
+  void request_restart(const std::string&, milliseconds = milliseconds(1000)) {}
+  void next_epoch() {}
   void allgather(const void*, void*, std::size_t, milliseconds = default_timeout(), const std::function<bool()>& = {}) {}
   void finish(milliseconds = default_timeout()) {}
   void notify_failure(const std::string&, milliseconds = milliseconds(1000)) {}

@@ -44,6 +44,7 @@
 #include <gmi/runtime/gmis.hpp>
 #include <gmi/runtime/gpu_hosts.hpp>
 #include <gmi/runtime/host_checkpoint.hpp>
+#include <gmi/runtime/host_restart.hpp>
 #include <gmi/runtime/trace.hpp>
 
 namespace gmi::detail {
@@ -98,11 +99,11 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   if (launcher) {
     gmi::throw_unless_ok(runtime::can_implement(cfg));
     if (kill) gmi::require(kill->rank < cfg.world(), test_kill_var, std::getenv(test_kill_var), "a rank below " + std::to_string(cfg.world()));
-    if (!resume.empty() && hosts) {  // one line before anything starts
-      const runtime::host_checkpoint_manifest m = runtime::read_host_manifest(runtime::manifest_for_host(resume, hosts->host().host));
-      gmi::require(m.hosts == hosts->hosts() && m.gmis_per_host == cfg.world(), "--resume " + resume + ": hosts x GMIs",
-                   std::to_string(m.hosts) + " x " + std::to_string(m.gmis_per_host),
-                   std::to_string(hosts->hosts()) + " x " + std::to_string(cfg.world()) + " (this run's)");
+    if (!resume.empty() && hosts) {  // the hosts agree on the last checkpoint all completed (host_restart.hpp)
+      const auto it = runtime::agree_on_checkpoint(resume, {hosts->host().host, hosts->hosts(), cfg.world()},
+                                                   [&](const void* m, void* a, std::size_t b) { hosts->gather_bytes(m, a, b); });
+      gmi::require(it.has_value(), "--resume " + resume, "no manifest on some host",
+                   "a checkpoint every host saved (" + resume + ".host<h>)");
     } else if (!resume.empty()) {
       (void)manifest_for_resume(resume, cfg.world(), o.num_envs);
     }

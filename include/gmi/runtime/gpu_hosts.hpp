@@ -37,12 +37,6 @@ struct gpu_hosts_options {
   std::function<comm::nccl_id()> make_id = [] { return comm::nccl_id::generate(); };
 };
 
-// "GMIs 2-3" or "GMI 2": the global ranks of one host, for messages.
-[[nodiscard]] inline std::string gmi_range(int first, int count) {
-  return count == 1 ? "GMI " + std::to_string(first)
-                    : "GMIs " + std::to_string(first) + "-" + std::to_string(first + count - 1);
-}
-
 class gpu_hosts {
  public:
   // Joins the other hosts' launchers (bounded by the link's startup timeout and o.timeout); throws config_error
@@ -145,6 +139,8 @@ class gpu_hosts {
     link_->allgather(&value, all.data(), sizeof(T), o_.timeout);
     return all;
   }
+  // Every host's `bytes` bytes into `all` (hosts x bytes, host order): the launchers' own exchanges (bounded).
+  void gather_bytes(const void* mine, void* all, std::size_t bytes) { link_->allgather(mine, all, bytes, o_.timeout); }
   // The closing barrier after a clean run (the heartbeats go on until every host reaches it).
   void finish() { link_->finish(o_.timeout); }
   // Tells the other hosts this host's run failed (`line`: the one line), best effort, bounded.

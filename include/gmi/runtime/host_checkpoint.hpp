@@ -25,7 +25,6 @@
 #include <gmi/io/checkpoint.hpp>
 #include <gmi/io/file_io.hpp>
 #include <gmi/io/gmi_file.hpp>
-#include <gmi/runtime/multihost.hpp>
 
 namespace gmi::runtime {
 
@@ -94,7 +93,8 @@ inline void write_host_manifest(const host_checkpoint_manifest& m, const std::fi
 }
 
 // A GMI's place for save_on_hosts: its global rank, the job's GMIs, its host, and the sum over every GMI of every
-// host (host_gmi::sum, gpu_hosts::sum), which every GMI calls at the same point.
+// host (host_gmi::sum, gpu_hosts::sum), which every GMI calls at the same point. (runtime/multihost.hpp has the
+// overload that takes a host_gmi.)
 struct host_saver {
   int rank = 0, world = 1, host = 0;
   std::function<void(double*, std::size_t)> sum;
@@ -130,12 +130,6 @@ inline void save_on_hosts(const host_saver& g, const io::checkpoint& state, cons
   }
   if (g.rank == 0) write_host_manifest(m, path);
 }
-inline void save_on_hosts(host_gmi& g, const io::checkpoint& state, const std::filesystem::path& path,
-                          std::uint64_t iteration, int gmis_per_host) {
-  save_on_hosts(host_saver{g.rank(), g.world(), g.host(), [&g](double* d, std::size_t n) { g.sum(d, n); }}, state,
-                path, iteration, gmis_per_host);
-}
-
 // The manifest host `host` resumes from: the job manifest at `path` where this host sees it (a shared file
 // system), else its own host manifest (PATH.host<h>, local disks). config_error naming PATH when neither exists.
 [[nodiscard]] inline std::filesystem::path manifest_for_host(const std::filesystem::path& path, int host) {

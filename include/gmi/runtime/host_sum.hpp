@@ -71,7 +71,8 @@ class host_sum {
         }
         changed_.wait_for(lock, std::chrono::milliseconds(20));
       }
-      check_broken();
+      // The round completed: its result holds even when a GMI broke the group since (the next round can not
+      // start without this GMI), so a save's sum that every GMI reached completes on every GMI.
       std::memcpy(data, result_.data(), n * sizeof(T));
       return;
     }

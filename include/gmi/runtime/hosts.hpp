@@ -26,6 +26,12 @@ struct host_info {
   std::string id;                        // names this host in errors and shared-memory names
 };
 
+// "GMIs 2-3" or "GMI 2": the global ranks of one host, for messages.
+[[nodiscard]] inline std::string gmi_range(int first, int count) {
+  return count == 1 ? "GMI " + std::to_string(first)
+                    : "GMIs " + std::to_string(first) + "-" + std::to_string(first + count - 1);
+}
+
 // The host id as a piece of a /dev/shm name: letters, digits, '.', '_' and '-' kept, anything else '_'.
 [[nodiscard]] inline std::string shm_safe(const std::string& id) {
   std::string out;
