@@ -76,19 +76,6 @@ TEST_CASE("replay.placement_counts_and_overrides") {
   CHECK(a.take() == std::vector<std::uint64_t>{0, 0, 0});  // a new window
   CHECK_THROWS_WITH_AS(a.count(3, 1), doctest::Contains("got 3, need < 3"), gmi::config_error);
 
-  ::setenv("GMI_REPLAY_HOT_SHARE", "0.8", 1);
-  ::setenv("GMI_REPLAY_DEVICE_SHARDS", "2", 1);
-  ::setenv("GMI_REPLAY_PLACEMENT_MIN_SAMPLES", "10", 1);
-  const placement_rule r = placement_rule{}.with_env();
-  CHECK(r.hot_share == 0.8);
-  CHECK(r.device_shards == 2);
-  CHECK(r.min_samples == 10);
-  ::setenv("GMI_REPLAY_HOT_SHARE", "lots", 1);
-  CHECK_THROWS_WITH_AS((void)placement_rule{}.with_env(), doctest::Contains("GMI_REPLAY_HOT_SHARE: got \"lots\", need a number"),
-                       gmi::config_error);
-  ::unsetenv("GMI_REPLAY_HOT_SHARE");
-  ::unsetenv("GMI_REPLAY_DEVICE_SHARDS");
-  ::unsetenv("GMI_REPLAY_PLACEMENT_MIN_SAMPLES");
 }
 
 TEST_CASE("replay.placement_refuses_bad_rules") {

@@ -9,14 +9,13 @@
 // hottest first (ties: the lower index), up to device_shards of them; every other shard goes to pinned host memory.
 // A shard already in device memory keeps it while its share is at least hot_share * (1 - hysteresis) / shards and
 // the budget holds it, so a shard near the line does not move back and forth. With fewer than min_samples draws in
-// the window nothing moves (too little evidence). Every field can be overridden (run code sets them;
-// placement_rule::with_env reads GMI_REPLAY_HOT_SHARE, GMI_REPLAY_DEVICE_SHARDS, GMI_REPLAY_PLACEMENT_MIN_SAMPLES).
+// the window nothing moves (too little evidence). Every field can be overridden by the code that builds the rule
+// (validate() refuses a bad value in one line).
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <span>
@@ -43,33 +42,6 @@ struct placement_rule {
     gmi::require(hot_share >= 0.0 && hot_share <= 1e6, "placement_rule.hot_share", hot_share,
                  "0 .. 1e6 (a multiple of an even share; 0 keeps every shard hot)");
     gmi::require(hysteresis >= 0.0 && hysteresis <= 1.0, "placement_rule.hysteresis", hysteresis, "0 .. 1");
-  }
-
-  // The rule with the environment's overrides: GMI_REPLAY_HOT_SHARE (a number), GMI_REPLAY_DEVICE_SHARDS and
-  // GMI_REPLAY_PLACEMENT_MIN_SAMPLES (whole numbers). A value that does not parse is refused with one line.
-  [[nodiscard]] placement_rule with_env() const {
-    placement_rule r = *this;
-    if (const char* v = std::getenv("GMI_REPLAY_HOT_SHARE")) r.hot_share = number(v, "GMI_REPLAY_HOT_SHARE");
-    if (const char* v = std::getenv("GMI_REPLAY_DEVICE_SHARDS"))
-      r.device_shards = whole(v, "GMI_REPLAY_DEVICE_SHARDS");
-    if (const char* v = std::getenv("GMI_REPLAY_PLACEMENT_MIN_SAMPLES"))
-      r.min_samples = whole(v, "GMI_REPLAY_PLACEMENT_MIN_SAMPLES");
-    r.validate();
-    return r;
-  }
-
- private:
-  static double number(const char* v, const char* name) {
-    char* end = nullptr;
-    const double x = std::strtod(v, &end);
-    gmi::require(end != v && *end == '\0', name, std::string(v), "a number");
-    return x;
-  }
-  static std::uint64_t whole(const char* v, const char* name) {
-    char* end = nullptr;
-    const unsigned long long x = std::strtoull(v, &end, 10);
-    gmi::require(end != v && *end == '\0' && v[0] != '-', name, std::string(v), "a whole number");
-    return x;
   }
 };
 
