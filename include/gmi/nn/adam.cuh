@@ -315,11 +315,18 @@ class adam<exec::cuda> {
       double* part = partials_.data();
       float b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps, mn = max_norm;
       void* args[] = {&pp, &gp, &mp, &vp, &n, &st, &part, &b1, &b2, &eps, &mn};
-      GMI_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&detail::adam_one_kernel),
-                                               dim3(static_cast<unsigned>(one_blocks_)), dim3(detail::adam_block),
-                                               args, 0, s));
-      ++steps_;
-      return;
+      const cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&detail::adam_one_kernel),
+                                                        dim3(static_cast<unsigned>(one_blocks_)),
+                                                        dim3(detail::adam_block), args, 0, s);
+      if (e == cudaSuccess) {
+        ++steps_;
+        return;
+      }
+      // Fewer SMs than the device reports (an MPS share): the three kernels from now on.
+      if (e != cudaErrorCooperativeLaunchTooLarge) GMI_CUDA_TRY(e);
+      (void)cudaGetLastError();
+      one_kernel_ = false;
+      one_blocks_ = 0;
     }
     detail::adam_sumsq_kernel<<<detail::adam_norm_blocks, detail::adam_block, 0, s>>>(grads.data(), n_,
                                                                                      partials_.data());

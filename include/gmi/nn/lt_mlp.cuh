@@ -6,7 +6,10 @@
 // (BGRADB; a column-sum kernel where cuBLASLt has none for the types), the input gradient, then one pass that
 // forms the layer below's dz. Activation records use the layout of mlp.cuh's gemm_path: layer l's outputs at
 // acts + n * activation_offset(l), [n][width]. bf16: weights and layer inputs are converted per call from the fp32
-// master copies; products accumulate in fp32 and write fp32. Every call is capturable in a CUDA graph.
+// master copies; products accumulate in fp32 and write fp32. With network_config::kernels mma (TF32, bf16) each
+// layer's forward and input-gradient product is instead one own tensor-core kernel (fused_gemm.cuh) with the
+// activation / the dz = dX * Act'(y) in its epilogue; the weight gradients stay cuBLASLt. Every call is capturable
+// in a CUDA graph.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
