@@ -38,6 +38,8 @@ for case, ns in (("serving", (4096, 16384)), ("training", (4096,))):
             ratio = g["median"] / j["median"] if j else float("nan")
             t = targets.get((case, net, n))
             path = g.get("path") or f"{g.get('collection')}+{g.get('gradient_path')}"
+            if g.get("kernels"):
+                path += f", kernels {g['kernels']}"
             print(f"{case:8s} {net:16s} {n:6d}: gmi {g['median'] / 1e6:8.2f} M ({g['precision']}, {path}, {of_peak(g)}) "
                   f"jax {j['median'] / 1e6 if j else float('nan'):8.2f} M ({j['precision'] if j else '-'}, "
                   f"{j.get('tflops', 0) if j else 0:.1f} TF/s) ratio {ratio:.2f} (need >= 2)"

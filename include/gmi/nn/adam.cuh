@@ -262,8 +262,9 @@ __global__ static void adam_one_kernel(float* GMI_RESTRICT p, const float* GMI_R
     adam_element(p[i], g[i] * scale, m[i], v[i], lr, beta1, beta2, eps, bc1, bc2_sqrt);
 }
 
-// Blocks of the cooperative step: as many as can be resident on the current device at once (at most 1024, and
-// no more than the parameters need); 0 where the device has no cooperative launches.
+// Blocks of the cooperative step: two per SM where that many can be resident at once (every block sums all
+// blocks' partial sums after the barrier, so more blocks cost more than they add), at most what the parameters
+// need; 0 where the device has no cooperative launches.
 inline int adam_one_kernel_blocks(std::size_t n) {
   int dev = 0, coop = 0, sms = 0, per_sm = 0;
   GMI_CUDA_TRY(cudaGetDevice(&dev));
@@ -272,7 +273,8 @@ inline int adam_one_kernel_blocks(std::size_t n) {
   GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, adam_one_kernel, adam_block, 0));
   const std::size_t need = (n + adam_block - 1) / adam_block;
-  return static_cast<int>(std::min<std::size_t>({static_cast<std::size_t>(sms) * per_sm, std::size_t{1024}, need > 0 ? need : 1}));
+  const std::size_t resident = static_cast<std::size_t>(sms) * static_cast<std::size_t>(std::min(per_sm, 2));
+  return static_cast<int>(std::min<std::size_t>({resident, std::size_t{1024}, need > 0 ? need : 1}));
 }
 
 __global__ static void adam_set_lr_kernel(adam_device_state* st, float lr) { st->lr = lr; }
