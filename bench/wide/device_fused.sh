@@ -3,9 +3,9 @@
 # on one GPU machine from the repository root (< 9 min on 16 cores, ~4 of them the build): builds gmi.bench.wide
 # and its GPU tests (gmi.test.nn_gpu, gmi.test.ppo_gpu), runs the tests of the layers (nn_gpu.mma.*: the products
 # against a host product and Adam against the host Adam; nn_gpu.lt.*: the networks with mma against cuBLASLt and
-# the host) and of PPO with them (ppo_gpu.mma_kernels_match_cublaslt, the gradient paths), then gmi.bench.wide (peak GEMM, the 8192x512x512 layer alone, Adam, serving
-# and training of the three networks with --kernels cublaslt,mma in tf32 and bf16) and the JAX reference beside it
-# under one run id. Writes $OUT/fused.jsonl, $OUT/fused-tests.log, $OUT/fused-build.log, $OUT/fused-summary.txt.
+# the host) and of PPO with them (ppo_gpu.mma_kernels_match_cublaslt, the gradient paths), then gmi.bench.wide
+# (peak GEMM, the 8192x512x512 layer alone, Adam, serving and training of the three networks with --kernels
+# cublaslt,mma in tf32 and bf16) and the JAX reference beside it under one run id. Writes $OUT/fused.jsonl, $OUT/fused-tests.log, $OUT/fused-build.log, $OUT/fused-summary.txt.
 # Usage: OUT=/some/dir bench/wide/device_fused.sh
 set -uo pipefail
 OUT=${OUT:?set OUT to the folder for result lines}

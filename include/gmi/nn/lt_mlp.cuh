@@ -75,20 +75,43 @@ __global__ static void lt_weights_to_bf16_kernel(const float* __restrict__ param
 
 // The own kernels' weights (layer_kernels::mma): w (layer l at w16_offset, [out][bf16_ld(in)]; nullptr: not
 // wanted) and wt (at wt_offset, [in][bf16_ld(out)]) in T (fp32 for TF32 products, bf16) from the fp32 parameters.
+// One block per 32 x 32 tile of a layer's weights (lt_weight_tiles in all), 32 x 8 threads: the tile goes through
+// shared memory so that both the reads and the transposed writes are coalesced.
+template <class L>
+constexpr int lt_weight_tiles_before(int l) {
+  int t = 0;
+  for (int k = 0; k < l; ++k) t += ((L::width(k + 1) + 31) / 32) * ((L::width(k) + 31) / 32);
+  return t;
+}
+template <class L>
+inline constexpr int lt_weight_tiles = lt_weight_tiles_before<L>(L::count);
+
 template <class L, class T>
 __global__ static void lt_weights_mma_kernel(const float* __restrict__ params, T* __restrict__ w, T* __restrict__ wt) {
-  const int stride = static_cast<int>(gridDim.x * blockDim.x);
-  for (int p = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); p < L::param_count; p += stride) {
-    int l = 0;
-    while (l + 1 < L::count && p >= L::weight_offset(l + 1)) ++l;
-    const int I = L::width(l), O = L::width(l + 1), local = p - L::weight_offset(l);
-    if (local >= I * O) continue;  // a bias
-    const int o = local / I, i = local % I;
-    T v;
-    if constexpr (std::is_same_v<T, float>) v = params[p];
-    else v = __float2bfloat16_rn(params[p]);
-    if (w) w[lt_layout_of<L>::w16_offset(l) + static_cast<std::size_t>(o) * bf16_ld(I) + i] = v;
-    wt[lt_layout_of<L>::wt_offset(l) + static_cast<std::size_t>(i) * bf16_ld(O) + o] = v;
+  __shared__ float tile[32][33];
+  const int b = static_cast<int>(blockIdx.x);
+  int l = 0;
+  while (l + 1 < L::count && b >= lt_weight_tiles_before<L>(l + 1)) ++l;
+  const int I = L::width(l), O = L::width(l + 1), local = b - lt_weight_tiles_before<L>(l);
+  const int o0 = (local / ((I + 31) / 32)) * 32, i0 = (local % ((I + 31) / 32)) * 32;
+  const float* W = params + L::weight_offset(l);
+  const int tx = static_cast<int>(threadIdx.x);
+  auto cvt = [](float v) {
+    if constexpr (std::is_same_v<T, float>) return v;
+    else return __float2bfloat16_rn(v);
+  };
+  for (int r = static_cast<int>(threadIdx.y); r < 32; r += 8) {
+    const int o = o0 + r, i = i0 + tx;
+    if (o < O && i < I) {
+      const float v = W[static_cast<std::size_t>(o) * I + i];
+      tile[r][tx] = v;
+      if (w) w[lt_layout_of<L>::w16_offset(l) + static_cast<std::size_t>(o) * bf16_ld(I) + i] = cvt(v);
+    }
+  }
+  __syncthreads();
+  for (int r = static_cast<int>(threadIdx.y); r < 32; r += 8) {
+    const int i = i0 + r, o = o0 + tx;
+    if (o < O && i < I) wt[lt_layout_of<L>::wt_offset(l) + static_cast<std::size_t>(i) * bf16_ld(O) + o] = cvt(tile[tx][r]);
   }
 }
 
@@ -437,12 +460,12 @@ class lt_mlp {
 
   void convert_weights(const float* params) {
     if (mma_) {
+      const dim3 grid(static_cast<unsigned>(detail::lt_weight_tiles<L>)), block(32, 8);
       if (cfg_.precision == precision::bf16)
-        detail::lt_weights_mma_kernel<L, __nv_bfloat16><<<detail::lt_blocks(Net::param_count, 256), 256, 0,
-                                                          policy_.stream>>>(params, w16_.data(), wt16_.data());
+        detail::lt_weights_mma_kernel<L, __nv_bfloat16><<<grid, block, 0, policy_.stream>>>(params, w16_.data(),
+                                                                                          wt16_.data());
       else
-        detail::lt_weights_mma_kernel<L, float><<<detail::lt_blocks(Net::param_count, 256), 256, 0, policy_.stream>>>(
-            params, nullptr, wt32_.data());
+        detail::lt_weights_mma_kernel<L, float><<<grid, block, 0, policy_.stream>>>(params, nullptr, wt32_.data());
       GMI_CUDA_TRY(cudaGetLastError());
       return;
     }
