@@ -38,6 +38,8 @@ for case, ns in (("serving", (4096, 16384)), ("training", (4096,))):
             ratio = g["median"] / j["median"] if j else float("nan")
             t = targets.get((case, net, n))
             path = g.get("path") or f"{g.get('collection')}+{g.get('gradient_path')}"
+            if g.get("kernels"):
+                path += f", kernels {g['kernels']}"
             print(f"{case:8s} {net:16s} {n:6d}: gmi {g['median'] / 1e6:8.2f} M ({g['precision']}, {path}, {of_peak(g)}) "
                   f"jax {j['median'] / 1e6 if j else float('nan'):8.2f} M ({j['precision'] if j else '-'}, "
                   f"{j.get('tflops', 0) if j else 0:.1f} TF/s) ratio {ratio:.2f} (need >= 2)"
@@ -52,6 +54,26 @@ if base:
         if g:
             print(f"  {b['net']:16s} {b['precision']:5s} {b['num_envs']:6d}: gmi {g[0]['median'] / 1e6:7.3f} M ({g[0]['git']}) "
                   f"base {b['median'] / 1e6:7.3f} M ({b['git']}) speedup {g[0]['median'] / b['median']:.2f}x")
+# device_fused.sh: the own tensor-core layer kernels (kernels mma) against cuBLASLt, same case, net, envs, precision.
+mma = [l for l in lines if l["impl"] == "gmi" and l.get("kernels") == "mma"]
+if mma:
+    print("layer kernels: mma (own fused products) against cublaslt (products + activation passes), same run:")
+    for m in mma:
+        c = [l for l in lines if l["impl"] == "gmi" and l.get("kernels") == "cublaslt" and l.get("case") == m.get("case")
+             and l.get("net") == m.get("net") and l.get("num_envs") == m.get("num_envs")
+             and l.get("precision") == m.get("precision")]
+        if c:
+            print(f"  {m['case']:8s} {m['net']:16s} {m['num_envs']:6d} {m['precision']:5s}: mma {m['median'] / 1e6:8.3f} M "
+                  f"cublaslt {c[0]['median'] / 1e6:8.3f} M  mma/cublaslt {m['median'] / c[0]['median']:.2f}")
+lg = [l for l in lines if l.get("case") == "layer_gemm"]
+if lg:
+    print("one layer, 8192 x 512 x 512 (TFLOP/s of the product):")
+    for l in lg:
+        p = peak.get(l["precision"])
+        print(f"  {l['precision']:5s} {l['kernel']:22s} {l['median']:7.1f} TF/s" + (f" ({100 * l['median'] / p:.1f}% of peak)" if p else ""))
+ad = [l for l in lines if l.get("case") == "adam"]
+for l in ad:
+    print(f"adam {l['params']} parameters, {l['kernel']:13s}: {l['median'] / 1e3:8.1f} k steps/s ({1e6 / l['median']:.1f} us a step)")
 c = [l for l in lines if l.get("net") == "cartpole_mlp"]
 if c:
     print(f"serving  cartpole_mlp 512: gmi {c[0]['median'] / 1e6:.2f} M (target 60 M: {'met' if c[0]['median'] >= 60e6 else 'NOT met'})")

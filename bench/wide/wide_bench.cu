@@ -4,9 +4,15 @@
 // for; Cartpole serving at 512 envs (the one-thread-per-env kernel); PPO training iterations (collection +
 // update; collection and gradient paths by the wide-network rule, recorded) in each training precision; the
 // rule's threshold (Ant proxy, policies 64, 128 and 256 wide, both sides of the rule forced); the peak dense GEMM
-// rate (cuBLASLt, 8192^3, TF32 and bf16). Medians of --reps windows; one JSON line per case.
+// rate (cuBLASLt, 8192^3, TF32 and bf16); one 8192 x 512 x 512 layer product alone, cuBLASLt against the own
+// tensor-core kernel with the ELU epilogue (layer_gemm); Adam's step at ShadowHand's parameter count in one
+// kernel and in three (adam). --kernels picks the layer kernels of the serving and training cases (cublaslt,
+// mma; tf32 and bf16 only: fp32 always runs cuBLASLt). Medians of --reps windows; one JSON line per case.
 #include <gmi/gmi.hpp>
+#include <gmi/nn/adam.cuh>
+#include <gmi/nn/fused_gemm.cuh>
 #include <gmi/nn/lt_linear.cuh>
+#include <gmi/nn/lt_mlp.cuh>
 #include <gmi/rl/batched_serving.cuh>
 
 #include <algorithm>
@@ -39,6 +45,7 @@ struct options {
   std::string out, run_id, git = "unknown", device;
   std::vector<std::string> precisions{"tf32", "bf16"}, training_precisions{"fp32", "tf32"};
   std::vector<int> serving_envs{4096, 16384};
+  std::vector<std::string> kernels{"cublaslt"};
   int training_envs = 4096;
 };
 
@@ -95,9 +102,12 @@ void emit(const options& o, nlohmann::json l, const stats& s) {
 template <class Task, class Net>
 void serving(const options& o, const char* net_name) {
   for (const int n : o.serving_envs)
-    for (const auto& pname : o.precisions) {
+    for (const auto& pname : o.precisions)
+    for (const auto& kname : o.kernels) {
+      const nn::network_config cfg{.precision = nn::parse_precision(pname, "--precisions"),
+                                   .kernels = nn::parse_layer_kernels(kname, "--kernels")};
+      if (cfg.precision == nn::precision::fp32 && cfg.kernels == nn::layer_kernels::mma) continue;
       gmi::cuda::stream s;
-      const nn::network_config cfg{.precision = nn::parse_precision(pname, "--precisions")};
       gmi::rl::batched_server<Task, Net> server(n, 1, gmi::exec::cuda{.stream = s.get()}, 20, cfg);
       const int window = server.graph_steps();
       const auto st = measure(o, static_cast<double>(n) * window, [&](int k) {
@@ -108,6 +118,7 @@ void serving(const options& o, const char* net_name) {
       constexpr double env_macs = double(Task::substeps) * Task::obs_dim * (Task::obs_dim + Task::act_dim);
       emit(o,
            {{"case", "serving"}, {"net", net_name}, {"task", Task::name}, {"precision", pname}, {"num_envs", n},
+            {"kernels", kname},
             {"metric", "steps_per_s"}, {"path", server.path()}, {"tflops", 2.0 * macs * st.median / 1e12},
             {"env_tflops", 2.0 * env_macs * st.median / 1e12},
             {"total_tflops", 2.0 * (macs + env_macs) * st.median / 1e12}},
@@ -118,10 +129,13 @@ void serving(const options& o, const char* net_name) {
 // rule: "auto" (the wide-network rule with the default threshold), "wide" or "narrow" (the rule's threshold moved
 // so that Net is taken as wide or as narrow: both sides of the rule on one network).
 template <class Task, class Net>
-void training(const options& o, const char* net_name, const std::string& pname, const char* rule = "auto") {
+void training(const options& o, const char* net_name, const std::string& pname, const char* rule = "auto",
+              const std::string& kname = "cublaslt") {
   gmi::cuda::stream s;
   gmi::rl::ppo_config c;  // defaults: horizon 16, minibatch 8192, 8 epochs
   c.network.precision = nn::parse_precision(pname, "--training-precisions");
+  c.network.kernels = nn::parse_layer_kernels(kname, "--kernels");
+  if (c.network.precision == nn::precision::fp32 && c.network.kernels == nn::layer_kernels::mma) return;
   if (std::string(rule) == "wide") c.network.lt_min_width = 1;
   if (std::string(rule) == "narrow") c.network.lt_min_width = 1 << 20;
   gmi::rl::ppo_trainer<Task, Net, gmi::exec::cuda> t(o.training_envs, 1, c, {}, gmi::exec::cuda{.stream = s.get()});
@@ -138,7 +152,8 @@ void training(const options& o, const char* net_name, const std::string& pname, 
   constexpr double env_macs = double(Task::substeps) * Task::obs_dim * (Task::obs_dim + Task::act_dim);
   emit(o,
        {{"case", std::string(rule) == "auto" ? "training" : "threshold"}, {"net", net_name}, {"task", Task::name},
-        {"precision", pname}, {"num_envs", o.training_envs}, {"metric", "steps_per_s"}, {"horizon", c.horizon},
+        {"precision", pname}, {"kernels", kname}, {"num_envs", o.training_envs}, {"metric", "steps_per_s"},
+        {"horizon", c.horizon},
         {"epochs", c.epochs}, {"minibatch", c.minibatch}, {"minibatches", minibatches}, {"rule", rule},
         {"max_width", Net::net::max_width},
         {"gradient_path", gmi::rl::minibatch_gradient_name<Net>(c.network)},
@@ -181,6 +196,85 @@ void peak_gemm(const options& o) {
   }
 }
 
+// One wide layer alone, M = 8192 rows, N = K = 512: the cuBLASLt product (BIAS epilogue) and the own kernel with
+// bias + ELU in its epilogue (TF/s of the product), then the whole layer through lt_mlp (cuBLASLt: product +
+// ELU pass; mma: one kernel; both with the weight copy the path makes per call).
+void layer_gemm(const options& o) {
+  constexpr int M = 8192, N = 512, K = 512;
+  const double tflop = 2.0 * M * N * static_cast<double>(K) / 1e12;
+  gmi::cuda::stream s;
+  gmi::cuda::device_buffer<float> x(std::size_t(M) * K), w(std::size_t(N) * K), bias(N), d(std::size_t(M) * N);
+  gmi::cuda::device_buffer<__nv_bfloat16> x16(std::size_t(M) * K), w16(std::size_t(N) * K);
+  x.fill_bytes(0x3c, s);
+  w.fill_bytes(0x3c, s);
+  bias.fill_bytes(0, s);
+  x16.fill_bytes(0x3c, s);
+  w16.fill_bytes(0x3c, s);
+  nn::lt_gemm g;
+  auto sync = [&] { GMI_CUDA_TRY(cudaStreamSynchronize(s.get())); };
+  for (const auto p : {nn::precision::tf32, nn::precision::bf16}) {
+    const bool bf = p == nn::precision::bf16;
+    const void* A = bf ? static_cast<const void*>(w16.data()) : w.data();
+    const void* B = bf ? static_cast<const void*>(x16.data()) : x.data();
+    const nn::lt_shape shape{.trans_a = true, .m = N, .n = M, .k = K, .lda = K, .ldb = K, .ldd = N, .prec = p,
+                             .epilogue = nn::lt_epilogue::bias};
+    const auto lt = measure(o, tflop, [&](int k) {
+      for (int i = 0; i < k; ++i) g.run(shape, A, B, d.data(), bias.data(), s.get());
+      sync();
+    });
+    emit(o, {{"case", "layer_gemm"}, {"net", "8192x512x512"}, {"precision", nn::precision_name(p)},
+             {"kernel", "cublaslt_bias"}, {"metric", "tflops"}, {"tflops", lt.median}}, lt);
+    const nn::mma_bias_act<nn::elu> epi{bias.data()};
+    const auto mma = measure(o, tflop, [&](int k) {
+      for (int i = 0; i < k; ++i) {
+        if (bf)
+          nn::mma_gemm(nn::mma_gemm_args<__nv_bfloat16>{.a = x16.data(), .b = w16.data(), .M = M, .N = N, .K = K,
+                                                        .lda = K, .ldb = K, .d = d.data(), .ldd = N},
+                       epi, s.get());
+        else
+          nn::mma_gemm(nn::mma_gemm_args<float>{.a = x.data(), .b = w.data(), .M = M, .N = N, .K = K, .lda = K,
+                                                .ldb = K, .d = d.data(), .ldd = N},
+                       epi, s.get());
+      }
+      sync();
+    });
+    emit(o, {{"case", "layer_gemm"}, {"net", "8192x512x512"}, {"precision", nn::precision_name(p)},
+             {"kernel", "mma_bias_elu"}, {"metric", "tflops"}, {"tflops", mma.median}}, mma);
+    using layer = nn::mlp<nn::layers<K, N>, nn::elu, nn::elu>;
+    gmi::cuda::device_buffer<float> params(layer::param_count);
+    params.fill_bytes(0, s);
+    for (const auto kern : {nn::layer_kernels::cublaslt, nn::layer_kernels::mma}) {
+      nn::lt_mlp<layer> net(gmi::exec::cuda{.stream = s.get()}, M, nn::network_config{.precision = p, .kernels = kern});
+      const auto st = measure(o, tflop, [&](int k) {
+        for (int i = 0; i < k; ++i) net.forward_raw(params.data(), x.data(), d.data(), nullptr, M);
+        sync();
+      });
+      emit(o, {{"case", "layer_gemm"}, {"net", "8192x512x512"}, {"precision", nn::precision_name(p)},
+               {"kernel", std::string(net.path()) + "_elu_layer"}, {"metric", "tflops"}, {"tflops", st.median}}, st);
+    }
+  }
+}
+
+// Adam's step at ShadowHand's parameter count: steps per second in one cooperative kernel and in three.
+void adam_steps(const options& o) {
+  constexpr std::size_t n = shadow_hand_ac::net::param_count;
+  gmi::cuda::stream s;
+  gmi::cuda::device_buffer<float> p(n), g(n);
+  p.fill_bytes(0, s);
+  g.fill_bytes(0x3c, s);
+  for (const bool one : {true, false}) {
+    nn::adam<gmi::exec::cuda> opt(nn::adam_config{}, n, gmi::exec::cuda{.stream = s.get()});
+    if (one && !opt.one_kernel()) continue;
+    opt.set_one_kernel(one);
+    const auto st = measure(o, 1.0, [&](int k) {
+      for (int i = 0; i < k; ++i) opt.step({p.data(), n}, {g.data(), n});
+      GMI_CUDA_TRY(cudaStreamSynchronize(s.get()));
+    });
+    emit(o, {{"case", "adam"}, {"net", "shadow_hand_mlp"}, {"params", n}, {"kernel", one ? "one_kernel" : "three_kernels"},
+             {"metric", "steps_per_s"}}, st);
+  }
+}
+
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream in(s);
@@ -195,7 +289,7 @@ int main(int argc, char** argv) {
   CLI::App app{"gmi.bench.wide: serving and PPO training with the paper's wide networks", "gmi.bench.wide"};
   options o;
   std::string precisions = "tf32,bf16", training_precisions = "fp32,tf32",
-              cases = "peak,serving,cartpole,training,threshold", envs_list = "4096,16384";
+              cases = "peak,serving,cartpole,training,threshold", envs_list = "4096,16384", kernels = "cublaslt";
   app.add_option("--reps", o.reps, "windows per case")->check(CLI::Range(1, 50))->capture_default_str();
   app.add_option("--seconds", o.seconds, "seconds per window")->check(CLI::Range(0.01, 60.0))->capture_default_str();
   app.add_option("--precisions", precisions, "serving precisions: fp32, tf32, bf16")->capture_default_str();
@@ -203,7 +297,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--envs", envs_list, "serving env counts")->capture_default_str();
   app.add_option("--training-envs", o.training_envs, "envs of the training runs")->capture_default_str();
-  app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold")->capture_default_str();
+  app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold, layer_gemm, adam")
+      ->capture_default_str();
+  app.add_option("--kernels", kernels, "layer kernels of serving and training: cublaslt, mma")->capture_default_str();
   app.add_option("--out", o.out, "append result lines here");
   app.add_option("--run-id", o.run_id, "run id shared with the JAX reference");
   app.add_option("--git", o.git, "revision for the result lines");
@@ -213,6 +309,8 @@ int main(int argc, char** argv) {
     for (const auto& p : o.precisions) (void)nn::parse_precision(p, "--precisions");
     o.training_precisions = split(training_precisions);
     for (const auto& p : o.training_precisions) (void)nn::parse_precision(p, "--training-precisions");
+    o.kernels = split(kernels);
+    for (const auto& k : o.kernels) (void)nn::parse_layer_kernels(k, "--kernels");
     o.serving_envs.clear();
     for (const auto& e : split(envs_list)) {
       const int n = std::atoi(e.c_str());
@@ -240,12 +338,15 @@ int main(int argc, char** argv) {
     serving<envs::ant_proxy, ant_ac>(o, "ant_mlp");
   }
   if (has("cartpole")) cartpole_serving(o);
+  if (has("layer_gemm")) layer_gemm(o);
+  if (has("adam")) adam_steps(o);
   if (has("training"))
-    for (const auto& p : o.training_precisions) {
-      training<envs::shadow_hand_proxy, shadow_hand_ac>(o, "shadow_hand_mlp", p);
-      training<envs::humanoid_proxy, humanoid_ac>(o, "humanoid_mlp", p);
-      training<envs::ant_proxy, ant_ac>(o, "ant_mlp", p);
-    }
+    for (const auto& p : o.training_precisions)
+      for (const auto& k : o.kernels) {
+        training<envs::shadow_hand_proxy, shadow_hand_ac>(o, "shadow_hand_mlp", p, "auto", k);
+        training<envs::humanoid_proxy, humanoid_ac>(o, "humanoid_mlp", p, "auto", k);
+        training<envs::ant_proxy, ant_ac>(o, "ant_mlp", p, "auto", k);
+      }
   if (has("threshold"))  // the wide-network rule's crossover: each width with both paths, fp32
     for (const char* rule : {"narrow", "wide"}) {
       training<envs::ant_proxy, ant_64_ac>(o, "ant_64x64", "fp32", rule);

@@ -1,4 +1,4 @@
-// network_config: parsing and validation of the precision and the cuBLASLt width threshold (host only).
+// network_config: parsing and validation of the precision, the cuBLASLt width threshold and the layer kernels (host only).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -54,4 +54,23 @@ TEST_CASE("nn.network_config.uses_lt_by_width") {
   CHECK(uses_lt(c, 129, true));
   CHECK(uses_lt(c, 32, false));        // the small kernels cannot hold it at all
   CHECK(uses_lt(network_config{.lt_min_width = 1}, 4, true));
+}
+
+TEST_CASE("nn.network_config.layer_kernels") {
+  CHECK(network_config{}.kernels == layer_kernels::cublaslt);
+  CHECK(parse_layer_kernels("cublaslt") == layer_kernels::cublaslt);
+  CHECK(parse_layer_kernels("mma") == layer_kernels::mma);
+  for (const layer_kernels k : {layer_kernels::cublaslt, layer_kernels::mma})
+    CHECK(parse_layer_kernels(layer_kernels_name(k)) == k);
+  try {
+    parse_layer_kernels("wgmma", "--kernels");
+    FAIL("wgmma was accepted");
+  } catch (const gmi::config_error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("--kernels") != std::string::npos);
+    CHECK(m.find("wgmma") != std::string::npos);
+    CHECK(m.find("cublaslt or mma") != std::string::npos);
+  }
+  CHECK_THROWS_AS(validate(network_config{.kernels = static_cast<layer_kernels>(2)}), gmi::config_error);
+  CHECK_NOTHROW(validate(network_config{.precision = precision::tf32, .kernels = layer_kernels::mma}));
 }

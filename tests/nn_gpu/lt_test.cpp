@@ -39,7 +39,8 @@ void check(lt_net net, precision p, std::size_t n, bool use_auto = false, const 
   const auto g = uniform(n * Net::out, 31, -1, 1);
   const auto r = nn_gpu::run_lt(net, cfg, use_auto, params, x, g);
   const auto ref = host_reference<Net>(params, x, g);
-  const std::string want = want_path ? want_path : std::string("lt_") + precision_name(p);
+  const bool mma = cfg.kernels == layer_kernels::mma && p != precision::fp32;
+  const std::string want = want_path ? want_path : std::string(mma ? "mma_" : "lt_") + precision_name(p);
   CHECK(r.path == want);
   const double tol = r.path == "fused_fp32" ? 1e-5 : tolerance(p);
   const double e_out = rel_err(r.out, ref.out), e_inf = rel_err(r.out_inference, ref.out),
@@ -73,9 +74,47 @@ void check(lt_net net, precision p, std::size_t n, bool use_auto = false, const 
     MESSAGE(r.path << ": bias gradients by the column-sum kernels (no BGRADB algorithm): " << r.bias_sums);
   }
 }
+// The own tensor-core kernels (network_config::kernels mma) against the cuBLASLt products with separate
+// activation passes, on the same parameters and data: outputs, parameter and input gradients within the
+// precision's tolerance of each other; with vs_host, mma also against the host by check() (skipped for the large
+// batch, whose double-precision host pass would dominate the test's time).
+template <class Net>
+void check_mma_against_cublaslt(lt_net net, precision p, std::size_t n, bool vs_host = true) {
+  const auto params = init<Net>(11);
+  const auto x = uniform(n * Net::in, 21, -2, 2);
+  const auto g = uniform(n * Net::out, 31, -1, 1);
+  const auto lt = nn_gpu::run_lt(net, network_config{.precision = p}, false, params, x, g);
+  const auto mma = nn_gpu::run_lt(net, network_config{.precision = p, .kernels = layer_kernels::mma}, false, params, x, g);
+  REQUIRE(mma.path == std::string("mma_") + precision_name(p));
+  auto as_double = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+  const double tol = tolerance(p);
+  const double e_out = rel_err(mma.out, as_double(lt.out)), e_dp = rel_err(mma.d_params, as_double(lt.d_params)),
+               e_dx = rel_err(mma.d_x, as_double(lt.d_x));
+  MESSAGE(mma.path << " vs " << lt.path << " n " << n << ": relative differences out " << e_out << ", d_params "
+                   << e_dp << ", d_x " << e_dx << " (tolerance " << tol << ")");
+  CHECK(e_out < tol);
+  CHECK(e_dp < tol);
+  CHECK(e_dx < tol);
+  if (vs_host) check<Net>(net, p, n, false, nullptr, network_config{.kernels = layer_kernels::mma});
+}
 }  // namespace
 
 TEST_SUITE("gpu") {
+  TEST_CASE("nn_gpu.lt.mma_matches_cublaslt") {
+    for (const precision p : {precision::tf32, precision::bf16}) {
+      CAPTURE(precision_name(p));
+      check_mma_against_cublaslt<nn_gpu::shadow_hand_net>(lt_net::shadow_hand, p, 300);
+      check_mma_against_cublaslt<nn_gpu::humanoid_net>(lt_net::humanoid, p, 333);
+      check_mma_against_cublaslt<nn_gpu::ant_lt_net>(lt_net::ant, p, 1000);
+      check_mma_against_cublaslt<nn_gpu::shadow_hand_net>(lt_net::shadow_hand, p, 4096, false);
+      for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{301}})
+        check_mma_against_cublaslt<nn_gpu::odd_tanh_net>(lt_net::odd_tanh, p, n);
+    }
+    // fp32 keeps cuBLASLt whatever kernels says.
+    check<nn_gpu::ant_lt_net>(lt_net::ant, precision::fp32, 100, false, "lt_fp32",
+                              network_config{.kernels = layer_kernels::mma});
+  }
+
   TEST_CASE("nn_gpu.lt.paper_nets_match_host") {
     for (const precision p : {precision::fp32, precision::tf32, precision::bf16}) {
       CAPTURE(precision_name(p));

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -72,6 +73,28 @@ TEST_SUITE("gpu") {
     CAPTURE(refused.refusal);
     CHECK(refused.refusal.find("--ppo-gradient: got \"warps\", need tiles, threads, gemm or nothing (the default, tiles) "
                                "for this network") != std::string::npos);
+  }
+
+  // The wide Ant network's training with the own layer kernels (network_config::kernels mma: forward and input
+  // gradients as fused tensor-core products) against the cuBLASLt products, same precision, seed and data, three
+  // iterations (the second and third replay the captured graph): the parameters stay within the precision's
+  // rounding of each other, and the replays run at all. The rollouts themselves differ by that rounding too.
+  TEST_CASE("ppo_gpu.mma_kernels_match_cublaslt" * doctest::timeout(120)) {
+    for (const char* p : {"tf32", "bf16"}) {
+      CAPTURE(p);
+      const auto lt = isaac_ant_kernels_run(p, "cublaslt", 3);
+      const auto mma = isaac_ant_kernels_run(p, "mma", 3);
+      CHECK(lt.path == std::string("lt_") + p);
+      CHECK(mma.path == std::string("mma_") + p);
+      const double d = rel_diff(mma.params, lt.params), tol = std::string(p) == "tf32" ? 5e-3 : 2e-2;
+      MESSAGE("PPO Ant " << p << ", 3 iterations: mma vs cublaslt parameters differ by " << d << " (relative, tolerance "
+                         << tol << "); value loss " << mma.value_loss << " vs " << lt.value_loss);
+      CHECK(d < tol);
+      CHECK(std::isfinite(mma.value_loss));
+      CHECK(mma.value_loss == doctest::Approx(lt.value_loss).epsilon(0.05));
+      // the same bits when run again (fixed sums, no atomics in the products)
+      CHECK(isaac_ant_kernels_run(p, "mma", 3).params == mma.params);
+    }
   }
 
   TEST_CASE("ppo_gpu.solves_cartpole" * doctest::timeout(300)) {

@@ -162,6 +162,28 @@ static_assert(gmi::rl::detail::tile_gradient<wide_net>::shared_weights);
 static_assert(gmi::rl::detail::minibatch_gradient<isaac_ant_net>::default_path == gmi::rl::detail::gradient_path::gemm);
 
 gradient_path_run cartpole_iteration(const std::string& path) { return one_iteration<gmi::envs::cartpole, net>(path); }
+
+gradient_path_run isaac_ant_kernels_run(const std::string& precision, const std::string& kernels, int iterations) {
+  gmi::rl::ppo_config c;
+  c.minibatch = 8192;
+  c.epochs = 2;
+  c.network.precision = gmi::nn::parse_precision(precision);
+  c.network.kernels = gmi::nn::parse_layer_kernels(kernels);
+  gmi::cuda::stream s;
+  gmi::rl::ppo_trainer<gmi::envs::ant_proxy, isaac_ant_net, gmi::exec::cuda> t(512, 7, c, {},
+                                                                               gmi::exec::cuda{.stream = s.get()});
+  for (int i = 0; i < iterations; ++i) t.iterate();
+  t.synchronize();
+  gradient_path_run r;
+  const auto p = t.params();
+  r.params.resize(p.size());
+  GMI_CUDA_TRY(cudaMemcpy(r.params.data(), p.data(), p.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  const auto l = t.losses();
+  r.policy_loss = l.policy_loss;
+  r.value_loss = l.value_loss;
+  r.path = gmi::nn::lt_mlp<typename isaac_ant_net::net>(gmi::exec::cuda{.stream = s.get()}, 1, c.network).path();
+  return r;
+}
 gradient_path_run isaac_ant_iteration(const std::string& path) {
   return one_iteration<gmi::envs::ant_proxy, isaac_ant_net>(path);
 }

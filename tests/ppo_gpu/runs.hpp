@@ -38,3 +38,7 @@ struct gradient_path_run {
 gradient_path_run cartpole_iteration(const std::string& path);
 gradient_path_run wide_proxy_iteration(const std::string& path);
 gradient_path_run isaac_ant_iteration(const std::string& path);  // 60-256-128-64-8: weights from global memory
+// `iterations` GPU PPO iterations (the second on replays the captured graph) of the Ant network from seed 7, its
+// batched collection and gemm gradients in `precision` (tf32, bf16) with the layer kernels `kernels` (cublaslt,
+// mma: network_config::kernels); path: the lt_mlp path the trainer's gradient ran ("lt_tf32", "mma_bf16", ...).
+gradient_path_run isaac_ant_kernels_run(const std::string& precision, const std::string& kernels, int iterations);

@@ -1,10 +1,13 @@
 #pragma once
 // adam<exec::cuda>: Adam with global gradient-norm clipping on the policy's stream: up to adam_fused_max
 // parameters one block does the whole step (sum of squares, norm, step count, bias corrections, update); above
-// it, three kernels (per-block sums of squares, one block finishing the norm, the step count and bias
-// corrections, then the element-wise update). Nothing waits on the host, and lr, the step count and the norm live in device memory, so a
+// it one cooperative kernel (per-block sums of squares, a grid-wide barrier, every block summing the partial
+// sums in the same order, then the element-wise update) where the device supports cooperative launches, else
+// three kernels (per-block sums of squares, one block finishing the norm, the step count and bias corrections,
+// then the element-wise update). Nothing waits on the host, and lr, the step count and the norm live in device memory, so a
 // captured CUDA graph replays correctly and a device-side schedule may write lr_device(). Needs nvcc.
 
+#include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -212,6 +215,68 @@ __global__ static void adam_update_kernel(float* GMI_RESTRICT p, const float* GM
     adam_element(p[i], g[i] * scale, m[i], v[i], lr, beta1, beta2, eps, bc1, bc2_sqrt);
 }
 
+// The whole step for any n in one cooperative launch (all blocks resident): each block's sum of squares into
+// partials[block], a grid barrier, then every block sums partials[0 .. gridDim.x) with the same fixed tree (so
+// all find the same norm), and updates its share. Block 0 records the norm, factor, step and bias corrections;
+// the step count is read by every block before the barrier and written after it.
+__global__ static void adam_one_kernel(float* GMI_RESTRICT p, const float* GMI_RESTRICT g, float* GMI_RESTRICT m,
+                                       float* GMI_RESTRICT v, std::size_t n, adam_device_state* st,
+                                       double* GMI_RESTRICT partials, float beta1, float beta2, float eps,
+                                       float max_norm) {
+  __shared__ double shared[adam_block];
+  __shared__ float step_scale, step_bc1, step_bc2_sqrt;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  double s = 0;
+  for (std::size_t i = first; i < n; i += stride) s += static_cast<double>(g[i]) * g[i];
+  const double mine = block_sum(s, shared);
+  if (threadIdx.x == 0) partials[blockIdx.x] = mine;
+  const long long step = st->step;
+  const float lr = st->lr;
+  cooperative_groups::this_grid().sync();
+  double q = 0;
+  for (unsigned k = threadIdx.x; k < gridDim.x; k += blockDim.x) q += partials[k];
+  const double sumsq = block_sum(q, shared);
+  if (threadIdx.x == 0) {
+    const double norm = sqrt(sumsq);
+    double scale = 1.0;
+    if (max_norm > 0) {
+      const double c = static_cast<double>(max_norm) / (norm + 1e-6);
+      scale = c < 1.0 ? c : 1.0;
+    }
+    const double t = static_cast<double>(step + 1);
+    step_scale = static_cast<float>(scale);
+    step_bc1 = static_cast<float>(1.0 - pow(static_cast<double>(beta1), t));
+    step_bc2_sqrt = static_cast<float>(sqrt(1.0 - pow(static_cast<double>(beta2), t)));
+    if (blockIdx.x == 0) {
+      st->norm = norm;
+      st->scale = step_scale;
+      st->step = step + 1;
+      st->bc1 = step_bc1;
+      st->bc2_sqrt = step_bc2_sqrt;
+    }
+  }
+  __syncthreads();
+  const float scale = step_scale, bc1 = step_bc1, bc2_sqrt = step_bc2_sqrt;
+  for (std::size_t i = first; i < n; i += stride)
+    adam_element(p[i], g[i] * scale, m[i], v[i], lr, beta1, beta2, eps, bc1, bc2_sqrt);
+}
+
+// Blocks of the cooperative step: two per SM where that many can be resident at once (every block sums all
+// blocks' partial sums after the barrier, so more blocks cost more than they add), at most what the parameters
+// need; 0 where the device has no cooperative launches.
+inline int adam_one_kernel_blocks(std::size_t n) {
+  int dev = 0, coop = 0, sms = 0, per_sm = 0;
+  GMI_CUDA_TRY(cudaGetDevice(&dev));
+  GMI_CUDA_TRY(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  if (!coop) return 0;
+  GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, adam_one_kernel, adam_block, 0));
+  const std::size_t need = (n + adam_block - 1) / adam_block;
+  const std::size_t resident = static_cast<std::size_t>(sms) * static_cast<std::size_t>(std::min(per_sm, 2));
+  return static_cast<int>(std::min<std::size_t>({resident, std::size_t{1024}, need > 0 ? need : 1}));
+}
+
 __global__ static void adam_set_lr_kernel(adam_device_state* st, float lr) { st->lr = lr; }
 
 }  // namespace detail
@@ -221,8 +286,11 @@ class adam<exec::cuda> {
  public:
   adam(adam_config config, std::size_t param_count, exec::cuda policy)
       : config_(config), policy_(policy), n_(param_count), m_(param_count), v_(param_count),
-        partials_(detail::adam_norm_blocks), state_(1) {
+        state_(1) {
     config_.validate();
+    one_blocks_ = n_ > detail::adam_fused_max ? detail::adam_one_kernel_blocks(n_) : 0;
+    partials_ = cuda::device_buffer<double>(std::max(detail::adam_norm_blocks, one_blocks_));
+    one_kernel_ = one_blocks_ > 0;
     m_.fill_bytes(0, policy_.stream);
     v_.fill_bytes(0, policy_.stream);
     state_.fill_bytes(0, policy_.stream);
@@ -240,6 +308,28 @@ class adam<exec::cuda> {
       GMI_CUDA_TRY(cudaGetLastError());
       return;
     }
+    if (one_kernel_) {
+      float* pp = params.data();
+      const float* gp = grads.data();
+      float *mp = m_.data(), *vp = v_.data();
+      std::size_t n = n_;
+      detail::adam_device_state* st = state_.data();
+      double* part = partials_.data();
+      float b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps, mn = max_norm;
+      void* args[] = {&pp, &gp, &mp, &vp, &n, &st, &part, &b1, &b2, &eps, &mn};
+      const cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&detail::adam_one_kernel),
+                                                        dim3(static_cast<unsigned>(one_blocks_)),
+                                                        dim3(detail::adam_block), args, 0, s);
+      if (e == cudaSuccess) {
+        ++steps_;
+        return;
+      }
+      // Fewer SMs than the device reports (an MPS share): the three kernels from now on.
+      if (e != cudaErrorCooperativeLaunchTooLarge) GMI_CUDA_TRY(e);
+      (void)cudaGetLastError();
+      one_kernel_ = false;
+      one_blocks_ = 0;
+    }
     detail::adam_sumsq_kernel<<<detail::adam_norm_blocks, detail::adam_block, 0, s>>>(grads.data(), n_,
                                                                                      partials_.data());
     GMI_CUDA_TRY(cudaGetLastError());
@@ -256,6 +346,18 @@ class adam<exec::cuda> {
     }
     ++steps_;
   }
+
+  // Above adam_fused_max parameters: whether a step is the one cooperative kernel (true where the device
+  // supports cooperative launches) or three kernels. set_one_kernel(false) asks for the three (bench/tests);
+  // true is refused with one line where the device cannot.
+  [[nodiscard]] bool one_kernel() const noexcept { return one_kernel_; }
+  void set_one_kernel(bool on) {
+    gmi::require(!on || one_blocks_ > 0, "adam one_kernel", on,
+                 "false here (at most adam_fused_max parameters, or no cooperative launches on this device)");
+    one_kernel_ = on;
+  }
+  // Launches per step: 1, or 3 for the three-kernel path.
+  [[nodiscard]] int launches_per_step() const noexcept { return n_ <= detail::adam_fused_max || one_kernel_ ? 1 : 3; }
 
   // Whether one block takes a whole step (block_step()).
   [[nodiscard]] bool steps_in_one_block() const noexcept { return n_ <= detail::adam_fused_max; }
@@ -327,6 +429,8 @@ class adam<exec::cuda> {
   cuda::device_buffer<float> m_, v_;
   cuda::device_buffer<double> partials_;
   cuda::device_buffer<detail::adam_device_state> state_;
+  int one_blocks_ = 0;       // blocks of the cooperative step (0: not available)
+  bool one_kernel_ = false;
   std::int64_t steps_ = 0;
 };
 

@@ -6,7 +6,10 @@
 // (BGRADB; a column-sum kernel where cuBLASLt has none for the types), the input gradient, then one pass that
 // forms the layer below's dz. Activation records use the layout of mlp.cuh's gemm_path: layer l's outputs at
 // acts + n * activation_offset(l), [n][width]. bf16: weights and layer inputs are converted per call from the fp32
-// master copies; products accumulate in fp32 and write fp32. Every call is capturable in a CUDA graph.
+// master copies; products accumulate in fp32 and write fp32. With network_config::kernels mma (TF32, bf16) each
+// layer's forward and input-gradient product is instead one own tensor-core kernel (fused_gemm.cuh) with the
+// activation / the dz = dX * Act'(y) in its epilogue; the weight gradients stay cuBLASLt. Every call is capturable
+// in a CUDA graph.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -21,6 +24,7 @@
 #include <gmi/cuda/check.hpp>
 #include <gmi/exec/policy.hpp>
 #include <gmi/nn/activation.hpp>
+#include <gmi/nn/fused_gemm.cuh>
 #include <gmi/nn/lt_linear.cuh>
 #include <gmi/nn/mlp.hpp>
 #include <gmi/nn/network_config.hpp>
@@ -41,6 +45,13 @@ struct lt_layout_of {
     return off;
   }
   static constexpr std::size_t w16_size = w16_offset(L::count);
+  // Offset of layer l's transposed weights, [in][bf16_ld(out)] (the own kernels' backward), 128-element aligned.
+  static constexpr std::size_t wt_offset(int l) {
+    std::size_t off = 0;
+    for (int k = 0; k < l; ++k) off += (static_cast<std::size_t>(L::width(k)) * bf16_ld(L::width(k + 1)) + 127) / 128 * 128;
+    return off;
+  }
+  static constexpr std::size_t wt_size = wt_offset(L::count);
   static constexpr int max_ld16 = bf16_ld(L::max_width);
 };
 
@@ -59,6 +70,48 @@ __global__ static void lt_weights_to_bf16_kernel(const float* __restrict__ param
     if (local >= I * L::width(l + 1)) continue;  // a bias
     w16[lt_layout_of<L>::w16_offset(l) + static_cast<std::size_t>(local / I) * bf16_ld(I) + local % I] =
         __float2bfloat16_rn(params[p]);
+  }
+}
+
+// The own kernels' weights (layer_kernels::mma): w (layer l at w16_offset, [out][bf16_ld(in)]; nullptr: not
+// wanted) and wt (at wt_offset, [in][bf16_ld(out)]) in T (fp32 for TF32 products, bf16) from the fp32 parameters.
+// One block per 32 x 32 tile of a layer's weights (lt_weight_tiles in all), 32 x 8 threads: the tile goes through
+// shared memory so that both the reads and the transposed writes are coalesced.
+template <class L>
+constexpr int lt_weight_tiles_before(int l) {
+  int t = 0;
+  for (int k = 0; k < l; ++k) t += ((L::width(k + 1) + 31) / 32) * ((L::width(k) + 31) / 32);
+  return t;
+}
+template <class L>
+inline constexpr int lt_weight_tiles = lt_weight_tiles_before<L>(L::count);
+
+template <class L, class T>
+__global__ static void lt_weights_mma_kernel(const float* __restrict__ params, T* __restrict__ w, T* __restrict__ wt) {
+  __shared__ float tile[32][33];
+  const int b = static_cast<int>(blockIdx.x);
+  int l = 0;
+  while (l + 1 < L::count && b >= lt_weight_tiles_before<L>(l + 1)) ++l;
+  const int I = L::width(l), O = L::width(l + 1), local = b - lt_weight_tiles_before<L>(l);
+  const int o0 = (local / ((I + 31) / 32)) * 32, i0 = (local % ((I + 31) / 32)) * 32;
+  const float* W = params + L::weight_offset(l);
+  const int tx = static_cast<int>(threadIdx.x);
+  auto cvt = [](float v) {
+    if constexpr (std::is_same_v<T, float>) return v;
+    else return __float2bfloat16_rn(v);
+  };
+  for (int r = static_cast<int>(threadIdx.y); r < 32; r += 8) {
+    const int o = o0 + r, i = i0 + tx;
+    if (o < O && i < I) {
+      const float v = W[static_cast<std::size_t>(o) * I + i];
+      tile[r][tx] = v;
+      if (w) w[lt_layout_of<L>::w16_offset(l) + static_cast<std::size_t>(o) * bf16_ld(I) + i] = cvt(v);
+    }
+  }
+  __syncthreads();
+  for (int r = static_cast<int>(threadIdx.y); r < 32; r += 8) {
+    const int i = i0 + r, o = o0 + tx;
+    if (o < O && i < I) wt[lt_layout_of<L>::wt_offset(l) + static_cast<std::size_t>(i) * bf16_ld(O) + o] = cvt(tile[tx][r]);
   }
 }
 
@@ -171,10 +224,18 @@ class lt_mlp {
     work_ = cuda::device_buffer<float>(2 * max_batch * Net::max_width);
     partial_ = cuda::device_buffer<float>(detail::lt_sum_chunks(max_batch) * Net::max_width);
     if (cfg_.precision == precision::bf16) {
+      // The own kernels' backward keeps a third bf16 buffer: its product reads one dz while writing the next.
       w16_ = cuda::device_buffer<__nv_bfloat16>(lay::w16_size);
-      h16_ = cuda::device_buffer<__nv_bfloat16>(2 * max_batch * lay::max_ld16);
+      h16_ = cuda::device_buffer<__nv_bfloat16>((mma_ ? 3 : 2) * max_batch * lay::max_ld16);
       w16_.fill_bytes(0, policy_.stream);
       h16_.fill_bytes(0, policy_.stream);
+      if (mma_) {
+        wt16_ = cuda::device_buffer<__nv_bfloat16>(lay::wt_size);
+        wt16_.fill_bytes(0, policy_.stream);
+      }
+    } else if (mma_) {  // TF32: the forward reads the fp32 weights in place; the backward a transposed copy
+      wt32_ = cuda::device_buffer<float>(lay::wt_size);
+      wt32_.fill_bytes(0, policy_.stream);
     }
   }
 
@@ -182,10 +243,13 @@ class lt_mlp {
   [[nodiscard]] std::size_t max_batch() const noexcept { return max_batch_; }
   [[nodiscard]] const network_config& config() const noexcept { return cfg_; }
   [[nodiscard]] precision mode() const noexcept { return cfg_.precision; }
-  // "lt_fp32", "lt_tf32" or "lt_bf16".
+  // "lt_fp32", "lt_tf32" or "lt_bf16" (cuBLASLt), "mma_tf32" or "mma_bf16" (the own kernels, fused_gemm.cuh).
   [[nodiscard]] const char* path() const noexcept {
+    if (mma_) return cfg_.precision == precision::tf32 ? "mma_tf32" : "mma_bf16";
     return cfg_.precision == precision::fp32 ? "lt_fp32" : cfg_.precision == precision::tf32 ? "lt_tf32" : "lt_bf16";
   }
+  // Whether the layers run the own tensor-core kernels (network_config::kernels mma at tf32 or bf16).
+  [[nodiscard]] bool uses_mma() const noexcept { return mma_; }
   // The stream later calls enqueue on (the plans do not depend on it).
   void set_stream(cudaStream_t s) noexcept { policy_.stream = s; }
   // Plans made so far (one per distinct product shape and pointer alignment).
@@ -238,6 +302,14 @@ class lt_mlp {
       const bool last = l == Net::count - 1;
       float* dst = acts ? acts + n * L::activation_offset(l) : (last ? out : buffer(l, n));
       float* bias = const_cast<float*>(params + L::bias_offset(l));
+      if (mma_) {  // one product with bias + activation (and the copies) in its epilogue
+        float* copy = (last && acts && out != dst) ? out : nullptr;
+        __nv_bfloat16* next16 = (bf16 && !last) ? h16(l + 1) : nullptr;
+        if (last) mma_forward<OutAct>(l, params, in, N, dst, copy, next16, bias);
+        else mma_forward<Act>(l, params, in, N, dst, copy, next16, bias);
+        in = dst;
+        continue;
+      }
       const bool relu_here = last ? std::is_same_v<OutAct, relu> : std::is_same_v<Act, relu>;
       const bool identity_here = last ? std::is_same_v<OutAct, identity> : std::is_same_v<Act, identity>;
       lt_shape s{.trans_a = true, .trans_b = false, .m = O, .n = N, .k = I, .lda = bf16 ? detail::bf16_ld(I) : I,
@@ -269,13 +341,15 @@ class lt_mlp {
     }
   }
 
-  // bf16_weights_ready: the last forward_raw converted these same params (the bf16 weights are reused).
+  // bf16_weights_ready: the last forward_raw converted these same params (its bf16 weights are reused; TF32 with
+  // the own kernels converts here in any case: its forward reads the fp32 weights in place).
   void backward_raw(const float* params, const float* x, const float* acts, const float* d_out, float* d_params,
                     float* d_x, std::size_t n, bool bf16_weights_ready = false) {
     const bool bf16 = cfg_.precision == precision::bf16;
     const int N = static_cast<int>(n);
     constexpr int last = Net::count - 1;
-    if (bf16 && !bf16_weights_ready) convert_weights(params);
+    if (bf16 ? !bf16_weights_ready : mma_) convert_weights(params);
+    int dz_slot = 1;  // the own kernels' backward: dz16 alternates between h16 slots 1 and 2
     __nv_bfloat16* in16 = bf16 ? h16(0) : nullptr;  // the layer's input in bf16
     __nv_bfloat16* dz16 = bf16 ? h16(1) : nullptr;  // the layer's dz in bf16
     const float* dz = d_out;
@@ -305,6 +379,17 @@ class lt_mlp {
         ++bias_sums_;
       }
       if (l == 0 && !d_x) break;
+      if (mma_) {  // dX W product with the layer below's dz = dX * Act'(y) in its epilogue
+        float* dst = l > 0 ? buffer(l - 1, n) : d_x;
+        __nv_bfloat16* next16 = (bf16 && l > 0) ? h16_slot(3 - dz_slot) : nullptr;
+        mma_backward(l, dz, dz16, N, dst, next16, l > 0 ? acts + n * L::activation_offset(l - 1) : nullptr);
+        dz = dst;
+        if (next16) {
+          dz_slot = 3 - dz_slot;
+          dz16 = next16;
+        }
+        continue;
+      }
       // dX^T (I x n) = W^T (I x O: W's row-major storage read column-major) dZ^T (O x n).
       float* dst = l > 0 ? buffer(l - 1, n) : d_x;
       lt_shape t{.trans_a = false, .trans_b = false, .m = I, .n = N, .k = O, .lda = bf16 ? detail::bf16_ld(I) : I,
@@ -327,13 +412,63 @@ class lt_mlp {
     gmi::require(n <= max_batch_, "mlp batch size", n,
                  "<= max_batch " + std::to_string(max_batch_) + " given at construction");
   }
+  // Layer l's forward through fused_gemm.cuh: dst = A(in W^T + bias), also into copy and next16 where given.
+  template <class A>
+  void mma_forward(int l, const float* params, const float* in, int N, float* dst, float* copy, __nv_bfloat16* next16,
+                   const float* bias) {
+    const int I = L::width(l), O = L::width(l + 1);
+    const mma_bias_act<A> epi{bias};
+    if (cfg_.precision == precision::bf16) {
+      mma_gemm_args<__nv_bfloat16> g{.a = h16(l), .b = w16_.data() + lay::w16_offset(l), .M = N, .N = O, .K = I,
+                                     .lda = detail::bf16_ld(I), .ldb = detail::bf16_ld(I), .d = dst, .ldd = O,
+                                     .d2 = copy, .ldd2 = O, .d16 = next16, .ld16 = detail::bf16_ld(O)};
+      mma_gemm(g, epi, policy_.stream);
+    } else {
+      mma_gemm_args<float> g{.a = in, .b = params + L::weight_offset(l), .M = N, .N = O, .K = I, .lda = I, .ldb = I,
+                             .d = dst, .ldd = O, .d2 = copy, .ldd2 = O, .d16 = next16,
+                             .ld16 = detail::bf16_ld(O)};
+      mma_gemm(g, epi, policy_.stream);
+    }
+  }
+  // Layer l's input gradient dZ W through fused_gemm.cuh into dst ([n][in]); with y_below (the layer below's
+  // outputs) times Act'(y_below), also into next16 (bf16) where given.
+  void mma_backward(int l, const float* dz, const __nv_bfloat16* dz16, int N, float* dst, __nv_bfloat16* next16,
+                    const float* y_below) {
+    const int I = L::width(l), O = L::width(l + 1);
+    auto launch = [&](auto epi) {
+      if (cfg_.precision == precision::bf16) {
+        mma_gemm_args<__nv_bfloat16> g{.a = dz16, .b = wt16_.data() + lay::wt_offset(l), .M = N, .N = I, .K = O,
+                                       .lda = detail::bf16_ld(O), .ldb = detail::bf16_ld(O), .d = dst, .ldd = I,
+                                       .d16 = next16, .ld16 = detail::bf16_ld(I)};
+        mma_gemm(g, epi, policy_.stream);
+      } else {
+        mma_gemm_args<float> g{.a = dz, .b = wt32_.data() + lay::wt_offset(l), .M = N, .N = I, .K = O, .lda = O,
+                               .ldb = detail::bf16_ld(O), .d = dst, .ldd = I};
+        mma_gemm(g, epi, policy_.stream);
+      }
+    };
+    if (y_below) launch(mma_times_grad<Act>{y_below, I});
+    else launch(mma_plain{});
+  }
+
   // Two [n][max_width] fp32 buffers, alternating by layer.
   float* buffer(int l, std::size_t n) { return work_.data() + static_cast<std::size_t>(l % 2) * n * Net::max_width; }
   // Two [n][bf16_ld(max_width)] bf16 buffers: forward alternates them by layer; backward keeps a layer's input in
   // the first and its dz in the second.
-  __nv_bfloat16* h16(int l) { return h16_.data() + static_cast<std::size_t>(l % 2) * max_batch_ * lay::max_ld16; }
+  __nv_bfloat16* h16(int l) { return h16_slot(l % 2); }
+  __nv_bfloat16* h16_slot(int k) { return h16_.data() + static_cast<std::size_t>(k) * max_batch_ * lay::max_ld16; }
 
   void convert_weights(const float* params) {
+    if (mma_) {
+      const dim3 grid(static_cast<unsigned>(detail::lt_weight_tiles<L>)), block(32, 8);
+      if (cfg_.precision == precision::bf16)
+        detail::lt_weights_mma_kernel<L, __nv_bfloat16><<<grid, block, 0, policy_.stream>>>(params, w16_.data(),
+                                                                                          wt16_.data());
+      else
+        detail::lt_weights_mma_kernel<L, float><<<grid, block, 0, policy_.stream>>>(params, nullptr, wt32_.data());
+      GMI_CUDA_TRY(cudaGetLastError());
+      return;
+    }
     detail::lt_weights_to_bf16_kernel<L>
         <<<detail::lt_blocks(Net::param_count, 256), 256, 0, policy_.stream>>>(params, w16_.data());
     GMI_CUDA_TRY(cudaGetLastError());
@@ -347,10 +482,12 @@ class lt_mlp {
   exec::cuda policy_;
   std::size_t max_batch_;
   network_config cfg_;
+  bool mma_ = cfg_.kernels == layer_kernels::mma && cfg_.precision != precision::fp32;
   lt_gemm gemm_;
   cuda::device_buffer<float> work_, partial_;  // partial_: the bias gradients' column sums where BGRADB is missing
   std::size_t bias_sums_ = 0;
-  cuda::device_buffer<__nv_bfloat16> w16_, h16_;
+  cuda::device_buffer<__nv_bfloat16> w16_, h16_, wt16_;  // wt16_: the own kernels' transposed bf16 weights
+  cuda::device_buffer<float> wt32_;                        // the own kernels' transposed TF32 weights
 };
 
 }  // namespace gmi::nn

@@ -29,6 +29,21 @@ inline precision parse_precision(std::string_view s, std::string_view what = "ne
   throw gmi::config_error(gmi::got_need(what, std::string(s), "fp32, tf32 or bf16"));
 }
 
+// Which kernels run the wide path's layers at tf32 / bf16 (fp32 always takes cuBLASLt).
+enum class layer_kernels {
+  cublaslt,  // cuBLASLt products (bias / ReLU epilogues), ELU and dz = dX * Act'(y) as separate passes
+  mma,       // own tensor-core products (fused_gemm.cuh) with bias + activation and the dz product in registers
+};
+
+inline constexpr const char* layer_kernels_name(layer_kernels k) { return k == layer_kernels::cublaslt ? "cublaslt" : "mma"; }
+
+// "cublaslt" | "mma"; anything else is a config_error naming the flag.
+inline layer_kernels parse_layer_kernels(std::string_view s, std::string_view what = "network kernels") {
+  if (s == "cublaslt") return layer_kernels::cublaslt;
+  if (s == "mma") return layer_kernels::mma;
+  throw gmi::config_error(gmi::got_need(what, std::string(s), "cublaslt or mma"));
+}
+
 struct network_config {
   // fp32 until the learning suite shows tf32/bf16 reach the same returns.
   nn::precision precision = nn::precision::fp32;
@@ -38,6 +53,8 @@ struct network_config {
   int lt_min_width = 129;
   // cuBLASLt workspace, allocated once per network (split-K and some Hopper kernels need it).
   int lt_workspace_mib = 32;
+  // The layers' kernels at tf32 / bf16: cuBLASLt until bench/wide/device_fused.sh shows the own products faster.
+  layer_kernels kernels = layer_kernels::cublaslt;
 };
 
 // Throws config_error ("got X, need Y") on the first bad field.
@@ -47,6 +64,8 @@ inline void validate(const network_config& c) {
   gmi::require(c.lt_min_width >= 1, "network lt_min_width", c.lt_min_width, ">= 1");
   gmi::require(c.lt_workspace_mib >= 0 && c.lt_workspace_mib <= 1024, "network lt_workspace_mib", c.lt_workspace_mib,
                "0 to 1024");
+  const int k = static_cast<int>(c.kernels);
+  gmi::require(k >= 0 && k <= 1, "network kernels", k, "cublaslt (0) or mma (1)");
 }
 
 // Whether a network whose widest layer is max_width runs through cuBLASLt, given whether the shared-memory
