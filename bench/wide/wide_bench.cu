@@ -264,7 +264,7 @@ void adam_steps(const options& o) {
   g.fill_bytes(0x3c, s);
   for (const bool one : {true, false}) {
     nn::adam<gmi::exec::cuda> opt(nn::adam_config{}, n, gmi::exec::cuda{.stream = s.get()});
-    if (one && !opt.one_kernel()) continue;
+    if (one && !opt.one_kernel_available()) continue;
     opt.set_one_kernel(one);
     const auto st = measure(o, 1.0, [&](int k) {
       for (int i = 0; i < k; ++i) opt.step({p.data(), n}, {g.data(), n});

@@ -77,7 +77,7 @@ adam_run_result run_adam_steps(const gmi::nn::adam_config& cfg, bool one_kernel,
   const std::size_t n = params.size();
   auto run = [&](bool graph, adam_run_result& r) {
     gmi::nn::adam<gmi::exec::cuda> opt(cfg, n, gmi::exec::cuda{.stream = s});
-    if (!one_kernel && opt.one_kernel()) opt.set_one_kernel(false);
+    if (one_kernel != opt.one_kernel() && (!one_kernel || opt.one_kernel_available())) opt.set_one_kernel(one_kernel);
     auto p = upload_as<float>(params, s);
     std::vector<gmi::cuda::device_buffer<float>> g;
     for (const auto& v : grads) g.push_back(upload_as<float>(v, s));

@@ -290,7 +290,7 @@ class adam<exec::cuda> {
     config_.validate();
     one_blocks_ = n_ > detail::adam_fused_max ? detail::adam_one_kernel_blocks(n_) : 0;
     partials_ = cuda::device_buffer<double>(std::max(detail::adam_norm_blocks, one_blocks_));
-    one_kernel_ = one_blocks_ > 0;
+    one_kernel_ = false;  // opt-in until a GPU run has measured it and checked its capture in the PPO graph
     m_.fill_bytes(0, policy_.stream);
     v_.fill_bytes(0, policy_.stream);
     state_.fill_bytes(0, policy_.stream);
@@ -347,10 +347,11 @@ class adam<exec::cuda> {
     ++steps_;
   }
 
-  // Above adam_fused_max parameters: whether a step is the one cooperative kernel (true where the device
-  // supports cooperative launches) or three kernels. set_one_kernel(false) asks for the three (bench/tests);
-  // true is refused with one line where the device cannot.
+  // Above adam_fused_max parameters: whether a step is the one cooperative kernel or three kernels (the default).
+  // set_one_kernel(true) asks for the one where one_kernel_available() (the device supports cooperative launches);
+  // elsewhere it is refused with one line.
   [[nodiscard]] bool one_kernel() const noexcept { return one_kernel_; }
+  [[nodiscard]] bool one_kernel_available() const noexcept { return one_blocks_ > 0; }
   void set_one_kernel(bool on) {
     gmi::require(!on || one_blocks_ > 0, "adam one_kernel", on,
                  "false here (at most adam_fused_max parameters, or no cooperative launches on this device)");
