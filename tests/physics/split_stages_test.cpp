@@ -82,7 +82,8 @@ void contact_rows_by_scan(const ph::model_view<float>& m, const ph::data<float>&
 
 // The tree and dof stages as warp_step orders them: bodies a depth at a time (index order scrambled within a
 // depth, as lanes run side by side), subtree sums by add_children deepest parents first, limit rows at scanned
-// offsets, and each elimination of the factorization reading row k before any multiplier is stored.
+// offsets, each elimination of the factorization reading row k before any multiplier is stored, and the solve's
+// sweeps as warp_solve splits them.
 template <class T>
 void tree_stages_by_depth(const ph::model_view<T>& m, const ph::data<T>& d) {
   int levels = 0;
@@ -143,6 +144,22 @@ void tree_stages_by_depth(const ph::model_view<T>& m, const ph::data<T>& d) {
     }
     for (const auto& [at, a] : stores) d.qLD[at] = a;
   }
+  // warp_solve's order on qacc := qfrc_bias: ancestors of each k in reverse, then dofs by row length, last first.
+  for (int i = 0; i < m.size.nv; ++i) d.qacc[i] = d.qfrc_bias[i];
+  for (int k = m.size.nv - 1; k >= 0; --k) {
+    std::vector<std::pair<int, int>> anc;  // (dof, its entry in row k)
+    int pk = m.dof_Madr[k] + 1;
+    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) anc.emplace_back(i, pk++);
+    for (auto it = anc.rbegin(); it != anc.rend(); ++it) d.qacc[it->first] -= d.qLD[it->second] * d.qacc[k];
+  }
+  for (int k = m.size.nv - 1; k >= 0; --k) d.qacc[k] /= d.qLD[m.dof_Madr[k]];
+  for (int len = 2; len <= m.size.nv; ++len) {
+    for (int k = m.size.nv - 1; k >= 0; --k) {
+      if (ph::dof_row_length(m, k) != len) continue;
+      int pk = m.dof_Madr[k] + 1;
+      for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) d.qacc[k] -= d.qLD[pk++] * d.qacc[i];
+    }
+  }
 }
 
 // The same stages by the serial functions.
@@ -158,6 +175,8 @@ void tree_stages_serially(const ph::model_view<T>& m, const ph::data<T>& d) {
   d.nefc[0] = 0;
   ph::add_limit_rows(m, d);
   ph::factor(m, d.qM, d.qLD, m.dof_damping, m.timestep);
+  for (int i = 0; i < m.size.nv; ++i) d.qacc[i] = d.qfrc_bias[i];
+  ph::solve(m, d.qLD, d.qacc);
 }
 
 bool same(const std::vector<float>& x, const std::vector<float>& y) {

@@ -1,15 +1,15 @@
 #pragma once
 // A warp per environment for built-in models (sizes known at compile time): the model's words and each
 // environment's pipeline arrays live in shared memory, qpos, qvel and ctrl in global memory (element-major, as in
-// batch_local.cuh). The tree-serial stages (kinematics, subtree inertias, bias forces, factorizations,
-// integration) run on lane 0; the stages with independent items spread over the lanes: body inertias and dof
-// motions (lane per body, per joint), mass-matrix rows (lane per dof), geom frames, collision (lane per geom
-// pair, two passes and a scan keep the serial contact order), contact rows (lane per contact), the rows'
-// responses M^-1 J' and block couplings (lane per row), the warm start, and inside every Gauss-Seidel block the
-// row gradients (lane per row), the four-variable QP (lane per active set) and the update of J M^-1 f (lane per
-// dof). Each lane's arithmetic is the serial one in the serial order, so the result follows the thread-per-env
-// step (step.hpp) up to the compiler's contractions. Also removes thread-per-env's divergence: a warp no longer
-// waits for the slowest of 32 environments' solver sweeps. Needs nvcc.
+// batch_local.cuh). Every stage spreads over the lanes: tree stages a depth of the tree at a time (frames,
+// velocities and bias forces down, subtree inertias and forces up), body inertias, dof motions, mass-matrix rows,
+// dof, joint and actuator forces, limit rows (lane per item), geom frames and collision (lane per geom pair, two
+// passes and a scan keep the serial contact order), contact rows (lane per contact), the factorizations (a lane
+// per ancestor of each dof) and solves, the rows' responses M^-1 J' and block couplings (lane per row), the warm
+// start, and inside every Gauss-Seidel block the row gradients (8 lanes a row), the four-variable QP (lane per
+// active set) and the update of J M^-1 f (lane per dof). Each item's arithmetic is the serial one in the serial
+// order, so the result follows the thread-per-env step (step.hpp) up to the compiler's contractions. Also removes
+// thread-per-env's divergence: a warp no longer waits for the slowest of 32 environments' solver sweeps. Needs nvcc.
 
 #include <cuda_runtime_api.h>
 
@@ -297,6 +297,41 @@ __device__ inline void warp_factor(const model_view<float>& m, strided<float> qM
   }
 }
 
+// factor.hpp's solve over the lanes: the first sweep a lane per ancestor of each dof (disjoint entries of x),
+// the division a lane per dof, the last sweep a lane per dof for the dofs of one row length at a time (a dof's
+// ancestors have shorter rows, so they are final); each entry's terms in the serial order.
+__device__ inline void warp_solve(const model_view<float>& m, strided<float> qLD, strided<float> x, int lane) {
+  const int nv = m.size.nv;
+  for (int k = nv - 1; k >= 0; --k) {
+    int i = m.dof_parent[k];
+    for (int t = 0; t < lane && i >= 0; ++t) i = m.dof_parent[i];
+    for (int t0 = 0; __any_sync(full_warp, i >= 0); t0 += 32) {
+      if (i >= 0) x[i] -= qLD[m.dof_Madr[k] + 1 + t0 + lane] * x[k];
+      for (int t = 0; t < 32 && i >= 0; ++t) i = m.dof_parent[i];
+    }
+    __syncwarp();
+  }
+  int longest = 0;
+  for (int k = lane; k < nv; k += 32) {
+    x[k] /= qLD[m.dof_Madr[k]];
+    const int len = dof_row_length(m, k);
+    longest = len > longest ? len : longest;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const int y = __shfl_xor_sync(full_warp, longest, o);
+    longest = y > longest ? y : longest;
+  }
+  __syncwarp();
+  for (int len = 2; len <= longest; ++len) {
+    for (int k = lane; k < nv; k += 32) {
+      if (dof_row_length(m, k) != len) continue;
+      int pk = m.dof_Madr[k] + 1;
+      for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) x[k] -= qLD[pk++] * x[i];
+    }
+    __syncwarp();
+  }
+}
+
 // step.hpp's step over one warp (d in memory every lane sees). Tree stages run a depth at a time (frames,
 // velocities and the bodies' own bias forces down the tree; subtree inertias and forces up it), dof, joint and
 // actuator stages a lane each; every value is computed by the serial arithmetic in the serial order.
@@ -347,11 +382,9 @@ __device__ inline void warp_step(const model_view<float>& m, const data<float>& 
   warp_contact_rows(m, d, lane);
   if (d.nefc[0] > 0.0f) {
     warp_factor(m, d.qM, d.qLDc, static_cast<const float*>(nullptr), 0.0f, lane);
-    if (lane == 0) {
-      for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = d.qacc[i];
-      solve(m, d.qLDc, d.qfrc_constraint);
-    }
+    for (int i = lane; i < nv; i += 32) d.qfrc_constraint[i] = d.qacc[i];
     __syncwarp();
+    warp_solve(m, d.qLDc, d.qfrc_constraint, lane);
     warp_solve_constraints(m, d, d.qfrc_constraint, lane);
   } else {
     for (int i = lane; i < nv; i += 32) d.qfrc_constraint[i] = 0;
@@ -365,12 +398,9 @@ __device__ inline void warp_step(const model_view<float>& m, const data<float>& 
   for (int i = lane; i < nv; i += 32) d.qacc[i] += d.qfrc_constraint[i];
   __syncwarp();
   warp_factor(m, d.qM, d.qLD, m.dof_damping, m.timestep, lane);
+  warp_solve(m, d.qLD, d.qacc, lane);
   const float h = m.timestep;
-  if (lane == 0) {
-    solve(m, d.qLD, d.qacc);
-    d.time[0] += h;
-  }
-  __syncwarp();
+  if (lane == 0) d.time[0] += h;
   for (int i = lane; i < nv; i += 32) d.qvel[i] += h * d.qacc[i];
   __syncwarp();
   for (int j = lane; j < m.size.njnt; j += 32) integrate_joint(m, d.qpos, d.qvel, h, j);

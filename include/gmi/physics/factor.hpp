@@ -33,6 +33,12 @@ GMI_HD void factor(const model_view<T>& m, strided<T> qM, strided<T> qLD, const 
   }
 }
 
+// Entries of row k of the mass matrix: dof k and its ancestors, so a dof's ancestors all have shorter rows.
+template <class T>
+GMI_HD inline int dof_row_length(const model_view<T>& m, int k) {
+  return (k + 1 < m.size.nv ? m.dof_Madr[k + 1] : m.size.nM) - m.dof_Madr[k];
+}
+
 // x = H^-1 x in place, H factored by factor().
 template <class T>
 GMI_HD void solve(const model_view<T>& m, strided<T> qLD, strided<T> x) {
