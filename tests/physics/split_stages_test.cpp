@@ -5,8 +5,10 @@
 // active sets, and the warm start's search.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <gmi/core/rng.hpp>
@@ -78,6 +80,105 @@ void contact_rows_by_scan(const ph::model_view<float>& m, const ph::data<float>&
   d.nefc[0] = d.nefc[0] + float(kept);
 }
 
+// The tree and dof stages as warp_step orders them: bodies a depth at a time (index order scrambled within a
+// depth, as lanes run side by side), subtree sums by add_children deepest parents first, limit rows at scanned
+// offsets, each elimination of the factorization reading row k before any multiplier is stored, and the solve's
+// sweeps as warp_solve splits them.
+template <class T>
+void tree_stages_by_depth(const ph::model_view<T>& m, const ph::data<T>& d) {
+  int levels = 0;
+  for (int b = 1; b < m.size.nbody; ++b) levels = std::max(levels, ph::body_depth(m, b));
+  auto down = [&](auto f) {
+    for (int level = 1; level <= levels; ++level)
+      for (int b = m.size.nbody - 1; b >= 1; --b)
+        if (ph::body_depth(m, b) == level) f(b);
+  };
+  auto up = [&](auto f) {
+    for (int level = levels - 1; level >= 1; --level)
+      for (int b = 1; b < m.size.nbody; ++b)
+        if (ph::body_depth(m, b) == level) f(b);
+  };
+  ph::world_frame(d);
+  down([&](int b) { ph::body_frame(m, d, b); });
+  for (int k = 0; k < 10; ++k) d.cinert[k] = 0;
+  for (int b = m.size.nbody - 1; b >= 1; --b) ph::body_inertia(m, d, b);
+  for (int j = m.size.njnt - 1; j >= 0; --j) ph::dof_motions(m, d, j);
+  for (int k = 0; k < 10 * m.size.nbody; ++k) d.crb[k] = d.cinert[k];
+  up([&](int b) { ph::add_children(m, d.crb, 10, b); });
+  for (int k = 0; k < 6; ++k) d.cvel[k] = 0;
+  ph::world_acceleration(m, d);
+  down([&](int b) {
+    ph::body_velocity(m, d, b);
+    ph::body_bias_force(m, d, b);
+  });
+  up([&](int b) { ph::add_children(m, d.cfrc, 6, b); });
+  for (int i = m.size.nv - 1; i >= 0; --i) {
+    d.qfrc_bias[i] = dot(ph::load6(d.cdof, i), ph::load6(d.cfrc, m.dof_bodyid[i]));
+    d.qfrc_passive[i] = -m.dof_damping[i] * d.qvel[i];
+    d.qfrc_actuator[i] = 0;
+    ph::mass_matrix_row(m, d, i);
+  }
+  for (int u = m.size.nu - 1; u >= 0; --u) ph::actuator_force_of(m, d, u);
+  for (int j = m.size.njnt - 1; j >= 0; --j) ph::joint_spring(m, d, j);
+  for (int u = 0; u < m.size.nu; ++u) {
+    d.qfrc_actuator[m.jnt_dofadr[m.actuator_joint[u]]] += m.actuator_gear[u] * d.actuator_force[u];
+  }
+  d.nefc[0] = 0;
+  int row = 0;
+  for (int j = 0; j < m.size.njnt; ++j) {
+    T r = 0;
+    const int side = ph::limit_side(m, d, j, r);
+    if (side && row < m.size.nefc_max) ph::limit_row(m, d, j, side, r, row);
+    row += side != 0;
+  }
+  d.nefc[0] = T(std::min(row, m.size.nefc_max));
+  for (int k = 0; k < m.size.nM; ++k) d.qLD[k] = d.qM[k];
+  for (int i = 0; i < m.size.nv; ++i) d.qLD[m.dof_Madr[i]] += m.timestep * m.dof_damping[i];
+  for (int k = m.size.nv - 1; k >= 0; --k) {
+    std::vector<std::pair<int, T>> stores;  // (pk, a): stored after every elimination of k has run
+    int pk = m.dof_Madr[k] + 1;
+    std::vector<int> anc;
+    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) anc.push_back(i);
+    for (int t = static_cast<int>(anc.size()) - 1; t >= 0; --t) {
+      stores.emplace_back(pk + t, ph::eliminate_into(m, d.qLD, k, anc[t], pk + t));
+    }
+    for (const auto& [at, a] : stores) d.qLD[at] = a;
+  }
+  // warp_solve's order on qacc := qfrc_bias: ancestors of each k in reverse, then dofs by row length, last first.
+  for (int i = 0; i < m.size.nv; ++i) d.qacc[i] = d.qfrc_bias[i];
+  for (int k = m.size.nv - 1; k >= 0; --k) {
+    std::vector<std::pair<int, int>> anc;  // (dof, its entry in row k)
+    int pk = m.dof_Madr[k] + 1;
+    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) anc.emplace_back(i, pk++);
+    for (auto it = anc.rbegin(); it != anc.rend(); ++it) d.qacc[it->first] -= d.qLD[it->second] * d.qacc[k];
+  }
+  for (int k = m.size.nv - 1; k >= 0; --k) d.qacc[k] /= d.qLD[m.dof_Madr[k]];
+  for (int len = 2; len <= m.size.nv; ++len) {
+    for (int k = m.size.nv - 1; k >= 0; --k) {
+      if (ph::dof_row_length(m, k) != len) continue;
+      int pk = m.dof_Madr[k] + 1;
+      for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) d.qacc[k] -= d.qLD[pk++] * d.qacc[i];
+    }
+  }
+}
+
+// The same stages by the serial functions.
+template <class T>
+void tree_stages_serially(const ph::model_view<T>& m, const ph::data<T>& d) {
+  ph::kinematics(m, d);
+  ph::com_frames(m, d);
+  ph::mass_matrix(m, d);
+  ph::velocities(m, d);
+  ph::bias_forces(m, d);
+  ph::passive_forces(m, d);
+  ph::actuation(m, d);
+  d.nefc[0] = 0;
+  ph::add_limit_rows(m, d);
+  ph::factor(m, d.qM, d.qLD, m.dof_damping, m.timestep);
+  for (int i = 0; i < m.size.nv; ++i) d.qacc[i] = d.qfrc_bias[i];
+  ph::solve(m, d.qLD, d.qacc);
+}
+
 bool same(const std::vector<float>& x, const std::vector<float>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
@@ -112,6 +213,54 @@ TEST_SUITE("cpu") {
       check_collision_and_rows<M>(steps, 3, 0);   // contacts dropped for room
       check_collision_and_rows<M>(steps, 0, 6);   // rows dropped for room: the loop stops at the first misfit
     }
+  }
+
+  TEST_CASE_TEMPLATE("physics.split.tree_stages_by_depth_match_the_serial_stages", M, ph::builtin::ant_model,
+                     ph::builtin::humanoid_model, ph::builtin::anymal_model) {
+    for (const int steps : {0, 160, 320}) {
+      CAPTURE(steps);
+      scene<M> s(steps);
+      // Moving, pushing joints against limits: every stage has work.
+      for (int k = 0; k < ph::builtin_sim<M>::nv; ++k) s.da.qvel[k] = s.db.qvel[k] = 0.5f * std::sin(1.3f * k + 0.2f);
+      for (int u = 0; u < ph::builtin_sim<M>::nu; ++u) s.da.ctrl[u] = s.db.ctrl[u] = 0.9f * std::cos(0.4f * u);
+      s.b = s.a;
+      tree_stages_serially(s.m, s.da);
+      tree_stages_by_depth(s.m, s.db);
+      CHECK(s.da.qfrc_bias[0] != 0.0f);  // gravity at least: not vacuous
+      CHECK(same(s.a, s.b));
+    }
+  }
+
+  TEST_CASE("physics.split.row_gradient_sum_is_the_butterfly_order") {
+    // row_times_col against 8 lanes' strided partial sums folded as __shfl_xor_sync pairs them (4, 2, 1 apart).
+    using M = ph::builtin::humanoid_model;
+    std::vector<float> buf(ph::builtin_sim<M>::scratch_reals, 0.0f);
+    const ph::data<float> d = ph::builtin_sim<M>::bind(buf.data());
+    const std::vector<float> table = ph::builtin_sim<M>::table();
+    const ph::model_view<float> m = ph::builtin_sim<M>::view(table.data());
+    gmi::rng r(11, 0);
+    const int nv = m.size.nv;
+    int differs_from_serial = 0;
+    for (int t = 0; t < 200; ++t) {
+      for (int i = 0; i < nv; ++i) {
+        d.efc_J[i] = r.uniform(-1.0f, 1.0f);
+        d.efc_col[i] = r.uniform(-100.0f, 100.0f);
+      }
+      float lanes[8];
+      for (int s8 = 0; s8 < 8; ++s8) lanes[s8] = ph::row_partial(m, d, 0, s8);
+      for (int o = 4; o > 0; o >>= 1) {
+        float next[8];
+        for (int l = 0; l < 8; ++l) next[l] = lanes[l] + lanes[l ^ o];
+        for (int l = 0; l < 8; ++l) lanes[l] = next[l];
+      }
+      const float sum = ph::row_times_col(m, d, 0);
+      for (int l = 0; l < 8; ++l) REQUIRE(std::memcmp(&lanes[l], &sum, sizeof(float)) == 0);
+      float serial = 0.0f;
+      for (int i = 0; i < nv; ++i) serial += d.efc_J[i] * d.efc_col[i];
+      CHECK(std::fabs(serial - sum) <= 1e-4f * (1.0f + std::fabs(serial)));
+      differs_from_serial += serial != sum;
+    }
+    MESSAGE("row sums differing from the plain serial order in the last bit: " << differs_from_serial << " of 200");
   }
 
   TEST_CASE("physics.split.qp_pairwise_argmin_is_the_serial_one") {

@@ -10,6 +10,7 @@
 #include <gmi/concepts/env.hpp>
 #include <gmi/core/hd.hpp>
 #include <gmi/core/rng.hpp>
+#include <gmi/envs/split_step.hpp>
 #include <gmi/physics/builtin/ant_model.hpp>
 #include <gmi/physics/builtin_task.hpp>
 #include <gmi/physics/step_path.hpp>
@@ -93,11 +94,7 @@ struct ant {
   }
 
   GMI_HD static gmi::transition step(state& s, const float* action, gmi::rng&, const params& p) {
-    float ctrl[sim::nu], carry[carry_dim];
-    float scratch[sim::scratch_reals];
-    control(s, action, p, ctrl, carry, scratch);
-    const gmi::physics::data<float> d = sim::simulate(p.model, scratch, s.qpos, s.qvel, ctrl, physics_substeps(p));
-    return finish(s, action, carry, d, p, scratch);
+    return split_step<ant>(s, action, p);
   }
 
   GMI_HD static void observe(const state& s, float* obs, const params&) {

@@ -12,6 +12,7 @@
 #include <gmi/concepts/env.hpp>
 #include <gmi/core/hd.hpp>
 #include <gmi/core/rng.hpp>
+#include <gmi/envs/split_step.hpp>
 #include <gmi/physics/builtin/anymal_model.hpp>
 #include <gmi/physics/builtin_task.hpp>
 #include <gmi/physics/step_path.hpp>
@@ -154,11 +155,7 @@ struct anymal {
   }
 
   GMI_HD static gmi::transition step(state& s, const float* action, gmi::rng&, const params& p) {
-    float ctrl[nj], carry[carry_dim];
-    float scratch[sim::scratch_reals];
-    control(s, action, p, ctrl, carry, scratch);
-    const gmi::physics::data<float> d = sim::simulate(p.model, scratch, s.qpos, s.qvel, ctrl, physics_substeps(p));
-    return finish(s, action, carry, d, p, scratch);
+    return split_step<anymal>(s, action, p);
   }
 
   GMI_HD static void observe(const state& s, float* obs, const params& p) {

@@ -1,15 +1,15 @@
 #pragma once
 // A warp per environment for built-in models (sizes known at compile time): the model's words and each
 // environment's pipeline arrays live in shared memory, qpos, qvel and ctrl in global memory (element-major, as in
-// batch_local.cuh). The tree-serial stages (kinematics, subtree inertias, bias forces, factorizations,
-// integration) run on lane 0; the stages with independent items spread over the lanes: body inertias and dof
-// motions (lane per body, per joint), mass-matrix rows (lane per dof), geom frames, collision (lane per geom
-// pair, two passes and a scan keep the serial contact order), contact rows (lane per contact), the rows'
-// responses M^-1 J' and block couplings (lane per row), the warm start, and inside every Gauss-Seidel block the
-// row gradients (lane per row), the four-variable QP (lane per active set) and the update of J M^-1 f (lane per
-// dof). Each lane's arithmetic is the serial one in the serial order, so the result follows the thread-per-env
-// step (step.hpp) up to the compiler's contractions. Also removes thread-per-env's divergence: a warp no longer
-// waits for the slowest of 32 environments' solver sweeps. Needs nvcc.
+// batch_local.cuh). Every stage spreads over the lanes: tree stages a depth of the tree at a time (frames,
+// velocities and bias forces down, subtree inertias and forces up), body inertias, dof motions, mass-matrix rows,
+// dof, joint and actuator forces, limit rows (lane per item), geom frames and collision (lane per geom pair, two
+// passes and a scan keep the serial contact order), contact rows (lane per contact), the factorizations (a lane
+// per ancestor of each dof) and solves, the rows' responses M^-1 J' and block couplings (lane per row), the warm
+// start, and inside every Gauss-Seidel block the row gradients (8 lanes a row), the four-variable QP (lane per
+// active set) and the update of J M^-1 f (lane per dof). Each item's arithmetic is the serial one in the serial
+// order, so the result follows the thread-per-env step (step.hpp) up to the compiler's contractions. Also removes
+// thread-per-env's divergence: a warp no longer waits for the slowest of 32 environments' solver sweeps. Needs nvcc.
 
 #include <cuda_runtime_api.h>
 
@@ -148,15 +148,15 @@ __device__ inline void warp_solve_constraints(const model_view<float>& m, const 
     float change = 0.0f, scale = 0.0f;
     for (int r = 0; r < nefc;) {
       const int size = d.efc_block[r] == 4.0f ? 4 : 1;
-      // Lane b < size: row r + b's gradient, in the serial order.
-      float gb = 0.0f;
-      if (lane < size) {
-        gb = d.efc_R[r + lane] * d.efc_force[r + lane] - d.efc_aref[r + lane];
-        for (int i = 0; i < nv; ++i) gb += d.efc_J[(r + lane) * nv + i] * d.efc_col[i];
-      }
+      // Lanes 8 b .. 8 b + 7: row r + b's gradient, its J . efc_col summed as row_times_col sums it.
+      const int mine = lane >> 3;
+      float part = mine < size ? row_partial(m, d, r + mine, lane & 7) : 0.0f;
+      for (int o = row_dot_lanes / 2; o > 0; o >>= 1) part += __shfl_xor_sync(full_warp, part, o);
+      const float gb =
+          mine < size ? (d.efc_R[r + mine] * d.efc_force[r + mine] - d.efc_aref[r + mine]) + part : 0.0f;
       float g[4], f[4], x[4];
       for (int b = 0; b < 4; ++b) {
-        g[b] = __shfl_sync(full_warp, gb, b);
+        g[b] = __shfl_sync(full_warp, gb, row_dot_lanes * b);
         f[b] = b < size ? d.efc_force[r + b] : 0.0f;
       }
       if (size == 1) {
@@ -205,58 +205,205 @@ __device__ inline void warp_solve_constraints(const model_view<float>& m, const 
   __syncwarp();
 }
 
-// step.hpp's step over one warp (d in memory every lane sees).
-__device__ inline void warp_step(const model_view<float>& m, const data<float>& d, int lane) {
-  const int nv = m.size.nv;
-  if (lane == 0) {
-    kinematics(m, d);
-    for (int k = 0; k < 10; ++k) d.cinert[k] = 0;
+// Each lane's bodies' depths (bodies 1 + lane and 33 + lane; deeper indices are walked when asked) and the
+// deepest, so tree passes run a depth at a time with a lane per body.
+struct tree_levels {
+  int levels = 0, depth0 = 0, depth1 = 0;
+};
+
+__device__ inline tree_levels warp_tree_levels(const model_view<float>& m, int lane) {
+  tree_levels t;
+  int deepest = 0;
+  for (int b = 1 + lane; b < m.size.nbody; b += 32) {
+    const int depth = body_depth(m, b);
+    if (b == 1 + lane) t.depth0 = depth;
+    if (b == 33 + lane) t.depth1 = depth;
+    deepest = depth > deepest ? depth : deepest;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const int y = __shfl_xor_sync(full_warp, deepest, o);
+    deepest = y > deepest ? y : deepest;
+  }
+  t.levels = deepest;
+  return t;
+}
+
+__device__ inline int lane_body_depth(const model_view<float>& m, const tree_levels& t, int b, int lane) {
+  return b == 1 + lane ? t.depth0 : b == 33 + lane ? t.depth1 : body_depth(m, b);
+}
+
+// f(b) for the bodies of each depth, from the world's children down (parents before children).
+template <class F>
+__device__ inline void warp_tree_down(const model_view<float>& m, const tree_levels& t, int lane, F f) {
+  for (int level = 1; level <= t.levels; ++level) {
+    for (int b = 1 + lane; b < m.size.nbody; b += 32) {
+      if (lane_body_depth(m, t, b, lane) == level) f(b);
+    }
+    __syncwarp();
+  }
+}
+
+// f(b) for the bodies of each depth that can have children, deepest first (children before parents).
+template <class F>
+__device__ inline void warp_tree_up(const model_view<float>& m, const tree_levels& t, int lane, F f) {
+  for (int level = t.levels - 1; level >= 1; --level) {
+    for (int b = 1 + lane; b < m.size.nbody; b += 32) {
+      if (lane_body_depth(m, t, b, lane) == level) f(b);
+    }
+    __syncwarp();
+  }
+}
+
+// add_limit_rows over the lanes: lane per joint, row offsets by a scan; limits past nefc_max drop as serially.
+__device__ inline void warp_limit_rows(const model_view<float>& m, const data<float>& d, int lane) {
+  int base = static_cast<int>(d.nefc[0]);
+  for (int j0 = 0; j0 < m.size.njnt; j0 += 32) {
+    const int j = j0 + lane;
+    float r = 0.0f;
+    const int side = j < m.size.njnt ? limit_side(m, d, j, r) : 0;
+    const int count = side != 0 ? 1 : 0;
+    const int incl = warp_inclusive_sum(count, lane);
+    const int row = base + incl - count;
+    if (count && row < m.size.nefc_max) limit_row(m, d, j, side, r, row);
+    base += __shfl_sync(full_warp, incl, 31);
   }
   __syncwarp();
-  for (int b = 1 + lane; b < m.size.nbody; b += 32) body_inertia(m, d, b);
+  if (lane == 0) d.nefc[0] = float(base < m.size.nefc_max ? base : m.size.nefc_max);
+  __syncwarp();
+}
+
+// factor.hpp's factor over the lanes: for each dof k (last first) a lane per ancestor of k eliminates into its
+// own row (rows are disjoint, each row's arithmetic is the serial one), then the multipliers are stored.
+__device__ inline void warp_factor(const model_view<float>& m, strided<float> qM, strided<float> qLD,
+                                   const float* add, float add_scale, int lane) {
+  for (int k = lane; k < m.size.nM; k += 32) qLD[k] = qM[k];
+  __syncwarp();
+  if (add) {
+    for (int i = lane; i < m.size.nv; i += 32) qLD[m.dof_Madr[i]] += add_scale * add[i];
+    __syncwarp();
+  }
+  for (int k = m.size.nv - 1; k >= 0; --k) {
+    // Ancestors lane, lane + 32, ... of k (0: its parent); their entries in row k follow its diagonal.
+    int i = m.dof_parent[k];
+    for (int t = 0; t < lane && i >= 0; ++t) i = m.dof_parent[i];
+    for (int t0 = 0; __any_sync(full_warp, i >= 0); t0 += 32) {
+      const int pk = m.dof_Madr[k] + 1 + t0 + lane;
+      const float a = i >= 0 ? eliminate_into(m, qLD, k, i, pk) : 0.0f;
+      __syncwarp();  // every elimination of this chunk has read row k's entries
+      if (i >= 0) qLD[pk] = a;
+      for (int t = 0; t < 32 && i >= 0; ++t) i = m.dof_parent[i];
+    }
+    __syncwarp();
+  }
+}
+
+// factor.hpp's solve over the lanes: the first sweep a lane per ancestor of each dof (disjoint entries of x),
+// the division a lane per dof, the last sweep a lane per dof for the dofs of one row length at a time (a dof's
+// ancestors have shorter rows, so they are final); each entry's terms in the serial order.
+__device__ inline void warp_solve(const model_view<float>& m, strided<float> qLD, strided<float> x, int lane) {
+  const int nv = m.size.nv;
+  for (int k = nv - 1; k >= 0; --k) {
+    int i = m.dof_parent[k];
+    for (int t = 0; t < lane && i >= 0; ++t) i = m.dof_parent[i];
+    for (int t0 = 0; __any_sync(full_warp, i >= 0); t0 += 32) {
+      if (i >= 0) x[i] -= qLD[m.dof_Madr[k] + 1 + t0 + lane] * x[k];
+      for (int t = 0; t < 32 && i >= 0; ++t) i = m.dof_parent[i];
+    }
+    __syncwarp();
+  }
+  int longest = 0;
+  for (int k = lane; k < nv; k += 32) {
+    x[k] /= qLD[m.dof_Madr[k]];
+    const int len = dof_row_length(m, k);
+    longest = len > longest ? len : longest;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const int y = __shfl_xor_sync(full_warp, longest, o);
+    longest = y > longest ? y : longest;
+  }
+  __syncwarp();
+  for (int len = 2; len <= longest; ++len) {
+    for (int k = lane; k < nv; k += 32) {
+      if (dof_row_length(m, k) != len) continue;
+      int pk = m.dof_Madr[k] + 1;
+      for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) x[k] -= qLD[pk++] * x[i];
+    }
+    __syncwarp();
+  }
+}
+
+// step.hpp's step over one warp (d in memory every lane sees). Tree stages run a depth at a time (frames,
+// velocities and the bodies' own bias forces down the tree; subtree inertias and forces up it), dof, joint and
+// actuator stages a lane each; every value is computed by the serial arithmetic in the serial order.
+__device__ inline void warp_step(const model_view<float>& m, const data<float>& d, int lane) {
+  const int nv = m.size.nv, nb = m.size.nbody;
+  const tree_levels t = warp_tree_levels(m, lane);
+  if (lane == 0) {
+    world_frame(d);
+    for (int k = 0; k < 10; ++k) d.cinert[k] = 0;
+    for (int k = 0; k < 6; ++k) d.cvel[k] = 0;
+    world_acceleration(m, d);
+  }
+  __syncwarp();
+  warp_tree_down(m, t, lane, [&](int b) { body_frame(m, d, b); });
+  for (int b = 1 + lane; b < nb; b += 32) body_inertia(m, d, b);
   for (int j = lane; j < m.size.njnt; j += 32) dof_motions(m, d, j);
   __syncwarp();
   warp_collide(m, d, lane);
+  for (int k = lane; k < 10 * nb; k += 32) d.crb[k] = d.cinert[k];
+  __syncwarp();
+  warp_tree_up(m, t, lane, [&](int b) { add_children(m, d.crb, 10, b); });
+  warp_tree_down(m, t, lane, [&](int b) {
+    body_velocity(m, d, b);
+    body_bias_force(m, d, b);
+  });
+  warp_tree_up(m, t, lane, [&](int b) { add_children(m, d.cfrc, 6, b); });
+  for (int i = lane; i < nv; i += 32) {
+    d.qfrc_bias[i] = dot(load6(d.cdof, i), load6(d.cfrc, m.dof_bodyid[i]));
+    d.qfrc_passive[i] = -m.dof_damping[i] * d.qvel[i];
+    d.qfrc_actuator[i] = 0;
+    mass_matrix_row(m, d, i);
+  }
+  for (int u = lane; u < m.size.nu; u += 32) actuator_force_of(m, d, u);
+  __syncwarp();
+  for (int j = lane; j < m.size.njnt; j += 32) joint_spring(m, d, j);
   if (lane == 0) {
-    composite_inertias(m, d);
-    velocities(m, d);
-    bias_forces(m, d);
-    passive_forces(m, d);
-    actuation(m, d);
-    for (int i = 0; i < nv; ++i) {
-      d.qacc[i] = d.qfrc_passive[i] - d.qfrc_bias[i] + d.qfrc_applied[i] + d.qfrc_actuator[i];
+    for (int u = 0; u < m.size.nu; ++u) {
+      d.qfrc_actuator[m.jnt_dofadr[m.actuator_joint[u]]] += m.actuator_gear[u] * d.actuator_force[u];
     }
     d.nefc[0] = 0;
-    add_limit_rows(m, d);
   }
   __syncwarp();
-  for (int i = lane; i < nv; i += 32) mass_matrix_row(m, d, i);
-  __syncwarp();
+  for (int i = lane; i < nv; i += 32) {
+    d.qacc[i] = d.qfrc_passive[i] - d.qfrc_bias[i] + d.qfrc_applied[i] + d.qfrc_actuator[i];
+  }
+  warp_limit_rows(m, d, lane);
   const int first_contact_row = static_cast<int>(d.nefc[0]);
   warp_contact_rows(m, d, lane);
   if (d.nefc[0] > 0.0f) {
-    if (lane == 0) {
-      factor(m, d.qM, d.qLDc, static_cast<const float*>(nullptr), 0.0f);
-      for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = d.qacc[i];
-      solve(m, d.qLDc, d.qfrc_constraint);
-    }
+    warp_factor(m, d.qM, d.qLDc, static_cast<const float*>(nullptr), 0.0f, lane);
+    for (int i = lane; i < nv; i += 32) d.qfrc_constraint[i] = d.qacc[i];
     __syncwarp();
+    warp_solve(m, d.qLDc, d.qfrc_constraint, lane);
     warp_solve_constraints(m, d, d.qfrc_constraint, lane);
-  } else if (lane == 0) {
-    for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = 0;
-    d.prev_nefc[0] = 0;
-    d.solver_sweeps[0] = 0;
+  } else {
+    for (int i = lane; i < nv; i += 32) d.qfrc_constraint[i] = 0;
+    if (lane == 0) {
+      d.prev_nefc[0] = 0;
+      d.solver_sweeps[0] = 0;
+    }
   }
-  if (lane == 0) {
-    contact_forces(m, d, first_contact_row);
-    for (int i = 0; i < nv; ++i) d.qacc[i] += d.qfrc_constraint[i];
-    factor(m, d.qM, d.qLD, m.dof_damping, m.timestep);
-    solve(m, d.qLD, d.qacc);
-    const float h = m.timestep;
-    for (int i = 0; i < nv; ++i) d.qvel[i] += h * d.qacc[i];
-    integrate_positions(m, d.qpos, d.qvel, h);
-    d.time[0] += h;
-  }
+  __syncwarp();
+  if (lane == 0) contact_forces(m, d, first_contact_row);
+  for (int i = lane; i < nv; i += 32) d.qacc[i] += d.qfrc_constraint[i];
+  __syncwarp();
+  warp_factor(m, d.qM, d.qLD, m.dof_damping, m.timestep, lane);
+  warp_solve(m, d.qLD, d.qacc, lane);
+  const float h = m.timestep;
+  if (lane == 0) d.time[0] += h;
+  for (int i = lane; i < nv; i += 32) d.qvel[i] += h * d.qacc[i];
+  __syncwarp();
+  for (int j = lane; j < m.size.njnt; j += 32) integrate_joint(m, d.qpos, d.qvel, h, j);
   __syncwarp();
 }
 

@@ -136,6 +136,28 @@ GMI_HD T warm_force(const data<T>& d, int r, int np) {
   return lo < np && d.prev_key[lo] == d.efc_key[r] ? d.prev_force[lo] : T(0);
 }
 
+// J_r . efc_col summed as the warp path sums it: row_dot_lanes strided partial sums (dofs s, s + 8, ...), then
+// halves folded onto halves (4, 2, 1 apart), the order of a warp's butterfly reduction over 8 lanes.
+constexpr int row_dot_lanes = 8;
+
+template <class T>
+GMI_HD inline T row_partial(const model_view<T>& m, const data<T>& d, int r, int s) {
+  const int nv = m.size.nv;
+  T p = 0;
+  for (int i = s; i < nv; i += row_dot_lanes) p += d.efc_J[r * nv + i] * d.efc_col[i];
+  return p;
+}
+
+template <class T>
+GMI_HD inline T row_times_col(const model_view<T>& m, const data<T>& d, int r) {
+  T p[row_dot_lanes];
+  for (int s = 0; s < row_dot_lanes; ++s) p[s] = row_partial(m, d, r, s);
+  for (int o = row_dot_lanes / 2; o > 0; o /= 2) {
+    for (int s = 0; s < o; ++s) p[s] = p[s] + p[s + o];
+  }
+  return p[0];
+}
+
 // qfrc_constraint from the rows. qacc_smooth holds M^-1 times the smooth forces; qLDc must hold the factor of M
 // alone. Rows that existed in the previous step (same key) start from their previous force: the minimiser is
 // unique, so this changes only how many sweeps reach it.
@@ -165,8 +187,7 @@ GMI_HD void solve_constraints(const model_view<T>& m, const data<T>& d, strided<
       // Gradient of the dual objective for the block's rows, at the current forces.
       T g[4], f[4], x[4];
       for (int b = 0; b < size; ++b) {
-        g[b] = d.efc_R[r + b] * d.efc_force[r + b] - d.efc_aref[r + b];
-        for (int i = 0; i < nv; ++i) g[b] += d.efc_J[(r + b) * nv + i] * d.efc_col[i];
+        g[b] = (d.efc_R[r + b] * d.efc_force[r + b] - d.efc_aref[r + b]) + row_times_col(m, d, r + b);
         f[b] = d.efc_force[r + b];
       }
       if (size == 1) {

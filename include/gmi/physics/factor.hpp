@@ -8,6 +8,18 @@
 
 namespace gmi::physics {
 
+// One elimination of the factorization: row i (an ancestor of dof k, whose entry in row k sits at pk) loses
+// a = qLD[pk] / D_k times row k's entries for its own columns; returns a, which the caller stores at pk once no
+// other ancestor's elimination reads row k any more. Rows of different ancestors are disjoint, so the
+// eliminations of one k can run side by side.
+template <class T>
+GMI_HD inline T eliminate_into(const model_view<T>& m, strided<T> qLD, int k, int i, int pk) {
+  const T a = qLD[pk] / qLD[m.dof_Madr[k]];
+  int pi = m.dof_Madr[i], pkj = pk;
+  for (int j = i; j >= 0; j = m.dof_parent[j]) qLD[pi++] -= a * qLD[pkj++];
+  return a;
+}
+
 // qLD = factor of qM + diag(add) (add may be null): H = L' D L with L unit lower triangular.
 template <class T>
 GMI_HD void factor(const model_view<T>& m, strided<T> qM, strided<T> qLD, const T* add, T add_scale) {
@@ -16,16 +28,15 @@ GMI_HD void factor(const model_view<T>& m, strided<T> qM, strided<T> qLD, const 
     for (int i = 0; i < m.size.nv; ++i) qLD[m.dof_Madr[i]] += add_scale * add[i];
   }
   for (int k = m.size.nv - 1; k >= 0; --k) {
-    const T dk = qLD[m.dof_Madr[k]];
     int pk = m.dof_Madr[k] + 1;
-    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i], ++pk) {
-      const T a = qLD[pk] / dk;
-      // Row i and its ancestors lose a times row k's entries for the same columns.
-      int pi = m.dof_Madr[i], pkj = pk;
-      for (int j = i; j >= 0; j = m.dof_parent[j]) qLD[pi++] -= a * qLD[pkj++];
-      qLD[pk] = a;
-    }
+    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i], ++pk) qLD[pk] = eliminate_into(m, qLD, k, i, pk);
   }
+}
+
+// Entries of row k of the mass matrix: dof k and its ancestors, so a dof's ancestors all have shorter rows.
+template <class T>
+GMI_HD inline int dof_row_length(const model_view<T>& m, int k) {
+  return (k + 1 < m.size.nv ? m.dof_Madr[k + 1] : m.size.nM) - m.dof_Madr[k];
 }
 
 // x = H^-1 x in place, H factored by factor().

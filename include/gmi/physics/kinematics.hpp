@@ -12,54 +12,84 @@
 
 namespace gmi::physics {
 
-// Body frames, centres of mass, joint anchors and axes, all in world coordinates.
+// Body b's frame, centre of mass and its joints' anchors and axes from its parent's frame (world coordinates).
 template <class T>
-GMI_HD void kinematics(const model_view<T>& m, const data<T>& d) {
+GMI_HD void body_frame(const model_view<T>& m, const data<T>& d, int b) {
+  const int p = m.body_parent[b];
+  mat3<T> rp;
+  for (int k = 0; k < 9; ++k) rp.m[k] = d.xmat[9 * p + k];
+  vec3<T> pos = load3(d.xpos, p) + rp * get3(m.body_pos, b);
+  quat<T> q = load4(d.xquat, p) * get4(m.body_quat, b);
+  for (int j = m.body_jntadr[b]; j < m.body_jntadr[b] + m.body_jntnum[b]; ++j) {
+    const int a = m.jnt_qposadr[j];
+    const int type = m.jnt_type[j];
+    if (type == joint_free) {
+      pos = vec3<T>{d.qpos[a], d.qpos[a + 1], d.qpos[a + 2]};
+      q = normalized(quat<T>{d.qpos[a + 3], d.qpos[a + 4], d.qpos[a + 5], d.qpos[a + 6]});
+      store3(d.xanchor, j, pos);
+      store3(d.xaxis, j, vec3<T>{0, 0, 1});
+      continue;
+    }
+    const mat3<T> r = to_mat(q);
+    const vec3<T> local_anchor = get3(m.jnt_pos, j);
+    const vec3<T> anchor = pos + r * local_anchor;
+    const vec3<T> axis = r * get3(m.jnt_axis, j);
+    store3(d.xanchor, j, anchor);
+    store3(d.xaxis, j, axis);
+    if (type == joint_slide) {
+      pos = pos + (d.qpos[a] - m.qpos0[a]) * axis;
+      continue;
+    }
+    if (type == joint_hinge) {
+      q = q * axis_angle(get3(m.jnt_axis, j), d.qpos[a] - m.qpos0[a]);
+    } else {  // ball
+      q = q * normalized(quat<T>{d.qpos[a], d.qpos[a + 1], d.qpos[a + 2], d.qpos[a + 3]});
+    }
+    // Rotation about the anchor, not the frame origin.
+    pos = anchor - to_mat(q) * local_anchor;
+  }
+  q = normalized(q);
+  const mat3<T> r = to_mat(q);
+  store3(d.xpos, b, pos);
+  store4(d.xquat, b, q);
+  for (int k = 0; k < 9; ++k) d.xmat[9 * b + k] = r.m[k];
+  store3(d.xipos, b, pos + r * get3(m.body_ipos, b));
+}
+
+// The world body's frame (identity at the origin).
+template <class T>
+GMI_HD void world_frame(const data<T>& d) {
   store3(d.xpos, 0, vec3<T>{0, 0, 0});
   store4(d.xquat, 0, quat<T>{1, 0, 0, 0});
   store3(d.xipos, 0, vec3<T>{0, 0, 0});
   const mat3<T> eye = to_mat(quat<T>{1, 0, 0, 0});
   for (int k = 0; k < 9; ++k) d.xmat[k] = eye.m[k];
-  for (int b = 1; b < m.size.nbody; ++b) {
-    const int p = m.body_parent[b];
-    mat3<T> rp;
-    for (int k = 0; k < 9; ++k) rp.m[k] = d.xmat[9 * p + k];
-    vec3<T> pos = load3(d.xpos, p) + rp * get3(m.body_pos, b);
-    quat<T> q = load4(d.xquat, p) * get4(m.body_quat, b);
-    for (int j = m.body_jntadr[b]; j < m.body_jntadr[b] + m.body_jntnum[b]; ++j) {
-      const int a = m.jnt_qposadr[j];
-      const int type = m.jnt_type[j];
-      if (type == joint_free) {
-        pos = vec3<T>{d.qpos[a], d.qpos[a + 1], d.qpos[a + 2]};
-        q = normalized(quat<T>{d.qpos[a + 3], d.qpos[a + 4], d.qpos[a + 5], d.qpos[a + 6]});
-        store3(d.xanchor, j, pos);
-        store3(d.xaxis, j, vec3<T>{0, 0, 1});
-        continue;
-      }
-      const mat3<T> r = to_mat(q);
-      const vec3<T> local_anchor = get3(m.jnt_pos, j);
-      const vec3<T> anchor = pos + r * local_anchor;
-      const vec3<T> axis = r * get3(m.jnt_axis, j);
-      store3(d.xanchor, j, anchor);
-      store3(d.xaxis, j, axis);
-      if (type == joint_slide) {
-        pos = pos + (d.qpos[a] - m.qpos0[a]) * axis;
-        continue;
-      }
-      if (type == joint_hinge) {
-        q = q * axis_angle(get3(m.jnt_axis, j), d.qpos[a] - m.qpos0[a]);
-      } else {  // ball
-        q = q * normalized(quat<T>{d.qpos[a], d.qpos[a + 1], d.qpos[a + 2], d.qpos[a + 3]});
-      }
-      // Rotation about the anchor, not the frame origin.
-      pos = anchor - to_mat(q) * local_anchor;
-    }
-    q = normalized(q);
-    const mat3<T> r = to_mat(q);
-    store3(d.xpos, b, pos);
-    store4(d.xquat, b, q);
-    for (int k = 0; k < 9; ++k) d.xmat[9 * b + k] = r.m[k];
-    store3(d.xipos, b, pos + r * get3(m.body_ipos, b));
+}
+
+// Body frames, centres of mass, joint anchors and axes, all in world coordinates.
+template <class T>
+GMI_HD void kinematics(const model_view<T>& m, const data<T>& d) {
+  world_frame(d);
+  for (int b = 1; b < m.size.nbody; ++b) body_frame(m, d, b);
+}
+
+// Bodies between b and the world (a child of the world has depth 1): bodies of one depth depend only on
+// shallower ones, so tree passes can run a depth at a time.
+template <class T>
+GMI_HD inline int body_depth(const model_view<T>& m, int b) {
+  int depth = 0;
+  for (; b > 0; b = m.body_parent[b]) ++depth;
+  return depth;
+}
+
+// x[p] += x[c] (width reals each) for every child c of body p, highest index first: the order in which a
+// backward sweep over the bodies (b = nbody - 1 .. 1, x[parent(b)] += x[b]) adds them, so a depth-at-a-time
+// pass, deepest parents first, gives the same sums.
+template <class T>
+GMI_HD inline void add_children(const model_view<T>& m, strided<T> x, int width, int p) {
+  for (int c = m.size.nbody - 1; c > p; --c) {
+    if (m.body_parent[c] != p) continue;
+    for (int k = 0; k < width; ++k) x[width * p + k] += x[width * c + k];
   }
 }
 

@@ -61,27 +61,33 @@ GMI_HD inline void reference_gains(const model_view<T>& m, const T* solref, cons
   k = T(1) / (dmax * dmax * tc * tc * solref[1] * solref[1]);
 }
 
+// Row `row` for joint j's active limit (side and distance r from limit_side).
+template <class T>
+GMI_HD void limit_row(const model_view<T>& m, const data<T>& d, int j, int side, T r, int row) {
+  const int nv = m.size.nv;
+  const int v = m.jnt_dofadr[j];
+  for (int i = 0; i < nv; ++i) d.efc_J[row * nv + i] = 0;
+  d.efc_J[row * nv + v] = T(side);
+  const T* solimp = m.jnt_solimp + 5 * j;
+  T k, b;
+  reference_gains(m, m.jnt_solref + 2 * j, solimp, k, b);
+  const T imp = impedance(solimp, r);
+  d.efc_aref[row] = -b * (side * d.qvel[v]) - k * imp * r;
+  const T reg = (T(1) - imp) / imp * m.dof_invweight0[v];
+  d.efc_R[row] = reg > T(1e-15) ? reg : T(1e-15);
+  d.efc_key[row] = T(j);
+  d.efc_block[row] = 1;
+}
+
 // Appends one row per active limit to the constraint rows (constraints.hpp): J = +-1 on the joint's dof.
 template <class T>
 GMI_HD void add_limit_rows(const model_view<T>& m, const data<T>& d) {
-  const int nv = m.size.nv;
   for (int j = 0; j < m.size.njnt; ++j) {
     T r = 0;
     const int side = limit_side(m, d, j, r);
     const int row = static_cast<int>(d.nefc[0]);
     if (!side || row >= m.size.nefc_max) continue;
-    const int v = m.jnt_dofadr[j];
-    for (int i = 0; i < nv; ++i) d.efc_J[row * nv + i] = 0;
-    d.efc_J[row * nv + v] = T(side);
-    const T* solimp = m.jnt_solimp + 5 * j;
-    T k, b;
-    reference_gains(m, m.jnt_solref + 2 * j, solimp, k, b);
-    const T imp = impedance(solimp, r);
-    d.efc_aref[row] = -b * (side * d.qvel[v]) - k * imp * r;
-    const T reg = (T(1) - imp) / imp * m.dof_invweight0[v];
-    d.efc_R[row] = reg > T(1e-15) ? reg : T(1e-15);
-    d.efc_key[row] = T(j);
-    d.efc_block[row] = 1;
+    limit_row(m, d, j, side, r, row);
     d.nefc[0] = T(row + 1);
   }
 }
