@@ -18,15 +18,14 @@
 namespace ph = gmi::physics;
 
 namespace {
-// A device like an H100's or H200's: 227 KiB of opt-in shared memory per block, 132 SMs with 1 block of 256
-// threads resident each; the task's own sizes.
+// A device like an H100's or H200's: 227 KiB of opt-in shared memory per block, 132 SMs; the task's own sizes.
 ph::step_path_inputs inputs(std::size_t scratch, std::size_t n) {
   ph::step_path_inputs in;
   in.scratch_bytes_per_env = scratch;
   in.table_bytes = 8192;
   in.shared_bytes_per_block = 227 * 1024;
   in.num_envs = n;
-  in.thread_resident_envs = 132 * 256;
+  in.sm_count = 132;
   return in;
 }
 constexpr auto A = ph::step_path::automatic, T = ph::step_path::threads, W = ph::step_path::warp;
@@ -38,13 +37,13 @@ std::size_t scratch_bytes() {
 }  // namespace
 
 TEST_CASE("envs.step_path.rule_by_task_size_and_env_count") {
-  // A large model at few environments: warp; at more than 4 waves of the thread kernel: threads.
-  const std::size_t wave = 132 * 256;
+  // A large model at few environments: warp; at more than warp_max_envs_per_sm per SM: threads.
+  const std::size_t most = ph::warp_max_envs_per_sm * 132;
   CHECK(ph::choose_step_path(A, A, inputs(20000, 4096)).path == W);
-  CHECK(ph::choose_step_path(A, A, inputs(20000, ph::warp_max_thread_waves * wave)).path == W);
-  const auto many = ph::choose_step_path(A, A, inputs(20000, ph::warp_max_thread_waves * wave + 1));
+  CHECK(ph::choose_step_path(A, A, inputs(20000, most)).path == W);
+  const auto many = ph::choose_step_path(A, A, inputs(20000, most + 1));
   CHECK(many.path == T);
-  CHECK(many.reason.find("waves") != std::string::npos);
+  CHECK(many.reason.find("per SM on 132 SMs") != std::string::npos);
   // A small model: threads at any count.
   const auto small = ph::choose_step_path(A, A, inputs(ph::warp_min_scratch_bytes - 4, 64));
   CHECK(small.path == T);
@@ -63,7 +62,7 @@ TEST_CASE("envs.step_path.rule_by_task_size_and_env_count") {
     CHECK(what.find("need") != std::string::npos);
     CHECK(what.find('\n') == std::string::npos);
   }
-  // The no-GPU case (no shared memory, no resident threads): threads.
+  // The no-GPU case (no shared memory, no SMs): threads.
   CHECK(ph::choose_step_path(A, A, ph::step_path_inputs{20000, 8192, 0, 64, 0}).path == T);
 }
 
@@ -73,7 +72,7 @@ TEST_CASE("envs.step_path.the_tasks_under_the_rule") {
        {scratch_bytes<gmi::envs::ant>(), scratch_bytes<gmi::envs::humanoid>(), scratch_bytes<gmi::envs::anymal>()}) {
     CHECK(s >= ph::warp_min_scratch_bytes);
     CHECK(ph::choose_step_path(A, A, inputs(s, 4096)).path == W);
-    CHECK(ph::choose_step_path(A, A, inputs(s, 16384)).path == W);
+    CHECK(ph::choose_step_path(A, A, inputs(s, 16384)).path == T);  // 124 per SM: the thread path's count
   }
   // Default params leave the choice to the rule.
   CHECK(gmi::envs::ant::params{}.step_path == A);

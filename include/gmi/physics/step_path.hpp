@@ -53,17 +53,19 @@ struct step_path_inputs {
   std::size_t table_bytes = 0;             // the model's words
   std::size_t shared_bytes_per_block = 0;  // the device's opt-in shared memory per block
   std::size_t num_envs = 0;
-  std::size_t thread_resident_envs = 0;  // environments the thread-per-env kernel keeps resident on the device
+  std::size_t sm_count = 0;  // the SMs the step may use
 };
 
-// Initial values of the rule's two thresholds (bench/physics/device_driver.sh prints the rule's choice beside
-// both paths' rates, which is how they are checked and moved).
+// The rule's two thresholds, checked and moved by bench/physics/device_driver.sh (it prints the rule's choice beside
+// both paths' rates; bench/results/physics/2026-11-28-NVIDIA-H200-a22f379-driver-paths.jsonl set the second).
 // Below this many bytes of arrays per environment a thread per environment keeps its traffic small, and a warp
 // spends most lanes idle on a model with few bodies, pairs and rows.
 inline constexpr std::size_t warp_min_scratch_bytes = 4096;
-// Beyond this many full waves of the thread-per-env kernel, many resident threads hide its local-memory latency,
-// while the warp path holds only the few environments a block's shared memory fits per SM.
-inline constexpr std::size_t warp_max_thread_waves = 4;
+// Above this many environments per SM the warp path (a few environments resident per SM, bound by shared memory)
+// has reached its rate, while the thread path still gains from more resident threads: measured, the warp path won
+// for the ant, humanoid and anymal at 31 environments per SM; at 62 it lost for the humanoid (0.70x) and anymal
+// (0.98x) and won for the ant (1.10x); at 124 it lost for all three.
+inline constexpr std::size_t warp_max_envs_per_sm = 48;
 
 struct step_path_choice {
   step_path path = step_path::threads;
@@ -72,8 +74,8 @@ struct step_path_choice {
 
 // The path for `asked` (a task's params.step_path) under the process-wide request `requested` (which wins unless
 // automatic), else the rule: warp per environment when the task's arrays fit a block's shared memory with the
-// model, are at least warp_min_scratch_bytes, and num_envs is at most warp_max_thread_waves full waves of the
-// thread-per-env kernel. A warp path asked for that does not fit the shared memory is a config_error.
+// model, are at least warp_min_scratch_bytes, and num_envs is at most warp_max_envs_per_sm per SM. A warp path
+// asked for that does not fit the shared memory is a config_error.
 inline step_path_choice choose_step_path(step_path asked, step_path requested, const step_path_inputs& in) {
   const bool fits = in.shared_bytes_per_block >= in.table_bytes + in.scratch_bytes_per_env;
   const std::string need = std::to_string(in.table_bytes) + " bytes of model + " +
@@ -91,11 +93,11 @@ inline step_path_choice choose_step_path(step_path asked, step_path requested, c
   if (in.scratch_bytes_per_env < warp_min_scratch_bytes)
     return {step_path::threads, "thread per env: " + std::to_string(in.scratch_bytes_per_env) +
                                     " bytes of arrays per environment < " + std::to_string(warp_min_scratch_bytes)};
-  const std::size_t most = warp_max_thread_waves * in.thread_resident_envs;
+  const std::size_t most = warp_max_envs_per_sm * in.sm_count;
   if (in.num_envs > most)
     return {step_path::threads, "thread per env: " + std::to_string(in.num_envs) + " environments > " +
-                                    std::to_string(warp_max_thread_waves) + " waves of " +
-                                    std::to_string(in.thread_resident_envs) + " resident threads"};
+                                    std::to_string(warp_max_envs_per_sm) + " per SM on " +
+                                    std::to_string(in.sm_count) + " SMs"};
   return {step_path::warp, "warp per env: " + std::to_string(in.scratch_bytes_per_env) +
                                " bytes of arrays per environment fit the shared memory, " +
                                std::to_string(in.num_envs) + " environments <= " + std::to_string(most)};

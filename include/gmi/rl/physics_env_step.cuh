@@ -126,9 +126,7 @@ __global__ static void warp_env_step_kernel(env_batch_view<E> v, const float* __
 struct physics_device_facts {
   std::size_t shared_optin = 0;
   int sm_count = 0;
-  int thread_blocks_per_sm = 0;  // of the thread-per-env kernel at thread_block threads
 };
-inline constexpr int physics_thread_block = 256;  // exec::cuda's default block size
 
 template <class E>
 physics_device_facts physics_facts() {
@@ -141,15 +139,11 @@ physics_device_facts physics_facts() {
   std::lock_guard<std::mutex> g(lock);
   if (!known[dev]) {
     physics_device_facts f;
-    int optin = 0, sms = 0, blocks = 0;
+    int optin = 0, sms = 0;
     GMI_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    // The kernel env_batch launches for a thread per environment (exec::for_each over step_all_fn).
-    GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, exec::detail::for_each_kernel<step_all_fn<E>>,
-                                                               physics_thread_block, 0));
     f.shared_optin = static_cast<std::size_t>(optin);
     f.sm_count = sms;
-    f.thread_blocks_per_sm = blocks;
     cache[dev] = f;
     known[dev] = true;
   }
@@ -176,8 +170,7 @@ gmi::physics::step_path_inputs physics_step_inputs(std::size_t n, int sm_count =
   in.table_bytes = detail::warp_env_table_bytes<E>();
   in.shared_bytes_per_block = f.shared_optin;
   in.num_envs = n;
-  in.thread_resident_envs =
-      static_cast<std::size_t>(f.thread_blocks_per_sm) * detail::physics_thread_block * static_cast<std::size_t>(sms);
+  in.sm_count = static_cast<std::size_t>(sms);
   return in;
 }
 
