@@ -182,6 +182,9 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--net-precision", o.net_precision,
                  "GPU trainer: the precision of the cuBLASLt products (batched collection, gemm gradients): fp32, "
                  "tf32 or bf16; default fp32");
+  app.add_option("--net-kernels", o.net_kernels,
+                 "GPU trainer: the kernels of the wide layers at tf32/bf16: cublaslt (products, separate activation "
+                 "passes) or mma (gmi's tensor-core kernel with the activation fused); default cublaslt");
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(detail::non_negative_number());
   app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint (over GMIs: its manifest)")

@@ -84,7 +84,8 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"obs_clip", c.obs_clip},
           {"obs_normalizer_window", c.obs_normalizer_window},
           {"value_normalizer_window", c.value_normalizer_window},
-          {"net_precision", nn::precision_name(c.network.precision)}};
+          {"net_precision", nn::precision_name(c.network.precision)},
+          {"net_kernels", nn::layer_kernels_name(c.network.kernels)}};
   if (c.schedule == rl::lr_schedule::linear) j["lr_decay_env_steps"] = c.lr_decay_env_steps;
   return j;
 }
@@ -155,6 +156,8 @@ struct run_options {
   std::string collection;
   // The precision of the GPU trainer's cuBLASLt products ("" keeps ppo.network's, fp32 by default).
   std::string net_precision;
+  // The wide layers' kernels at tf32/bf16 ("" keeps ppo.network's: cublaslt; or mma).
+  std::string net_kernels;
   int max_policy_lag = 4;   // split layout: rollouts acted with weights more updates old are dropped
   // split layout: rollouts each serving GMI may have queued for the trainer (its channel link's slots: the
   // back-pressure bound). Fewer slots did not lower the lag and left the trainer waiting more (docs/training.md).
