@@ -2,7 +2,8 @@
 # GPU machine, from the repository root, with .carry/debs carried (bench/actors/carry_mujoco.sh here first):
 # several GMIs of CPU actors. Unpacks MuJoCo into /tmp/gmi-mujoco (dpkg -x, never into /), builds only the actor
 # tests, the ratio bench and the on_cpu example, then
-#   1. the actor tests, host and GPU (ctest: actors.* incl. actors.gmis.* and actors_gpu.*, plan.placement.*),
+#   1. the actor tests, host and GPU (ctest: actors.* incl. actors.gmis.* and actors_gpu.*, plan.placement.*,
+#      plan.ratio.*, example.cartpole_on_cpu.*: the host restart),
 #   2. the CPU/GPU ratio sweep on MuJoCo Ant over 1, 2 and 4 GMIs x 1, 3, 7, 14 actor cores per GMI x 64 and 256
 #      envs per core (each GMI's cores and driver core disjoint): steps/s and steps/J lines,
 #   3. the choice from that sweep (gmi.bench.actors_choose_ratio),
@@ -18,7 +19,7 @@ dir="$OUT/actors_multi"
 mkdir -p "$dir"
 source bench/actors/configure_mujoco.sh "$dir"
 time cmake --build /tmp/build -j16 --target gmi.test.actors gmi.test.actors_mujoco gmi.test.actors_gpu \
-  gmi.bench.actors_ratio gmi.bench.actors_choose_ratio gmi.example.cartpole_on_cpu \
+  gmi.test.plan gmi.bench.actors_ratio gmi.bench.actors_choose_ratio gmi.example.cartpole_on_cpu \
   > "$dir/build.log" 2>&1 || { tail -40 "$dir/build.log"; exit 1; }
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "device: $device; host CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); $(nproc) cores"
@@ -61,7 +62,7 @@ if command -v nvidia-cuda-mps-control >/dev/null; then run_group mps --partition
 
 # 5. Restarts with CPU actors on the GPU: GMI 1 SIGKILLs itself after iteration 8 (attempt 1 only).
 rc=0
-GMI_TEST_KILL_AT=1:8 timeout 150 "$example" --gmis-per-gpu 2 --actor-cores-per-gmi 7 --num-envs 448 \
+GMI_TEST_KILL_AT=1:8 timeout 90 "$example" --gmis-per-gpu 2 --actor-cores-per-gmi 7 --num-envs 448 \
   --target-return nan --max-env-steps $((2 * 448 * 16 * 20)) --checkpoint "$dir/restart.ckpt" --checkpoint-every 5 \
   --restart-on-failure --log-interval 1 > "$dir/restart.log" 2>&1 || rc=$?
 finished=$(grep -c "finished after 1 restart" "$dir/restart.log" || true)
@@ -70,7 +71,7 @@ echo "{\"bench\":\"cpu_actors_gmis\",\"case\":\"cartpole_restart_2gmis_kill_rank
 
 # 6. A population of 2 GMIs with CPU actors on the GPU.
 rc=0
-timeout 150 "$example" --population --gmis-per-gpu 2 --actor-cores-per-gmi 7 --num-envs 448 --max-env-steps 3e6 \
+timeout 90 "$example" --population --gmis-per-gpu 2 --actor-cores-per-gmi 7 --num-envs 448 --max-env-steps 3e6 \
   --target-return 450 --metrics "$dir/population.metrics.jsonl" > "$dir/population.log" 2>&1 || rc=$?
 echo "population: exit $rc; $(grep "population of" "$dir/population.log" | tail -1)"
 echo "result lines: $(cat "$dir"/*.jsonl | wc -l) in $dir"

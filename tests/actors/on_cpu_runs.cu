@@ -247,7 +247,16 @@ ratio_plan_run train_on_ratio_plan(const std::string& path, const std::string& m
       o.chosen_envs_per_core = back.cpu_actor_ratio->chosen.envs_per_core;
       o.chosen_gmis = back.cpu_actor_ratio->chosen.gmis_per_gpu;
     }
-    o.exit_code = gmi::train<on_cpu_planned>(c).exit_code;
+    if (with_ratio) {  // the program's own entry: gmi::run over the flags a user types
+      std::vector<std::string> words{"prog", "--device", "host", "--plan", path, "--metrics", metrics, "--quiet",
+                                     "--log-interval", "0", "--max-env-steps", "6144", "--target-return", "nan",
+                                     "--min-episodes", "16"};
+      std::vector<char*> argv;
+      for (auto& w : words) argv.push_back(w.data());
+      o.exit_code = gmi::run<on_cpu_planned>(int(argv.size()), argv.data());
+    } else {
+      o.exit_code = gmi::train<on_cpu_planned>(c).exit_code;
+    }
     for (const auto& j : read_lines(metrics)) {
       if (j.value("event", "") != "end") continue;
       o.gmis = j.at("gmis").get<int>();

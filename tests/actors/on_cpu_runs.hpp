@@ -58,7 +58,8 @@ host_gmis_run run_host_gmis(long iterations, const std::string& checkpoint, cons
                             const std::string& metrics);
 
 // A plan whose CPU/GPU ratio (chosen from a sweep of three points) is 1 actor core per GMI, 16 envs per core and 2
-// GMIs per GPU, saved at `path` and trained with on host threads (gmi::train with --plan): the end line's shape.
+// GMIs per GPU, saved at `path` and trained with on host threads (gmi::run --device host --plan PATH): the end
+// line's shape.
 struct ratio_plan_run {
   std::string error;
   int gmis = 0, num_envs = 0, actor_cores_per_gmi = 0, exit_code = -1;

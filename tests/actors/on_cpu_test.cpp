@@ -71,7 +71,7 @@ TEST_SUITE("cpu") {
     CHECK(error.find("cpu_actor_ratio.chosen.cores_per_gmi: got 0, need >= 1") != std::string::npos);
   }
 
-  // A saved plan's CPU/GPU ratio reaches a run on host threads end to end (gmi::train with --plan): the plan's
+  // A saved plan's CPU/GPU ratio reaches a run on host threads end to end (gmi::run --device host --plan): the plan's
   // sweep chooses 1 actor core per GMI, 16 envs per core, 2 GMIs per GPU, and the run's end line shows 2 host GMIs
   // of 1 actor core each (disjoint) with 1 x 16 x 2 = 32 environments each. A plan without a ratio is one line.
   TEST_CASE("actors.on_cpu.ratio_plan_applied_on_host" * doctest::timeout(240)) {
