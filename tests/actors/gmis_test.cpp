@@ -100,4 +100,43 @@ TEST_SUITE("cpu") {
     CHECK(r.reason == "solved");
     CHECK(r.mean_return >= 150);
   }
+
+  // Host GMIs of CPU actors save and resume like the colocated layout: 5 iterations saved (a manifest and a file a
+  // GMI, the actors' environments included), resumed to 10, end with the weights of 10 iterations straight, bit
+  // for bit; the resumed run counts on from iteration 5 and its metrics lines start at iteration 6, the straight
+  // run's at iteration 1, one a iteration (--log-interval 0).
+  TEST_CASE("actors.gmis.host_gmis_checkpoint_resume_is_exact" * doctest::timeout(400)) {
+    if (ac::available_cores().size() < 2) {
+      MESSAGE("[gmi] SKIPPED: two GMIs of one actor core each need 2 cores");
+      return;
+    }
+    const std::string dir = "/tmp/gmi-test-host-gmis-ck";
+    const auto first = run_host_gmis(5, dir + "/five.ckpt", "", dir + "/five.jsonl");
+    CAPTURE(first.error);
+    REQUIRE(first.error.empty());
+    CHECK(first.iterations == 5);
+    CHECK(first.exit_code == 0);
+    const auto resumed = run_host_gmis(10, dir + "/resumed.ckpt", dir + "/five.ckpt", dir + "/resumed.jsonl");
+    CAPTURE(resumed.error);
+    REQUIRE(resumed.error.empty());
+    const auto straight = run_host_gmis(10, "", "", dir + "/straight.jsonl");
+    CAPTURE(straight.error);
+    REQUIRE(straight.error.empty());
+    CHECK(resumed.resumed_at == 5);
+    CHECK(resumed.iterations == 10);
+    CHECK(straight.iterations == 10);
+    CHECK(resumed.end_identical);
+    CHECK(straight.end_identical);
+    CHECK(first.first_metrics_iteration == 1);
+    CHECK(straight.first_metrics_iteration == 1);
+    CHECK(straight.metrics_lines == 10);
+    CHECK(resumed.first_metrics_iteration == 6);
+    CHECK(resumed.metrics_lines == 5);
+    REQUIRE(!straight.end_hash.empty());
+    CHECK(resumed.end_hash == straight.end_hash);
+    CHECK(first.end_hash != straight.end_hash);
+    // a checkpoint resumes on as many GMIs as saved it
+    const auto other = run_host_gmis(10, "", dir + "/nonexistent.ckpt", dir + "/other.jsonl");
+    CHECK(other.error.find("nonexistent.ckpt") != std::string::npos);
+  }
 }

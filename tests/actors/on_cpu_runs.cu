@@ -1,6 +1,9 @@
 #include "on_cpu_runs.hpp"
 
+#include <cstdio>
+#include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <type_traits>
 
 #include <gmi/gmi.hpp>
@@ -84,16 +87,11 @@ std::string on_cpu_refusal(const std::string& which) {
       return "";
     }
     if (which == "population") c.population = true;
-    if (which == "restart") {
-      c.restart_on_failure = 1;
-      c.checkpoint_path = "/tmp/gmi-on-cpu-refusal.gmi";
+    if (which == "split_roles") {
+      c.split_roles = true;
+      c.gmis_per_gpu = 2;
     }
     if (which == "threshold") c.autotune.placement_threshold = -1;
-    if (which == "host_gmis_checkpoint") {
-      c.gmis_per_gpu = 2;
-      c.actor_cores_per_gmi = 1;
-      c.checkpoint_path = "/tmp/gmi-on-cpu-refusal.gmi";
-    }
     if (which == "too_many_cores") {
       c.gmis_per_gpu = 2;
       c.actor_cores_per_gmi = 4096;
@@ -163,4 +161,141 @@ std::vector<int> applied_ratio(int cores_per_gmi, int envs_per_core, int gmis_pe
     return {};
   }
   return {o.actor_cores_per_gmi, o.gmis_per_gpu, o.num_envs};
+}
+
+namespace {
+// The JSON lines of a metrics file.
+std::vector<nlohmann::json> read_lines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+}  // namespace
+
+host_gmis_run run_host_gmis(long iterations, const std::string& checkpoint, const std::string& resume,
+                            const std::string& metrics) {
+  host_gmis_run o;
+  auto c = small_host_config<on_cpu_any>(2.0 * 64 * 16 * double(iterations));
+  c.gmis_per_gpu = 2;
+  c.partition = "cpu_cores";
+  c.actor_cores_per_gmi = 1;
+  c.log_interval = 0;
+  c.checkpoint_path = checkpoint;
+  c.resume_path = resume;
+  c.metrics_path = metrics;
+  std::remove(metrics.c_str());
+  try {
+    const gmi::train_result r = gmi::train<on_cpu_any>(c);
+    o.reason = r.reason_text();
+    o.exit_code = r.exit_code;
+    o.iterations = long(r.iterations);
+    for (const auto& j : read_lines(metrics)) {
+      if (j.value("event", "") == "end") {
+        o.end_hash = std::to_string(j.at("weights_hash").get<std::uint64_t>());
+        o.end_identical = j.at("weights_identical").get<bool>();
+        o.resumed_at = j.at("resumed_at").get<long>();
+        continue;
+      }
+      if (o.first_metrics_iteration < 0) o.first_metrics_iteration = j.at("iteration").get<long>();
+      ++o.metrics_lines;
+    }
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+namespace {
+// --plan needs a communicator that reduces (checked for every layout that trains); host GMIs sum on the host.
+using on_cpu_planned = gmi::pipeline<ac::on_cpu<cart, 0>, gmi::agents::gaussian_mlp<>, gmi::trainers::ppo<>,
+                                     gmi::layout::colocated, gmi::partition::none,
+                                     gmi::comm::hierarchical<gmi::comm::nccl>>;
+}  // namespace
+
+ratio_plan_run train_on_ratio_plan(const std::string& path, const std::string& metrics, bool with_ratio) {
+  ratio_plan_run o;
+  namespace pl = gmi::plan;
+  pl::plan p;
+  p.made_for = pl::machine::of(pl::discover());
+  p.chosen = pl::candidate{"mps", 4, 512};  // the GPU trials' choice: host threads take only the ratio
+  p.trials_of = "colocated";
+  p.selection = "test";
+  p.stopped_by = "test";
+  if (with_ratio) {
+    const auto point = [](int cores, int envs, int gmis, double rate) {
+      pl::ratio_point r;
+      r.cores_per_gmi = cores;
+      r.envs_per_core = envs;
+      r.gmis_per_gpu = gmis;
+      r.steps_per_s = rate;
+      return r;
+    };
+    p.cpu_actor_ratio = pl::choose_ratio({point(1, 64, 1, 1.0e5), point(1, 16, 2, 2.0e5), point(2, 16, 1, 1.5e5)});
+  }
+  auto c = small_host_config<on_cpu_planned>(2.0 * 64 * 16 * 3);
+  c.autotune.plan_path = path;
+  c.metrics_path = metrics;
+  c.log_interval = 0;
+  std::remove(metrics.c_str());
+  try {
+    pl::save(p, path);
+    const pl::plan back = pl::load(path);
+    if (back.cpu_actor_ratio) {
+      o.chosen_cores = back.cpu_actor_ratio->chosen.cores_per_gmi;
+      o.chosen_envs_per_core = back.cpu_actor_ratio->chosen.envs_per_core;
+      o.chosen_gmis = back.cpu_actor_ratio->chosen.gmis_per_gpu;
+    }
+    if (with_ratio) {  // the program's own entry: gmi::run over the flags a user types
+      std::vector<std::string> words{"prog", "--device", "host", "--plan", path, "--metrics", metrics, "--quiet",
+                                     "--log-interval", "0", "--max-env-steps", "6144", "--target-return", "nan",
+                                     "--min-episodes", "16"};
+      std::vector<char*> argv;
+      for (auto& w : words) argv.push_back(w.data());
+      o.exit_code = gmi::run<on_cpu_planned>(int(argv.size()), argv.data());
+    } else {
+      o.exit_code = gmi::train<on_cpu_planned>(c).exit_code;
+    }
+    for (const auto& j : read_lines(metrics)) {
+      if (j.value("event", "") != "end") continue;
+      o.gmis = j.at("gmis").get<int>();
+      o.num_envs = j.at("num_envs").get<int>();
+      o.actor_cores_per_gmi = j.at("actor_cores_per_gmi").get<int>();
+      o.actor_cores = j.at("actor_cores").get<std::vector<std::vector<int>>>();
+    }
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+population_run train_population_on_cpu(const std::string& metrics) {
+  population_run o;
+  auto c = small_host_config<on_cpu_any>(64 * 16 * 4);
+  c.population = true;
+  c.gmis_per_gpu = 2;
+  c.actor_cores_per_gmi = 1;
+  c.seed = 7;
+  c.metrics_path = metrics;
+  std::remove(metrics.c_str());
+  try {
+    const gmi::train_result r = gmi::train<on_cpu_any>(c);
+    o.exit_code = r.exit_code;
+    o.gmis = r.gmis;
+    for (const auto& j : read_lines(metrics)) {
+      if (j.value("event", "") != "population") continue;
+      for (const auto& m : j.at("members")) {
+        population_member_run p;
+        p.seed = m.at("seed").get<std::uint64_t>();
+        p.reason = m.at("reason").get<std::string>();
+        p.iterations = m.at("iterations").get<long>();
+        p.actor_cores = m.at("actor_cores").get<std::vector<int>>();
+        o.members.push_back(p);
+      }
+    }
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
 }

@@ -31,15 +31,12 @@ TEST_SUITE("cpu") {
 
   // What still can not work with CPU actors is refused before anything starts, in one line naming the option.
   TEST_CASE("actors.on_cpu.refuses_what_cannot_work") {
-    CHECK(on_cpu_refusal("population").find("--population with CPU actors (actors::on_cpu): got true, need a synchronous group") !=
-          std::string::npos);
-    CHECK(on_cpu_refusal("restart").find("--restart-on-failure with CPU actors (actors::on_cpu): got 1") != std::string::npos);
+    const std::string split = on_cpu_refusal("split_roles");
+    CHECK(split.find("--split-roles with CPU actors (actors::on_cpu): got true, need colocated roles") != std::string::npos);
+    CHECK(split.find('\n') == std::string::npos);
     CHECK(on_cpu_refusal("cores_without_actors").find("--actor-cores-per-gmi with env cartpole: got 2, need 0") !=
           std::string::npos);
     CHECK(on_cpu_refusal("cpu_cores_without_actors").find("--partition: got \"cpu_cores\", need none, mps") !=
-          std::string::npos);
-    CHECK(on_cpu_refusal("host_gmis_checkpoint")
-              .find("--checkpoint with 2 host GMIs of CPU actors: got \"/tmp/gmi-on-cpu-refusal.gmi\", need none") !=
           std::string::npos);
     const std::string cores = on_cpu_refusal("too_many_cores");
     CHECK(cores.find("actor cores for 2 GMIs: got \"2 x 4096\", need <= ") != std::string::npos);
@@ -72,5 +69,56 @@ TEST_SUITE("cpu") {
     CHECK(error.empty());
     CHECK(applied_ratio(0, 16, 1, &error).empty());
     CHECK(error.find("cpu_actor_ratio.chosen.cores_per_gmi: got 0, need >= 1") != std::string::npos);
+  }
+
+  // A saved plan's CPU/GPU ratio reaches a run on host threads end to end (gmi::run --device host --plan): the plan's
+  // sweep chooses 1 actor core per GMI, 16 envs per core, 2 GMIs per GPU, and the run's end line shows 2 host GMIs
+  // of 1 actor core each (disjoint) with 1 x 16 x 2 = 32 environments each. A plan without a ratio is one line.
+  TEST_CASE("actors.on_cpu.ratio_plan_applied_on_host" * doctest::timeout(240)) {
+    if (gmi::actors::available_cores().size() < 2) {
+      MESSAGE("[gmi] SKIPPED: 2 host GMIs of one actor core each need 2 cores");
+      return;
+    }
+    const auto o = train_on_ratio_plan("/tmp/gmi-test-ratio-plan.json", "/tmp/gmi-test-ratio-plan.jsonl", true);
+    CAPTURE(o.error);
+    REQUIRE(o.error.empty());
+    CHECK(o.chosen_cores == 1);
+    CHECK(o.chosen_envs_per_core == 16);
+    CHECK(o.chosen_gmis == 2);
+    CHECK(o.exit_code == 0);
+    CHECK(o.gmis == 2);
+    CHECK(o.actor_cores_per_gmi == 1);
+    CHECK(o.num_envs == 32);
+    REQUIRE(o.actor_cores.size() == 2);
+    CHECK(o.actor_cores[0].size() == 1);
+    CHECK(o.actor_cores[1].size() == 1);
+    CHECK(o.actor_cores[0] != o.actor_cores[1]);
+    const auto none = train_on_ratio_plan("/tmp/gmi-test-plan-no-ratio.json", "/tmp/gmi-test-plan-no-ratio.jsonl", false);
+    CHECK(none.error.find("on host threads: cpu_actor_ratio: got \"none\", need a plan with the CPU/GPU ratio") !=
+          std::string::npos);
+    CHECK(none.error.find('\n') == std::string::npos);
+  }
+
+  // --population with CPU actors on host threads: 2 members, each its own actor core (disjoint) and seed (7, 8),
+  // train alone to their step limit (4 iterations of 64 envs x 16 steps each) and are reported side by side.
+  TEST_CASE("actors.on_cpu.population_of_host_gmis" * doctest::timeout(240)) {
+    if (gmi::actors::available_cores().size() < 2) {
+      MESSAGE("[gmi] SKIPPED: 2 host GMIs of one actor core each need 2 cores");
+      return;
+    }
+    const auto o = train_population_on_cpu("/tmp/gmi-test-population-on-cpu.jsonl");
+    CAPTURE(o.error);
+    REQUIRE(o.error.empty());
+    CHECK(o.exit_code == 0);
+    CHECK(o.gmis == 2);
+    REQUIRE(o.members.size() == 2);
+    CHECK(o.members[0].seed == 7);
+    CHECK(o.members[1].seed == 8);
+    for (const auto& m : o.members) {
+      CHECK(m.reason == "step limit");
+      CHECK(m.iterations == 4);
+      CHECK(m.actor_cores.size() == 1);
+    }
+    CHECK(o.members[0].actor_cores != o.members[1].actor_cores);
   }
 }

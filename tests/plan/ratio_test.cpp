@@ -122,6 +122,42 @@ TEST_SUITE("cpu") {
     CHECK(plan::to_text(back) == plan::to_text(p));
   }
 
+  // The plan records the sweep's measured optimum for each goal beside the choice (cores per GMI, envs per core,
+  // GMIs per GPU with the point's steps/s and steps/J), even when the tolerance chose another point; an optimum
+  // its own sweep does not give is refused on load in one line, and a sweep without energy records none.
+  TEST_CASE("plan.ratio.optimum_recorded_with_both_rates") {
+    plan::plan p;
+    p.chosen = {"mps", 1, 1024};
+    p.cpu_actor_ratio = plan::choose_ratio(sweep(), plan::ratio_goal::throughput, 0.5);
+    CHECK(same_ratio(p.cpu_actor_ratio->chosen, {2, 64, 1}));
+    CHECK(same_ratio(p.cpu_actor_ratio->best_steps_per_s, {4, 64, 1}));
+    REQUIRE(p.cpu_actor_ratio->best_steps_per_joule);
+    CHECK(same_ratio(*p.cpu_actor_ratio->best_steps_per_joule, {2, 64, 1}));
+    const auto j = nlohmann::ordered_json::parse(plan::to_text(p));
+    const auto& o = j["cpu_actor_ratio"]["optimum"];
+    CHECK(o["steps_per_s"]["cores_per_gmi"] == 4);
+    CHECK(o["steps_per_s"]["steps_per_s"] == 70000.0);
+    CHECK(o["steps_per_s"]["steps_per_joule"] == 110.0);
+    CHECK(o["steps_per_joule"]["cores_per_gmi"] == 2);
+    CHECK(o["steps_per_joule"]["steps_per_joule"] == 120.0);
+    const plan::plan back = plan::from_text(j.dump());
+    CHECK(same_ratio(back.cpu_actor_ratio->best_steps_per_s, {4, 64, 1}));
+    auto edited = j;
+    edited["cpu_actor_ratio"]["optimum"]["steps_per_s"] = j["cpu_actor_ratio"]["sweep"][0];
+    const std::string e = one_line_error(edited.dump());
+    CHECK(e == "plan x.json: cpu_actor_ratio.optimum.steps_per_s: got \"1 cores/GMI, 64 envs/core, 1 GMIs/GPU\", need the "
+               "sweep's best steps/s point (4 cores/GMI, 64 envs/core, 1 GMIs/GPU)");
+    auto no_energy = sweep();
+    for (auto& q : no_energy) q.steps_per_joule.reset();
+    const auto c = plan::choose_ratio(no_energy);
+    CHECK(!c.best_steps_per_joule);
+    p.cpu_actor_ratio = c;
+    CHECK(nlohmann::ordered_json::parse(plan::to_text(p))["cpu_actor_ratio"]["optimum"]["steps_per_joule"].is_null());
+    auto missing = j;
+    missing["cpu_actor_ratio"]["optimum"]["steps_per_joule"] = nullptr;
+    CHECK(one_line_error(missing.dump()).find("cpu_actor_ratio.optimum.steps_per_joule: got \"null\"") != std::string::npos);
+  }
+
   TEST_CASE("plan.ratio.malformed_entries_refused_in_one_line") {
     plan::plan p;
     p.chosen = {"mps", 1, 1024};

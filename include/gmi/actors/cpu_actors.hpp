@@ -261,6 +261,15 @@ class cpu_actors : public detail::fixed_dims<S> {
   // Episodes finished since the previous read (call between runs).
   rl::episode_stats read_stats() { return sim_.read_stats(); }
 
+  // The observations the next run() starts from (num_envs x obs_dim; call between runs).
+  [[nodiscard]] host_span<const float> observations() const noexcept { return {obs_.data(), obs_.size()}; }
+  // Sets them (a checkpoint's, with the sim's state restored beside them): the next run continues from these.
+  void restore_observations(host_span<const float> obs) {
+    check("restored obs", obs.size(), obs_.size());
+    std::copy(obs.begin(), obs.end(), obs_.data());
+    started_ = true;
+  }
+
  private:
   struct group_state {
     handoff obs_ready, act_ready;

@@ -7,6 +7,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include <gmi/concepts/env.hpp>
 #include <gmi/exec/policy.hpp>
@@ -40,6 +41,13 @@ concept host_sim = requires(S& s, const S& cs, std::size_t i, const float* a, fl
 template <class S>
 concept host_sim_with_prepare = host_sim<S> && requires(S& s, std::size_t i) { s.prepare(i, i); };
 
+// Optional: template <class F> void visit_state(F f), f(name, span) for each array of the environments' state, so
+// checkpoints hold it and a resumed run continues the same episodes.
+template <class S>
+concept sim_with_state = host_sim<S> && requires(S& s) {
+  s.visit_state([](const char*, auto) {});
+};
+
 template <class S>
 concept fixed_size_sim = host_sim<S> && requires {
   { S::obs_size } -> std::convertible_to<int>;
@@ -67,6 +75,11 @@ class env_sim {
     return view_.step_one(i, action, obs, final_obs);
   }
   rl::episode_stats read_stats() { return batch_.read_stats(); }
+  // Every environment's state, RNG counter, length and return so far as named arrays (checkpoints).
+  template <class F>
+  void visit_state(F&& f) {
+    batch_.visit_state(std::forward<F>(f));
+  }
 
  private:
   rl::env_batch<E, exec::host> batch_;

@@ -78,8 +78,15 @@ void choose_actor_settings(const train_config<Pipeline>& o, plan::plan& p) {
   require(static_cast<bool>(in), "--autotune-ratio-sweep", o.autotune.ratio_sweep, "a readable file of ratio sweep lines");
   p.cpu_actor_ratio = plan::choose_ratio(plan::ratio_points_from_lines(in, o.autotune.ratio_sweep));
   const plan::ratio_point& r = p.cpu_actor_ratio->chosen;
-  std::printf("gmi: autotune CPU/GPU ratio: %d actor cores per GMI, %d envs per core, %d GMIs per GPU (from %s)\n",
-              r.cores_per_gmi, r.envs_per_core, r.gmis_per_gpu, o.autotune.ratio_sweep.c_str());
+  const auto& e = p.cpu_actor_ratio->best_steps_per_joule;
+  std::printf("gmi: autotune CPU/GPU ratio: %d actor cores per GMI, %d envs per core, %d GMIs per GPU: %s env steps/s, "
+              "%s env steps/J (from %s; most steps/J: %s)\n",
+              r.cores_per_gmi, r.envs_per_core, r.gmis_per_gpu, metrics::si(r.steps_per_s).c_str(),
+              r.steps_per_joule ? metrics::si(*r.steps_per_joule).c_str() : "energy not read",
+              o.autotune.ratio_sweep.c_str(),
+              e ? (std::to_string(e->cores_per_gmi) + " cores/GMI, " + std::to_string(e->envs_per_core) + " envs/core, " +
+                   std::to_string(e->gmis_per_gpu) + " GMIs/GPU at " + metrics::si(*e->steps_per_joule)).c_str()
+                : "no energy in the sweep");
 }
 
 }  // namespace gmi

@@ -121,18 +121,18 @@ void validate(train_config<Pipeline>& o) {
                  "synchronous training (layout colocated, no --population)");
   }
   if constexpr (actors::is_on_cpu<Env>) {
-    // CPU actors (actors::on_cpu): one GMI or a synchronous group of GMIs, each with its own actor cores. What
-    // still can not work: population members and restarts (their GMIs would need core sets and environment state
-    // the actors' checkpoints do not hold), and the split layout's serving GMIs (they step environments on the GPU).
+    // CPU actors (actors::on_cpu): one GMI, a synchronous group of GMIs or a population, each GMI with its own
+    // actor cores; their checkpoints hold the actors' environments, so --resume and --restart-on-failure work. What
+    // can not: split roles (the serving GMIs step environments on the GPU, and there would be no actors to feed).
     static_assert(!std::is_same_v<typename Pipeline::layout_type, layout::split>,
                   "gmi: actors::on_cpu<Env> trains colocated; the split layout needs serving GMIs on the GPU");
-    const auto refuse = [](const char* flag, const auto& value) {
-      throw gmi::config_error(gmi::got_need(std::string(flag) + " with CPU actors (actors::on_cpu)", value,
-                                            "a synchronous group (--gmis-per-gpu/--gpus; no population, split roles or restarts)"));
+    const auto refuse = [](const char* flag, const auto& value, const char* need) {
+      throw gmi::config_error(gmi::got_need(std::string(flag) + " with CPU actors (actors::on_cpu)", value, need));
     };
-    if (o.population) refuse("--population", o.population);
-    if (o.split_roles) refuse("--split-roles", o.split_roles);
-    if (o.restart_on_failure > 0) refuse("--restart-on-failure", o.restart_on_failure);
+    if (o.split_roles) {
+      refuse("--split-roles", o.split_roles, "colocated roles (serving GMIs step environments on the GPU; the actors "
+                                             "step them on host cores)");
+    }
   } else {
     gmi::require(o.actor_cores_per_gmi == 0, "--actor-cores-per-gmi with env " + std::string(task_name<Env>()),
                  o.actor_cores_per_gmi, "0 (it sets CPU actors: actors::on_cpu<Env> in the env slot)");
@@ -223,6 +223,26 @@ struct placement {
   }
 };
 
+// --plan PATH for CPU actors on host threads: the plan's CPU/GPU ratio (cpu_actor_ratio) sets actor cores per GMI,
+// host GMIs (its GMIs per GPU) and environments per GMI; a plan without one is refused in one line.
+template <class Pipeline>
+void apply_host_plan(train_config<Pipeline>& o) {
+  const plan::plan p = plan::load(o.autotune.plan_path);
+  if (p.trials_of != trials_of<Pipeline>()) {
+    throw gmi::config_error("plan " + o.autotune.plan_path + ": " +
+                            gmi::got_need("trials of", p.trials_of, std::string(trials_of<Pipeline>()) + " (this run's layout)"));
+  }
+  if (!p.cpu_actor_ratio) {
+    throw gmi::config_error(gmi::got_need("--plan " + o.autotune.plan_path + " on host threads: cpu_actor_ratio", "none",
+                                          "a plan with the CPU/GPU ratio (--autotune --autotune-ratio-sweep FILE "
+                                          "--save-plan PATH)"));
+  }
+  apply_actor_ratio(o, p.cpu_actor_ratio->chosen);
+  std::printf("gmi: CPU actors from the plan's CPU/GPU ratio (%s): %d actor cores per GMI, %d envs per GMI, %d host "
+              "GMIs\n", plan::ratio_goal_name(p.cpu_actor_ratio->goal), o.actor_cores_per_gmi, o.num_envs, o.gmis_per_gpu);
+  std::fflush(stdout);
+}
+
 // Settles the plan (may run --autotune's trials) and the placement; o's partition, GMIs per GPU and envs per GMI
 // become the plan's.
 template <class Pipeline>
@@ -301,20 +321,23 @@ placement place(train_config<Pipeline>& o) {
     return placement::on_gpu(o.gpu, info.name + " (" + std::to_string(info.sm_count) + " SMs)");
   }
   if constexpr (actors::is_on_cpu<typename Pipeline::env>) {
-    // CPU actors on host threads: --gmis-per-gpu K host GMIs, each on its own cores (the cpu_cores backend).
-    if ((o.partition == "none" || o.partition == "cpu_cores") && o.gmis_per_gpu > 1) {
-      // What host GMIs do not do (yet): the first such option, named with its value, in one line.
-      const std::pair<const char*, std::string> unsupported[] = {
-          {"--gpus", o.gpus != "1" ? o.gpus : ""}, {"--autotune", o.autotune.on ? "true" : ""},
-          {"--plan", o.autotune.plan_path}, {"--checkpoint", o.checkpoint_path}, {"--resume", o.resume_path},
-          {"--metrics", o.metrics_path}};
+    // CPU actors on host threads: --gmis-per-gpu K host GMIs, each on its own cores (the cpu_cores backend); a
+    // plan's CPU/GPU ratio sets K, the cores and the environments (its partition and trials are the GPU's).
+    const bool planned = !o.autotune.plan_path.empty() && !o.autotune.on;
+    if (planned) apply_host_plan<Pipeline>(o);
+    if ((o.partition == "none" || o.partition == "cpu_cores") &&
+        (o.gmis_per_gpu > 1 || o.restart_on_failure > 0 || planned || o.population)) {
+      // What host GMIs do not do: the first such option, named with its value, in one line.
+      const std::pair<const char*, std::string> unsupported[] = {{"--gpus", o.gpus != "1" ? o.gpus : ""},
+                                                                 {"--autotune", o.autotune.on ? "true" : ""}};
       for (const auto& [flag, value] : unsupported) {
         if (value.empty()) continue;
         throw gmi::config_error(gmi::got_need(std::string(flag) + " with " + std::to_string(o.gmis_per_gpu) +
                                                   " host GMIs of CPU actors", value,
-                                              "none (host GMIs train and print the group's end line; on a GPU the "
-                                              "colocated run has it)"));
+                                              "none (host GMIs run on this host's cores; --autotune measures GPU "
+                                              "trials: search on a GPU, then --plan PATH here)"));
       }
+      o.partition = "cpu_cores";
       placement p = placement::on_host("host GMIs of CPU actors (cpu_cores)");
       p.at = placement::where::host_gmis;
       return p;

@@ -9,6 +9,7 @@
 
 #include <gmi/metrics/jsonl.hpp>
 #include <gmi/metrics/run_info.hpp>
+#include <gmi/pipeline/cpu_actors.hpp>
 #include <gmi/pipeline/population.hpp>
 #include <gmi/pipeline/population_gmis.cuh>
 #include <gmi/pipeline/report.hpp>
@@ -38,7 +39,10 @@ train_result population_on_gmis(const train_config<Pipeline>& o, const runtime::
   }
   const auto outcome = runtime::run_gmis(cfg, [&](runtime::context& ctx, runtime::binding& b) {
     const population_member& m = members[static_cast<std::size_t>(ctx.rank())];
-    engine trainer(o.num_envs, m.seed, m.ppo, o.env, exec::cuda{.stream = b.stream(), .sm_count = b.sm_count()});
+    // CPU actors (actors::on_cpu): this member's own actor cores among this host's GMIs.
+    const int on_host = ctx.id().gpus * ctx.id().gmis_per_gpu, index = ctx.id().gpu_index() * ctx.id().gmis_per_gpu + ctx.slice();
+    engine trainer = actors::make_gmi_engine<engine, Env>(index, on_host, o.actor_cores_per_gmi, o.num_envs, m.seed, m.ppo,
+                                                          o.env, exec::cuda{.stream = b.stream(), .sm_count = b.sm_count()});
     const population_result r = train_member(ctx, trainer, m, o.target_return, o.min_episodes, o.max_env_steps,
                                              o.max_seconds);
     ctx.report(nlohmann::json(r).dump());

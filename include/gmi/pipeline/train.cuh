@@ -25,6 +25,7 @@
 #include <gmi/layout/layouts.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/cpu_actor_gmis.hpp>
+#include <gmi/pipeline/cpu_actor_population.cuh>
 #include <gmi/pipeline/defaults.hpp>
 #include <gmi/pipeline/report.hpp>
 #include <gmi/pipeline/resolve.cuh>
@@ -47,7 +48,9 @@ template <class Pipeline>
 train_result run_placed(const train_config<Pipeline>& o, const placement& where) {
   if (where.at == placement::where::host) return train_one_gmi<Pipeline>(o, exec::host{}, where.device_text);
   if constexpr (actors::is_on_cpu<typename Pipeline::env> && Pipeline::layout_type::trains) {
-    if (where.at == placement::where::host_gmis) return train_on_cpu_gmis<Pipeline>(o);
+    if (where.at == placement::where::host_gmis) {
+      return o.population ? population_on_cpu_gmis<Pipeline>(o) : train_on_cpu_gmis<Pipeline>(o);
+    }
   }
   if (where.at == placement::where::one_gpu) {
     GMI_CUDA_TRY(cudaSetDevice(where.gpu));

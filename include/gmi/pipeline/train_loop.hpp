@@ -90,6 +90,8 @@ struct loop_settings {
   int min_episodes = 32;
   // The iteration env steps count from: a resumed one-GMI run counts from where it resumed, a group from 0.
   std::uint64_t counted_from = 0;
+  // A group decides (and logs) every iteration, as a GMI alone does: host GMIs, whose sum is a host allreduce.
+  bool decide_every_iteration = false;
 
   // The limits, target, log interval and checkpoint period a run's options ask for.
   [[nodiscard]] static loop_settings of(const run_options& o) {
@@ -139,7 +141,7 @@ template <class Trainer, class Group, class AfterIterate, class Progress, class 
 loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s, sm_activity_window& gpm,
                     AfterIterate&& after_iterate, Progress&& progress, Save&& save) {
   using clock = std::chrono::steady_clock;
-  const bool every_iteration = group.world() == 1;
+  const bool every_iteration = group.world() == 1 || s.decide_every_iteration;
   const double per_iteration = static_cast<double>(trainer.samples_per_iteration()) * group.world();
   group_stop_check stop(static_cast<std::uint64_t>(s.min_episodes));
   loop_end out;

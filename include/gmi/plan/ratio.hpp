@@ -45,6 +45,10 @@ struct ratio_choice {
   ratio_goal goal = ratio_goal::throughput;
   double tolerance = 0;  // points within this fraction of the best count as tied; the fewest cores per GPU wins
   std::vector<ratio_point> sweep;
+  // The sweep's measured optimum for each goal (tolerance 0): the best steps/s point, and the best steps per joule
+  // point where energy was read. The plan records both beside the choice.
+  ratio_point best_steps_per_s;
+  std::optional<ratio_point> best_steps_per_joule;
 };
 
 // Refuses a point that is not a measurement: counts below 1, rates not finite or not positive.
@@ -86,7 +90,18 @@ inline void validate(const ratio_point& p, const std::string& where = "ratio poi
         (p.cores_per_gpu() == pick->cores_per_gpu() && *v > *ratio_value(*pick, goal)))
       pick = &p;
   }
-  return {*pick, goal, tolerance, sweep};
+  ratio_choice c{*pick, goal, tolerance, sweep, {}, std::nullopt};
+  const auto best_of = [&](ratio_goal g) -> std::optional<ratio_point> {
+    std::optional<ratio_point> b;
+    for (const auto& p : sweep) {
+      const auto v = ratio_value(p, g);
+      if (v && (!b || *v > *ratio_value(*b, g))) b = p;
+    }
+    return b;
+  };
+  c.best_steps_per_s = *best_of(ratio_goal::throughput);
+  c.best_steps_per_joule = best_of(ratio_goal::efficiency);
+  return c;
 }
 
 // The points of a ratio sweep's result lines (bench/actors/ratio_sweep.cu, one JSON object a line): lines of
@@ -172,7 +187,12 @@ void from_json(const Json& j, ratio_point& p) {
 }
 template <class Json>
 void to_json(Json& j, const ratio_choice& c) {
-  j = Json{{"goal", ratio_goal_name(c.goal)}, {"tolerance", c.tolerance}, {"chosen", c.chosen}, {"sweep", c.sweep}};
+  j = Json{{"goal", ratio_goal_name(c.goal)},
+           {"tolerance", c.tolerance},
+           {"chosen", c.chosen},
+           {"optimum", Json{{"steps_per_s", c.best_steps_per_s},
+                            {"steps_per_joule", c.best_steps_per_joule ? Json(*c.best_steps_per_joule) : Json(nullptr)}}},
+           {"sweep", c.sweep}};
 }
 // Loads and re-decides: the sweep must be valid and choose_ratio over it must give the saved choice, so a plan
 // edited by hand (or damaged) is refused rather than run with a ratio its own sweep does not support.
@@ -195,6 +215,30 @@ void from_json(const Json& j, ratio_choice& c) {
                                         std::to_string(saved.gmis_per_gpu) + " GMIs/GPU",
           "the sweep's own choice (" + std::to_string(p.cores_per_gmi) + ", " + std::to_string(p.envs_per_core) +
               ", " + std::to_string(p.gmis_per_gpu) + ")");
+  // The recorded optimum (plans saved before it was recorded have none) must be the sweep's too.
+  if (!j.contains("optimum")) return;
+  const auto same = [](const ratio_point& a, const ratio_point& b) {
+    return a.cores_per_gmi == b.cores_per_gmi && a.envs_per_core == b.envs_per_core && a.gmis_per_gpu == b.gmis_per_gpu;
+  };
+  const auto text = [](const ratio_point& a) {
+    return std::to_string(a.cores_per_gmi) + " cores/GMI, " + std::to_string(a.envs_per_core) + " envs/core, " +
+           std::to_string(a.gmis_per_gpu) + " GMIs/GPU";
+  };
+  const auto& o = j.at("optimum");
+  ratio_point fast;
+  o.at("steps_per_s").get_to(fast);
+  require(same(fast, c.best_steps_per_s), "cpu_actor_ratio.optimum.steps_per_s", text(fast),
+          "the sweep's best steps/s point (" + text(c.best_steps_per_s) + ")");
+  const auto& e = o.at("steps_per_joule");
+  require(e.is_null() == !c.best_steps_per_joule.has_value(), "cpu_actor_ratio.optimum.steps_per_joule",
+          e.is_null() ? std::string("null") : std::string("a point"),
+          c.best_steps_per_joule ? "the sweep's best steps per joule point" : "null (the sweep has no energy)");
+  if (!e.is_null()) {
+    ratio_point efficient;
+    e.get_to(efficient);
+    require(same(efficient, *c.best_steps_per_joule), "cpu_actor_ratio.optimum.steps_per_joule", text(efficient),
+            "the sweep's best steps per joule point (" + text(*c.best_steps_per_joule) + ")");
+  }
 }
 
 }  // namespace gmi::plan
