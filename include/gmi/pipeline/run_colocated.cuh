@@ -32,6 +32,7 @@
 #include <gmi/pipeline/colocated_gmis.cuh>
 #include <gmi/pipeline/cpu_actors.hpp>
 #include <gmi/pipeline/gmis_checkpoint.hpp>
+#include <gmi/pipeline/gmis_restart.hpp>
 #include <gmi/pipeline/report.hpp>
 #include <gmi/pipeline/restart.hpp>
 #include <gmi/pipeline/sm_activity.hpp>
@@ -108,28 +109,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
       (void)manifest_for_resume(resume, cfg.world(), o.num_envs);
     }
     if (o.restart_on_failure > 0 && !attempt) {
-      restart_loop_config rc;
-      rc.restarts = o.restart_on_failure;
-      rc.checkpoint_path = o.checkpoint_path;
-      rc.first_resume = o.resume_path;
-      rc.first_iteration = o.resume_path.empty() ? 0 : read_manifest(o.resume_path).iteration;
-      rc.samples_per_iteration = group_samples;
-      rc.attempt_bound = std::chrono::seconds(static_cast<long long>(std::min(o.max_seconds, 1e7)) + 600);
-      rc.last_checkpoint = [&](std::optional<std::uint64_t> saved, std::string& why) -> std::optional<std::uint64_t> {
-        if (!saved) {
-          why = "no checkpoint saved in this run yet";
-          return std::nullopt;
-        }
-        const auto m = last_complete_checkpoint(o.checkpoint_path, &why);
-        if (m && m->iteration >= *saved && m->world == cfg.world()) return m->iteration;
-        if (m) why = "the manifest at " + o.checkpoint_path + " is not the one this run saved";
-        return std::nullopt;
-      };
-      rc.prune = [&] {
-        const auto m = last_complete_checkpoint(o.checkpoint_path);
-        remove_unreferenced(o.checkpoint_path, m ? &*m : nullptr);
-      };
-      rc.stop_signal = &detail::stop_signal;
+      const restart_loop_config rc = gmis_restart_loop(o, cfg.world(), group_samples);
       std::printf("gmi: --restart-on-failure %d: each attempt runs as a child process; a lost GMI group restarts from "
                   "the last checkpoint at %s\n", o.restart_on_failure, o.checkpoint_path.c_str());
       std::fflush(stdout);
