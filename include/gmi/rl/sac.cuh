@@ -241,7 +241,7 @@ class sac_device_trainer {
   }
 
   // --- split roles on GPU GMIs (pipeline/offpolicy_split.hpp), the host trainer's message format
-  static constexpr std::size_t packed_width = std::size_t(2 * O + A + 2);  // obs, action, reward, next obs, terminated
+  static constexpr std::size_t packed_width = sac_packed::width(O, A);  // obs, action, reward, next obs, terminated
 
   // An actor's step: every environment one step on the device (uniform random actions when `random`), the
   // transitions copied back and appended to `rows` (packed_width floats each, environment after environment).
@@ -263,13 +263,7 @@ class sac_device_trainer {
     cuda::copy(host_span<float>(nxt, n_ * O), ro_next_.span(), pol_.stream);
     cuda::copy(host_span<float>(term, n_), ro_term_.span(), pol_.stream);
     GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));
-    for (std::size_t i = 0; i < n_; ++i) {
-      rows.insert(rows.end(), obs + i * O, obs + (i + 1) * O);
-      rows.insert(rows.end(), act + i * A, act + (i + 1) * A);
-      rows.push_back(rew[i]);
-      rows.insert(rows.end(), nxt + i * O, nxt + (i + 1) * O);
-      rows.push_back(term[i]);
-    }
+    sac_packed::append_rows(n_, O, A, obs, act, rew, nxt, term, rows);
     env_steps_ += n_;
     ++batch_steps_;
   }
@@ -285,19 +279,7 @@ class sac_device_trainer {
     auto& w = writers_[std::size_t(actor)];
     if (!w) w.emplace(table_.make_writer(envs));
     staged_.resize(n * packed_width);
-    float* obs = staged_.data();
-    float* act = obs + n * O;
-    float* rew = act + n * A;
-    float* nxt = rew + n;
-    float* term = nxt + n * O;
-    for (std::size_t k = 0; k < n; ++k) {
-      const float* r = rows.data() + k * packed_width;
-      std::copy_n(r, O, obs + k * O);
-      std::copy_n(r + O, A, act + k * A);
-      rew[k] = r[O + A];
-      std::copy_n(r + O + A + 1, O, nxt + k * O);
-      term[k] = r[2 * O + A + 1];
-    }
+    sac_packed::rows_to_columns(n, O, A, rows.data(), staged_.data());
     if (inserted_.size() < staged_.size()) inserted_ = buf<float>(staged_.size());
     cuda::copy(device_span<float>(inserted_.data(), staged_.size()), host_span<const float>(staged_.data(), staged_.size()),
                pol_.stream);

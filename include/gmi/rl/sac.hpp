@@ -27,6 +27,7 @@
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/sac_config.hpp>
 #include <gmi/rl/sac_loss.hpp>
+#include <gmi/rl/sac_packed.hpp>
 #include <gmi/rl/sac_sync.hpp>
 
 namespace gmi::rl {
@@ -99,20 +100,15 @@ class sac_trainer {
 
   // --- split roles: actors collect, a learner learns (pipeline/offpolicy_split.hpp)
   // The width of one packed transition: obs, action, reward, next obs, terminated.
-  static constexpr std::size_t packed_width = std::size_t(2 * O + A + 2);
+  static constexpr std::size_t packed_width = sac_packed::width(O, A);
 
   // An actor's step: every environment one step (uniform random actions when `random`, else the actor's draws),
   // the transitions appended to `rows` (packed_width floats each, environment after environment), no replay.
   void collect_packed(bool random, std::vector<float>& rows) {
     const std::size_t n = std::size_t(envs_.num_envs());
     collect_once(random);
-    for (std::size_t i = 0; i < n; ++i) {
-      rows.insert(rows.end(), &obs_[i * O], &obs_[i * O] + O);
-      rows.insert(rows.end(), &actions_[i * A], &actions_[i * A] + A);
-      rows.push_back(rewards_[i]);
-      rows.insert(rows.end(), &stored_next_[i * O], &stored_next_[i * O] + O);
-      rows.push_back(terminated_f_[i]);
-    }
+    sac_packed::append_rows(n, O, A, obs_.data(), actions_.data(), rewards_.data(), stored_next_.data(),
+                            terminated_f_.data(), rows);
     obs_.swap(next_obs_);
     env_steps_ += n;
   }
@@ -133,14 +129,7 @@ class sac_trainer {
     float* rew = act + n * A;
     float* nxt = rew + n;
     float* term = nxt + n * O;
-    for (std::size_t k = 0; k < n; ++k) {
-      const float* r = rows.data() + k * packed_width;
-      std::memcpy(obs + k * O, r, O * sizeof(float));
-      std::memcpy(act + k * A, r + O, A * sizeof(float));
-      rew[k] = r[O + A];
-      std::memcpy(nxt + k * O, r + O + A + 1, O * sizeof(float));
-      term[k] = r[2 * O + A + 1];
-    }
+    sac_packed::rows_to_columns(n, O, A, rows.data(), obs);
     replay::rollout ro;
     ro.horizon = horizon;
     ro.envs = envs;
