@@ -40,8 +40,8 @@ grep -E "env driver|warp per env|local_batch:|worst" "$out/test_physics_tasks_gp
 tail -3 "$out/test_physics_tasks_gpu.log"; [ $rc -eq 0 ] || status=1
 
 echo "== env steps per second through env_batch, thread per env against warp per env"
-timeout 120 "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths --run-id "$run_id" --git "$git_rev" \
-  --out "$lines" --envs 4096 16384 65536 --steps 20 --warmup 3 --reps 3 \
+timeout 170 "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths --run-id "$run_id" --git "$git_rev" \
+  --out "$lines" --envs 2048 4096 8192 16384 65536 --steps 20 --warmup 3 --reps 3 \
   > "$out/bench_physics_fast_driver.log" 2>&1 || { status=1; tail -5 "$out/bench_physics_fast_driver.log"; }
 echo "== physics only, thread per env (batch_local) against warp per env (batch_warp)"
 timeout 90 "$build/bench/physics/gmi.bench.physics_tasks" --compare-paths --run-id "$run_id-paths" --git "$git_rev" \
