@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   app.add_option("--gpus", gpus, "GPUs a host (none are used)")->check(CLI::Range(1, 64));
   app.add_option("--gmis-per-gpu", gmis_per_gpu, "GMIs on each")->check(CLI::Range(1, 64));
   app.add_option("--rounds", rounds, "sums every GMI makes")->check(CLI::Range(1, 1000000));
-  app.add_option("--busy-poll-us", busy_poll_us, "the link thread's poll while a gather is in flight")->check(CLI::Range(1, 100000));
+  app.add_option("--busy-poll-us", busy_poll_us, "the link thread's poll while a gather is in flight (0: spin)")->check(CLI::Range(0, 100000));
   if (auto code = gmi::runtime::parse_flags(app, argc, argv)) return *code;
   gmi::runtime::host_info h;
   try {
