@@ -4,7 +4,8 @@
 // failure notices), checks that every host runs the same GPUs x GMIs, numbers this host's GMIs globally (GMI k
 // of host h is rank h * gmis + k, its GPU h * gpus + k / gmis_per_gpu), hands host 0's NCCL id to every host for
 // the communicator of the GPUs' leaders, and sums the GMIs' host-side values (rollout statistics, stop votes)
-// over every host: in memory within the host, then an allgather between the hosts (host_sum). Targets that use
+// over every host: in memory within the host, then an allgather between the hosts (host_sum), timing each GMI's
+// share (phases: in the sums, in MPI, waiting; gmi::run's end line across hosts). Targets that use
 // it link gmi::mpi; without it the link refuses in one line.
 
 #include <algorithm>
