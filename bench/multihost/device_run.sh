@@ -54,14 +54,13 @@ time cmake --build "$build" -j16 --target gmi.example.cartpole_ppo > "$dir/build
 bin=$build/examples/cartpole_ppo/gmi.example.cartpole_ppo
 train="$dir/train.jsonl"
 phases="$dir/phases.jsonl"
-common=(--partition none --gmis-per-gpu 1 --num-envs 8192 --minibatch-scope gmi --target-return nan
-        --max-env-steps 1e12 --log-interval 4 --metrics "$train")
+common=(--partition none --gmis-per-gpu 1 --minibatch-scope gmi --target-return nan --max-env-steps 1e12 --log-interval 4)
 mflags=(--oversubscribe --mca pml ob1 --mca btl tcp,self --bind-to none)  # no core binding: a host runs many threads
 [ "$(id -u)" -eq 0 ] && mflags+=(--allow-run-as-root)
 sockets=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0)
 xs=(); for kv in "${sockets[@]}"; do xs+=(-x "$kv"); done
 visible=CUDA_VISIBLE_DEVICES=0,1
-# $1: seconds of training; the rest: flags after the common ones (a later --num-envs or --metrics wins)
+# $1: seconds of training; the rest: flags after the common ones (--num-envs and --metrics: each flag once)
 one_host() { local s=$1; shift; env "$visible" timeout 90 "$bin" --gpus 2 "${common[@]}" --max-seconds "$s" "$@"; }
 two_hosts() {  # as one_host; NCCL_* assignments in $extra (an array) go to both hosts
   local s=$1; shift
@@ -78,10 +77,10 @@ for envs in 8192 32768; do
   [ "$envs" -eq 32768 ] && reps="1 2" secs=8
   for rep in $reps; do
     echo "== $envs envs a GMI, rep $rep: one host, 2 GPUs (NCCL default)"
-    one_host "$secs" --num-envs "$envs" > "$dir/one_host.$envs.$rep.log" 2>&1 || { rc=1; echo "one host failed"; }
+    one_host "$secs" --num-envs "$envs" --metrics "$train" > "$dir/one_host.$envs.$rep.log" 2>&1 || { rc=1; echo "one host failed"; }
     grep -E "^gmi: (time|step) limit|weights" "$dir/one_host.$envs.$rep.log" | head -2
     echo "== $envs envs a GMI, rep $rep: two simulated hosts x 1 GPU (mpirun, NCCL on sockets)"
-    two_hosts "$secs" --num-envs "$envs" > "$dir/two_hosts.$envs.$rep.log" 2>&1 || { rc=1; echo "two hosts failed"; }
+    two_hosts "$secs" --num-envs "$envs" --metrics "$train" > "$dir/two_hosts.$envs.$rep.log" 2>&1 || { rc=1; echo "two hosts failed"; }
     grep -E "^gmi: [0-9]+ hosts|^gmi: (time|step) limit|^gmi: host 1|^gmi: across hosts" "$dir/two_hosts.$envs.$rep.log" | head -4
     # the first failure ends the script: what follows needs the two-host run to work (and time to spare)
     [ "$rc" -eq 0 ] || { tail -40 "$dir/two_hosts.$envs.$rep.log" "$dir/one_host.$envs.$rep.log"; echo "see $dir"; exit 1; }
@@ -95,7 +94,7 @@ for envs in 8192 32768; do
 done
 echo "== 8192 envs a GMI: two simulated hosts, NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4"
 extra=(NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4)
-two_hosts 8 --metrics "$dir/tuned.jsonl" > "$dir/two_hosts.tuned.log" 2>&1 || echo "tuned run failed"
+two_hosts 8 --num-envs 8192 --metrics "$dir/tuned.jsonl" > "$dir/two_hosts.tuned.log" 2>&1 || echo "tuned run failed"
 grep -E "^gmi: (time|step) limit|^gmi: across hosts" "$dir/two_hosts.tuned.log" | head -3
 extra=()
 
@@ -127,8 +126,8 @@ resume_ok=0; [ -n "$straight" ] && [ "$straight" = "$resumed" ] && [ -s "$ck/ck"
 
 echo "== killed host: host 1 SIGKILLs itself after iteration 60 (GMI_TEST_KILL_AT=0:60), mpirun --enable-recovery"
 env "$visible" "${sockets[@]}" timeout 90 mpirun "${mflags[@]}" --enable-recovery "${xs[@]}" \
-  -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --max-seconds 60 : \
-  -np 1 env GMI_TEST_KILL_AT=0:60 "$bin" --gpus all --host-id sim1 "${common[@]}" --max-seconds 60 2>&1 \
+  -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --num-envs 8192 --max-seconds 60 : \
+  -np 1 env GMI_TEST_KILL_AT=0:60 "$bin" --gpus all --host-id sim1 "${common[@]}" --num-envs 8192 --max-seconds 60 2>&1 \
   | while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done > "$dir/killed_host.log"
 cat "$dir/killed_host.log" | tail -8
 
