@@ -28,7 +28,14 @@ for r in rows:
     assert r["leaders_id"] == "from " + rows[0]["host_id"], r   # host 0's id on both hosts
     assert r["same_on_every_host"] is True, r
 assert rows[0]["sums_check"] == rows[1]["sums_check"], rows
-print("2 hosts: global ranks and GPUs, host 0's id on both, the same sums on all 8 GMIs")
+for r in rows:  # GMI 0's phases: every sum counted, none negative, in MPI plus waiting = in the sums <= its wall time
+    p = r["phases"]
+    assert p["sums"] == 50, p
+    assert all(p[k] >= 0 for k in ("sum_seconds", "mpi_seconds", "wait_seconds", "wall_seconds")), p
+    assert abs(p["mpi_seconds"] + p["wait_seconds"] - p["sum_seconds"]) <= 1e-9 + 1e-9 * p["sum_seconds"], p
+    assert 0 < p["sum_seconds"] <= p["wall_seconds"], p
+print("2 hosts: global ranks and GPUs, host 0's id on both, the same sums on all 8 GMIs; GMI 0's phases:",
+      [r["phases"] for r in rows])
 PY
   ;;
 gpu_hosts_shapes_differ)

@@ -3,7 +3,8 @@
 // Every GMI sums a row of doubles over every GMI of every host (--rounds times) and checks the result; the
 // launcher gathers a checksum of the sums from every host. Each host prints one JSON line: its place in the job,
 // host 0's NCCL id as every host received it (a made-up id: no NCCL call), the sums' checksum and the median time
-// of a sum on the host's GMI 0; or its one error line "gmi: host H 'id': ..." (with the wall time it was
+// of a sum on the host's GMI 0, with GMI 0's phases (gpu_hosts::phases: seconds in the sums, in MPI, waiting) and
+// the wall time of its rounds; or its one error line "gmi: host H 'id': ..." (with the wall time it was
 // detected, for the killed-host test).
 #include <algorithm>
 #include <chrono>
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
   app.add_option("--gpus", gpus, "GPUs a host (none are used)")->check(CLI::Range(1, 64));
   app.add_option("--gmis-per-gpu", gmis_per_gpu, "GMIs on each")->check(CLI::Range(1, 64));
   app.add_option("--rounds", rounds, "sums every GMI makes")->check(CLI::Range(1, 1000000));
-  app.add_option("--busy-poll-us", busy_poll_us, "the link thread's poll while a gather is in flight")->check(CLI::Range(1, 100000));
+  app.add_option("--busy-poll-us", busy_poll_us, "the link thread's poll while a gather is in flight (0: spin)")->check(CLI::Range(0, 100000));
   if (auto code = gmi::runtime::parse_flags(app, argc, argv)) return *code;
   gmi::runtime::host_info h;
   try {
@@ -58,9 +59,13 @@ int main(int argc, char** argv) {
     hosts.place(spec);
     std::vector<std::uint64_t> checks(static_cast<std::size_t>(hosts.gmis()), 0);
     std::vector<double> sum_us;  // GMI 0 of this host: each sum, start to end
+    double wall_seconds = 0;     // GMI 0 of this host: its rounds, start to end
+    gmi::runtime::sum_phases phases0;
     const int world = hosts.global_world();
     gmi::runtime::thread_group group(spec, [&](gmi::runtime::context& ctx) {
       const int r = ctx.id().global_rank();
+      const auto started = std::chrono::steady_clock::now();
+      const gmi::runtime::sum_phases before = hosts.phases(ctx.rank());
       for (int round = 0; round < rounds; ++round) {
         if (ctx.rank() == 0) f.maybe_kill(h.host, round);
         // rank r's row: {r + round / 8, 1, r^2}: sums are world(world-1)/2 + world * round / 8, world, sum of r^2
@@ -81,6 +86,10 @@ int main(int argc, char** argv) {
         auto& c = checks[static_cast<std::size_t>(ctx.rank())];
         c = c * 1099511628211ull ^ gmi::fnv1a(row.data(), row.size() * sizeof(double));
         ctx.heartbeat();
+      }
+      if (ctx.rank() == 0) {
+        phases0 = hosts.phases(0).since(before);
+        wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       }
     });
     const gmi::runtime::run_report report = group.wait();
@@ -106,6 +115,11 @@ int main(int argc, char** argv) {
                                  {"leaders_id", std::string(hosts.leaders_id().id.internal)},
                                  {"sums_check", checks.front()},
                                  {"busy_poll_us", busy_poll_us},
+                                 {"phases", {{"sums", phases0.sums},
+                                             {"sum_seconds", phases0.sum_seconds},
+                                             {"mpi_seconds", phases0.mpi_seconds},
+                                             {"wait_seconds", phases0.wait_seconds},
+                                             {"wall_seconds", wall_seconds}}},
                                  {"sum_us_median", [&] {
                                     std::sort(sum_us.begin(), sum_us.end());
                                     return sum_us[sum_us.size() / 2];

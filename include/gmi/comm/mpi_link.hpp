@@ -48,7 +48,8 @@ struct mpi_link_options {
   milliseconds startup_timeout{60000};    // MPI_Init to the hosts' names gathered
   milliseconds poll{1};                   // the link thread's sleep between polls (it shares the cores)
   // ... while a gather or barrier is in flight: a sum a training iteration waits on (gmi::run's statistics across
-  // hosts) costs a poll or two, so these polls are short; a posted job wakes the thread at once.
+  // hosts) costs a poll or two, so these polls are short; a posted job wakes the thread at once. 0: no sleep,
+  // MPI_Test again after a yield (it takes a core while a sum is in flight; docs/multihost.md compares the two).
   microseconds busy_poll{20};
   int epochs = 1;  // attempts of the run (1 + restarts): one communicator each, duplicated at start
 };
@@ -401,6 +402,11 @@ class mpi_link {
       }
       std::unique_lock lock(mutex_);
       const bool busy = job_ != nullptr && !job_->done;
+      if (busy && options_.busy_poll.count() == 0) {  // spin: MPI_Test again at once, bounded by the job's deadline
+        lock.unlock();
+        std::this_thread::yield();
+        continue;
+      }
       wake_.wait_for(lock, busy ? microseconds(options_.busy_poll) : microseconds(options_.poll),
                      [&] { return quit_ || (job_ != nullptr && !job_->started); });
     }

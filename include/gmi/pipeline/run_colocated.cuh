@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <utility>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
@@ -87,6 +88,8 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     cfg.across_hosts = [hosts](runtime::launch_spec& s) { hosts->place(s); };
   }
   const int global_world = hosts ? hosts->global_world() : cfg.world();
+  // Across hosts: each GMI's time in the cross-host sums over its training loop, and the loop's wall time.
+  std::vector<std::pair<runtime::sum_phases, double>> cross_phases(hosts ? static_cast<std::size_t>(cfg.world()) : 0);
   const bool host0 = !hosts || hosts->host().host == 0;
   if (o.minibatch_scope == scope_choice::group) per_gmi.minibatch = std::max(1, (o.ppo.minibatch + global_world - 1) / global_world);
   // What a step averages (a GMI's minibatch is capped at its rollout, horizon x envs), for the start line.
@@ -238,6 +241,8 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     };
     // The communication clock's readings when the run starts (the automatic choice's timed sums left out).
     const double comm0 = sync.comm_seconds(b.stream()), host_sync0 = sync.host_sync_seconds();
+    const runtime::sum_phases phases0 = hosts ? hosts->phases(ctx.rank()) : runtime::sum_phases{};
+    const auto loop_started = std::chrono::steady_clock::now();
     sm_activity_window gpm(ctx.slice(), b.nvml_index());  // GPU utilization from the first round on
     const loop_settings ls = loop_settings::of(o);
     const auto after_iterate = [&] {
@@ -263,6 +268,11 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     };
     const loop_end e = train_loop(trainer, synced_group{ctx, hosts.get()}, ls, gpm, after_iterate, progress, save);
     sync.add_host_sync_seconds(e.decide_seconds);
+    if (hosts) {
+      cross_phases[static_cast<std::size_t>(ctx.rank())] = {
+          hosts->phases(ctx.rank()).since(phases0),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_started).count()};
+    }
     const std::string reason = stop_reason_text(e.reason, e.signal_number);
     sync.wait(b.stream());
     trainer.synchronize();
@@ -381,6 +391,19 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
                 return_text(first.eval_return, o).c_str(), static_cast<unsigned long long>(first.eval_episodes));
   }
   if (host0 && std::isfinite(t.comm_share)) std::printf("gmi: %s\n", comm_share_text(t).c_str());
+  nlohmann::json cross_host;  // host 0's GMI 0 across hosts: where its training loop's time went (docs/multihost.md)
+  if (hosts && host0 && !cross_phases.empty()) {
+    const auto& [p, wall] = cross_phases.front();
+    const double allreduce = first.comm_seconds;  // device spans of the gradient sums; NaN without --comm-clock on
+    cross_host = {{"wall_seconds", wall}, {"sums", p.sums}, {"sum_seconds", p.sum_seconds},
+                  {"mpi_seconds", p.mpi_seconds}, {"wait_seconds", p.wait_seconds}};
+    if (std::isfinite(allreduce)) cross_host["allreduce_seconds"] = allreduce;
+    std::printf("gmi: across hosts, host 0's GMI 0 in %.3f s of training: %.3f s in %llu cross-host sums of statistics "
+                "and stop votes (%.3f s in MPI between the hosts, %.3f s waiting), gradient allreduce %s\n",
+                wall, p.sum_seconds, static_cast<unsigned long long>(p.sums), p.mpi_seconds, p.wait_seconds,
+                std::isfinite(allreduce) ? (std::to_string(allreduce) + " s (device spans)").c_str()
+                                         : "not timed (--comm-clock on times it)");
+  }
   if (host0) std::printf("gmi: %s%s\n", utilization_text(t).c_str(), hosts ? " (host 0's GPUs)" : "");
   std::fflush(stdout);
   if (host0 && !o.metrics_path.empty()) {
@@ -418,6 +441,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     if (hosts) {  // the job's shape; per_gmi, utilization and communication shares are host 0's
       line.update({{"hosts", hosts_count}, {"gpus_per_host", cfg.gpus.size()}, {"gpus", hosts->global_gpus()},
                    {"gmis", global_world}, {"launcher", hosts->host().source}, {"host_id", hosts->host().id}});
+      if (!cross_host.is_null()) line["cross_host"] = cross_host;
     } else {
       line["hosts"] = 1;
     }

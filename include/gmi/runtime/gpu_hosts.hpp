@@ -4,12 +4,14 @@
 // failure notices), checks that every host runs the same GPUs x GMIs, numbers this host's GMIs globally (GMI k
 // of host h is rank h * gmis + k, its GPU h * gpus + k / gmis_per_gpu), hands host 0's NCCL id to every host for
 // the communicator of the GPUs' leaders, and sums the GMIs' host-side values (rollout statistics, stop votes)
-// over every host: in memory within the host, then an allgather between the hosts (host_sum). Targets that use
+// over every host: in memory within the host, then an allgather between the hosts (host_sum), timing each GMI's
+// share (phases: in the sums, in MPI, waiting; gmi::run's end line across hosts). Targets that use
 // it link gmi::mpi; without it the link refuses in one line.
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -27,6 +29,19 @@
 #include <gmi/runtime/launcher.hpp>
 
 namespace gmi::runtime {
+
+// Where one GMI's cross-host sums spent their time (gpu_hosts::phases), cumulative since the hosts joined:
+// sum_seconds from each sum's call to its return, of which mpi_seconds inside the MPI allgather between the hosts
+// (on the GMI of this host that ran it) and wait_seconds the rest (waiting for this host's other GMIs and for the
+// GMI that ran the allgather; the in-memory tree sums too).
+struct sum_phases {
+  std::uint64_t sums = 0;
+  double sum_seconds = 0, mpi_seconds = 0, wait_seconds = 0;
+  [[nodiscard]] sum_phases since(const sum_phases& before) const noexcept {
+    return {sums - before.sums, sum_seconds - before.sum_seconds, mpi_seconds - before.mpi_seconds,
+            wait_seconds - before.wait_seconds};
+  }
+};
 
 struct gpu_hosts_options {
   int gpus = 1;          // GPUs of this host the run uses (every host the same)
@@ -69,10 +84,14 @@ class gpu_hosts {
               std::to_string(o_.gpus) + " x " + std::to_string(o_.gmis_per_gpu) + " like host " + std::to_string(h.host));
     }
     std::memcpy(leaders_id_.id.internal, all[0].id, NCCL_UNIQUE_ID_BYTES);
+    phases_.resize(static_cast<std::size_t>(gmis()));
     sums_ = std::make_unique<host_sum>(
         gmis(), h.hosts,
         [this](const void* mine_sum, void* every, std::size_t bytes, const std::function<bool()>& stop) {
+          const auto t0 = std::chrono::steady_clock::now();
           link_->allgather(mine_sum, every, bytes, o_.timeout, stop);
+          // host_sum runs the cross step on the thread of the GMI that arrived last: that GMI's phases
+          if (sum_phases* p = summing()) p->mpi_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         },
         o_.timeout);
   }
@@ -126,7 +145,26 @@ class gpu_hosts {
   // GMI of every host at the same points with the same n. The order of the additions is fixed (host_sum's tree),
   // so every GMI gets the same bits.
   void sum(int local, double* data, std::size_t n, const std::function<bool()>& stop) {
-    sums_->sum(local, data, n, stop);
+    require(local >= 0 && local < gmis(), "gpu_hosts::sum GMI", local, "0.." + std::to_string(gmis() - 1));
+    sum_phases& p = phases_[static_cast<std::size_t>(local)];
+    const auto t0 = std::chrono::steady_clock::now();
+    summing() = &p;
+    try {
+      sums_->sum(local, data, n, stop);
+    } catch (...) {
+      summing() = nullptr;
+      throw;
+    }
+    summing() = nullptr;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++p.sums;
+    p.sum_seconds += s;
+    p.wait_seconds = std::max(0.0, p.sum_seconds - p.mpi_seconds);
+  }
+  // GMI `local`'s time in sum() so far (read by that GMI's thread, or after it ended).
+  [[nodiscard]] sum_phases phases(int local) const {
+    require(local >= 0 && local < gmis(), "gpu_hosts::phases GMI", local, "0.." + std::to_string(gmis() - 1));
+    return phases_[static_cast<std::size_t>(local)];
   }
   // Makes every waiting and later sum throw (a GMI of this host failed).
   void break_sums(const std::string& why) { sums_->break_group(why); }
@@ -152,6 +190,12 @@ class gpu_hosts {
   std::unique_ptr<comm::mpi_link> link_;
   comm::nccl_id leaders_id_;
   std::unique_ptr<host_sum> sums_;
+  std::vector<sum_phases> phases_;  // one a GMI of this host, each written by its own GMI's thread
+  // The phases of the GMI whose thread is inside sum() now (the cross step adds its MPI time there).
+  static sum_phases*& summing() {
+    thread_local sum_phases* current = nullptr;
+    return current;
+  }
 };
 
 }  // namespace gmi::runtime
