@@ -12,6 +12,10 @@ OUT=${OUT:-/tmp/out}
 gpus=${1:-4}
 seconds=${2:-4}
 reps=${3:-2}
+[[ "$gpus" =~ ^[0-9]+$ ]] && [ "$gpus" -ge 2 ] || { echo "device_scaling4: gpus: got $gpus, need an integer >= 2"; exit 2; }
+[[ "$seconds" =~ ^[0-9]+([.][0-9]+)?$ ]] && [[ ! "$seconds" =~ ^0+([.]0+)?$ ]] ||
+  { echo "device_scaling4: seconds: got $seconds, need a positive number"; exit 2; }
+[[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "device_scaling4: reps: got $reps, need a positive integer"; exit 2; }
 dir="$OUT/scaling4"
 mkdir -p "$dir"
 have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
