@@ -19,7 +19,6 @@ reps=${6:-3}
 updates=${7:-fused}
 export NCCL_NVLS_ENABLE=0
 bin="$build/examples/cartpole_ppo/gmi.example.cartpole_ppo"
-[ -x "$bin" ] || { echo "run_weak_scaling: no $bin (build gmi.example.cartpole_ppo)" >&2; exit 2; }
 for s in "${shapes[@]}"; do
   read -r g e p <<< "$s"
   [[ "$g" =~ ^[1-9][0-9]*$ && "$e" =~ ^[1-9][0-9]*$ ]] && [[ "$p" =~ ^(none|mps|green_context)$ ]] ||
@@ -34,6 +33,7 @@ for n in $gpus; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run_weak_scaling: gpus: got $n, need a positive integer" >&2; exit 2; }
   [ "$n" -le "$have" ] || { echo "run_weak_scaling: gpus: got $n, need at most $have (this machine's GPUs)" >&2; exit 2; }
 done
+[ -x "$bin" ] || { echo "run_weak_scaling: no $bin (build gmi.example.cartpole_ppo)" >&2; exit 2; }
 for rep in $(seq "$reps"); do
   for s in "${shapes[@]}"; do
     read -r g e p <<< "$s"
