@@ -19,7 +19,8 @@
 # Environment: SUITE_TASKS="cartpole point_reach ..." (a subset, default all), PYTHON (a python with jax; default
 #   python3), GMI_DEVICE (gmi's --device, default auto), GMI_VARIANTS="label|flags;label|flags" (more gmi
 #   configurations beside the defaults, each written as impl "gmi_<label>" with its flags as "settings"; one with
-#   --gmis-per-gpu K gives each of its K GMIs the task's envs / K),
+#   --gmis-per-gpu K gives each of its K GMIs the task's envs / K; docs/learning.md "Candidates for the next GPU
+#   call" lists the issue-34 variants as ready command lines),
 #   SUITE_NUM_ENVS (one env count for every task instead of the table's, for a quick check on a small machine),
 #   REFERENCE=0 (gmi only), SUITE_BUDGET_S (default 500: no gmi or reference task starts training after this
 #   many seconds since the script started, the build of part1/part2 included, so a 9-minute device call returns
