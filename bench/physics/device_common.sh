@@ -1,6 +1,7 @@
 # Shared set-up of the physics device scripts, sourced after `name=<results name>`: the repository root as the
 # working folder; out ($OUT), build ($BUILD or /tmp/build), git_rev, run_id and lines ($out/$name.jsonl); status 0;
 # pugixml unpacked from .carry/debs where bench/physics/carry_pugixml.sh carried it, so one build folder serves all.
+# configure_build [cmake args] and build_targets SECONDS (the array `targets`) configure and build $build.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 out=${OUT:?OUT: the folder for results (set by the device machine)}
@@ -14,3 +15,21 @@ if ls .carry/debs/libpugixml*.deb >/dev/null 2>&1; then
   for f in .carry/debs/libpugixml*.deb; do dpkg -x "$f" /tmp/gmi-sysroot; done
   export CMAKE_PREFIX_PATH=/tmp/gmi-sysroot/usr LD_LIBRARY_PATH=/tmp/gmi-sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 fi
+
+# Configures $build (gpu preset, benchmarks on, and the extra cmake arguments given); exits 1 with the log's tail.
+configure_build() {
+  echo "== configure and build ($build)"
+  cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON "$@" > "$out/configure.log" 2>&1 ||
+    { tail -20 "$out/configure.log"; exit 1; }
+}
+
+# Builds the array `targets` within $1 seconds (-j16); exits 1 with the errors; prints the time and sets `device`.
+build_targets() {
+  local start
+  start=$(date +%s)
+  timeout "$1" cmake --build "$build" -j16 --target "${targets[@]}" > "$out/build.log" 2>&1 ||
+    { grep -E "error|Error" "$out/build.log" | head -20; echo "build failed or timed out"; exit 1; }
+  echo "built in $(( $(date +%s) - start )) s: ${targets[*]}"
+  device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "device: $device"
+}

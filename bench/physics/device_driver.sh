@@ -21,20 +21,13 @@ set -uo pipefail
 name=physics_driver_paths
 source "$(dirname "$0")/device_common.sh"
 
-echo "== configure and build ($build)"
 train=${TRAIN:-0}
 extra=()
 [ "$train" = 1 ] && extra=(-DGMI_BUILD_ALL_TASK_EXAMPLES=ON)
-cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON "${extra[@]}" > "$out/configure.log" 2>&1 ||
-  { tail -20 "$out/configure.log"; exit 1; }
+configure_build "${extra[@]}"
 targets=(gmi.test.physics_tasks gmi.test.physics_tasks_gpu gmi.bench.physics_tasks)
 [ "$train" = 1 ] && targets+=(gmi.example.ant_ppo)
-start=$(date +%s)
-timeout 360 cmake --build "$build" -j16 --target "${targets[@]}" > "$out/build.log" 2>&1 ||
-  { grep -E "error|Error" "$out/build.log" | head -20; echo "build failed or timed out"; exit 1; }
-echo "built in $(( $(date +%s) - start )) s: ${targets[*]}"
-device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-echo "device: $device"
+build_targets 360
 
 echo "== tests"
 timeout 60 "$build/tests/envs/gmi.test.physics_tasks" -tc='envs.step_path.*' > "$out/test_physics_tasks_step_path.log" 2>&1 ||

@@ -17,16 +17,9 @@ set -uo pipefail
 name=physics_fast
 source "$(dirname "$0")/device_common.sh"
 
-echo "== configure and build ($build)"
-cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON > "$out/configure.log" 2>&1 ||
-  { tail -20 "$out/configure.log"; exit 1; }
+configure_build
 targets=(gmi.test.physics gmi.test.physics_gpu gmi.test.physics_tasks_gpu gmi.bench.physics_tasks)
-start=$(date +%s)
-timeout 300 cmake --build "$build" -j16 --target "${targets[@]}" > "$out/build.log" 2>&1 ||
-  { grep -E "error|Error" "$out/build.log" | head -20; echo "build failed or timed out"; exit 1; }
-echo "built in $(( $(date +%s) - start )) s: ${targets[*]}"
-device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-echo "device: $device"
+build_targets 300
 
 echo "== tests"
 timeout 60 "$build/tests/physics/gmi.test.physics" -tc='physics.split.*' > "$out/test_physics_split.log" 2>&1 ||

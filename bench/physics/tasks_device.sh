@@ -14,15 +14,10 @@ set -uo pipefail
 name=physics_tasks
 source "$(dirname "$0")/device_common.sh"
 
-echo "== configure and build ($build)"
-cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON -DGMI_BUILD_ALL_TASK_EXAMPLES=ON > "$out/configure.log" 2>&1 ||
-  { tail -20 "$out/configure.log"; exit 1; }
+configure_build -DGMI_BUILD_ALL_TASK_EXAMPLES=ON
 targets=(gmi.test.physics_tasks gmi.test.physics_tasks_gpu gmi.bench.physics_tasks gmi.example.ant_ppo)
 grep -E "^pugixml_DIR:PATH=" "$build/CMakeCache.txt" | grep -vq NOTFOUND && targets+=(gmi.bench.physics)
-start=$(date +%s)
-timeout 300 cmake --build "$build" -j16 --target "${targets[@]}" > "$out/build.log" 2>&1 ||
-  { grep -E "error|Error" "$out/build.log" | head -20; echo "build failed or timed out"; exit 1; }
-echo "built in $(( $(date +%s) - start )) s: ${targets[*]}"
+build_targets 300
 
 echo "== tests"
 timeout 120 "$build/tests/envs/gmi.test.physics_tasks" > "$out/test_physics_tasks.log" 2>&1; rc=$?
