@@ -152,11 +152,11 @@ physics_device_facts physics_facts() {
 
 template <class E>
 constexpr std::size_t warp_env_table_bytes() {
-  return gmi::physics::detail::warp_table_words<typename E::sim::model_type> * sizeof(float);
+  return gmi::physics::warp_batch<typename E::sim::model_type>::table_bytes();
 }
 template <class E>
 constexpr std::size_t warp_env_scratch_bytes() {
-  return gmi::physics::detail::warp_scratch_reals<typename E::sim::model_type> * sizeof(float);
+  return gmi::physics::warp_batch<typename E::sim::model_type>::scratch_bytes_per_env();
 }
 }  // namespace detail
 
