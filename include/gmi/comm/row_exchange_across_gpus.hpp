@@ -165,6 +165,8 @@ class row_exchange_across_gpus {
   [[nodiscard]] const std::string& name() const noexcept { return segment_.name(); }
   // Where the group's inboxes are (the vote's outcome with automatic).
   [[nodiscard]] inbox_memory memory() const noexcept { return memory_; }
+  // Whether the group probed the peer inboxes to decide (some GMI does not see every GPU, as with MPS).
+  [[nodiscard]] bool probed() const noexcept { return probed_; }
 
   // Adds this level to x, a row exchange among the members of this GMI's GPU over rows of count() floats. The
   // stall word becomes this level's (one word for every GMI of the host); with one GMI per GPU it is also the
