@@ -6,7 +6,7 @@
 # over NVLink where the probe succeeds, docs/scaling.md). Steps:
 #   1. builds gmi.example.cartpole_ppo and gmi.test.comm_multigpu$GPUS (-j16);
 #   2. the multi-GPU test of GMIs that see only their own GPU (probe, fallback, refusal);
-#   3. the same 8 MPS x 512 training for a fixed number of steps with host, automatic, host inboxes: the weights'
+#   3. the same 8 MPS x 512 training for 20 iterations with host, automatic, host inboxes: the weights'
 #      FNV-1a must be the same (the sums add the same floats in the same order on both paths);
 #   4. `reps` repetitions, the GPU counts and paths alternating, of `seconds` each;
 # then the medians. Result lines (bench training, metric weak_scaling / train_samples_per_s / weights_match) go to
@@ -44,7 +44,7 @@ status=0
 
 # 2. GMIs that see only their GPU: the probe finds the peer inboxes; a failed probe falls back or refuses.
 if [ -x "$build/tests/comm_multigpu/gmi.test.comm_multigpu$gpus" ]; then
-  echo "== test: row exchange across GPUs where each GMI sees one GPU"
+  echo "== $(( $(date +%s) - start )) s: test: row exchange across GPUs where each GMI sees one GPU"
   if timeout 240 "$build/tests/comm_multigpu/gmi.test.comm_multigpu$gpus" -tc="*each_sees_one*" > "$dir/test.log" 2>&1; then
     echo "passed: $(grep -E 'test cases' "$dir/test.log" | tail -1)"
   else
@@ -55,8 +55,8 @@ fi
 common=(--gmis-per-gpu 8 --num-envs 512 --partition mps --minibatch-scope gmi --synced-update fused --seed 1
         --target-return nan --log-interval 100)
 # 3. Same steps, same seed: the weights of host and peer inboxes (and host again: the run repeats itself).
-steps=$((40 * 8 * 512 * 16 * gpus))
-echo "== identical weights: 8 MPS x 512 on $gpus GPUs, $steps env steps, inboxes host / automatic / host"
+steps=$((20 * 8 * 512 * 16 * gpus))
+echo "== $(( $(date +%s) - start )) s: identical weights: 8 MPS x 512 on $gpus GPUs, $steps env steps, inboxes host / automatic / host"
 hashes=()
 for inbox in host automatic host; do
   line=$(timeout 240 "$bin" --gpus "$gpus" "${common[@]}" --inbox-memory "$inbox" --max-env-steps "$steps" \
@@ -80,7 +80,7 @@ sys.exit(0 if same else 1)
 PY
 
 # 4. The timed runs: "shape|GPUs|inbox" in an order that alternates GPU counts and paths.
-echo "== $reps repetitions of $seconds s: 1 x 4096 none and 8 x 512 mps on 1 and $gpus GPUs"
+echo "== $(( $(date +%s) - start )) s: $reps repetitions of $seconds s: 1 x 4096 none and 8 x 512 mps on 1 and $gpus GPUs"
 for rep in $(seq "$reps"); do
   for run in "1|1|automatic" "8|1|automatic" "1|$gpus|automatic" "8|$gpus|host" "8|$gpus|automatic"; do
     IFS='|' read -r g n inbox <<< "$run"
@@ -140,4 +140,5 @@ for g, e, part, paths in ((1, 4096, "none", ["automatic"]), (8, 512, "mps", ["ho
               median=ws, min=min(per_rep), max=max(per_rep), runs=len(many), inboxes="; ".join(where),
               comm_share_1=share(one_rows), comm_share_n=share(many_rows))
 PY
+echo "== done after $(( $(date +%s) - start )) s"
 exit $status
