@@ -179,7 +179,7 @@ void bench_prioritized(std::size_t capacity, unsigned threads, int reps) {
   for (int i = 0; i < reps + 3; ++i) {
     GMI_CUDA_TRY(cudaEventRecord(a, dt.stream()));
     gmi::replay::detail::draw_kernel<<<gmi::replay::detail::blocks_for(B), 256, 0, dt.stream()>>>(
-        dt.ref(), true, 100 + i, static_cast<std::int64_t>(B), keys.data(), prob.data());
+        dt.ref(), true, 100 + i, nullptr, static_cast<std::int64_t>(B), keys.data(), prob.data());
     GMI_CUDA_TRY(cudaEventRecord(b, dt.stream()));
     GMI_CUDA_TRY(cudaEventSynchronize(b));
     float ms = 0;
