@@ -18,13 +18,22 @@ GMI_HD inline void global_prefix(const double* totals, int count, double* prefix
   for (int k = 0; k < count; ++k) prefix[k + 1] = prefix[k] + (totals[k] > 0.0 ? totals[k] : 0.0);
 }
 
+// a * b rounded once, never fused into a later add by the device compiler (host and device must agree).
+GMI_HD inline double product(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
 // The shard whose prefix range holds u * prefix[count] (never one with zero weight while the sum is positive;
 // -1 when it is not), and in `within` the position in [0, 1) inside that shard's range.
 GMI_HD inline int global_shard(const double* prefix, int count, double u, double& within) {
   const double total = prefix[count];
   within = 0.0;
   if (!(total > 0.0)) return -1;
-  const double target = u * total;
+  const double target = product(u, total);
   int last = -1;
   for (int k = 0; k < count; ++k) {
     const double w = prefix[k + 1] - prefix[k];
