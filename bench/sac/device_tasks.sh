@@ -2,7 +2,8 @@
 # SAC on the physics tasks, on a GPU machine from the repository root (OUT set), in one call of under 9 minutes on a
 # 16-core H100/H200 (about 4 of them building):
 #   1. the GPU tests of this work: sac_gpu.graph_update_matches_launches (the captured update against launches, bit
-#      for bit, and both timed) and replay_gpu.global_prioritized_over_device_shards;
+#      for bit, and both timed) and replay_gpu.global_prioritized_over_device_shards; then gmi.bench.replay --cases
+#      global: one global prioritized draw of 8192 over 4 device shards of 2.5 M items (whole call and kernels);
 #   2. Ant (gmi.example.ant_sac, networks 256x256, --num-envs ENVS a GMI) for SECONDS of wall clock: 1 GMI, then
 #      4 MPS learners (--partition mps --gmis-per-gpu 4, gradients averaged on the device), each with its curve;
 #   3. the captured update against launches on Ant: 3 runs each of GRAPH_SECONDS, with and without --sac-cuda-graph,
@@ -14,7 +15,8 @@
 #   (one run each: median = min = max), learning-curve points {"bench":"learning_curve",...,"env_steps","wall_s",
 #   "mean_return"} to $OUT/sac_tasks_curves.jsonl, and for step 3
 #   {"bench":"sac_graph","case":"ant","impl":"graph"|"launches","metric":"updates_per_s"|"env_steps_per_s",
-#    "median","min","max","reps":3} plus impl "graph_over_launches" (ratio of the medians);
+#    "median","min","max","reps":3} plus impl "graph_over_launches" (ratio of the medians), and the replay bench's
+#   {"bench":"replay","case":"global_prioritized_draw_10M","impl":"gmi","metric":"us_call"|"us_kernels",...};
 # every line with device, git and run_id. Logs and metrics files under $OUT/sac_tasks/.
 # Arguments (optional): SECONDS per training run (default 45), ENVS per GMI (default 64), GRAPH_SECONDS (default 10).
 # About 4.5 min build, then 10 s of tests, 2 x (SECONDS + ~10 s), 6 x (GRAPH_SECONDS + ~3 s), 30 s of humanoid.
@@ -35,7 +37,7 @@ mkdir -p "$logs"
 export NCCL_NVLS_ENABLE=0
 
 configure_build -DGMI_HEADER_CHECK_NVCC=OFF
-targets=(gmi.example.ant_sac gmi.example.humanoid_sac gmi.test.sac_gpu gmi.test.replay_gpu)
+targets=(gmi.example.ant_sac gmi.example.humanoid_sac gmi.test.sac_gpu gmi.test.replay_gpu gmi.bench.replay)
 build_targets 270
 common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git_rev" "$run_id")
 
@@ -48,6 +50,9 @@ timeout 60 "$build/tests/replay_gpu/gmi.test.replay_gpu" -tc='replay_gpu.global*
   > "$logs/test_replay_gpu_global.log" 2>&1 || status=1
 grep -E "global chi-square|SKIPPED|ERROR" "$logs/test_replay_gpu_global.log" | head -5
 tail -2 "$logs/test_replay_gpu_global.log"
+timeout 90 "$build/bench/replay/gmi.bench.replay" --cases global --reps 20 --run-id "$run_id" --device "$device" \
+  --git "$git_rev" --out "$lines" > "$logs/bench_replay_global.log" 2>&1 || status=1
+grep -o '"metric": "[a-z_]*", "median": [0-9.e+-]*' "$logs/bench_replay_global.log" | sed 's/^/global draw of 8192 from 10 M: /'
 
 # One training run: case, binary, seconds, extra flags; its metrics file is $logs/<case>.jsonl.
 train() {

@@ -52,6 +52,8 @@ class device_shard_set {
   // each table's lock, taken in shard order); no host wait. The shards need the same columns. Each shard's draws
   // are counted on the device and join the placement window at place(). seed_offset as device_table::sample.
   // Rate limiters and max_times_sampled are the shards' own samples' business: a global sample counts in neither.
+  // With every total 0 (nothing to draw; the host's draw_global refuses it) each draw has shard and key -1,
+  // probability and weight 0, and an all-padding window.
   void sample_global(const sampler& s, std::size_t n, std::size_t length, std::uint64_t seed, double beta,
                      global_device_batch& out, const std::uint64_t* seed_offset = nullptr) {
     check_global_sample(s, tables_.size(), n, beta);

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <algorithm>
 #include <initializer_list>
@@ -187,14 +188,27 @@ class sac_device_trainer {
   // One gradient step. With config().cuda_graph and no group sums, the first step runs as launches and the
   // second captures its kernels in a CUDA graph that every later step replays (one launch); the random streams
   // and the replay draw are keyed by the device's update count, so both ways compute the same bits.
+  // A capture that fails (a call inside that cannot be captured) is dropped with one line on stderr, and the
+  // updates launch from then on: graph_updates() stays 0.
   void update() {
-    if (cfg_.cuda_graph && !sync_.active() && updates_ >= 1) {
-      if (!graph_) graph_ = cuda::instantiate(cuda::capture(pol_.stream, [&](cudaStream_t) { enqueue_update(); }));
-      graph_.launch(pol_.stream);
-      ++graph_updates_;
-    } else {
-      enqueue_update();
+    if (cfg_.cuda_graph && !sync_.active() && updates_ >= 1 && !graph_failed_) {
+      if (!graph_) {
+        try {
+          graph_ = cuda::instantiate(cuda::capture(pol_.stream, [&](cudaStream_t) { enqueue_update(); }));
+        } catch (const gmi::error& e) {
+          graph_failed_ = true;
+          std::fprintf(stderr, "gmi: sac_device_trainer: the update could not be captured as a CUDA graph (%s); its "
+                               "kernels launch one by one\n", e.what());
+        }
+      }
+      if (graph_) {
+        graph_.launch(pol_.stream);
+        ++graph_updates_;
+        ++updates_;
+        return;
+      }
     }
+    enqueue_update();
     ++updates_;
   }
   // Updates that ran as a replay of the captured graph.
@@ -421,6 +435,7 @@ class sac_device_trainer {
   std::size_t env_steps_ = 0;
   std::uint64_t batch_steps_ = 0, updates_ = 0, device_sums_ = 0, host_sums_ = 0, graph_updates_ = 0;
   cuda::graph_exec graph_;  // one update, captured at the second (config().cuda_graph)
+  bool graph_failed_ = false;
   double owed_updates_ = 0;
   sac_sync sync_;
   std::vector<float> staged_;

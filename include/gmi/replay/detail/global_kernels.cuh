@@ -56,10 +56,21 @@ __global__ static void global_weights_kernel(const double* prob, std::int64_t n,
   for (std::int64_t b = threadIdx.x; b < n; b += blockDim.x) weight[b] = importance_weight(prob[b], p_min, beta);
 }
 
-// Window b from shard shard[b] (one block each; slots: length ints of dynamic shared memory).
+// Window b from shard shard[b] (one block each; slots: length ints of dynamic shared memory). A draw that found
+// no shard (every total 0) gets an all-padding window: zeros, mask 0.
 __global__ static void global_gather_kernel(const table_ref* shards, const std::int32_t* shard, gather_args g) {
   extern __shared__ std::int32_t slots[];
-  gather_window(shards[shard[blockIdx.x]], g, blockIdx.x, slots);
+  const std::int64_t b = blockIdx.x;
+  if (shard[b] < 0) {
+    const table_ref& t = shards[0];
+    for (std::int32_t i = threadIdx.x; i < g.length; i += blockDim.x) g.mask[b * g.length + i] = 0.0f;
+    for (int c = 0; c < t.num_cols; ++c) {
+      const std::int64_t words = static_cast<std::int64_t>(g.length) * t.cols[c].width;
+      for (std::int64_t j = threadIdx.x; j < words; j += blockDim.x) g.dst[c][b * words + j] = 0u;
+    }
+    return;
+  }
+  gather_window(shards[shard[b]], g, b, slots);
 }
 
 }  // namespace gmi::replay::detail
