@@ -5,6 +5,7 @@
 // temperature lives on the device, so an update needs no host synchronisation besides the table's own. As one of
 // data-parallel learners (set_sync) each update averages two buffers over the group: on the device when the sync
 // has sum_device (comm::hierarchical_allreduce, stream-ordered: no stream wait), else through the host (two waits).
+// Alone, with sac_config::cuda_graph, each update after the first replays one captured CUDA graph.
 
 #include <cmath>
 #include <cstddef>
