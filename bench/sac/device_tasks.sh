@@ -18,12 +18,13 @@
 #    "median","min","max","reps":3} plus impl "graph_over_launches" (ratio of the medians), and the replay bench's
 #   {"bench":"replay","case":"global_prioritized_draw_10M","impl":"gmi","metric":"us_call"|"us_kernels",...};
 # every line with device, git and run_id. Logs and metrics files under $OUT/sac_tasks/.
-# Arguments (optional): SECONDS per training run (default 45), ENVS per GMI (default 64), GRAPH_SECONDS (default 10).
-# About 4.5 min build, then 10 s of tests, 2 x (SECONDS + ~10 s), 6 x (GRAPH_SECONDS + ~3 s), 30 s of humanoid.
+# Arguments (optional): SECONDS per training run (default 40), ENVS per GMI (default 64), GRAPH_SECONDS (default 8).
+# At most 280 s of build (two pipeline translation units in parallel), then about 40 s of tests and the replay bench,
+# 2 x (SECONDS + ~10 s), 6 x (GRAPH_SECONDS + ~3 s) and 25 s of humanoid: under 9 minutes with the defaults.
 set -uo pipefail
-seconds=${1:-45}
+seconds=${1:-40}
 envs=${2:-64}
-graph_seconds=${3:-10}
+graph_seconds=${3:-8}
 [[ "$seconds" =~ ^[0-9]+$ && "$seconds" -ge 10 && "$seconds" -le 150 ]] ||
   { echo "device_tasks: seconds: got $seconds, need an integer in 10..150" >&2; exit 2; }
 [[ "$envs" =~ ^[0-9]+$ && "$envs" -ge 1 && "$envs" -le 16384 ]] ||
@@ -38,7 +39,7 @@ export NCCL_NVLS_ENABLE=0
 
 configure_build -DGMI_HEADER_CHECK_NVCC=OFF
 targets=(gmi.example.ant_sac gmi.example.humanoid_sac gmi.test.sac_gpu gmi.test.replay_gpu gmi.bench.replay)
-build_targets 270
+build_targets 280
 common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git_rev" "$run_id")
 
 echo "== GPU tests: the captured update, the global sample over device shards"
