@@ -2,7 +2,8 @@
 # SAC on the physics tasks, on a GPU machine from the repository root (OUT set), in one call of under 9 minutes on a
 # 16-core H100/H200 (about 4 of them building):
 #   1. the GPU tests of this work: sac_gpu.graph_update_matches_launches (the captured update against launches, bit
-#      for bit, and both timed) and replay_gpu.global_prioritized_over_device_shards; then gmi.bench.replay --cases
+#      for bit, and both timed), replay_gpu.global_prioritized_over_device_shards and
+#      replay_gpu.concurrent_writers_none_lost_or_torn (4 writer threads into one device table); then gmi.bench.replay --cases
 #      global: one global prioritized draw of 8192 over 4 device shards of 2.5 M items (whole call and kernels);
 #   2. Ant (gmi.example.ant_sac, networks 256x256, --num-envs ENVS a GMI) for SECONDS of wall clock: 1 GMI, then
 #      4 MPS learners (--partition mps --gmis-per-gpu 4, gradients averaged on the device), each with its curve;
@@ -47,9 +48,9 @@ timeout 150 "$build/tests/sac_gpu/gmi.test.sac_gpu" -tc='sac_gpu.graph_update_ma
   > "$logs/test_sac_gpu_graph.log" 2>&1 || status=1
 grep -E "sac_gpu graph update|SKIPPED|ERROR" "$logs/test_sac_gpu_graph.log" | head -5
 tail -2 "$logs/test_sac_gpu_graph.log"
-timeout 60 "$build/tests/replay_gpu/gmi.test.replay_gpu" -tc='replay_gpu.global*' -s \
+timeout 60 "$build/tests/replay_gpu/gmi.test.replay_gpu" -tc='replay_gpu.global*,replay_gpu.concurrent*' -s \
   > "$logs/test_replay_gpu_global.log" 2>&1 || status=1
-grep -E "global chi-square|SKIPPED|ERROR" "$logs/test_replay_gpu_global.log" | head -5
+grep -E "global chi-square|items, .* missing|SKIPPED|ERROR" "$logs/test_replay_gpu_global.log" | head -5
 tail -2 "$logs/test_replay_gpu_global.log"
 timeout 90 "$build/bench/replay/gmi.bench.replay" --cases global --reps 20 --run-id "$run_id" --device "$device" \
   --git "$git_rev" --out "$lines" > "$logs/bench_replay_global.log" 2>&1 || status=1

@@ -278,3 +278,17 @@ TEST_CASE("replay_gpu.global_prioritized_over_device_shards") {
   CHECK(replay_test::chi2(counts, even, double(n)) > 10 * replay_test::chi2_critical(df));
   for (std::size_t k = 0; k < 3; ++k) CHECK(dev.share[k] == doctest::Approx(shard_draws[k] / double(n)));
 }
+
+// 4 writer threads inserting device rollouts into one device table at once (half its slots in mapped pinned host
+// memory): every transition there exactly once, every row whole, every link to the same env's next step.
+TEST_CASE("replay_gpu.concurrent_writers_none_lost_or_torn") {
+  const auto r = replay_gpu::concurrent_device_writers(4, 150, 4, 3);
+  MESSAGE(r.present << " items, " << r.missing << " missing, " << r.duplicated << " duplicated, " << r.torn
+                    << " torn, " << r.bad_links << " bad links");
+  CHECK(r.present == 4u * 150u * 4u * 3u);
+  CHECK(r.missing == 0);
+  CHECK(r.duplicated == 0);
+  CHECK(r.torn == 0);
+  CHECK(r.bad_links == 0);
+}
+

@@ -3,6 +3,7 @@
 #include <gmi/replay/device_table.cuh>
 
 #include <memory>
+#include <thread>
 
 #include "replay_gpu/runs.hpp"
 
@@ -132,6 +133,35 @@ global_run global_device(const gmi::replay::table_spec& spec,
   r.totals = set.last_totals();
   r.share = set.place().share;
   return r;
+}
+
+replay_writers::check_result concurrent_device_writers(int writers, int inserts, std::size_t horizon, std::size_t envs) {
+  auto spec = replay_writers::spec(std::size_t(writers * inserts) * horizon * envs);
+  spec.device_capacity = spec.capacity / 2;
+  gmi::replay::device_table t(spec);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      GMI_CUDA_TRY(cudaSetDevice(0));
+      auto wr = t.make_writer(envs);
+      gmi::cuda::device_buffer<std::uint32_t> id(horizon * envs), copy(2 * horizon * envs);
+      gmi::cuda::device_buffer<float> done(horizon * envs);
+      for (int i = 0; i < inserts; ++i) {
+        const replay_writers::rollout_rows d(w, i, horizon, envs, inserts);
+        GMI_CUDA_TRY(cudaMemcpy(id.data(), d.id.data(), d.id.size() * 4, cudaMemcpyHostToDevice));
+        GMI_CUDA_TRY(cudaMemcpy(copy.data(), d.copy.data(), d.copy.size() * 4, cudaMemcpyHostToDevice));
+        GMI_CUDA_TRY(cudaMemcpy(done.data(), d.done.data(), d.done.size() * 4, cudaMemcpyHostToDevice));
+        gmi::replay::rollout r;
+        r.columns = {id.data(), copy.data(), done.data()};
+        r.horizon = horizon;
+        r.envs = envs;
+        t.insert(wr, r);
+        GMI_CUDA_TRY(cudaStreamSynchronize(t.stream()));  // the insert read this writer's buffers
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  return replay_writers::check(t.take_snapshot(), writers, inserts, horizon, envs);
 }
 
 }  // namespace replay_gpu

@@ -7,6 +7,7 @@
 
 #include <gmi/replay/replay.hpp>
 
+#include "replay/concurrent_writers.hpp"
 #include "replay/support.hpp"
 
 namespace replay_gpu {
@@ -58,5 +59,10 @@ global_run global_device(const gmi::replay::table_spec& spec,
                          const std::vector<std::vector<replay_test::rollout_data>>& shards,
                          const gmi::replay::sampler& smp, std::size_t n, std::size_t length, std::uint64_t seed,
                          double beta);
+
+// `writers` threads on GPU 0, each its own writer, inserting `inserts` rollouts [horizon, envs] of
+// replay_writers::rollout_rows from device memory into one device table (half its slots in mapped pinned host
+// memory) at once; the table's snapshot checked (tests/replay/concurrent_writers.hpp).
+replay_writers::check_result concurrent_device_writers(int writers, int inserts, std::size_t horizon, std::size_t envs);
 
 }  // namespace replay_gpu
