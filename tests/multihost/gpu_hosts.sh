@@ -73,7 +73,7 @@ example_refused)
   done <<'CASES'
 --device host|--device across 2 hosts (openmpi): got .host threads., need gpu
 --device gpu --partition mps|--partition/--launch across 2 hosts (openmpi): got .mps/auto., need GMIs as threads
---device gpu --restart-on-failure|--restart-on-failure without --checkpoint: got .3., need --checkpoint PATH as well
+--device gpu --restart-on-failure|--restart-on-failure without --checkpoint: got 3, need --checkpoint PATH as well
 --device gpu --population|--population across 2 hosts (openmpi): got .on., need one synchronous training
 CASES
   ;;

@@ -104,10 +104,10 @@ inline int run_attempts_on_hosts(runtime::gpu_hosts& hosts, const host_attempts_
   double restart_seconds = 0;
   std::string cause;  // the line that made the last restart
   std::int64_t failed_ns = 0;
-  const auto fail_job = [&](const std::string& line) {
+  const auto fail_job = [&](const std::string& line, int code = 1) {
     std::fprintf(stderr, "gmi: %s: %s\n", me.c_str(), line.c_str());
     std::fflush(stderr);
-    return 1;
+    return code;
   };
   for (int attempt = 1;; ++attempt) {
     // Where this attempt starts: the last checkpoint every host completed (the user's --resume at first).
@@ -230,7 +230,7 @@ inline int run_attempts_on_hosts(runtime::gpu_hosts& hosts, const host_attempts_
     const std::string line = asked ? *asked : own;
     if (stopped || barrier_done || code == 2) {  // a stop, a failure after the end, or a refused flag: no restart
       if (!asked) link->notify_failure(me + ": " + line + " (not restarted)");
-      return fail_job(line + " (not restarted)");
+      return fail_job(line + " (not restarted)", code == 2 && !asked ? 2 : 1);
     }
     if (restarts >= cfg.restarts) {
       const std::string limit = line + " (after " + std::to_string(restarts) + " restart" + (restarts == 1 ? "" : "s") + ", the limit)";
