@@ -5,13 +5,15 @@
 # else 1) sets the shape: 2 hosts x GPUS_PER_HOST GPUs against 1 host x 2*GPUS_PER_HOST GPUs. Between the simulated
 # hosts NCCL runs on sockets over lo (NCCL_NET=Socket, NCCL_IB_DISABLE=1, NCCL_SOCKET_IFNAME=lo); gmi sets each
 # launcher's NCCL_HOSTID to its host id, so within a host NCCL keeps NVLink, as on real hosts. Parts:
+#   0. gmi.test.multihost_gpu: the allgather sum's kernel and 2 ranks on 2 GPUs against NCCL's allreduce;
 #   1. throughput, 8192 envs a GMI, 1 GMI a GPU, 5 s of training a run, 3 runs each, alternating: one host; two
 #      hosts with --cross-host-sum allreduce (NCCL's allreduce among the GPUs' leaders, the old path); two hosts with
 #      --cross-host-sum allgather (one allgather and a sum of the rows in rank order); with 2 GPUs a host also the
 #      issue's all-sockets model (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: NVLink off within a host too, 1 run);
-#   2. NCCL_PROTO=LL on the two-host allgather path (2 runs);
+#   2. NCCL_PROTO=LL on the faster two-host path of part 1 (2 runs);
 #   3. more work per exchange: 32768 envs a GMI with --minibatch 32768 (as many gradient steps an iteration as
-#      8192 envs with the default minibatch, 4x the samples each), one host against two hosts (2 runs each);
+#      8192 envs with the default minibatch, 4x the samples each), one host against two hosts on the faster
+#      path of part 1 (2 runs each);
 #   4. the phases of one two-host run (--comm-clock on);
 #   5. 2 GMIs a GPU on both hosts, 40 iterations: every GMI of both hosts ends with the same weights; then the same
 #      job with --restart-on-failure 2 and a checkpoint every 10 iterations, host 1's GMI 0 killed after iteration
@@ -60,7 +62,7 @@ t_build=$(date +%s)
 cmake --preset gpu -B "$build" -DGMI_BUILD_BENCHMARKS=ON "${cmake_mpi[@]}" > "$dir/configure.log" 2>&1 \
   || { tail -30 "$dir/configure.log"; exit 1; }
 if grep -q "gmi: MPI not found" "$dir/configure.log"; then tail -30 "$dir/configure.log"; echo "CMake did not find MPI"; exit 1; fi
-time cmake --build "$build" -j16 --target gmi.example.cartpole_ppo > "$dir/build.log" 2>&1 \
+time cmake --build "$build" -j16 --target gmi.example.cartpole_ppo gmi.test.multihost_gpu > "$dir/build.log" 2>&1 \
   || { tail -40 "$dir/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - t_build )) s"
 t_runs=$(date +%s)
@@ -95,9 +97,9 @@ run() {
     allgather) extra=(); two_hosts 5 --num-envs 8192 --cross-host-sum allgather --metrics "$dir/m.jsonl" ;;
     all_sockets) extra=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_HOSTID=sim)  # one NCCL host, every path on sockets
                  two_hosts 5 --num-envs 8192 --cross-host-sum allreduce --metrics "$dir/m.jsonl" ;;
-    proto_ll) extra=(NCCL_PROTO=LL); two_hosts 5 --num-envs 8192 --cross-host-sum allgather --metrics "$dir/m.jsonl" ;;
+    proto_ll) extra=(NCCL_PROTO=LL); two_hosts 5 --num-envs 8192 --cross-host-sum "$best" --metrics "$dir/m.jsonl" ;;
     one_host_mb32k) one_host 5 --num-envs 32768 --minibatch 32768 --metrics "$dir/m.jsonl" ;;
-    two_hosts_mb32k) extra=(); two_hosts 5 --num-envs 32768 --minibatch 32768 --metrics "$dir/m.jsonl" ;;
+    two_hosts_mb32k) extra=(); two_hosts 5 --num-envs 32768 --minibatch 32768 --cross-host-sum "$best" --metrics "$dir/m.jsonl" ;;
   esac > "$dir/$log" 2>&1
   rc=$?
   extra=()
@@ -109,6 +111,10 @@ run() {
   grep -E "^gmi: (time|step) limit|^gmi: [0-9]+ hosts|gradients " "$dir/$log" | head -3
   return $rc
 }
+echo "== 0. the allgather sum on 2 GPUs (gmi.test.multihost_gpu: the kernel against the host tree, 2 ranks against NCCL)"
+CUDA_VISIBLE_DEVICES=0,1 timeout 120 "$build/tests/multihost_gpu/gmi.test.multihost_gpu" > "$dir/multihost_gpu_test.log" 2>&1
+echo "gmi.test.multihost_gpu: exit $?" | tee -a "$dir/multihost_gpu_test.log"
+tail -3 "$dir/multihost_gpu_test.log"
 echo "== 1. throughput: 1 host x $total GPUs against 2 hosts x $gph GPUs, 8192 envs a GMI, 3 runs each, alternating"
 variants=(one_host allreduce allgather)
 for rep in 1 2 3; do
@@ -118,8 +124,15 @@ for rep in 1 2 3; do
   done
 done
 if [ "$gph" -eq 2 ]; then echo "-- all_sockets (NVLink off within a host too), 1 run"; run all_sockets all_sockets.1.log; fi
+# The faster two-host sum of part 1 (medians) carries parts 2 and 3.
+best=$(python3 -c '
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+med = {v: statistics.median([r["train_samples_per_s"] for r in rows if r["variant"] == v] or [0]) for v in ("allreduce", "allgather")}
+print(max(med, key=med.get))' "$train")
+echo "faster two-host sum in part 1: $best"
 if [ "$(elapsed)" -lt 420 ]; then
-  echo "== 2. NCCL_PROTO=LL on the allgather path, 2 runs"
+  echo "== 2. NCCL_PROTO=LL on the $best path, 2 runs"
   for rep in 1 2; do run proto_ll "proto_ll.$rep.log"; done
 fi
 if [ "$(elapsed)" -lt 420 ]; then

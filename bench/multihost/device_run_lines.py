@@ -41,9 +41,9 @@ shapes = {  # variant: (case, hosts, what differs)
     "allgather": ("cartpole_ppo_colocated", 2, "--cross-host-sum allgather; nccl sockets (lo) between hosts"),
     "all_sockets": ("cartpole_ppo_colocated", 2, "--cross-host-sum allreduce; NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: "
                     "every path on sockets, within a host too"),
-    "proto_ll": ("cartpole_ppo_colocated", 2, "--cross-host-sum allgather; NCCL_PROTO=LL"),
+    "proto_ll": ("cartpole_ppo_colocated", 2, "NCCL_PROTO=LL on the faster cross-host sum of part 1"),
     "one_host_mb32k": ("cartpole_ppo_colocated_mb32k", 1, "nccl default; 32768 envs, --minibatch 32768"),
-    "two_hosts_mb32k": ("cartpole_ppo_colocated_mb32k", 2, "--cross-host-sum auto; 32768 envs, --minibatch 32768"),
+    "two_hosts_mb32k": ("cartpole_ppo_colocated_mb32k", 2, "the faster cross-host sum of part 1; 32768 envs, --minibatch 32768"),
 }
 med = {}
 for variant, (case, hosts, what) in shapes.items():
@@ -110,6 +110,11 @@ def fnv(entries):
     return None
 
 
+test_log = os.path.join(folder, "multihost_gpu_test.log")
+passed = os.path.exists(test_log) and "gmi.test.multihost_gpu: exit 0" in open(test_log).read()
+line("gathered_sum", "multihost_gpu_test_passed", [1.0 if passed else 0.0], what="gmi.test.multihost_gpu on GPUs 0 and 1")
+print(f"gmi.test.multihost_gpu: {'passed' if passed else 'FAILED (multihost_gpu_test.log)'}")
+ok = ok and passed
 straight, restart = stamped("straight.log"), stamped("restart.log")
 a, b = fnv(straight), fnv(restart)
 if not a:
