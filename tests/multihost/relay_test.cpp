@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -65,12 +66,12 @@ TEST_CASE("multihost.relay_waits_are_bounded" * doctest::timeout(30)) {
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_THROWS_AS(client.allgather(mine, all, 2, 2, 200ms), gmi::comm_error);  // nobody serves
   CHECK(std::chrono::steady_clock::now() - t0 < 5s);
-  bool stop = false;
+  std::atomic<bool> stop{false};
   std::thread stopper([&] {
     std::this_thread::sleep_for(50ms);
     stop = true;
   });
-  CHECK_THROWS_WITH_AS(client.allgather(mine, all, 2, 2, 10000ms, [&] { return stop; }), doctest::Contains("stopped"),
+  CHECK_THROWS_WITH_AS(client.allgather(mine, all, 2, 2, 10000ms, [&] { return stop.load(); }), doctest::Contains("stopped"),
                        gmi::comm_error);
   stopper.join();
   ::close(ends.launcher);
