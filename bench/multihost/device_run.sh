@@ -70,7 +70,8 @@ elapsed() { echo $(( $(date +%s) - t_runs )); }
 bin=$build/examples/cartpole_ppo/gmi.example.cartpole_ppo
 train="$dir/train.jsonl"
 phases="$dir/phases.jsonl"
-rm -f "$train" "$phases" "$dir"/*.log
+rm -f "$train" "$phases" "$dir/m.jsonl"
+extra=()
 common=(--partition none --gmis-per-gpu 1 --minibatch-scope gmi --target-return nan --max-env-steps 1e12 --log-interval 4)
 mflags=(--oversubscribe --mca pml ob1 --mca btl tcp,self --bind-to none)  # no core binding: a host runs many threads
 [ "$(id -u)" -eq 0 ] && mflags+=(--allow-run-as-root)
