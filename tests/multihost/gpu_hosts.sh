@@ -74,6 +74,7 @@ example_refused)
 --device host|--device across 2 hosts (openmpi): got .host threads., need gpu
 --device gpu --partition mps|--partition/--launch across 2 hosts (openmpi): got .mps/auto., need GMIs as threads
 --device gpu --restart-on-failure|--restart-on-failure without --checkpoint: got 3, need --checkpoint PATH as well
+--device gpu --restart-on-failure 64 --checkpoint /tmp/never.ckpt|--restart-on-failure across 2 hosts (openmpi): got .64., need at most 63
 --device gpu --population|--population across 2 hosts (openmpi): got .on., need one synchronous training
 CASES
   ;;
