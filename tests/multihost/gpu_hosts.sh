@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # multihost.<case>: runtime::gpu_hosts (gmi::run's GPU layout across hosts) on two simulated hosts, no GPU needed.
 #   gpu_hosts_sums:          2 hosts x (2 GPUs x 2 GMIs): global numbering, host 0's NCCL id on both hosts, every
-#                            sum right and the same bits on every GMI of every host.
+#                            sum right and the same bits on every GMI of every host, NCCL_HOSTID = each host's id.
 #   gpu_hosts_shapes_differ: host 1 runs 1 GPU where host 0 runs 2: refused in one line naming host 1.
 #   gpu_hosts_killed_host:   host 1 SIGKILLs itself; host 0 ends within 10 s with one line naming host 1 and its GMIs.
 #   example_refused:         gmi::run (the cartpole_ppo example) under mpirun -np 2 with what does not span hosts
-#                            (--device host, MPS GMIs, --restart-on-failure, --population): one line a host, exit 2.
+#                            (--device host, MPS GMIs, --population; --restart-on-failure without --checkpoint):
+#                            one line a host, exit 2.
 # Exits 77 (skipped) without MPI in the build or mpirun on PATH.
 source "$(dirname "$0")/common.sh"
 
@@ -27,6 +28,7 @@ for r in rows:
     assert r["host_id"].endswith(f".{h}"), r
     assert r["leaders_id"] == "from " + rows[0]["host_id"], r   # host 0's id on both hosts
     assert r["same_on_every_host"] is True, r
+    assert r["nccl_host"] == r["host_id"], r   # simulated hosts: NCCL_HOSTID defaults to gmi's host id
 assert rows[0]["sums_check"] == rows[1]["sums_check"], rows
 for r in rows:  # GMI 0's phases: every sum counted, none negative, in MPI plus waiting = in the sums <= its wall time
     p = r["phases"]
@@ -71,7 +73,8 @@ example_refused)
   done <<'CASES'
 --device host|--device across 2 hosts (openmpi): got .host threads., need gpu
 --device gpu --partition mps|--partition/--launch across 2 hosts (openmpi): got .mps/auto., need GMIs as threads
---device gpu --restart-on-failure --checkpoint /tmp/never.ckpt|--restart-on-failure across 2 hosts (openmpi): got .3., need 0
+--device gpu --restart-on-failure|--restart-on-failure without --checkpoint: got 3, need --checkpoint PATH as well
+--device gpu --restart-on-failure 64 --checkpoint /tmp/never.ckpt|--restart-on-failure across 2 hosts (openmpi): got .64., need at most 63
 --device gpu --population|--population across 2 hosts (openmpi): got .on., need one synchronous training
 CASES
   ;;

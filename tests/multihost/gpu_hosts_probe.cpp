@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
                                  {"global_gpus", hosts.global_gpus()},
                                  {"first_global_gpu", hosts.global_gpu(0)},
                                  {"leaders_id", std::string(hosts.leaders_id().id.internal)},
+                                 {"nccl_host", hosts.nccl_host()},
                                  {"sums_check", checks.front()},
                                  {"busy_poll_us", busy_poll_us},
                                  {"phases", {{"sums", phases0.sums},

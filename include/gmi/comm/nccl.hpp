@@ -58,6 +58,16 @@ static_assert(communicator_policy<nccl>);
 // any NCCL call in this header; call it yourself before NCCL calls of your own.
 inline void disable_nvls() { ::setenv("NCCL_NVLS_ENABLE", "0", 1); }
 
+// NCCL's host (its host hash decides which transports two ranks may use) from gmi's host id, unless NCCL_HOSTID
+// is set already. For simulated hosts (several launchers on one machine) NCCL then carries what crosses hosts
+// over its network transport, as between real hosts, while each host's own GPUs keep NVLink and shared memory.
+// Call before the process's first NCCL call (NCCL reads it once). Returns the value NCCL will use.
+inline std::string nccl_host_id_default(const std::string& id) {
+  ::setenv("NCCL_HOSTID", id.c_str(), 0);
+  const char* v = std::getenv("NCCL_HOSTID");
+  return v ? v : "";
+}
+
 // NCCL's 128-byte unique id as a value that travels through shared memory, files and environment variables.
 struct nccl_id {
   ncclUniqueId id{};
@@ -328,6 +338,15 @@ struct nccl_options {
 // nccl_options.max_ctas itself (0: NCCL's default).
 inline int lane_max_ctas(int gmis_per_gpu) { return std::max(2, 32 / std::max(1, gmis_per_gpu)); }
 
+// A communicator's float sums through one allgather into `rows` (ranks x capacity floats on the device) and a
+// local sum of the rows in rank order (`sum_rows`, comm/gathered_sum.cuh's kernel; the same bits on every rank).
+inline constexpr int max_gathered_ranks = 64;
+struct gathered_sum {
+  float* rows = nullptr;
+  std::size_t capacity = 0;  // floats a rank: larger sums go through ncclAllReduce
+  void (*sum_rows)(const float* rows, int ranks, std::size_t count, float* out, cudaStream_t stream) = nullptr;
+};
+
 // A nonblocking NCCL communicator. Errors and timeouts abort it (ncclCommAbort) and throw nccl_error; after
 // that it is unusable (rebuild it with a new id). Use from one thread at a time.
 class nccl_communicator {
@@ -356,7 +375,7 @@ class nccl_communicator {
   nccl_communicator& operator=(const nccl_communicator&) = delete;
   nccl_communicator(nccl_communicator&& o) noexcept
       : comm_(std::exchange(o.comm_, nullptr)), options_(o.options_), rank_(o.rank_), size_(o.size_),
-        failed_(o.failed_) {}
+        failed_(o.failed_), gathered_(o.gathered_) {}
   ~nccl_communicator() { close(); }
 
   [[nodiscard]] ncclComm_t get() const noexcept { return comm_; }
@@ -371,9 +390,25 @@ class nccl_communicator {
     check_usable();
     call(ncclAllReduce(send, recv, count, type, op, comm_, stream), "ncclAllReduce");
   }
+  // The float sum: ncclAllReduce, or with sum_through_allgather (up to its capacity) one allgather and the rows'
+  // sum in rank order. Calls on one stream at a time in that mode (the rows are reused call after call).
   void allreduce(const float* send, float* recv, std::size_t count, cudaStream_t stream) {
-    allreduce(send, recv, count, ncclFloat32, ncclSum, stream);
+    if (gathered_.sum_rows == nullptr || count > gathered_.capacity || size_ == 1) {
+      allreduce(send, recv, count, ncclFloat32, ncclSum, stream);
+      return;
+    }
+    check_usable();
+    call(ncclAllGather(send, gathered_.rows, count, ncclFloat32, comm_, stream), "ncclAllGather");
+    gathered_.sum_rows(gathered_.rows, size_, count, recv, stream);
   }
+  // Float sums of at most g.capacity floats go through an allgather from now on (gathered_sum_rows sets this).
+  void sum_through_allgather(const gathered_sum& g) {
+    require(g.rows != nullptr && g.sum_rows != nullptr && size_ <= max_gathered_ranks, "allgather sum of an NCCL "
+            "communicator", std::to_string(size_) + " ranks", "rows, a sum kernel and <= " +
+            std::to_string(max_gathered_ranks) + " ranks");
+    gathered_ = g;
+  }
+  [[nodiscard]] bool sums_through_allgather() const noexcept { return gathered_.sum_rows != nullptr; }
 
   // Waits until the stream's work is done, watching NCCL's async error; aborts and throws on error or timeout.
   void synchronize(cudaStream_t stream) { synchronize(stream, options_.timeout); }
@@ -484,6 +519,7 @@ class nccl_communicator {
   nccl_options options_;
   int rank_ = 0, size_ = 1;
   bool failed_ = false;
+  gathered_sum gathered_;  // sum_rows null: float sums through ncclAllReduce
 };
 
 // A communicator of `nranks` ranks of one host whose unique id goes through shared memory: rank 0 creates the id

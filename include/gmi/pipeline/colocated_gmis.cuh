@@ -28,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <gmi/comm/gathered_sum.cuh>
 #include <gmi/comm/hierarchical.cuh>
 #include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/nccl.hpp>
@@ -63,14 +64,25 @@ namespace gmi {
 // order; it lives as long as the trainer that uses it. Across hosts (`hosts`, GMIs as threads of each host's
 // launcher) the leaders' communicator spans every GPU of every host (host 0's NCCL id), the statistics go through
 // gpu_hosts::sum, ranks are global, and only the device path between the steps is used (no row exchange, no
-// CPU-staged sum: both live in one host's memory).
+// CPU-staged sum: both live in one host's memory). `cross` picks how the leaders sum across hosts
+// (run_options::cross_host_sum: NCCL's allreduce, or an allgather and a sum of the rows in rank order).
+// Across hosts, how the GPUs' leaders sum: "allgather" or "allreduce". Every GMI of every host decides the same:
+// auto takes the allgather with 2 leaders (each sends its whole row once either way, in one hop instead of two),
+// else NCCL's allreduce (with more leaders the allgather sends more bytes a rank).
+[[nodiscard]] inline std::string cross_host_sum_used(cross_sum_choice c, int leaders) {
+  const bool gather = leaders <= comm::max_gathered_ranks &&
+                      (c == cross_sum_choice::allgather || (c == cross_sum_choice::automatic && leaders == 2));
+  return gather ? "allgather" : "allreduce";
+}
+
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
                     std::size_t count, allreduce_choice path = allreduce_choice::hierarchical,
                     update_choice update = update_choice::eager, clock_choice clock = clock_choice::off,
-                    comm::inbox_memory inboxes = comm::inbox_memory::automatic, runtime::gpu_hosts* hosts = nullptr)
-      : ctx_(ctx), binding_(b), grads_(grads), count_(count), inboxes_(inboxes), hosts_(hosts) {
+                    comm::inbox_memory inboxes = comm::inbox_memory::automatic, runtime::gpu_hosts* hosts = nullptr,
+                    cross_sum_choice cross = cross_sum_choice::automatic)
+      : ctx_(ctx), binding_(b), grads_(grads), count_(count), inboxes_(inboxes), hosts_(hosts), cross_(cross) {
     if (hosts_) {
       gmi::require(path != allreduce_choice::cpu_staged, "--gradient-allreduce across hosts", "cpu_staged",
                    "hierarchical or automatic (host shared memory does not reach the other hosts)");
@@ -85,6 +97,7 @@ class gmi_gradient_sync {
     if (path != allreduce_choice::cpu_staged) build_hierarchical(cfg);
     use_ip_ = path == allreduce_choice::cpu_staged;
     chosen_ = choice_name(path, allreduce_choice_names);
+    if (hosts_) chosen_ += " (GPUs' leaders across hosts: " + cross_used_ + ")";
     const bool graph_update = update != update_choice::eager;
     if (path == allreduce_choice::automatic) choose(b.stream(), graph_update && reduce_->replayable());
     graph_update_ = graph_update && !use_ip_ && reduce_->replayable();
@@ -132,6 +145,8 @@ class gmi_gradient_sync {
   }
   // The path in use ("hierarchical" or "cpu_staged"), with the measured times when it was chosen automatically.
   [[nodiscard]] const std::string& description() const noexcept { return chosen_; }
+  // Across hosts, how this GMI's GPU leader sums with the other GPUs: "allreduce" or "allgather"; "" elsewhere.
+  [[nodiscard]] const std::string& cross_host_sum() const noexcept { return cross_used_; }
   // With a clock: seconds in the gradient sums so far, once the work on `stream` is done (waits for it): the
   // device's spans from each sum's start to its end on the stream (comm::comm_clock) or, fused, the step kernels'
   // waits on the group's rows (the statistics gathered through the exchange included); the CPU-staged path's host
@@ -151,9 +166,11 @@ class gmi_gradient_sync {
     const int gpu_index = ctx_.id().gpu_index();
     const bool leader = ctx_.slice() == 0;
     const comm::milliseconds timeout = ctx_.timeout();
+    if (hosts_) cross_used_ = cross_host_sum_used(cross_, hosts_->global_gpus());
     if (hosts_ && leader) {  // NCCL among the leaders of every host's GPUs; host 0's id came through MPI
       leaders_ = std::make_unique<comm::nccl_communicator>(hosts_->global_gpus(), hosts_->leaders_id(),
                                                            hosts_->global_gpu(gpu_index), comm::nccl_options{timeout});
+      if (cross_used_ == "allgather") gathered_.emplace(*leaders_, count_);  // before any capture: it allocates
       binding_.reassert();
     } else if (gpus > 1 && leader) {  // NCCL among the GPUs' leaders; the id goes through shared memory
       auto boot = comm::shm_bootstrapped_nccl::create(ctx_.id().run_id + "-nccl", gpus, gpu_index, timeout);
@@ -307,8 +324,11 @@ class gmi_gradient_sync {
   std::size_t count_ = 0;
   comm::inbox_memory inboxes_ = comm::inbox_memory::automatic;  // where the GPUs' inboxes live (--inbox-memory)
   runtime::gpu_hosts* hosts_ = nullptr;  // a run over several hosts
+  cross_sum_choice cross_ = cross_sum_choice::automatic;
+  std::string cross_used_;  // across hosts: "allreduce" or "allgather"
   std::optional<comm::nccl_id_exchange> ids_;
   std::unique_ptr<comm::nccl_communicator> leaders_;
+  std::optional<comm::gathered_sum_rows> gathered_;  // the allgather sum's rows (leaders_ holds their address)
   std::optional<comm::hierarchical_allreduce> reduce_;
   std::optional<comm::row_exchange_across_gpus> across_;  // "fused" over several GPUs: where their sums meet
   std::optional<comm::ip_allreduce> ip_;

@@ -47,9 +47,9 @@ void check_across_hosts(const train_config<Pipeline>& o, const runtime::host_inf
   if (o.autotune.on || !o.autotune.plan_path.empty()) {
     refuse(o.autotune.on ? "--autotune" : "--plan", "on", "--partition and --gmis-per-gpu given (search a plan on one host)");
   }
-  if (o.restart_on_failure > 0) {
-    refuse("--restart-on-failure", std::to_string(o.restart_on_failure), "0 (a lost host ends the job; start it again with --resume "
-           "from the last checkpoint: docs/multihost.md)");
+  if (o.restart_on_failure > 63) {
+    refuse("--restart-on-failure", std::to_string(o.restart_on_failure), "at most 63 (the link between the hosts "
+           "holds a communicator for each attempt)");
   }
   if (o.partition == "mps" || o.partition == "mig" || o.launch == runtime::launch_mode::processes) {
     refuse("--partition/--launch", o.partition + "/" + choice_name(o.launch, runtime::launch_mode_names),

@@ -6,7 +6,9 @@
 // every GMI; --restart-on-failure makes the launcher a loop of attempts (restart.hpp). Under mpirun/srun with
 // one launcher a host, each host runs its GMIs as threads and joins the others (runtime::gpu_hosts): ranks and
 // GPUs are global, the GPUs' leaders form one NCCL communicator over every host, host 0 prints and reports the
-// job's totals, and a lost host or a failed GMI anywhere ends every host with one line naming it.
+// job's totals, and a lost host or a failed GMI anywhere ends every host with one line naming it; with
+// --restart-on-failure each host's launcher runs the GMIs of every attempt in a child process and the hosts restart
+// together from the last checkpoint every host completed (host_attempts.hpp).
 
 #include <algorithm>
 #include <atomic>
@@ -34,6 +36,7 @@
 #include <gmi/pipeline/cpu_actors.hpp>
 #include <gmi/pipeline/gmis_checkpoint.hpp>
 #include <gmi/pipeline/gmis_restart.hpp>
+#include <gmi/pipeline/host_attempts.hpp>
 #include <gmi/pipeline/report.hpp>
 #include <gmi/pipeline/restart.hpp>
 #include <gmi/pipeline/sm_activity.hpp>
@@ -84,7 +87,10 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     runtime::gpu_hosts_options ho;
     ho.gpus = static_cast<int>(cfg.gpus.size());
     ho.gmis_per_gpu = cfg.gmis_per_gpu;
-    hosts = std::make_shared<runtime::gpu_hosts>(job, ho);
+    ho.link.epochs = 1 + std::max(0, o.restart_on_failure);  // a link communicator for each attempt
+    // An attempt of the restart loop across hosts talks to the other hosts through its launcher.
+    const std::optional<runtime::relayed_hosts> relayed = relayed_hosts_from_env();
+    hosts = relayed ? std::make_shared<runtime::gpu_hosts>(job, ho, *relayed) : std::make_shared<runtime::gpu_hosts>(job, ho);
     cfg.across_hosts = [hosts](runtime::launch_spec& s) { hosts->place(s); };
   }
   const int global_world = hosts ? hosts->global_world() : cfg.world();
@@ -103,12 +109,31 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
   if (launcher) {
     gmi::throw_unless_ok(runtime::can_implement(cfg));
     if (kill) gmi::require(kill->rank < cfg.world(), test_kill_var, std::getenv(test_kill_var), "a rank below " + std::to_string(cfg.world()));
-    if (!resume.empty() && hosts) {  // the hosts agree on the last checkpoint all completed (host_restart.hpp)
+    const bool attempts_across_hosts = hosts && !hosts->relayed() && o.restart_on_failure > 0;
+    if (attempts_across_hosts) {  // each host's launcher runs the attempts as child processes and relays for them
+      host_attempts_config hc;
+      hc.restarts = o.restart_on_failure;
+      hc.checkpoint = o.checkpoint_path;
+      hc.first_resume = o.resume_path;
+      hc.gmis = cfg.world();
+      hc.timeout = hosts->timeout();
+      hc.attempt_bound = std::chrono::seconds(static_cast<long long>(std::min(o.max_seconds, 1e7)) + 600);
+      hc.stop_signal = &detail::stop_signal;
+      if (host0) {
+        std::printf("gmi: --restart-on-failure %d across %d hosts: each host's launcher runs every attempt as a child "
+                    "process; a failure on any host restarts every host from the last checkpoint all completed (%s)\n",
+                    o.restart_on_failure, hosts->hosts(), o.checkpoint_path.c_str());
+        std::fflush(stdout);
+      }
+      return ended_elsewhere(run_attempts_on_hosts(*hosts, hc), true);
+    }
+    // An attempt across hosts resumes where its launcher says: the launchers agreed on the checkpoint already.
+    if (!resume.empty() && hosts && !hosts->relayed()) {  // the hosts agree on the last checkpoint all completed
       const auto it = runtime::agree_on_checkpoint(resume, {hosts->host().host, hosts->hosts(), cfg.world()},
                                                    [&](const void* m, void* a, std::size_t b) { hosts->gather_bytes(m, a, b); });
       gmi::require(it.has_value(), "--resume " + resume, "no manifest on some host",
                    "a checkpoint every host saved (" + resume + ".host<h>)");
-    } else if (!resume.empty()) {
+    } else if (!resume.empty() && !hosts) {
       (void)manifest_for_resume(resume, cfg.world(), o.num_envs);
     }
     if (o.restart_on_failure > 0 && !attempt) {
@@ -174,7 +199,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     }
     const auto grads = trainer.gradient_buffer();
     gmi_gradient_sync sync(ctx, b, cfg, grads.data(), grads.size(), o.gradient_allreduce, o.synced_update,
-                           o.comm_clock, o.inbox_memory, hosts.get());
+                           o.comm_clock, o.inbox_memory, hosts.get(), o.cross_host_sum);
     const graph_released_first<engine> release_graph_first{trainer, ctx.timeout()};
     if (rank0 && o.gradient_allreduce == allreduce_choice::automatic && !o.quiet) {
       std::printf("gmi: gradients %s\n", sync.description().c_str());
@@ -337,6 +362,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
           f.message = hosts->describe() + ": " + lost->message + " (here " + e.info().message + ")";
         }
       }
+      if (status) status->set_note(f.message);  // an attempt across hosts: its launcher names this line
       hosts_failed.store(true);
       throw runtime::gmi_failed(f);
     }
@@ -440,6 +466,8 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     put_sm_activity(line, t.gpm);
     if (hosts) {  // the job's shape; per_gmi, utilization and communication shares are host 0's
       line.update({{"hosts", hosts_count}, {"gpus_per_host", cfg.gpus.size()}, {"gpus", hosts->global_gpus()},
+                   {"cross_host_sum", cross_host_sum_used(o.cross_host_sum, hosts->global_gpus())},
+                   {"cross_host_sum_asked", choice_name(o.cross_host_sum, cross_sum_choice_names)},
                    {"gmis", global_world}, {"launcher", hosts->host().source}, {"host_id", hosts->host().id}});
       if (!cross_host.is_null()) line["cross_host"] = cross_host;
     } else {

@@ -6,7 +6,9 @@
 // the communicator of the GPUs' leaders, and sums the GMIs' host-side values (rollout statistics, stop votes)
 // over every host: in memory within the host, then an allgather between the hosts (host_sum), timing each GMI's
 // share (phases: in the sums, in MPI, waiting; gmi::run's end line across hosts). Targets that use
-// it link gmi::mpi; without it the link refuses in one line.
+// it link gmi::mpi; without it the link refuses in one line. An attempt of a restart loop across hosts (a child
+// process of the launcher, host_attempts.hpp) builds it relayed: no MPI of its own, every exchange with the other
+// hosts through its launcher (host_relay.hpp), which checked the shapes and hands over host 0's NCCL id.
 
 #include <algorithm>
 #include <array>
@@ -24,6 +26,7 @@
 #include <gmi/comm/mpi_link.hpp>
 #include <gmi/comm/nccl.hpp>
 #include <gmi/core/error.hpp>
+#include <gmi/runtime/host_relay.hpp>
 #include <gmi/runtime/host_sum.hpp>
 #include <gmi/runtime/hosts.hpp>
 #include <gmi/runtime/launcher.hpp>
@@ -52,6 +55,12 @@ struct gpu_hosts_options {
   std::function<comm::nccl_id()> make_id = [] { return comm::nccl_id::generate(); };
 };
 
+// What an attempt's relayed gpu_hosts gets from its launcher: the relay's descriptor and this attempt's NCCL id.
+struct relayed_hosts {
+  int fd = -1;
+  comm::nccl_id leaders_id;
+};
+
 class gpu_hosts {
  public:
   // Joins the other hosts' launchers (bounded by the link's startup timeout and o.timeout); throws config_error
@@ -70,6 +79,8 @@ class gpu_hosts {
       char id[NCCL_UNIQUE_ID_BYTES];
     };
     shape mine{o_.gpus, o_.gmis_per_gpu, {}};
+    // Simulated hosts: NCCL gets the same hosts as gmi (before host 0's first NCCL call, the id below).
+    if (h.local_count > 1) nccl_host_ = comm::nccl_host_id_default(h.id);
     if (h.host == 0) {
       const comm::nccl_id id = o_.make_id();
       std::memcpy(mine.id, id.id.internal, NCCL_UNIQUE_ID_BYTES);
@@ -84,16 +95,17 @@ class gpu_hosts {
               std::to_string(o_.gpus) + " x " + std::to_string(o_.gmis_per_gpu) + " like host " + std::to_string(h.host));
     }
     std::memcpy(leaders_id_.id.internal, all[0].id, NCCL_UNIQUE_ID_BYTES);
-    phases_.resize(static_cast<std::size_t>(gmis()));
-    sums_ = std::make_unique<host_sum>(
-        gmis(), h.hosts,
-        [this](const void* mine_sum, void* every, std::size_t bytes, const std::function<bool()>& stop) {
-          const auto t0 = std::chrono::steady_clock::now();
-          link_->allgather(mine_sum, every, bytes, o_.timeout, stop);
-          // host_sum runs the cross step on the thread of the GMI that arrived last: that GMI's phases
-          if (sum_phases* p = summing()) p->mpi_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        },
-        o_.timeout);
+    make_sums();
+  }
+  // An attempt's side (a child process of its host's launcher): the exchanges go through the relay.
+  gpu_hosts(const host_info& h, gpu_hosts_options o, const relayed_hosts& r) : host_(h), o_(std::move(o)) {
+    require(h.hosts >= 2, "hosts of a multi-host GPU run", h.hosts, ">= 2 (one host runs without gpu_hosts)");
+    require(o_.gpus >= 1 && o_.gmis_per_gpu >= 1, "GPUs x GMIs a host",
+            std::to_string(o_.gpus) + " x " + std::to_string(o_.gmis_per_gpu), ">= 1 each");
+    relay_ = std::make_unique<relay_client>(r.fd);
+    leaders_id_ = r.leaders_id;
+    if (h.local_count > 1) nccl_host_ = comm::nccl_host_id_default(h.id);
+    make_sums();
   }
   gpu_hosts(const gpu_hosts&) = delete;
   gpu_hosts& operator=(const gpu_hosts&) = delete;
@@ -107,6 +119,8 @@ class gpu_hosts {
   // The global index of this host's GPU `k` (0 .. gpus - 1): its rank among the leaders.
   [[nodiscard]] int global_gpu(int k) const noexcept { return host_.host * o_.gpus + k; }
   [[nodiscard]] const comm::nccl_id& leaders_id() const noexcept { return leaders_id_; }
+  // NCCL_HOSTID as NCCL sees it when this launcher set its default (simulated hosts); empty otherwise.
+  [[nodiscard]] const std::string& nccl_host() const noexcept { return nccl_host_; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept { return o_.timeout; }
   // "host 1 'node7'": this host in messages.
   [[nodiscard]] std::string describe() const { return "host " + std::to_string(host_.host) + " '" + host_.id + "'"; }
@@ -123,8 +137,9 @@ class gpu_hosts {
   }
 
   // The first other host lost or that reported a failure, as the run's failure: "host 1 'node7' (GMIs 8-15) lost:
-  // no heartbeat for 5.0 s".
+  // no heartbeat for 5.0 s". Relayed: none (the launcher watches the other hosts and ends the attempt).
   [[nodiscard]] std::optional<failure> lost_host() const {
+    if (!link_) return std::nullopt;
     const auto lost = link_->lost();
     if (!lost) return std::nullopt;
     const std::string whose = lost->host >= 0 ? " (" + gmi_range(lost->host * gmis(), gmis()) + ")" : "";
@@ -133,6 +148,7 @@ class gpu_hosts {
   // After a GMI of this host failed in a collective: a peer host that died makes NCCL fail before the link misses
   // its heartbeats; this waits up to the heartbeat timeout (and a second) for the link to name such a host.
   [[nodiscard]] std::optional<failure> wait_for_lost_host() const {
+    if (!link_) return std::nullopt;
     const auto until = std::chrono::steady_clock::now() + o_.link.heartbeat_timeout + std::chrono::seconds(1);
     for (;;) {
       if (auto f = lost_host()) return f;
@@ -174,23 +190,62 @@ class gpu_hosts {
   [[nodiscard]] std::vector<T> gather(const T& value) {
     static_assert(std::is_trivially_copyable_v<T>, "gpu_hosts::gather sends the bytes of T");
     std::vector<T> all(static_cast<std::size_t>(host_.hosts));
-    link_->allgather(&value, all.data(), sizeof(T), o_.timeout);
+    cross(&value, all.data(), sizeof(T), {});
     return all;
   }
   // Every host's `bytes` bytes into `all` (hosts x bytes, host order): the launchers' own exchanges (bounded).
-  void gather_bytes(const void* mine, void* all, std::size_t bytes) { link_->allgather(mine, all, bytes, o_.timeout); }
+  void gather_bytes(const void* mine, void* all, std::size_t bytes, const std::function<bool()>& stop = {}) {
+    cross(mine, all, bytes, stop);
+  }
   // The closing barrier after a clean run (the heartbeats go on until every host reaches it).
-  void finish() { link_->finish(o_.timeout); }
-  // Tells the other hosts this host's run failed (`line`: the one line), best effort, bounded.
-  void notify_failure(const std::string& line) { link_->notify_failure(line); }
+  void finish() {
+    if (link_) link_->finish(o_.timeout);
+    else relay_->barrier(o_.timeout);
+  }
+  // Tells the other hosts this host's run failed (`line`: the one line), best effort, bounded. Relayed: the
+  // launcher tells them, once the attempt has ended.
+  void notify_failure(const std::string& line) {
+    if (link_) link_->notify_failure(line);
+  }
+  // A fresh NCCL id from host 0 for the leaders (the launcher's, before each attempt of a restart loop).
+  void renew_leaders_id() {
+    require(link_ != nullptr, "renew_leaders_id", "a relayed gpu_hosts", "the launcher's (it holds the link)");
+    std::array<char, NCCL_UNIQUE_ID_BYTES> mine{};
+    if (host_.host == 0) std::memcpy(mine.data(), o_.make_id().id.internal, NCCL_UNIQUE_ID_BYTES);
+    std::vector<std::array<char, NCCL_UNIQUE_ID_BYTES>> all(static_cast<std::size_t>(host_.hosts));
+    link_->allgather(mine.data(), all.data(), NCCL_UNIQUE_ID_BYTES, o_.timeout);
+    std::memcpy(leaders_id_.id.internal, all[0].data(), NCCL_UNIQUE_ID_BYTES);
+  }
+  // The link to the other hosts (the launcher's; null when relayed).
+  [[nodiscard]] comm::mpi_link* link() const noexcept { return link_.get(); }
+  [[nodiscard]] bool relayed() const noexcept { return relay_ != nullptr; }
 
  private:
   host_info host_;
   gpu_hosts_options o_;
   std::unique_ptr<comm::mpi_link> link_;
+  std::unique_ptr<relay_client> relay_;  // an attempt's: the launcher holds the link
   comm::nccl_id leaders_id_;
+  std::string nccl_host_;
   std::unique_ptr<host_sum> sums_;
   std::vector<sum_phases> phases_;  // one a GMI of this host, each written by its own GMI's thread
+  // An allgather between the hosts: through the link, or relayed through the launcher.
+  void cross(const void* mine, void* all, std::size_t bytes, const std::function<bool()>& stop) {
+    if (link_) link_->allgather(mine, all, bytes, o_.timeout, stop);
+    else relay_->allgather(mine, all, bytes, static_cast<std::size_t>(host_.hosts), o_.timeout, stop);
+  }
+  void make_sums() {
+    phases_.resize(static_cast<std::size_t>(gmis()));
+    sums_ = std::make_unique<host_sum>(
+        gmis(), host_.hosts,
+        [this](const void* mine_sum, void* every, std::size_t bytes, const std::function<bool()>& stop) {
+          const auto t0 = std::chrono::steady_clock::now();
+          cross(mine_sum, every, bytes, stop);
+          // host_sum runs the cross step on the thread of the GMI that arrived last: that GMI's phases
+          if (sum_phases* p = summing()) p->mpi_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        },
+        o_.timeout);
+  }
   // The phases of the GMI whose thread is inside sum() now (the cross step adds its MPI time there).
   static sum_phases*& summing() {
     thread_local sum_phases* current = nullptr;
