@@ -2,27 +2,28 @@
 # GPU machine (16 cores, 1 or 2 GPUs), from the repository root, with .carry carried (.carry/debs: MuJoCo from
 # bench/actors/carry_mujoco.sh, pugixml from bench/physics/carry_pugixml.sh): GMIs of CPU actors on GPUs.
 # Builds only the actor tests, the on_cpu example and the two actor benches it runs (-j16), then, while time is
-# left (BUDGET_S, default 520 s from the start; a step that would not fit writes a "skipped" line):
+# left (BUDGET_S, default 500 s from the start; a step whose time limit would pass it writes a "skipped" line):
 #   1. the GPU tests of actors (ctest actors_gpu.*: incl. MuJoCo Ant resumed from a checkpoint with the GPU trainer,
 #      weights and MuJoCo state bit for bit) and the host MuJoCo tests (actors.mujoco.*: the same resume on host and
 #      the mutated checkpoint sections refused);
-#   2. Cartpole PPO on CPU actors, GMIs as one synchronous group on GPU 0: 2 GMIs as threads (baseline), 2 and 4
-#      GMIs as MPS processes, and 2 GMIs on each of 2 GPUs (MPS) where there are 2; actor cores per GMI = cores /
-#      GMIs - 1 (one driver core each); until mean return 450 or 3 M env steps: training samples/s, weights identical;
+#   2. Cartpole PPO on CPU actors, GMIs as one synchronous group on GPU 0: 2 and 4 GMIs as MPS processes; actor
+#      cores per GMI = cores / GMIs - 1 (one driver core each), 64 envs a core; until mean return 450 or 3 M env
+#      steps: training samples/s, weights identical;
 #   3. --restart-on-failure: GMI 1 of 2 SIGKILLs itself after iteration 8 (GMI_TEST_KILL_AT), the group resumes
 #      from the checkpoint of iteration 5 (the actors' environments restored): seconds from the failure to the next
-#      attempt's first iteration, iterations lost, weights identical at the end (threads, then MPS);
+#      attempt's first iteration, iterations lost, weights identical at the end;
 #   4. --population of 2 CPU-actor GMIs on GPU 0: members solved;
 #   5. gmi.bench.actors_train (Cartpole at 1, 3, 7, 14 actor cores: CPU-actor training, GPU-simulation training,
 #      the placement line) and gmi.bench.actors_check_threshold: does threshold 1 pick the side that trained faster;
-#   6. the other host tests of actors (actors.*, plan.placement.*, plan.ratio.*, example.cartpole_on_cpu.*).
+#   6. while time is left: step 2 with 2 GMIs as threads (the baseline), 2 MPS GMIs on each of 2 GPUs, step 3 as MPS;
+#   7. the other host tests of actors (actors.*, plan.placement.*, plan.ratio.*, example.cartpole_on_cpu.*).
 # Result lines: $OUT/actors_gmis.jsonl; logs packed into $OUT/actors_gmis_logs.tgz (few files come back).
 set -uo pipefail
 name=actors_gmis
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../physics" && pwd)/device_common.sh"
 source bench/actors/unpack_mujoco.sh
 t0=$(date +%s)
-budget=${BUDGET_S:-520}
+budget=${BUDGET_S:-500}
 logs=$out/actors_gmis
 mkdir -p "$logs"
 left() { echo $((budget - ($(date +%s) - t0))); }
@@ -64,7 +65,7 @@ command -v nvidia-cuda-mps-control >/dev/null && have_mps=1
 
 # 1. GPU tests of actors, and the host MuJoCo tests (the resume and the mutated sections).
 if fits gpu_tests 150; then
-  timeout 200 ctest --test-dir "$build" -R '^(actors_gpu\.|actors\.mujoco\.)' --output-on-failure --timeout 150 \
+  timeout 150 ctest --test-dir "$build" -R '^(actors_gpu\.|actors\.mujoco\.)' --output-on-failure --timeout 150 \
     > "$logs/ctest_gpu_mujoco.log" 2>&1
   tail -4 "$logs/ctest_gpu_mujoco.log"
   passed=$(grep -c " Passed " "$logs/ctest_gpu_mujoco.log")
@@ -104,11 +105,9 @@ PY
   echo "  $case: exit $rc; $(grep -E "identical on every GMI|DIFFER|got .*need" "$logs/$case.log" | tail -1)"
   ((rc != 0)) && status=1
 }
-fits cartpole_ppo_threads_2gmis 60 && run_group cartpole_ppo_threads_2gmis 2 1 90 --launch threads
 if ((have_mps)); then
-  fits cartpole_ppo_mps_2gmis 70 && run_group cartpole_ppo_mps_2gmis 2 1 100 --partition mps
-  fits cartpole_ppo_mps_4gmis 70 && run_group cartpole_ppo_mps_4gmis 4 1 100 --partition mps
-  ((gpus >= 2)) && fits cartpole_ppo_mps_2gpus_x2gmis 70 && run_group cartpole_ppo_mps_2gpus_x2gmis 2 2 100 --partition mps
+  fits cartpole_ppo_mps_2gmis 80 && run_group cartpole_ppo_mps_2gmis 2 1 80 --partition mps
+  fits cartpole_ppo_mps_4gmis 80 && run_group cartpole_ppo_mps_4gmis 4 1 80 --partition mps
 else
   emit cartpole_ppo_mps skipped null "\"reason\":\"no nvidia-cuda-mps-control on this machine\""
 fi
@@ -133,14 +132,13 @@ run_restart() {
   echo "  $case: exit $rc; $(grep -E "restart 1 of|finished after" "$logs/$case.log" | tr '\n' ' ')"
   ((rc != 0 || finished != 1)) && status=1
 }
-fits cartpole_restart_threads_kill_rank1 60 && run_restart cartpole_restart_threads_kill_rank1 90 --launch threads
-((have_mps)) && fits cartpole_restart_mps_kill_rank1 70 && run_restart cartpole_restart_mps_kill_rank1 100 --partition mps
+fits cartpole_restart_threads_kill_rank1 80 && run_restart cartpole_restart_threads_kill_rank1 80 --launch threads
 
 # 4. A population of CPU-actor GMIs on GPU 0.
-if fits cartpole_population_2gmis 60; then
+if fits cartpole_population_2gmis 75; then
   per=$((cores / 2 - 1))
   rc=0
-  timeout 90 "$example" --population --gmis-per-gpu 2 --actor-cores-per-gmi "$per" --num-envs $((per * 64)) \
+  timeout 75 "$example" --population --gmis-per-gpu 2 --actor-cores-per-gmi "$per" --num-envs $((per * 64)) \
     --max-env-steps 3e6 --target-return 450 > "$logs/population.log" 2>&1 || rc=$?
   summary=$(grep "population of" "$logs/population.log" | tail -1)
   solved=$(echo "$summary" | grep -oE "[0-9]+ of [0-9]+ solved" | cut -d' ' -f1)
@@ -150,8 +148,8 @@ if fits cartpole_population_2gmis 60; then
 fi
 
 # 5. The placement threshold against training: CPU actors vs GPU simulation, and the rule's choice at each point.
-if fits placement_threshold 100; then
-  timeout 150 "$build/bench/actors/gmi.bench.actors_train" "$logs/train.jsonl" - 0.3 1 3 7 14 > "$logs/train.log" 2>&1 ||
+if fits placement_threshold 120; then
+  timeout 120 "$build/bench/actors/gmi.bench.actors_train" "$logs/train.jsonl" - 0.3 1 3 7 14 > "$logs/train.log" 2>&1 ||
     { tail -3 "$logs/train.log"; status=1; }
   cat "$logs/train.jsonl" >> "$lines" 2>/dev/null
   "$build/bench/actors/gmi.bench.actors_check_threshold" "$logs/train.jsonl" "$logs/threshold.jsonl" 1 > /dev/null
@@ -159,7 +157,14 @@ if fits placement_threshold 100; then
   cat "$logs/threshold.jsonl" 2>/dev/null | tee -a "$lines" | grep '"placement_threshold"'
 fi
 
-# 6. The other host tests of actors.
+# 6. Lower priority, while time is left: the threads baseline of the MPS group, MPS over 2 GPUs, an MPS restart.
+fits cartpole_ppo_threads_2gmis 80 && run_group cartpole_ppo_threads_2gmis 2 1 80 --launch threads
+if ((have_mps)); then
+  ((gpus >= 2)) && fits cartpole_ppo_mps_2gpus_x2gmis 80 && run_group cartpole_ppo_mps_2gpus_x2gmis 2 2 80 --partition mps
+  fits cartpole_restart_mps_kill_rank1 80 && run_restart cartpole_restart_mps_kill_rank1 80 --partition mps
+fi
+
+# 7. The other host tests of actors.
 if fits actor_tests_host 60; then
   timeout $(($(left) - 10)) ctest --test-dir "$build" -L cpu -R '^(actors\.|plan\.(placement|ratio)|example\.cartpole_on_cpu)' \
     -E '^actors\.mujoco\.' --output-on-failure --timeout 120 > "$logs/ctest_host.log" 2>&1
