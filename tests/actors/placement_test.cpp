@@ -77,8 +77,8 @@ TEST_CASE("actors.placement.threshold_checked_against_training") {
   std::istringstream in(train_lines(1, 1e5, 4e6, 1e5, 2e6) + train_lines(4, 4e5, 3.2e6, 3e5, 1.9e6) +
                         train_lines(14, 1.2e6, 3e6, 9e5, 8e5) +
                         // a point without its GPU line is left out
-                        R"({"bench":"placement","task":"cartpole","actor_cores":7,"cpu_steps_per_s":1,"gpu_steps_per_s":2})"
-                        "\n");
+                        R"({"bench":"placement","task":"cartpole","actor_cores":7,)"
+                        R"("cpu_steps_per_s":1,"gpu_steps_per_s":2})" "\n");
   const auto points = ac::threshold_points_from_lines(in, "train.jsonl");
   REQUIRE(points.size() == 3);
   CHECK(points[0].actor_cores == 1);

@@ -117,7 +117,8 @@ gpu_actor_mujoco_resume mujoco_ant_resume_on_gpu(int cores, int iterations) {
     const std::vector<float> w_straight = weights(*straight);
     const auto env_straight = actor_tensors(straight->save_state());
     straight.reset();
-    const auto path = std::filesystem::temp_directory_path() / ("gmi_actors_gpu_mj_" + std::to_string(::getpid()) + ".gmi");
+    const auto path =
+        std::filesystem::temp_directory_path() / ("gmi_actors_gpu_mj_" + std::to_string(::getpid()) + ".gmi");
     {
       auto half = make();
       for (int i = 0; i < iterations / 2; ++i) half->iterate();

@@ -71,9 +71,10 @@ struct threshold_verdict {
 }
 
 // Joins actors_train's lines (cpu_actors_ppo phase "train" of impl "gmi" by actor_cores and "gmi.gpu_simulation"
-// by for_actor_cores, and placement lines by actor_cores) by task and actor core count; a point missing one of its three lines is left out, a line
-// that is not JSON or lacks a field is refused in one line naming source:line.
-[[nodiscard]] inline std::vector<threshold_point> threshold_points_from_lines(std::istream& in, const std::string& source) {
+// by for_actor_cores, and placement lines by actor_cores) by task and actor core count; a point missing one of its
+// three lines is left out, a line that is not JSON or lacks a field is refused in one line naming source:line.
+[[nodiscard]] inline std::vector<threshold_point> threshold_points_from_lines(std::istream& in,
+                                                                            const std::string& source) {
   std::map<std::tuple<std::string, int>, threshold_point> by_key;
   std::map<std::tuple<std::string, int>, int> seen;  // bit 1: cpu train, 2: gpu train, 4: placement
   std::string text;
