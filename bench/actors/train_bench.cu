@@ -129,8 +129,8 @@ int main(int argc, char** argv) {
       const auto on_gpu = rates([&] { g.iterate(); return per; }, [&] { g.synchronize(); }, seconds, 3);
       auto line = gmi::metrics::result_line(run, "cpu_actors_ppo", "gmi.gpu_simulation", "steps_per_s",
                                             gmi::metrics::summarize(on_gpu));
-      line.update({{"task", "cartpole"}, {"phase", "train"}, {"actor_cores", 0}, {"num_envs", cores * 512},
-                   {"horizon", c.horizon}, {"host_cpu", cpu}});
+      line.update({{"task", "cartpole"}, {"phase", "train"}, {"actor_cores", 0}, {"for_actor_cores", cores},
+                   {"num_envs", cores * 512}, {"horizon", c.horizon}, {"host_cpu", cpu}});
       out << line.dump() << "\n";
       std::printf("%s\n", line.dump().c_str());
       gmi::plan::placement_profile prof = gmi::profile_placement<gmi::envs::cartpole>({}, cores * 512, 0, 1);

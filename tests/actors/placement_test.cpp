@@ -1,10 +1,15 @@
 // Placement by metric: the faster side wins at the default threshold, the threshold overrides it, bad profiles
-// are refused in one line, and a real CPU step is timed.
+// are refused in one line, and a real CPU step is timed. The threshold checked against training lines
+// (threshold_check.hpp): right and wrong points, the range of right thresholds, refusals.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <gmi/actors/cores.hpp>
+#include <gmi/actors/threshold_check.hpp>
 #include <gmi/actors/host_sim.hpp>
 #include <gmi/envs/pendulum.hpp>
 #include <gmi/plan/placement.hpp>
@@ -49,4 +54,76 @@ TEST_CASE("plan.placement.times_a_real_cpu_step") {
   const double t = plan::seconds_per_call([&] { (void)sim.step_one(0, action, obs, nullptr); }, 10, 1000, 0.01);
   CHECK(t > 0);
   CHECK(t < 1e-3);
+}
+
+namespace {
+// actors_train's three lines for one point: CPU-actor training, GPU-simulation training beside it, placement.
+std::string train_lines(int cores, double cpu_sim, double gpu_sim, double cpu_train, double gpu_train) {
+  const std::string c = std::to_string(cores);
+  return R"({"bench":"cpu_actors_ppo","impl":"gmi","task":"cartpole","phase":"stepping","actor_cores":)" + c +
+         R"(,"median":1e9})" "\n" +
+         R"({"bench":"cpu_actors_ppo","impl":"gmi","task":"cartpole","phase":"train","actor_cores":)" + c +
+         R"(,"median":)" + std::to_string(cpu_train) + "}\n" +
+         R"({"bench":"cpu_actors_ppo","impl":"gmi.gpu_simulation","task":"cartpole","phase":"train","actor_cores":0,)"
+         R"("for_actor_cores":)" + c + R"(,"median":)" + std::to_string(gpu_train) + "}\n" +
+         R"({"bench":"placement","task":"cartpole","chosen":"x","actor_cores":)" + c + R"(,"cpu_steps_per_s":)" +
+         std::to_string(cpu_sim) + R"(,"gpu_steps_per_s":)" + std::to_string(gpu_sim) + "}\n";
+}
+}  // namespace
+
+TEST_CASE("actors.placement.threshold_checked_against_training") {
+  namespace ac = gmi::actors;
+  // Ratios (gpu_sim / cpu_sim) 40, 8, 2.5: the GPU trains faster at the first two, CPU actors at the third.
+  std::istringstream in(train_lines(1, 1e5, 4e6, 1e5, 2e6) + train_lines(4, 4e5, 3.2e6, 3e5, 1.9e6) +
+                        train_lines(14, 1.2e6, 3e6, 9e5, 8e5) +
+                        // a point without its GPU line is left out
+                        R"({"bench":"placement","task":"cartpole","actor_cores":7,)"
+                        R"("cpu_steps_per_s":1,"gpu_steps_per_s":2})" "\n");
+  const auto points = ac::threshold_points_from_lines(in, "train.jsonl");
+  REQUIRE(points.size() == 3);
+  CHECK(points[0].actor_cores == 1);
+  CHECK(points[2].ratio() == doctest::Approx(2.5));
+  // T = 1 calls the 14-core point GPU (2.5 >= 1) though CPU actors trained faster there: wrong.
+  auto v = ac::check_threshold(points, 1.0);
+  CHECK(v.points == 3);
+  CHECK(v.right == 2);
+  CHECK(v.low == doctest::Approx(2.5));
+  CHECK(v.high == doctest::Approx(8));
+  REQUIRE(v.exists());
+  const double t = *v.suggested();
+  CHECK(t == doctest::Approx(std::sqrt(2.5 * 8)));
+  CHECK(ac::check_threshold(points, t).right == 3);
+  CHECK(*ac::check_threshold(points, 5.0).suggested() == 5.0);  // a right threshold is kept
+  // Every point favouring the GPU: any T up to the smallest ratio.
+  const std::vector<ac::threshold_point> gpu_only(points.begin(), points.begin() + 2);
+  CHECK(ac::check_threshold(gpu_only, 1.0).right == 2);
+  CHECK(*ac::check_threshold(gpu_only, 1.0).suggested() == 1.0);
+  // Contradicting points (the GPU side faster at a lower ratio than a CPU-faster one): no threshold fits.
+  auto clash = points;
+  clash[2].gpu_sim = 1e8;  // ratio 83, yet CPU actors trained faster
+  CHECK_FALSE(ac::check_threshold(clash, 1.0).exists());
+  CHECK_FALSE(ac::check_threshold(clash, 1.0).suggested().has_value());
+}
+
+TEST_CASE("actors.placement.threshold_check_refuses_bad_input_in_one_line") {
+  namespace ac = gmi::actors;
+  std::istringstream bad("{\"bench\":\"placement\",\"task\":\"cartpole\",\"actor_cores\":2}\n");
+  const std::string msg = [&] {
+    try {
+      (void)ac::threshold_points_from_lines(bad, "t.jsonl");
+    } catch (const gmi::config_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }();
+  CHECK(msg.find("t.jsonl:1: not an actors_train line") != std::string::npos);
+  CHECK(msg.find('\n') == std::string::npos);
+  std::istringstream not_json("{oops\n");
+  CHECK_THROWS_AS((void)ac::threshold_points_from_lines(not_json, "t.jsonl"), gmi::config_error);
+  CHECK_THROWS_WITH_AS((void)ac::check_threshold({}, 1.0), doctest::Contains("points: got 0"), gmi::config_error);
+  ac::threshold_point p{"cartpole", 2, 1, 2, 0, 3};
+  CHECK_THROWS_WITH_AS((void)ac::check_threshold({p}, 1.0), doctest::Contains("finite rates > 0"), gmi::config_error);
+  p.cpu_train = 1;
+  CHECK_THROWS_WITH_AS((void)ac::check_threshold({p}, -1.0), doctest::Contains("placement threshold: got -1"),
+                       gmi::config_error);
 }

@@ -68,6 +68,22 @@ TEST_SUITE("gpu") {
     CHECK(r.value_loss > 0);
   }
 
+  // MuJoCo state in checkpoints with the GPU trainer: 6 iterations straight equal 3, a save, a fresh engine resumed
+  // from the file and 3 more (weights and every environment's MuJoCo state bit for bit); the trainer alone differs.
+  TEST_CASE("actors_gpu.ppo.mujoco_ant_resume_is_exact" * doctest::timeout(120)) {
+    const auto r = mujoco_ant_resume_on_gpu(2, 6);
+    if (!r.available) {
+      MESSAGE("[gmi] SKIPPED: built without MuJoCo (libmujoco-dev)");
+      return;
+    }
+    CAPTURE(r.error);
+    REQUIRE(r.error.empty());
+    CHECK(r.episodes > 0);
+    CHECK(r.weights_equal);
+    CHECK(r.env_states_equal);
+    CHECK(r.trainer_only_differs);
+  }
+
   // --autotune's metric: both sides timed (positive, finite), the choice the faster side at threshold 1 and each
   // side when the threshold forces it.
   TEST_CASE("actors_gpu.placement.profiles_both_sides" * doctest::timeout(60)) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -17,7 +18,11 @@
 #include <gmi/pipeline/actor_placement.cuh>
 #include <gmi/pipeline/cpu_actors.hpp>
 #ifdef GMI_ACTORS_MODELS
+#include <filesystem>
+#include <unistd.h>
+
 #include <gmi/actors/mujoco.hpp>
+#include <gmi/io/gmi_file.hpp>
 #endif
 
 namespace {
@@ -74,6 +79,71 @@ gpu_actor_iterations cartpole_on_actors_both_ways(int cores, int iterations) {
   const auto v = h.trainer().rollout_view();
   r.host_returns.assign(v.returns, v.returns + std::size_t(256) * c.horizon);
   r.host_value_loss = h.losses().value_loss;
+  return r;
+}
+
+gpu_actor_mujoco_resume mujoco_ant_resume_on_gpu(int cores, int iterations) {
+  gpu_actor_mujoco_resume r;
+#ifdef GMI_ACTORS_MODELS
+  using ant_sim = ac::mujoco::sim<ac::mujoco::ant>;
+  using ant_net = gmi::agents::gaussian_mlp<>::network<27, 8>;
+  using engine = ac::ppo_gpu_actors<ant_sim, ant_net>;
+  r.available = true;
+  try {
+    gmi::rl::ppo_config c;
+    c.minibatch = 512;
+    c.epochs = 2;
+    ac::mujoco::ant::params p;
+    p.max_steps = 40;  // time limits inside the run
+    gmi::cuda::stream s;
+    const std::string model = std::string(GMI_ACTORS_MODELS) + "/ant_floor.xml";
+    auto make = [&] {
+      return std::make_unique<engine>(ac::actor_config{ac::choose_cores(usable(cores)), 2}, 64, 3, c,
+                                      gmi::exec::cuda{.stream = s.get()}, model, 64, std::uint64_t(3), p);
+    };
+    auto weights = [](engine& t) {
+      t.synchronize();
+      return device_to_host(t.trainer().params().data(), t.trainer().params().size());
+    };
+    auto actor_tensors = [](const gmi::io::checkpoint& ck) {
+      std::vector<gmi::io::tensor> out;
+      for (const auto& t : ck.tensors())
+        if (t.name.rfind("actors.", 0) == 0) out.push_back(t);
+      return out;
+    };
+    auto straight = make();
+    for (int i = 0; i < iterations; ++i) straight->iterate();
+    r.episodes = straight->episodes().episodes;
+    const std::vector<float> w_straight = weights(*straight);
+    const auto env_straight = actor_tensors(straight->save_state());
+    straight.reset();
+    const auto path =
+        std::filesystem::temp_directory_path() / ("gmi_actors_gpu_mj_" + std::to_string(::getpid()) + ".gmi");
+    {
+      auto half = make();
+      for (int i = 0; i < iterations / 2; ++i) half->iterate();
+      gmi::io::save(half->save_state(), path);
+    }
+    const gmi::io::checkpoint saved = gmi::io::load(path);
+    std::filesystem::remove(path);
+    {
+      auto resumed = make();
+      resumed->load_state(saved);
+      for (int i = 0; i < iterations / 2; ++i) resumed->iterate();
+      r.weights_equal = weights(*resumed) == w_straight;
+      r.env_states_equal = actor_tensors(resumed->save_state()) == env_straight;
+    }
+    auto trainer_only = make();
+    trainer_only->trainer().load_state(saved);
+    for (int i = 0; i < iterations / 2; ++i) trainer_only->iterate();
+    r.trainer_only_differs = weights(*trainer_only) != w_straight;
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+#else
+  (void)cores;
+  (void)iterations;
+#endif
   return r;
 }
 

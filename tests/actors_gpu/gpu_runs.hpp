@@ -44,6 +44,17 @@ struct gpu_actor_mujoco {
 // A few iterations of the MuJoCo Ant task (tests/physics/models/ant_floor.xml) through the same GPU trainer.
 gpu_actor_mujoco mujoco_ant_on_actors(int cores, int iterations);
 
+struct gpu_actor_mujoco_resume {
+  bool available = false;  // built with MuJoCo
+  bool weights_equal = false, env_states_equal = false, trainer_only_differs = false;
+  std::uint64_t episodes = 0;  // finished in the straight run (resets drew from the env streams)
+  std::string error;
+};
+// MuJoCo Ant with the GPU trainer: `iterations` straight against iterations/2, a save to a .gmi file, a fresh
+// engine resumed from it and iterations/2 more (weights and the actors' MuJoCo state compared bit for bit), and a
+// resume of the trainer alone (must part ways).
+gpu_actor_mujoco_resume mujoco_ant_resume_on_gpu(int cores, int iterations);
+
 struct gpu_actor_placement {
   double cpu_seconds_per_step = 0, gpu_seconds_per_batch_step = 0;
   int cpu_cores = 0;

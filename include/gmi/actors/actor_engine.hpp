@@ -71,13 +71,17 @@ class actor_engine : public Trainer {
     }
   }
 
-  // The trainer's state plus the actors' environments (where the sim exposes its state: env_sim does, as
-  // "actors.env.*"), so a resumed run continues the same episodes; otherwise "actors.env_state" says "fresh" and a
-  // resumed run starts new episodes on the actors.
+  // The trainer's state plus the actors' environments (where the sim exposes its state: env_sim as "actors.env.*",
+  // mujoco::sim as "actors.mujoco.*" and "actors.env.*"), so a resumed run continues the same episodes; otherwise
+  // "actors_env_state" says "fresh" and a resumed run starts new episodes on the actors.
   [[nodiscard]] io::checkpoint save_state() {
     io::checkpoint ck = Trainer::save_state();
-    if constexpr (sim_with_state<typename Actors::sim_type>) {
-      actors_.sim().visit_state([&](const char* name, auto span) { ck.add(std::string("actors.") + name, span); });
+    if constexpr (sim_with_state<typename Actors::sim_type> || sim_with_checkpoint<typename Actors::sim_type>) {
+      if constexpr (sim_with_checkpoint<typename Actors::sim_type>) {
+        actors_.sim().save_state(ck, "actors.");
+      } else {
+        actors_.sim().visit_state([&](const char* name, auto span) { ck.add(std::string("actors.") + name, span); });
+      }
       ck.add("actors.obs", actors_.observations());
       ck.meta["actors_env_state"] = "saved";
     } else {
@@ -88,18 +92,25 @@ class actor_engine : public Trainer {
   // Restores what save_state saved; a checkpoint without the actors' environments (a plain trainer's, or a sim
   // without state) is refused for a sim that has them, in one line.
   void load_state(const io::checkpoint& ck) {
-    Trainer::load_state(ck);
-    if constexpr (sim_with_state<typename Actors::sim_type>) {
+    if constexpr (sim_with_state<typename Actors::sim_type> || sim_with_checkpoint<typename Actors::sim_type>) {
       const std::string saved = ck.meta.contains("actors_env_state") ? ck.meta["actors_env_state"].dump() : "nothing";
       require(saved == "\"saved\"", "checkpoint actors_env_state", saved,
               "\"saved\" (a checkpoint of CPU actors holds their environments)");
-      actors_.sim().visit_state([&](const char* name, auto span) {
-        using T = std::remove_cv_t<typename decltype(span)::element_type>;
-        const std::vector<T> v = ck.get<T>(std::string("actors.") + name, span.size(), "this run's number of environments");
-        std::copy(v.begin(), v.end(), span.data());
-      });
       const std::vector<float> obs = ck.get<float>("actors.obs", actors_.observations().size(), "this run's environments");
+      Trainer::load_state(ck);
+      if constexpr (sim_with_checkpoint<typename Actors::sim_type>) {
+        actors_.sim().load_state(ck, "actors.");
+      } else {
+        actors_.sim().visit_state([&](const char* name, auto span) {
+          using T = std::remove_cv_t<typename decltype(span)::element_type>;
+          const std::vector<T> v =
+              ck.get<T>(std::string("actors.") + name, span.size(), "this run's number of environments");
+          std::copy(v.begin(), v.end(), span.data());
+        });
+      }
       actors_.restore_observations(host_span<const float>(obs.data(), obs.size()));
+    } else {
+      Trainer::load_state(ck);
     }
   }
 

@@ -7,10 +7,13 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 #include <gmi/concepts/env.hpp>
+#include <gmi/core/hd.hpp>
 #include <gmi/exec/policy.hpp>
+#include <gmi/io/checkpoint.hpp>
 #include <gmi/rl/env_batch.hpp>
 
 namespace gmi::actors {
@@ -46,6 +49,16 @@ concept host_sim_with_prepare = host_sim<S> && requires(S& s, std::size_t i) { s
 template <class S>
 concept sim_with_state = host_sim<S> && requires(S& s) {
   s.visit_state([](const char*, auto) {});
+};
+
+// Optional, for state that is not a set of contiguous arrays (one mjData per environment): save_state(ck, prefix)
+// adds the environments' state as tensors named prefix + ..., load_state(ck, prefix) checks and restores them
+// (a checkpoint file is untrusted input: sizes and versions refused in one line).
+template <class S>
+concept sim_with_checkpoint = host_sim<S> && requires(S& s, io::checkpoint& ck, const io::checkpoint& cck,
+                                                      const std::string& prefix) {
+  s.save_state(ck, prefix);
+  s.load_state(cck, prefix);
 };
 
 template <class S>
@@ -85,6 +98,38 @@ class env_sim {
   rl::env_batch<E, exec::host> batch_;
   rl::env_batch_view<E> view_;
 };
+
+// A gmi::env with a host sim's sizes, for typing the trainer of a sim that is not a gmi::env (a MuJoCo task): the
+// trainer builds an env batch of it that nothing steps (the actors' sim is the environment).
+template <fixed_size_sim S>
+struct sim_shape {
+  using env_concept = gmi::env_tag;
+  static constexpr int obs_dim = S::obs_size, act_dim = S::act_size;
+  static constexpr const char* name = "host_sim";
+  struct params {
+    int max_steps = 1;
+  };
+  struct state {
+    float unused;
+  };
+  GMI_HD static void reset(state& s, gmi::rng&, const params&) { s.unused = 0; }
+  GMI_HD static gmi::transition step(state&, const float*, gmi::rng&, const params&) { return {0.0f, true}; }
+  GMI_HD static void observe(const state&, float* obs, const params&) {
+    for (int k = 0; k < obs_dim; ++k) obs[k] = 0;
+  }
+};
+
+namespace detail {
+// The env a PPO trainer on the actors is typed on: E for env_sim<E>, sim_shape<S> otherwise.
+template <class S>
+struct trainer_env {
+  using type = sim_shape<S>;
+};
+template <gmi::env E>
+struct trainer_env<env_sim<E>> {
+  using type = E;
+};
+}  // namespace detail
 
 // Environments [first, last) of n that thread t of `threads` owns: contiguous slices as equal as possible.
 struct slice {

@@ -21,7 +21,9 @@
 
 #include <gmi/actors/host_sim.hpp>
 #include <gmi/actors/mujoco_ant.hpp>
+#include <gmi/actors/mujoco_state.hpp>
 #include <gmi/core/rng.hpp>
+#include <gmi/io/checkpoint.hpp>
 #include <gmi/rl/env_batch.hpp>
 
 namespace gmi::actors::mujoco {
@@ -171,6 +173,43 @@ class sim : public detail::sizes<Task> {
     return out;
   }
 
+  // Checkpoints (sim_with_checkpoint): every environment's mjData state (mujoco_state.hpp) plus its reset RNG
+  // counter, length and return so far (prefix + "env.rng_blocks", "env.lengths", "env.returns", as env_batch
+  // names them), so a resumed run continues the same episodes. Call between runs (no actor is stepping).
+  void save_state(io::checkpoint& ck, const std::string& prefix) {
+    save_mujoco_state(ck, prefix, model_.get(), envs_.size(), [&](std::size_t i) { return made(i); });
+    std::vector<std::uint64_t> blocks;
+    std::vector<std::int32_t> lengths;
+    std::vector<float> returns;
+    for (const env& e : envs_) {
+      blocks.push_back(e.rng_block);
+      lengths.push_back(e.length);
+      returns.push_back(e.ret);
+    }
+    ck.add(prefix + "env.rng_blocks", blocks);
+    ck.add(prefix + "env.lengths", lengths);
+    ck.add(prefix + "env.returns", returns);
+  }
+  // Refuses, in one line and before changing anything, a section of another version, model or env count, and
+  // negative lengths or non-finite values.
+  void load_state(const io::checkpoint& ck, const std::string& prefix) {
+    const std::size_t n = envs_.size();
+    const auto blocks = ck.get<std::uint64_t>(prefix + "env.rng_blocks", n, "this run's environments");
+    const auto lengths = ck.get<std::int32_t>(prefix + "env.lengths", n, "this run's environments");
+    const auto returns = ck.get<float>(prefix + "env.returns", n, "this run's environments");
+    for (std::size_t i = 0; i < n; ++i) {
+      require(lengths[i] >= 0, "checkpoint " + prefix + "env.lengths[" + std::to_string(i) + "]", lengths[i], ">= 0");
+      require(std::isfinite(returns[i]), "checkpoint " + prefix + "env.returns[" + std::to_string(i) + "]",
+              returns[i], "a finite return");
+    }
+    load_mujoco_state(ck, prefix, model_.get(), n, [&](std::size_t i) { return made(i); });
+    for (std::size_t i = 0; i < n; ++i) {
+      envs_[i].rng_block = blocks[i];
+      envs_[i].length = lengths[i];
+      envs_[i].ret = returns[i];
+    }
+  }
+
   // Sums in environment order, so the result does not depend on which thread stepped what.
   rl::episode_stats read_stats() {
     rl::episode_stats s;
@@ -213,7 +252,7 @@ class sim : public detail::sizes<Task> {
   std::vector<env> envs_;
 };
 
-static_assert(host_sim<sim<ant>> && fixed_size_sim<sim<ant>>);
+static_assert(host_sim<sim<ant>> && fixed_size_sim<sim<ant>> && sim_with_checkpoint<sim<ant>>);
 static_assert(host_sim<sim<mjcf_task>> && !fixed_size_sim<sim<mjcf_task>>);
 
 }  // namespace gmi::actors::mujoco

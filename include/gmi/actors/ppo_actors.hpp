@@ -5,6 +5,7 @@
 // and environment random streams, in the same order, as in ppo_trainer::iterate(), so a run equals a plain
 // host-trainer run with the same seed bit for bit (the collection is time-major here, env-major there; every
 // per-env computation is the same).
+// ppo_sim_on_actors runs any host_sim with fixed sizes the same way (MuJoCo tasks: the trainer typed on sim_shape).
 // Host inference (exec::host); ppo_actors_gpu.cuh runs the same per-env steps (collect_step.hpp) on the GPU.
 
 #include <algorithm>
@@ -27,26 +28,30 @@
 namespace gmi::actors {
 
 // The trainer is the base class (the update, checkpoints, weights, set_sync); iterate, serve and the episode calls
-// are the actors' (actor_engine.hpp). TrainerEnv types the trainer: E itself, or a wrapper of E (actors::on_cpu).
-template <gmi::env E, class Net, gmi::env TrainerEnv = E>
-class ppo_on_actors : public actor_engine<ppo_on_actors<E, Net, TrainerEnv>, rl::ppo_trainer<TrainerEnv, Net, exec::host>,
-                                          cpu_actors<env_sim<E>>> {
-  using base = actor_engine<ppo_on_actors, rl::ppo_trainer<TrainerEnv, Net, exec::host>, cpu_actors<env_sim<E>>>;
+// are the actors' (actor_engine.hpp). Any host_sim with fixed sizes; TrainerEnv types the trainer (E for
+// env_sim<E>, or a wrapper of E (actors::on_cpu); sim_shape<S> for a sim that is not a gmi::env, e.g. MuJoCo).
+template <fixed_size_sim S, class Net, gmi::env TrainerEnv = typename detail::trainer_env<S>::type>
+class ppo_sim_on_actors
+    : public actor_engine<ppo_sim_on_actors<S, Net, TrainerEnv>, rl::ppo_trainer<TrainerEnv, Net, exec::host>,
+                          cpu_actors<S>> {
+  using base = actor_engine<ppo_sim_on_actors, rl::ppo_trainer<TrainerEnv, Net, exec::host>, cpu_actors<S>>;
   friend base;
 
  public:
-  using env_type = E;
+  using sim_type = S;
   using typename base::actors_type;
   using typename base::trainer_type;
-  static constexpr int obs_dim = E::obs_dim, act_dim = E::act_dim, dist_dim = Net::dist_dim;
+  static constexpr int obs_dim = S::obs_size, act_dim = S::act_size, dist_dim = Net::dist_dim;
+  static_assert(obs_dim == TrainerEnv::obs_dim && act_dim == TrainerEnv::act_dim,
+                "gmi::actors::ppo_sim_on_actors: the trainer's env must have the sim's observation and action sizes");
 
-  // num_envs environments seeded like the trainer's (the trainer's own env batch is built but never stepped);
-  // `inference` is the host policy the per-group forward passes run on (the driver thread by default, so the
-  // actor cores are left to stepping).
-  ppo_on_actors(actor_config actors, int num_envs, std::uint64_t seed, rl::ppo_config config,
-                typename E::params env_params = {}, exec::host inference = exec::host{.threads = 1})
-      : base(std::move(actors), num_envs, seed, config, trainer_params(env_params), inference, num_envs, seed,
-             env_params),
+  // num_envs environments of the sim built from sim_args on the actor cores (mujoco::sim: the model, num_envs,
+  // seed, task params); `inference` is the host policy the per-group forward passes run on (the driver thread by
+  // default, so the actor cores are left to stepping).
+  template <class... SimArgs>
+  ppo_sim_on_actors(actor_config actors, int num_envs, std::uint64_t seed, rl::ppo_config config,
+                    typename TrainerEnv::params trainer_params, exec::host inference, SimArgs&&... sim_args)
+      : base(std::move(actors), num_envs, seed, config, trainer_params, inference, std::forward<SimArgs>(sim_args)...),
         inference_(inference) {}
 
  private:
@@ -73,11 +78,6 @@ class ppo_on_actors : public actor_engine<ppo_on_actors<E, Net, TrainerEnv>, rl:
     }
   };
 
-  static typename TrainerEnv::params trainer_params(const typename E::params& p) {
-    if constexpr (std::is_same_v<typename TrainerEnv::params, typename E::params>) return p;
-    else return {};
-  }
-
   // `steps` steps of every environment through the collector (steps <= horizon).
   void collect(int steps) {
     collector c{trainer_type::rollout_view(), trainer_type::params().data(), {}, inference_};
@@ -88,6 +88,28 @@ class ppo_on_actors : public actor_engine<ppo_on_actors<E, Net, TrainerEnv>, rl:
   }
 
   exec::host inference_;
+};
+
+// PPO on the actors over any gmi::env's host code (env_sim<E>): equals ppo_trainer<TrainerEnv, Net, exec::host>
+// with the same seed bit for bit.
+template <gmi::env E, class Net, gmi::env TrainerEnv = E>
+class ppo_on_actors : public ppo_sim_on_actors<env_sim<E>, Net, TrainerEnv> {
+  using base = ppo_sim_on_actors<env_sim<E>, Net, TrainerEnv>;
+
+ public:
+  using env_type = E;
+
+  // num_envs environments seeded like the trainer's (the trainer's own env batch is built but never stepped).
+  ppo_on_actors(actor_config actors, int num_envs, std::uint64_t seed, rl::ppo_config config,
+                typename E::params env_params = {}, exec::host inference = exec::host{.threads = 1})
+      : base(std::move(actors), num_envs, seed, config, trainer_params(env_params), inference, num_envs, seed,
+             env_params) {}
+
+ private:
+  static typename TrainerEnv::params trainer_params(const typename E::params& p) {
+    if constexpr (std::is_same_v<typename TrainerEnv::params, typename E::params>) return p;
+    else return {};
+  }
 };
 
 }  // namespace gmi::actors

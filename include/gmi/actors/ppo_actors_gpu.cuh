@@ -29,36 +29,7 @@
 
 namespace gmi::actors {
 
-// A gmi::env with a host sim's sizes, for typing the trainer of a sim that is not a gmi::env (a MuJoCo task): the
-// trainer builds an env batch of it that nothing steps (the actors' sim is the environment).
-template <fixed_size_sim S>
-struct sim_shape {
-  using env_concept = gmi::env_tag;
-  static constexpr int obs_dim = S::obs_size, act_dim = S::act_size;
-  static constexpr const char* name = "host_sim";
-  struct params {
-    int max_steps = 1;
-  };
-  struct state {
-    float unused;
-  };
-  GMI_HD static void reset(state& s, gmi::rng&, const params&) { s.unused = 0; }
-  GMI_HD static gmi::transition step(state&, const float*, gmi::rng&, const params&) { return {0.0f, true}; }
-  GMI_HD static void observe(const state&, float* obs, const params&) {
-    for (int k = 0; k < obs_dim; ++k) obs[k] = 0;
-  }
-};
-
 namespace detail {
-template <class S>
-struct trainer_env {
-  using type = sim_shape<S>;
-};
-template <gmi::env E>
-struct trainer_env<env_sim<E>> {
-  using type = E;
-};
-
 template <class E, class Net>
 struct group_step_args {
   rl::ppo_rollout_view<E, Net> v;

@@ -1,0 +1,61 @@
+// gmi.bench.actors_check_threshold: the placement threshold against training (actors/threshold_check.hpp). Reads
+// gmi.bench.actors_train's lines and writes, per task, one line per actor core count (the rule's ratio, which side
+// trained faster, whether threshold T decides it right) and a summary with the thresholds that decide every point
+// right (consistent_low < T <= consistent_high) and a suggested one:
+//   gmi.bench.actors_check_threshold TRAIN.jsonl OUT.jsonl [threshold (default 1)]
+// Exit code 0 when T decides every point right, 1 when not, 2 on bad input.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gmi/actors/threshold_check.hpp>
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s TRAIN.jsonl OUT.jsonl [threshold]\n", argv[0]);
+    return 2;
+  }
+  try {
+    std::ifstream in(argv[1]);
+    gmi::require(bool(in), "actors_train file", std::string(argv[1]), "a readable file");
+    const double threshold = argc > 3 ? std::stod(argv[3]) : 1.0;
+    std::map<std::string, std::vector<gmi::actors::threshold_point>> by_task;
+    for (const auto& p : gmi::actors::threshold_points_from_lines(in, argv[1])) by_task[p.task].push_back(p);
+    gmi::require(!by_task.empty(), std::string("points in ") + argv[1], 0,
+                 ">= 1 (train lines of both impls and a placement line at one actor core count)");
+    std::ofstream out(argv[2], std::ios::app);
+    const char* git = std::getenv("GMI_GIT_REVISION");
+    auto emit = [&](const nlohmann::json& line) {
+      out << line.dump() << "\n";
+      std::printf("%s\n", line.dump().c_str());
+    };
+    bool all_right = true;
+    for (const auto& [task, points] : by_task) {
+      for (const auto& p : points) {
+        emit({{"bench", "placement_threshold_point"}, {"task", task}, {"actor_cores", p.actor_cores},
+              {"cpu_sim_steps_per_s", p.cpu_sim}, {"gpu_sim_steps_per_s", p.gpu_sim}, {"ratio", p.ratio()},
+              {"cpu_train_steps_per_s", p.cpu_train}, {"gpu_train_steps_per_s", p.gpu_train},
+              {"faster_training", p.gpu_trains_faster() ? "gpu" : "cpu"},
+              {"chosen", p.ratio() >= threshold ? "gpu" : "cpu"}, {"right", p.right_at(threshold)},
+              {"threshold", threshold}, {"git", git ? git : ""}});
+      }
+      const auto v = gmi::actors::check_threshold(points, threshold);
+      const auto suggested = v.suggested();
+      all_right = all_right && v.right == v.points;
+      emit({{"bench", "placement_threshold"}, {"task", task}, {"threshold", threshold}, {"points", v.points},
+            {"right", v.right}, {"consistent_low", v.low},
+            {"consistent_high", std::isinf(v.high) ? nlohmann::json(nullptr) : nlohmann::json(v.high)},
+            {"suggested", suggested ? nlohmann::json(*suggested) : nlohmann::json(nullptr)}, {"git", git ? git : ""}});
+    }
+    return all_right ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gmi.bench.actors_check_threshold: %s\n", e.what());
+    return 2;
+  }
+}

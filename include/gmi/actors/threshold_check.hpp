@@ -1,0 +1,118 @@
+#pragma once
+// The placement threshold checked against training (issue 38: "the placement metric picks the faster of CPU and
+// GPU simulation"): gmi.bench.actors_train writes, per task and actor core count, PPO's training rate on CPU actors
+// (impl "gmi", phase "train"), the same PPO with the simulation on the GPU (impl "gmi.gpu_simulation") and the
+// placement line at that batch (plan::choose_placement's simulation rates). The rule picks GPU simulation when
+// gpu_sim >= T x cpu_sim, so a point is decided right when (ratio >= T) matches which side trained faster
+// (ratio = gpu_sim / cpu_sim). Over all points, the thresholds that decide every point right form (low, high]:
+// low = the largest ratio where CPU actors trained faster, high = the smallest ratio where GPU simulation did.
+
+#include <algorithm>
+#include <cmath>
+#include <istream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gmi/core/error.hpp>
+
+namespace gmi::actors {
+
+// One task at one actor core count: the simulation rates the rule compares and the training rates it should follow.
+struct threshold_point {
+  std::string task;
+  int actor_cores = 0;
+  double cpu_sim = 0, gpu_sim = 0;      // env steps/s of simulation alone (the placement line)
+  double cpu_train = 0, gpu_train = 0;  // PPO env steps/s, CPU actors against GPU simulation
+  [[nodiscard]] double ratio() const { return gpu_sim / cpu_sim; }
+  [[nodiscard]] bool gpu_trains_faster() const { return gpu_train >= cpu_train; }
+  [[nodiscard]] bool right_at(double threshold) const { return (ratio() >= threshold) == gpu_trains_faster(); }
+};
+
+struct threshold_verdict {
+  double threshold = 1;
+  int points = 0, right = 0;
+  double low = 0;                                         // every right threshold is > low ...
+  double high = std::numeric_limits<double>::infinity();  // ... and <= high
+  [[nodiscard]] bool exists() const { return low < high; }
+  // A threshold inside (low, high]: the one given when it is there, else the geometric middle (or a factor 2
+  // inside the open side); nullopt when no threshold decides every point right.
+  [[nodiscard]] std::optional<double> suggested() const {
+    if (!exists()) return std::nullopt;
+    if (threshold > low && threshold <= high) return threshold;
+    if (low <= 0) return high / 2;
+    if (std::isinf(high)) return low * 2;
+    return std::sqrt(low * high);
+  }
+};
+
+// Refuses no points, a non-positive threshold, or a point without its four rates > 0, in one line.
+[[nodiscard]] inline threshold_verdict check_threshold(const std::vector<threshold_point>& points, double threshold) {
+  require(!points.empty(), "placement threshold check points", 0, ">= 1 (actors_train's train and placement lines)");
+  require(std::isfinite(threshold) && threshold > 0, "placement threshold", threshold, "a finite value > 0");
+  threshold_verdict v;
+  v.threshold = threshold;
+  for (const threshold_point& p : points) {
+    for (double r : {p.cpu_sim, p.gpu_sim, p.cpu_train, p.gpu_train}) {
+      require(std::isfinite(r) && r > 0, "placement threshold check rates of " + p.task + " at " +
+                                             std::to_string(p.actor_cores) + " actor cores", r, "finite rates > 0");
+    }
+    ++v.points;
+    v.right += p.right_at(threshold) ? 1 : 0;
+    if (p.gpu_trains_faster()) v.high = std::min(v.high, p.ratio());
+    else v.low = std::max(v.low, p.ratio());
+  }
+  return v;
+}
+
+// Joins actors_train's lines (cpu_actors_ppo phase "train" of impl "gmi" by actor_cores and "gmi.gpu_simulation"
+// by for_actor_cores, and placement lines by actor_cores) by task and actor core count; a point missing one of its
+// three lines is left out, a line that is not JSON or lacks a field is refused in one line naming source:line.
+[[nodiscard]] inline std::vector<threshold_point> threshold_points_from_lines(std::istream& in,
+                                                                            const std::string& source) {
+  std::map<std::tuple<std::string, int>, threshold_point> by_key;
+  std::map<std::tuple<std::string, int>, int> seen;  // bit 1: cpu train, 2: gpu train, 4: placement
+  std::string text;
+  for (int line = 1; std::getline(in, text); ++line) {
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = source + ":" + std::to_string(line);
+    try {
+      const auto j = nlohmann::json::parse(text);
+      if (!j.is_object()) continue;
+      const std::string bench = j.value("bench", "");
+      if (bench == "cpu_actors_ppo" && j.value("phase", "") == "train") {
+        const std::string impl = j.at("impl").get<std::string>();
+        if (impl != "gmi" && impl != "gmi.gpu_simulation") continue;
+        // GPU simulation lines carry actor_cores 0 and, in for_actor_cores, the point they are measured beside.
+        const int cores = j.at(impl == "gmi" ? "actor_cores" : "for_actor_cores").get<int>();
+        const auto key = std::make_tuple(j.at("task").get<std::string>(), cores);
+        threshold_point& p = by_key[key];
+        p.task = std::get<0>(key);
+        p.actor_cores = cores;
+        (impl == "gmi" ? p.cpu_train : p.gpu_train) = j.at("median").get<double>();
+        seen[key] |= impl == "gmi" ? 1 : 2;
+      } else if (bench == "placement" && j.contains("actor_cores")) {
+        const auto key = std::make_tuple(j.at("task").get<std::string>(), j.at("actor_cores").get<int>());
+        threshold_point& p = by_key[key];
+        p.task = std::get<0>(key);
+        p.actor_cores = std::get<1>(key);
+        p.cpu_sim = j.at("cpu_steps_per_s").get<double>();
+        p.gpu_sim = j.at("gpu_steps_per_s").get<double>();
+        seen[key] |= 4;
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw config_error(where + ": not an actors_train line (" + e.what() + ")");
+    }
+  }
+  std::vector<threshold_point> out;
+  for (const auto& [key, p] : by_key)
+    if (seen[key] == 7) out.push_back(p);
+  return out;
+}
+
+}  // namespace gmi::actors
