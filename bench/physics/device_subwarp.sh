@@ -29,14 +29,14 @@ tail -2 "$out/test_step_path.log"
 timeout 40 "$build/tests/physics/gmi.test.physics_gpu" > "$out/test_physics_gpu.log" 2>&1 ||
   { status=1; tail -20 "$out/test_physics_gpu.log"; }
 tail -2 "$out/test_physics_gpu.log"
-timeout 130 "$build/tests/envs_gpu/gmi.test.physics_tasks_gpu" -s > "$out/test_physics_tasks_gpu.log" 2>&1; rc=$?
+timeout 110 "$build/tests/envs_gpu/gmi.test.physics_tasks_gpu" -s > "$out/test_physics_tasks_gpu.log" 2>&1; rc=$?
 grep -E "lanes|local_batch:" "$out/test_physics_tasks_gpu.log" | sed 's/^ *//' | head -60
 tail -3 "$out/test_physics_tasks_gpu.log"; [ $rc -eq 0 ] || status=1
 
 layouts=(--tile-lanes 32 16 8 --solver-rows shared global)
 echo "== env steps per second through env_batch: thread per env, then the warp path in each layout"
-timeout 170 "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths "${layouts[@]}" --run-id "$run_id" \
-  --git "$git_rev" --out "$lines" --envs 4096 16384 65536 --steps 10 --warmup 2 --reps 3 \
+timeout 180 "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths "${layouts[@]}" --run-id "$run_id" \
+  --git "$git_rev" --out "$lines" --envs 4096 16384 65536 --steps 8 --warmup 2 --reps 3 \
   > "$out/bench_physics_subwarp_driver.log" 2>&1 || { status=1; tail -5 "$out/bench_physics_subwarp_driver.log"; }
 paths=()
 if [ "${PHYSICS_ONLY:-0}" = 1 ]; then
@@ -68,7 +68,8 @@ for path in sys.argv[1:]:
             m = j["median"]
             r1 = f"{m / base:5.2f}x thr" if base else ""
             r2 = f"{m / old:5.2f}x w32" if old and key != "threads" else ""
-            res = f'{j["resident_envs_per_sm"]:>3} resident/SM, {j.get("envs_per_block")} per block' \
+            res = f'{j["resident_envs_per_sm"]:>3} resident/SM, {j.get("envs_per_block")} per block, ' \
+                  f'{j.get("registers_per_thread")} regs' \
                 if "resident_envs_per_sm" in j else ""
             print(f"    {key:>14}: {m / 1e6:7.3f} M (min {j['min'] / 1e6:.3f}, max {j['max'] / 1e6:.3f}) {r1} {r2} {res}")
         best = max(runs, key=lambda k: runs[k]["median"])

@@ -157,6 +157,7 @@ void compare_paths(const options& o, const gmi::metrics::run_info& run, std::ofs
                         {{"layout", "batch_warp.cuh"}, {"lanes", layout.lanes}, {"solver_rows", rows},
                          {"envs_per_block", plan.envs_per_block}, {"warps_per_block", b.warps_per_block()},
                          {"resident_envs_per_sm", plan.resident_envs_per_sm}, {"blocks", b.blocks()},
+                         {"registers_per_thread", plan.registers_per_thread},
                          {"shared_bytes_per_block", b.shared_bytes()},
                          {"scratch_bytes_per_env", b.scratch_bytes_per_env(layout)},
                          {"spill_bytes", b.spill_bytes()}},
@@ -217,7 +218,7 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
         const gmi::physics::tile_plan plan = gmi::rl::warp_env_plan<T>();
         line.update({{"lanes", plan.layout.lanes}, {"solver_rows", plan.layout.spill_rows ? "global" : "shared"},
                      {"envs_per_block", plan.envs_per_block}, {"resident_envs_per_sm", plan.resident_envs_per_sm},
-                     {"shared_bytes_per_block", plan.shared_bytes},
+                     {"registers_per_thread", plan.registers_per_thread}, {"shared_bytes_per_block", plan.shared_bytes},
                      {"shared_bytes_per_env",
                       gmi::physics::warp_batch<typename T::sim::model_type>::scratch_bytes_per_env(plan.layout)}});
       }
@@ -248,7 +249,7 @@ int main(int argc, char** argv) {
                  "the env driver's path for every batch: auto (the rule), threads or warp (wins over params)");
   app.add_option("--warps-per-block", o.warps_per_block,
                  "warp path: environments per block to measure (0: the occupancy calculator's best)")
-      ->check(CLI::Range(0, 32));
+      ->check(CLI::Range(0, 128));
   app.add_option("--tile-lanes", o.tile_lanes,
                  "warp path: lanes per environment to measure (8, 16, 32; 0: the model's default)")
       ->check(CLI::IsMember({0, 8, 16, 32}));

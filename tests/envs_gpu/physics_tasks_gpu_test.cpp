@@ -200,6 +200,29 @@ TEST_SUITE("gpu") {
     }
   }
 
+  TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.rule_follows_the_resident_count" * doctest::timeout(60), T, gmi::envs::ant,
+                     gmi::envs::humanoid, gmi::envs::anymal) {
+    // On this device: the occupancy calculator's resident count for each layout, the rule's bound at
+    // warp_max_waves times it (warp at the bound, threads one past), and the rows in global slots holding more
+    // environments per SM than the rows in shared memory at the same width.
+    for (const int lanes : {32, 16, 8}) {
+      const rule_probe shared = probe_physics_rule(T::name, lanes, false);
+      const rule_probe global = probe_physics_rule(T::name, lanes, true);
+      MESSAGE(T::name << " " << lanes << " lanes: " << shared.resident_envs_per_sm << " resident per SM ("
+                      << shared.envs_per_block << " per block, " << shared.shared_bytes_per_env
+                      << " bytes each), rows in global slots " << global.resident_envs_per_sm << " (" << global.envs_per_block
+                      << " per block, " << global.shared_bytes_per_env << " bytes each), " << shared.sm_count << " SMs");
+      for (const rule_probe& r : {shared, global}) {
+        CHECK(r.lanes == lanes);
+        CHECK(r.resident_envs_per_sm > 0);
+        CHECK(r.at_bound == "warp_per_env");
+        CHECK(r.past_bound == "thread_per_env");
+      }
+      CHECK(global.shared_bytes_per_env < shared.shared_bytes_per_env);
+      CHECK(global.resident_envs_per_sm >= shared.resident_envs_per_sm);
+    }
+  }
+
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.env_driver_warp_path_follows_thread_path" * doctest::timeout(300), T,
                      gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {
     // The env driver (env_batch over exec::cuda) with a warp per environment (rl/physics_env_step.cuh) against the

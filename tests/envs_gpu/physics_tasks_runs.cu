@@ -274,3 +274,33 @@ paired_paths step_physics_task_both_paths(std::string_view task, int n, int step
   throw std::invalid_argument("step_physics_task_both_paths: task: got " + std::string(task) +
                               ", need ant, humanoid or anymal");
 }
+
+namespace {
+template <class T>
+rule_probe probe_rule() {
+  const gmi::physics::step_path_inputs in = gmi::rl::physics_step_inputs<T>(1);
+  rule_probe r;
+  r.resident_envs_per_sm = in.resident_envs_per_sm;
+  r.sm_count = in.sm_count;
+  r.shared_bytes_per_env = in.scratch_bytes_per_env;
+  const gmi::physics::tile_plan plan = gmi::rl::warp_env_plan<T>();
+  r.lanes = plan.layout.lanes;
+  r.envs_per_block = plan.envs_per_block;
+  const std::size_t bound = gmi::physics::warp_max_waves * in.resident_envs_per_sm * in.sm_count;
+  const typename T::params p{};
+  r.at_bound = gmi::rl::env_step_path_name<T>(p, bound);
+  r.past_bound = gmi::rl::env_step_path_name<T>(p, bound + 1);
+  return r;
+}
+}  // namespace
+
+rule_probe probe_physics_rule(std::string_view task, int lanes, bool spill_rows) {
+  struct layout_guard {
+    ~layout_guard() { gmi::physics::request_tile_layout(0, "shared"); }
+  } guard;
+  gmi::physics::request_tile_layout(lanes, spill_rows ? "global" : "shared");
+  if (task == "ant") return probe_rule<gmi::envs::ant>();
+  if (task == "humanoid") return probe_rule<gmi::envs::humanoid>();
+  if (task == "anymal") return probe_rule<gmi::envs::anymal>();
+  throw std::invalid_argument("probe_physics_rule: task: got " + std::string(task) + ", need ant, humanoid or anymal");
+}

@@ -61,3 +61,13 @@ struct paired_paths {
 paired_paths step_physics_task_both_paths(std::string_view task, int num_envs, int steps, std::uint64_t seed,
                                           std::uint64_t action_seed, bool via_dynamics = false, int lanes = 0,
                                           bool spill_rows = false);
+
+// The env driver's rule on this device for `task` in the warp layout (lanes 0: the model's default): the resident
+// count the occupancy calculator gave, the SMs, and the path auto picks at warp_max_waves x resident x SMs
+// environments and at one more.
+struct rule_probe {
+  std::size_t resident_envs_per_sm = 0, sm_count = 0, shared_bytes_per_env = 0;
+  int lanes = 0, envs_per_block = 0;
+  std::string at_bound, past_bound;
+};
+rule_probe probe_physics_rule(std::string_view task, int lanes, bool spill_rows);

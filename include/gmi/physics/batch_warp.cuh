@@ -33,6 +33,7 @@ struct tile_plan {
   std::size_t shared_bytes = 0;
   int blocks_per_sm = 0;
   int resident_envs_per_sm = 0;
+  int registers_per_thread = 0;  // the kernel's, as compiled
 };
 
 namespace detail {
@@ -144,6 +145,8 @@ tile_plan plan_tiles(Kernel kernel, tile_layout layout, std::size_t table_bytes,
                envs_per_block, "0 (the best) or 1.." + std::to_string(fit) + " (shared memory, 1024 threads)");
   // The device's whole opt-in size: every layout's launches of this kernel fit under it.
   GMI_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+  cudaFuncAttributes attributes{};
+  GMI_CUDA_TRY(cudaFuncGetAttributes(&attributes, kernel));
   tile_plan best;
   best.layout = layout;
   auto consider = [&](int epb) {
@@ -154,6 +157,7 @@ tile_plan plan_tiles(Kernel kernel, tile_layout layout, std::size_t table_bytes,
     p.shared_bytes = table_bytes + static_cast<std::size_t>(epb) * bytes_per_env;
     GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&p.blocks_per_sm, kernel, p.threads, p.shared_bytes));
     p.resident_envs_per_sm = p.blocks_per_sm * epb;
+    p.registers_per_thread = attributes.numRegs;
     if (p.resident_envs_per_sm > best.resident_envs_per_sm) best = p;
   };
   if (envs_per_block > 0) {
