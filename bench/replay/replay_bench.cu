@@ -1,8 +1,10 @@
 // Replay bench (bench-spec.md): sample and collect 8192 windows of 64 steps (obs 108, act 21, reward, done),
 // prioritized draws of 8192 from 10 M items, and insert throughput; gmi's device table against the CPU-staged
-// baseline in the same run. Every timing is wall-clock around the call plus a wait for its stream, repeated
+// baseline in the same run; and one global prioritized draw of 8192 over 4 device shards of 2.5 M items each
+// (device_shard_set::sample_global). Every timing is wall-clock around the call plus a wait for its stream, repeated
 // `reps` times after warm-up; one JSON line per (case, impl, metric) with min/median/max.
 #include <gmi/replay/cpu_staged.hpp>
+#include <gmi/replay/device_placement.cuh>
 #include <gmi/replay/device_table.cuh>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -179,7 +182,7 @@ void bench_prioritized(std::size_t capacity, unsigned threads, int reps) {
   for (int i = 0; i < reps + 3; ++i) {
     GMI_CUDA_TRY(cudaEventRecord(a, dt.stream()));
     gmi::replay::detail::draw_kernel<<<gmi::replay::detail::blocks_for(B), 256, 0, dt.stream()>>>(
-        dt.ref(), true, 100 + i, static_cast<std::int64_t>(B), keys.data(), prob.data());
+        dt.ref(), true, 100 + i, nullptr, static_cast<std::int64_t>(B), keys.data(), prob.data());
     GMI_CUDA_TRY(cudaEventRecord(b, dt.stream()));
     GMI_CUDA_TRY(cudaEventSynchronize(b));
     float ms = 0;
@@ -215,11 +218,61 @@ void bench_prioritized(std::size_t capacity, unsigned threads, int reps) {
   cudaEventDestroy(b);
 }
 
+// 8192 draws over `shards` device tables that hold `capacity` items in all (priorities uniform in [0.01, 10) times
+// the shard's number + 1, so the totals differ), windows of one step, weights with beta 0.4: the whole call with its
+// stream wait, and the kernels alone between CUDA events.
+void bench_global(std::size_t capacity, int shards, int reps) {
+  const std::size_t H = 500, E = 1000, B = 8192, per = capacity / std::size_t(shards);
+  gmi::replay::table_spec spec;
+  spec.columns = {column{"reward", 1}};
+  spec.capacity = per;
+  const std::vector<std::vector<float>> host = {std::vector<float>(H * E, 1.0f)};
+  std::vector<std::unique_ptr<gmi::replay::device_table>> tables;
+  std::vector<gmi::replay::device_table*> ptrs;
+  for (int k = 0; k < shards; ++k) {
+    std::vector<float> p(H * E);
+    gmi::rng r(11, std::uint64_t(k));
+    for (auto& v : p) v = r.uniform(0.01f, 10.0f) * float(k + 1);
+    tables.push_back(std::make_unique<gmi::replay::device_table>(spec));
+    auto w = tables.back()->make_writer(E);
+    device_rollout dr(host, H, E, p);
+    for (std::size_t i = 0; i < per / (H * E); ++i) tables.back()->insert(w, dr.r);
+    GMI_CUDA_TRY(cudaStreamSynchronize(tables.back()->stream()));
+    ptrs.push_back(tables.back().get());
+  }
+  std::size_t items = 0;
+  for (auto* t : ptrs) items += t->size();
+  gmi::replay::device_shard_set set(ptrs, gmi::replay::placement_rule{});
+  gmi::replay::global_device_batch out;
+  const std::string extra = ", \"batch\": " + std::to_string(B) + ", \"items\": " + std::to_string(items) +
+                            ", \"shards\": " + std::to_string(shards);
+  std::uint64_t seed = 0;
+  const auto g = time_reps(reps, [&] {
+    set.sample_global(sampler::prioritized(), B, 1, ++seed, 0.4, out);
+    GMI_CUDA_TRY(cudaStreamSynchronize(set.stream()));
+  });
+  emit("global_prioritized_draw_10M", "gmi", "us_call", g.median * 1e6, g.min * 1e6, g.max * 1e6, extra);
+  gmi::cuda::event a(gmi::cuda::event::timing::enabled), b(gmi::cuda::event::timing::enabled);
+  std::vector<double> us;
+  for (int i = 0; i < reps; ++i) {
+    a.record(set.stream());
+    set.sample_global(sampler::prioritized(), B, 1, ++seed, 0.4, out);
+    b.record(set.stream());
+    b.synchronize();
+    float ms = 0;
+    GMI_CUDA_TRY(cudaEventElapsedTime(&ms, a.get(), b.get()));
+    us.push_back(ms * 1e3);
+  }
+  std::sort(us.begin(), us.end());
+  emit("global_prioritized_draw_10M", "gmi", "us_kernels", us[us.size() / 2], us.front(), us.back(), extra);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::size_t window_capacity = std::size_t{1} << 20, prio_capacity = 10'000'000;
   int reps = 20;
+  std::string cases = "all";
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -231,16 +284,24 @@ int main(int argc, char** argv) {
     else if (k == "--window-capacity") window_capacity = std::stoull(v);
     else if (k == "--prio-capacity") prio_capacity = std::stoull(v);
     else if (k == "--cpu-threads") threads = static_cast<unsigned>(std::stoul(v));
+    else if (k == "--cases") cases = v;
     else {
       std::fprintf(stderr, "gmi.bench.replay: unknown flag %s: got it, need one of --run-id --device --git --out "
-                           "--reps --window-capacity --prio-capacity --cpu-threads\n", k.c_str());
+                           "--reps --window-capacity --prio-capacity --cpu-threads --cases\n", k.c_str());
       return 2;
     }
   }
+  if (cases != "all" && cases != "global") {
+    std::fprintf(stderr, "gmi.bench.replay: --cases: got %s, need all or global\n", cases.c_str());
+    return 2;
+  }
   try {
-    bench_windows(window_capacity, window_capacity, "sample_collect_8192x64", threads, reps, true);
-    bench_windows(window_capacity, window_capacity / 2, "sample_collect_8192x64_half_pinned", threads, reps, false);
-    bench_prioritized(prio_capacity, threads, reps);
+    if (cases == "all") {
+      bench_windows(window_capacity, window_capacity, "sample_collect_8192x64", threads, reps, true);
+      bench_windows(window_capacity, window_capacity / 2, "sample_collect_8192x64_half_pinned", threads, reps, false);
+      bench_prioritized(prio_capacity, threads, reps);
+    }
+    bench_global(prio_capacity, 4, reps);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gmi.bench.replay: %s\n", e.what());
     return 1;

@@ -73,4 +73,25 @@ TEST_CASE("comm.row_exchange_across_gpus.layout") {
   CHECK(reinterpret_cast<std::uintptr_t>(comm::detail::across_mapped_in(block)) % comm::detail::across_page == 0);
   CHECK(static_cast<char*>(comm::detail::across_mapped_in(block)) >= block + sizeof(comm::detail::across_control));
 }
+
+TEST_CASE("comm.row_exchange_across_gpus.probe_area") {
+  // The probe words (one a GPU) sit after every slot of an inbox, inside its 2 MiB allocation, so a probe never
+  // touches an entry a host fallback's relay reads; each GPU's word is non-zero (a fresh inbox is zeroed) and its own.
+  for (int gpus : {2, 4, 8, 16}) {
+    for (std::size_t count : {std::size_t{1}, std::size_t{2500}, std::size_t{65536}, std::size_t{1} << 20}) {
+      CAPTURE(gpus);
+      CAPTURE(count);
+      const std::size_t at = comm::detail::across_probe_offset(gpus, count);
+      CHECK(at >= comm::detail::across_inbox_bytes(gpus, count));
+      CHECK(at % 256 == 0);
+      const std::size_t alloc = comm::detail::across_allocation_bytes(gpus, count);
+      CHECK(alloc % (std::size_t{2} << 20) == 0);
+      CHECK(alloc >= at + static_cast<std::size_t>(gpus) * sizeof(std::uint64_t));
+    }
+    for (int j = 0; j < gpus; ++j) {
+      CHECK(comm::detail::across_probe_word(j) != 0);
+      for (int k = 0; k < j; ++k) CHECK(comm::detail::across_probe_word(j) != comm::detail::across_probe_word(k));
+    }
+  }
+}
 }

@@ -17,7 +17,10 @@
 //        allreduce call one more eagerly; every GMI checks the group's sum in the kernel)
 //        [exchange_skip_rank=-1] (this rank calls no exchange: the others' waits must give up and say so)
 //        [inbox=automatic|peer_to_peer|host] (several GPUs: where the GPUs' sums meet; exit 4 when the group chose
-//        other than expect_inbox=)
+//        other than expect_inbox=, or probed the peer inboxes (1) or not (0) other than expect_probed=)
+//        [fail_probe_rank=-1] (this rank's probe of the peer inboxes reports a failure: the group falls back to host)
+//        [device=rank / per_gpu] (the CUDA ordinal to bind: 0 where the test narrows CUDA_VISIBLE_DEVICES to the
+//        worker's GPU, as MPS does)
 //        [chunk_bytes=0] (hierarchical_options::chunk_bytes)
 //        [impl=peer] (comm::peer_allreduce instead: one kernel a GMI over peer device memory; sizes, rounds,
 //        copy_back, graph, mismatch_rank, die_rank/die_round and timeout_ms as above; blocks=, chunk_floats=,
@@ -186,7 +189,7 @@ static int worker_main(int argc, char** argv) {
   }
   const int gpu = rank / per_gpu, local = rank % per_gpu, world = gpus * per_gpu;
   try {
-    GMI_CUDA_TRY(cudaSetDevice(gpu));
+    GMI_CUDA_TRY(cudaSetDevice(static_cast<int>(num("device", gpu))));
     if (a["impl"] == "peer") {
       gmi::comm::peer_allreduce_options settings;
       settings.blocks = static_cast<unsigned>(num("blocks", 0));
@@ -289,11 +292,19 @@ static int worker_main(int argc, char** argv) {
           ao.memory = a["inbox"] == "host"           ? gmi::comm::inbox_memory::host
                       : a["inbox"] == "peer_to_peer" ? gmi::comm::inbox_memory::peer_to_peer
                                                      : gmi::comm::inbox_memory::automatic;
+          ao.fail_probe_rank = static_cast<int>(num("fail_probe_rank", -1));
           across.emplace(ao);
           const char* where = across->memory() == gmi::comm::inbox_memory::host ? "host" : "peer_to_peer";
-          if (s == 0 && rank == 0) std::fprintf(stderr, "[worker 0] inboxes in %s memory\n", where);
+          if (s == 0 && rank == 0) {
+            std::fprintf(stderr, "[worker 0] inboxes in %s memory%s\n", where, across->probed() ? " (probed)" : "");
+          }
           if (!a["expect_inbox"].empty() && a["expect_inbox"] != where) {
             std::fprintf(stderr, "[worker %d] inboxes in %s memory, expected %s\n", rank, where, a["expect_inbox"].c_str());
+            return 4;
+          }
+          if (!a["expect_probed"].empty() && (a["expect_probed"] == "1") != across->probed()) {
+            std::fprintf(stderr, "[worker %d] probed %d, expected %s\n", rank, across->probed() ? 1 : 0,
+                         a["expect_probed"].c_str());
             return 4;
           }
         }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,8 +33,15 @@ inline worker_result run_workers(const std::vector<std::vector<std::string>>& ar
     for (auto& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
     std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) env.emplace_back(*e);
-    if (w < env_per_worker.size()) env.insert(env.end(), env_per_worker[w].begin(), env_per_worker[w].end());
+    const std::vector<std::string> none;
+    const auto& extra = w < env_per_worker.size() ? env_per_worker[w] : none;
+    for (char** e = environ; *e; ++e) {  // a variable the worker's list sets replaces the inherited one
+      const std::string entry(*e);
+      bool replaced = false;
+      for (const auto& x : extra) replaced = replaced || entry.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0;
+      if (!replaced) env.push_back(entry);
+    }
+    env.insert(env.end(), extra.begin(), extra.end());
     std::vector<char*> envp;
     for (auto& s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -68,6 +76,25 @@ inline worker_result run_workers(const std::vector<std::vector<std::string>>& ar
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+// CUDA_VISIBLE_DEVICES=<GPU g as this process sees it> (the g-th entry of an inherited list, else g): a worker
+// that sees only its own GPU, as an MPS client does.
+inline std::string only_gpu(int g) {
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (v && *v) {
+    std::string list(v), item;
+    int k = 0;
+    for (std::size_t at = 0; at <= list.size(); ++at) {
+      if (at == list.size() || list[at] == ',') {
+        if (k++ == g) return "CUDA_VISIBLE_DEVICES=" + item;
+        item.clear();
+      } else {
+        item += list[at];
+      }
+    }
+  }
+  return "CUDA_VISIBLE_DEVICES=" + std::to_string(g);
 }
 
 // Arguments for n GPUs x m GMIs, one worker per GMI.

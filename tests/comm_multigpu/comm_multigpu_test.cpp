@@ -115,7 +115,7 @@ TEST_CASE(GMI_NAME(".hierarchical.row_exchange_across_gpus") * doctest::timeout(
           gmi_test::hier_args(gmi::comm::unique_tag("mgx"), gpus, m, "1,4097,262149",
                               {"rounds=3", "handshake=kernel", "blocking=0", "exchange=1",
                                std::string("inbox=") + (inbox == std::string("host") ? "host" : "automatic"),
-                               std::string("expect_inbox=") + inbox}),
+                               std::string("expect_inbox=") + inbox, "expect_probed=0"}),
           {}, 300s);
       for (int c : r.codes) CHECK(c == 0);
     }
@@ -130,6 +130,41 @@ TEST_CASE(GMI_NAME(".hierarchical.row_exchange_across_gpus") * doctest::timeout(
       {}, 90s);
   for (int c : skip.codes) CHECK(c == 0);
   CHECK(skip.seconds < 60);
+}
+
+TEST_CASE(GMI_NAME(".hierarchical.row_exchange_across_gpus_each_sees_one") * doctest::timeout(600)) {
+  // Every worker sees only its own GPU (CUDA_VISIBLE_DEVICES, as an MPS client): the vote finds no peer access,
+  // the probe maps the other GPUs' inboxes through CUDA IPC anyway, and the sums meet in peer device memory; the
+  // same sums as everywhere else. Then one GMI's probe fails: automatic falls back to host inboxes (right sums),
+  // peer_to_peer asked for fails on every GMI with an error (exit 0 = the expected error).
+  const auto narrowed = [](int m) {
+    std::vector<std::vector<std::string>> env;
+    for (int r = 0; r < gpus * m; ++r) env.push_back({gmi_test::only_gpu(r / m)});
+    return env;
+  };
+  for (int m : {1, 2, 4}) {
+    CAPTURE(m);
+    const auto r = gmi_test::run_workers(
+        gmi_test::hier_args(gmi::comm::unique_tag("mgx1"), gpus, m, "1,4097,262149",
+                            {"rounds=3", "handshake=kernel", "blocking=0", "exchange=1", "device=0", "inbox=automatic",
+                             "expect_inbox=peer_to_peer", "expect_probed=1"}),
+        narrowed(m), 300s);
+    for (int c : r.codes) CHECK(c == 0);
+  }
+  const int m = 2;
+  const auto fallback = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("mgx1f"), gpus, m, "1,4097",
+                          {"rounds=3", "handshake=kernel", "blocking=0", "exchange=1", "device=0", "inbox=automatic",
+                           "fail_probe_rank=" + std::to_string(gpus * m - 1), "expect_inbox=host", "expect_probed=1"}),
+      narrowed(m), 300s);
+  for (int c : fallback.codes) CHECK(c == 0);
+  const auto refused = gmi_test::run_workers(
+      gmi_test::hier_args(gmi::comm::unique_tag("mgx1r"), gpus, m, "4097",
+                          {"rounds=3", "handshake=kernel", "blocking=0", "exchange=1", "device=0", "inbox=peer_to_peer",
+                           "fail_probe_rank=1", "expect_error=1", "timeout_ms=10000"}),
+      narrowed(m), 90s);
+  for (int c : refused.codes) CHECK(c == 0);
+  CHECK(refused.seconds < 60);
 }
 
 TEST_CASE(GMI_NAME(".hierarchical.two_hosts_over_sockets") * doctest::timeout(600)) {

@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <gmi/replay/replay.hpp>
+#include <memory>
 #include <vector>
+
+#include <gmi/replay/global_sample.hpp>
+#include <gmi/replay/replay.hpp>
 
 #include "replay_gpu/runs.hpp"
 
@@ -166,3 +169,126 @@ TEST_CASE("replay_gpu.placement_moves_the_cold_shard") {
   CHECK(even.moves == 0);
   CHECK(even.device_slots[1] == 700);
 }
+
+namespace {
+// Shard k's rollouts: episodes with priorities scaled by (k + 1)^2 and the ret column offset by 100000 k, so a
+// gathered row names its shard.
+std::vector<rollout_data> shard_rollouts(std::size_t k) {
+  auto v = episodes(2, 8, 6 + 2 * k, true);
+  for (auto& d : v) {
+    for (float& p : d.priorities) p *= float((k + 1) * (k + 1));
+    for (float& r : d.cols[4]) r += 100000.0f * float(k);
+  }
+  return v;
+}
+// The windows of a global draw gathered on the host from the same tables (the per-item functions of the tables).
+void host_windows(const std::vector<host_table*>& tables, const table_spec& spec, const global_draws& d,
+                  std::size_t length, std::vector<std::vector<std::uint32_t>>& cols, std::vector<float>& mask) {
+  const std::size_t n = d.keys.size();
+  const auto L = static_cast<std::int32_t>(length);
+  cols.assign(spec.columns.size(), {});
+  for (std::size_t c = 0; c < spec.columns.size(); ++c) cols[c].assign(n * length * spec.columns[c].width, 0u);
+  mask.assign(n * length, 0.0f);
+  std::vector<std::int32_t> slots(length);
+  for (std::size_t b = 0; b < n; ++b) {
+    const detail::table_ref t = tables[std::size_t(d.shard[b])]->view();
+    const std::int32_t start = d.keys[b];
+    slots[0] = start;
+    std::int32_t i = 1;
+    for (; i < L; ++i) {
+      slots[std::size_t(i)] = detail::window_slot_contiguous(t, start, i);
+      if (slots[std::size_t(i)] < 0) break;
+    }
+    if (i < L) detail::window_follow(t, start, i - 1, slots[std::size_t(i - 1)], L, slots.data());
+    for (std::size_t k = 0; k < length; ++k) {
+      mask[b * length + k] = slots[k] >= 0 ? 1.0f : 0.0f;
+      for (std::size_t c = 0; c < spec.columns.size(); ++c) {
+        const std::size_t w = spec.columns[c].width;
+        for (std::size_t j = 0; j < w; ++j)
+          cols[c][(b * length + k) * w + j] = slots[k] >= 0 ? t.row(int(c), slots[k])[j] : 0u;
+      }
+    }
+  }
+}
+}  // namespace
+
+// A global prioritized sample over 3 device shards (one half in mapped host memory): the same shards, keys and
+// probabilities as the host's draw_global from the same tables and seed, the same windows (padding at episode
+// ends), weights from the global probability; the item frequencies against priority / the sum of all totals
+// (chi-square, and far off against per-shard-even draws); the placement shares are the draws' shards.
+TEST_CASE("replay_gpu.global_prioritized_over_device_shards") {
+  const auto spec = replay_test::small_spec(256);
+  std::vector<std::vector<rollout_data>> shards;
+  std::vector<std::unique_ptr<host_table>> host;
+  std::vector<host_table*> ptrs;
+  for (std::size_t k = 0; k < 3; ++k) {
+    shards.push_back(shard_rollouts(k));
+    host.push_back(std::make_unique<host_table>(spec));
+    auto w = host.back()->make_writer(shards.back().at(0).envs);
+    for (const auto& d : shards.back()) {
+      rollout r;
+      for (const auto& c : d.cols) r.columns.push_back(c.data());
+      r.horizon = d.horizon;
+      r.envs = d.envs;
+      r.priorities = d.priorities.data();
+      host.back()->insert(w, r);
+    }
+    ptrs.push_back(host.back().get());
+  }
+  const std::size_t n = 1 << 16, length = 4;
+  const auto dev = replay_gpu::global_device(spec, shards, sampler::prioritized(), n, length, 4242, 0.6);
+  global_draws h;
+  draw_global(ptrs, sampler::prioritized(), n, 4242, 0.6, h);
+  CHECK(dev.totals == h.totals);
+  CHECK(dev.shard == h.shard);
+  CHECK(dev.keys == h.keys);
+  CHECK(dev.probability == h.probability);
+  std::size_t off = 0;
+  for (std::size_t b = 0; b < n; ++b) off += std::fabs(dev.weight[b] - h.weight[b]) > 1e-6f * h.weight[b];
+  CHECK(off == 0);
+  std::vector<std::vector<std::uint32_t>> cols;
+  std::vector<float> mask;
+  host_windows(ptrs, spec, h, length, cols, mask);
+  CHECK(dev.columns == cols);
+  CHECK(dev.mask == mask);
+  double pad = 0;
+  for (float m : mask) pad += m == 0.0f;
+  CHECK(pad > 0);  // windows ran past episode ends
+  // Frequencies of (shard, slot) against priority / global sum.
+  const double sum = h.totals[0] + h.totals[1] + h.totals[2];
+  std::vector<double> counts(3 * 256, 0.0), expected(3 * 256, 0.0), even(3 * 256, 0.0);
+  std::vector<double> shard_draws(3, 0.0);
+  for (std::size_t b = 0; b < n; ++b) {
+    counts[std::size_t(dev.shard[b]) * 256 + std::size_t(dev.keys[b])] += 1;
+    shard_draws[std::size_t(dev.shard[b])] += 1;
+  }
+  double df = -1;
+  for (std::size_t k = 0; k < 3; ++k) {
+    const detail::table_ref t = ptrs[k]->view();
+    for (std::size_t s = 0; s < 256; ++s) {
+      const double leaf = t.prio_tree[t.leaves + std::int64_t(s)];
+      expected[k * 256 + s] = leaf / sum;
+      even[k * 256 + s] = leaf / h.totals[k] / 3.0;
+      df += leaf > 0;
+    }
+  }
+  const double x = replay_test::chi2(counts, expected, double(n));
+  MESSAGE("global chi-square " << x << " over " << df << " degrees of freedom");
+  CHECK(x < replay_test::chi2_critical(df));
+  CHECK(replay_test::chi2(counts, even, double(n)) > 10 * replay_test::chi2_critical(df));
+  for (std::size_t k = 0; k < 3; ++k) CHECK(dev.share[k] == doctest::Approx(shard_draws[k] / double(n)));
+}
+
+// 4 writer threads inserting device rollouts into one device table at once (half its slots in mapped pinned host
+// memory): every transition there exactly once, every row whole, every link to the same env's next step.
+TEST_CASE("replay_gpu.concurrent_writers_none_lost_or_torn") {
+  const auto r = replay_gpu::concurrent_device_writers(4, 150, 4, 3);
+  MESSAGE(r.present << " items, " << r.missing << " missing, " << r.duplicated << " duplicated, " << r.torn
+                    << " torn, " << r.bad_links << " bad links");
+  CHECK(r.present == 4u * 150u * 4u * 3u);
+  CHECK(r.missing == 0);
+  CHECK(r.duplicated == 0);
+  CHECK(r.torn == 0);
+  CHECK(r.bad_links == 0);
+}
+

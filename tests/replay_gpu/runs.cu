@@ -2,6 +2,9 @@
 #include <gmi/replay/device_placement.cuh>
 #include <gmi/replay/device_table.cuh>
 
+#include <memory>
+#include <thread>
+
 #include "replay_gpu/runs.hpp"
 
 namespace replay_gpu {
@@ -91,6 +94,74 @@ placed place_two_shards(const gmi::replay::table_spec& spec, const std::vector<r
   set.sample(1, dr.smp, dr.n, dr.length, dr.seed, b);
   out.cold = read(spec, c, b, dr);
   return out;
+}
+
+global_run global_device(const gmi::replay::table_spec& spec,
+                         const std::vector<std::vector<replay_test::rollout_data>>& shards,
+                         const gmi::replay::sampler& smp, std::size_t n, std::size_t length, std::uint64_t seed,
+                         double beta) {
+  std::vector<std::unique_ptr<gmi::replay::device_table>> tables;
+  std::vector<gmi::replay::device_table*> ptrs;
+  for (const auto& ins : shards) {
+    tables.push_back(std::make_unique<gmi::replay::device_table>(spec));
+    fill(*tables.back(), ins);
+    ptrs.push_back(tables.back().get());
+  }
+  if (tables.size() > 1) tables[1]->set_device_slots(spec.capacity / 2);
+  gmi::replay::placement_rule rule;
+  rule.min_samples = 1;
+  gmi::replay::device_shard_set set(ptrs, rule);
+  gmi::replay::global_device_batch b;
+  set.sample_global(smp, n, length, seed, beta, b);
+  GMI_CUDA_TRY(cudaStreamSynchronize(set.stream()));
+  global_run r;
+  r.shard.resize(n);
+  r.keys.resize(n);
+  r.probability.resize(n);
+  r.weight.resize(n);
+  r.mask.resize(n * length);
+  GMI_CUDA_TRY(cudaMemcpy(r.shard.data(), b.shard.data(), n * 4, cudaMemcpyDeviceToHost));
+  GMI_CUDA_TRY(cudaMemcpy(r.keys.data(), b.batch.keys.data(), n * 4, cudaMemcpyDeviceToHost));
+  GMI_CUDA_TRY(cudaMemcpy(r.probability.data(), b.batch.probability.data(), n * 8, cudaMemcpyDeviceToHost));
+  GMI_CUDA_TRY(cudaMemcpy(r.weight.data(), b.weight.data(), n * 4, cudaMemcpyDeviceToHost));
+  GMI_CUDA_TRY(cudaMemcpy(r.mask.data(), b.batch.mask.data(), r.mask.size() * 4, cudaMemcpyDeviceToHost));
+  for (std::size_t c = 0; c < spec.columns.size(); ++c) {
+    r.columns.emplace_back(n * length * spec.columns[c].width);
+    GMI_CUDA_TRY(cudaMemcpy(r.columns.back().data(), b.batch.columns[c].data(), r.columns.back().size() * 4,
+                            cudaMemcpyDeviceToHost));
+  }
+  r.totals = set.last_totals();
+  r.share = set.place().share;
+  return r;
+}
+
+replay_writers::check_result concurrent_device_writers(int writers, int inserts, std::size_t horizon, std::size_t envs) {
+  auto spec = replay_writers::spec(std::size_t(writers * inserts) * horizon * envs);
+  spec.device_capacity = spec.capacity / 2;
+  gmi::replay::device_table t(spec);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      GMI_CUDA_TRY(cudaSetDevice(0));
+      auto wr = t.make_writer(envs);
+      gmi::cuda::device_buffer<std::uint32_t> id(horizon * envs), copy(2 * horizon * envs);
+      gmi::cuda::device_buffer<float> done(horizon * envs);
+      for (int i = 0; i < inserts; ++i) {
+        const replay_writers::rollout_rows d(w, i, horizon, envs, inserts);
+        GMI_CUDA_TRY(cudaMemcpy(id.data(), d.id.data(), d.id.size() * 4, cudaMemcpyHostToDevice));
+        GMI_CUDA_TRY(cudaMemcpy(copy.data(), d.copy.data(), d.copy.size() * 4, cudaMemcpyHostToDevice));
+        GMI_CUDA_TRY(cudaMemcpy(done.data(), d.done.data(), d.done.size() * 4, cudaMemcpyHostToDevice));
+        gmi::replay::rollout r;
+        r.columns = {id.data(), copy.data(), done.data()};
+        r.horizon = horizon;
+        r.envs = envs;
+        t.insert(wr, r);
+        GMI_CUDA_TRY(cudaStreamSynchronize(t.stream()));  // the insert read this writer's buffers
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  return replay_writers::check(t.take_snapshot(), writers, inserts, horizon, envs);
 }
 
 }  // namespace replay_gpu

@@ -7,6 +7,7 @@
 
 #include <gmi/replay/replay.hpp>
 
+#include "replay/concurrent_writers.hpp"
 #include "replay/support.hpp"
 
 namespace replay_gpu {
@@ -44,5 +45,24 @@ struct placed {
 };
 placed place_two_shards(const gmi::replay::table_spec& spec, const std::vector<replay_test::rollout_data>& inserts,
                         std::size_t hot_draws, std::size_t cold_draws);
+
+// Device tables, one per entry of `shards` (each filled with its rollouts; shard 1's slots half in mapped pinned
+// host memory), as a device_shard_set; one global sample (device_shard_set::sample_global) read back, then one
+// placement step whose shares come from the sample's device counts.
+struct global_run {
+  std::vector<std::int32_t> shard, keys;
+  std::vector<double> probability, totals, share;
+  std::vector<float> weight, mask;
+  std::vector<std::vector<std::uint32_t>> columns;
+};
+global_run global_device(const gmi::replay::table_spec& spec,
+                         const std::vector<std::vector<replay_test::rollout_data>>& shards,
+                         const gmi::replay::sampler& smp, std::size_t n, std::size_t length, std::uint64_t seed,
+                         double beta);
+
+// `writers` threads on GPU 0, each its own writer, inserting `inserts` rollouts [horizon, envs] of
+// replay_writers::rollout_rows from device memory into one device table (half its slots in mapped pinned host
+// memory) at once; the table's snapshot checked (tests/replay/concurrent_writers.hpp).
+replay_writers::check_result concurrent_device_writers(int writers, int inserts, std::size_t horizon, std::size_t envs);
 
 }  // namespace replay_gpu

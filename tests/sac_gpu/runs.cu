@@ -326,4 +326,40 @@ split_result split_on_gpu(int gmis, std::size_t env_steps) {
   return out;
 }
 
+graph_result graph_against_launches(std::size_t env_steps, std::size_t timed_updates) {
+  using trainer = gmi::rl::sac_device_trainer<gmi::envs::pendulum, gmi::rl::sac_networks<3, 1, 256>>;
+  gmi::rl::sac_config c;
+  c.batch = 256;
+  c.warmup_steps = 512;
+  c.replay_capacity = 20000;
+  gmi::rl::sac_config g = c;
+  g.cuda_graph = true;
+  GMI_CUDA_TRY(cudaSetDevice(0));
+  trainer a(c, 8, 77), b(g, 8, 77);
+  const auto initial = a.critic_params(0);
+  a.train(env_steps);
+  b.train(env_steps);
+  graph_result out;
+  out.updates = a.updates();
+  out.updates_graph = b.updates();
+  out.graph_updates = b.graph_updates();
+  out.graph_updates_of_launched = a.graph_updates();
+  out.actor_equal = a.actor_params() == b.actor_params();
+  out.critics_equal = a.critic_params(0) == b.critic_params(0) && a.critic_params(1) == b.critic_params(1);
+  out.weights_moved = a.critic_params(0) != initial;
+  const auto sa = a.last_update(), sb = b.last_update();
+  out.stats_equal = sa.critic_loss == sb.critic_loss && sa.actor_loss == sb.actor_loss && sa.alpha == sb.alpha &&
+                    sa.log_prob == sb.log_prob;
+  const auto rate = [&](trainer& t) {
+    (void)t.last_update();  // the stream idle before the clock starts
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < timed_updates; ++i) t.update();
+    (void)t.last_update();
+    return double(timed_updates) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  out.updates_per_s_launched = rate(a);
+  out.updates_per_s_graph = rate(b);
+  return out;
+}
+
 }  // namespace sac_gpu

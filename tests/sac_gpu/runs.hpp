@@ -57,4 +57,16 @@ struct split_result {
 };
 split_result split_on_gpu(int gmis, std::size_t env_steps);
 
+// The same SAC run twice from one seed (Pendulum, 8 envs, hidden 256: the gemm paths and the cooperative Adam),
+// once launching each update's kernels and once replaying the captured update graph (sac_config::cuda_graph):
+// after `env_steps` the weights, the temperature and the last losses compared bit for bit; then `timed_updates`
+// more updates of each, timed (updates/s, stream waited for at the end).
+struct graph_result {
+  bool actor_equal = false, critics_equal = false, weights_moved = false, stats_equal = false;
+  std::size_t updates = 0, updates_graph = 0;
+  std::uint64_t graph_updates = 0, graph_updates_of_launched = 0;
+  double updates_per_s_launched = 0, updates_per_s_graph = 0;
+};
+graph_result graph_against_launches(std::size_t env_steps, std::size_t timed_updates);
+
 }  // namespace sac_gpu

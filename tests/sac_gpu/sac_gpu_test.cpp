@@ -93,3 +93,22 @@ TEST_CASE("sac_gpu.split_roles_on_gpu") {
   CHECK(r.actor_updates == 0);
   CHECK(r.weights_moved);
 }
+
+// One update captured as a CUDA graph and replayed: the same bits as launching its kernels, after thousands of
+// updates (the replay draw and the noise keyed by the device's update count); every update after the first replays.
+TEST_CASE("sac_gpu.graph_update_matches_launches") {
+  const auto r = sac_gpu::graph_against_launches(3000, 500);
+  std::printf("sac_gpu graph update: %zu updates (graph run %zu, %llu replayed); actor %s, critics %s, losses %s; "
+              "updates/s launched %.0f, graph %.0f\n",
+              r.updates, r.updates_graph, static_cast<unsigned long long>(r.graph_updates),
+              r.actor_equal ? "equal" : "DIFFER", r.critics_equal ? "equal" : "DIFFER",
+              r.stats_equal ? "equal" : "DIFFER", r.updates_per_s_launched, r.updates_per_s_graph);
+  CHECK(r.updates >= 2000);
+  CHECK(r.updates_graph == r.updates);
+  CHECK(r.graph_updates == r.updates - 1);
+  CHECK(r.graph_updates_of_launched == 0);
+  CHECK(r.weights_moved);
+  CHECK(r.actor_equal);
+  CHECK(r.critics_equal);
+  CHECK(r.stats_equal);
+}

@@ -106,16 +106,16 @@ struct step_path_inputs {
 };
 
 // The rule's two thresholds, checked and moved by bench/physics/device_subwarp.sh (it prints the rule's choice
-// beside every path's rate; bench/results/physics/2026-11-28-NVIDIA-H200-a22f379-driver-paths.jsonl set the second).
+// beside every path's rate).
 // Below this many bytes of arrays per environment a thread per environment keeps its traffic small, and a warp
 // spends most lanes idle on a model with few bodies, pairs and rows.
 inline constexpr std::size_t warp_min_scratch_bytes = 4096;
-// The warp path holds only its resident environments per SM and levels off once the count passes a few times
-// that, while the thread path keeps gaining from more resident threads. Measured with a block of 8 (ant, anymal) or
-// 6 (humanoid) one-warp environments per SM: the warp path won at 31 environments per SM for all three tasks, at
-// 62 it lost for the humanoid (0.70x) and anymal (0.98x) and won for the ant (1.10x), at 124 it lost for all
-// three; this many times the resident count puts the bound where those runs put it (48 per SM for 8 resident).
-inline constexpr std::size_t warp_max_waves = 6;
+// The warp path holds only its resident environments per SM and levels off once the count passes several times
+// that, while the thread path keeps gaining from more resident threads. Measured at 2312e8a
+// (bench/results/physics/2026-11-28-NVIDIA-H200-2312e8a-driver-paths.jsonl) with 8 (ant, anymal) or 6 (humanoid)
+// one-warp environments resident per SM: the warp path won at 62 environments per SM (7.75 and 10.3 times the
+// resident count), lost for the ant and anymal and tied for the humanoid at 124 (15.5 and 20.7 times).
+inline constexpr std::size_t warp_max_waves = 12;
 
 struct step_path_choice {
   step_path path = step_path::threads;

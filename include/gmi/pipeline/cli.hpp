@@ -209,7 +209,9 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
              "stamp kernels around each sum), auto (only where free: fused, cpu_staged), off");
   add_choice(app, after, "--inbox-memory", o.inbox_memory, comm::inbox_memory_names,
              "synchronous training over the GPUs of one host: where the row exchange's inboxes live (automatic: "
-             "peer device memory where every GMI reaches every GPU, else pinned host memory)");
+             "peer device memory where every GMI reaches every GPU or, MPS GMIs seeing only their own GPU, where "
+             "a probe maps the other GPUs' inboxes through CUDA IPC; else pinned host memory; host: the "
+             "relay through host memory)");
   app.add_option("--restart-on-failure", o.restart_on_failure,
                  "synchronous training over GMIs: when a GMI is lost, relaunch the group from the last checkpoint, "
                  "at most N times (needs --checkpoint)")

@@ -174,8 +174,9 @@ class gmi_gradient_sync {
 
   // "fused": the GPU's row exchange, and with several GPUs of this host (GMIs as processes) the level where the
   // GPUs' sums meet, so a step needs no NCCL call. Inboxes in peer device memory when every GMI's device reaches
-  // the others (partition none); else in pinned host memory where a GPU has several GMIs (MPS: one block a GPU
-  // polls host memory and relays to the others, docs/training.md), and with one GMI a GPU only when
+  // the others (partition none) or, where a GMI sees only its GPU (MPS), when the probe maps the peer inboxes
+  // through CUDA IPC; else in pinned host memory where a GPU has several GMIs (one block a GPU polls host memory
+  // and relays to the others, docs/scaling.md; --inbox-memory host asks for it), and with one GMI a GPU only when
   // --inbox-memory host asks, since there it measured slower than NCCL between the steps (docs/results.md).
   // Every GMI takes the same branch.
   void build_exchange(const runtime::gmis_config& cfg) {
@@ -203,6 +204,10 @@ class gmi_gradient_sync {
     }
     exchange_ = reduce_->row_exchange(&*across_);
     if (exchange_ && clock_) exchange_->wait_ns = clock_->total();
+    if (exchange_) {  // where the GPUs' sums met, in the end line's gradient_allreduce
+      chosen_ += std::string(", across GPUs in ") + choice_name(across_->memory(), comm::inbox_memory_names) +
+                 " inboxes" + (across_->probed() ? " (probed)" : "");
+    }
   }
   // Any GMI's step kernel that gave up, or a GMI gone: this GMI throws, and a failure here stops the others' kernels.
   void check_across() {

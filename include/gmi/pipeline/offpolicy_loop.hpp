@@ -44,6 +44,7 @@ inline nlohmann::json sac_settings_json(const rl::sac_config& c, int hidden) {
           {"replay_capacity", c.replay_capacity},
           {"warmup_steps", c.warmup_steps},
           {"updates_per_step", c.updates_per_step},
+          {"cuda_graph", c.cuda_graph},
           {"hidden", hidden}};
 }
 
@@ -176,6 +177,7 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
                 {"env_steps_per_s", steps / now}, {"updates_per_s", updates / now},
                 {"eval_return", mean_json(eval)}, {"eval_episodes", o.sac_eval_episodes},
                 {"curve", stop.curve.points()}});
+    if constexpr (requires { eng.graph_updates(); }) end["graph_updates"] = eng.graph_updates();
     log.write(end);
     std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", reason.c_str(),
                 metrics::si(steps).c_str(), now, return_text(last_mean, o).c_str(),
@@ -183,6 +185,11 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
     if (o.sac_eval_episodes > 0) {
       std::printf("gmi: deterministic policy: mean return %s over %d fresh episodes\n", return_text(eval, o).c_str(),
                   o.sac_eval_episodes);
+    }
+    if constexpr (requires { eng.graph_updates(); }) {
+      if (o.sac.cuda_graph)
+        std::printf("gmi: %llu of %llu updates replayed as one CUDA graph each\n",
+                    static_cast<unsigned long long>(eng.graph_updates()), static_cast<unsigned long long>(eng.updates()));
     }
     std::fflush(stdout);
     return result;

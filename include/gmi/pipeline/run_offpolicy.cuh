@@ -163,6 +163,9 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
   app.add_option("--sac-warmup-steps", s.warmup_steps, "env transitions with uniform random actions first")->capture_default_str();
   app.add_option("--sac-updates-per-step", s.updates_per_step, "gradient steps per collected env transition")->capture_default_str();
   app.add_option("--sac-max-grad-norm", s.max_grad_norm, "gradient-norm clip (default: none)");
+  app.add_flag("--sac-cuda-graph", s.cuda_graph,
+               "one GPU GMI: replay each update as a captured CUDA graph (same results; not with gradients averaged "
+               "over GMIs)");
   app.add_flag("--split-roles", o.split_roles,
                "host or GPU GMIs: GMI 0 learns from the transitions the other GMIs collect (they only act, with the "
                "learner's weights one message behind; on a GPU its device table takes them)");

@@ -192,7 +192,12 @@ class device_table {
 
   // Draws n items and gathers windows of `length` steps into out (device memory, resized as needed), all on
   // stream(); with max_times_sampled the keys come back to the host to count (one synchronization).
-  void sample(const sampler& s, std::size_t n, std::size_t length, std::uint64_t seed, device_batch& out) {
+  // seed_offset (a device word, or null): uniform and prioritized draws use seed + *seed_offset, read when the
+  // kernel runs, so a CUDA graph that captured this call draws new items on every replay (the rate limiter and
+  // the counters see the captured call only: capture once out's shape and the limiter are settled, and without
+  // max_times_sampled, which needs the host).
+  void sample(const sampler& s, std::size_t n, std::size_t length, std::uint64_t seed, device_batch& out,
+              const std::uint64_t* seed_offset = nullptr) {
     require(n >= 1, "replay sample (items)", n, ">= 1");
     require(length >= 1 && length <= 8192, "replay window length (device)", length, "1 .. 8192");
     std::unique_lock lock(ctl_.mu_);
@@ -201,8 +206,8 @@ class device_table {
     shape(out, n, length);
     if (!s.ordered()) {
       const bool prio = s.kind == sampler_kind::prioritized;
-      detail::draw_kernel<<<detail::blocks_for(n), 256, 0, stream_>>>(ref(), prio, seed, static_cast<std::int64_t>(n),
-                                                                       out.keys.data(), out.probability.data());
+      detail::draw_kernel<<<detail::blocks_for(n), 256, 0, stream_>>>(
+          ref(), prio, seed, seed_offset, static_cast<std::int64_t>(n), out.keys.data(), out.probability.data());
       GMI_CUDA_TRY(cudaGetLastError());
     } else {
       draw_ordered(s, n, out);
@@ -250,6 +255,10 @@ class device_table {
           ctl_.index_.set_leaf(k[i], ctl_.leaf_of_priority(p[i] > 0.0f ? p[i] : 0.0f));
     }
   }
+
+  // For samplers over several tables (device_shard_set::sample_global): the table's lock; while it is held no
+  // insert or sample of this table enqueues work, so events recorded on stream() then order against them.
+  [[nodiscard]] std::unique_lock<std::mutex> lock() { return std::unique_lock(ctl_.mu_); }
 
   [[nodiscard]] std::size_t size() {
     std::lock_guard lock(ctl_.mu_);

@@ -172,6 +172,11 @@ class host_table {
     return prio_tree_[1];
   }
 
+  // For samplers over several tables (global_sample.hpp): the table's lock, and its trees and rows, valid while
+  // the lock is held.
+  [[nodiscard]] std::unique_lock<std::mutex> lock() { return std::unique_lock(ctl_.mu_); }
+  [[nodiscard]] detail::table_ref view() { return ref(); }
+
   // Copies the table out under its lock (one memcpy of the data; inserts and samples wait only for that).
   [[nodiscard]] snapshot take_snapshot() {
     snapshot s;

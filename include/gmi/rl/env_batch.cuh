@@ -4,6 +4,9 @@
 // rule (or params.step_path, or physics::request_step_path) says so (rl/physics_env_step.cuh). Include this
 // (from a .cu file) to use env_batch<E, gmi::exec::cuda>.
 
+#include <algorithm>
+#include <cstddef>
+
 #include <gmi/exec/cuda.cuh>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/physics_env_step.cuh>
@@ -11,6 +14,16 @@
 namespace gmi::rl {
 
 namespace detail {
+
+// A physics task's thread-per-environment step: its stages keep their arrays in local memory and are bound by
+// how many warps hide that memory's latency, so registers are capped to keep two blocks of 256 on an SM.
+constexpr int physics_thread_block = 256;
+
+template <class F>
+__global__ static void __launch_bounds__(physics_thread_block, 2) physics_thread_step_kernel(std::size_t n, F f) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
+}
 
 template <>
 struct launcher<exec::cuda> {
@@ -29,8 +42,12 @@ struct launcher<exec::cuda> {
         warp_env_step<E>(f.v, f.actions, {f.rewards, f.terminated, f.truncated, f.obs, f.final_obs}, s);
         return;
       }
+      const std::size_t blocks = std::min<std::size_t>((n + physics_thread_block - 1) / physics_thread_block, 1u << 20);
+      physics_thread_step_kernel<<<static_cast<unsigned>(blocks), physics_thread_block, 0, s>>>(n, f);
+      GMI_CUDA_TRY(cudaGetLastError());
+    } else {
+      exec::for_each(exec::cuda{s, p.block_size}, n, f);
     }
-    exec::for_each(exec::cuda{s, p.block_size}, n, f);
   }
 };
 

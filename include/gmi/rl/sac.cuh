@@ -5,9 +5,11 @@
 // temperature lives on the device, so an update needs no host synchronisation besides the table's own. As one of
 // data-parallel learners (set_sync) each update averages two buffers over the group: on the device when the sync
 // has sum_device (comm::hierarchical_allreduce, stream-ordered: no stream wait), else through the host (two waits).
+// Alone, with sac_config::cuda_graph, each update after the first replays one captured CUDA graph.
 
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <algorithm>
 #include <initializer_list>
@@ -19,6 +21,7 @@
 #include <gmi/core/error.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/graph.hpp>
 #include <gmi/exec/policy.hpp>
 #include <gmi/nn/adam.cuh>
 #include <gmi/nn/mlp.cuh>
@@ -26,139 +29,11 @@
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/sac.hpp>
 #include <gmi/rl/sac_config.hpp>
+#include <gmi/rl/sac_kernels.cuh>
 #include <gmi/rl/sac_loss.hpp>
 #include <gmi/rl/sac_sync.hpp>
 
 namespace gmi::rl {
-
-// Slots of the device-side sums an update accumulates (means once divided by the batch).
-enum sac_sum : int { sac_sum_critic = 0, sac_sum_actor, sac_sum_log_prob, sac_sum_count };
-
-namespace sac_kernels {
-inline unsigned blocks(std::size_t n) { return static_cast<unsigned>((n + 255) / 256); }
-
-// eps[i] ~ N(0, 1), stream `round`, draw i.
-__global__ static void normals(std::uint64_t seed, std::uint64_t round, std::size_t n, float* eps) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  gmi::rng r(seed, round * 0x100000000ull + i);
-  eps[i] = r.normal();
-}
-
-template <class Nets>
-__global__ void targets(const float* actor_p, const float* t1, const float* t2, const float* next_obs,
-                        const float* reward, const float* terminated, const float* eps_next, std::size_t n,
-                        const float* log_alpha, float gamma, float lo, float hi, float* y) {
-  constexpr int O = Nets::obs_dim, A = Nets::act_dim;
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  float head[2 * A], x[O + A], q1, q2;
-  Nets::actor::forward(actor_p, next_obs + i * O, head);
-  squashed_draw<float, A> d;
-  d.compute(head, eps_next + i * A, lo, hi);
-  for (int k = 0; k < O; ++k) x[k] = next_obs[i * O + k];
-  for (int k = 0; k < A; ++k) x[O + k] = d.action[k];
-  Nets::critic::forward(t1, x, &q1);
-  Nets::critic::forward(t2, x, &q2);
-  y[i] = reward[i] + gamma * (1.0f - terminated[i]) * (fminf(q1, q2) - expf(*log_alpha) * d.log_prob);
-}
-
-__global__ static void concat(const float* a, int wa, const float* b, int wb, std::size_t n, float* x) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  for (int k = 0; k < wa; ++k) x[i * (wa + wb) + k] = a[i * wa + k];
-  for (int k = 0; k < wb; ++k) x[i * (wa + wb) + wa + k] = b[i * wb + k];
-}
-
-// d_q = (q - y) / n; sums[slot] += 0.5 (q - y)^2 / n.
-__global__ static void critic_dq(const float* q, const float* y, std::size_t n, float* d_q, float* sums) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const float e = q[i] - y[i];
-  d_q[i] = e / float(n);
-  atomicAdd(sums + sac_sum_critic, 0.5f * e * e / float(n));
-}
-
-template <class Nets>
-__global__ void actor_heads(const float* heads, const float* obs, const float* eps, const float* c1, const float* c2,
-                            std::size_t n, const float* log_alpha, float lo, float hi, float* d_heads, float* sums) {
-  constexpr int O = Nets::obs_dim, A = Nets::act_dim, CA = Nets::critic::activation_size;
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const float alpha = expf(*log_alpha), scale = 1.0f / float(n);
-  squashed_draw<float, A> d;
-  d.compute(heads + i * 2 * A, eps + i * A, lo, hi);
-  float x[O + A], q1, q2, ca[CA], dz[CA], d_x[O + A], g_a[A];
-  for (int k = 0; k < O; ++k) x[k] = obs[i * O + k];
-  for (int k = 0; k < A; ++k) x[O + k] = d.action[k];
-  Nets::critic::forward(c1, x, &q1);
-  Nets::critic::forward(c2, x, &q2);
-  const bool first = q1 <= q2;  // the gradient of min goes through the smaller critic (recomputed with acts)
-  Nets::critic::forward(first ? c1 : c2, x, first ? &q1 : &q2, ca);
-  const float minus_one = -1.0f;
-  Nets::critic::backward_deltas(first ? c1 : c2, ca, &minus_one, dz, d_x);
-  for (int k = 0; k < A; ++k) g_a[k] = d_x[O + k] * scale;
-  d.backward(heads + i * 2 * A, eps + i * A, lo, hi, g_a, alpha * scale, d_heads + i * 2 * A);
-  atomicAdd(sums + sac_sum_actor, (alpha * d.log_prob - (first ? q1 : q2)) * scale);
-  atomicAdd(sums + sac_sum_log_prob, d.log_prob * scale);
-}
-
-// Adam on log_alpha alone (state: m, v, step count as float), loss -log_alpha (mean log_prob + target).
-__global__ static void alpha_step(float* log_alpha, float* state, const float* sums, float target, float lr) {
-  const float g = -(sums[sac_sum_log_prob] + target);
-  const float t = state[2] + 1.0f;
-  state[2] = t;
-  state[0] = 0.9f * state[0] + 0.1f * g;
-  state[1] = 0.999f * state[1] + 0.001f * g * g;
-  const float bc1 = 1.0f - powf(0.9f, t), bc2 = sqrtf(1.0f - powf(0.999f, t));
-  *log_alpha -= (lr / bc1) * state[0] / (sqrtf(state[1]) / bc2 + 1e-8f);
-}
-
-// v[i] *= scale: the group's sum becomes its mean (the host path's multiply, so both give the same bits).
-__global__ static void scale(float* v, std::size_t n, float s) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) v[i] *= s;
-}
-
-__global__ static void polyak(float* target, const float* online, std::size_t n, float tau) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) target[i] = (1.0f - tau) * target[i] + tau * online[i];
-}
-
-// One step of environment i: the action (uniform while warming up, else the actor's draw), the env step, and
-// the transition written as row i of the rollout columns.
-template <class E, class Nets>
-__global__ void collect(env_batch_view<E> env, const float* actor_p, float* obs, float* act, float* rew,
-                        float* next_obs, float* term, bool warmup, std::uint64_t seed, std::uint64_t round, float lo,
-                        float hi, float* current) {
-  constexpr int O = E::obs_dim, A = E::act_dim;
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= env.num_envs) return;
-  float o[O], a[A], next[O], fin[O];
-  for (int k = 0; k < O; ++k) o[k] = current[i * O + k];
-  gmi::rng r(seed, round * 0x100000000ull + i);
-  if (warmup) {
-    for (int k = 0; k < A; ++k) a[k] = r.uniform(-1.0f, 1.0f);
-  } else {
-    float head[2 * A], eps[A];
-    Nets::actor::forward(actor_p, o, head);
-    for (int k = 0; k < A; ++k) eps[k] = r.normal();
-    squashed_draw<float, A> d;
-    d.compute(head, eps, lo, hi);
-    for (int k = 0; k < A; ++k) a[k] = d.action[k];
-  }
-  const step_result s = env.step_one(i, a, next, fin);
-  const bool ended = s.terminated || s.truncated;
-  for (int k = 0; k < O; ++k) {
-    obs[i * O + k] = o[k];
-    next_obs[i * O + k] = ended ? fin[k] : next[k];
-    current[i * O + k] = next[k];
-  }
-  for (int k = 0; k < A; ++k) act[i * A + k] = a[k];
-  rew[i] = s.reward;
-  term[i] = s.terminated ? 1.0f : 0.0f;
-}
-}  // namespace sac_kernels
 
 // The device trainer: the same algorithm and settings as sac_trainer (sac.hpp), on the table's stream.
 template <gmi::env E, class Nets = sac_networks<E::obs_dim, E::act_dim, 256>>
@@ -192,7 +67,9 @@ class sac_device_trainer {
         critic2_opt_(adam_of(cfg_.critic_lr), critic2_.size(), pol_),
         log_alpha_(upload(std::vector<float>{std::log(cfg_.initial_alpha)})),
         alpha_state_(upload(std::vector<float>{0.0f, 0.0f, 0.0f})),
-        sums_(sac_sum_count) {
+        sums_(sac_sum_count),
+        update_count_(1) {
+    update_count_.fill_bytes(0, pol_.stream);
     const auto B = std::size_t(cfg_.batch);
     current_ = buf<float>(n_ * O);
     ro_obs_ = buf<float>(n_ * O);
@@ -309,57 +186,34 @@ class sac_device_trainer {
   [[nodiscard]] const sac_config& config() const noexcept { return cfg_; }
   [[nodiscard]] replay::device_table& table() noexcept { return table_; }
 
+  // One gradient step. With config().cuda_graph and no group sums, the first step runs as launches and the
+  // second captures its kernels in a CUDA graph that every later step replays (one launch); the random streams
+  // and the replay draw are keyed by the device's update count, so both ways compute the same bits.
+  // A capture that fails (a call inside that cannot be captured) is dropped with one line on stderr, and the
+  // updates launch from then on: graph_updates() stays 0.
   void update() {
-    const auto B = std::size_t(cfg_.batch);
-    const cudaStream_t s = pol_.stream;
-    table_.sample(replay::sampler::uniform(), B, 1, seed_ * 0x9E3779B97F4A7C15ull + updates_, batch_);
-    const float* obs = batch_.template column<float>(0);
-    const float* act = batch_.template column<float>(1);
-    const float* rew = batch_.template column<float>(2);
-    const float* nxt = batch_.template column<float>(3);
-    const float* term = batch_.template column<float>(4);
-    const unsigned nb = sac_kernels::blocks(B), eb = sac_kernels::blocks(B * A);
-    sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, 2 * updates_, B * A, eps_.data());
-    sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, 2 * updates_ + 1, B * A, eps_next_.data());
-    sums_.fill_bytes(0, s);
-    sac_kernels::targets<Nets><<<nb, 256, 0, s>>>(actor_.data(), target1_.data(), target2_.data(), nxt, rew, term,
-                                                  eps_next_.data(), B, log_alpha_.data(), cfg_.gamma,
-                                                  cfg_.log_std_min, cfg_.log_std_max, y_.data());
-    sac_kernels::concat<<<nb, 256, 0, s>>>(obs, O, act, A, B, x_.data());
-    GMI_CUDA_TRY(cudaGetLastError());
-    const std::size_t C = critic1_.size();
-    critic_gradient(critic1_, 0);
-    critic_gradient(critic2_, C);
-    if (sync_.active()) average(0);
-    critic1_opt_.step(critic1_.span(), device_span<const float>(g_critic_.data(), C));
-    critic2_opt_.step(critic2_.span(), device_span<const float>(g_critic_.data() + C, C));
-    actor_bm_.forward(actor_.span(), {obs, B * O}, heads_.span(), actor_acts_.span());
-    sac_kernels::actor_heads<Nets><<<nb, 256, 0, s>>>(heads_.data(), obs, eps_.data(), critic1_.data(),
-                                                      critic2_.data(), B, log_alpha_.data(), cfg_.log_std_min,
-                                                      cfg_.log_std_max, d_heads_.data(), sums_.data());
-    GMI_CUDA_TRY(cudaGetLastError());
-    const std::size_t P = actor_.size();
-    actor_bm_.backward(actor_.span(), {obs, B * O}, actor_acts_.span(), d_heads_.span(),
-                       device_span<float>(g_actor_.data(), P));
-    // The temperature's gradient is a function of the mean log-prob: averaging that averages the gradient.
-    if (sync_.active()) {
-      GMI_CUDA_TRY(cudaMemcpyAsync(g_actor_.data() + P, sums_.data() + sac_sum_log_prob, sizeof(float),
-                                   cudaMemcpyDeviceToDevice, s));
-      average(1);
-      GMI_CUDA_TRY(cudaMemcpyAsync(sums_.data() + sac_sum_log_prob, g_actor_.data() + P, sizeof(float),
-                                   cudaMemcpyDeviceToDevice, s));
+    if (cfg_.cuda_graph && !sync_.active() && updates_ >= 1 && !graph_failed_) {
+      if (!graph_) {
+        try {
+          graph_ = cuda::instantiate(cuda::capture(pol_.stream, [&](cudaStream_t) { enqueue_update(); }));
+        } catch (const gmi::error& e) {
+          graph_failed_ = true;
+          std::fprintf(stderr, "gmi: sac_device_trainer: the update could not be captured as a CUDA graph (%s); its "
+                               "kernels launch one by one\n", e.what());
+        }
+      }
+      if (graph_) {
+        graph_.launch(pol_.stream);
+        ++graph_updates_;
+        ++updates_;
+        return;
+      }
     }
-    actor_opt_.step(actor_.span(), device_span<const float>(g_actor_.data(), P));
-    if (cfg_.tune_alpha)
-      sac_kernels::alpha_step<<<1, 1, 0, s>>>(log_alpha_.data(), alpha_state_.data(), sums_.data(),
-                                              cfg_.entropy_target(A), cfg_.alpha_lr);
-    sac_kernels::polyak<<<sac_kernels::blocks(target1_.size()), 256, 0, s>>>(target1_.data(), critic1_.data(),
-                                                                             target1_.size(), cfg_.tau);
-    sac_kernels::polyak<<<sac_kernels::blocks(target2_.size()), 256, 0, s>>>(target2_.data(), critic2_.data(),
-                                                                             target2_.size(), cfg_.tau);
-    GMI_CUDA_TRY(cudaGetLastError());
+    enqueue_update();
     ++updates_;
   }
+  // Updates that ran as a replay of the captured graph.
+  [[nodiscard]] std::uint64_t graph_updates() const noexcept { return graph_updates_; }
 
   // The deterministic policy's mean return over one episode in each of `envs` fresh environments, stepped on the
   // host (tasks whose params bind device tables are not supported here).
@@ -466,6 +320,59 @@ class sac_device_trainer {
     GMI_CUDA_TRY(cudaStreamSynchronize(table_.stream()));
     return v;
   }
+  // The kernels of one update, on the stream (captured or launched).
+  void enqueue_update() {
+    const auto B = std::size_t(cfg_.batch);
+    const cudaStream_t s = pol_.stream;
+    table_.sample(replay::sampler::uniform(), B, 1, seed_ * 0x9E3779B97F4A7C15ull, batch_, update_count_.data());
+    const float* obs = batch_.template column<float>(0);
+    const float* act = batch_.template column<float>(1);
+    const float* rew = batch_.template column<float>(2);
+    const float* nxt = batch_.template column<float>(3);
+    const float* term = batch_.template column<float>(4);
+    const unsigned nb = sac_kernels::blocks(B), eb = sac_kernels::blocks(B * A);
+    sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, update_count_.data(), 0, B * A, eps_.data());
+    sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, update_count_.data(), 1, B * A, eps_next_.data());
+    sums_.fill_bytes(0, s);
+    sac_kernels::targets<Nets><<<nb, 256, 0, s>>>(actor_.data(), target1_.data(), target2_.data(), nxt, rew, term,
+                                                  eps_next_.data(), B, log_alpha_.data(), cfg_.gamma,
+                                                  cfg_.log_std_min, cfg_.log_std_max, y_.data());
+    sac_kernels::concat<<<nb, 256, 0, s>>>(obs, O, act, A, B, x_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    const std::size_t C = critic1_.size();
+    critic_gradient(critic1_, 0);
+    critic_gradient(critic2_, C);
+    if (sync_.active()) average(0);
+    critic1_opt_.step(critic1_.span(), device_span<const float>(g_critic_.data(), C));
+    critic2_opt_.step(critic2_.span(), device_span<const float>(g_critic_.data() + C, C));
+    actor_bm_.forward(actor_.span(), {obs, B * O}, heads_.span(), actor_acts_.span());
+    sac_kernels::actor_heads<Nets><<<nb, 256, 0, s>>>(heads_.data(), obs, eps_.data(), critic1_.data(),
+                                                      critic2_.data(), B, log_alpha_.data(), cfg_.log_std_min,
+                                                      cfg_.log_std_max, d_heads_.data(), sums_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    const std::size_t P = actor_.size();
+    actor_bm_.backward(actor_.span(), {obs, B * O}, actor_acts_.span(), d_heads_.span(),
+                       device_span<float>(g_actor_.data(), P));
+    // The temperature's gradient is a function of the mean log-prob: averaging that averages the gradient.
+    if (sync_.active()) {
+      GMI_CUDA_TRY(cudaMemcpyAsync(g_actor_.data() + P, sums_.data() + sac_sum_log_prob, sizeof(float),
+                                   cudaMemcpyDeviceToDevice, s));
+      average(1);
+      GMI_CUDA_TRY(cudaMemcpyAsync(sums_.data() + sac_sum_log_prob, g_actor_.data() + P, sizeof(float),
+                                   cudaMemcpyDeviceToDevice, s));
+    }
+    actor_opt_.step(actor_.span(), device_span<const float>(g_actor_.data(), P));
+    if (cfg_.tune_alpha)
+      sac_kernels::alpha_step<<<1, 1, 0, s>>>(log_alpha_.data(), alpha_state_.data(), sums_.data(),
+                                              cfg_.entropy_target(A), cfg_.alpha_lr);
+    sac_kernels::polyak<<<sac_kernels::blocks(target1_.size()), 256, 0, s>>>(target1_.data(), critic1_.data(),
+                                                                             target1_.size(), cfg_.tau);
+    sac_kernels::polyak<<<sac_kernels::blocks(target2_.size()), 256, 0, s>>>(target2_.data(), critic2_.data(),
+                                                                             target2_.size(), cfg_.tau);
+    GMI_CUDA_TRY(cudaGetLastError());
+    sac_kernels::count_update<<<1, 1, 0, s>>>(update_count_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
   // The critic's gradient into g_critic_ from `offset` on; its loss into sums_.
   void critic_gradient(buf<float>& critic, std::size_t offset) {
     const auto B = std::size_t(cfg_.batch);
@@ -522,11 +429,14 @@ class sac_device_trainer {
   buf<float> actor_, critic1_, critic2_, target1_, target2_;
   nn::adam<exec::cuda> actor_opt_, critic1_opt_, critic2_opt_;
   buf<float> log_alpha_, alpha_state_, sums_;
+  buf<std::uint64_t> update_count_;  // updates enqueued, on the device: keys the update's random streams
   buf<float> current_, ro_obs_, ro_next_, ro_act_, ro_rew_, ro_term_;
   buf<float> eps_, eps_next_, y_, x_, q_, d_q_, heads_, d_heads_, critic_acts_, actor_acts_, g_critic_, g_actor_;
   replay::device_batch batch_;
   std::size_t env_steps_ = 0;
-  std::uint64_t batch_steps_ = 0, updates_ = 0, device_sums_ = 0, host_sums_ = 0;
+  std::uint64_t batch_steps_ = 0, updates_ = 0, device_sums_ = 0, host_sums_ = 0, graph_updates_ = 0;
+  cuda::graph_exec graph_;  // one update, captured at the second (config().cuda_graph)
+  bool graph_failed_ = false;
   double owed_updates_ = 0;
   sac_sync sync_;
   std::vector<float> staged_;

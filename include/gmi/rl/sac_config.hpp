@@ -27,6 +27,10 @@ struct sac_config {
   std::size_t warmup_steps = 1000;       // env transitions with uniform random actions before the first update
   float updates_per_step = 1.0f;         // gradient steps per collected env transition (UTD ratio)
   std::optional<float> max_grad_norm;    // nullopt: no clipping (the paper's setting)
+  // The GPU trainer (sac_device_trainer) replays each update as one captured CUDA graph: the same bits as
+  // launching its kernels one by one. Not with data-parallel sums (those updates launch as before); the host
+  // trainer ignores it.
+  bool cuda_graph = false;
 
   // The target entropy used for act_dim actions.
   [[nodiscard]] float entropy_target(int act_dim) const { return target_entropy ? *target_entropy : -float(act_dim); }

@@ -113,12 +113,14 @@ __global__ static void tree_level_keys_kernel(table_ref t, const std::int32_t* k
   tree_refresh(t.prio_tree, (t.leaves + s) >> level);
 }
 
-__global__ static void draw_kernel(table_ref t, bool prioritized, std::uint64_t seed, std::int64_t n,
-                                   std::int32_t* keys, double* prob) {
+// seed_offset (device memory, or null): added to seed when the kernel runs, so a captured graph draws anew each replay.
+__global__ static void draw_kernel(table_ref t, bool prioritized, std::uint64_t seed, const std::uint64_t* seed_offset,
+                                   std::int64_t n, std::int32_t* keys, double* prob) {
   const std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   if (b >= n) return;
   const double* tree = prioritized ? t.prio_tree : t.size_tree;
-  const std::int32_t k = tree_draw(tree, t.leaves, unit_draw(seed, static_cast<std::uint64_t>(b)));
+  const std::uint64_t s = seed_offset ? seed + *seed_offset : seed;
+  const std::int32_t k = tree_draw(tree, t.leaves, unit_draw(s, static_cast<std::uint64_t>(b)));
   keys[b] = k;
   prob[b] = tree_probability(tree, t.leaves, k);
 }
@@ -143,12 +145,11 @@ struct gather_args {
   std::int32_t length;
 };
 
-// One block per window: each thread checks a step in the slot after the previous (the common case), thread 0
-// follows links from the first miss, then the block copies the window's words with zeros for padding.
-__global__ static void gather_kernel(table_ref t, gather_args g) {
-  extern __shared__ std::int32_t slots[];
+// Window b of a batch, by the whole block (slots: length ints of shared memory): each thread checks a step in
+// the slot after the previous (the common case), thread 0 follows links from the first miss, then the block
+// copies the window's words with zeros for padding.
+__device__ inline void gather_window(const table_ref& t, const gather_args& g, std::int64_t b, std::int32_t* slots) {
   __shared__ std::int32_t first_miss;
-  const std::int64_t b = blockIdx.x;
   const std::int32_t start = g.keys[b];
   if (threadIdx.x == 0) first_miss = g.length;
   __syncthreads();
@@ -173,6 +174,12 @@ __global__ static void gather_kernel(table_ref t, gather_args g) {
       out[j] = s >= 0 ? t.row(c, s)[j - k * w] : 0u;
     }
   }
+}
+
+// One block per window of one table.
+__global__ static void gather_kernel(table_ref t, gather_args g) {
+  extern __shared__ std::int32_t slots[];
+  gather_window(t, g, blockIdx.x, slots);
 }
 
 inline unsigned blocks_for(std::int64_t n, unsigned threads = 256) {
