@@ -9,7 +9,10 @@
 // (batch_local.cuh) and the warp-per-env layout (batch_warp.cuh), side by side under the same controls. With
 // --driver-paths: env steps per second through the env driver that training and serving use (env_batch over
 // exec::cuda: physics + observation + reward + auto-reset) with params.step_path threads, then warp, each line
-// carrying the path that ran and the path the rule picks for that task and count ("chosen").
+// carrying the path that ran and the path the rule picks for that task and count ("chosen"). --tile-lanes and
+// --solver-rows list the warp path's layouts to measure in both modes (lanes per environment 8, 16, 32 or 0 for the
+// model's default; the constraint rows in shared memory or global slots); each warp line carries its layout, its
+// environments per block and how many environments an SM holds at once.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -30,7 +33,9 @@
 #include <gmi/metrics/summary.hpp>
 #include <gmi/physics/batch_local.cuh>
 #include <gmi/physics/batch_warp.cuh>
+#include <gmi/physics/step_path.hpp>
 #include <gmi/rl/env_batch.cuh>
+#include <gmi/rl/physics_env_step.cuh>
 
 namespace {
 template <class T>
@@ -52,6 +57,8 @@ struct options {
   bool driver_paths = false;
   std::string physics_step;  // gmi::physics::request_step_path: "", auto, threads, warp
   std::vector<int> warps_per_block{0};
+  std::vector<int> tile_lanes{32};
+  std::vector<std::string> solver_rows{"shared"};
 };
 
 // Physics steps per env step of a task.
@@ -139,12 +146,24 @@ void compare_paths(const options& o, const gmi::metrics::run_info& run, std::ofs
                     {{"layout", "batch_local.cuh"}, {"scratch_bytes_per_env", b.scratch_bytes_per_env()}},
                     stream.get());
     }
-    for (const int w : o.warps_per_block) {
-      gmi::physics::warp_batch<M> b(n, stream.get(), w);
-      bench_path<T>(o, run, file, b, n, "warp_per_env",
-                    {{"layout", "batch_warp.cuh"}, {"warps_per_block", b.warps_per_block()},
-                     {"shared_bytes_per_block", b.shared_bytes()}, {"scratch_bytes_per_env", b.scratch_bytes_per_env()}},
-                    stream.get());
+    for (const int lanes : o.tile_lanes) {
+      for (const std::string& rows : o.solver_rows) {
+        for (const int w : o.warps_per_block) {
+          const gmi::physics::tile_layout layout{lanes != 0 ? lanes : gmi::physics::default_tile_lanes(M::sizes()),
+                                                 rows == "global"};
+          gmi::physics::warp_batch<M> b(n, stream.get(), w, layout);
+          const gmi::physics::tile_plan& plan = b.plan();
+          bench_path<T>(o, run, file, b, n, "warp_per_env",
+                        {{"layout", "batch_warp.cuh"}, {"lanes", layout.lanes}, {"solver_rows", rows},
+                         {"envs_per_block", plan.envs_per_block}, {"warps_per_block", b.warps_per_block()},
+                         {"resident_envs_per_sm", plan.resident_envs_per_sm}, {"blocks", b.blocks()},
+                         {"registers_per_thread", plan.registers_per_thread},
+                         {"shared_bytes_per_block", b.shared_bytes()},
+                         {"scratch_bytes_per_env", b.scratch_bytes_per_env(layout)},
+                         {"spill_bytes", b.spill_bytes()}},
+                        stream.get());
+        }
+      }
     }
   }
 }
@@ -195,6 +214,14 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
                    {"state_bytes_per_env", sizeof(typename T::state)},
                    {"scratch_bytes_per_env", T::sim::scratch_reals * sizeof(float)},
                    {"episodes_finished", stats.episodes}, {"mean_episode_length", stats.mean_length()}});
+      if (std::string(gmi::rl::env_step_path_name(b)) == "warp_per_env") {
+        const gmi::physics::tile_plan plan = gmi::rl::warp_env_plan<T>();
+        line.update({{"lanes", plan.layout.lanes}, {"solver_rows", plan.layout.spill_rows ? "global" : "shared"},
+                     {"envs_per_block", plan.envs_per_block}, {"resident_envs_per_sm", plan.resident_envs_per_sm},
+                     {"registers_per_thread", plan.registers_per_thread}, {"shared_bytes_per_block", plan.shared_bytes},
+                     {"shared_bytes_per_env",
+                      gmi::physics::warp_batch<typename T::sim::model_type>::scratch_bytes_per_env(plan.layout)}});
+      }
       std::cout << line.dump() << std::endl;
       if (file) file << line.dump() << '\n';
     }
@@ -220,8 +247,15 @@ int main(int argc, char** argv) {
                "env steps through env_batch with a thread per env, then a warp per env (params.step_path)");
   app.add_option("--physics-step", o.physics_step,
                  "the env driver's path for every batch: auto (the rule), threads or warp (wins over params)");
-  app.add_option("--warps-per-block", o.warps_per_block, "warp-per-env block sizes to measure (0: the most that fit)")
-      ->check(CLI::Range(0, 32));
+  app.add_option("--warps-per-block", o.warps_per_block,
+                 "warp path: environments per block to measure (0: the occupancy calculator's best)")
+      ->check(CLI::Range(0, 128));
+  app.add_option("--tile-lanes", o.tile_lanes,
+                 "warp path: lanes per environment to measure (8, 16, 32; 0: the model's default)")
+      ->check(CLI::IsMember({0, 8, 16, 32}));
+  app.add_option("--solver-rows", o.solver_rows,
+                 "warp path: where the constraint rows' arrays live, to measure (shared, global)")
+      ->check(CLI::IsMember({"shared", "global"}));
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<std::string> names;
@@ -247,11 +281,19 @@ int main(int argc, char** argv) {
         continue;
       }
       if (o.driver_paths) {
-        const std::vector<gmi::physics::step_path> both{gmi::physics::step_path::threads,
-                                                        gmi::physics::step_path::warp};
-        if (name == "ant") bench_task<gmi::envs::ant>(o, run, file, both);
-        if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file, both);
-        if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file, both);
+        // Thread per env once, then the warp path in each layout asked for (the rule's "chosen" follows the layout).
+        const std::vector<gmi::physics::step_path> threads{gmi::physics::step_path::threads},
+            warp{gmi::physics::step_path::warp};
+        for (int pass = -1; pass < static_cast<int>(o.tile_lanes.size() * o.solver_rows.size()); ++pass) {
+          const auto& paths = pass < 0 ? threads : warp;
+          if (pass >= 0)
+            gmi::physics::request_tile_layout(o.tile_lanes[pass / o.solver_rows.size()],
+                                              o.solver_rows[pass % o.solver_rows.size()]);
+          if (name == "ant") bench_task<gmi::envs::ant>(o, run, file, paths);
+          if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file, paths);
+          if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file, paths);
+        }
+        gmi::physics::request_tile_layout(0, "shared");
         continue;
       }
       if (o.physics_only) {

@@ -37,13 +37,31 @@ std::size_t scratch_bytes() {
 }  // namespace
 
 TEST_CASE("envs.step_path.rule_by_task_size_and_env_count") {
-  // A large model at few environments: warp; at more than warp_max_envs_per_sm per SM: threads.
-  const std::size_t most = ph::warp_max_envs_per_sm * 132;
+  // A large model at few environments: warp; at more than warp_max_waves times the resident count: threads. With
+  // no occupancy count given, one block of what fits: (227 KiB - 8192) / 20000 = 11 environments per SM.
+  CHECK(ph::resident_envs_per_sm(inputs(20000, 1)) == 11);
+  const std::size_t most = ph::warp_max_waves * 11 * 132;
   CHECK(ph::choose_step_path(A, A, inputs(20000, 4096)).path == W);
   CHECK(ph::choose_step_path(A, A, inputs(20000, most)).path == W);
   const auto many = ph::choose_step_path(A, A, inputs(20000, most + 1));
   CHECK(many.path == T);
-  CHECK(many.reason.find("per SM on 132 SMs") != std::string::npos);
+  CHECK(many.reason.find("11 resident per SM x 132 SMs") != std::string::npos);
+  // The occupancy calculator's count wins over the estimate and moves the bound with it: halving the shared memory
+  // per environment (spilled rows) that doubles the resident count doubles the count the warp path takes.
+  ph::step_path_inputs occ = inputs(20000, most + 1);
+  occ.resident_envs_per_sm = 22;
+  CHECK(ph::resident_envs_per_sm(occ) == 22);
+  CHECK(ph::choose_step_path(A, A, occ).path == W);
+  occ.num_envs = 2 * most;
+  CHECK(ph::choose_step_path(A, A, occ).path == W);
+  occ.num_envs = 2 * most + 1;
+  CHECK(ph::choose_step_path(A, A, occ).path == T);
+  // Fewer SMs (a GMI's share of the device): a proportionally smaller bound.
+  ph::step_path_inputs part = inputs(20000, most / 2 + 1);
+  part.sm_count = 66;
+  CHECK(ph::choose_step_path(A, A, part).path == T);
+  part.num_envs = most / 2;
+  CHECK(ph::choose_step_path(A, A, part).path == W);
   // A small model: threads at any count.
   const auto small = ph::choose_step_path(A, A, inputs(ph::warp_min_scratch_bytes - 4, 64));
   CHECK(small.path == T);
@@ -72,7 +90,7 @@ TEST_CASE("envs.step_path.the_tasks_under_the_rule") {
        {scratch_bytes<gmi::envs::ant>(), scratch_bytes<gmi::envs::humanoid>(), scratch_bytes<gmi::envs::anymal>()}) {
     CHECK(s >= ph::warp_min_scratch_bytes);
     CHECK(ph::choose_step_path(A, A, inputs(s, 4096)).path == W);
-    CHECK(ph::choose_step_path(A, A, inputs(s, 16384)).path == T);  // 124 per SM: the thread path's count
+    CHECK(ph::choose_step_path(A, A, inputs(s, 65536)).path == T);  // 496 per SM: the thread path's count
   }
   // Default params leave the choice to the rule.
   CHECK(gmi::envs::ant::params{}.step_path == A);
@@ -112,6 +130,30 @@ TEST_CASE("envs.step_path.overrides_config_field_and_request") {
   CHECK(ph::requested_step_path() == A);
   CHECK(std::string(ph::step_path_name(W)) == "warp_per_env");
   CHECK(std::string(ph::step_path_name(T)) == "thread_per_env");
+}
+
+TEST_CASE("envs.step_path.tile_lanes_per_model_and_request") {
+  // The narrowest tile holding a model's moving bodies and dofs in one pass: the ant (13 bodies, 14 dofs) 16 lanes,
+  // the humanoid (23 dofs) and anymal (18 dofs) a whole warp; a small model 8.
+  CHECK(ph::default_tile_lanes(gmi::envs::ant::sim::sizes_v) == 16);
+  CHECK(ph::default_tile_lanes(gmi::envs::humanoid::sim::sizes_v) == 32);
+  CHECK(ph::default_tile_lanes(gmi::envs::anymal::sim::sizes_v) == 32);
+  ph::model_sizes small{};
+  small.nbody = 4;
+  small.nv = 8;
+  CHECK(ph::default_tile_lanes(small) == 8);
+  small.nv = 9;
+  CHECK(ph::default_tile_lanes(small) == 16);
+  CHECK(ph::tile_layout_for(gmi::envs::ant::sim::sizes_v).lanes == 16);
+  CHECK_FALSE(ph::tile_layout_for(gmi::envs::ant::sim::sizes_v).spill_rows);
+  ph::request_tile_layout(8, "global");
+  CHECK(ph::tile_layout_for(gmi::envs::humanoid::sim::sizes_v).lanes == 8);
+  CHECK(ph::tile_layout_for(gmi::envs::humanoid::sim::sizes_v).spill_rows);
+  CHECK_THROWS_AS(ph::request_tile_layout(12), gmi::config_error);
+  CHECK_THROWS_AS(ph::request_tile_layout(16, "local"), gmi::config_error);
+  ph::request_tile_layout(0, "shared");
+  CHECK(ph::tile_layout_for(gmi::envs::anymal::sim::sizes_v).lanes == 32);
+  CHECK_FALSE(ph::tile_layout_for(gmi::envs::anymal::sim::sizes_v).spill_rows);
 }
 
 TEST_CASE_TEMPLATE("envs.step_path.split_step_is_the_step", E, gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {

@@ -159,10 +159,10 @@ TEST_SUITE("gpu") {
     std::vector<float> ctrl(std::size_t(sim::nu) * n);
     for (int u = 0; u < sim::nu; ++u)
       for (int e = 0; e < n; ++e) ctrl[std::size_t(u) * n + e] = 0.8f * std::sin(0.3f * e + u);
-    const std::vector<float> w4 = run_physics_layout(T::name, true, n, ctrl, 4, sub);
     const std::vector<float> table = sim::table();
     const gmi::physics::model_view<float> m = sim::view(table.data());
-    std::vector<float> scratch(sim::scratch_reals), h(w4.size()), start(w4.size(), 0.0f);
+    const std::size_t states = std::size_t(sim::nq + sim::nv) * n;
+    std::vector<float> scratch(sim::scratch_reals), h(states), start(states, 0.0f);
     for (int e = 0; e < n; ++e) {
       float q[sim::nq], v[sim::nv] = {}, c[sim::nu];
       for (int k = 0; k < sim::nq; ++k) q[k] = start[std::size_t(k) * n + e] = m.qpos0[k];
@@ -171,15 +171,56 @@ TEST_SUITE("gpu") {
       for (int k = 0; k < sim::nq; ++k) h[std::size_t(k) * n + e] = q[k];
       for (int k = 0; k < sim::nv; ++k) h[std::size_t(sim::nq + k) * n + e] = v[k];
     }
-    const auto [bad_host, worst_host] = outside(h, w4, 1e-3);
-    const auto [t20, w20] = run_physics_layouts_stepwise(T::name, n, ctrl, 20, sub);
-    const auto [bad_dev, worst_dev] = outside(t20, w20, 1e-3);
-    MESSAGE(T::name << " warp per env: worst relative difference " << worst_host << " from the host (4 control steps), "
-                    << worst_dev << " from thread per env (20 single steps)");
-    CHECK(bad_host == 0);
-    CHECK(bad_dev == 0);
-    const std::vector<float> last(w20.end() - static_cast<long>(start.size()), w20.end());
-    CHECK(outside(start, last, 1e-3).first > 0);  // the environments moved: the comparison is not vacuous
+    // Every layout: tiles of 32 (a warp, the first warp path), 16 and 8 lanes, the constraint rows in shared memory
+    // or in global slots; max_blocks 3 makes each tile step several environments in turn (its arrays, and its
+    // slot, reused), as a grid of only the resident blocks does at large counts.
+    struct layout_case {
+      int lanes;
+      bool spill;
+      int max_blocks;
+    };
+    for (const layout_case c : {layout_case{32, false, 0}, layout_case{16, false, 0}, layout_case{8, false, 0},
+                                layout_case{32, true, 0}, layout_case{16, true, 3}, layout_case{8, true, 3},
+                                layout_case{16, false, 3}}) {
+      CAPTURE(c.lanes);
+      CAPTURE(c.spill);
+      CAPTURE(c.max_blocks);
+      const gmi::physics::tile_layout layout{c.lanes, c.spill};
+      const std::vector<float> w4 = run_physics_layout(T::name, true, n, ctrl, 4, sub, layout, c.max_blocks);
+      const auto [bad_host, worst_host] = outside(h, w4, 1e-3);
+      const auto [t20, w20] = run_physics_layouts_stepwise(T::name, n, ctrl, 20, sub, layout, c.max_blocks);
+      const auto [bad_dev, worst_dev] = outside(t20, w20, 1e-3);
+      MESSAGE(T::name << " " << c.lanes << " lanes per env" << (c.spill ? ", rows in global slots" : "")
+                      << (c.max_blocks ? ", 3 blocks" : "") << ": worst relative difference " << worst_host
+                      << " from the host (4 control steps), " << worst_dev << " from thread per env (20 single steps)");
+      CHECK(bad_host == 0);
+      CHECK(bad_dev == 0);
+      const std::vector<float> last(w20.end() - static_cast<long>(start.size()), w20.end());
+      CHECK(outside(start, last, 1e-3).first > 0);  // the environments moved: the comparison is not vacuous
+    }
+  }
+
+  TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.rule_follows_the_resident_count" * doctest::timeout(60), T, gmi::envs::ant,
+                     gmi::envs::humanoid, gmi::envs::anymal) {
+    // On this device: the occupancy calculator's resident count for each layout, the rule's bound at
+    // warp_max_waves times it (warp at the bound, threads one past), and the rows in global slots holding more
+    // environments per SM than the rows in shared memory at the same width.
+    for (const int lanes : {32, 16, 8}) {
+      const rule_probe shared = probe_physics_rule(T::name, lanes, false);
+      const rule_probe global = probe_physics_rule(T::name, lanes, true);
+      MESSAGE(T::name << " " << lanes << " lanes: " << shared.resident_envs_per_sm << " resident per SM ("
+                      << shared.envs_per_block << " per block, " << shared.shared_bytes_per_env
+                      << " bytes each), rows in global slots " << global.resident_envs_per_sm << " (" << global.envs_per_block
+                      << " per block, " << global.shared_bytes_per_env << " bytes each), " << shared.sm_count << " SMs");
+      for (const rule_probe& r : {shared, global}) {
+        CHECK(r.lanes == lanes);
+        CHECK(r.resident_envs_per_sm > 0);
+        CHECK(r.at_bound == "warp_per_env");
+        CHECK(r.past_bound == "thread_per_env");
+      }
+      CHECK(global.shared_bytes_per_env < shared.shared_bytes_per_env);
+      CHECK(global.resident_envs_per_sm >= shared.resident_envs_per_sm);
+    }
   }
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.env_driver_warp_path_follows_thread_path" * doctest::timeout(300), T,
@@ -190,11 +231,27 @@ TEST_SUITE("gpu") {
     // with resets, auto-resets and episode ends. Observations and rewards within 1e-3 (1 + |threads|), flags and
     // episode counts equal; the first observations (resets, no physics) equal bit for bit. Then the same with the
     // warp batch stepped by rl::batched_dynamics (the batched rollout's env step) instead of env_batch::step.
-    const int n = 96, steps = 30;
-    const std::size_t rows = std::size_t(n) * T::obs_dim;
-    for (const bool via_dynamics : {false, true}) {
-      CAPTURE(via_dynamics);
-      const paired_paths r = step_physics_task_both_paths(T::name, n, steps, 2025, 11, via_dynamics);
+    // Tiles of 32, 16 and 8 lanes, rows in shared memory or global slots (env_batch::step), and the model's default
+    // layout through batched_dynamics; then 2048 environments, past what the SMs hold at once, so each tile steps
+    // several environments in turn.
+    struct driver_case {
+      int lanes;
+      bool spill, via_dynamics;
+      int n, steps;
+    };
+    for (const driver_case c : {driver_case{32, false, false, 96, 30}, driver_case{16, false, false, 96, 30},
+                                driver_case{8, false, false, 96, 30}, driver_case{16, true, false, 96, 30},
+                                driver_case{8, true, false, 96, 30}, driver_case{0, false, true, 96, 30},
+                                driver_case{0, false, false, 2048, 6}, driver_case{0, true, false, 2048, 6}}) {
+      CAPTURE(c.lanes);
+      CAPTURE(c.spill);
+      CAPTURE(c.via_dynamics);
+      CAPTURE(c.n);
+      const int n = c.n, steps = c.steps;
+      const bool via_dynamics = c.via_dynamics;
+      const std::size_t rows = std::size_t(n) * T::obs_dim;
+      const paired_paths r =
+          step_physics_task_both_paths(T::name, n, steps, 2025, 11, via_dynamics, c.lanes, c.spill);
       CHECK(r.threads_path == "thread_per_env");
       CHECK(r.warp_path == "warp_per_env");
       REQUIRE(r.threads.obs.size() == r.warp.obs.size());
@@ -207,8 +264,9 @@ TEST_SUITE("gpu") {
       const auto [bad_rew, worst_rew] = outside(r.warp.rewards, r.threads.rewards, 1e-3);
       long ends = 0;
       for (auto f : r.threads.terminated) ends += f;
-      MESSAGE(std::string(T::name) << (via_dynamics ? " batched_dynamics" : " env driver")
-                                   << ", warp per env against thread per env, one step from the same "
+      MESSAGE(std::string(T::name) << (via_dynamics ? " batched_dynamics" : " env driver") << ", " << c.lanes
+                                   << " lanes (0: default)" << (c.spill ? ", rows in global slots" : "") << ", " << n
+                                   << " envs, warp path against thread per env, one step from the same "
                                    << "states: observations " << worst_obs << ", rewards " << worst_rew << " ("
                                    << ends << " episodes ended; the rule picks " << r.auto_path << " for " << n
                                    << " environments)");

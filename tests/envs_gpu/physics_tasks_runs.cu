@@ -134,10 +134,11 @@ std::vector<float> run_batch(B& b, const std::vector<float>& ctrl, int launches,
 }
 
 template <class M>
-std::vector<float> run_layout(bool warp, int n, const std::vector<float>& ctrl, int launches, int substeps) {
+std::vector<float> run_layout(bool warp, int n, const std::vector<float>& ctrl, int launches, int substeps,
+                              gmi::physics::tile_layout layout, int max_blocks) {
   gmi::cuda::stream stream;
   if (warp) {
-    gmi::physics::warp_batch<M> b(n, stream.get());
+    gmi::physics::warp_batch<M> b(n, stream.get(), 0, layout, max_blocks);
     return run_batch(b, ctrl, launches, substeps, stream.get());
   }
   gmi::physics::local_batch<M> b(n, stream.get());
@@ -146,12 +147,13 @@ std::vector<float> run_layout(bool warp, int n, const std::vector<float>& ctrl, 
 // Thread per env free-running; before each launch the warp batch takes its state. Appends both after each.
 template <class M>
 std::pair<std::vector<float>, std::vector<float>> run_stepwise(int n, const std::vector<float>& ctrl, int launches,
-                                                               int substeps) {
+                                                               int substeps, gmi::physics::tile_layout layout,
+                                                               int max_blocks) {
   using sim = gmi::physics::builtin_sim<M>;
   gmi::cuda::stream stream;
   const cudaStream_t s = stream.get();
   gmi::physics::local_batch<M> t(n, s);
-  gmi::physics::warp_batch<M> w(n, s);
+  gmi::physics::warp_batch<M> w(n, s, 0, layout, max_blocks);
   std::pair<std::vector<float>, std::vector<float>> out;
   const std::size_t nn = static_cast<std::size_t>(n);
   for (int l = 0; l < launches; ++l) {
@@ -168,21 +170,28 @@ std::pair<std::vector<float>, std::vector<float>> run_stepwise(int n, const std:
 
 std::pair<std::vector<float>, std::vector<float>> run_physics_layouts_stepwise(std::string_view task, int n,
                                                                                const std::vector<float>& ctrl,
-                                                                               int launches, int substeps) {
-  if (task == "ant") return run_stepwise<gmi::envs::ant::sim::model_type>(n, ctrl, launches, substeps);
-  if (task == "humanoid") return run_stepwise<gmi::envs::humanoid::sim::model_type>(n, ctrl, launches, substeps);
-  if (task == "anymal") return run_stepwise<gmi::envs::anymal::sim::model_type>(n, ctrl, launches, substeps);
+                                                                               int launches, int substeps,
+                                                                               gmi::physics::tile_layout layout,
+                                                                               int max_blocks) {
+  if (task == "ant")
+    return run_stepwise<gmi::envs::ant::sim::model_type>(n, ctrl, launches, substeps, layout, max_blocks);
+  if (task == "humanoid")
+    return run_stepwise<gmi::envs::humanoid::sim::model_type>(n, ctrl, launches, substeps, layout, max_blocks);
+  if (task == "anymal")
+    return run_stepwise<gmi::envs::anymal::sim::model_type>(n, ctrl, launches, substeps, layout, max_blocks);
   throw std::invalid_argument("run_physics_layouts_stepwise: task: got " + std::string(task) +
                               ", need ant, humanoid or anymal");
 }
 
 std::vector<float> run_physics_layout(std::string_view task, bool warp_per_env, int n, const std::vector<float>& ctrl,
-                                      int launches, int substeps) {
-  if (task == "ant") return run_layout<gmi::envs::ant::sim::model_type>(warp_per_env, n, ctrl, launches, substeps);
+                                      int launches, int substeps, gmi::physics::tile_layout layout, int max_blocks) {
+  using gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal;
+  if (task == "ant")
+    return run_layout<ant::sim::model_type>(warp_per_env, n, ctrl, launches, substeps, layout, max_blocks);
   if (task == "humanoid")
-    return run_layout<gmi::envs::humanoid::sim::model_type>(warp_per_env, n, ctrl, launches, substeps);
+    return run_layout<humanoid::sim::model_type>(warp_per_env, n, ctrl, launches, substeps, layout, max_blocks);
   if (task == "anymal")
-    return run_layout<gmi::envs::anymal::sim::model_type>(warp_per_env, n, ctrl, launches, substeps);
+    return run_layout<anymal::sim::model_type>(warp_per_env, n, ctrl, launches, substeps, layout, max_blocks);
   throw std::invalid_argument("run_physics_layout: task: got " + std::string(task) + ", need ant, humanoid or anymal");
 }
 
@@ -253,10 +262,45 @@ paired_paths both_paths(int n, int steps, std::uint64_t seed, std::uint64_t acti
 }  // namespace
 
 paired_paths step_physics_task_both_paths(std::string_view task, int n, int steps, std::uint64_t seed,
-                                          std::uint64_t action_seed, bool via_dynamics) {
+                                          std::uint64_t action_seed, bool via_dynamics, int lanes, bool spill_rows) {
+  // The layout for this run only; a throw in between leaves the default too.
+  struct layout_guard {
+    ~layout_guard() { gmi::physics::request_tile_layout(0, "shared"); }
+  } guard;
+  gmi::physics::request_tile_layout(lanes, spill_rows ? "global" : "shared");
   if (task == "ant") return both_paths<gmi::envs::ant>(n, steps, seed, action_seed, via_dynamics);
   if (task == "humanoid") return both_paths<gmi::envs::humanoid>(n, steps, seed, action_seed, via_dynamics);
   if (task == "anymal") return both_paths<gmi::envs::anymal>(n, steps, seed, action_seed, via_dynamics);
   throw std::invalid_argument("step_physics_task_both_paths: task: got " + std::string(task) +
                               ", need ant, humanoid or anymal");
+}
+
+namespace {
+template <class T>
+rule_probe probe_rule() {
+  const gmi::physics::step_path_inputs in = gmi::rl::physics_step_inputs<T>(1);
+  rule_probe r;
+  r.resident_envs_per_sm = in.resident_envs_per_sm;
+  r.sm_count = in.sm_count;
+  r.shared_bytes_per_env = in.scratch_bytes_per_env;
+  const gmi::physics::tile_plan plan = gmi::rl::warp_env_plan<T>();
+  r.lanes = plan.layout.lanes;
+  r.envs_per_block = plan.envs_per_block;
+  const std::size_t bound = gmi::physics::warp_max_waves * in.resident_envs_per_sm * in.sm_count;
+  const typename T::params p{};
+  r.at_bound = gmi::rl::env_step_path_name<T>(p, bound);
+  r.past_bound = gmi::rl::env_step_path_name<T>(p, bound + 1);
+  return r;
+}
+}  // namespace
+
+rule_probe probe_physics_rule(std::string_view task, int lanes, bool spill_rows) {
+  struct layout_guard {
+    ~layout_guard() { gmi::physics::request_tile_layout(0, "shared"); }
+  } guard;
+  gmi::physics::request_tile_layout(lanes, spill_rows ? "global" : "shared");
+  if (task == "ant") return probe_rule<gmi::envs::ant>();
+  if (task == "humanoid") return probe_rule<gmi::envs::humanoid>();
+  if (task == "anymal") return probe_rule<gmi::envs::anymal>();
+  throw std::invalid_argument("probe_physics_rule: task: got " + std::string(task) + ", need ant, humanoid or anymal");
 }

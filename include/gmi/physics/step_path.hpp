@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <gmi/core/error.hpp>
+#include <gmi/physics/model.hpp>
 
 namespace gmi::physics {
 
@@ -47,35 +48,92 @@ inline void request_step_path(std::string_view s, std::string_view what = "--phy
 }
 inline step_path requested_step_path() { return detail::requested_step_path(); }
 
+// Where the warp path puts an environment: lanes per environment (8, 16 or 32: a warp steps 4, 2 or 1
+// environments) and whether the constraint rows' arrays (efc_J, efc_W, efc_A4) live in a global slot per resident
+// tile instead of shared memory (batch_warp.cuh).
+struct tile_layout {
+  int lanes = 32;
+  bool spill_rows = false;
+};
+
+inline constexpr bool valid_tile_lanes(int lanes) { return lanes == 8 || lanes == 16 || lanes == 32; }
+
+// The narrowest tile (8, 16 or 32 lanes) that holds the widest per-item stage of a model in one pass: its moving
+// bodies (the tree stages) and its dofs (mass-matrix rows, forces, factorization). Collision pairs and constraint
+// rows vary with the state and wrap round at any width.
+inline constexpr int default_tile_lanes(const model_sizes& s) {
+  const int widest = s.nbody - 1 > s.nv ? s.nbody - 1 : s.nv;
+  return widest <= 8 ? 8 : widest <= 16 ? 16 : 32;
+}
+
+namespace detail {
+struct layout_request {
+  int lanes = 0;  // 0: default_tile_lanes of the model
+  bool spill_rows = false;
+};
+inline layout_request& requested_tile_layout() {
+  static layout_request r;
+  return r;
+}
+}  // namespace detail
+
+// Asks every physics env batch stepped on a GPU with the warp path from now on in this process for `lanes` lanes
+// per environment (0: the model's default_tile_lanes; else 8, 16 or 32) and the constraint rows in shared memory
+// ("shared") or global slots ("global"). Throws config_error for other values.
+inline void request_tile_layout(int lanes, std::string_view rows = "shared", std::string_view what = "--tile-lanes") {
+  if (lanes != 0 && !valid_tile_lanes(lanes)) throw gmi::config_error(gmi::got_need(std::string(what), lanes, "0, 8, 16 or 32"));
+  if (rows != "shared" && rows != "global")
+    throw gmi::config_error(gmi::got_need("physics solver rows", std::string(rows), "shared or global"));
+  detail::requested_tile_layout() = {lanes, rows == "global"};
+}
+
+// The layout the warp path takes for a model of sizes s under the process-wide request.
+inline tile_layout tile_layout_for(const model_sizes& s) {
+  const detail::layout_request r = detail::requested_tile_layout();
+  return {r.lanes != 0 ? r.lanes : default_tile_lanes(s), r.spill_rows};
+}
+
 // What the rule looks at: the task's size and the environment count against the device.
 struct step_path_inputs {
-  std::size_t scratch_bytes_per_env = 0;   // the model's pipeline arrays for one environment (float)
+  std::size_t scratch_bytes_per_env = 0;   // shared memory of one environment's arrays in the warp path's layout
   std::size_t table_bytes = 0;             // the model's words
   std::size_t shared_bytes_per_block = 0;  // the device's opt-in shared memory per block
   std::size_t num_envs = 0;
   std::size_t sm_count = 0;  // the SMs the step may use
+  // Environments of the warp path resident on one SM at once (the occupancy calculator's, for the kernel's
+  // registers and shared memory); 0: unknown, taken as one block of what fits the shared memory per block.
+  std::size_t resident_envs_per_sm = 0;
 };
 
-// The rule's two thresholds, checked and moved by bench/physics/device_driver.sh (it prints the rule's choice beside
-// both paths' rates; bench/results/physics/2026-11-28-NVIDIA-H200-a22f379-driver-paths.jsonl set the second).
+// The rule's two thresholds, checked and moved by bench/physics/device_subwarp.sh (it prints the rule's choice
+// beside every path's rate).
 // Below this many bytes of arrays per environment a thread per environment keeps its traffic small, and a warp
 // spends most lanes idle on a model with few bodies, pairs and rows.
 inline constexpr std::size_t warp_min_scratch_bytes = 4096;
-// Above this many environments per SM the warp path (a few environments resident per SM, bound by shared memory)
-// has reached its rate, while the thread path still gains from more resident threads: measured, the warp path won
-// for the ant, humanoid and anymal at 31 environments per SM; at 62 it lost for the humanoid (0.70x) and anymal
-// (0.98x) and won for the ant (1.10x); at 124 it lost for all three.
-inline constexpr std::size_t warp_max_envs_per_sm = 48;
+// The warp path holds only its resident environments per SM and levels off once the count passes several times
+// that, while the thread path keeps gaining from more resident threads. Measured at 2312e8a
+// (bench/results/physics/2026-11-28-NVIDIA-H200-2312e8a-driver-paths.jsonl) with 8 (ant, anymal) or 6 (humanoid)
+// one-warp environments resident per SM: the warp path won at 62 environments per SM (7.75 and 10.3 times the
+// resident count), lost for the ant and anymal and tied for the humanoid at 124 (15.5 and 20.7 times).
+inline constexpr std::size_t warp_max_waves = 12;
 
 struct step_path_choice {
   step_path path = step_path::threads;
   std::string reason;  // one line: why (the rule's inputs or the override)
 };
 
+// Environments of the warp path resident per SM: the occupancy calculator's count, or one block of what fits.
+inline std::size_t resident_envs_per_sm(const step_path_inputs& in) {
+  if (in.resident_envs_per_sm > 0) return in.resident_envs_per_sm;
+  if (in.scratch_bytes_per_env == 0 || in.shared_bytes_per_block < in.table_bytes) return 0;
+  return (in.shared_bytes_per_block - in.table_bytes) / in.scratch_bytes_per_env;
+}
+
 // The path for `asked` (a task's params.step_path) under the process-wide request `requested` (which wins unless
-// automatic), else the rule: warp per environment when the task's arrays fit a block's shared memory with the
-// model, are at least warp_min_scratch_bytes, and num_envs is at most warp_max_envs_per_sm per SM. A warp path
-// asked for that does not fit the shared memory is a config_error.
+// automatic), else the rule: the warp path when the task's arrays fit a block's shared memory with the model, are
+// at least warp_min_scratch_bytes, and num_envs is at most warp_max_waves times the environments the warp path
+// holds resident (per SM, times the SMs). A warp path asked for that does not fit the shared memory is a
+// config_error.
 inline step_path_choice choose_step_path(step_path asked, step_path requested, const step_path_inputs& in) {
   const bool fits = in.shared_bytes_per_block >= in.table_bytes + in.scratch_bytes_per_env;
   const std::string need = std::to_string(in.table_bytes) + " bytes of model + " +
@@ -93,14 +151,16 @@ inline step_path_choice choose_step_path(step_path asked, step_path requested, c
   if (in.scratch_bytes_per_env < warp_min_scratch_bytes)
     return {step_path::threads, "thread per env: " + std::to_string(in.scratch_bytes_per_env) +
                                     " bytes of arrays per environment < " + std::to_string(warp_min_scratch_bytes)};
-  const std::size_t most = warp_max_envs_per_sm * in.sm_count;
+  const std::size_t resident = resident_envs_per_sm(in);
+  const std::size_t most = warp_max_waves * resident * in.sm_count;
   if (in.num_envs > most)
     return {step_path::threads, "thread per env: " + std::to_string(in.num_envs) + " environments > " +
-                                    std::to_string(warp_max_envs_per_sm) + " per SM on " +
-                                    std::to_string(in.sm_count) + " SMs"};
+                                    std::to_string(warp_max_waves) + " x " + std::to_string(resident) +
+                                    " resident per SM x " + std::to_string(in.sm_count) + " SMs"};
   return {step_path::warp, "warp per env: " + std::to_string(in.scratch_bytes_per_env) +
                                " bytes of arrays per environment fit the shared memory, " +
-                               std::to_string(in.num_envs) + " environments <= " + std::to_string(most)};
+                               std::to_string(in.num_envs) + " environments <= " + std::to_string(most) + " (" +
+                               std::to_string(resident) + " resident per SM)"};
 }
 
 }  // namespace gmi::physics

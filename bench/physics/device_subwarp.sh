@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# On a GPU machine, from the repository root: the warp path's layouts (batch_warp.cuh, rl/physics_env_step.cuh) checked
+# and measured in one call of under 9 minutes on a 16-core H100/H200 (about 4 of them building):
+#   1. gmi.test.physics_tasks (host): the path rule against the resident count, tile widths per model, the split step;
+#   2. gmi.test.physics_gpu (batch.cuh against the host) and gmi.test.physics_tasks_gpu: every layout (tiles of 32,
+#      16 and 8 lanes per environment; the constraint rows in shared memory or in global slots; tiles stepping
+#      several environments in turn) against the host and against thread per env, physics only and through the env
+#      driver and batched_dynamics;
+#   3. gmi.bench.physics_tasks --driver-paths: env steps per second through env_batch (physics, observation, reward,
+#      auto-reset, random actions) for ant, humanoid and anymal at 4096, 16384 and 65536 environments: thread per
+#      env, then the warp path at 32 lanes with the rows in shared memory (the first warp path's layout), 16 and 8
+#      lanes, each with the rows in shared memory and in global slots; medians of 3;
+#   4. with PHYSICS_ONLY=1, gmi.bench.physics_tasks --compare-paths over the same layouts (physics only).
+# Result lines (JSON) go to $OUT/physics_subwarp.jsonl (and $OUT/physics_subwarp_paths.jsonl), logs to $OUT/*.log,
+# a table to stdout: each layout's rate, its ratio to thread per env and to the first warp layout, the environments
+# an SM holds at once, and the rule's pick. Usage: bench/physics/device_subwarp.sh
+set -uo pipefail
+name=physics_subwarp
+source "$(dirname "$0")/device_common.sh"
+
+configure_build
+targets=(gmi.test.physics_tasks gmi.test.physics_gpu gmi.test.physics_tasks_gpu gmi.bench.physics_tasks)
+build_targets 260
+
+echo "== tests"
+timeout 40 "$build/tests/envs/gmi.test.physics_tasks" -tc='envs.step_path.*' > "$out/test_step_path.log" 2>&1 ||
+  { status=1; tail -20 "$out/test_step_path.log"; }
+tail -2 "$out/test_step_path.log"
+timeout 40 "$build/tests/physics/gmi.test.physics_gpu" > "$out/test_physics_gpu.log" 2>&1 ||
+  { status=1; tail -20 "$out/test_physics_gpu.log"; }
+tail -2 "$out/test_physics_gpu.log"
+timeout 110 "$build/tests/envs_gpu/gmi.test.physics_tasks_gpu" -s > "$out/test_physics_tasks_gpu.log" 2>&1; rc=$?
+grep -E "lanes|local_batch:" "$out/test_physics_tasks_gpu.log" | sed 's/^ *//' | head -60
+tail -3 "$out/test_physics_tasks_gpu.log"; [ $rc -eq 0 ] || status=1
+
+layouts=(--tile-lanes 32 16 8 --solver-rows shared global)
+echo "== env steps per second through env_batch: thread per env, then the warp path in each layout"
+timeout 180 "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths "${layouts[@]}" --run-id "$run_id" \
+  --git "$git_rev" --out "$lines" --envs 4096 16384 65536 --steps 8 --warmup 2 --reps 3 \
+  > "$out/bench_physics_subwarp_driver.log" 2>&1 || { status=1; tail -5 "$out/bench_physics_subwarp_driver.log"; }
+paths=()
+if [ "${PHYSICS_ONLY:-0}" = 1 ]; then
+  echo "== physics only, thread per env (batch_local) against the warp path's layouts (batch_warp)"
+  timeout 90 "$build/bench/physics/gmi.bench.physics_tasks" --compare-paths "${layouts[@]}" --run-id "$run_id-paths" \
+    --git "$git_rev" --out "$out/physics_subwarp_paths.jsonl" --envs 16384 65536 --steps 10 --warmup 2 --reps 3 \
+    > "$out/bench_physics_subwarp_paths.log" 2>&1 || { status=1; tail -5 "$out/bench_physics_subwarp_paths.log"; }
+  paths=("$out/physics_subwarp_paths.jsonl")
+fi
+python3 - "$lines" "${paths[@]}" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    try:
+        rows = [json.loads(l) for l in open(path)]
+    except OSError:
+        print(f"no result lines in {path}")
+        continue
+    print(f"-- {path.rsplit('/', 1)[-1]}: env steps/s (median of 3), ratio to thread per env, to 32 lanes shared")
+    by = {}
+    for j in rows:
+        key = "threads" if j["path"] == "thread_per_env" else f'{j.get("lanes")}/{j.get("solver_rows")}'
+        by.setdefault((j["task"], j["num_envs"]), {})[key] = j
+    for (task, n), runs in sorted(by.items()):
+        base = runs.get("threads", {}).get("median")
+        old = runs.get("32/shared", {}).get("median")
+        chosen = next((j.get("chosen") for j in runs.values() if "chosen" in j), None)
+        print(f"{task:>9} {n:>6} envs" + (f"; the rule picks {chosen}" if chosen else ""))
+        for key, j in runs.items():
+            m = j["median"]
+            r1 = f"{m / base:5.2f}x thr" if base else ""
+            r2 = f"{m / old:5.2f}x w32" if old and key != "threads" else ""
+            res = f'{j["resident_envs_per_sm"]:>3} resident/SM, {j.get("envs_per_block")} per block, ' \
+                  f'{j.get("registers_per_thread")} regs' \
+                if "resident_envs_per_sm" in j else ""
+            print(f"    {key:>14}: {m / 1e6:7.3f} M (min {j['min'] / 1e6:.3f}, max {j['max'] / 1e6:.3f}) {r1} {r2} {res}")
+        best = max(runs, key=lambda k: runs[k]["median"])
+        print(f"    fastest: {best}")
+PY
+exit $status
