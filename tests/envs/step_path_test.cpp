@@ -133,11 +133,11 @@ TEST_CASE("envs.step_path.overrides_config_field_and_request") {
 }
 
 TEST_CASE("envs.step_path.tile_lanes_per_model_and_request") {
-  // The narrowest tile holding a model's moving bodies and dofs in one pass: the ant (13 bodies, 14 dofs) 16 lanes,
-  // the humanoid (23 dofs) and anymal (18 dofs) a whole warp; a small model 8.
+  // 16 lanes for the ant (13 bodies, 14 dofs), the humanoid (23 dofs) and anymal (18 dofs), their wider stages
+  // wrapping round; a small model 8.
   CHECK(ph::default_tile_lanes(gmi::envs::ant::sim::sizes_v) == 16);
-  CHECK(ph::default_tile_lanes(gmi::envs::humanoid::sim::sizes_v) == 32);
-  CHECK(ph::default_tile_lanes(gmi::envs::anymal::sim::sizes_v) == 32);
+  CHECK(ph::default_tile_lanes(gmi::envs::humanoid::sim::sizes_v) == 16);
+  CHECK(ph::default_tile_lanes(gmi::envs::anymal::sim::sizes_v) == 16);
   ph::model_sizes small{};
   small.nbody = 4;
   small.nv = 8;
@@ -145,15 +145,18 @@ TEST_CASE("envs.step_path.tile_lanes_per_model_and_request") {
   small.nv = 9;
   CHECK(ph::default_tile_lanes(small) == 16);
   CHECK(ph::tile_layout_for(gmi::envs::ant::sim::sizes_v).lanes == 16);
-  CHECK_FALSE(ph::tile_layout_for(gmi::envs::ant::sim::sizes_v).spill_rows);
+  CHECK(ph::tile_layout_for(gmi::envs::ant::sim::sizes_v).spill_rows);
   ph::request_tile_layout(8, "global");
   CHECK(ph::tile_layout_for(gmi::envs::humanoid::sim::sizes_v).lanes == 8);
   CHECK(ph::tile_layout_for(gmi::envs::humanoid::sim::sizes_v).spill_rows);
   CHECK_THROWS_AS(ph::request_tile_layout(12), gmi::config_error);
   CHECK_THROWS_AS(ph::request_tile_layout(16, "local"), gmi::config_error);
-  ph::request_tile_layout(0, "shared");
+  ph::request_tile_layout(32, "shared");
   CHECK(ph::tile_layout_for(gmi::envs::anymal::sim::sizes_v).lanes == 32);
   CHECK_FALSE(ph::tile_layout_for(gmi::envs::anymal::sim::sizes_v).spill_rows);
+  ph::request_tile_layout(0);
+  CHECK(ph::tile_layout_for(gmi::envs::anymal::sim::sizes_v).lanes == 16);
+  CHECK(ph::tile_layout_for(gmi::envs::anymal::sim::sizes_v).spill_rows);
 }
 
 TEST_CASE_TEMPLATE("envs.step_path.split_step_is_the_step", E, gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {

@@ -58,18 +58,20 @@ struct tile_layout {
 
 inline constexpr bool valid_tile_lanes(int lanes) { return lanes == 8 || lanes == 16 || lanes == 32; }
 
-// The narrowest tile (8, 16 or 32 lanes) that holds the widest per-item stage of a model in one pass: its moving
-// bodies (the tree stages) and its dofs (mass-matrix rows, forces, factorization). Collision pairs and constraint
-// rows vary with the state and wrap round at any width.
+// The default tile: 8 lanes for a model whose moving bodies and dofs all fit 8 (a small model, not measured), else
+// 16. Measured at 2157117 on an H200 (bench/results/physics/2026-11-28-NVIDIA-H200-2157117-tiles.jsonl): 16 lanes
+// with the rows in global slots was the fastest layout at 4096 environments for the ant (14 dofs), the humanoid
+// (23) and anymal (18), ahead of 32 lanes, whose extra lanes idle while they hold the same registers; wider stages
+// wrap round the tile.
 inline constexpr int default_tile_lanes(const model_sizes& s) {
   const int widest = s.nbody - 1 > s.nv ? s.nbody - 1 : s.nv;
-  return widest <= 8 ? 8 : widest <= 16 ? 16 : 32;
+  return widest <= 8 ? 8 : 16;
 }
 
 namespace detail {
 struct layout_request {
-  int lanes = 0;  // 0: default_tile_lanes of the model
-  bool spill_rows = false;
+  int lanes = 0;          // 0: default_tile_lanes of the model
+  bool spill_rows = true;  // the rows in global slots: more environments resident (measured faster, above)
 };
 inline layout_request& requested_tile_layout() {
   static layout_request r;
@@ -80,7 +82,7 @@ inline layout_request& requested_tile_layout() {
 // Asks every physics env batch stepped on a GPU with the warp path from now on in this process for `lanes` lanes
 // per environment (0: the model's default_tile_lanes; else 8, 16 or 32) and the constraint rows in shared memory
 // ("shared") or global slots ("global"). Throws config_error for other values.
-inline void request_tile_layout(int lanes, std::string_view rows = "shared", std::string_view what = "--tile-lanes") {
+inline void request_tile_layout(int lanes, std::string_view rows = "global", std::string_view what = "--tile-lanes") {
   if (lanes != 0 && !valid_tile_lanes(lanes)) throw gmi::config_error(gmi::got_need(std::string(what), lanes, "0, 8, 16 or 32"));
   if (rows != "shared" && rows != "global")
     throw gmi::config_error(gmi::got_need("physics solver rows", std::string(rows), "shared or global"));
@@ -111,11 +113,11 @@ struct step_path_inputs {
 // spends most lanes idle on a model with few bodies, pairs and rows.
 inline constexpr std::size_t warp_min_scratch_bytes = 4096;
 // The warp path holds only its resident environments per SM and levels off once the count passes several times
-// that, while the thread path keeps gaining from more resident threads. Measured at 2312e8a
-// (bench/results/physics/2026-11-28-NVIDIA-H200-2312e8a-driver-paths.jsonl) with 8 (ant, anymal) or 6 (humanoid)
-// one-warp environments resident per SM: the warp path won at 62 environments per SM (7.75 and 10.3 times the
-// resident count), lost for the ant and anymal and tied for the humanoid at 124 (15.5 and 20.7 times).
-inline constexpr std::size_t warp_max_waves = 12;
+// that, while the thread path keeps gaining from more resident threads. Measured at 2157117 with the default
+// layout (16 lanes, rows global; 20 ant, 14 humanoid, 16 anymal environments resident per SM on an H200): the warp
+// path won at 4096 environments (1.5 to 2.7 times the resident count per SM), lost for the ant and anymal at
+// 16384 (6.2 and 7.8 times) and won by 9% for the humanoid there (8.9 times).
+inline constexpr std::size_t warp_max_waves = 6;
 
 struct step_path_choice {
   step_path path = step_path::threads;
