@@ -14,7 +14,7 @@ name=wholenet
 source "$(dirname "$0")/device_common.sh"
 
 wide_build 230 gmi.bench.wide gmi.test.nn_gpu gmi.test.ppo_gpu
-timeout 90 ctest --test-dir "$build" -R '^nn_gpu\.wholenet\.|^ppo_gpu\.wholenet_' --output-on-failure --timeout 80 \
+timeout 80 ctest --test-dir "$build" -R '^nn_gpu\.wholenet\.|^ppo_gpu\.wholenet_' --output-on-failure --timeout 70 \
   -V > "$out/wholenet-tests.log" 2>&1
 tests_rc=$?
 grep -E "tests passed|Failed|\*\*\*|SKIPPED|relative error|differ by|per-block limit" "$out/wholenet-tests.log" |
@@ -23,7 +23,7 @@ grep -E "tests passed|Failed|\*\*\*|SKIPPED|relative error|differ by|per-block l
 timeout 120 "$build/bench/wide/gmi.bench.wide" --cases peak,serving,training --kernels cublaslt,wholenet \
   --precisions tf32,bf16 --training-precisions tf32,bf16 --envs 4096,16384 --reps 3 --seconds 0.1 --out "$lines" \
   --run-id "$run_id" --git "$rev" | cut -c1-240
-wide_reference 100 --reps 3 --seconds 0.1 --precisions tf32,bf16
+wide_reference 90 --reps 3 --seconds 0.1 --precisions tf32,bf16
 
 python3 bench/wide/summarize.py "$lines" "$device" > "$out/wholenet-summary.txt"
 cat "$out/wholenet-summary.txt"
