@@ -54,17 +54,19 @@ if base:
         if g:
             print(f"  {b['net']:16s} {b['precision']:5s} {b['num_envs']:6d}: gmi {g[0]['median'] / 1e6:7.3f} M ({g[0]['git']}) "
                   f"base {b['median'] / 1e6:7.3f} M ({b['git']}) speedup {g[0]['median'] / b['median']:.2f}x")
-# device_fused.sh: the own tensor-core layer kernels (kernels mma) against cuBLASLt, same case, net, envs, precision.
-mma = [l for l in lines if l["impl"] == "gmi" and l.get("kernels") == "mma"]
-if mma:
-    print("layer kernels: mma (own fused products) against cublaslt (products + activation passes), same run:")
-    for m in mma:
+# device_fused.sh / device_wholenet.sh: the own kernels (kernels mma, wholenet) against cuBLASLt, same case, net,
+# envs and precision.
+own = [l for l in lines if l["impl"] == "gmi" and l.get("kernels") not in (None, "cublaslt")]
+if own:
+    print("layer kernels: own kernels (mma: fused products; wholenet: one kernel per forward) against cublaslt, same run:")
+    for m in own:
         c = [l for l in lines if l["impl"] == "gmi" and l.get("kernels") == "cublaslt" and l.get("case") == m.get("case")
              and l.get("net") == m.get("net") and l.get("num_envs") == m.get("num_envs")
              and l.get("precision") == m.get("precision")]
         if c:
-            print(f"  {m['case']:8s} {m['net']:16s} {m['num_envs']:6d} {m['precision']:5s}: mma {m['median'] / 1e6:8.3f} M "
-                  f"cublaslt {c[0]['median'] / 1e6:8.3f} M  mma/cublaslt {m['median'] / c[0]['median']:.2f}")
+            k = m["kernels"]
+            print(f"  {m['case']:8s} {m['net']:16s} {m['num_envs']:6d} {m['precision']:5s}: {k} {m['median'] / 1e6:8.3f} M "
+                  f"cublaslt {c[0]['median'] / 1e6:8.3f} M  {k}/cublaslt {m['median'] / c[0]['median']:.2f}")
 lg = [l for l in lines if l.get("case") == "layer_gemm"]
 if lg:
     print("one layer, 8192 x 512 x 512 (TFLOP/s of the product):")

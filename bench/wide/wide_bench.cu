@@ -7,7 +7,7 @@
 // rate (cuBLASLt, 8192^3, TF32 and bf16); one 8192 x 512 x 512 layer product alone, cuBLASLt against the own
 // tensor-core kernel with the ELU epilogue (layer_gemm); Adam's step at ShadowHand's parameter count in one
 // kernel and in three (adam). --kernels picks the layer kernels of the serving and training cases (cublaslt,
-// mma; tf32 and bf16 only: fp32 always runs cuBLASLt). Medians of --reps windows; one JSON line per case.
+// mma, wholenet; tf32 and bf16 only: fp32 always runs cuBLASLt). Medians of --reps windows; one JSON line per case.
 #include <gmi/gmi.hpp>
 #include <gmi/nn/adam.cuh>
 #include <gmi/nn/fused_gemm.cuh>
@@ -106,7 +106,7 @@ void serving(const options& o, const char* net_name) {
     for (const auto& kname : o.kernels) {
       const nn::network_config cfg{.precision = nn::parse_precision(pname, "--precisions"),
                                    .kernels = nn::parse_layer_kernels(kname, "--kernels")};
-      if (cfg.precision == nn::precision::fp32 && cfg.kernels == nn::layer_kernels::mma) continue;
+      if (cfg.precision == nn::precision::fp32 && cfg.kernels != nn::layer_kernels::cublaslt) continue;
       gmi::cuda::stream s;
       gmi::rl::batched_server<Task, Net> server(n, 1, gmi::exec::cuda{.stream = s.get()}, 20, cfg);
       const int window = server.graph_steps();
@@ -135,7 +135,7 @@ void training(const options& o, const char* net_name, const std::string& pname, 
   gmi::rl::ppo_config c;  // defaults: horizon 16, minibatch 8192, 8 epochs
   c.network.precision = nn::parse_precision(pname, "--training-precisions");
   c.network.kernels = nn::parse_layer_kernels(kname, "--kernels");
-  if (c.network.precision == nn::precision::fp32 && c.network.kernels == nn::layer_kernels::mma) return;
+  if (c.network.precision == nn::precision::fp32 && c.network.kernels != nn::layer_kernels::cublaslt) return;
   if (std::string(rule) == "wide") c.network.lt_min_width = 1;
   if (std::string(rule) == "narrow") c.network.lt_min_width = 1 << 20;
   gmi::rl::ppo_trainer<Task, Net, gmi::exec::cuda> t(o.training_envs, 1, c, {}, gmi::exec::cuda{.stream = s.get()});
@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
   app.add_option("--training-envs", o.training_envs, "envs of the training runs")->capture_default_str();
   app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold, layer_gemm, adam")
       ->capture_default_str();
-  app.add_option("--kernels", kernels, "layer kernels of serving and training: cublaslt, mma")->capture_default_str();
+  app.add_option("--kernels", kernels, "layer kernels of serving and training: cublaslt, mma, wholenet")->capture_default_str();
   app.add_option("--out", o.out, "append result lines here");
   app.add_option("--run-id", o.run_id, "run id shared with the JAX reference");
   app.add_option("--git", o.git, "revision for the result lines");

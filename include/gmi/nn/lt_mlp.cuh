@@ -9,13 +9,15 @@
 // master copies; products accumulate in fp32 and write fp32. With network_config::kernels mma (TF32, bf16) each
 // layer's forward and input-gradient product is instead one own tensor-core kernel (fused_gemm.cuh) with the
 // activation / the dz = dX * Act'(y) in its epilogue; the weight gradients stay cuBLASLt. Every call is capturable
-// in a CUDA graph.
+// in a CUDA graph. With kernels wholenet (TF32, bf16) a forward without an activation record is one kernel for the
+// whole network (wholenet.cuh); forwards with a record and the backward run as with cublaslt.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -28,6 +30,7 @@
 #include <gmi/nn/lt_linear.cuh>
 #include <gmi/nn/mlp.hpp>
 #include <gmi/nn/network_config.hpp>
+#include <gmi/nn/wholenet.cuh>
 
 namespace gmi::nn {
 
@@ -221,6 +224,7 @@ class lt_mlp {
         gemm_(static_cast<std::size_t>(cfg.lt_workspace_mib) << 20) {
     validate(cfg);
     gmi::require(max_batch >= 1, "lt_mlp max_batch", max_batch, ">= 1");
+    if (cfg.kernels == layer_kernels::wholenet) whole_.emplace(policy, cfg.precision);
     work_ = cuda::device_buffer<float>(2 * max_batch * Net::max_width);
     partial_ = cuda::device_buffer<float>(detail::lt_sum_chunks(max_batch) * Net::max_width);
     if (cfg_.precision == precision::bf16) {
@@ -245,13 +249,20 @@ class lt_mlp {
   [[nodiscard]] precision mode() const noexcept { return cfg_.precision; }
   // "lt_fp32", "lt_tf32" or "lt_bf16" (cuBLASLt), "mma_tf32" or "mma_bf16" (the own kernels, fused_gemm.cuh).
   [[nodiscard]] const char* path() const noexcept {
+    if (whole_) return whole_->path();
     if (mma_) return cfg_.precision == precision::tf32 ? "mma_tf32" : "mma_bf16";
     return cfg_.precision == precision::fp32 ? "lt_fp32" : cfg_.precision == precision::tf32 ? "lt_tf32" : "lt_bf16";
   }
   // Whether the layers run the own tensor-core kernels (network_config::kernels mma at tf32 or bf16).
   [[nodiscard]] bool uses_mma() const noexcept { return mma_; }
   // The stream later calls enqueue on (the plans do not depend on it).
-  void set_stream(cudaStream_t s) noexcept { policy_.stream = s; }
+  void set_stream(cudaStream_t s) noexcept {
+    policy_.stream = s;
+    if (whole_) whole_->set_stream(s);
+  }
+  // The whole-network kernel (kernels wholenet), for callers that feed it their own input and output functors;
+  // nullptr otherwise.
+  [[nodiscard]] wholenet<Net>* whole() noexcept { return whole_ ? &*whole_ : nullptr; }
   // Plans made so far (one per distinct product shape and pointer alignment).
   [[nodiscard]] std::size_t plans() const noexcept { return gemm_.plans(); }
   // Bias gradients formed by the column-sum kernels so far (0 while every BGRADB epilogue had an algorithm).
@@ -290,6 +301,10 @@ class lt_mlp {
   // The same without size checks, for callers that checked once (the PPO gradient path): n <= max_batch. With
   // acts, out may be nullptr: the outputs then stay only in the record (outputs_in), saving a copy.
   void forward_raw(const float* params, const float* x, float* out, float* acts, std::size_t n) {
+    if (whole_ && !acts) {  // one kernel (and the weight packing)
+      whole_->forward(params, x, out, n);
+      return;
+    }
     const bool bf16 = cfg_.precision == precision::bf16;
     const int N = static_cast<int>(n);
     if (bf16) {
@@ -488,6 +503,7 @@ class lt_mlp {
   std::size_t bias_sums_ = 0;
   cuda::device_buffer<__nv_bfloat16> w16_, h16_, wt16_;  // wt16_: the own kernels' transposed bf16 weights
   cuda::device_buffer<float> wt32_;                        // the own kernels' transposed TF32 weights
+  std::optional<wholenet<Net>> whole_;                     // kernels wholenet: the forward without a record
 };
 
 }  // namespace gmi::nn

@@ -33,15 +33,20 @@ inline precision parse_precision(std::string_view s, std::string_view what = "ne
 enum class layer_kernels {
   cublaslt,  // cuBLASLt products (bias / ReLU epilogues), ELU and dz = dX * Act'(y) as separate passes
   mma,       // own tensor-core products (fused_gemm.cuh) with bias + activation and the dz product in registers
+  wholenet,  // the forward without an activation record (serving, collection) as one kernel (wholenet.cuh); the
+             // rest as cublaslt
 };
 
-inline constexpr const char* layer_kernels_name(layer_kernels k) { return k == layer_kernels::cublaslt ? "cublaslt" : "mma"; }
+inline constexpr const char* layer_kernels_name(layer_kernels k) {
+  return k == layer_kernels::cublaslt ? "cublaslt" : k == layer_kernels::mma ? "mma" : "wholenet";
+}
 
-// "cublaslt" | "mma"; anything else is a config_error naming the flag.
+// "cublaslt" | "mma" | "wholenet"; anything else is a config_error naming the flag.
 inline layer_kernels parse_layer_kernels(std::string_view s, std::string_view what = "network kernels") {
   if (s == "cublaslt") return layer_kernels::cublaslt;
   if (s == "mma") return layer_kernels::mma;
-  throw gmi::config_error(gmi::got_need(what, std::string(s), "cublaslt or mma"));
+  if (s == "wholenet") return layer_kernels::wholenet;
+  throw gmi::config_error(gmi::got_need(what, std::string(s), "cublaslt, mma or wholenet"));
 }
 
 struct network_config {
@@ -65,7 +70,7 @@ inline void validate(const network_config& c) {
   gmi::require(c.lt_workspace_mib >= 0 && c.lt_workspace_mib <= 1024, "network lt_workspace_mib", c.lt_workspace_mib,
                "0 to 1024");
   const int k = static_cast<int>(c.kernels);
-  gmi::require(k >= 0 && k <= 1, "network kernels", k, "cublaslt (0) or mma (1)");
+  gmi::require(k >= 0 && k <= 2, "network kernels", k, "cublaslt (0), mma (1) or wholenet (2)");
 }
 
 // Whether a network whose widest layer is max_width runs through cuBLASLt, given whether the shared-memory

@@ -5,7 +5,9 @@
 // (nn::lt_mlp, fp32/TF32/bf16 by network_config), one kernel samples every action (and stores action, log-prob
 // and value), then the env step of the whole batch (batched_dynamics: matrix products for the linear proxies,
 // one kernel otherwise). collect() fills a ppo_rollout_view as ppo_rollout_view::collect does (GAE included);
-// step() serves. All of it is capturable in a CUDA graph after the first call (plans made eagerly).
+// step() serves. All of it is capturable in a CUDA graph after the first call (plans made eagerly). With
+// network_config::kernels wholenet the normalize and forward are one kernel (nn/wholenet.cuh), in serving with the
+// sampling too (batched_wholenet.cuh).
 
 #include <cuda_runtime_api.h>
 
@@ -20,6 +22,7 @@
 #include <gmi/nn/network_config.hpp>
 #include <gmi/nn/normalizer.hpp>
 #include <gmi/rl/batched_dynamics.cuh>
+#include <gmi/rl/batched_wholenet.cuh>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/gae.hpp>
 #include <gmi/rl/ppo_steps.hpp>
@@ -40,43 +43,12 @@ __global__ static void batch_normalize_kernel(const float* __restrict__ obs, std
   }
 }
 
-// What the sampling kernel reads and writes; pointers that may be null are marked.
-struct batch_sample_args {
-  const float* outputs;           // [n][dist_dim + 1]: policy outputs, then the value head
-  const float* params;            // the actor-critic's parameters (log_std after the MLP's)
-  float* actions;                 // [n][act_dim]
-  float* log_probs;               // [n] or null
-  float* values;                  // [n] or null: the value in return units
-  std::uint64_t* policy_blocks;   // [n]: the policy stream's Philox block counters
-  std::uint64_t* policy_words;    // [n] or null: the stream's word positions within a rollout (rng::word)
-  int rollout_step;               // with policy_words: 0 starts from policy_blocks
-  bool last_step;                 // with policy_words: the rollout's last sample writes policy_blocks
-  std::uint64_t policy_seed;
-  nn::normalizer_view value_norm;
-  bool normalize_value;
-  std::size_t n;
-};
-
 // One thread per env: the sample from its outputs row, as ppo_rollout_view::collect draws it (same stream).
 template <class Net>
 __global__ static void batch_sample_kernel(batch_sample_args a) {
-  constexpr int D = Net::dist_dim, A = Net::act_dim;
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= a.n) return;
-  float mu[D], act[A], logp;
-  for (int j = 0; j < D; ++j) mu[j] = a.outputs[i * (D + 1) + j];
-  // Within a rollout the stream resumes at its word, as the one thread of ppo_rollout_view::collect draws on.
-  const std::uint64_t word = !a.policy_words || a.rollout_step == 0 ? a.policy_blocks[i] * 4 : a.policy_words[i];
-  gmi::rng r = gmi::rng::from_word(a.policy_seed, i, word);
-  Net::sample(a.params, mu, r, act, &logp);
-  if (a.policy_words) a.policy_words[i] = r.word();
-  if (!a.policy_words || a.last_step) a.policy_blocks[i] = r.block();
-  for (int j = 0; j < A; ++j) a.actions[i * A + j] = act[j];
-  if (a.log_probs) a.log_probs[i] = logp;
-  if (a.values) {
-    const float v = a.outputs[i * (D + 1) + D];
-    a.values[i] = a.normalize_value ? a.value_norm.denormalize(0, v) : v;
-  }
+  batch_sample_row<Net>(a, i, a.outputs + i * (Net::dist_dim + 1));
 }
 
 // After the env step: ends = terminated or truncated; a truncated step's reward takes gamma V(final obs) when
@@ -157,12 +129,20 @@ class batched_rollout {
   }
 
   // Serving: one step of every environment (current_obs raw [n][obs_dim], read then overwritten with the next).
+  // weights_changed false: params are those of the previous step (the whole-network kernel keeps their packing).
   void step(const env_batch_view<E>& env, const float* params, float* current_obs, std::uint64_t* policy_blocks,
-            std::uint64_t policy_seed, nn::normalizer_view obs_norm, float* log_probs = nullptr) {
-    normalize(current_obs, obs_norm, inputs_.data(), nullptr);
-    forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, n_);
-    sample({outputs_.data(), params, actions_.data(), log_probs, nullptr, policy_blocks, nullptr, 0, false, policy_seed,
-            {}, false, n_});
+            std::uint64_t policy_seed, nn::normalizer_view obs_norm, float* log_probs = nullptr,
+            bool weights_changed = true) {
+    const detail::batch_sample_args sa{outputs_.data(), params, actions_.data(), log_probs, nullptr, policy_blocks,
+                                       nullptr, 0, false, policy_seed, {}, false, n_};
+    if (auto* whole = forward_.whole()) {  // normalize, forward and sampling in one kernel
+      if (weights_changed) whole->pack(params);
+      whole->run(params, n_, obs_in(current_obs, nullptr, obs_norm, nullptr), detail::whole_sample_tail<Net>{sa});
+    } else {
+      normalize(current_obs, obs_norm, inputs_.data(), nullptr);
+      forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, n_);
+      sample(sa);
+    }
     dynamics_.step(env, actions_.data(),
                    {rewards_.data(), terminated_.data(), truncated_.data(), current_obs, nullptr}, policy_.stream);
   }
@@ -173,8 +153,14 @@ class batched_rollout {
     gmi::require(static_cast<std::size_t>(v.num_envs) == n_, "batched_rollout num_envs", v.num_envs,
                  "the " + std::to_string(n_) + " built for");
     const std::size_t n = n_;
-    normalize(v.current_obs, v.obs_norm, inputs_.data(), v.obs);
-    forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, n);
+    auto* whole = forward_.whole();  // kernels wholenet: normalize and forward as one kernel (weights packed once)
+    if (whole) {
+      whole->pack(params);
+      whole->run(params, n, obs_in(v.current_obs, nullptr, v.obs_norm, v.obs), outputs_out());
+    } else {
+      normalize(v.current_obs, v.obs_norm, inputs_.data(), v.obs);
+      forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, n);
+    }
     for (int t = 0; t < v.horizon; ++t) {
       const std::size_t at = static_cast<std::size_t>(t) * n;
       sample({outputs_.data(), params, v.actions + at * A, v.log_probs + at, v.values + at, v.policy_rng_blocks,
@@ -184,9 +170,14 @@ class batched_rollout {
                      {v.rewards + at, terminated_.data(), truncated_.data(), v.current_obs, final_obs}, policy_.stream);
       // One forward of 2n rows: the next step's observations (after the last step: the last values) and every
       // final observation (its value bootstraps the truncated ones), instead of two products of n rows.
-      normalize(v.current_obs, v.obs_norm, inputs_.data(), t + 1 < v.horizon ? v.obs + (at + n) * O : nullptr);
-      if (final_obs) normalize(final_obs, v.obs_norm, inputs_.data() + n * O, nullptr);
-      forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, final_obs ? 2 * n : n);
+      float* raw_next = t + 1 < v.horizon ? v.obs + (at + n) * O : nullptr;
+      if (whole) {
+        whole->run(params, final_obs ? 2 * n : n, obs_in(v.current_obs, final_obs, v.obs_norm, raw_next), outputs_out());
+      } else {
+        normalize(v.current_obs, v.obs_norm, inputs_.data(), raw_next);
+        if (final_obs) normalize(final_obs, v.obs_norm, inputs_.data() + n * O, nullptr);
+        forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, final_obs ? 2 * n : n);
+      }
       const float* final_outputs = final_obs ? outputs_.data() + n * (D + 1) : nullptr;
       detail::batch_ends_kernel<Net><<<grid(), threads(), 0, policy_.stream>>>(
           n, terminated_.data(), truncated_.data(), final_outputs, v.value_norm, v.normalize_value, v.gamma,
@@ -218,6 +209,13 @@ class batched_rollout {
       return {};
     }
   }
+
+  // The whole-network kernel's ends: rows [0, n) from a, rows [n, 2n) from b; the outputs into outputs_.
+  [[nodiscard]] detail::whole_obs_in obs_in(const float* a, const float* b, nn::normalizer_view norm,
+                                            float* raw_store) const {
+    return {a, b, static_cast<int>(n_), O, norm, raw_store};
+  }
+  [[nodiscard]] nn::detail::wholenet_rows_out outputs_out() { return {outputs_.data(), D + 1}; }
 
   void normalize(const float* obs, nn::normalizer_view norm, float* inputs, float* raw_store) {
     const std::size_t total = n_ * O;

@@ -1,8 +1,9 @@
 #pragma once
 // The serving tier for networks too wide for one thread per environment: each step is batched_rollout::step over
 // the whole batch (normalize, the policy as cuBLASLt products, TF32 unless the network_config says otherwise, one
-// sampling kernel, the env step of all envs: matrix products for the linear proxies). A window of steps is
-// captured once as a CUDA graph and replayed, so the CPU issues one launch per window.
+// sampling kernel, the env step of all envs: matrix products for the linear proxies; with network_config::kernels
+// wholenet the normalize, forward and sampling are one kernel). A window of steps is captured once as a CUDA graph
+// and replayed, so the CPU issues one launch per window.
 
 #include <cuda_runtime_api.h>
 
@@ -60,10 +61,11 @@ class batched_server {
   batched_server(const batched_server&) = delete;
   batched_server& operator=(const batched_server&) = delete;
 
-  // One step of every environment, enqueued eagerly.
-  void step() {
+  // One step of every environment, enqueued eagerly. weights_changed false: the weights are those of the previous
+  // step (kernels wholenet then skips its weight packing).
+  void step(bool weights_changed = true) {
     rollout_.step(envs_.view(), params_.data(), obs_.data(), policy_blocks_.data(), detail::policy_stream_seed(seed_),
-                  norm_.view(), log_probs_.data());
+                  norm_.view(), log_probs_.data(), weights_changed);
   }
 
   // At least `steps` steps (whole graph windows), asynchronous.
@@ -72,7 +74,7 @@ class batched_server {
       step();  // eager first: cuBLASLt plans and module loading stay out of the capture
       GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
       graph_ = cuda::instantiate(cuda::capture(policy_.stream, [&](cudaStream_t) {
-        for (int k = 0; k < graph_steps_; ++k) step();
+        for (int k = 0; k < graph_steps_; ++k) step(k == 0);  // weights packed once per window
       }));
     }
     for (int done = 0; done < steps; done += graph_steps_) graph_.launch(policy_.stream);

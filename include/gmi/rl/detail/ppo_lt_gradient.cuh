@@ -5,6 +5,8 @@
 // keeps its log_std gradient and loss terms, backward the whole minibatch (weight and bias gradients summed over
 // the samples by the products), then sum the log_std gradients and loss terms per column (one block per column,
 // a fixed tree). The result is one gradient row, in the layout of the other paths. Every launch is capturable.
+// With network_config::kernels wholenet (TF32, bf16) the gather, forward and loss are one kernel (nn/wholenet.cuh)
+// after one weight-packing launch; the backward stays cuBLASLt.
 
 #include <cuda_runtime_api.h>
 
@@ -39,17 +41,12 @@ struct ppo_lt_store {
 // minibatch-mean loss, and column c of extra (extra[c * ld + k], so that both this kernel's stores and the column
 // sums' loads are coalesced) = (the gradient of the distribution's own parameters (log_std; none for a
 // categorical), the sample's scaled loss terms)[c].
+// Sample k (rollout sample j) of mb from its outputs yk: the per-sample part of ppo_lt_loss_kernel.
 template <class Net>
-__global__ static void ppo_lt_loss_kernel(ppo_minibatch_view<Net> mb, const float* params,
-                                          const std::uint64_t* round_base, int epoch, int epochs, const float* y,
-                                          float* d_out, float* extra, std::size_t ld) {
+__device__ inline void ppo_lt_loss_row(const ppo_minibatch_view<Net>& mb, const float* params, std::uint32_t k,
+                                       std::uint32_t j, const float* yk, float* d_out, float* extra, std::size_t ld) {
   constexpr int D = Net::dist_dim, P = Net::dist_param_count;
-  mb.shuffle_round = *round_base * static_cast<std::uint64_t>(epochs) + static_cast<std::uint64_t>(epoch);
-  const std::uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k >= mb.count) return;
-  const std::uint32_t j = mb.sample(k);
   const float scale = 1.0f / static_cast<float>(mb.count);
-  const float* yk = y + static_cast<std::size_t>(k) * (D + 1);
   float out[D], d_o[D], d_dist[P > 0 ? P : 1], d_value, terms[term_count];
   for (int a = 0; a < D; ++a) out[a] = yk[a];
   const ppo_sample_terms t = mb.loss_gradient(j, out, yk[D], params, scale, d_o, d_dist, &d_value);
@@ -61,6 +58,53 @@ __global__ static void ppo_lt_loss_kernel(ppo_minibatch_view<Net> mb, const floa
   ppo_minibatch_view<Net>::add_terms(t, scale, terms, store);
   for (int a = 0; a < term_count; ++a) extra[static_cast<std::size_t>(P + a) * ld + k] = terms[a];
 }
+
+template <class Net>
+__global__ static void ppo_lt_loss_kernel(ppo_minibatch_view<Net> mb, const float* params,
+                                          const std::uint64_t* round_base, int epoch, int epochs, const float* y,
+                                          float* d_out, float* extra, std::size_t ld) {
+  mb.shuffle_round = *round_base * static_cast<std::uint64_t>(epochs) + static_cast<std::uint64_t>(epoch);
+  const std::uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= mb.count) return;
+  ppo_lt_loss_row<Net>(mb, params, k, mb.sample(k), y + static_cast<std::size_t>(k) * (Net::dist_dim + 1), d_out,
+                       extra, ld);
+}
+
+// With kernels wholenet the gather, the forward (with its record) and the loss are one kernel (nn/wholenet.cuh):
+// its input is minibatch sample k's normalized observation, its tail each sample's loss gradient from the tile's
+// outputs in shared memory (the same per-sample code as ppo_lt_loss_kernel).
+template <class Net>
+struct ppo_lt_gather_in {
+  ppo_minibatch_view<Net> mb;
+  const std::uint64_t* round_base;
+  int epoch, epochs;
+  __device__ int row(int k) const {
+    ppo_minibatch_view<Net> m = mb;
+    m.shuffle_round = *round_base * static_cast<std::uint64_t>(epochs) + static_cast<std::uint64_t>(epoch);
+    return static_cast<int>(m.sample(static_cast<std::uint32_t>(k)));
+  }
+  __device__ float operator()(int j, int c) const {
+    return mb.obs_norm.normalize(c, mb.obs[static_cast<std::size_t>(j) * Net::obs_dim + c]);
+  }
+};
+template <class Net>
+struct ppo_lt_loss_tail {
+  ppo_minibatch_view<Net> mb;
+  const float* params;
+  const std::uint64_t* round_base;
+  int epoch, epochs;
+  float* d_out;
+  float* extra;
+  std::size_t ld;
+  __device__ void operator()(const float* o, int ldo, int row0, int rows) const {
+    const int r = static_cast<int>(threadIdx.x);
+    if (r >= rows) return;
+    ppo_minibatch_view<Net> m = mb;
+    m.shuffle_round = *round_base * static_cast<std::uint64_t>(epochs) + static_cast<std::uint64_t>(epoch);
+    const auto k = static_cast<std::uint32_t>(row0 + r);
+    ppo_lt_loss_row<Net>(m, params, k, m.sample(k), o + r * ldo, d_out, extra, ld);
+  }
+};
 
 inline constexpr int ppo_lt_sum_block = 256;
 
@@ -117,15 +161,23 @@ class lt_gradient {
       if (term_log) GMI_CUDA_TRY(cudaMemsetAsync(term_log, 0, sizeof(float) * term_count, s));
       return;
     }
-    ppo_lt_gather_kernel<Net><<<blocks, 128, 0, s>>>(mb, round_base, epoch, epochs, x_.data());
-    GMI_CUDA_TRY(cudaGetLastError());
-    // The outputs stay in the activation record (no copy into y_), read there by the loss kernel.
-    lt_.forward_raw(params, x_.data(), nullptr, acts_.data(), n);
-    ppo_lt_loss_kernel<Net><<<blocks, 128, 0, s>>>(mb, params, round_base, epoch, epochs,
-                                                   nn::lt_mlp<mlp>::outputs_in(acts_.data(), n), d_out_.data(),
-                                                   extra_.data(), ld_);
-    GMI_CUDA_TRY(cudaGetLastError());
-    lt_.backward_raw(params, x_.data(), acts_.data(), d_out_.data(), row, nullptr, n, /*bf16_weights_ready=*/true);
+    if (auto* whole = lt_.whole()) {  // gather, forward with its record (and X) and the loss in one kernel
+      whole->pack(params);
+      whole->run(params, n, ppo_lt_gather_in<Net>{mb, round_base, epoch, epochs},
+                 ppo_lt_loss_tail<Net>{mb, params, round_base, epoch, epochs, d_out_.data(), extra_.data(), ld_},
+                 acts_.data(), x_.data());
+    } else {
+      ppo_lt_gather_kernel<Net><<<blocks, 128, 0, s>>>(mb, round_base, epoch, epochs, x_.data());
+      GMI_CUDA_TRY(cudaGetLastError());
+      // The outputs stay in the activation record (no copy into y_), read there by the loss kernel.
+      lt_.forward_raw(params, x_.data(), nullptr, acts_.data(), n);
+      ppo_lt_loss_kernel<Net><<<blocks, 128, 0, s>>>(mb, params, round_base, epoch, epochs,
+                                                     nn::lt_mlp<mlp>::outputs_in(acts_.data(), n), d_out_.data(),
+                                                     extra_.data(), ld_);
+      GMI_CUDA_TRY(cudaGetLastError());
+    }
+    // The backward reuses the forward's bf16 weights where the cuBLASLt forward made them.
+    lt_.backward_raw(params, x_.data(), acts_.data(), d_out_.data(), row, nullptr, n, lt_.whole() == nullptr);
     ppo_lt_sum_extra_kernel<<<E, ppo_lt_sum_block, 0, s>>>(extra_.data(), ld_, mb.count, row + mlp::param_count,
                                                           Net::dist_param_count, term_log);
     GMI_CUDA_TRY(cudaGetLastError());

@@ -1,0 +1,57 @@
+// The whole-network kernel (nn/wholenet.cuh, network_config::kernels wholenet) in the RL paths: serving (normalize,
+// forward and sampling in one kernel) against the cuBLASLt layers at the same precision, and its captured window
+// against the same steps run eagerly; PPO training on the Ant network (collection's forwards, and the minibatch's
+// gather, forward and loss in one kernel) against cuBLASLt.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "rel_diff.hpp"
+#include "runs.hpp"
+#include "wholenet_runs.hpp"
+
+using gmi_test::rel_diff;
+
+TEST_SUITE("gpu") {
+  // One step from the same seeds: the same noise draws, the means differ by the precision's rounding.
+  TEST_CASE("ppo_gpu.wholenet_serving_matches_cublaslt" * doctest::timeout(120)) {
+    for (const char* p : {"tf32", "bf16"}) {
+      CAPTURE(p);
+      for (const int envs : {1, 77, 4100}) {
+        const auto lt = ppo_gpu::ant_serving_run(p, "cublaslt", envs, 0, false);
+        const auto wn = ppo_gpu::ant_serving_run(p, "wholenet", envs, 0, false);
+        CHECK(wn.path.rfind(std::string("whole_") + p, 0) == 0);
+        const double da = rel_diff(wn.actions, lt.actions), dl = rel_diff(wn.log_probs, lt.log_probs);
+        const double tol = std::string(p) == "tf32" ? 5e-3 : 5e-2;
+        MESSAGE("serving Ant " << p << " " << envs << " envs, one step: wholenet vs cublaslt actions differ by " << da
+                               << ", log-probs by " << dl << " (relative, tolerance " << tol << ")");
+        CHECK(da < tol);
+        CHECK(dl < tol);
+      }
+      // A captured window (weights packed once) gives the eager steps' bits.
+      const auto eager = ppo_gpu::ant_serving_run(p, "wholenet", 300, 6, false);
+      const auto graph = ppo_gpu::ant_serving_run(p, "wholenet", 300, 6, true);
+      CHECK(graph.actions == eager.actions);
+      CHECK(graph.log_probs == eager.log_probs);
+      CHECK(graph.obs == eager.obs);
+    }
+  }
+
+  TEST_CASE("ppo_gpu.wholenet_training_matches_cublaslt" * doctest::timeout(120)) {
+    for (const char* p : {"tf32", "bf16"}) {
+      CAPTURE(p);
+      const auto lt = isaac_ant_kernels_run(p, "cublaslt", 3);
+      const auto wn = isaac_ant_kernels_run(p, "wholenet", 3);
+      CHECK(wn.path == std::string("whole_") + p);
+      const double d = rel_diff(wn.params, lt.params), tol = std::string(p) == "tf32" ? 5e-3 : 2e-2;
+      MESSAGE("PPO Ant " << p << ", 3 iterations: wholenet vs cublaslt parameters differ by " << d
+                         << " (relative, tolerance " << tol << "); value loss " << wn.value_loss << " vs "
+                         << lt.value_loss);
+      CHECK(d < tol);
+      CHECK(std::isfinite(wn.value_loss));
+      CHECK(wn.value_loss == doctest::Approx(lt.value_loss).epsilon(0.05));
+      CHECK(isaac_ant_kernels_run(p, "wholenet", 3).params == wn.params);
+    }
+  }
+}

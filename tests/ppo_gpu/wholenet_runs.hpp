@@ -1,0 +1,20 @@
+#pragma once
+// Host entry points into serving with the whole-network kernel (rl::batched_server, network_config::kernels
+// wholenet), for the doctest file.
+
+#include <string>
+#include <vector>
+
+namespace ppo_gpu {
+
+struct serving_run {
+  std::string path;
+  std::vector<float> actions, log_probs, obs;  // after the steps
+};
+
+// The Ant proxy with the paper's Ant policy served to `envs` envs at precision (tf32, bf16) with kernels (cublaslt,
+// wholenet), seed 5: steps + 1 eager steps (graph false), or one eager step and one captured window of `steps`
+// steps (graph true, steps >= 1).
+serving_run ant_serving_run(const std::string& precision, const std::string& kernels, int envs, int steps, bool graph);
+
+}  // namespace ppo_gpu
