@@ -156,14 +156,20 @@ GMI_HD inline T row_times_col(const model_view<T>& m, const data<T>& d, int r) {
   const int row = r * nv;
   T p[row_dot_lanes] = {};
   for (int i0 = 0; i0 < nv; i0 += row_dot_lanes) {
+#if defined(__CUDACC__)
 #pragma unroll
+#endif
     for (int s = 0; s < row_dot_lanes; ++s) {
       if (i0 + s < nv) p[s] += d.efc_J[row + i0 + s] * d.efc_col[i0 + s];
     }
   }
+#if defined(__CUDACC__)
 #pragma unroll
+#endif
   for (int o = row_dot_lanes / 2; o > 0; o /= 2) {
+#if defined(__CUDACC__)
 #pragma unroll
+#endif
     for (int s = 0; s < o; ++s) p[s] = p[s] + p[s + o];
   }
   return p[0];
