@@ -182,14 +182,29 @@ struct exact_stats {
   int scenes = 0, contacts = 0, count_mismatch = 0;
   int reordered = 0;  // contacts matched at another index
   int inside = 0;     // sphere-box contacts with the sphere's centre inside the box (depth compared apart)
+  int face = 0;       // box-box scenes on a face axis (MuJoCo 2.2.2's depth doubled)
+  int capped = 0;     // box-box scenes where MuJoCo reports more than gmi's 8 contacts (left out)
   double pos = 0, normal = 0, depth = 0;
 };
+
+// Whether MuJoCo's normal of a box-box contact is a face axis of either box (else an edge cross product).
+bool along_a_face_axis(const pair_scene& s, const double* normal) {
+  for (int g = 0; g < s.mm->ngeom; ++g)
+    for (int col = 0; col < 3; ++col) {
+      double c = 0;
+      for (int r = 0; r < 3; ++r) c += s.md->geom_xmat[9 * g + 3 * r + col] * normal[r];
+      if (std::fabs(std::fabs(c) - 1.0) < 1e-9) return true;
+    }
+  return false;
+}
 
 // inside_radius > 0 (sphere-box): where MuJoCo 2.2.2 reports a depth of exactly -radius and ours is deeper (the
 // sphere's centre inside the box: ours adds the centre's depth below the nearest face), the depth is left out and
 // the contact counted in `inside`.
+// box_box: MuJoCo 2.2.2's box-box halves the depth on a face axis (fixed upstream after 3.3.7), so there its depth
+// is doubled before comparing; scenes where it reports more than 8 contacts are counted in `capped` and left out.
 exact_stats compare_exact(const std::string& a, const std::string& b, bool plane, double reach, int trials,
-                          bool shallow, double inside_radius = 0) {
+                          bool shallow, double inside_radius = 0, bool box_box = false) {
   pair_scene s(a, b, plane);
   std::mt19937_64 g(12345);
   exact_stats st;
@@ -198,6 +213,14 @@ exact_stats compare_exact(const std::string& a, const std::string& b, bool plane
     s.collide(shallow ? shallow_pose(g, s, reach, 0.01) : random_pose(g, s, reach), ours, ref);
     if (ref.empty() && ours.empty()) continue;
     ++st.scenes;
+    if (box_box && ref.size() > 8) {
+      ++st.capped;
+      continue;
+    }
+    if (box_box && !ref.empty() && along_a_face_axis(s, ref[0].normal)) {
+      ++st.face;
+      for (contact& k : ref) k.dist *= 2;
+    }
     if (ours.size() != ref.size()) {
       ++st.count_mismatch;
       continue;
@@ -230,7 +253,8 @@ exact_stats compare_exact(const std::string& a, const std::string& b, bool plane
             << " scenes in contact, " << st.contacts << " contacts, " << st.count_mismatch
             << " count mismatches; largest differences: position " << st.pos << ", normal " << st.normal << ", depth "
             << st.depth << " (" << st.inside << " with a sphere's centre inside a box); " << st.reordered
-            << " matched at another index");
+            << " matched at another index; box-box: " << st.face << " on a face axis, " << st.capped
+            << " with more than 8 contacts in MuJoCo");
   return st;
 }
 
@@ -349,20 +373,26 @@ TEST_SUITE("cpu") {
     }
   }
 
-  TEST_CASE("physics.colliders.box_box_and_capsule_box_against_mujoco" * doctest::timeout(120)) {
+  TEST_CASE("physics.colliders.box_box_follows_mujoco" * doctest::timeout(120)) {
+    // MuJoCo's algorithm: the same contacts (matched by position) with the same normals and depths, MuJoCo 2.2.2's
+    // face-axis depths doubled (its halving was fixed upstream), on random overlaps (deep ones included) and on
+    // shallow contacts. Where two candidate axes overlap equally to round-off the two may pick different ones.
+    for (const bool shallow : {false, true}) {
+      const exact_stats st = compare_exact(box, box2, false, 0.6, 600, shallow, 0, true);
+      CHECK(st.scenes >= 250);
+      CHECK(st.face >= st.scenes / 4);                    // both paths occur
+      CHECK(st.scenes - st.face - st.capped >= st.scenes / 10);
+      CHECK(st.count_mismatch <= st.scenes / 200);        // near-ties of two axes at most
+      CHECK(st.capped <= st.scenes / 100);
+      CHECK(st.pos <= 1e-9);
+      CHECK(st.normal <= 1e-9);
+      CHECK(st.depth <= 1e-9);
+    }
+  }
+
+  TEST_CASE("physics.colliders.capsule_box_against_mujoco" * doctest::timeout(120)) {
     // Shallow contacts (penetration along the approach at most 1 cm, so no true penetration depth exceeds it).
     const double depth = 0.01;
-    SUBCASE("box-box: the same points and normals in most scenes, depths within half a penetration") {
-      const region_stats st = compare_region(box, box2, 0.6, 600, depth);
-      CHECK(st.both >= 500);
-      CHECK(st.only_one == 0);
-      CHECK(st.identical >= st.both / 3);
-      CHECK(quantile(st.normal, 0.9) <= 1e-9);
-      CHECK(quantile(st.centroid, 0.9) <= 1e-9);
-      CHECK(quantile(st.nearest, 0.9) <= 1e-9);
-      CHECK(quantile(st.depth, 0.95) <= depth / 2);
-      CHECK(st.ours_deepest <= depth + 1e-9);  // MuJoCo 2.2.2's box-box reports deeper contacts at times
-    }
     SUBCASE("capsule-box: the same depths and normals, the same points in most scenes, within 2 mm in 95%") {
       const region_stats st = compare_region(capsule, box, 0.55, 600, depth);
       CHECK(st.both >= 500);

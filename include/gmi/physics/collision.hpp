@@ -1,11 +1,12 @@
 #pragma once
 // Collision detection for the geom pairs the model lists: plane against sphere, capsule and box, sphere against
-// sphere, capsule and box, capsule against capsule and box, box against box (detail/box_box.hpp). The geometry follows MuJoCo's primitive colliders (contact point
-// midway between the surfaces, normal from the first geom to the second, a capsule's plane contacts at its two
-// end spheres with the capsule axis as first tangent, a box's first four corners below the plane in corner
-// order, parallel capsules touching at up to two points), so contact sets compare one to one; box-box and
-// capsule-box are gmi's own (their contact sets may differ from MuJoCo's where settled states agree). Contacts
-// with distance >= 0 are not kept (MuJoCo's default margin and gap of 0).
+// sphere, capsule and box, capsule against capsule and box, box against box (detail/box_box.hpp). The geometry
+// follows MuJoCo's colliders (contact point midway between the surfaces, normal from the first geom to the second,
+// a capsule's plane contacts at its two end spheres with the capsule axis as first tangent, a box's first four
+// corners below the plane in corner order, parallel capsules touching at up to two points, box-box by MuJoCo's
+// algorithm with full face depths), so contact sets compare one to one; capsule-box is gmi's own (its contact sets
+// may differ from MuJoCo's where settled states agree). Contacts with distance >= 0 are not kept (MuJoCo's
+// default margin and gap of 0).
 
 #include <gmi/core/hd.hpp>
 #include <gmi/physics/data.hpp>
