@@ -13,7 +13,9 @@
 //   nearest point of the other face.
 // Depths are the full penetrations: MuJoCo 2.2.2 reports half the depth on a face axis, which MuJoCo fixed after
 // 3.3.7 (commit 8838368, "Fix box-box distance computation"); tests/physics/colliders_mujoco_test.cpp checks both
-// paths against 2.2.2 with that factor. At most 8 contacts (gmi's capacity for the pair); MuJoCo keeps up to 50.
+// paths against 2.2.2 with that factor. A point whose position comes again later is dropped (MuJoCo's collision
+// driver does so for box-box). At most 9 contacts (the 8 vertices where two faces overlap, and the deepest corner
+// outside them: gmi's capacity for the pair); beyond, in degenerate poses, contacts are dropped (MuJoCo keeps 50).
 // Returns 0 (apart), 1 (face axis) or 2 (edge axis).
 
 #include <gmi/core/hd.hpp>
@@ -57,8 +59,9 @@ GMI_HD inline face_frame<T> face_of(const box<T>& b, int f) {
 }
 
 // Face axis: reference box rb's face f; ib the incident box; flip: the reference box is b (normals point from a).
-template <class T, class Add>
-GMI_HD void box_face_contacts(const box<T>& rb, const box<T>& ib, int f, bool flip, Add& add) {
+// Calls visit(frame, normal, point in the frame, depth) for each point MuJoCo keeps (at or below the face).
+template <class T, class Visit>
+GMI_HD void box_face_points(const box<T>& rb, const box<T>& ib, int f, bool flip, Visit&& visit) {
   const face_frame<T> F = face_of(rb, f);
   const vec3<T> normal = flip ? -F.z : F.z;
   const vec3<T> p = F.local(ib.c - F.o);  // incident centre from the face
@@ -70,11 +73,8 @@ GMI_HD void box_face_contacts(const box<T>& rb, const box<T>& ib, int f, bool fl
   int ne = 0;
   for (int i = 0; i < 3; ++i)
     if (fabs(w[i].z) < T(0.5)) e[ne++] = ((w[i].z < T(0) ? T(-2) : T(2)) * ib.h[i]) * w[i];
-  int kept = 0;
-  auto emit = [&](vec3<T> q) {  // q: a point in the face frame; kept below the face
-    if (kept >= 8 || !(q.z < T(0))) return;
-    ++kept;
-    add(F.world(vec3<T>{q.x, q.y, q.z / 2}), normal, q.z);
+  auto emit = [&](vec3<T> q) {  // q: a point in the face frame, at or below the face; the contact midway
+    if (q.z <= T(0)) visit(F, normal, vec3<T>{q.x, q.y, q.z / 2}, q.z);
   };
   // Crossings of the incident edges with the side lines x = +-lx, y = +-ly.
   vec3<T> start[4], dir[4];
@@ -119,10 +119,11 @@ GMI_HD void box_face_contacts(const box<T>& rb, const box<T>& ib, int f, bool fl
 }
 
 // Edge axis: a's edge along axis i, b's along axis j; n the unit axis a.u[i] x b.u[j] (unoriented); toward_minus:
-// b lies on the -n side of a; side_a, side_b: the bits of the supporting corners' signs (MuJoCo's).
-template <class T, class Add>
-GMI_HD void box_edge_contacts(const box<T>& a, const box<T>& b, int i, int j, vec3<T> n, bool toward_minus,
-                              int side_a, int side_b, const T (&rabs)[3][3], Add& add) {
+// b lies on the -n side of a; side_a, side_b: the bits of the supporting corners' signs (MuJoCo's). Calls visit as
+// box_face_points does, for each point MuJoCo keeps.
+template <class T, class Visit>
+GMI_HD void box_edge_points(const box<T>& a, const box<T>& b, int i, int j, vec3<T> n, bool toward_minus,
+                            int side_a, int side_b, const T (&rabs)[3][3], Visit&& visit) {
   int ax1 = j == 0 ? 1 : 0, ax2 = j == 2 ? 0 : 2;  // b's other axes, the one more aligned with a's edge first
   if (j == 2) ax1 = 1;
   if (rabs[i][ax1] < rabs[i][ax2]) {
@@ -151,12 +152,7 @@ GMI_HD void box_edge_contacts(const box<T>& a, const box<T>& b, int i, int j, ve
   vec3<T> Q[4];
   for (int k = 0; k < 4; ++k) Q[k] = P[k] + (-P[k].z / rn.z) * rn;
   const vec3<T> q1 = Q[1] - Q[0], q2 = Q[2] - Q[0], u1 = P[1] - P[0], u2 = P[2] - P[0];
-  int kept = 0;
-  auto emit = [&](vec3<T> q, T depth) {
-    if (kept >= 8 || !(depth < T(0))) return;
-    ++kept;
-    add(F.world(q), normal, depth);
-  };
+  auto emit = [&](vec3<T> q, T depth) { visit(F, normal, q, depth); };
   // Crossings of the projected face's edges with a's face's sides (line starts and directions, projected and not).
   const vec3<T> qs[4] = {Q[0], Q[0], Q[0] + q1, Q[0] + q2}, qd[4] = {q1, q2, q2, q1};
   const vec3<T> us[4] = {P[0], P[0], P[0] + u1, P[0] + u2}, ud[4] = {u1, u2, u2, u1};
@@ -278,16 +274,31 @@ GMI_HD int box_box(const box<T>& a, const box<T>& b, Add&& add) {
     }
   }
   if (code < 0) return 0;
-  if (code < 12) {
+  auto points = [&](auto&& visit) {
     if (code < 6) {
-      box_face_contacts(a, b, code, false, add);
+      box_face_points(a, b, code, false, visit);
+    } else if (code < 12) {
+      box_face_points(b, a, code - 6, true, visit);
     } else {
-      box_face_contacts(b, a, code - 6, true, add);
+      box_edge_points(a, b, (code - 12) / 3, (code - 12) % 3, edge_n, toward_minus, side_a, side_b, rabs, visit);
     }
-    return 1;
-  }
-  box_edge_contacts(a, b, (code - 12) / 3, (code - 12) % 3, edge_n, toward_minus, side_a, side_b, rabs, add);
-  return 2;
+  };
+  // As MuJoCo's collision driver does for box-box: a point repeated later (the same position exactly, as where an
+  // incident edge lies on a side line) is dropped. The points are generated again for each one instead of stored.
+  int index = 0, kept = 0;
+  points([&](const face_frame<T>& F, vec3<T> normal, vec3<T> q, T depth) {
+    const int me = index++;
+    int later = 0;
+    bool repeated = false;
+    points([&](const face_frame<T>&, vec3<T>, vec3<T> o, T) {
+      repeated = repeated || (later > me && o.x == q.x && o.y == q.y && o.z == q.z);
+      ++later;
+    });
+    if (repeated || kept >= 9 || !(depth < T(0))) return;
+    ++kept;
+    add(F.world(q), normal, depth);
+  });
+  return code < 12 ? 1 : 2;
 }
 
 }  // namespace gmi::physics::detail
