@@ -214,7 +214,8 @@ exact_stats compare_exact(const std::string& a, const std::string& b, bool plane
   exact_stats st;
   std::vector<contact> ours, ref;
   for (int t = 0; t < trials; ++t) {
-    s.collide(stacked ? stacked(g) : shallow ? shallow_pose(g, s, reach, 0.01) : random_pose(g, s, reach), ours, ref);
+    s.collide(stacked ? stacked(g) : shallow ? shallow_pose(g, s, reach, 0.01) : random_pose(g, s, reach), ours,
+              ref);
     if (ref.empty() && ours.empty()) continue;
     ++st.scenes;
     if (box_box && ref.size() > 9) {
@@ -252,7 +253,8 @@ exact_stats compare_exact(const std::string& a, const std::string& b, bool plane
       st.depth = std::max(st.depth, std::fabs(ours[k].dist - ref[c].dist));
     }
   }
-  MESSAGE(a << " / " << b << std::string(stacked ? " (stacked)" : shallow ? " (shallow)" : " (random overlaps)") << ": " << st.scenes
+  const std::string kind = stacked ? " (stacked)" : shallow ? " (shallow)" : " (random overlaps)";
+  MESSAGE(a << " / " << b << kind << ": " << st.scenes
             << " scenes in contact, " << st.contacts << " contacts, " << st.count_mismatch
             << " count mismatches; largest differences: position " << st.pos << ", normal " << st.normal << ", depth "
             << st.depth << " (" << st.inside << " with a sphere's centre inside a box); " << st.reordered

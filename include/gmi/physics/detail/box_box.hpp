@@ -69,10 +69,10 @@ GMI_HD void box_face_points(const box<T>& rb, const box<T>& ib, int f, bool flip
   for (int i = 0; i < 3; ++i) w[i] = F.local(ib.u[i]);
   vec3<T> corner = p;  // the deepest incident corner
   for (int i = 0; i < 3; ++i) corner = corner + ((w[i].z < T(0) ? T(1) : T(-1)) * ib.h[i]) * w[i];
-  vec3<T> e[2];  // its edges within 60 degrees of the face, as vectors from it
+  vec3<T> e[2];  // its edges within 60 degrees of the face, as vectors from it (two at most: squares sum to 1)
   int ne = 0;
   for (int i = 0; i < 3; ++i)
-    if (fabs(w[i].z) < T(0.5)) e[ne++] = ((w[i].z < T(0) ? T(-2) : T(2)) * ib.h[i]) * w[i];
+    if (fabs(w[i].z) < T(0.5) && ne < 2) e[ne++] = ((w[i].z < T(0) ? T(-2) : T(2)) * ib.h[i]) * w[i];
   auto emit = [&](vec3<T> q) {  // q: a point in the face frame, at or below the face; the contact midway
     if (q.z <= T(0)) visit(F, normal, vec3<T>{q.x, q.y, q.z / 2}, q.z);
   };
@@ -147,7 +147,8 @@ GMI_HD void box_edge_points(const box<T>& a, const box<T>& b, int i, int j, vec3
   const vec3<T> w1 = F.local(b.u[ax1]), w2 = F.local(b.u[ax2]), wj = F.local(b.u[j]);
   const T s1 = (side_b & (1 << ax1)) ? T(1) : T(-1), s2 = (side_b & (1 << ax2)) ? T(1) : T(-1);
   // b's face holding its contact edge (corners 0-1), with the opposite edge (2-3); and along n onto a's face.
-  const vec3<T> m0 = p + (s1 * b.h[ax1]) * w1 + (s2 * b.h[ax2]) * w2, m2 = p - (s1 * b.h[ax1]) * w1 + (s2 * b.h[ax2]) * w2;
+  const vec3<T> m0 = p + (s1 * b.h[ax1]) * w1 + (s2 * b.h[ax2]) * w2;
+  const vec3<T> m2 = p - (s1 * b.h[ax1]) * w1 + (s2 * b.h[ax2]) * w2;
   const vec3<T> P[4] = {m0 + b.h[j] * wj, m0 - b.h[j] * wj, m2 + b.h[j] * wj, m2 - b.h[j] * wj};
   vec3<T> Q[4];
   for (int k = 0; k < 4; ++k) Q[k] = P[k] + (-P[k].z / rn.z) * rn;
