@@ -362,9 +362,10 @@ TEST_SUITE("cpu") {
   TEST_CASE("physics.mujoco.capsule_comes_to_rest_like_reference") { settles_like_reference("capsule_rest.xml", 1000); }
 
   TEST_CASE("physics.mujoco.box_on_box_settles_like_reference") {
-    // A turned box dropped onto a box on the floor, 1 s. gmi's box-box contacts are its own (separating axes
-    // and face clipping, not MuJoCo's routine), so the runs are compared where they settle: both boxes' heights
-    // within 1% and their horizontal positions within 2 mm, orientations within 1e-2 rad, total normal force 1%.
+    // A turned box dropped onto a box on the floor, 1 s. gmi's box-box finds MuJoCo's contacts but reports their
+    // full depth where MuJoCo 2.2.2 reports half of it on a face axis (fixed upstream after 3.3.7), so the upper box
+    // rests less deep and the runs are compared where they settle: both boxes' heights within 1% and their
+    // horizontal positions within 2 mm, orientations within 1e-2 rad, total normal force 1%.
     twin t("box_stack.xml");
     t.m.iterations = 100000;
     t.m.tolerance = 1e-14;

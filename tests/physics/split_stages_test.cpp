@@ -370,9 +370,10 @@ TEST_SUITE("cpu") {
     CHECK(side.dist == doctest::Approx(-0.07f));
   }
 
-  TEST_CASE("physics.collision.capsule_across_a_box_edge_touches_in_the_middle") {
-    // A capsule along y lying over the box's top edge at x = 0.3: its ends are beyond the box's y range, so only
-    // the axis point nearest the box touches, 0.02 above the edge with radius 0.05.
+  TEST_CASE("physics.collision.capsule_along_a_box_edge_touches_at_the_edge") {
+    // A capsule along y lying over the box's top edge at x = 0.3: its ends are beyond the box's y range, so the axis
+    // touches the edge, 0.02 above it with radius 0.05 (MuJoCo's rule: the edge's end nearest the axis; the second
+    // point is left out where the axis is exactly parallel to a box axis, as MuJoCo leaves it out).
     struct record {
       int added = 0;
       ph::vec3<float> n{};

@@ -1,11 +1,12 @@
 #pragma once
 // Collision detection for the geom pairs the model lists: plane against sphere, capsule and box, sphere against
-// sphere, capsule and box, capsule against capsule and box, box against box (detail/box_box.hpp). The geometry follows MuJoCo's primitive colliders (contact point
-// midway between the surfaces, normal from the first geom to the second, a capsule's plane contacts at its two
-// end spheres with the capsule axis as first tangent, a box's first four corners below the plane in corner
-// order, parallel capsules touching at up to two points), so contact sets compare one to one; box-box and
-// capsule-box are gmi's own (their contact sets may differ from MuJoCo's where settled states agree). Contacts
-// with distance >= 0 are not kept (MuJoCo's default margin and gap of 0).
+// sphere, capsule and box, capsule against capsule and box, box against box (detail/box_box.hpp). The geometry
+// follows MuJoCo's colliders (contact point midway between the surfaces, normal from the first geom to the second,
+// a capsule's plane contacts at its two end spheres with the capsule axis as first tangent, a box's first four
+// corners below the plane in corner order, parallel capsules touching at up to two points, box-box by MuJoCo's
+// algorithm with full face depths), so contact sets compare one to one; capsule-box is gmi's own (its contact sets
+// may differ from MuJoCo's where settled states agree). Contacts with distance >= 0 are not kept (MuJoCo's
+// default margin and gap of 0).
 
 #include <gmi/core/hd.hpp>
 #include <gmi/physics/data.hpp>
@@ -98,8 +99,8 @@ template <class T>
 GMI_HD inline T clamp1(T x) { return x > T(1) ? T(1) : (x < T(-1) ? T(-1) : x); }
 
 // Sphere (centre c, radius r) against a box (centre b, rotation rb, half sizes h); the normal points from the
-// sphere into the box. Outside the box the nearest box point decides; with the centre inside, the face nearest
-// to it (the least push out).
+// sphere into the box. Outside the box the nearest box point decides; with the centre inside or on the surface,
+// the face nearest to it (the least push out).
 template <class T, class S>
 GMI_HD inline void sphere_box(S& out, vec3<T> c, T r, vec3<T> b, const mat3<T>& rb, const T* h) {
   const vec3<T> ax[3] = {column(rb, 0), column(rb, 1), column(rb, 2)};
@@ -112,15 +113,16 @@ GMI_HD inline void sphere_box(S& out, vec3<T> c, T r, vec3<T> b, const mat3<T>& 
     inside = inside && near[k] == local[k];
   }
   const vec3<T> nearest = b + near[0] * ax[0] + near[1] * ax[1] + near[2] * ax[2];
-  if (!inside) {
-    const vec3<T> gap = nearest - c;  // sphere centre to the box's nearest point
-    const T len = norm(gap);
+  const vec3<T> gap = nearest - c;  // sphere centre to the box's nearest point
+  const T len = norm(gap);
+  if (!inside && len >= T(1e-15)) {
     const T dist = len - r;
-    if (!(dist < T(0)) || len < T(1e-15)) return;
+    if (!(dist < T(0))) return;
     const vec3<T> n = (T(1) / len) * gap;
     out.add(c + ((r + len) / 2) * n, n, vec3<T>{0, 0, 0}, dist);
     return;
   }
+  // Inside, or on the surface (MuJoCo's test: no gap, to 1e-15): the nearest face.
   int face = 0;
   T least = h[0] - fabs(local[0]);
   for (int k = 1; k < 3; ++k) {
@@ -137,52 +139,121 @@ GMI_HD inline void sphere_box(S& out, vec3<T> c, T r, vec3<T> b, const mat3<T>& 
   const vec3<T> on_face = c + (side * least) * ax[face];
   out.add(on_face - (dist / 2) * n, n, vec3<T>{0, 0, 0}, dist);
 }
-// Signed distance from point x to a box (centre b, axes ax, half sizes h): convex in x, negative inside.
-template <class T>
-GMI_HD inline T box_distance(vec3<T> x, vec3<T> b, const vec3<T>* ax, const T* h) {
-  const vec3<T> rel = x - b;
-  T out2 = 0, inside = T(-1e30);
-  for (int k = 0; k < 3; ++k) {
-    const T e = fabs(dot(ax[k], rel)) - h[k];
-    out2 += e > T(0) ? e * e : T(0);
-    inside = e > inside ? e : inside;
-  }
-  return inside > T(0) ? sqrt(out2) : inside;
-}
-
-// Capsule (centre c, scaled axis a, radius r) against a box: the end spheres where they touch, and the sphere at
-// the axis point nearest the box (a golden-section search: the box's signed distance is convex along the axis)
-// where it lies deeper than both ends, as when the capsule crosses an edge. Up to three contacts.
+// Capsule (centre c, scaled axis a = half length x unit axis, radius r) against a box, MuJoCo's algorithm: in the
+// box's frame, the closest feature pair of the axis segment and the box (an end point over a face, else the
+// closest points of the segment and each of the 12 edges), then a second axis point where the capsule lies along
+// the box: along the edge or over the face it touches, up to where the box ends under it (the face: up to where
+// the other end leaves the face's outline). A sphere of the capsule's radius at each point meets the box
+// (sphere_box). One or two contacts.
 template <class T, class S>
 GMI_HD inline void capsule_box(S& out, vec3<T> c, vec3<T> a, T r, vec3<T> b, const mat3<T>& rb, const T* h) {
-  const vec3<T> ax[3] = {column(rb, 0), column(rb, 1), column(rb, 2)};
-  T lo = T(-1), hi = T(1);
-  const T g = T(0.6180339887498949);
-  T x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
-  T f1 = box_distance(c + x1 * a, b, ax, h), f2 = box_distance(c + x2 * a, b, ax, h);
-  for (int it = 0; it < 40; ++it) {
-    if (f1 <= f2) {
-      hi = x2;
-      x2 = x1;
-      f2 = f1;
-      x1 = hi - g * (hi - lo);
-      f1 = box_distance(c + x1 * a, b, ax, h);
-    } else {
-      lo = x1;
-      x1 = x2;
-      f1 = f2;
-      x2 = lo + g * (hi - lo);
-      f2 = box_distance(c + x2 * a, b, ax, h);
+  const vec3<T> ax3[3] = {column(rb, 0), column(rb, 1), column(rb, 2)};
+  const vec3<T> rel = c - b;
+  const T p[3] = {dot(ax3[0], rel), dot(ax3[1], rel), dot(ax3[2], rel)};  // centre in the box's frame
+  const T ha[3] = {dot(ax3[0], a), dot(ax3[1], a), dot(ax3[2], a)};       // half axis in the box's frame
+  const T hl2 = dot(a, a);
+  const int axisdir = (ha[0] > T(0) ? 1 : 0) + (ha[1] > T(0) ? 2 : 0) + (ha[2] > T(0) ? 4 : 0);
+  T best = T(2) * (r + sqrt(hl2) + h[0] + h[1] + h[2]);
+  T seg = 0, boxpos = 0;  // the axis parameter of the closest point (-1..1); the edge's (-1..1)
+  int type = -4;          // -3 / -1: the end at -1 / +1 over a face; 0..8: an edge, 3 x edge clamp + axis clamp
+  int face = -1, corner = 0, edge = 0;
+  for (int e = -1; e <= 1; e += 2) {
+    int clamped = 0, last = -1;
+    T d2 = 0;
+    for (int k = 0; k < 3; ++k) {
+      const T q = p[k] + T(e) * ha[k];
+      const T qc = q < -h[k] ? -h[k] : (q > h[k] ? h[k] : q);
+      if (qc != q) ++clamped, last = k;
+      d2 += (qc - q) * (qc - q);
+    }
+    if (clamped > 1) continue;
+    if (d2 < best) best = d2, seg = T(e), type = e - 2, face = last;
+  }
+  for (int j = 0; j < 3; ++j) {
+    for (int i = 0; i < 8; ++i) {
+      if (i & (1 << j)) continue;
+      T dif[3];  // the edge's midpoint from the capsule's centre
+      for (int k = 0; k < 3; ++k) dif[k] = (k == j ? T(0) : ((i >> k) & 1 ? h[k] : -h[k])) - p[k];
+      const T ma = h[j] * h[j], mb = -h[j] * ha[j], mc = hl2;
+      const T u = -h[j] * dif[j], v = ha[0] * dif[0] + ha[1] * dif[1] + ha[2] * dif[2];
+      const T det = ma * mc - mb * mb;
+      if (fabs(det) < T(1e-15)) continue;  // parallel: the edge's ends are other edges' ends
+      T x1 = (mc * u - mb * v) / det, x2 = (ma * v - mb * u) / det;  // along the edge, along the axis
+      int s1 = 1, s2 = 1;
+      if (x1 > T(1)) {
+        x1 = 1, s1 = 2, x2 = (v - mb) / mc;
+      } else if (x1 < T(-1)) {
+        x1 = -1, s1 = 0, x2 = (v + mb) / mc;
+      }
+      if (x2 > T(1) || x2 < T(-1)) {
+        const T sgn = x2 > T(1) ? T(1) : T(-1);
+        x2 = sgn, s2 = x2 > T(0) ? 2 : 0;
+        x1 = (u - sgn * mb) / ma;
+        if (x1 > T(1)) x1 = 1, s1 = 2;
+        else if (x1 < T(-1)) x1 = -1, s1 = 0;
+      }
+      T d2 = 0;
+      for (int k = 0; k < 3; ++k) {
+        const T g = dif[k] - x2 * ha[k] + (k == j ? h[j] * x1 : T(0));
+        d2 += g * g;
+      }
+      if (d2 < best - T(1e-15)) {
+        best = d2, seg = x2, boxpos = x1, type = s1 * 3 + s2, edge = j;
+        corner = i + (1 << j) * (s1 == 2 ? 1 : 0);  // the edge's end nearer the closest point (its lower one inside)
+      }
     }
   }
-  const T t = (lo + hi) / 2;
-  const T end_plus = box_distance(c + a, b, ax, h), end_minus = box_distance(c - a, b, ax, h);
-  const T ends = end_plus < end_minus ? end_plus : end_minus;
-  sphere_box(out, c + a, r, b, rb, h);
-  sphere_box(out, c - a, r, b, rb, h);
-  // The middle contact only where the axis dips below both ends by more than round-off of the box's size.
-  const T scale = h[0] + h[1] + h[2] + r;
-  if (box_distance(c + t * a, b, ax, h) < ends - T(1e-4) * scale) sphere_box(out, c + t * a, r, b, rb, h);
+  if (type == -4) return;
+  T second = -4;  // the second point's parameter from the first (none below -3)
+  auto reach = [&](int k) { return T(2) * h[k] / fabs(ha[k]); };  // axis parameter spanning the box along k
+  if (type >= 0 && type / 3 != 1) {
+    // At a box corner: a second point unless the capsule points at or away from the corner.
+    int m = axisdir ^ corner;
+    if (m != 0 && m != 7) {
+      T mul = 1, de = 1 - seg, dp = 1 + seg;
+      if (m == 3 || m == 5 || m == 6) mul = -1, m = 7 - m, dp = 1 - seg, de = 1 + seg;
+      const int k = m == 1 ? 0 : m == 2 ? 1 : 2, k1 = (k + 1) % 3, k2 = (k + 2) % 3;
+      if (ha[k] * ha[k] / hl2 > T(0.5)) {  // along the edge
+        second = de < reach(k) ? de : reach(k);
+        second *= mul;
+      } else {  // over a face
+        second = dp;
+        if (reach(k1) < second) second = reach(k1);
+        if (reach(k2) < second) second = reach(k2);
+        second *= -mul;
+      }
+    }
+  } else if (type >= 0) {
+    // Across an edge's middle: a second point where the capsule crosses the edge (an X), not where it ends at it.
+    const int m = (axisdir ^ corner) & (7 - (1 << edge));
+    if (m == 1 || m == 2 || m == 4) {
+      int k1 = (edge + 1) % 3;
+      if (fabs(ha[k1]) > fabs(ha[(edge + 2) % 3])) k1 = (edge + 2) % 3;
+      const int k2 = 3 - edge - k1;
+      const bool up = (m & (1 << k2)) != 0;
+      const T mul = up ? T(1) : T(-1);
+      second = up ? 1 - seg : 1 + seg;
+      if (reach(k2) < second) second = reach(k2);
+      const T e2 = (((axisdir & (1 << edge)) != 0) == up) ? 1 - boxpos : 1 + boxpos;
+      const T along = h[edge] * e2 / fabs(ha[edge]);
+      if (along < second) second = along;
+      second *= mul;
+    }
+  } else if (face >= 0) {
+    // An end over a face: towards the other end, until the axis leaves the face's outline.
+    const T mul = type == -3 ? T(1) : T(-1);
+    second = 2;
+    for (int k = 0; k < 3; ++k) {
+      if (k == face) continue;
+      const T t = p[k] - mul * ha[k];
+      const T e1 = (h[k] - t) / ha[k] * mul, e2 = (-h[k] - t) / ha[k] * mul;
+      if (e1 > T(0) && e1 < second) second = e1;
+      if (e2 > T(0) && e2 < second) second = e2;
+    }
+    second *= mul;
+  }
+  sphere_box(out, c + seg * a, r, b, rb, h);
+  if (second > T(-3)) sphere_box(out, c + (second + seg) * a, r, b, rb, h);
 }
 }  // namespace detail
 

@@ -79,7 +79,7 @@ GMI_HD void contact_rows(const model_view<T>& m, const data<T>& d, int c, int r0
     for (int i = 0; i < nv; ++i) vel += d.efc_J[r * nv + i] * d.qvel[i];
     d.efc_aref[r] = -b * vel - k * imp * dist;
     d.efc_R[r] = reg > T(1e-15) ? reg : T(1e-15);
-    d.efc_key[r] = T(m.size.njnt + (p * 8 + nth) * 4 + (r - r0));  // up to 8 contacts a pair (box-box)
+    d.efc_key[r] = T(m.size.njnt + (p * 9 + nth) * 4 + (r - r0));  // up to 9 contacts a pair (box-box)
     d.efc_block[r] = T(r == r0 ? rows : 0);
   }
 }

@@ -21,8 +21,8 @@ namespace gmi::physics::detail {
 inline int contacts_per_pair(int t1, int t2) {
   if (t1 == geom_plane) return t2 == geom_sphere ? 1 : t2 == geom_capsule ? 2 : t2 == geom_box ? 4 : 0;
   if (t1 == geom_sphere) return t2 == geom_sphere || t2 == geom_capsule || t2 == geom_box ? 1 : 0;
-  if (t1 == geom_capsule) return t2 == geom_capsule ? 2 : t2 == geom_box ? 3 : 0;
-  if (t1 == geom_box) return t2 == geom_box ? 8 : 0;
+  if (t1 == geom_capsule) return t2 == geom_capsule || t2 == geom_box ? 2 : 0;
+  if (t1 == geom_box) return t2 == geom_box ? 9 : 0;  // 8 vertices of two faces' overlap, and the deepest corner
   return 0;
 }
 

@@ -434,14 +434,12 @@ class mjcf_reader {
       if (!(len > 1e-10) || !std::isfinite(len)) e.fail("fromto: got two equal or unbounded points, need a segment");
       pos = 0.5 * (a + b);
       size[1] = len / 2;
-      // The rotation taking +z to the segment's direction.
-      const vec3<double> dir = (1.0 / len) * d, z{0, 0, 1};
+      // MuJoCo's frame: +z from `to` towards `from` (the rotation taking +z to a - b, about z x (a - b), or x where
+      // they are parallel), so a capsule's end contacts come in MuJoCo's order.
+      const vec3<double> dir = (-1.0 / len) * d, z{0, 0, 1};
       const vec3<double> c = cross(z, dir);
       const double s = norm(c);
-      if (s < 1e-10)
-        q = dir.z < 0 ? quat<double>{0, 1, 0, 0} : quat<double>{1, 0, 0, 0};
-      else
-        q = axis_angle((1.0 / s) * c, std::acos(std::fmax(-1.0, std::fmin(1.0, dir.z))));
+      q = axis_angle(s < 1e-10 ? vec3<double>{1, 0, 0} : (1.0 / s) * c, std::atan2(s, dir.z));
     }
     if (type == geom_plane && body != 0) e.fail("type: got a plane on a moving body, need planes in <worldbody>");
     const auto friction = e.numbers("friction", 1, 3, {1, 0.005, 0.0001});
