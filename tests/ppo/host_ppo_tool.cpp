@@ -5,7 +5,7 @@
 //        [--lr-schedule constant|adaptive|linear] [--max-lr 1e-2] [--kl-target 0.016] [--reports 20]
 //        [--gamma 0.99] [--lambda 0.95] [--lr 3e-4] [--entropy 0] [--epochs 8] [--horizon 16] [--obs-clip 5]
 //        [--eval-episodes 256] [--entropy-schedule constant|linear] [--min-entropy 0] [--log-std-min -inf]
-//        [--log-std-max inf]
+//        [--log-std-max inf] [--max-steps N (the proxies' training episode length; the evaluation keeps 1000)]
 // Tasks: the suite's small ones (cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain) and the
 // LQ proxies (ant_proxy, anymal_proxy, humanoid_proxy, franka_cabinet_proxy, shadow_hand_proxy). The last line
 // also gives the deterministic evaluation's mean return (rl/ppo_eval.hpp) and, for the proxies, both returns over
@@ -25,6 +25,7 @@
 namespace {
 struct options {
   int num_envs = 256, seed = 1, threads = 0, reports = 20, eval_episodes = gmi::rl::default_eval_episodes;
+  int max_steps = 0;  // > 0: the LQ proxies' training episode length (the evaluation keeps the default)
   double env_steps = 1e6;
   gmi::rl::ppo_config ppo;
 };
@@ -46,7 +47,11 @@ double policy_std(Trainer& t) {
 template <class Task, class Hidden>
 int train(const options& o) {
   using net = typename gmi::agents::gaussian_mlp<Hidden>::template network<Task::obs_dim, Task::act_dim>;
-  gmi::rl::ppo_trainer<Task, net, gmi::exec::host> t(o.num_envs, o.seed, o.ppo, {},
+  typename Task::params env{};
+  if constexpr (requires { env.max_steps; }) {
+    if (o.max_steps > 0) env.max_steps = o.max_steps;
+  }
+  gmi::rl::ppo_trainer<Task, net, gmi::exec::host> t(o.num_envs, o.seed, o.ppo, env,
                                                       gmi::exec::host{.threads = static_cast<unsigned>(o.threads)});
   const double per = double(t.samples_per_iteration());
   const long iterations = std::max(1L, long((o.env_steps + per - 1) / per));
@@ -125,6 +130,7 @@ int main(int argc, char** argv) {
       o.ppo.entropy_decay = *s;
     } else if (flag == "--min-entropy") o.ppo.min_entropy_coef = float(std::atof(v.c_str()));
     else if (flag == "--log-std-min") o.ppo.log_std_min = float(std::atof(v.c_str()));
+    else if (flag == "--max-steps") o.max_steps = std::atoi(v.c_str());
     else if (flag == "--log-std-max") o.ppo.log_std_max = float(std::atof(v.c_str()));
     else bad("flag", std::string(flag), "one of those in the usage line of host_ppo_tool.cpp");
   }
