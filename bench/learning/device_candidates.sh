@@ -49,7 +49,7 @@ def run(flags):
     return ent
 bonus = ["--entropy-coef", "0.5"]
 decay = ["--entropy-coef", "0.5", "--entropy-schedule", "linear", "--min-entropy-coef", "0",
-         "--entropy-decay-env-steps", "1e5", "--lr", "1e-2"]
+         "--entropy-decay-env-steps", "1e5", "--lr", "3e-3"]
 free, capped = run(bonus), run(bonus + ["--log-std-max", "-1"])
 decayed, floored = run(decay), run(decay + ["--log-std-min", "-0.5"])
 checks = [("control, constant bonus 0.5: entropy ends above 9 x 1.419", free[-1] > 9 * half),
