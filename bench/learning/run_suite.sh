@@ -20,7 +20,8 @@
 #   python3), GMI_DEVICE (gmi's --device, default auto), GMI_VARIANTS="label|flags;label|flags" (more gmi
 #   configurations beside the defaults, each written as impl "gmi_<label>" with its flags as "settings"; one with
 #   --gmis-per-gpu K gives each of its K GMIs the task's envs / K; docs/learning.md "Candidates for the next GPU
-#   call" lists the issue-34 variants as ready command lines),
+#   call" lists the issue-34 variants as ready command lines; the word candidates stands for the script's list of
+#   them),
 #   SUITE_NUM_ENVS (one env count for every task instead of the table's, for a quick check on a small machine),
 #   REFERENCE=0 (gmi only), SUITE_BUDGET_S (default 500: no gmi or reference task starts training after this
 #   many seconds since the script started, the build of part1/part2 included, so a 9-minute device call returns
@@ -126,7 +127,12 @@ if [ "${REFERENCE:-1}" != 0 ]; then
   refpid=$!
 fi
 
+# Issue 34's candidate changes of defaults (docs/learning.md, "Candidates for the next GPU call"): GMI_VARIANTS=
+# candidates runs them all, GMI_VARIANTS="candidates;label|flags" them and more.
+candidates="lin|--lr-schedule linear;clip10|--obs-clip 10;win0|--value-normalizer-window 0"
+candidates+=";ent|--entropy-coef 0.01 --entropy-schedule linear;stdfloor|--log-std-min -2.3;stdcap|--log-std-max 0"
 variants=("gmi|")
+GMI_VARIANTS=${GMI_VARIANTS//candidates/$candidates}
 IFS=';' read -ra extra <<< "${GMI_VARIANTS:-}"
 for v in "${extra[@]}"; do [ -n "$v" ] && variants+=("gmi_$v"); done
 elapsed() { awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b - a}'; }

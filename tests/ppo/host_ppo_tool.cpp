@@ -4,11 +4,13 @@
 //        [--normalize-obs 0|1] [--normalize-value 0|1] [--popart 0|1] [--obs-window N] [--value-window N]
 //        [--lr-schedule constant|adaptive|linear] [--max-lr 1e-2] [--kl-target 0.016] [--reports 20]
 //        [--gamma 0.99] [--lambda 0.95] [--lr 3e-4] [--entropy 0] [--epochs 8] [--horizon 16] [--obs-clip 5]
-//        [--eval-episodes 256]
+//        [--eval-episodes 256] [--entropy-schedule constant|linear] [--min-entropy 0] [--log-std-min -inf]
+//        [--log-std-max inf] [--max-steps N (the proxies' training episode length; the evaluation keeps 1000)]
 // Tasks: the suite's small ones (cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain) and the
 // LQ proxies (ant_proxy, anymal_proxy, humanoid_proxy, franka_cabinet_proxy, shadow_hand_proxy). The last line
 // also gives the deterministic evaluation's mean return (rl/ppo_eval.hpp) and, for the proxies, both returns over
 // the Riccati optimum's.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -23,6 +25,7 @@
 namespace {
 struct options {
   int num_envs = 256, seed = 1, threads = 0, reports = 20, eval_episodes = gmi::rl::default_eval_episodes;
+  int max_steps = 0;  // > 0: the LQ proxies' training episode length (the evaluation keeps the default)
   double env_steps = 1e6;
   gmi::rl::ppo_config ppo;
 };
@@ -32,10 +35,23 @@ struct options {
   std::exit(2);
 }
 
+// The policy's mean std over its action dimensions (exp of the log-std parameters).
+template <class Trainer>
+double policy_std(Trainer& t) {
+  using net = typename Trainer::net_type;
+  double sum = 0;
+  for (int j = 0; j < net::act_dim; ++j) sum += std::exp(double(t.params()[net::log_std_offset + j]));
+  return sum / net::act_dim;
+}
+
 template <class Task, class Hidden>
 int train(const options& o) {
   using net = typename gmi::agents::gaussian_mlp<Hidden>::template network<Task::obs_dim, Task::act_dim>;
-  gmi::rl::ppo_trainer<Task, net, gmi::exec::host> t(o.num_envs, o.seed, o.ppo, {},
+  typename Task::params env{};
+  if constexpr (requires { env.max_steps; }) {
+    if (o.max_steps > 0) env.max_steps = o.max_steps;
+  }
+  gmi::rl::ppo_trainer<Task, net, gmi::exec::host> t(o.num_envs, o.seed, o.ppo, env,
                                                       gmi::exec::host{.threads = static_cast<unsigned>(o.threads)});
   const double per = double(t.samples_per_iteration());
   const long iterations = std::max(1L, long((o.env_steps + per - 1) / per));
@@ -50,16 +66,17 @@ int train(const options& o) {
     if (i % every == 0 || i == iterations) {
       if (window.episodes > 0) last = window.mean_return();
       const auto l = t.losses();
-      std::printf("host_ppo: %s steps %.0f return %.6g episodes %llu value_loss %.4g kl %.4g lr %.3g\n", Task::name,
-                  double(i) * per, last, static_cast<unsigned long long>(window.episodes), l.value_loss, l.approx_kl,
-                  l.learning_rate);
+      std::printf("host_ppo: %s steps %.0f return %.6g episodes %llu value_loss %.4g kl %.4g clip_frac %.3g lr %.3g "
+                  "entropy_coef %.3g std %.4g\n", Task::name, double(i) * per, last,
+                  static_cast<unsigned long long>(window.episodes), l.value_loss, l.approx_kl, l.clip_fraction,
+                  l.learning_rate, t.current_entropy_coef(), policy_std(t));
       std::fflush(stdout);
       window = {};
     }
   }
   const gmi::rl::eval_result ev =
       gmi::rl::evaluate_mode(t, o.eval_episodes, {}, gmi::exec::host{.threads = static_cast<unsigned>(o.threads)});
-  std::printf("host_ppo: final %s %.6g eval %.6g", Task::name, last, ev.mean_return);
+  std::printf("host_ppo: final %s %.6g eval %.6g std %.4g", Task::name, last, ev.mean_return, policy_std(t));
   if constexpr (requires { Task::optimal_mean_return(typename Task::params{}); }) {
     const double opt = Task::optimal_mean_return(typename Task::params{});
     std::printf(" optimum %.6g gap %.4g eval_gap %.4g", opt, last / opt, ev.mean_return / opt);
@@ -107,9 +124,19 @@ int main(int argc, char** argv) {
       const auto s = gmi::rl::parse_lr_schedule(v);
       if (!s) bad("--lr-schedule", v, "constant, adaptive or linear");
       o.ppo.schedule = *s;
-      if (*s == gmi::rl::lr_schedule::linear) o.ppo.lr_decay_env_steps = o.env_steps;
-    } else bad("flag", std::string(flag), "one of those in the usage line of host_ppo_tool.cpp");
+    } else if (flag == "--entropy-schedule") {
+      const auto s = gmi::rl::parse_entropy_schedule(v);
+      if (!s) bad("--entropy-schedule", v, "constant or linear");
+      o.ppo.entropy_decay = *s;
+    } else if (flag == "--min-entropy") o.ppo.min_entropy_coef = float(std::atof(v.c_str()));
+    else if (flag == "--log-std-min") o.ppo.log_std_min = float(std::atof(v.c_str()));
+    else if (flag == "--max-steps") o.max_steps = std::atoi(v.c_str());
+    else if (flag == "--log-std-max") o.ppo.log_std_max = float(std::atof(v.c_str()));
+    else bad("flag", std::string(flag), "one of those in the usage line of host_ppo_tool.cpp");
   }
+  // Linear schedules span the whole run (whichever flag came first).
+  if (o.ppo.schedule == gmi::rl::lr_schedule::linear) o.ppo.lr_decay_env_steps = o.env_steps;
+  if (o.ppo.entropy_decay == gmi::rl::entropy_schedule::linear) o.ppo.entropy_decay_env_steps = o.env_steps;
   if (o.eval_episodes < 1) bad("--eval-episodes", std::to_string(o.eval_episodes), ">= 1");
   if (o.num_envs < 1) bad("--num-envs", std::to_string(o.num_envs), ">= 1");
   if (!(o.env_steps >= 1)) bad("--env-steps", std::to_string(o.env_steps), ">= 1");

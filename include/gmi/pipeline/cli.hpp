@@ -131,6 +131,19 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--gamma", o.ppo.gamma, "discount")->capture_default_str();
   app.add_option("--lambda", o.ppo.lambda, "GAE lambda")->capture_default_str();
   app.add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus weight")->capture_default_str();
+  std::string entropy_schedule = rl::entropy_schedule_name(o.ppo.entropy_decay);
+  app.add_option("--entropy-schedule", entropy_schedule,
+                 "entropy weight: constant (--entropy-coef) or linear (from --entropy-coef down to --min-entropy-coef "
+                 "over --entropy-decay-env-steps)")
+      ->check(CLI::IsMember({"constant", "linear"}))->capture_default_str();
+  app.add_option("--min-entropy-coef", o.ppo.min_entropy_coef, "linear entropy schedule: the floor")->capture_default_str();
+  auto* entropy_decay_flag = app.add_option("--entropy-decay-env-steps", o.ppo.entropy_decay_env_steps,
+                                            "linear entropy schedule: env steps of the whole training the decay spans "
+                                            "(default: --max-env-steps)");
+  app.add_option("--log-std-min", o.ppo.log_std_min,
+                 "floor of the Gaussian policy's log-std parameter after every step (-inf: none)")->capture_default_str();
+  app.add_option("--log-std-max", o.ppo.log_std_max,
+                 "ceiling of the Gaussian policy's log-std parameter after every step (inf: none)")->capture_default_str();
   app.add_option("--bounds-loss-coef", o.ppo.bounds_loss_coef,
                  "weight of the loss that keeps action means inside [-1.1, 1.1] (rl_games' bounds_loss_coef)")
       ->capture_default_str();
@@ -268,9 +281,12 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--sweep", o.sweep_path, "population settings: a JSON array, one object per GMI (implies --population)");
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
   o.ppo.schedule = *rl::parse_lr_schedule(schedule);
+  o.ppo.entropy_decay = *rl::parse_entropy_schedule(entropy_schedule);
   for (const auto& fill : after) fill();
   // The linear schedule spans the run's step limit unless told otherwise (a sweep's members may ask for it too).
   if (lr_decay_flag->count() == 0) o.ppo.lr_decay_env_steps = std::isfinite(o.max_env_steps) ? o.max_env_steps : 0;
+  if (entropy_decay_flag->count() == 0)
+    o.ppo.entropy_decay_env_steps = std::isfinite(o.max_env_steps) ? o.max_env_steps : 0;
   for (const auto& [flag, text] : normalize) *flag = text == "true";
   o.learner_graph = learner_graph == "on";
   if (!o.sweep_path.empty()) o.population = true;

@@ -96,6 +96,11 @@ void validate(train_config<Pipeline>& o) {
                  "--lr-decay-env-steps with --lr-schedule linear", o.ppo.lr_decay_env_steps,
                  ">= 1 and finite (default: --max-env-steps)");
   }
+  if (o.ppo.entropy_decay == rl::entropy_schedule::linear) {
+    gmi::require(std::isfinite(o.ppo.entropy_decay_env_steps) && o.ppo.entropy_decay_env_steps >= 1,
+                 "--entropy-decay-env-steps with --entropy-schedule linear", o.ppo.entropy_decay_env_steps,
+                 ">= 1 and finite (default: --max-env-steps)");
+  }
   if (!o.net_precision.empty()) o.ppo.network.precision = nn::parse_precision(o.net_precision, "--net-precision");
   if (!o.net_kernels.empty()) o.ppo.network.kernels = nn::parse_layer_kernels(o.net_kernels, "--net-kernels");
   o.ppo.validate();

@@ -3,6 +3,7 @@
 // and the drivers it calls (serving, synchronous training, population, autotune).
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -92,6 +93,13 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"net_precision", nn::precision_name(c.network.precision)},
           {"net_kernels", nn::layer_kernels_name(c.network.kernels)}};
   if (c.schedule == rl::lr_schedule::linear) j["lr_decay_env_steps"] = c.lr_decay_env_steps;
+  if (c.entropy_decay == rl::entropy_schedule::linear) {
+    j["entropy_schedule"] = "linear";
+    j["min_entropy_coef"] = c.min_entropy_coef;
+    j["entropy_decay_env_steps"] = c.entropy_decay_env_steps;
+  }
+  if (std::isfinite(c.log_std_min)) j["log_std_min"] = c.log_std_min;
+  if (std::isfinite(c.log_std_max)) j["log_std_max"] = c.log_std_max;
   return j;
 }
 

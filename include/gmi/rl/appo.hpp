@@ -59,6 +59,11 @@ struct appo_config {
   void validate() const {
     ppo.validate();
     vtrace().validate();
+    // The entropy schedule and the log-std bounds live in the PPO trainer only (rl/ppo.hpp).
+    gmi::require(ppo.entropy_decay == entropy_schedule::constant, "appo: --entropy-schedule",
+                 std::string(entropy_schedule_name(ppo.entropy_decay)), "constant (the split layout has no schedule)");
+    gmi::require(!bounds_log_std(ppo), "appo: --log-std-min/--log-std-max", ppo.log_std_min,
+                 "-inf and inf (the split layout bounds no log-std)");
     gmi::require(rollouts >= 1 && rollouts <= 4096, "appo.rollouts", rollouts, "1..4096");
   }
 };

@@ -27,6 +27,7 @@
 #include <gmi/nn/adam.cuh>
 #include <gmi/nn/normalizer.cuh>
 #include <gmi/rl/detail/ppo_stats_gather.cuh>
+#include <gmi/rl/detail/ppo_schedules.cuh>
 #include <gmi/rl/detail/ppo_step.cuh>
 #include <gmi/nn/network_config.hpp>
 #include <gmi/rl/detail/ppo_lt_gradient.cuh>
@@ -480,33 +481,31 @@ struct ppo_device_ops {
     const cudaStream_t s = t.policy_.stream;
     const bool one_kernel = steps_in_one_kernel(t);
     t.update_value_statistics();
-    if (t.config_.schedule == lr_schedule::linear) {
-      ppo_linear_lr_kernel<<<1, 1, 0, s>>>(iteration.data(), t.adam_.lr_device(), t.config_.learning_rate,
-                                           t.config_.min_learning_rate, t.lr_decay_span());
-      GMI_CUDA_TRY(cudaGetLastError());
-    }
+    enqueue_ppo_schedules(t.config_, iteration.data(), t.adam_.lr_device(), t.lr_decay_span(), t.entropy_coef_.data(),
+                          t.decay_span(t.config_.entropy_decay_env_steps), s);
     for (int e = 0; e < t.config_.epochs; ++e) {
       for (std::size_t b = 0; b < t.minibatches_; ++b) {
         float* terms = t.term_log_.data() + (e * t.minibatches_ + b) * term_count;
         if (one_kernel) {
           enqueue_step(t, e, b, terms);
-          continue;
+        } else {
+          gradient.enqueue(t.minibatch_view(0, e, b), t.params_.data(), iteration.data(), e, t.config_.epochs,
+                           t.grads_.data(), terms, s);
+          if (t.sync_) {
+            t.sync_->sum_device(t.grads_.data(), t.grads_.size(), s);
+            ppo_average_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(t.grads_.data(), row, Net::param_count,
+                                                                      static_cast<float>(t.sync_->world), terms);
+            GMI_CUDA_TRY(cudaGetLastError());
+          }
+          t.adam_.step(device_span<float>(t.params_.data(), Net::param_count),
+                       device_span<const float>(t.grads_.data(), Net::param_count));
+          if (t.config_.schedule == lr_schedule::adaptive_kl) {
+            ppo_adapt_lr_kernel<<<1, 1, 0, s>>>(terms, t.adam_.lr_device(), t.config_.kl_target,
+                                                t.config_.min_learning_rate, t.config_.max_learning_rate);
+            GMI_CUDA_TRY(cudaGetLastError());
+          }
         }
-        gradient.enqueue(t.minibatch_view(0, e, b), t.params_.data(), iteration.data(), e, t.config_.epochs,
-                         t.grads_.data(), terms, s);
-        if (t.sync_) {
-          t.sync_->sum_device(t.grads_.data(), t.grads_.size(), s);
-          ppo_average_rows_kernel<<<(row + 255) / 256, 256, 0, s>>>(t.grads_.data(), row, Net::param_count,
-                                                                    static_cast<float>(t.sync_->world), terms);
-          GMI_CUDA_TRY(cudaGetLastError());
-        }
-        t.adam_.step(device_span<float>(t.params_.data(), Net::param_count),
-                     device_span<const float>(t.grads_.data(), Net::param_count));
-        if (t.config_.schedule == lr_schedule::adaptive_kl) {
-          ppo_adapt_lr_kernel<<<1, 1, 0, s>>>(terms, t.adam_.lr_device(), t.config_.kl_target,
-                                              t.config_.min_learning_rate, t.config_.max_learning_rate);
-          GMI_CUDA_TRY(cudaGetLastError());
-        }
+        enqueue_bound_log_std(t.config_, t.params_.data() + Net::param_count - Net::dist_param_count, Net::dist_param_count, s);
       }
     }
     t.update_statistics();

@@ -132,6 +132,8 @@ class ppo_trainer {
                               config.max_grad_norm > 0 ? std::optional<float>(config.max_grad_norm) : std::nullopt},
               Net::param_count, policy) {
     gmi::require(total_ <= 0x7fffffffu, "horizon x num_envs", total_, "< 2^31 samples per iteration");
+    gmi::require(Net::dist_param_count > 0 || !bounds_log_std(config_), "ppo.log_std_min/max with a categorical agent",
+                 config_.log_std_min, "-inf and inf (no log-std to bound)");
     params_ = array<float>(Net::param_count);
     current_obs_ = array<float>(n_ * obs_dim);
     obs_ = array<float>(total_ * obs_dim);
@@ -146,7 +148,11 @@ class ppo_trainer {
     advantage_stats_ = array<float>(2);
     grads_ = array<float>(row);
     term_log_ = array<float>(static_cast<std::size_t>(config_.epochs) * minibatches_ * term_count);
-    const std::vector<float> init = detail::initial_params<Net>(seed);
+    entropy_coef_ = array<float>(1);
+    std::vector<float> init = detail::initial_params<Net>(seed);
+    clamp_log_std(init.data());
+    if constexpr (P::on_device) cuda::copy(entropy_coef_.span(), host_span<const float>(&config_.entropy_coef, 1), policy_.stream);
+    else entropy_coef_[0] = config_.entropy_coef;
     if constexpr (P::on_device) {
       device_ = std::make_unique<detail::ppo_device_ops<E, Net>>(*this);
       cuda::copy(params_.span(), host_span<const float>(init.data(), init.size()), policy_.stream);
@@ -368,11 +374,15 @@ class ppo_trainer {
 
   // Minibatch b of epoch e in the update of iteration `it`.
   [[nodiscard]] ppo_minibatch_view<Net> minibatch_view(std::uint64_t it, int epoch, std::size_t b) const {
+    const float* entropy = config_.entropy_decay == entropy_schedule::linear ? entropy_coef_.data() : nullptr;
     return make_minibatch_view<Net>({obs_.data(), actions_.data(), log_probs_.data(), values_.data(), advantages_.data(),
                                      returns_.data(), advantage_stats_.data(), obs_norm_.view(), value_norm_.view(),
-                                     static_cast<std::uint32_t>(total_), detail::shuffle_stream_seed(seed_)},
+                                     static_cast<std::uint32_t>(total_), detail::shuffle_stream_seed(seed_), entropy},
                                     config_, it, epoch, minibatch_, b);
   }
+
+  // The entropy weight the next update uses (the last one set by the schedule; waits on exec::cuda).
+  [[nodiscard]] float current_entropy_coef() { return to_host(entropy_coef_.data(), 1)[0]; }
 
  private:
   friend struct detail::ppo_device_ops<E, Net>;
@@ -414,10 +424,15 @@ class ppo_trainer {
     }
   }
 
-  // lr_schedule::linear: the updates the decay spans (its env steps over the group's env steps per iteration).
-  [[nodiscard]] double lr_decay_span() const noexcept {
-    const double world = sync_ ? static_cast<double>(sync_->world) : 1.0;
-    return config_.lr_decay_env_steps / (static_cast<double>(total_) * world);
+  // A linear schedule's span in updates (lr, entropy): its env steps over the group's env steps per iteration.
+  [[nodiscard]] double decay_span(double env_steps) const noexcept {
+    return env_steps / (static_cast<double>(total_) * (sync_ ? static_cast<double>(sync_->world) : 1.0));
+  }
+  [[nodiscard]] double lr_decay_span() const noexcept { return decay_span(config_.lr_decay_env_steps); }
+
+  // The Gaussian's log-std parameters into their bounds (host memory; the GPU's in detail/ppo_schedules.cuh).
+  void clamp_log_std(float* params) const {
+    if (bounds_log_std(config_)) bound_log_std(params + Net::param_count - Net::dist_param_count, Net::dist_param_count, config_);
   }
 
   float current_learning_rate() {
@@ -453,6 +468,10 @@ class ppo_trainer {
       adam_.set_lr(linear_learning_rate(config_.learning_rate, config_.min_learning_rate,
                                         static_cast<double>(iteration_), lr_decay_span()));
     }
+    if (config_.entropy_decay == entropy_schedule::linear) {
+      entropy_coef_[0] = linear_entropy_coef(config_.entropy_coef, config_.min_entropy_coef,
+                                             static_cast<double>(iteration_), decay_span(config_.entropy_decay_env_steps));
+    }
     for (int e = 0; e < config_.epochs; ++e) {
       for (std::size_t b = 0; b < minibatches_; ++b) {
         const auto mb = minibatch_view(iteration_, e, b);
@@ -477,6 +496,7 @@ class ppo_trainer {
         }
         adam_.step(host_span<float>(params_.data(), Net::param_count),
                    host_span<const float>(grads_.data(), Net::param_count));
+        clamp_log_std(params_.data());
         const float* terms = grads_.data() + Net::param_count;
         std::copy(terms, terms + term_count, term_log_.begin() + (e * minibatches_ + b) * term_count);
         if (config_.schedule == lr_schedule::adaptive_kl) {
@@ -560,6 +580,7 @@ class ppo_trainer {
   array<std::uint8_t> ends_;
   array<std::uint64_t> policy_rng_;
   array<float> advantage_stats_, grads_, term_log_;
+  array<float> entropy_coef_;  // the entropy weight of the current update (one float; a schedule moves it)
   std::vector<float> chunk_rows_;  // host path: one gradient row per chunk of a minibatch
   std::optional<ppo_sync> sync_;   // set: one replica of a data-parallel group
   array<double> local_stats_;      // synced, exec::cuda: this rollout's moments (stats_size), before the gather

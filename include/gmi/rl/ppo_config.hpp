@@ -2,6 +2,7 @@
 // PPO hyperparameters (rl_games names where they exist), validated in one place with "got X, need Y" messages.
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,18 @@ inline std::optional<lr_schedule> parse_lr_schedule(std::string_view name) {
   return std::nullopt;
 }
 
+// How the entropy bonus's weight moves over a run: constant (entropy_coef throughout) or linear (from
+// entropy_coef down to min_entropy_coef over entropy_decay_env_steps, then flat).
+enum class entropy_schedule { constant, linear };
+inline const char* entropy_schedule_name(entropy_schedule s) {
+  return s == entropy_schedule::linear ? "linear" : "constant";
+}
+inline std::optional<entropy_schedule> parse_entropy_schedule(std::string_view name) {
+  for (const entropy_schedule s : {entropy_schedule::constant, entropy_schedule::linear})
+    if (name == entropy_schedule_name(s)) return s;
+  return std::nullopt;
+}
+
 struct ppo_config {
   int horizon = 16;                 // steps per environment per iteration
   int minibatch = 8192;             // samples per gradient step (capped at horizon * num_envs)
@@ -41,6 +54,15 @@ struct ppo_config {
   float max_grad_norm = 1.0f;       // <= 0 disables clipping
   float value_coef = 0.5f;          // weight of the value loss
   float entropy_coef = 0.0f;
+  // entropy_schedule::linear: the weight falls in a straight line from entropy_coef to min_entropy_coef over this
+  // many env steps of the whole training (counted as the linear lr's), then stays at min_entropy_coef.
+  entropy_schedule entropy_decay = entropy_schedule::constant;
+  float min_entropy_coef = 0.0f;
+  double entropy_decay_env_steps = 0;
+  // Bounds of the Gaussian policy's log-std parameter, applied after every Adam step (and to the initial 0): a
+  // floor keeps exploration from collapsing, a ceiling keeps it from blowing up. Infinite: no bound.
+  float log_std_min = -std::numeric_limits<float>::infinity();
+  float log_std_max = std::numeric_limits<float>::infinity();
   float bounds_loss_coef = 1e-4f;   // rl_games': pulls action means back inside [-1.1, 1.1] (ppo_loss.hpp)
   bool clip_value = false;          // PPO2-style clipped value loss
   float value_clip = 0.2f;
@@ -93,6 +115,22 @@ struct ppo_config {
     gmi::require(std::isfinite(value_coef) && value_coef >= 0, "ppo.value_coef", value_coef, ">= 0");
     gmi::require(std::isfinite(entropy_coef) && entropy_coef >= 0, "ppo.entropy_coef", entropy_coef, ">= 0");
     gmi::require(std::isfinite(bounds_loss_coef) && bounds_loss_coef >= 0, "ppo.bounds_loss_coef", bounds_loss_coef, ">= 0");
+    gmi::require(std::isfinite(min_entropy_coef) && min_entropy_coef >= 0, "ppo.min_entropy_coef", min_entropy_coef,
+                 ">= 0 and finite");
+    gmi::require(std::isfinite(entropy_decay_env_steps) && entropy_decay_env_steps >= 0, "ppo.entropy_decay_env_steps",
+                 entropy_decay_env_steps, ">= 0 env steps and finite (the linear entropy schedule's span)");
+    if (entropy_decay == entropy_schedule::linear) {
+      gmi::require(min_entropy_coef <= entropy_coef, "ppo.min_entropy_coef", min_entropy_coef,
+                   "<= entropy_coef (" + std::to_string(entropy_coef) + ") with the linear entropy schedule");
+      gmi::require(entropy_decay_env_steps >= 1, "ppo.entropy_decay_env_steps", entropy_decay_env_steps,
+                   ">= 1 env steps and finite with the linear entropy schedule");
+    }
+    gmi::require(!std::isnan(log_std_min) && log_std_min < std::numeric_limits<float>::infinity(), "ppo.log_std_min",
+                 log_std_min, "a number below +inf (-inf: no floor)");
+    gmi::require(!std::isnan(log_std_max) && log_std_max > -std::numeric_limits<float>::infinity(), "ppo.log_std_max",
+                 log_std_max, "a number above -inf (inf: no ceiling)");
+    gmi::require(log_std_min <= log_std_max, "ppo.log_std_min", log_std_min,
+                 "<= log_std_max (" + std::to_string(log_std_max) + ")");
     gmi::require(finite_positive(value_clip), "ppo.value_clip", value_clip, "> 0");
     gmi::require(finite_positive(obs_clip), "ppo.obs_clip", obs_clip, "> 0 and finite");
     gmi::require(std::isfinite(obs_normalizer_window) && obs_normalizer_window >= 0, "ppo.obs_normalizer_window",
@@ -127,6 +165,22 @@ GMI_HD inline float linear_learning_rate(float lr0, float lr_min, double done, d
 #endif
   return static_cast<float>(static_cast<double>(lr_min) + drop);
 }
+
+// entropy_schedule::linear: the entropy weight of the update that follows `done` updates (the linear lr's line).
+GMI_HD inline float linear_entropy_coef(float c0, float c_min, double done, double span) {
+  return linear_learning_rate(c0, c_min, done, span);
+}
+
+// Whether the log-std bounds do anything (either is finite).
+inline bool bounds_log_std(const ppo_config& c) {
+  return std::isfinite(c.log_std_min) || std::isfinite(c.log_std_max);
+}
+
+// The n log-std parameters at log_std into [lo, hi]; host and device alike.
+GMI_HD inline void bound_log_std(float* log_std, int n, float lo, float hi) {
+  for (int j = 0; j < n; ++j) log_std[j] = fminf(fmaxf(log_std[j], lo), hi);
+}
+inline void bound_log_std(float* log_std, int n, const ppo_config& c) { bound_log_std(log_std, n, c.log_std_min, c.log_std_max); }
 
 // The adaptive-KL rule of rl_games: shrink the step when the policy moved too far, grow it when it barely moved.
 inline float next_learning_rate(const ppo_config& c, float current, float kl) {

@@ -133,6 +133,7 @@ struct ppo_minibatch_view {
   bool clip_value, normalize_advantage;
   float bounds_coef;
   float dual_clip;
+  const float* entropy_coef_at;  // set: the entropy weight is read here (a schedule moves it), not entropy_coef
 
   // Adds sample k's gradient of the minibatch-mean loss into grads (Net::param_count) and its loss terms into
   // terms (term_count), each through add(where, value). Inactive samples (active == false) add zeros, so every
@@ -179,7 +180,8 @@ struct ppo_minibatch_view {
   GMI_HD ppo_sample_terms loss_gradient(const sample_inputs& in, const float* out, float v, const float* params,
                                         float scale, float* d_out, float* d_dist, float* d_value) const {
     return ppo_policy_sample_gradient<Net>(params, in.action, out, v, in.log_prob, in.old_value, in.advantage,
-                                           in.target, clip, value_coef, entropy_coef, bounds_coef, clip_value,
+                                           in.target, clip, value_coef, entropy_coef_at ? *entropy_coef_at : entropy_coef,
+                                           bounds_coef, clip_value,
                                            value_clip, scale, d_out, d_dist, d_value, dual_clip);
   }
   GMI_HD ppo_sample_terms loss_gradient(std::uint32_t j, const float* out, float v, const float* params, float scale,
@@ -206,6 +208,7 @@ struct ppo_update_arrays {
   nn::normalizer_view obs_norm, value_norm;
   std::uint32_t total;
   std::uint64_t shuffle_seed;
+  const float* entropy_coef = nullptr;  // the scheduled entropy weight (ppo_minibatch_view::entropy_coef_at)
 };
 
 // Minibatch b (of `minibatch` samples) of epoch `epoch` in update `update`, with the loss settings of c: the one
@@ -236,7 +239,8 @@ ppo_minibatch_view<Net> make_minibatch_view(const ppo_update_arrays& a, const pp
           c.clip_value,
           c.normalize_advantage,
           c.bounds_loss_coef,
-          c.dual_clip};
+          c.dual_clip,
+          a.entropy_coef};
 }
 
 }  // namespace gmi::rl
