@@ -133,7 +133,7 @@ class ppo_trainer {
               Net::param_count, policy) {
     gmi::require(total_ <= 0x7fffffffu, "horizon x num_envs", total_, "< 2^31 samples per iteration");
     gmi::require(Net::dist_param_count > 0 || !bounds_log_std(config_), "ppo.log_std_min/max with a categorical agent",
-                 config_.log_std_min, "-inf and inf (no log-std to bound)");
+                 std::to_string(config_.log_std_min) + ", " + std::to_string(config_.log_std_max), "-inf, inf (no log-std)");
     params_ = array<float>(Net::param_count);
     current_obs_ = array<float>(n_ * obs_dim);
     obs_ = array<float>(total_ * obs_dim);
