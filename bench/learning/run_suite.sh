@@ -122,7 +122,7 @@ refpid=
 if [ "${REFERENCE:-1}" != 0 ]; then
   "$python" "$here/reference_ppo.py" "${specs[@]}" --seeds "$seeds" --wait-for "$work/gmi_done" \
     --out "$out" --run-id "$run_id" --device "$device" --git "$git" \
-    --stop-after "$(awk -v b="${SUITE_BUDGET_S:-500}" -v a="$t_start" -v n="$(date +%s.%N)" 'BEGIN{r = b - (n - a); printf "%.0f", r > 1 ? r : 1}')" \
+    --stop-after "$(awk -v b="${SUITE_BUDGET_S:-500}" -v a="$t_start" -v n="$(date +%s.%N)" 'BEGIN{r = b - (n - a); printf "%.0f", (r > 1 ? r : 1)}')" \
     --compile-threads "$(( $(nproc) > 4 ? $(nproc) / 2 : 2 ))" > "$work/reference.log" 2>&1 &
   refpid=$!
 fi
