@@ -73,6 +73,7 @@ class sac_device_trainer {
         sums_(sac_sum_count),
         update_count_(1) {
     update_count_.fill_bytes(0, pol_.stream);
+    sums_.fill_bytes(0, pol_.stream);  // last_update() before the first update reads zeros
     const auto B = std::size_t(cfg_.batch);
     current_ = buf<float>(n_ * O);
     ro_obs_ = buf<float>(n_ * O);

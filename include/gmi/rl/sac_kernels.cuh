@@ -56,11 +56,7 @@ __global__ void draw_actions(const float* heads, const float* obs, const float* 
                              float* x, float* log_prob) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  squashed_draw<float, A> d;
-  d.compute(heads + i * 2 * A, eps + i * A, lo, hi);
-  for (int k = 0; k < O; ++k) x[i * (O + A) + k] = obs[i * O + k];
-  for (int k = 0; k < A; ++k) x[i * (O + A) + O + k] = d.action[k];
-  log_prob[i] = d.log_prob;
+  log_prob[i] = sac_sample::draw_row<float, O, A>(heads + i * 2 * A, obs + i * O, eps + i * A, lo, hi, x + i * (O + A));
 }
 
 // y = r + gamma (1 - terminated) (min(q1, q2) - alpha log_prob): the soft TD target from the targets' outputs.
@@ -69,7 +65,7 @@ __global__ static void soft_targets(const float* q1, const float* q2, const floa
                                     float* y) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  y[i] = reward[i] + gamma * (1.0f - terminated[i]) * (fminf(q1[i], q2[i]) - expf(*log_alpha) * log_prob[i]);
+  y[i] = sac_sample::soft_target(q1[i], q2[i], log_prob[i], reward[i], terminated[i], expf(*log_alpha), gamma);
 }
 
 // The gradient of -min(Q1, Q2) goes through the smaller critic: d_out -1 for it, 0 for the other (ties: critic 1).
@@ -89,14 +85,9 @@ __global__ void actor_heads(const float* heads, const float* eps, const float* d
                             float* actor_terms, float* log_prob_terms) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const float alpha = expf(*log_alpha), scale = 1.0f / float(n);
-  squashed_draw<float, A> d;
-  d.compute(heads + i * 2 * A, eps + i * A, lo, hi);
-  float g_a[A];
-  for (int k = 0; k < A; ++k) g_a[k] = (dx1[i * (O + A) + O + k] + dx2[i * (O + A) + O + k]) * scale;
-  d.backward(heads + i * 2 * A, eps + i * A, lo, hi, g_a, alpha * scale, d_heads + i * 2 * A);
-  actor_terms[i] = alpha * d.log_prob - fminf(q1[i], q2[i]);
-  log_prob_terms[i] = d.log_prob;
+  sac_sample::actor_head_grad<float, O, A>(heads + i * 2 * A, eps + i * A, dx1 + i * (O + A), dx2 + i * (O + A), q1[i],
+                                           q2[i], expf(*log_alpha), 1.0f / float(n), lo, hi, d_heads + i * 2 * A,
+                                           actor_terms[i], log_prob_terms[i]);
 }
 
 // out[0] = scale * sum of terms[0..n) in a fixed order (one block of sum_threads: strided partial sums, then a
