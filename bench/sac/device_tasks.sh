@@ -175,6 +175,7 @@ for path in sorted(glob.glob(os.path.join(sys.argv[2], "*.jsonl"))):
             end = d
     if end:
         rows[os.path.basename(path)[:-6]] = (end.get("updates_per_s"), end.get("env_steps_per_s"))
+print("(training runs: updates/s of one learner, env steps/s of all GMIs together; bare update: no env steps)")
 print(f"{'run':32} {'updates/s':>12} {'env steps/s':>12}")
 for k, (u, e) in rows.items():
     fmt = lambda v: f"{v:12.0f}" if isinstance(v, (int, float)) else f"{'-':>12}"

@@ -65,20 +65,26 @@ void bench(int batch, bool graph, int updates, int reps) {
                  static_cast<unsigned long long>(t->updates()));
 }
 
+// An integer in [lo, hi] from a flag's text; else config_error "<what>: got <text>, need an integer in lo..hi".
+int parse_int(const std::string& text, const char* what, int lo, int hi) {
+  std::size_t used = 0;
+  long v = lo - 1L;
+  try {
+    v = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  gmi::require(used == text.size() && v >= lo && v <= hi, what, text,
+               "an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+  return int(v);
+}
+
 std::vector<int> parse_batches(const std::string& v) {
   std::vector<int> out;
   std::stringstream ss(v);
   std::string item;
-  while (std::getline(ss, item, ',')) {
-    int b = 0;
-    try {
-      b = std::stoi(item);
-    } catch (...) {
-      b = 0;
-    }
-    gmi::require(b >= 1 && b <= 65536, "gmi.bench.sac_update --batches entry", item, "an integer in 1..65536");
-    out.push_back(b);
-  }
+  while (std::getline(ss, item, ','))
+    out.push_back(parse_int(item, "gmi.bench.sac_update --batches entry", 1, 65536));
   gmi::require(!out.empty(), "gmi.bench.sac_update --batches", v, "a comma-separated list such as 256,4096");
   return out;
 }
@@ -99,8 +105,8 @@ int main(int argc, char** argv) {
       else if (k == "--out") g_file.open(v, std::ios::app);
       else if (k == "--batches") batches = v;
       else if (k == "--impls") impls = v;
-      else if (k == "--updates") updates = std::stoi(v);
-      else if (k == "--reps") reps = std::stoi(v);
+      else if (k == "--updates") updates = parse_int(v, "gmi.bench.sac_update --updates", 1, 1000000);
+      else if (k == "--reps") reps = parse_int(v, "gmi.bench.sac_update --reps", 1, 100);
       else
         gmi::require(false, "gmi.bench.sac_update flag", k,
                      "one of --run-id --device --git --out --batches --impls --updates --reps");
@@ -108,8 +114,6 @@ int main(int argc, char** argv) {
     const std::vector<int> bs = parse_batches(batches);
     gmi::require(impls == "both" || impls == "launches" || impls == "graph", "gmi.bench.sac_update --impls", impls,
                  "both, launches or graph");
-    gmi::require(updates >= 1 && updates <= 1000000, "gmi.bench.sac_update --updates", updates, "1..1000000");
-    gmi::require(reps >= 1 && reps <= 100, "gmi.bench.sac_update --reps", reps, "1..100");
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
       std::fprintf(stderr, "gmi.bench.sac_update: no CUDA device: skipped\n");
@@ -119,9 +123,12 @@ int main(int argc, char** argv) {
       if (impls != "graph") bench(b, false, updates, reps);
       if (impls != "launches") bench(b, true, updates, reps);
     }
+  } catch (const gmi::config_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gmi.bench.sac_update: %s\n", e.what());
-    return e.what()[0] && std::string(e.what()).find("got") != std::string::npos ? 2 : 1;
+    return 1;
   }
   return 0;
 }
