@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <gmi/core/rng.hpp>
 #include <gmi/envs/pendulum.hpp>
 #include <gmi/rl/env_batch.hpp>
+#include <gmi/nn/mlp.hpp>
 #include <gmi/rl/sac.hpp>
 #include <gmi/rl/sac_config.hpp>
 #include <gmi/rl/sac_loss.hpp>
@@ -167,6 +169,86 @@ TEST_SUITE("cpu") {
     const double after =
         g.actor_loss(params.data(), c1.data(), c2.data(), obs.data(), eps.data(), n, 0.3, -5, 2, tmp.data()).loss;
     CHECK(after < before);
+  }
+
+  // The device update's decomposition (sac_batched.cuh) composed on the host: batched network passes with the
+  // per-sample pieces of sac_sample between them (the targets' draw and soft target; the critics' input gradients
+  // with d_out -1 for the smaller critic, 0 for the other, summed into the actor heads' gradient) give the same
+  // targets, actor gradient, loss and mean log-prob as the per-sample reference (sac_gradients), in double.
+  TEST_CASE("sac.gradients.batched_decomposition_matches_per_sample") {
+    using Ac = small_nets::actor;
+    using C = small_nets::critic;
+    constexpr int O = 3, A = 2, X = 5;
+    const std::size_t n = 33;
+    const double lo = -5, hi = 2, gamma = 0.97;
+    const auto actor = rl::sac_initial_params<Ac>(11, 0);
+    const auto c1 = rl::sac_initial_params<C>(11, 1), c2 = rl::sac_initial_params<C>(11, 2);
+    const auto obs = random_vec(n * O, 21), nxt = random_vec(n * O, 22), rew = random_vec(n, 23, -1, 0);
+    std::vector<double> eps(n * A), eps_next(n * A), term(n, 0.0);
+    gmi::rng r(13, 13);
+    for (double& e : eps) e = r.normal();
+    for (double& e : eps_next) e = r.normal();
+    for (std::size_t i = 0; i < n; i += 4) term[i] = 1.0;
+    nn::batch_mlp<Ac, exec::host> ab;
+    nn::batch_mlp<C, exec::host> cb;
+    const std::size_t AP = Ac::param_count, CP = C::param_count;
+    std::vector<double> heads(n * 2 * A), x(n * X), logp(n), q1(n), q2(n);
+    for (double alpha : {0.0, 0.4}) {
+      // Targets.
+      rl::sac_gradients<small_nets> ref;
+      std::vector<double> y_ref(n), y(n);
+      ref.critic_targets(actor.data(), c1.data(), c2.data(), nxt.data(), rew.data(), term.data(), eps_next.data(), n,
+                         alpha, gamma, lo, hi, y_ref.data());
+      ab.forward({actor.data(), AP}, {nxt.data(), n * O}, {heads.data(), heads.size()});
+      for (std::size_t i = 0; i < n; ++i)
+        logp[i] = rl::sac_sample::draw_row<double, O, A>(&heads[i * 2 * A], &nxt[i * O], &eps_next[i * A], lo, hi,
+                                                         &x[i * X]);
+      cb.forward({c1.data(), CP}, {x.data(), x.size()}, {q1.data(), n});
+      cb.forward({c2.data(), CP}, {x.data(), x.size()}, {q2.data(), n});
+      for (std::size_t i = 0; i < n; ++i)
+        y[i] = rl::sac_sample::soft_target(q1[i], q2[i], logp[i], rew[i], term[i], alpha, gamma);
+      for (std::size_t i = 0; i < n; ++i) CHECK(y[i] == doctest::Approx(y_ref[i]).epsilon(1e-12));
+      // Actor.
+      std::vector<double> g_ref(AP), g(AP), aacts(ab.acts_size(n)), acts1(cb.acts_size(n)), acts2(cb.acts_size(n));
+      const auto res = ref.actor_loss(actor.data(), c1.data(), c2.data(), obs.data(), eps.data(), n, alpha, lo, hi,
+                                      g_ref.data());
+      ab.forward({actor.data(), AP}, {obs.data(), n * O}, {heads.data(), heads.size()}, {aacts.data(), aacts.size()});
+      for (std::size_t i = 0; i < n; ++i)
+        (void)rl::sac_sample::draw_row<double, O, A>(&heads[i * 2 * A], &obs[i * O], &eps[i * A], lo, hi, &x[i * X]);
+      cb.forward({c1.data(), CP}, {x.data(), x.size()}, {q1.data(), n}, {acts1.data(), acts1.size()});
+      cb.forward({c2.data(), CP}, {x.data(), x.size()}, {q2.data(), n}, {acts2.data(), acts2.size()});
+      std::vector<double> d1(n), d2(n), dx1(n * X), dx2(n * X), scratch(CP), d_heads(n * 2 * A), terms(n), lps(n);
+      int smaller_second = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        d1[i] = q1[i] <= q2[i] ? -1.0 : 0.0;
+        d2[i] = q1[i] <= q2[i] ? 0.0 : -1.0;
+        smaller_second += q1[i] > q2[i];
+      }
+      cb.backward({c1.data(), CP}, {x.data(), x.size()}, {acts1.data(), acts1.size()}, {d1.data(), n},
+                  {scratch.data(), CP}, {dx1.data(), dx1.size()});
+      cb.backward({c2.data(), CP}, {x.data(), x.size()}, {acts2.data(), acts2.size()}, {d2.data(), n},
+                  {scratch.data(), CP}, {dx2.data(), dx2.size()});
+      for (std::size_t i = 0; i < n; ++i)
+        rl::sac_sample::actor_head_grad<double, O, A>(&heads[i * 2 * A], &eps[i * A], &dx1[i * X], &dx2[i * X], q1[i],
+                                                      q2[i], alpha, 1.0 / double(n), lo, hi, &d_heads[i * 2 * A],
+                                                      terms[i], lps[i]);
+      ab.backward({actor.data(), AP}, {obs.data(), n * O}, {aacts.data(), aacts.size()},
+                  {d_heads.data(), d_heads.size()}, {g.data(), AP});
+      double loss = 0, mean_logp = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        loss += terms[i] / double(n);
+        mean_logp += lps[i] / double(n);
+      }
+      CHECK(loss == doctest::Approx(res.loss).epsilon(1e-12));
+      CHECK(mean_logp == doctest::Approx(res.log_prob).epsilon(1e-12));
+      double worst = 0;
+      for (std::size_t k = 0; k < AP; ++k)
+        worst = std::max(worst, std::abs(g[k] - g_ref[k]) / (std::abs(g[k]) + std::abs(g_ref[k]) + 1e-12));
+      CHECK(worst < 1e-10);
+      // Both critics are the smaller one for some samples: the mask's two sides are exercised.
+      CHECK(smaller_second > 0);
+      CHECK(smaller_second < int(n));
+    }
   }
 
   TEST_CASE("sac.polyak.target_update") {

@@ -52,13 +52,16 @@ double worst(const std::vector<float>& a, const std::vector<float>& b, double fl
 }
 }  // namespace
 
-agreement device_matches_host(std::size_t n) {
-  using nets = gmi::rl::sac_networks<5, 2, 32>;
-  namespace k = gmi::rl::sac_kernels;
+namespace {
+// The batched device gradients (sac_device_gradients) against the host's per-sample ones on one batch.
+template <int Hidden>
+agreement device_matches_host_with(std::size_t n) {
+  using nets = gmi::rl::sac_networks<5, 2, Hidden>;
   constexpr int O = 5, A = 2, X = 7;
   const float alpha = 0.3f, gamma = 0.99f, lo = -5.0f, hi = 2.0f;
-  const auto actor = gmi::rl::sac_initial_params<nets::actor>(1, 0);
-  const auto c1 = gmi::rl::sac_initial_params<nets::critic>(1, 1), c2 = gmi::rl::sac_initial_params<nets::critic>(1, 2);
+  const auto actor = gmi::rl::sac_initial_params<typename nets::actor>(1, 0);
+  const auto c1 = gmi::rl::sac_initial_params<typename nets::critic>(1, 1);
+  const auto c2 = gmi::rl::sac_initial_params<typename nets::critic>(1, 2);
   const auto obs = uniform(n * O, 1, -1, 1), act = uniform(n * A, 2, -1, 1), nxt = uniform(n * O, 3, -1, 1);
   const auto rew = uniform(n, 4, -2, 0), eps = uniform(n * A, 5, -2, 2), eps_next = uniform(n * A, 6, -2, 2);
   std::vector<float> term(n, 0.0f);
@@ -73,36 +76,43 @@ agreement device_matches_host(std::size_t n) {
   std::vector<float> y_h(n), gc_h(nets::critic::param_count), ga_h(nets::actor::param_count);
   h.critic_targets(actor.data(), c1.data(), c2.data(), nxt.data(), rew.data(), term.data(), eps_next.data(), n, alpha,
                    gamma, lo, hi, y_h.data());
-  h.critic_loss(c1.data(), x.data(), y_h.data(), n, gc_h.data());
+  const double critic_loss_h = h.critic_loss(c1.data(), x.data(), y_h.data(), n, gc_h.data());
   const auto ar = h.actor_loss(actor.data(), c1.data(), c2.data(), obs.data(), eps.data(), n, alpha, lo, hi, ga_h.data());
   // Device.
   const auto d_actor = up(actor), d_c1 = up(c1), d_c2 = up(c2), d_obs = up(obs), d_nxt = up(nxt), d_rew = up(rew);
   const auto d_term = up(term), d_eps = up(eps), d_eps_next = up(eps_next), d_x = up(x);
   const auto d_log_alpha = up(std::vector<float>{std::log(alpha)});
-  gmi::cuda::device_buffer<float> y(n), q(n), dq(n), heads(n * 2 * A), d_heads(n * 2 * A);
-  gmi::cuda::device_buffer<float> gc(nets::critic::param_count), ga(nets::actor::param_count);
+  gmi::cuda::device_buffer<float> y(n), gc(nets::critic::param_count), ga(nets::actor::param_count);
   auto sums = up(std::vector<float>(gmi::rl::sac_sum_count, 0.0f));
-  gmi::nn::batch_mlp<nets::critic, gmi::exec::cuda> cb(gmi::exec::cuda{}, n);
-  gmi::nn::batch_mlp<nets::actor, gmi::exec::cuda> ab(gmi::exec::cuda{}, n);
-  gmi::cuda::device_buffer<float> cacts(cb.acts_size(n)), aacts(ab.acts_size(n));
-  k::targets<nets><<<k::blocks(n), 256>>>(d_actor.data(), d_c1.data(), d_c2.data(), d_nxt.data(), d_rew.data(),
-                                           d_term.data(), d_eps_next.data(), n, d_log_alpha.data(), gamma, lo, hi,
-                                           y.data());
-  cb.forward(d_c1.span(), d_x.span(), q.span(), cacts.span());
-  k::critic_dq<<<k::blocks(n), 256>>>(q.data(), y.data(), n, dq.data(), sums.data());
-  cb.backward(d_c1.span(), d_x.span(), cacts.span(), dq.span(), gc.span());
-  ab.forward(d_actor.span(), d_obs.span(), heads.span(), aacts.span());
-  k::actor_heads<nets><<<k::blocks(n), 256>>>(heads.data(), d_obs.data(), d_eps.data(), d_c1.data(), d_c2.data(), n,
-                                               d_log_alpha.data(), lo, hi, d_heads.data(), sums.data());
-  ab.backward(d_actor.span(), d_obs.span(), aacts.span(), d_heads.span(), ga.span());
+  gmi::rl::sac_device_gradients<nets> g(gmi::exec::cuda{}, n);
+  g.critic_targets(d_actor.data(), d_c1.data(), d_c2.data(), d_nxt.data(), d_rew.data(), d_term.data(),
+                   d_eps_next.data(), n, d_log_alpha.data(), gamma, lo, hi, y.data());
+  g.critic_gradient(d_c1.data(), d_x.data(), y.data(), n, gc.data(), g.terms());
+  g.sum(g.terms(), n, 1.0f / float(n), sums.data() + gmi::rl::sac_sum_critic);
+  g.actor_gradient(d_actor.data(), d_c1.data(), d_c2.data(), d_obs.data(), d_eps.data(), n, d_log_alpha.data(), lo,
+                   hi, ga.data(), g.terms(), g.terms2());
+  g.sum(g.terms(), n, 1.0f / float(n), sums.data() + gmi::rl::sac_sum_actor);
+  g.sum(g.terms2(), n, 1.0f / float(n), sums.data() + gmi::rl::sac_sum_log_prob);
   GMI_CUDA_TRY(cudaGetLastError());
   agreement out;
   out.targets = worst(down(y), y_h, 1e-3);
   out.critic_grad = worst(down(gc), gc_h, 1e-3);
   out.actor_grad = worst(down(ga), ga_h, 1e-3);
+  const auto s = down(sums);
   out.actor_loss_host = ar.loss;
-  out.actor_loss_device = down(sums)[gmi::rl::sac_sum_actor];
+  out.actor_loss_device = s[gmi::rl::sac_sum_actor];
+  out.log_prob_host = ar.log_prob;
+  out.log_prob_device = s[gmi::rl::sac_sum_log_prob];
+  out.critic_loss_host = critic_loss_h;
+  out.critic_loss_device = s[gmi::rl::sac_sum_critic];
+  out.path = g.critic_path();
   return out;
+}
+}  // namespace
+
+agreement device_matches_host(std::size_t n, int hidden) {
+  gmi::require(hidden == 32 || hidden == 256, "device_matches_host hidden", hidden, "32 or 256");
+  return hidden == 32 ? device_matches_host_with<32>(n) : device_matches_host_with<256>(n);
 }
 
 learn_result learn_pendulum(int num_envs, std::size_t env_steps) {
@@ -335,10 +345,11 @@ graph_result graph_against_launches(std::size_t env_steps, std::size_t timed_upd
   gmi::rl::sac_config g = c;
   g.cuda_graph = true;
   GMI_CUDA_TRY(cudaSetDevice(0));
-  trainer a(c, 8, 77), b(g, 8, 77);
+  trainer a(c, 8, 77), b(g, 8, 77), a2(c, 8, 77);
   const auto initial = a.critic_params(0);
   a.train(env_steps);
   b.train(env_steps);
+  a2.train(env_steps);
   graph_result out;
   out.updates = a.updates();
   out.updates_graph = b.updates();
@@ -347,6 +358,8 @@ graph_result graph_against_launches(std::size_t env_steps, std::size_t timed_upd
   out.actor_equal = a.actor_params() == b.actor_params();
   out.critics_equal = a.critic_params(0) == b.critic_params(0) && a.critic_params(1) == b.critic_params(1);
   out.weights_moved = a.critic_params(0) != initial;
+  out.launched_repeat_equal = a.actor_params() == a2.actor_params() && a.critic_params(0) == a2.critic_params(0) &&
+                              a.critic_params(1) == a2.critic_params(1);
   const auto sa = a.last_update(), sb = b.last_update();
   out.stats_equal = sa.critic_loss == sb.critic_loss && sa.actor_loss == sb.actor_loss && sa.alpha == sb.alpha &&
                     sa.log_prob == sb.log_prob;

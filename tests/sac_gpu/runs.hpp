@@ -18,8 +18,11 @@ struct learn_result {
 // critic gradient and the actor gradient of both, and the largest relative differences.
 struct agreement {
   double targets = 0, critic_grad = 0, actor_grad = 0, actor_loss_host = 0, actor_loss_device = 0;
+  double log_prob_host = 0, log_prob_device = 0, critic_loss_host = 0, critic_loss_device = 0;
+  const char* path = "";  // the critic's batched path on the device
 };
-agreement device_matches_host(std::size_t batch);
+// hidden: 32 (the shared-memory kernels) or 256 (cuBLASLt).
+agreement device_matches_host(std::size_t batch, int hidden);
 
 // SAC on the device on Pendulum with the settings of tests/sac's learning test, num_envs environments.
 learn_result learn_pendulum(int num_envs, std::size_t env_steps);
@@ -63,6 +66,7 @@ split_result split_on_gpu(int gmis, std::size_t env_steps);
 // more updates of each, timed (updates/s, stream waited for at the end).
 struct graph_result {
   bool actor_equal = false, critics_equal = false, weights_moved = false, stats_equal = false;
+  bool launched_repeat_equal = false;  // a second launched run from the same seed: the same bits
   std::size_t updates = 0, updates_graph = 0;
   std::uint64_t graph_updates = 0, graph_updates_of_launched = 0;
   double updates_per_s_launched = 0, updates_per_s_graph = 0;

@@ -4,16 +4,23 @@
 
 #include "sac_gpu/runs.hpp"
 
-// The device kernels against the host gradients on one batch (float on both sides; the gemm paths may use TF32,
-// hence the loose bound on the parameter gradients).
+// The batched device gradients against the host's per-sample gradients on one batch (float on both sides; the
+// device sums in another order), with 32-wide networks (shared-memory kernels) and 256-wide ones (cuBLASLt); the
+// loss means of the fixed-order device sums against the host's.
 TEST_CASE("sac_gpu.device_gradients_match_host") {
-  const auto r = sac_gpu::device_matches_host(300);
-  std::printf("sac_gpu agreement: targets %.2e critic_grad %.2e actor_grad %.2e actor_loss host %.6f device %.6f\n",
-              r.targets, r.critic_grad, r.actor_grad, r.actor_loss_host, r.actor_loss_device);
-  CHECK(r.targets < 1e-4);
-  CHECK(r.critic_grad < 1e-2);
-  CHECK(r.actor_grad < 1e-2);
-  CHECK(r.actor_loss_device == doctest::Approx(r.actor_loss_host).epsilon(1e-3));
+  for (int hidden : {32, 256}) {
+    const auto r = sac_gpu::device_matches_host(300, hidden);
+    std::printf("sac_gpu agreement, hidden %d (%s): targets %.2e critic_grad %.2e actor_grad %.2e actor_loss host %.6f "
+                "device %.6f log_prob host %.6f device %.6f critic_loss host %.6f device %.6f\n",
+                hidden, r.path, r.targets, r.critic_grad, r.actor_grad, r.actor_loss_host, r.actor_loss_device,
+                r.log_prob_host, r.log_prob_device, r.critic_loss_host, r.critic_loss_device);
+    CHECK(r.targets < 1e-4);
+    CHECK(r.critic_grad < 1e-2);
+    CHECK(r.actor_grad < 1e-2);
+    CHECK(r.actor_loss_device == doctest::Approx(r.actor_loss_host).epsilon(1e-3));
+    CHECK(r.log_prob_device == doctest::Approx(r.log_prob_host).epsilon(1e-3));
+    CHECK(r.critic_loss_device == doctest::Approx(r.critic_loss_host).epsilon(1e-3));
+  }
 }
 
 // SAC with replay, update and collection on the device: Pendulum's deterministic return must rise from the
@@ -95,14 +102,16 @@ TEST_CASE("sac_gpu.split_roles_on_gpu") {
 }
 
 // One update captured as a CUDA graph and replayed: the same bits as launching its kernels, after thousands of
-// updates (the replay draw and the noise keyed by the device's update count); every update after the first replays.
+// updates (the replay draw and the noise keyed by the device's update count, the loss sums in a fixed order: no
+// float atomics); every update after the first replays. A second launched run from the same seed: the same bits.
 TEST_CASE("sac_gpu.graph_update_matches_launches") {
   const auto r = sac_gpu::graph_against_launches(3000, 500);
   std::printf("sac_gpu graph update: %zu updates (graph run %zu, %llu replayed); actor %s, critics %s, losses %s; "
-              "updates/s launched %.0f, graph %.0f\n",
+              "launched twice %s; updates/s launched %.0f, graph %.0f\n",
               r.updates, r.updates_graph, static_cast<unsigned long long>(r.graph_updates),
               r.actor_equal ? "equal" : "DIFFER", r.critics_equal ? "equal" : "DIFFER",
-              r.stats_equal ? "equal" : "DIFFER", r.updates_per_s_launched, r.updates_per_s_graph);
+              r.stats_equal ? "equal" : "DIFFER", r.launched_repeat_equal ? "equal" : "DIFFER",
+              r.updates_per_s_launched, r.updates_per_s_graph);
   CHECK(r.updates >= 2000);
   CHECK(r.updates_graph == r.updates);
   CHECK(r.graph_updates == r.updates - 1);
@@ -111,4 +120,5 @@ TEST_CASE("sac_gpu.graph_update_matches_launches") {
   CHECK(r.actor_equal);
   CHECK(r.critics_equal);
   CHECK(r.stats_equal);
+  CHECK(r.launched_repeat_equal);
 }

@@ -154,11 +154,14 @@ class device_table {
     ctl_.await_insert(lock, n);
     auto a = ctl_.index_.allocate(n);
     const auto link = ctl_.links(w.host, a, r.horizon);
-    // Staging for slot lists: the previous insert's copies must be done before it is overwritten.
-    GMI_CUDA_TRY(cudaStreamSynchronize(stream_));
+    // Staging for slot lists: the previous insert's copies out of it must be done before it is overwritten. A wait
+    // for those copies alone (an event after them), not for the stream: work queued after the previous insert
+    // (a trainer's updates) keeps the device busy while the host prepares this one.
+    staged_free_.synchronize();
     stage_ints(staged_link_, link);
     // Evicted slots need no clearing: every one is reused by this insert (index.hpp allocates them).
     if (a.contiguous_base < 0) stage_ints(staged_slots_, a.slots);
+    staged_free_.record(stream_);
     detail::insert_args args{};
     for (std::size_t c = 0; c < r.columns.size(); ++c) args.src[c] = static_cast<const std::uint32_t*>(r.columns[c]);
     args.priorities = r.priorities;
@@ -354,7 +357,10 @@ class device_table {
   void stage_ints(gmi::cuda::pinned_buffer<std::int32_t>& staged, const std::vector<std::int32_t>& v) {
     if (staged.size() < v.size()) staged = gmi::cuda::pinned_buffer<std::int32_t>(v.size());
     auto& dev = &staged == &staged_link_ ? link_dev_ : slots_dev_;
-    if (dev.size() < v.size()) dev = gmi::cuda::device_buffer<std::int32_t>(v.size());
+    if (dev.size() < v.size()) {  // kernels queued before may still read the old one
+      GMI_CUDA_TRY(cudaStreamSynchronize(stream_));
+      dev = gmi::cuda::device_buffer<std::int32_t>(v.size());
+    }
     std::copy(v.begin(), v.end(), staged.data());
     GMI_CUDA_TRY(cudaMemcpyAsync(dev.data(), staged.data(), v.size() * 4, cudaMemcpyHostToDevice, stream_));
   }
@@ -433,6 +439,7 @@ class device_table {
   gmi::cuda::device_buffer<std::uint64_t> seq_;
   gmi::cuda::device_buffer<double> prio_tree_, size_tree_;
   gmi::cuda::pinned_buffer<std::int32_t> staged_slots_, staged_link_;
+  gmi::cuda::event staged_free_;  // recorded after an insert's copies out of the staging buffers
   gmi::cuda::device_buffer<std::int32_t> slots_dev_, link_dev_;
   gmi::cuda::device_buffer<std::uint64_t> sort_keys_, sort_keys_out_;
   gmi::cuda::device_buffer<std::int32_t> sort_slots_, sort_slots_out_;

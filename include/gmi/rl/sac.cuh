@@ -1,8 +1,10 @@
 #pragma once
-// SAC on one GPU (exec::cuda): environments stepped in a kernel that also runs the actor, transitions inserted
-// into a replay::device_table, uniform batches drawn and gathered there, and the update of sac.hpp as kernels (the
-// per-sample functions of sac_loss.hpp, batch_mlp<.., exec::cuda> for the parameter sums, adam<exec::cuda>). The
-// temperature lives on the device, so an update needs no host synchronisation besides the table's own. As one of
+// SAC on one GPU (exec::cuda): the actor's batched forward on the environments' observations, then environments
+// stepped in one kernel (a thread each) that draws the actions, transitions inserted into a replay::device_table,
+// uniform batches drawn and gathered there, and the update of sac.hpp on the device: every network pass batched
+// (sac_device_gradients, sac_batched.cuh: GEMMs for wide layers), small per-sample kernels between them, adam<exec::
+// cuda>. The temperature and the loss sums live on the device, so an update enqueues no copy and no wait; the
+// losses are summed in a fixed order, so launched and graph-replayed updates give the same bits. As one of
 // data-parallel learners (set_sync) each update averages two buffers over the group: on the device when the sync
 // has sum_device (comm::hierarchical_allreduce, stream-ordered: no stream wait), else through the host (two waits).
 // Alone, with sac_config::cuda_graph, each update after the first replays one captured CUDA graph.
@@ -27,6 +29,7 @@
 #include <gmi/nn/mlp.cuh>
 #include <gmi/replay/device_table.cuh>
 #include <gmi/rl/env_batch.cuh>
+#include <gmi/rl/sac_batched.cuh>
 #include <gmi/rl/sac.hpp>
 #include <gmi/rl/sac_config.hpp>
 #include <gmi/rl/sac_kernels.cuh>
@@ -55,8 +58,8 @@ class sac_device_trainer {
         pol_{table_.stream()},
         envs_(num_envs, seed, params, pol_),
         writer_(table_.make_writer(n_)),
-        actor_bm_(pol_, std::size_t(cfg_.batch)),
-        critic_bm_(pol_, std::size_t(cfg_.batch)),
+        grads_(pol_, std::size_t(cfg_.batch)),
+        env_actor_bm_(pol_, n_),
         actor_(upload(sac_initial_params<actor_net>(seed, 0))),
         critic1_(upload(sac_initial_params<critic_net>(seed, 1))),
         critic2_(upload(sac_initial_params<critic_net>(seed, 2))),
@@ -70,6 +73,7 @@ class sac_device_trainer {
         sums_(sac_sum_count),
         update_count_(1) {
     update_count_.fill_bytes(0, pol_.stream);
+    sums_.fill_bytes(0, pol_.stream);  // last_update() before the first update reads zeros
     const auto B = std::size_t(cfg_.batch);
     current_ = buf<float>(n_ * O);
     ro_obs_ = buf<float>(n_ * O);
@@ -81,12 +85,7 @@ class sac_device_trainer {
     eps_next_ = buf<float>(B * A);
     y_ = buf<float>(B);
     x_ = buf<float>(B * X);
-    q_ = buf<float>(B);
-    d_q_ = buf<float>(B);
-    heads_ = buf<float>(B * 2 * A);
-    d_heads_ = buf<float>(B * 2 * A);
-    critic_acts_ = buf<float>(critic_bm_.acts_size(B));
-    actor_acts_ = buf<float>(actor_bm_.acts_size(B));
+    env_heads_ = buf<float>(n_ * 2 * A);
     g_critic_ = buf<float>(2 * critic1_.size());  // critic 1's gradient, then critic 2's
     g_actor_ = buf<float>(actor_.size() + 1);  // the actor's gradient, then the mean log-prob (summed with it)
     envs_.reset(current_.span(), pol_.stream);
@@ -94,11 +93,7 @@ class sac_device_trainer {
 
   void step() {
     const bool warm = env_steps_ < cfg_.warmup_steps;
-    sac_kernels::collect<E, Nets><<<sac_kernels::blocks(n_), 256, 0, pol_.stream>>>(
-        envs_.view(), actor_.data(), ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(),
-        ro_term_.data(), warm, seed_ ^ 0xAC7104ull, batch_steps_, cfg_.log_std_min, cfg_.log_std_max,
-        current_.data());
-    GMI_CUDA_TRY(cudaGetLastError());
+    collect(warm);
     replay::rollout r;
     r.horizon = 1;
     r.envs = n_;
@@ -123,11 +118,7 @@ class sac_device_trainer {
   // An actor's step: every environment one step on the device (uniform random actions when `random`), the
   // transitions copied back and appended to `rows` (packed_width floats each, environment after environment).
   void collect_packed(bool random, std::vector<float>& rows) {
-    sac_kernels::collect<E, Nets><<<sac_kernels::blocks(n_), 256, 0, pol_.stream>>>(
-        envs_.view(), actor_.data(), ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(),
-        ro_term_.data(), random, seed_ ^ 0xAC7104ull, batch_steps_, cfg_.log_std_min, cfg_.log_std_max,
-        current_.data());
-    GMI_CUDA_TRY(cudaGetLastError());
+    collect(random);
     staged_.resize(n_ * packed_width);
     float* obs = staged_.data();
     float* act = obs + n_ * O;
@@ -307,6 +298,17 @@ class sac_device_trainer {
     s.capacity = c.replay_capacity;
     return s;
   }
+  // Every environment one step: the actor's heads by one batched forward of the current observations (not while
+  // the actions are uniform), then the environment kernel; the transitions into the ro_ columns.
+  void collect(bool uniform_actions) {
+    if (!uniform_actions)
+      env_actor_bm_.forward(actor_.span(), current_.span(), env_heads_.span());
+    sac_kernels::collect<E><<<sac_kernels::blocks(n_), 256, 0, pol_.stream>>>(
+        envs_.view(), env_heads_.data(), ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(),
+        ro_term_.data(), uniform_actions, seed_ ^ 0xAC7104ull, batch_steps_, cfg_.log_std_min, cfg_.log_std_max,
+        current_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
   nn::adam_config adam_of(float lr) const { return {lr, 0.9f, 0.999f, 1e-8f, cfg_.max_grad_norm}; }
   buf<float> upload(const std::vector<float>& v) const {
     buf<float> b(v.size());
@@ -333,26 +335,23 @@ class sac_device_trainer {
     const unsigned nb = sac_kernels::blocks(B), eb = sac_kernels::blocks(B * A);
     sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, update_count_.data(), 0, B * A, eps_.data());
     sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, update_count_.data(), 1, B * A, eps_next_.data());
-    sums_.fill_bytes(0, s);
-    sac_kernels::targets<Nets><<<nb, 256, 0, s>>>(actor_.data(), target1_.data(), target2_.data(), nxt, rew, term,
-                                                  eps_next_.data(), B, log_alpha_.data(), cfg_.gamma,
-                                                  cfg_.log_std_min, cfg_.log_std_max, y_.data());
+    grads_.critic_targets(actor_.data(), target1_.data(), target2_.data(), nxt, rew, term, eps_next_.data(), B,
+                          log_alpha_.data(), cfg_.gamma, cfg_.log_std_min, cfg_.log_std_max, y_.data());
     sac_kernels::concat<<<nb, 256, 0, s>>>(obs, O, act, A, B, x_.data());
     GMI_CUDA_TRY(cudaGetLastError());
     const std::size_t C = critic1_.size();
-    critic_gradient(critic1_, 0);
-    critic_gradient(critic2_, C);
+    float* terms = grads_.terms();
+    grads_.critic_gradient(critic1_.data(), x_.data(), y_.data(), B, g_critic_.data(), terms);
+    grads_.critic_gradient(critic2_.data(), x_.data(), y_.data(), B, g_critic_.data() + C, terms + B);
+    grads_.sum(terms, 2 * B, 1.0f / float(B), sums_.data() + sac_sum_critic);
     if (sync_.active()) average(0);
     critic1_opt_.step(critic1_.span(), device_span<const float>(g_critic_.data(), C));
     critic2_opt_.step(critic2_.span(), device_span<const float>(g_critic_.data() + C, C));
-    actor_bm_.forward(actor_.span(), {obs, B * O}, heads_.span(), actor_acts_.span());
-    sac_kernels::actor_heads<Nets><<<nb, 256, 0, s>>>(heads_.data(), obs, eps_.data(), critic1_.data(),
-                                                      critic2_.data(), B, log_alpha_.data(), cfg_.log_std_min,
-                                                      cfg_.log_std_max, d_heads_.data(), sums_.data());
-    GMI_CUDA_TRY(cudaGetLastError());
     const std::size_t P = actor_.size();
-    actor_bm_.backward(actor_.span(), {obs, B * O}, actor_acts_.span(), d_heads_.span(),
-                       device_span<float>(g_actor_.data(), P));
+    grads_.actor_gradient(actor_.data(), critic1_.data(), critic2_.data(), obs, eps_.data(), B, log_alpha_.data(),
+                          cfg_.log_std_min, cfg_.log_std_max, g_actor_.data(), terms, grads_.terms2());
+    grads_.sum(terms, B, 1.0f / float(B), sums_.data() + sac_sum_actor);
+    grads_.sum(grads_.terms2(), B, 1.0f / float(B), sums_.data() + sac_sum_log_prob);
     // The temperature's gradient is a function of the mean log-prob: averaging that averages the gradient.
     if (sync_.active()) {
       GMI_CUDA_TRY(cudaMemcpyAsync(g_actor_.data() + P, sums_.data() + sac_sum_log_prob, sizeof(float),
@@ -372,16 +371,6 @@ class sac_device_trainer {
     GMI_CUDA_TRY(cudaGetLastError());
     sac_kernels::count_update<<<1, 1, 0, s>>>(update_count_.data());
     GMI_CUDA_TRY(cudaGetLastError());
-  }
-  // The critic's gradient into g_critic_ from `offset` on; its loss into sums_.
-  void critic_gradient(buf<float>& critic, std::size_t offset) {
-    const auto B = std::size_t(cfg_.batch);
-    critic_bm_.forward(critic.span(), x_.span(), q_.span(), critic_acts_.span());
-    sac_kernels::critic_dq<<<sac_kernels::blocks(B), 256, 0, pol_.stream>>>(q_.data(), y_.data(), B, d_q_.data(),
-                                                                            sums_.data());
-    GMI_CUDA_TRY(cudaGetLastError());
-    critic_bm_.backward(critic.span(), x_.span(), critic_acts_.span(), d_q_.span(),
-                        device_span<float>(g_critic_.data() + offset, critic.size()));
   }
   // Sum buffer `part` replaced by the group's mean: summed on the device and scaled, stream-ordered; or through
   // the host.
@@ -424,14 +413,14 @@ class sac_device_trainer {
   exec::cuda pol_;
   env_batch<E, exec::cuda> envs_;
   replay::device_table::writer writer_;
-  nn::batch_mlp<actor_net, exec::cuda> actor_bm_;
-  nn::batch_mlp<critic_net, exec::cuda> critic_bm_;
+  sac_device_gradients<Nets> grads_;                 // the update's batched network passes and their scratch
+  nn::batch_mlp<actor_net, exec::cuda> env_actor_bm_;  // the actor's forward over the environments (collect)
   buf<float> actor_, critic1_, critic2_, target1_, target2_;
   nn::adam<exec::cuda> actor_opt_, critic1_opt_, critic2_opt_;
   buf<float> log_alpha_, alpha_state_, sums_;
   buf<std::uint64_t> update_count_;  // updates enqueued, on the device: keys the update's random streams
   buf<float> current_, ro_obs_, ro_next_, ro_act_, ro_rew_, ro_term_;
-  buf<float> eps_, eps_next_, y_, x_, q_, d_q_, heads_, d_heads_, critic_acts_, actor_acts_, g_critic_, g_actor_;
+  buf<float> eps_, eps_next_, y_, x_, env_heads_, g_critic_, g_actor_;
   replay::device_batch batch_;
   std::size_t env_steps_ = 0;
   std::uint64_t batch_steps_ = 0, updates_ = 0, device_sums_ = 0, host_sums_ = 0, graph_updates_ = 0;

@@ -1,5 +1,6 @@
 #pragma once
-// The kernels of rl::sac_device_trainer (sac.cuh): the soft targets, the critic and actor heads' gradients, the
+// The per-sample kernels of rl::sac_device_trainer (sac.cuh; the networks run batched, sac_batched.cuh): the
+// squashed draws, the soft targets, the critic and actor heads' gradients, the fixed-order loss sums, the
 // temperature's Adam step, the Polyak update and the collection step, each one thread per sample or environment,
 // built on the per-sample functions of sac_loss.hpp. The update's random streams are keyed by an update count
 // that lives on the device, so a captured CUDA graph of the update draws fresh numbers on every replay.
@@ -32,24 +33,6 @@ __global__ static void normals(std::uint64_t seed, const std::uint64_t* updates,
 // The update count's step at the end of an update (one thread).
 __global__ static void count_update(std::uint64_t* updates) { *updates += 1; }
 
-template <class Nets>
-__global__ void targets(const float* actor_p, const float* t1, const float* t2, const float* next_obs,
-                        const float* reward, const float* terminated, const float* eps_next, std::size_t n,
-                        const float* log_alpha, float gamma, float lo, float hi, float* y) {
-  constexpr int O = Nets::obs_dim, A = Nets::act_dim;
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  float head[2 * A], x[O + A], q1, q2;
-  Nets::actor::forward(actor_p, next_obs + i * O, head);
-  squashed_draw<float, A> d;
-  d.compute(head, eps_next + i * A, lo, hi);
-  for (int k = 0; k < O; ++k) x[k] = next_obs[i * O + k];
-  for (int k = 0; k < A; ++k) x[O + k] = d.action[k];
-  Nets::critic::forward(t1, x, &q1);
-  Nets::critic::forward(t2, x, &q2);
-  y[i] = reward[i] + gamma * (1.0f - terminated[i]) * (fminf(q1, q2) - expf(*log_alpha) * d.log_prob);
-}
-
 __global__ static void concat(const float* a, int wa, const float* b, int wb, std::size_t n, float* x) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
@@ -57,37 +40,71 @@ __global__ static void concat(const float* a, int wa, const float* b, int wb, st
   for (int k = 0; k < wb; ++k) x[i * (wa + wb) + wa + k] = b[i * wb + k];
 }
 
-// d_q = (q - y) / n; sums[slot] += 0.5 (q - y)^2 / n.
-__global__ static void critic_dq(const float* q, const float* y, std::size_t n, float* d_q, float* sums) {
+// d_q = (q - y) / n; terms[i] = 0.5 (q - y)^2 (summed in a fixed order by sum_terms: no float atomics, so every
+// run of an update, launched or replayed from a graph, gives the same bits).
+__global__ static void critic_dq(const float* q, const float* y, std::size_t n, float* d_q, float* terms) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float e = q[i] - y[i];
   d_q[i] = e / float(n);
-  atomicAdd(sums + sac_sum_critic, 0.5f * e * e / float(n));
+  terms[i] = 0.5f * e * e;
 }
 
-template <class Nets>
-__global__ void actor_heads(const float* heads, const float* obs, const float* eps, const float* c1, const float* c2,
-                            std::size_t n, const float* log_alpha, float lo, float hi, float* d_heads, float* sums) {
-  constexpr int O = Nets::obs_dim, A = Nets::act_dim, CA = Nets::critic::activation_size;
+// x[i] = [obs_i, tanh(mean + sigma eps)] and log_prob[i], from the actor's heads [n][2A] (the batched forward).
+template <int O, int A>
+__global__ void draw_actions(const float* heads, const float* obs, const float* eps, std::size_t n, float lo, float hi,
+                             float* x, float* log_prob) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const float alpha = expf(*log_alpha), scale = 1.0f / float(n);
-  squashed_draw<float, A> d;
-  d.compute(heads + i * 2 * A, eps + i * A, lo, hi);
-  float x[O + A], q1, q2, ca[CA], dz[CA], d_x[O + A], g_a[A];
-  for (int k = 0; k < O; ++k) x[k] = obs[i * O + k];
-  for (int k = 0; k < A; ++k) x[O + k] = d.action[k];
-  Nets::critic::forward(c1, x, &q1);
-  Nets::critic::forward(c2, x, &q2);
-  const bool first = q1 <= q2;  // the gradient of min goes through the smaller critic (recomputed with acts)
-  Nets::critic::forward(first ? c1 : c2, x, first ? &q1 : &q2, ca);
-  const float minus_one = -1.0f;
-  Nets::critic::backward_deltas(first ? c1 : c2, ca, &minus_one, dz, d_x);
-  for (int k = 0; k < A; ++k) g_a[k] = d_x[O + k] * scale;
-  d.backward(heads + i * 2 * A, eps + i * A, lo, hi, g_a, alpha * scale, d_heads + i * 2 * A);
-  atomicAdd(sums + sac_sum_actor, (alpha * d.log_prob - (first ? q1 : q2)) * scale);
-  atomicAdd(sums + sac_sum_log_prob, d.log_prob * scale);
+  log_prob[i] = sac_sample::draw_row<float, O, A>(heads + i * 2 * A, obs + i * O, eps + i * A, lo, hi, x + i * (O + A));
+}
+
+// y = r + gamma (1 - terminated) (min(q1, q2) - alpha log_prob): the soft TD target from the targets' outputs.
+__global__ static void soft_targets(const float* q1, const float* q2, const float* log_prob, const float* reward,
+                                    const float* terminated, std::size_t n, const float* log_alpha, float gamma,
+                                    float* y) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  y[i] = sac_sample::soft_target(q1[i], q2[i], log_prob[i], reward[i], terminated[i], expf(*log_alpha), gamma);
+}
+
+// The gradient of -min(Q1, Q2) goes through the smaller critic: d_out -1 for it, 0 for the other (ties: critic 1).
+__global__ static void min_critic(const float* q1, const float* q2, std::size_t n, float* d1, float* d2) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const bool first = q1[i] <= q2[i];
+  d1[i] = first ? -1.0f : 0.0f;
+  d2[i] = first ? 0.0f : -1.0f;
+}
+
+// The actor heads' gradient from dQ/dx of both critics (one of them zero, min_critic), and the per-sample terms of
+// the actor loss (alpha log_prob - min Q) and of the mean log-prob.
+template <int O, int A>
+__global__ void actor_heads(const float* heads, const float* eps, const float* dx1, const float* dx2, const float* q1,
+                            const float* q2, std::size_t n, const float* log_alpha, float lo, float hi, float* d_heads,
+                            float* actor_terms, float* log_prob_terms) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  sac_sample::actor_head_grad<float, O, A>(heads + i * 2 * A, eps + i * A, dx1 + i * (O + A), dx2 + i * (O + A), q1[i],
+                                           q2[i], expf(*log_alpha), 1.0f / float(n), lo, hi, d_heads + i * 2 * A,
+                                           actor_terms[i], log_prob_terms[i]);
+}
+
+// out[0] = scale * sum of terms[0..n) in a fixed order (one block of sum_threads: strided partial sums, then a
+// tree in shared memory), so the result does not depend on scheduling.
+inline constexpr int sum_threads = 256;
+__global__ static void __launch_bounds__(sum_threads) sum_terms(const float* terms, std::size_t n, float scale,
+                                                                float* out) {
+  __shared__ float part[sum_threads];
+  float s = 0.0f;
+  for (std::size_t i = threadIdx.x; i < n; i += sum_threads) s += terms[i];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = sum_threads / 2; w > 0; w /= 2) {
+    if (int(threadIdx.x) < w) part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *out = part[0] * scale;
 }
 
 // Adam on log_alpha alone (state: m, v, step count as float), loss -log_alpha (mean log_prob + target).
@@ -112,10 +129,10 @@ __global__ static void polyak(float* target, const float* online, std::size_t n,
   if (i < n) target[i] = (1.0f - tau) * target[i] + tau * online[i];
 }
 
-// One step of environment i: the action (uniform while warming up, else the actor's draw), the env step, and
-// the transition written as row i of the rollout columns.
-template <class E, class Nets>
-__global__ void collect(env_batch_view<E> env, const float* actor_p, float* obs, float* act, float* rew,
+// One step of environment i: the action (uniform while warming up, else the draw from the actor's heads [envs][2A],
+// a batched forward of current), the env step, and the transition written as row i of the rollout columns.
+template <class E>
+__global__ void collect(env_batch_view<E> env, const float* heads, float* obs, float* act, float* rew,
                         float* next_obs, float* term, bool warmup, std::uint64_t seed, std::uint64_t round, float lo,
                         float hi, float* current) {
   constexpr int O = E::obs_dim, A = E::act_dim;
@@ -127,11 +144,10 @@ __global__ void collect(env_batch_view<E> env, const float* actor_p, float* obs,
   if (warmup) {
     for (int k = 0; k < A; ++k) a[k] = r.uniform(-1.0f, 1.0f);
   } else {
-    float head[2 * A], eps[A];
-    Nets::actor::forward(actor_p, o, head);
+    float eps[A];
     for (int k = 0; k < A; ++k) eps[k] = r.normal();
     squashed_draw<float, A> d;
-    d.compute(head, eps, lo, hi);
+    d.compute(heads + i * 2 * A, eps, lo, hi);
     for (int k = 0; k < A; ++k) a[k] = d.action[k];
   }
   const step_result s = env.step_one(i, a, next, fin);

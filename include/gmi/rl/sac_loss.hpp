@@ -81,6 +81,40 @@ struct squashed_draw {
   }
 };
 
+// The per-sample pieces between the batched network passes of the device update (sac_batched.cuh), host- and
+// device-callable so that a host test can compose them the same way (tests/sac).
+namespace sac_sample {
+// x = [obs, action] of one draw from the actor's head (2A values) and eps (A); returns its log-prob.
+template <class T, int O, int A>
+GMI_HD T draw_row(const T* head, const T* obs, const T* eps, T lo, T hi, T* x) {
+  squashed_draw<T, A> d;
+  d.compute(head, eps, lo, hi);
+  for (int k = 0; k < O; ++k) x[k] = obs[k];
+  for (int k = 0; k < A; ++k) x[O + k] = d.action[k];
+  return d.log_prob;
+}
+// The soft TD target r + gamma (1 - terminated) (min(q1, q2) - alpha log_prob).
+template <class T>
+GMI_HD T soft_target(T q1, T q2, T log_prob, T reward, T terminated, T alpha, T gamma) {
+  const T q = q1 < q2 ? q1 : q2;
+  return reward + gamma * (T(1) - terminated) * (q - alpha * log_prob);
+}
+// The head's gradient (2A values) of scale (alpha log_prob - min Q) from d(-min Q)/dx = dx1 + dx2 (X = O + A values
+// each: the critics' input gradients with d_out -1 for the smaller critic and 0 for the other, so one is zero);
+// the sample's loss term alpha log_prob - min(q1, q2) and log-prob into the last two.
+template <class T, int O, int A>
+GMI_HD void actor_head_grad(const T* head, const T* eps, const T* dx1, const T* dx2, T q1, T q2, T alpha, T scale,
+                            T lo, T hi, T* d_head, T& loss_term, T& log_prob) {
+  squashed_draw<T, A> d;
+  d.compute(head, eps, lo, hi);
+  T g_a[A];
+  for (int k = 0; k < A; ++k) g_a[k] = (dx1[O + k] + dx2[O + k]) * scale;
+  d.backward(head, eps, lo, hi, g_a, alpha * scale, d_head);
+  loss_term = alpha * d.log_prob - (q1 <= q2 ? q1 : q2);
+  log_prob = d.log_prob;
+}
+}  // namespace sac_sample
+
 // torch.nn.Linear's initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for every weight and bias; stream
 // tells the networks of one seed apart.
 template <class Net>
