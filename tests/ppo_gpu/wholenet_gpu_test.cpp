@@ -54,4 +54,24 @@ TEST_SUITE("gpu") {
       CHECK(isaac_ant_kernels_run(p, "wholenet", 3).params == wn.params);
     }
   }
+
+  // The default kernels ("auto", rl/wide_rule.hpp) reach the tiers: serving the Ant network takes wholenet at
+  // both precisions (the same bits as asking for it), ShadowHand at TF32 over 16384 envs cuBLASLt; PPO on the Ant
+  // network trains with wholenet at TF32 and cuBLASLt at bf16 (the same parameters as asking for each).
+  TEST_CASE("ppo_gpu.wholenet_default_follows_rule" * doctest::timeout(120)) {
+    for (const char* p : {"tf32", "bf16"}) {
+      CAPTURE(p);
+      const auto chosen = ppo_gpu::ant_serving_run(p, "auto", 4100, 2, false);
+      const auto wn = ppo_gpu::ant_serving_run(p, "wholenet", 4100, 2, false);
+      CHECK(chosen.path.rfind(std::string("whole_") + p, 0) == 0);
+      CHECK(chosen.actions == wn.actions);
+      const auto trained = isaac_ant_kernels_run(p, "auto", 2);
+      const auto asked = isaac_ant_kernels_run(p, std::string(p) == "tf32" ? "wholenet" : "cublaslt", 2);
+      CHECK(trained.params == asked.params);
+    }
+    CHECK(ppo_gpu::ant_serving_run("fp32", "auto", 77, 0, false).path.rfind("lt_fp32", 0) == 0);
+    CHECK(ppo_gpu::shadow_hand_serving_path("tf32", "auto", 16384).rfind("lt_tf32", 0) == 0);
+    CHECK(ppo_gpu::shadow_hand_serving_path("tf32", "auto", 4096).rfind("whole_tf32", 0) == 0);
+    CHECK(ppo_gpu::shadow_hand_serving_path("bf16", "auto", 16384).rfind("whole_bf16", 0) == 0);
+  }
 }

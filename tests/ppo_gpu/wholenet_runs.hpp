@@ -17,4 +17,8 @@ struct serving_run {
 // steps (graph true, steps >= 1).
 serving_run ant_serving_run(const std::string& precision, const std::string& kernels, int envs, int steps, bool graph);
 
+// The path (rl::batched_server::path) of the ShadowHand proxy with the paper's ShadowHand policy served to `envs`
+// envs at precision with kernels (cublaslt, wholenet, auto), after one eager step.
+std::string shadow_hand_serving_path(const std::string& precision, const std::string& kernels, int envs);
+
 }  // namespace ppo_gpu

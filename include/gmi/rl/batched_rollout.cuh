@@ -19,6 +19,7 @@
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/nn/lt_mlp.cuh>
+#include <gmi/nn/wholenet.cuh>
 #include <gmi/nn/network_config.hpp>
 #include <gmi/nn/normalizer.hpp>
 #include <gmi/rl/batched_dynamics.cuh>
@@ -26,6 +27,7 @@
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/gae.hpp>
 #include <gmi/rl/ppo_steps.hpp>
+#include <gmi/rl/wide_rule.hpp>
 
 namespace gmi::rl {
 
@@ -92,6 +94,15 @@ inline unsigned batch_blocks(std::size_t n, unsigned block) {
 }
 
 }  // namespace detail
+
+// cfg with "auto" layer kernels settled by rl/wide_rule.hpp's rule for Net's network (an actor-critic with ::net)
+// over `rows` rows on the current device; explicit kernels kept.
+template <class Net>
+nn::network_config with_rule_kernels(const nn::network_config& cfg, kernels_use use, std::size_t rows) {
+  using mlp = typename Net::net;
+  const bool fits = cfg.kernels == nn::layer_kernels::automatic && nn::wholenet_fits<mlp>(cfg.precision);
+  return resolve_layer_kernels(cfg, use, mlp::max_width, rows, fits);
+}
 
 // The per-step pieces over n environments of E with policy Net (an actor-critic whose ::net is an mlp).
 template <gmi::env E, class Net>
