@@ -305,7 +305,9 @@ int main(int argc, char** argv) {
   app.add_option("--training-envs", o.training_envs, "envs of the training runs")->capture_default_str();
   app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold, layer_gemm, adam")
       ->capture_default_str();
-  app.add_option("--kernels", kernels, "layer kernels of serving and training: cublaslt, mma, wholenet, auto (rl/wide_rule.hpp's rule)")->capture_default_str();
+  app.add_option("--kernels", kernels,
+                 "layer kernels of serving and training: cublaslt, mma, wholenet, auto (rl/wide_rule.hpp's rule)")
+      ->capture_default_str();
   app.add_option("--out", o.out, "append result lines here");
   app.add_option("--run-id", o.run_id, "run id shared with the JAX reference");
   app.add_option("--git", o.git, "revision for the result lines");

@@ -1,7 +1,8 @@
 // The whole-network kernel (nn/wholenet.cuh, network_config::kernels wholenet) in the RL paths: serving (normalize,
-// forward and sampling in one kernel) against the cuBLASLt layers at the same precision, and its captured window
-// against the same steps run eagerly; PPO training on the Ant network (collection's forwards, and the minibatch's
-// gather, forward and loss in one kernel) against cuBLASLt.
+// forward, sampling and the linear proxy's pre-step in one kernel) against the cuBLASLt layers at the same
+// precision, and its captured window against the same steps run eagerly; PPO training on the Ant network
+// (collection's forwards, and the minibatch's gather, forward and loss in one kernel) against cuBLASLt; the default
+// kernels (rl/wide_rule.hpp) reaching serving and training.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -28,6 +29,12 @@ TEST_SUITE("gpu") {
                                << ", log-probs by " << dl << " (relative, tolerance " << tol << ")");
         CHECK(da < tol);
         CHECK(dl < tol);
+        // wholenet's kernel also ran the linear proxy's pre-step (reward, the action's columns): the step's
+        // rewards and next observations as the separate pre-step kernel's, within the same rounding.
+        const double dr = rel_diff(wn.rewards, lt.rewards), dobs = rel_diff(wn.obs, lt.obs);
+        MESSAGE("  rewards differ by " << dr << ", next observations by " << dobs);
+        CHECK(dr < tol);
+        CHECK(dobs < tol);
       }
       // A captured window (weights packed once) gives the eager steps' bits.
       const auto eager = ppo_gpu::ant_serving_run(p, "wholenet", 300, 6, false);

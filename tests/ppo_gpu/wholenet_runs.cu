@@ -34,7 +34,7 @@ serving_run ant_serving_run(const std::string& precision, const std::string& ker
   server.synchronize();
   const auto n = static_cast<std::size_t>(envs);
   return {server.path(), download(server.actions(), n * 8), download(server.log_probs(), n),
-          download(server.observations(), n * 60)};
+          download(server.observations(), n * 60), download(server.rewards(), n)};
 }
 
 std::string shadow_hand_serving_path(const std::string& precision, const std::string& kernels, int envs) {

@@ -9,7 +9,7 @@ namespace ppo_gpu {
 
 struct serving_run {
   std::string path;
-  std::vector<float> actions, log_probs, obs;  // after the steps
+  std::vector<float> actions, log_probs, obs, rewards;  // after the steps
 };
 
 // The Ant proxy with the paper's Ant policy served to `envs` envs at precision (tf32, bf16) with kernels (cublaslt,
