@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 37, the default layer kernels (network_config::kernels auto, rl/wide_rule.hpp's rule) and the serving step
-# with the linear proxy's pre-step inside the whole-network kernel, on one GPU machine from the repository root
-# (< 9 min on 16-32 cores, up to 4 of them the build): builds gmi.bench.wide, gmi.test.ppo_gpu and gmi.test.rl_gpu
+# with the linear proxy's pre-step and U B_sub^T inside the whole-network kernel, on one GPU machine from the
+# repository root (< 9 min on 16-32 cores, up to 4 of them the build): builds gmi.bench.wide, gmi.test.ppo_gpu and gmi.test.rl_gpu
 # only; runs ppo_gpu.wholenet_* (wholenet against cuBLASLt in serving, now with rewards and next observations, and
 # in PPO training; the default reaching both tiers) and rl_gpu.batched_* (the batched step's pre-step kernel);
 # then gmi.bench.wide serving (4096 and 16384 envs) and PPO training (4096 envs) of the three networks with

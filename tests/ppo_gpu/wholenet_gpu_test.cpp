@@ -1,5 +1,5 @@
 // The whole-network kernel (nn/wholenet.cuh, network_config::kernels wholenet) in the RL paths: serving (normalize,
-// forward, sampling and the linear proxy's pre-step in one kernel) against the cuBLASLt layers at the same
+// forward, sampling, the linear proxy's pre-step and U B_sub^T in one kernel) against the cuBLASLt layers at the same
 // precision, and its captured window against the same steps run eagerly; PPO training on the Ant network
 // (collection's forwards, and the minibatch's gather, forward and loss in one kernel) against cuBLASLt; the default
 // kernels (rl/wide_rule.hpp) reaching serving and training.
@@ -29,8 +29,8 @@ TEST_SUITE("gpu") {
                                << ", log-probs by " << dl << " (relative, tolerance " << tol << ")");
         CHECK(da < tol);
         CHECK(dl < tol);
-        // wholenet's kernel also ran the linear proxy's pre-step (reward, the action's columns): the step's
-        // rewards and next observations as the separate pre-step kernel's, within the same rounding.
+        // wholenet's kernel also ran the linear proxy's pre-step (reward, the action's columns) and U B_sub^T: the
+        // step's rewards and next observations as with the separate kernel and product, within the same rounding.
         const double dr = rel_diff(wn.rewards, lt.rewards), dobs = rel_diff(wn.obs, lt.obs);
         MESSAGE("  rewards differ by " << dr << ", next observations by " << dobs);
         CHECK(dr < tol);

@@ -7,7 +7,7 @@
 // one kernel otherwise). collect() fills a ppo_rollout_view as ppo_rollout_view::collect does (GAE included);
 // step() serves. All of it is capturable in a CUDA graph after the first call (plans made eagerly). With
 // network_config::kernels wholenet the normalize and forward are one kernel (nn/wholenet.cuh), in serving with the
-// sampling and a linear proxy's pre-step too (batched_wholenet.cuh, lq_pre_row).
+// sampling, a linear proxy's pre-step and its U B_sub^T too (batched_wholenet.cuh, lq_pre_row, lq_bu_tile).
 
 #include <cuda_runtime_api.h>
 
@@ -94,7 +94,8 @@ inline unsigned batch_blocks(std::size_t n, unsigned block) {
 }
 
 // The serving step's end for a linear proxy: each row's sample (whole_sample_tail), then the env's pre-product
-// work from the action just drawn (lq_pre_row), so the step launches no separate pre-step kernel.
+// work from the action just drawn (lq_pre_row) and the tile's rows of U B_sub^T (lq_bu_tile), so the step launches
+// neither the pre-step kernel nor that product. Called by every thread of the block (the kernel's contract).
 template <class Net, class E>
 struct whole_sample_pre_tail {
   batch_sample_args a;
@@ -102,10 +103,13 @@ struct whole_sample_pre_tail {
   lq_pre_out pre;
   __device__ void operator()(const float* o, int ld, int row0, int rows) const {
     const int r = static_cast<int>(threadIdx.x);
-    if (r >= rows) return;
-    const std::size_t i = static_cast<std::size_t>(row0 + r);
-    batch_sample_row<Net>(a, i, o + r * ld);
-    lq_pre_row<E>(env, i, a.actions + i * Net::act_dim, pre);  // this thread's own stores, read back
+    if (r < rows) {
+      const std::size_t i = static_cast<std::size_t>(row0 + r);
+      batch_sample_row<Net>(a, i, o + r * ld);
+      lq_pre_row<E>(env, i, a.actions + i * Net::act_dim, pre);  // this thread's own stores, read back
+    }
+    __syncthreads();  // the tile's action columns stored, visible to the whole block
+    lq_bu_tile<E>(pre, row0, rows);
   }
 };
 
@@ -165,10 +169,10 @@ class batched_rollout {
     const batch_step_out out{rewards_.data(), terminated_.data(), truncated_.data(), current_obs, nullptr};
     if (auto* whole = forward_.whole()) {  // normalize, forward and sampling in one kernel
       if (weights_changed) whole->pack(params);
-      if constexpr (gemm_dynamics<E>) {  // and a linear proxy's pre-step too
+      if constexpr (gemm_dynamics<E>) {  // and a linear proxy's pre-step and U B_sub^T too
         whole->run(params, n_, obs_in(current_obs, nullptr, obs_norm, nullptr),
                    detail::whole_sample_pre_tail<Net, E>{sa, env, dynamics_.pre_out(rewards_.data())});
-        dynamics_.step_after_pre(env, out, policy_.stream);
+        dynamics_.step_after_bu(env, out, policy_.stream);
         return;
       }
       whole->run(params, n_, obs_in(current_obs, nullptr, obs_norm, nullptr), detail::whole_sample_tail<Net>{sa});

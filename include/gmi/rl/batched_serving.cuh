@@ -2,9 +2,9 @@
 // The serving tier for networks too wide for one thread per environment: each step is batched_rollout::step over
 // the whole batch (normalize, the policy as cuBLASLt products, TF32 unless the network_config says otherwise, one
 // sampling kernel, the env step of all envs: matrix products for the linear proxies; with network_config::kernels
-// wholenet the normalize, forward, sampling and a linear proxy's pre-step are one kernel; kernels "auto", the
-// default: rl/wide_rule.hpp's default_layer_kernels for serving). A window of steps is captured once as a CUDA
-// graph and replayed, so the CPU issues one launch per window.
+// wholenet the normalize, forward, sampling and a linear proxy's pre-step and U B_sub^T are one kernel; kernels
+// "auto", the default: rl/wide_rule.hpp's default_layer_kernels for serving). A window of steps is captured once
+// as a CUDA graph and replayed, so the CPU issues one launch per window.
 
 #include <cuda_runtime_api.h>
 
