@@ -90,10 +90,6 @@ const char* collection_path_name(const nn::network_config& cfg = {}) {
 // PPO trainer's iterations (the collection's forward as wholenet or cuBLASLt, the update's products by cuBLASLt).
 enum class kernels_use { serving, training };
 
-inline constexpr const char* kernels_use_name(kernels_use u) {
-  return u == kernels_use::serving ? "serving" : "training";
-}
-
 // The rule's two measured sizes: a widest layer of at least this many units is ShadowHand-size (512-unit layers);
 // Humanoid (400) and Ant (256) are below.
 inline constexpr int kernels_large_width = 512;
