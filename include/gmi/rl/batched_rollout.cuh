@@ -19,9 +19,9 @@
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/nn/lt_mlp.cuh>
-#include <gmi/nn/wholenet.cuh>
 #include <gmi/nn/network_config.hpp>
 #include <gmi/nn/normalizer.hpp>
+#include <gmi/nn/wholenet.cuh>
 #include <gmi/rl/batched_dynamics.cuh>
 #include <gmi/rl/batched_wholenet.cuh>
 #include <gmi/rl/env_batch.cuh>
