@@ -58,13 +58,14 @@ if base:
 # envs and precision.
 own = [l for l in lines if l["impl"] == "gmi" and l.get("kernels") not in (None, "cublaslt")]
 if own:
-    print("layer kernels: own kernels (mma: fused products; wholenet: one kernel per forward) against cublaslt, same run:")
+    print("layer kernels: own kernels (mma: fused products; wholenet: one kernel per forward; auto: the default rule, "
+          "its choice in brackets) against cublaslt, same run:")
     for m in own:
         c = [l for l in lines if l["impl"] == "gmi" and l.get("kernels") == "cublaslt" and l.get("case") == m.get("case")
              and l.get("net") == m.get("net") and l.get("num_envs") == m.get("num_envs")
              and l.get("precision") == m.get("precision")]
         if c:
-            k = m["kernels"]
+            k = m["kernels"] + (f"({m['kernels_chosen']})" if m.get("kernels_chosen") and m["kernels"] == "auto" else "")
             print(f"  {m['case']:8s} {m['net']:16s} {m['num_envs']:6d} {m['precision']:5s}: {k} {m['median'] / 1e6:8.3f} M "
                   f"cublaslt {c[0]['median'] / 1e6:8.3f} M  {k}/cublaslt {m['median'] / c[0]['median']:.2f}")
 lg = [l for l in lines if l.get("case") == "layer_gemm"]

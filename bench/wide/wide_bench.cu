@@ -7,7 +7,8 @@
 // rate (cuBLASLt, 8192^3, TF32 and bf16); one 8192 x 512 x 512 layer product alone, cuBLASLt against the own
 // tensor-core kernel with the ELU epilogue (layer_gemm); Adam's step at ShadowHand's parameter count in one
 // kernel and in three (adam). --kernels picks the layer kernels of the serving and training cases (cublaslt,
-// mma, wholenet; tf32 and bf16 only: fp32 always runs cuBLASLt). Medians of --reps windows; one JSON line per case.
+// mma, wholenet, auto: rl/wide_rule.hpp's rule, recorded as kernels_chosen; tf32 and bf16 only: fp32 always runs
+// cuBLASLt). Medians of --reps windows; one JSON line per case.
 #include <gmi/gmi.hpp>
 #include <gmi/nn/adam.cuh>
 #include <gmi/nn/fused_gemm.cuh>
@@ -119,6 +120,8 @@ void serving(const options& o, const char* net_name) {
       emit(o,
            {{"case", "serving"}, {"net", net_name}, {"task", Task::name}, {"precision", pname}, {"num_envs", n},
             {"kernels", kname},
+            {"kernels_chosen", nn::layer_kernels_name(
+                                   gmi::rl::with_rule_kernels<Net>(cfg, gmi::rl::kernels_use::serving, n).kernels)},
             {"metric", "steps_per_s"}, {"path", server.path()}, {"tflops", 2.0 * macs * st.median / 1e12},
             {"env_tflops", 2.0 * env_macs * st.median / 1e12},
             {"total_tflops", 2.0 * (macs + env_macs) * st.median / 1e12}},
@@ -152,7 +155,10 @@ void training(const options& o, const char* net_name, const std::string& pname, 
   constexpr double env_macs = double(Task::substeps) * Task::obs_dim * (Task::obs_dim + Task::act_dim);
   emit(o,
        {{"case", std::string(rule) == "auto" ? "training" : "threshold"}, {"net", net_name}, {"task", Task::name},
-        {"precision", pname}, {"kernels", kname}, {"num_envs", o.training_envs}, {"metric", "steps_per_s"},
+        {"precision", pname}, {"kernels", kname},
+        {"kernels_chosen", nn::layer_kernels_name(gmi::rl::with_rule_kernels<Net>(
+                               c.network, gmi::rl::kernels_use::training, o.training_envs).kernels)},
+        {"num_envs", o.training_envs}, {"metric", "steps_per_s"},
         {"horizon", c.horizon},
         {"epochs", c.epochs}, {"minibatch", c.minibatch}, {"minibatches", minibatches}, {"rule", rule},
         {"max_width", Net::net::max_width},
@@ -299,7 +305,9 @@ int main(int argc, char** argv) {
   app.add_option("--training-envs", o.training_envs, "envs of the training runs")->capture_default_str();
   app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold, layer_gemm, adam")
       ->capture_default_str();
-  app.add_option("--kernels", kernels, "layer kernels of serving and training: cublaslt, mma, wholenet")->capture_default_str();
+  app.add_option("--kernels", kernels,
+                 "layer kernels of serving and training: cublaslt, mma, wholenet, auto (rl/wide_rule.hpp's rule)")
+      ->capture_default_str();
   app.add_option("--out", o.out, "append result lines here");
   app.add_option("--run-id", o.run_id, "run id shared with the JAX reference");
   app.add_option("--git", o.git, "revision for the result lines");

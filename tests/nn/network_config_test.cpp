@@ -57,11 +57,13 @@ TEST_CASE("nn.network_config.uses_lt_by_width") {
 }
 
 TEST_CASE("nn.network_config.layer_kernels") {
-  CHECK(network_config{}.kernels == layer_kernels::cublaslt);
+  CHECK(network_config{}.kernels == layer_kernels::automatic);  // left to rl/wide_rule.hpp's rule
+  CHECK(parse_layer_kernels("auto") == layer_kernels::automatic);
   CHECK(parse_layer_kernels("cublaslt") == layer_kernels::cublaslt);
   CHECK(parse_layer_kernels("mma") == layer_kernels::mma);
   CHECK(parse_layer_kernels("wholenet") == layer_kernels::wholenet);
-  for (const layer_kernels k : {layer_kernels::cublaslt, layer_kernels::mma, layer_kernels::wholenet})
+  for (const layer_kernels k : {layer_kernels::cublaslt, layer_kernels::mma, layer_kernels::wholenet,
+                              layer_kernels::automatic})
     CHECK(parse_layer_kernels(layer_kernels_name(k)) == k);
   try {
     parse_layer_kernels("wgmma", "--kernels");
@@ -70,9 +72,9 @@ TEST_CASE("nn.network_config.layer_kernels") {
     const std::string m = e.what();
     CHECK(m.find("--kernels") != std::string::npos);
     CHECK(m.find("wgmma") != std::string::npos);
-    CHECK(m.find("cublaslt, mma or wholenet") != std::string::npos);
+    CHECK(m.find("cublaslt, mma, wholenet or auto") != std::string::npos);
   }
-  CHECK_THROWS_AS(validate(network_config{.kernels = static_cast<layer_kernels>(3)}), gmi::config_error);
+  CHECK_THROWS_AS(validate(network_config{.kernels = static_cast<layer_kernels>(4)}), gmi::config_error);
   CHECK_NOTHROW(validate(network_config{.precision = precision::bf16, .kernels = layer_kernels::wholenet}));
   CHECK_NOTHROW(validate(network_config{.precision = precision::tf32, .kernels = layer_kernels::mma}));
 }

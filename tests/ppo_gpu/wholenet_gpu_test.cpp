@@ -1,7 +1,8 @@
 // The whole-network kernel (nn/wholenet.cuh, network_config::kernels wholenet) in the RL paths: serving (normalize,
-// forward and sampling in one kernel) against the cuBLASLt layers at the same precision, and its captured window
-// against the same steps run eagerly; PPO training on the Ant network (collection's forwards, and the minibatch's
-// gather, forward and loss in one kernel) against cuBLASLt.
+// forward, sampling, the linear proxy's pre-step and U B_sub^T in one kernel) against the cuBLASLt layers at the same
+// precision, and its captured window against the same steps run eagerly; PPO training on the Ant network
+// (collection's forwards, and the minibatch's gather, forward and loss in one kernel) against cuBLASLt; the default
+// kernels (rl/wide_rule.hpp) reaching serving and training.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -28,6 +29,12 @@ TEST_SUITE("gpu") {
                                << ", log-probs by " << dl << " (relative, tolerance " << tol << ")");
         CHECK(da < tol);
         CHECK(dl < tol);
+        // wholenet's kernel also ran the linear proxy's pre-step (reward, the action's columns) and U B_sub^T: the
+        // step's rewards and next observations as with the separate kernel and product, within the same rounding.
+        const double dr = rel_diff(wn.rewards, lt.rewards), dobs = rel_diff(wn.obs, lt.obs);
+        MESSAGE("  rewards differ by " << dr << ", next observations by " << dobs);
+        CHECK(dr < tol);
+        CHECK(dobs < tol);
       }
       // A captured window (weights packed once) gives the eager steps' bits.
       const auto eager = ppo_gpu::ant_serving_run(p, "wholenet", 300, 6, false);
@@ -53,5 +60,25 @@ TEST_SUITE("gpu") {
       CHECK(wn.value_loss == doctest::Approx(lt.value_loss).epsilon(0.05));
       CHECK(isaac_ant_kernels_run(p, "wholenet", 3).params == wn.params);
     }
+  }
+
+  // The default kernels ("auto", rl/wide_rule.hpp) reach the tiers: serving the Ant network takes wholenet at
+  // both precisions (the same bits as asking for it), ShadowHand at TF32 over 16384 envs cuBLASLt; PPO on the Ant
+  // network trains with wholenet at TF32 and cuBLASLt at bf16 (the same parameters as asking for each).
+  TEST_CASE("ppo_gpu.wholenet_default_follows_rule" * doctest::timeout(120)) {
+    for (const char* p : {"tf32", "bf16"}) {
+      CAPTURE(p);
+      const auto chosen = ppo_gpu::ant_serving_run(p, "auto", 4100, 2, false);
+      const auto wn = ppo_gpu::ant_serving_run(p, "wholenet", 4100, 2, false);
+      CHECK(chosen.path.rfind(std::string("whole_") + p, 0) == 0);
+      CHECK(chosen.actions == wn.actions);
+      const auto trained = isaac_ant_kernels_run(p, "auto", 2);
+      const auto asked = isaac_ant_kernels_run(p, std::string(p) == "tf32" ? "wholenet" : "cublaslt", 2);
+      CHECK(trained.params == asked.params);
+    }
+    CHECK(ppo_gpu::ant_serving_run("fp32", "auto", 77, 0, false).path.rfind("lt_fp32", 0) == 0);
+    CHECK(ppo_gpu::shadow_hand_serving_path("tf32", "auto", 16384).rfind("lt_tf32", 0) == 0);
+    CHECK(ppo_gpu::shadow_hand_serving_path("tf32", "auto", 4096).rfind("whole_tf32", 0) == 0);
+    CHECK(ppo_gpu::shadow_hand_serving_path("bf16", "auto", 16384).rfind("whole_bf16", 0) == 0);
   }
 }

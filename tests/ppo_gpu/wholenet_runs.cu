@@ -11,6 +11,7 @@
 namespace ppo_gpu {
 namespace {
 using ant_ac = gmi::nn::gaussian_actor_critic<60, 8, gmi::nn::layers<256, 128, 64>>;
+using shadow_hand_ac = gmi::nn::gaussian_actor_critic<211, 20, gmi::nn::layers<512, 512, 512, 256>>;
 
 std::vector<float> download(const float* p, std::size_t n) {
   std::vector<float> v(n);
@@ -33,7 +34,18 @@ serving_run ant_serving_run(const std::string& precision, const std::string& ker
   server.synchronize();
   const auto n = static_cast<std::size_t>(envs);
   return {server.path(), download(server.actions(), n * 8), download(server.log_probs(), n),
-          download(server.observations(), n * 60)};
+          download(server.observations(), n * 60), download(server.rewards(), n)};
+}
+
+std::string shadow_hand_serving_path(const std::string& precision, const std::string& kernels, int envs) {
+  const gmi::nn::network_config cfg{.precision = gmi::nn::parse_precision(precision),
+                                    .kernels = gmi::nn::parse_layer_kernels(kernels)};
+  gmi::cuda::stream s;
+  gmi::rl::batched_server<gmi::envs::shadow_hand_proxy, shadow_hand_ac> server(
+      envs, 5, gmi::exec::cuda{.stream = s.get()}, 1, cfg);
+  server.step();
+  server.synchronize();
+  return server.path();
 }
 
 }  // namespace ppo_gpu

@@ -57,3 +57,44 @@ TEST_CASE("rl.wide_rule.ppo_config_validates_network") {
   c.network.lt_min_width = 129;
   CHECK_NOTHROW(c.validate());
 }
+
+// The layer-kernel rule against the cases bench/wide/device_wholenet.sh measured (docs/networks.md): each case
+// gets the kernels that were faster there, fp32 and a network wholenet can not hold get cublaslt, and an explicit
+// choice is kept.
+TEST_CASE("rl.wide_rule.layer_kernels_follow_measurements") {
+  using K = nn::layer_kernels;
+  using P = nn::precision;
+  constexpr auto serving = rl::kernels_use::serving, training = rl::kernels_use::training;
+  constexpr int shadow = shadow_hand_net::net::max_width, ant = ant_net::net::max_width, humanoid = 400;
+  static_assert(shadow == 512 && ant == 256);
+  // Serving: wholenet in every measured case but ShadowHand-size at tf32 over 16384 rows.
+  for (const P p : {P::tf32, P::bf16})
+    for (const int w : {shadow, humanoid, ant}) {
+      CAPTURE(w);
+      CHECK(rl::default_layer_kernels(serving, p, w, 4096, true) == K::wholenet);
+      CHECK(rl::default_layer_kernels(serving, p, w, 16384, true) ==
+            (w == shadow && p == P::tf32 ? K::cublaslt : K::wholenet));
+    }
+  CHECK(rl::default_layer_kernels(serving, P::tf32, shadow, rl::kernels_large_tf32_rows - 1, true) == K::wholenet);
+  CHECK(rl::default_layer_kernels(serving, P::tf32, shadow, rl::kernels_large_tf32_rows, true) == K::cublaslt);
+  // Training at 4096 envs: tf32 cublaslt only for ShadowHand-size; bf16 wholenet only for it.
+  CHECK(rl::default_layer_kernels(training, P::tf32, shadow, 4096, true) == K::cublaslt);
+  CHECK(rl::default_layer_kernels(training, P::tf32, humanoid, 4096, true) == K::wholenet);
+  CHECK(rl::default_layer_kernels(training, P::tf32, ant, 4096, true) == K::wholenet);
+  CHECK(rl::default_layer_kernels(training, P::bf16, shadow, 4096, true) == K::wholenet);
+  CHECK(rl::default_layer_kernels(training, P::bf16, humanoid, 4096, true) == K::cublaslt);
+  // fp32 has only cublaslt; a network the kernel can not hold neither.
+  for (const auto use : {serving, training}) {
+    CHECK(rl::default_layer_kernels(use, P::fp32, ant, 4096, true) == K::cublaslt);
+    CHECK(rl::default_layer_kernels(use, P::bf16, ant, 4096, false) == K::cublaslt);
+  }
+  // "auto" is settled, an explicit choice kept even where the rule would pick the other.
+  static_assert(nn::network_config{}.kernels == K::automatic);
+  CHECK(rl::resolve_layer_kernels({.precision = P::tf32}, serving, ant, 4096, true).kernels == K::wholenet);
+  CHECK(rl::resolve_layer_kernels({.precision = P::tf32}, serving, shadow, 16384, true).kernels == K::cublaslt);
+  CHECK(rl::resolve_layer_kernels({.precision = P::tf32, .kernels = K::cublaslt}, serving, ant, 4096, true).kernels ==
+        K::cublaslt);
+  CHECK(rl::resolve_layer_kernels({.precision = P::tf32, .kernels = K::mma}, training, ant, 4096, true).kernels ==
+        K::mma);
+  CHECK(rl::resolve_layer_kernels({}, training, ant, 4096, true).kernels == K::cublaslt);  // fp32 by default
+}

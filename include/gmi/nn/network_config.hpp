@@ -35,18 +35,24 @@ enum class layer_kernels {
   mma,       // own tensor-core products (fused_gemm.cuh) with bias + activation and the dz product in registers
   wholenet,  // the forward without an activation record (serving, collection) as one kernel (wholenet.cuh); the
              // rest as cublaslt
+  automatic,  // "auto": the serving and PPO tiers pick cublaslt or wholenet by rl/wide_rule.hpp's measured rule;
+              // a network built directly (lt_mlp) takes cublaslt
 };
 
 inline constexpr const char* layer_kernels_name(layer_kernels k) {
-  return k == layer_kernels::cublaslt ? "cublaslt" : k == layer_kernels::mma ? "mma" : "wholenet";
+  return k == layer_kernels::cublaslt ? "cublaslt"
+         : k == layer_kernels::mma    ? "mma"
+         : k == layer_kernels::wholenet ? "wholenet"
+                                        : "auto";
 }
 
-// "cublaslt" | "mma" | "wholenet"; anything else is a config_error naming the flag.
+// "cublaslt" | "mma" | "wholenet" | "auto"; anything else is a config_error naming the flag.
 inline layer_kernels parse_layer_kernels(std::string_view s, std::string_view what = "network kernels") {
   if (s == "cublaslt") return layer_kernels::cublaslt;
   if (s == "mma") return layer_kernels::mma;
   if (s == "wholenet") return layer_kernels::wholenet;
-  throw gmi::config_error(gmi::got_need(what, std::string(s), "cublaslt, mma or wholenet"));
+  if (s == "auto") return layer_kernels::automatic;
+  throw gmi::config_error(gmi::got_need(what, std::string(s), "cublaslt, mma, wholenet or auto"));
 }
 
 struct network_config {
@@ -58,8 +64,9 @@ struct network_config {
   int lt_min_width = 129;
   // cuBLASLt workspace, allocated once per network (split-K and some Hopper kernels need it).
   int lt_workspace_mib = 32;
-  // The layers' kernels at tf32 / bf16: cuBLASLt until bench/wide/device_fused.sh shows the own products faster.
-  layer_kernels kernels = layer_kernels::cublaslt;
+  // The layers' kernels at tf32 / bf16: by default the rule of rl/wide_rule.hpp (default_layer_kernels), which
+  // follows bench/wide/device_wholenet.sh's wholenet-against-cublaslt measurements.
+  layer_kernels kernels = layer_kernels::automatic;
 };
 
 // Throws config_error ("got X, need Y") on the first bad field.
@@ -70,7 +77,7 @@ inline void validate(const network_config& c) {
   gmi::require(c.lt_workspace_mib >= 0 && c.lt_workspace_mib <= 1024, "network lt_workspace_mib", c.lt_workspace_mib,
                "0 to 1024");
   const int k = static_cast<int>(c.kernels);
-  gmi::require(k >= 0 && k <= 2, "network kernels", k, "cublaslt (0), mma (1) or wholenet (2)");
+  gmi::require(k >= 0 && k <= 3, "network kernels", k, "cublaslt (0), mma (1), wholenet (2) or auto (3)");
 }
 
 // Whether a network whose widest layer is max_width runs through cuBLASLt, given whether the shared-memory

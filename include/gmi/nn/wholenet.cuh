@@ -282,6 +282,17 @@ constexpr std::size_t wholenet_smem_bytes(precision p, bool weights_in_smem) {
                               : detail::wholenet_layout<L, float>::smem_bytes(weights_in_smem);
 }
 
+// Whether wholenet<Net> can be built at p on the current device: tf32 or bf16, and one block's 32-row tile of
+// activations fits the device's per-block shared memory (what the constructor requires).
+template <class Net>
+bool wholenet_fits(precision p) {
+  if (p == precision::fp32) return false;
+  int dev = 0, optin = 0;
+  GMI_CUDA_TRY(cudaGetDevice(&dev));
+  GMI_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return wholenet_smem_bytes<Net>(p, false) + detail::wn_static_smem <= static_cast<std::size_t>(optin);
+}
+
 // wholenet<Net>: the forward of a gmi::nn::mlp as one kernel at TF32 or bf16. Construction refuses fp32 and a
 // network whose activation tiles do not fit one block's shared memory (one line each).
 template <class Net>

@@ -63,25 +63,57 @@ __global__ static void batch_step_kernel(env_batch_view<E> env, const float* __r
   out.truncated[i] = s.truncated ? 1 : 0;
 }
 
-// Linear proxies, before the products: the step's reward from the state before it, the action's validity, and
-// the action column-major ([act_dim][n], zeros for an invalid one) for U B_sub^T.
+// Where a linear proxy's pre-product work for env i goes (lq_pre_row): the action column-major ([act_dim][n],
+// zeros for an invalid one) for U B_sub^T, the step's reward and the action's validity; for lq_bu_tile, B_sub
+// (rows padded to ld_b) and BU = U B_sub^T (column-major [n][obs_dim]).
+struct lq_pre_out {
+  float* u_cols;
+  float* rewards;
+  std::uint8_t* valid;
+  std::size_t n;
+  const float* b_sub;
+  int ld_b;
+  float* bu;
+};
+
+// Linear proxies, before the products, for env i with action a (act_dim floats): the step's reward from the state
+// before it, the action's validity, and the action's column entries.
 template <class E>
-__global__ static void lq_pre_step_kernel(env_batch_view<E> env, const float* __restrict__ actions,
-                                          float* __restrict__ u_cols, float* __restrict__ rewards,
-                                          std::uint8_t* __restrict__ valid) {
-  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t n = env.num_envs;
-  if (i >= n) return;
+__device__ inline void lq_pre_row(const env_batch_view<E>& env, std::size_t i, const float* a_in,
+                                  const lq_pre_out& o) {
   float a[E::act_dim];
   bool ok = true;
   for (int k = 0; k < E::act_dim; ++k) {
-    a[k] = actions[i * E::act_dim + k];
+    a[k] = a_in[k];
     ok = ok && is_finite(a[k]);
   }
   const typename E::state s = env.load(i);
-  rewards[i] = ok ? -E::cost(s, a, env.params) : 0.0f;
-  valid[i] = ok ? 1 : 0;
-  for (int k = 0; k < E::act_dim; ++k) u_cols[static_cast<std::size_t>(k) * n + i] = ok ? a[k] : 0.0f;
+  o.rewards[i] = ok ? -E::cost(s, a, env.params) : 0.0f;
+  o.valid[i] = ok ? 1 : 0;
+  for (int k = 0; k < E::act_dim; ++k) o.u_cols[static_cast<std::size_t>(k) * o.n + i] = ok ? a[k] : 0.0f;
+}
+
+// BU rows [row0, row0 + rows) = U B_sub^T in fp32, by every thread of the block (each takes (row, column) pairs,
+// rows fastest: coalesced stores); the rows' action columns must be stored and visible to the block.
+template <class E>
+__device__ inline void lq_bu_tile(const lq_pre_out& o, int row0, int rows) {
+  constexpr int N = E::obs_dim, M = E::act_dim;
+  for (int k = static_cast<int>(threadIdx.x); k < rows * N; k += static_cast<int>(blockDim.x)) {
+    const std::size_t i = static_cast<std::size_t>(row0 + k % rows);
+    const int j = k / rows;
+    float sum = 0.0f;
+    for (int m = 0; m < M; ++m)
+      sum = fmaf(o.u_cols[static_cast<std::size_t>(m) * o.n + i], o.b_sub[j * o.ld_b + m], sum);
+    o.bu[static_cast<std::size_t>(j) * o.n + i] = sum;
+  }
+}
+
+// Linear proxies, before the products: lq_pre_row for every env, a thread each.
+template <class E>
+__global__ static void lq_pre_step_kernel(env_batch_view<E> env, const float* __restrict__ actions, lq_pre_out o) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= env.num_envs) return;
+  lq_pre_row<E>(env, i, actions + i * E::act_dim, o);
 }
 
 // Linear proxies, after the products: termination, step_one's bookkeeping and auto-reset (finish_one).
@@ -165,27 +197,50 @@ class batched_dynamics {
       detail::batch_step_kernel<E><<<blocks, block, 0, stream>>>(env, actions, out);
       GMI_CUDA_TRY(cudaGetLastError());
     } else {
-      constexpr int N = E::obs_dim, M = E::act_dim;
-      detail::lq_pre_step_kernel<E><<<blocks, block, 0, stream>>>(env, actions, u_cols_.data(), out.rewards,
-                                                                  valid_.data());
+      detail::lq_pre_step_kernel<E><<<blocks, block, 0, stream>>>(env, actions, pre_out(out.rewards));
       GMI_CUDA_TRY(cudaGetLastError());
-      const int n = static_cast<int>(n_);
-      // BU (n x N, column-major) = U (n x M) B_sub^T: B_sub's padded rows read column-major are B_sub^T.
-      const nn::lt_shape bu{.m = n, .n = N, .k = M, .lda = n, .ldb = ld_b, .ldd = n, .prec = prec_};
-      gemm_.run(bu, u_cols_.data(), b_sub_.data(), bu_.data(), nullptr, stream);
-      // X' = X A_sub^T + BU, alternating between the env's state and the scratch matrix.
-      float* state = reinterpret_cast<float*>(env.state_words_ptr);
-      const nn::lt_shape sub{.m = n, .n = N, .k = N, .lda = n, .ldb = ld_a, .ldd = n, .prec = prec_};
-      for (int k = 0; k < E::substeps; ++k) {
-        const float* x = k % 2 == 0 ? state : scratch_.data();
-        float* y = k % 2 == 0 ? scratch_.data() : state;
-        gemm_.run_accumulate(sub, x, a_sub_.data(), bu_.data(), y, stream);
-      }
-      if (E::substeps % 2 == 1)
-        GMI_CUDA_TRY(cudaMemcpyAsync(state, scratch_.data(), n_ * N * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-      detail::lq_post_step_kernel<E><<<blocks, block, 0, stream>>>(env, valid_.data(), out);
-      GMI_CUDA_TRY(cudaGetLastError());
+      step_after_pre(env, out, stream);
     }
+  }
+
+  // The linear proxies' pre-product outputs for a caller that runs lq_pre_row itself (the serving step's
+  // whole-network kernel), rewards into `rewards`; then step_after_pre finishes the step, or, where the caller
+  // also ran lq_bu_tile over every row, step_after_bu.
+  [[nodiscard]] detail::lq_pre_out pre_out(float* rewards) noexcept {
+    return {u_cols_.data(), rewards, valid_.data(), n_, b_sub_.data(), ld_b, bu_.data()};
+  }
+
+  // A linear proxy's step once lq_pre_row ran for every env into pre_out(out.rewards): U B_sub^T, the substeps'
+  // products and the post-step kernel.
+  void step_after_pre(const env_batch_view<E>& env, const batch_step_out& out, cudaStream_t stream) {
+    static_assert(uses_gemm, "batched_dynamics::step_after_pre: only the linear proxies' step has a pre-step");
+    constexpr int N = E::obs_dim, M = E::act_dim;
+    const int n = static_cast<int>(n_);
+    // BU (n x N, column-major) = U (n x M) B_sub^T: B_sub's padded rows read column-major are B_sub^T.
+    const nn::lt_shape bu{.m = n, .n = N, .k = M, .lda = n, .ldb = ld_b, .ldd = n, .prec = prec_};
+    gemm_.run(bu, u_cols_.data(), b_sub_.data(), bu_.data(), nullptr, stream);
+    step_after_bu(env, out, stream);
+  }
+
+  // A linear proxy's step once lq_pre_row and lq_bu_tile ran for every env into pre_out(out.rewards): the
+  // substeps' products and the post-step kernel.
+  void step_after_bu(const env_batch_view<E>& env, const batch_step_out& out, cudaStream_t stream) {
+    static_assert(uses_gemm, "batched_dynamics::step_after_bu: only the linear proxies' step has products");
+    const unsigned block = detail::batch_env_block(n_), blocks = static_cast<unsigned>((n_ + block - 1) / block);
+    constexpr int N = E::obs_dim;
+    const int n = static_cast<int>(n_);
+    // X' = X A_sub^T + BU, alternating between the env's state and the scratch matrix.
+    float* state = reinterpret_cast<float*>(env.state_words_ptr);
+    const nn::lt_shape sub{.m = n, .n = N, .k = N, .lda = n, .ldb = ld_a, .ldd = n, .prec = prec_};
+    for (int k = 0; k < E::substeps; ++k) {
+      const float* x = k % 2 == 0 ? state : scratch_.data();
+      float* y = k % 2 == 0 ? scratch_.data() : state;
+      gemm_.run_accumulate(sub, x, a_sub_.data(), bu_.data(), y, stream);
+    }
+    if (E::substeps % 2 == 1)
+      GMI_CUDA_TRY(cudaMemcpyAsync(state, scratch_.data(), n_ * N * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    detail::lq_post_step_kernel<E><<<blocks, block, 0, stream>>>(env, valid_.data(), out);
+    GMI_CUDA_TRY(cudaGetLastError());
   }
 
   // Multiply-adds of one env step's products per environment (0 for the thread-per-env step).

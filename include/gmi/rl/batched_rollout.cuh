@@ -7,7 +7,7 @@
 // one kernel otherwise). collect() fills a ppo_rollout_view as ppo_rollout_view::collect does (GAE included);
 // step() serves. All of it is capturable in a CUDA graph after the first call (plans made eagerly). With
 // network_config::kernels wholenet the normalize and forward are one kernel (nn/wholenet.cuh), in serving with the
-// sampling too (batched_wholenet.cuh).
+// sampling, a linear proxy's pre-step and its U B_sub^T too (batched_wholenet.cuh, lq_pre_row, lq_bu_tile).
 
 #include <cuda_runtime_api.h>
 
@@ -21,11 +21,13 @@
 #include <gmi/nn/lt_mlp.cuh>
 #include <gmi/nn/network_config.hpp>
 #include <gmi/nn/normalizer.hpp>
+#include <gmi/nn/wholenet.cuh>
 #include <gmi/rl/batched_dynamics.cuh>
 #include <gmi/rl/batched_wholenet.cuh>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/gae.hpp>
 #include <gmi/rl/ppo_steps.hpp>
+#include <gmi/rl/wide_rule.hpp>
 
 namespace gmi::rl {
 
@@ -91,7 +93,36 @@ inline unsigned batch_blocks(std::size_t n, unsigned block) {
   return static_cast<unsigned>((n + static_cast<std::size_t>(block) - 1) / static_cast<std::size_t>(block));
 }
 
+// The serving step's end for a linear proxy: each row's sample (whole_sample_tail), then the env's pre-product
+// work from the action just drawn (lq_pre_row) and the tile's rows of U B_sub^T (lq_bu_tile), so the step launches
+// neither the pre-step kernel nor that product. Called by every thread of the block (the kernel's contract).
+template <class Net, class E>
+struct whole_sample_pre_tail {
+  batch_sample_args a;
+  env_batch_view<E> env;
+  lq_pre_out pre;
+  __device__ void operator()(const float* o, int ld, int row0, int rows) const {
+    const int r = static_cast<int>(threadIdx.x);
+    if (r < rows) {
+      const std::size_t i = static_cast<std::size_t>(row0 + r);
+      batch_sample_row<Net>(a, i, o + r * ld);
+      lq_pre_row<E>(env, i, a.actions + i * Net::act_dim, pre);  // this thread's own stores, read back
+    }
+    __syncthreads();  // the tile's action columns stored, visible to the whole block
+    lq_bu_tile<E>(pre, row0, rows);
+  }
+};
+
 }  // namespace detail
+
+// cfg with "auto" layer kernels settled by rl/wide_rule.hpp's rule for Net's network (an actor-critic with ::net)
+// over `rows` rows on the current device; explicit kernels kept.
+template <class Net>
+nn::network_config with_rule_kernels(const nn::network_config& cfg, kernels_use use, std::size_t rows) {
+  using mlp = typename Net::net;
+  const bool fits = cfg.kernels == nn::layer_kernels::automatic && nn::wholenet_fits<mlp>(cfg.precision);
+  return resolve_layer_kernels(cfg, use, mlp::max_width, rows, fits);
+}
 
 // The per-step pieces over n environments of E with policy Net (an actor-critic whose ::net is an mlp).
 template <gmi::env E, class Net>
@@ -135,16 +166,22 @@ class batched_rollout {
             bool weights_changed = true) {
     const detail::batch_sample_args sa{outputs_.data(), params, actions_.data(), log_probs, nullptr, policy_blocks,
                                        nullptr, 0, false, policy_seed, {}, false, n_};
+    const batch_step_out out{rewards_.data(), terminated_.data(), truncated_.data(), current_obs, nullptr};
     if (auto* whole = forward_.whole()) {  // normalize, forward and sampling in one kernel
       if (weights_changed) whole->pack(params);
+      if constexpr (gemm_dynamics<E>) {  // and a linear proxy's pre-step and U B_sub^T too
+        whole->run(params, n_, obs_in(current_obs, nullptr, obs_norm, nullptr),
+                   detail::whole_sample_pre_tail<Net, E>{sa, env, dynamics_.pre_out(rewards_.data())});
+        dynamics_.step_after_bu(env, out, policy_.stream);
+        return;
+      }
       whole->run(params, n_, obs_in(current_obs, nullptr, obs_norm, nullptr), detail::whole_sample_tail<Net>{sa});
     } else {
       normalize(current_obs, obs_norm, inputs_.data(), nullptr);
       forward_.forward_raw(params, inputs_.data(), outputs_.data(), nullptr, n_);
       sample(sa);
     }
-    dynamics_.step(env, actions_.data(),
-                   {rewards_.data(), terminated_.data(), truncated_.data(), current_obs, nullptr}, policy_.stream);
+    dynamics_.step(env, actions_.data(), out, policy_.stream);
   }
 
   // PPO collection: horizon steps into v's arrays (raw observations, actions, log-probs, values, rewards with the

@@ -2,8 +2,9 @@
 // The serving tier for networks too wide for one thread per environment: each step is batched_rollout::step over
 // the whole batch (normalize, the policy as cuBLASLt products, TF32 unless the network_config says otherwise, one
 // sampling kernel, the env step of all envs: matrix products for the linear proxies; with network_config::kernels
-// wholenet the normalize, forward and sampling are one kernel). A window of steps is captured once as a CUDA graph
-// and replayed, so the CPU issues one launch per window.
+// wholenet the normalize, forward, sampling and a linear proxy's pre-step and U B_sub^T are one kernel; kernels
+// "auto", the default: rl/wide_rule.hpp's default_layer_kernels for serving). A window of steps is captured once
+// as a CUDA graph and replayed, so the CPU issues one launch per window.
 
 #include <cuda_runtime_api.h>
 
@@ -45,7 +46,7 @@ class batched_server {
         graph_steps_(graph_steps),
         envs_(num_envs, seed, typename E::params{}, policy),
         norm_(E::obs_dim, nn::normalizer_config{}, policy),
-        rollout_(n_, envs_.view().params, net_cfg, policy),
+        rollout_(n_, envs_.view().params, with_rule_kernels<Net>(net_cfg, kernels_use::serving, n_), policy),
         params_(Net::param_count),
         obs_(n_ * E::obs_dim),
         log_probs_(n_),
@@ -89,6 +90,7 @@ class batched_server {
   // (raw, [n][obs_dim]) and the weights (Net::param_count): device pointers, for tests and inspection.
   [[nodiscard]] const float* actions() const noexcept { return rollout_.actions(); }
   [[nodiscard]] const float* log_probs() const noexcept { return log_probs_.data(); }
+  [[nodiscard]] const float* rewards() const noexcept { return rollout_.rewards(); }  // the last step's ([n])
   [[nodiscard]] float* observations() noexcept { return obs_.data(); }
   [[nodiscard]] float* params() noexcept { return params_.data(); }
   [[nodiscard]] std::uint64_t policy_seed() const noexcept { return detail::policy_stream_seed(seed_); }

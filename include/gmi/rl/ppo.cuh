@@ -350,6 +350,9 @@ struct ppo_device_ops {
   using trainer = ppo_trainer<E, Net, exec::cuda>;
   static constexpr int row = trainer::row;
 
+  // The trainer's network_config with "auto" layer kernels settled by rl/wide_rule.hpp for training this many
+  // envs: the minibatch gradient and the batched collection both take it.
+  nn::network_config network;
   minibatch_gradient<Net> gradient;
   cuda::device_buffer<std::uint64_t> iteration;
   cuda::device_buffer<float> group_mean;  // a synced step kernel's mean row (the gradient buffer stays this GMI's);
@@ -361,14 +364,15 @@ struct ppo_device_ops {
   std::optional<batched_rollout<E, Net>> batched;
 
   explicit ppo_device_ops(trainer& t)
-      : gradient(t.minibatch_, t.policy_.sm_count, t.config_.network), iteration(1), group_mean(row), popart_old(2) {
+      : network(with_rule_kernels<Net>(t.config_.network, kernels_use::training, t.n_)),
+        gradient(t.minibatch_, t.policy_.sm_count, network), iteration(1), group_mean(row), popart_old(2) {
     iteration.fill_bytes(0, t.policy_.stream);
     // A physics task whose env step takes a warp per environment collects batched by default (the fused
     // thread-per-env collection can not hand its step to a warp); --collection threads still wins.
     const bool env_warp = env_steps_in_warps<E>(t.envs_.params(), t.n_, t.policy_.sm_count);
     if (parse_collection_path(detail::requested_collection_path(), is_wide<Net>(t.config_.network) || env_warp) ==
         collection_path::batched)
-      batched.emplace(t.n_, t.envs_.view().params, t.config_.network, t.policy_);
+      batched.emplace(t.n_, t.envs_.view().params, network, t.policy_);
   }
   // PopArt around the return normalizer's update (ppo_trainer::update_value_statistics): its float mean and std
   // kept, then the value head rescaled to the new ones. Capturable.

@@ -4,8 +4,11 @@
 // cuBLASLt forward, sampling, the env step of all envs; rl/batched_rollout.cuh) and its minibatch gradients as
 // cuBLASLt products ("gemm"); a narrower one keeps one thread per env and the per-sample gradient kernels.
 // request_collection_path / request_gradient_path override the rule process-wide (the gradient path's names live
-// here too, so configuration code needs no nvcc). Host-only.
+// here too, so configuration code needs no nvcc). default_layer_kernels: the layer kernels (network_config::kernels
+// "auto") a serving tier or a PPO trainer takes for a wide network at tf32/bf16, from bench/wide/device_wholenet.sh's
+// wholenet-against-cublaslt cases (docs/networks.md). Host-only.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -81,6 +84,41 @@ collection_path chosen_collection_path(const nn::network_config& cfg = {}) {
 template <class Net>
 const char* collection_path_name(const nn::network_config& cfg = {}) {
   return collection_path_name(chosen_collection_path<Net>(cfg));
+}
+
+// What a wide network's layer kernels run in: a serving tier's steps (only the forward without a record), or a
+// PPO trainer's iterations (the collection's forward as wholenet or cuBLASLt, the update's products by cuBLASLt).
+enum class kernels_use { serving, training };
+
+// The rule's two measured sizes: a widest layer of at least this many units is ShadowHand-size (512-unit layers);
+// Humanoid (400) and Ant (256) are below.
+inline constexpr int kernels_large_width = 512;
+// Rows from which serving a ShadowHand-size network at tf32 takes cuBLASLt: wholenet led at 4096 rows and trailed
+// at 16384; this is the geometric middle of the two.
+inline constexpr std::size_t kernels_large_tf32_rows = 8192;
+
+// The layer kernels for a network whose widest layer is max_width, at precision p, over `rows` rows (the env
+// count), where wholenet_fits says whether the whole-network kernel fits the device (nn::wholenet_fits):
+//  - fp32, or wholenet does not fit: cublaslt (the only kernels there);
+//  - serving: wholenet, but cublaslt for a ShadowHand-size network at tf32 from kernels_large_tf32_rows rows;
+//  - training: at tf32 wholenet below ShadowHand-size and cublaslt from it; at bf16 the other way round (those
+//    were the faster kernels in each measured case, Ant at bf16 within a few percent).
+inline constexpr nn::layer_kernels default_layer_kernels(kernels_use use, nn::precision p, int max_width,
+                                                         std::size_t rows, bool wholenet_fits) {
+  if (p == nn::precision::fp32 || !wholenet_fits) return nn::layer_kernels::cublaslt;
+  const bool large = max_width >= kernels_large_width;
+  if (use == kernels_use::serving)
+    return large && p == nn::precision::tf32 && rows >= kernels_large_tf32_rows ? nn::layer_kernels::cublaslt
+                                                                                : nn::layer_kernels::wholenet;
+  return (p == nn::precision::tf32) != large ? nn::layer_kernels::wholenet : nn::layer_kernels::cublaslt;
+}
+
+// cfg with its kernels settled: "auto" by default_layer_kernels, an explicit choice kept as asked.
+inline constexpr nn::network_config resolve_layer_kernels(nn::network_config cfg, kernels_use use, int max_width,
+                                                          std::size_t rows, bool wholenet_fits) {
+  if (cfg.kernels == nn::layer_kernels::automatic)
+    cfg.kernels = default_layer_kernels(use, cfg.precision, max_width, rows, wholenet_fits);
+  return cfg;
 }
 
 }  // namespace gmi::rl
