@@ -350,9 +350,7 @@ struct ppo_device_ops {
   using trainer = ppo_trainer<E, Net, exec::cuda>;
   static constexpr int row = trainer::row;
 
-  // The trainer's network_config with "auto" layer kernels settled by rl/wide_rule.hpp for training this many
-  // envs: the minibatch gradient and the batched collection both take it.
-  nn::network_config network;
+  nn::network_config network;  // "auto" kernels settled by rl/wide_rule.hpp: for the gradient and the collection
   minibatch_gradient<Net> gradient;
   cuda::device_buffer<std::uint64_t> iteration;
   cuda::device_buffer<float> group_mean;  // a synced step kernel's mean row (the gradient buffer stays this GMI's);
