@@ -93,16 +93,18 @@ void run(cublasLtHandle_t lt, const product& p, int k, const float* x, const flo
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: gmi.bench.sac_bias_probe K OFFSET (K in 1..65536 rows, OFFSET in floats)\n");
+    std::fprintf(stderr, "gmi.bench.sac_bias_probe: got %d arguments, need 2: K (rows, 1..65536) OFFSET (floats)\n",
+                 argc - 1);
     return 2;
   }
-  const int k = std::atoi(argv[1]);
-  const long off = std::atol(argv[2]);
-  if (k < 1 || k > 65536 || off < 0 || off > (1L << 20)) {
+  char *end_k = nullptr, *end_off = nullptr;
+  const long k_arg = std::strtol(argv[1], &end_k, 10), off = std::strtol(argv[2], &end_off, 10);
+  if (*end_k != '\0' || *end_off != '\0' || k_arg < 1 || k_arg > 65536 || off < 0 || off > (1L << 20)) {
     std::fprintf(stderr, "gmi.bench.sac_bias_probe: got K %s OFFSET %s, need K in 1..65536, OFFSET in 0..1048576\n",
                  argv[1], argv[2]);
     return 2;
   }
+  const int k = static_cast<int>(k_arg);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "gmi.bench.sac_bias_probe: no CUDA device: skipped\n");
