@@ -15,7 +15,8 @@
 # Writes $OUT/sac_4096.jsonl: {"bench":"sac_bias_probe","k","offset","in","out","bias_align","d_align","algo_id",
 # "tile","splitk","result"} and {"bench":"sac_update","case":"ant_b<batch>","impl":"launches"|"graph","metric":
 # "updates_per_s"|"samples_per_s","median","min","max","batch",...}, each with device, git and run_id; logs under
-# $OUT/sac_4096/. Exit 0 when every step passed.
+# $OUT/sac_4096/ (5 files: probe.err, traced.log, bench.log, test_nn_gpu.log, test_sac_gpu.log; with configure.log,
+# build.log and the lines, 8 files to bring back). Exit 0 when every step passed.
 set -uo pipefail
 start_s=$(date +%s)
 deadline_s=$((start_s + 520))
@@ -52,8 +53,8 @@ echo "== 1. BGRADB products of an Ant critic's backward, gradient at a float off
 if fits 60 "the bias probe"; then
   for k in 256 1024 2048 4096 8192; do
     for off in 0 75265 75328; do
-      timeout 20 "$build/bench/sac/gmi.bench.sac_bias_probe" "$k" "$off" 2> "$logs/probe_${k}_${off}.err" |
-        tag > /dev/null || echo "probe k $k offset $off: exit $? ($(tail -1 "$logs/probe_${k}_${off}.err"))"
+      timeout 20 "$build/bench/sac/gmi.bench.sac_bias_probe" "$k" "$off" 2>> "$logs/probe.err" |
+        tag > /dev/null || echo "probe k $k offset $off: exit $? ($(tail -1 "$logs/probe.err"))"
     done
   done
   python3 - "$lines" <<'PY' || true
