@@ -93,6 +93,30 @@ lt_run run_net(const nn::network_config& cfg, bool use_auto, const std::vector<f
 
 }  // namespace
 
+offset_run critic_backward_at(std::size_t offset, const std::vector<float>& params, const std::vector<float>& x,
+                              const std::vector<float>& d_out) {
+  using Net = sac_critic_net;
+  gmi::cuda::stream stream;
+  const cudaStream_t s = stream.get();
+  const std::size_t n = x.size() / Net::in;
+  nn::lt_mlp<Net> m(gmi::exec::cuda{s}, n);
+  auto p = upload(params, s);
+  auto xd = upload(x, s);
+  auto g = upload(d_out, s);
+  gmi::cuda::device_buffer<float> out(n), acts(Net::activation_size * n), grads(offset + Net::param_count);
+  grads.fill_bytes(0, s);
+  const gmi::device_span<float> d_params(grads.data() + offset, Net::param_count);
+  offset_run r;
+  for (int run = 0; run < 2; ++run) {
+    m.forward(p, xd, out, acts);
+    m.backward(p, xd, acts, g, d_params);
+    std::vector<float> all = download(grads, s);
+    (run == 0 ? r.d_params : r.d_params_again).assign(all.begin() + std::ptrdiff_t(offset), all.end());
+  }
+  r.bias_sums = m.bias_sums();
+  return r;
+}
+
 std::vector<std::vector<float>> column_sum_twice(const std::vector<float>& m, std::size_t rows, int w) {
   gmi::cuda::stream s;
   auto md = upload(m, s);

@@ -39,6 +39,19 @@ struct lt_run {
 // nn::detail::lt_column_sum (the bias gradient's fallback) of a [rows][w] matrix, run twice: both results.
 std::vector<std::vector<float>> column_sum_twice(const std::vector<float>& m, std::size_t rows, int w);
 
+// A SAC critic at Ant's sizes (ReLU, 256 wide) for the gradient-offset test.
+using sac_critic_net = nn::mlp<nn::layers<35, 256, 256, 1>, nn::relu>;
+
+// lt_mlp<sac_critic_net>'s forward and backward (fp32) of n samples with d_params written at float `offset` of a
+// larger buffer (the device SAC trainer's critic-2 gradient slot), twice: d_params of both runs (the same bits
+// expected) and the bias gradients the column-sum kernels formed.
+struct offset_run {
+  std::vector<float> d_params, d_params_again;
+  std::size_t bias_sums = 0;
+};
+offset_run critic_backward_at(std::size_t offset, const std::vector<float>& params, const std::vector<float>& x,
+                              const std::vector<float>& d_out);
+
 // forward with a record, forward for inference, backward with d_x, then the captured replay. use_auto: through
 // batch_mlp<..., auto_path> with cfg (the wiring), else lt_mlp directly.
 lt_run run_lt(lt_net net, const nn::network_config& cfg, bool use_auto, const std::vector<float>& params,

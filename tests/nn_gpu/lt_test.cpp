@@ -158,6 +158,31 @@ TEST_SUITE("gpu") {
       }
   }
 
+  TEST_CASE("nn_gpu.lt.gradients_at_odd_offset") {
+    // Issue 39: the device SAC trainer wrote critic 2's gradient at float offset 75265 (critic 1's size) of one
+    // buffer, so its bias gradients were 4-byte aligned; cuBLASLt's heuristic is not told the bias alignment and
+    // its BGRADB kernel at batch 4096 may write 16 bytes at a time. lt_gemm now leaves such a bias to the
+    // column-sum kernels: the gradients at that offset match the host's and the aligned run's, with no fault.
+    using Net = nn_gpu::sac_critic_net;
+    for (const std::size_t n : {std::size_t{256}, std::size_t{4096}}) {
+      CAPTURE(n);
+      const auto params = init<Net>(13);
+      const auto x = uniform(n * Net::in, 23, -2, 2);
+      const auto g = uniform(n * Net::out, 33, -1, 1);
+      const auto ref = host_reference<Net>(params, x, g);
+      const auto aligned = nn_gpu::critic_backward_at(0, params, x, g);
+      const auto odd = nn_gpu::critic_backward_at(Net::param_count, params, x, g);
+      const double e_aligned = rel_err(aligned.d_params, ref.d_params), e_odd = rel_err(odd.d_params, ref.d_params);
+      MESSAGE("critic 35-256-256-1, n " << n << ": d_params relative error at offset 0 " << e_aligned << " ("
+                                        << aligned.bias_sums << " column sums), at offset " << Net::param_count << " "
+                                        << e_odd << " (" << odd.bias_sums << " column sums)");
+      CHECK(e_aligned < tolerance(precision::fp32));
+      CHECK(e_odd < tolerance(precision::fp32));
+      CHECK(odd.d_params == odd.d_params_again);
+      CHECK(odd.bias_sums == 2 * Net::count);  // every layer's bias gradient, both runs
+    }
+  }
+
   TEST_CASE("nn_gpu.lt.auto_path_picks_by_width") {
     // Cartpole's 32-32 keeps the shared-memory kernels by default and takes cuBLASLt when the threshold says so.
     check<nn_gpu::cartpole_body_net>(lt_net::cartpole_body, precision::fp32, 1000, true, "fused_fp32");

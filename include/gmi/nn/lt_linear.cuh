@@ -21,6 +21,7 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/buffer.hpp>
+#include <gmi/nn/lt_align.hpp>
 #include <gmi/nn/network_config.hpp>
 
 namespace gmi::nn {
@@ -56,13 +57,7 @@ class cublaslt_handle {
   cublasLtHandle_t h_ = nullptr;
 };
 
-// The largest power of two up to 256 that divides the address (what the heuristic must assume of a pointer).
-inline std::uint32_t alignment_of(const void* p) {
-  const auto a = reinterpret_cast<std::uintptr_t>(p);
-  std::uint32_t align = 256;
-  while (align > 1 && (a % align) != 0) align /= 2;
-  return align;
-}
+inline std::uint32_t alignment_of(const void* p) { return pointer_alignment(p); }
 
 inline cudaDataType_t data_type(precision p) { return p == precision::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
 inline cublasComputeType_t compute_type(precision p) {
@@ -100,9 +95,11 @@ class lt_gemm {
 
   // D = op(A) op(B) with the epilogue on `stream`. bias: the epilogue's vector (read for bias/relu_bias, written
   // for bias_grad_b). Returns false, launching nothing, when no algorithm implements the shape with its epilogue
-  // (the caller then asks again with lt_epilogue::none and does the epilogue itself); a shape without an epilogue
-  // that has no algorithm throws.
+  // or the bias is aligned to less than lt_bias_alignment (the caller then asks again with lt_epilogue::none and
+  // does the epilogue itself); a shape without an epilogue that has no algorithm throws.
   bool run(const lt_shape& s, const void* a, const void* b, float* d, float* bias, cudaStream_t stream) {
+    // The heuristic does not know the bias's alignment (lt_align.hpp): an under-aligned one is the caller's.
+    if (s.epilogue != lt_epilogue::none && !lt_bias_epilogue_fits(bias)) return false;
     plan& p = plan_for(s, a, b, d);
     if (!p.ok) {
       if (s.epilogue != lt_epilogue::none) return false;
@@ -115,8 +112,9 @@ class lt_gemm {
                                                          sizeof(bias)));
     }
     const float alpha = 1.0f, beta = 0.0f;
-    GMI_NN_CUBLASLT_TRY(cublasLtMatmul(lt_.get(), p.desc.get(), &alpha, a, p.a.get(), b, p.b.get(), &beta, d, p.d.get(),
-                                       d, p.d.get(), &p.algo, workspace_.data(), workspace_bytes_, stream));
+    check_launch(cublasLtMatmul(lt_.get(), p.desc.get(), &alpha, a, p.a.get(), b, p.b.get(), &beta, d, p.d.get(), d,
+                                p.d.get(), &p.algo, workspace_.data(), workspace_bytes_, stream),
+                 s);
     return true;
   }
 
@@ -132,8 +130,9 @@ class lt_gemm {
                             "lt_gemm: no cuBLASLt algorithm for m " + std::to_string(s.m) + " n " + std::to_string(s.n) +
                                 " k " + std::to_string(s.k) + " in " + precision_name(s.prec) + " with C");
     const float alpha = 1.0f, beta = 1.0f;
-    GMI_NN_CUBLASLT_TRY(cublasLtMatmul(lt_.get(), p.desc.get(), &alpha, a, p.a.get(), b, p.b.get(), &beta, c, p.d.get(),
-                                       d, p.d.get(), &p.algo, workspace_.data(), workspace_bytes_, stream));
+    check_launch(cublasLtMatmul(lt_.get(), p.desc.get(), &alpha, a, p.a.get(), b, p.b.get(), &beta, c, p.d.get(), d,
+                                p.d.get(), &p.algo, workspace_.data(), workspace_bytes_, stream),
+                 s);
   }
 
   [[nodiscard]] std::size_t plans() const noexcept { return plans_.size(); }
@@ -147,6 +146,18 @@ class lt_gemm {
   };
   using key = std::tuple<bool, bool, int, int, int, int, int, int, precision, lt_epilogue, std::uint32_t,
                          std::uint32_t, std::uint32_t>;
+
+  // A failed cublasLtMatmul names its product (status 13, execution failed, is often an earlier kernel's fault on
+  // the stream, surfacing here).
+  static void check_launch(cublasStatus_t st, const lt_shape& s,
+                           std::source_location where = std::source_location::current()) {
+    if (st == CUBLAS_STATUS_SUCCESS) return;
+    throw gmi::cuda_error(static_cast<int>(st),
+                          "cublasLtMatmul (lt_gemm m " + std::to_string(s.m) + " n " + std::to_string(s.n) + " k " +
+                              std::to_string(s.k) + ", epilogue " + std::to_string(int(s.epilogue)) + ", " +
+                              precision_name(s.prec) + "): cuBLASLt status " + std::to_string(int(st)),
+                          where);
+  }
 
   static detail::lt_layout layout(cudaDataType_t t, int rows, int cols, int ld) {
     cublasLtMatrixLayout_t l = nullptr;

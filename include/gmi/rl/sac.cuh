@@ -13,10 +13,13 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
 #include <algorithm>
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,6 +40,18 @@
 #include <gmi/rl/sac_sync.hpp>
 
 namespace gmi::rl {
+
+namespace detail {
+// GMI_TRACE (docs/runtime.md; any value but empty or 0) also makes sac_device_trainer's launched updates wait for
+// the stream after every stage. Read once per process.
+inline bool sac_trace_sync() {
+  static const bool on = [] {
+    const char* v = std::getenv("GMI_TRACE");
+    return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+  }();
+  return on;
+}
+}  // namespace detail
 
 // The device trainer: the same algorithm and settings as sac_trainer (sac.hpp), on the table's stream.
 template <gmi::env E, class Nets = sac_networks<E::obs_dim, E::act_dim, 256>>
@@ -86,7 +101,9 @@ class sac_device_trainer {
     y_ = buf<float>(B);
     x_ = buf<float>(B * X);
     env_heads_ = buf<float>(n_ * 2 * A);
-    g_critic_ = buf<float>(2 * critic1_.size());  // critic 1's gradient, then critic 2's
+    // Critic 1's gradient, then critic 2's at sac_second_critic_offset (256-byte aligned; the gap stays zero).
+    g_critic_ = buf<float>(sac_second_critic_offset(critic1_.size()) + critic1_.size());
+    g_critic_.fill_bytes(0, pol_.stream);
     g_actor_ = buf<float>(actor_.size() + 1);  // the actor's gradient, then the mean log-prob (summed with it)
     envs_.reset(current_.span(), pol_.stream);
   }
@@ -251,8 +268,9 @@ class sac_device_trainer {
   [[nodiscard]] std::vector<float> actor_params() const { return download(actor_); }
   [[nodiscard]] std::vector<float> critic_params(int k) const { return download(k == 0 ? critic1_ : critic2_); }
 
-  // The device buffer the group sums as `part` (sac_sync::sum_device): 0, both critics' gradients; 1, the actor's
-  // gradient and the mean log-prob. Build the transport on these before set_sync.
+  // The device buffer the group sums as `part` (sac_sync::sum_device): 0, both critics' gradients (critic 2's at
+  // sac_second_critic_offset); 1, the actor's gradient and the mean log-prob. Build the transport on these before
+  // set_sync.
   [[nodiscard]] device_span<float> sum_buffer(int part) {
     gmi::require(part == 0 || part == 1, "sac_device_trainer::sum_buffer part", part, "0 (critics) or 1 (actor)");
     return part == 0 ? g_critic_.span() : g_actor_.span();
@@ -326,7 +344,9 @@ class sac_device_trainer {
   void enqueue_update() {
     const auto B = std::size_t(cfg_.batch);
     const cudaStream_t s = pol_.stream;
+    settle("the work queued before it (collection, inserts)");
     table_.sample(replay::sampler::uniform(), B, 1, seed_ * 0x9E3779B97F4A7C15ull, batch_, update_count_.data());
+    settle("replay sample (draw, gather)");
     const float* obs = batch_.template column<float>(0);
     const float* act = batch_.template column<float>(1);
     const float* rew = batch_.template column<float>(2);
@@ -335,21 +355,27 @@ class sac_device_trainer {
     const unsigned nb = sac_kernels::blocks(B), eb = sac_kernels::blocks(B * A);
     sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, update_count_.data(), 0, B * A, eps_.data());
     sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, update_count_.data(), 1, B * A, eps_next_.data());
+    settle("normals");
     grads_.critic_targets(actor_.data(), target1_.data(), target2_.data(), nxt, rew, term, eps_next_.data(), B,
                           log_alpha_.data(), cfg_.gamma, cfg_.log_std_min, cfg_.log_std_max, y_.data());
+    settle("critic targets (actor and target critics' forwards)");
     sac_kernels::concat<<<nb, 256, 0, s>>>(obs, O, act, A, B, x_.data());
-    GMI_CUDA_TRY(cudaGetLastError());
-    const std::size_t C = critic1_.size();
+    settle("concat");
+    const std::size_t C = critic1_.size(), C2 = sac_second_critic_offset(C);
     float* terms = grads_.terms();
     grads_.critic_gradient(critic1_.data(), x_.data(), y_.data(), B, g_critic_.data(), terms);
-    grads_.critic_gradient(critic2_.data(), x_.data(), y_.data(), B, g_critic_.data() + C, terms + B);
+    settle("critic 1 gradient");
+    grads_.critic_gradient(critic2_.data(), x_.data(), y_.data(), B, g_critic_.data() + C2, terms + B);
+    settle("critic 2 gradient");
     grads_.sum(terms, 2 * B, 1.0f / float(B), sums_.data() + sac_sum_critic);
     if (sync_.active()) average(0);
     critic1_opt_.step(critic1_.span(), device_span<const float>(g_critic_.data(), C));
-    critic2_opt_.step(critic2_.span(), device_span<const float>(g_critic_.data() + C, C));
+    critic2_opt_.step(critic2_.span(), device_span<const float>(g_critic_.data() + C2, C));
+    settle("critic sums and Adam steps");
     const std::size_t P = actor_.size();
     grads_.actor_gradient(actor_.data(), critic1_.data(), critic2_.data(), obs, eps_.data(), B, log_alpha_.data(),
                           cfg_.log_std_min, cfg_.log_std_max, g_actor_.data(), terms, grads_.terms2());
+    settle("actor gradient");
     grads_.sum(terms, B, 1.0f / float(B), sums_.data() + sac_sum_actor);
     grads_.sum(grads_.terms2(), B, 1.0f / float(B), sums_.data() + sac_sum_log_prob);
     // The temperature's gradient is a function of the mean log-prob: averaging that averages the gradient.
@@ -370,7 +396,21 @@ class sac_device_trainer {
                                                                              target2_.size(), cfg_.tau);
     GMI_CUDA_TRY(cudaGetLastError());
     sac_kernels::count_update<<<1, 1, 0, s>>>(update_count_.data());
-    GMI_CUDA_TRY(cudaGetLastError());
+    settle("actor Adam step, temperature, Polyak");
+  }
+  // After a stage of the update: a launch error names the stage at once; with GMI_TRACE set (docs/runtime.md) a
+  // launched update also waits for the stream, so a kernel's fault is named by its stage, not by a later call.
+  void settle(const char* stage) const {
+    const auto fail = [&](cudaError_t e) {
+      throw gmi::cuda_error(static_cast<int>(e), std::string("sac_device_trainer update, stage ") + stage + ": " +
+                                                     cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    };
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) fail(e);
+    if (!detail::sac_trace_sync()) return;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    GMI_CUDA_TRY(cudaStreamIsCapturing(pol_.stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) return;
+    if (const cudaError_t e = cudaStreamSynchronize(pol_.stream); e != cudaSuccess) fail(e);
   }
   // Sum buffer `part` replaced by the group's mean: summed on the device and scaled, stream-ordered; or through
   // the host.

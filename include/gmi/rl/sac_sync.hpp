@@ -4,6 +4,7 @@
 // zeros) and average each gradient over the group before the optimizer step, so the weights stay bitwise equal.
 // The device trainer sums on the device when sum_device is set (no stream wait in an update), else through `sum`.
 
+#include <cstddef>
 #include <functional>
 #include <span>
 #include <string>
@@ -13,6 +14,12 @@
 struct CUstream_st;  // cudaStream_t is CUstream_st*: host-only users need no CUDA header
 
 namespace gmi::rl {
+
+// sac_device_trainer's sum buffer 0 (both critics' gradients): critic 1's gradient at 0, critic 2's at this offset,
+// the critic size rounded up to 64 floats (the rest zeros), so that both start on 256 bytes. The cuBLASLt products
+// write the weight and bias gradients in place, and a bias gradient at a 4-byte offset is one a fused epilogue may
+// not take (nn/lt_align.hpp).
+constexpr std::size_t sac_second_critic_offset(std::size_t critic_size) { return (critic_size + 63) / 64 * 64; }
 
 struct sac_sync {
   int rank = 0;
