@@ -16,19 +16,40 @@
 # a table to stdout: each layout's rate, its ratio to thread per env and to the first warp layout, the environments
 # an SM holds at once, the rule's pick, and the same case's median in BEFORE (result files of an earlier revision,
 # space-separated; default the 2157117 measurements committed under bench/results/physics) with after/before.
-# Usage: bench/physics/device_subwarp.sh   (JOBS: build jobs, default all cores; PHYSICS_ONLY=1; BEFORE=files)
+# With CAP (default 128; 0: off) a second bench built beside the first with the tile kernels' registers capped at CAP
+# (GMI_PHYSICS_TILE_MAX_REGISTERS) measures 16 and 8 lanes with the rows in global slots; its rows are keyed @CAP.
+# Usage: bench/physics/device_subwarp.sh   (JOBS: build jobs, default all cores; PHYSICS_ONLY=1; BEFORE=files; CAP)
 set -uo pipefail
 name=physics_subwarp
 source "$(dirname "$0")/device_common.sh"
 
 configure_build
 targets=(gmi.test.physics_tasks gmi.test.physics_gpu gmi.test.physics_tasks_gpu gmi.bench.physics_tasks)
+# A second bench with the tile kernels' registers capped at CAP (GMI_PHYSICS_TILE_MAX_REGISTERS), built beside the
+# first (the cores outnumber one translation unit's work); CAP=0 skips it.
+cap=${CAP:-128}
+if [ "$cap" != 0 ]; then
+  capbuild=$build-cap$cap
+  ( cmake --preset gpu -B "$capbuild" -DGMI_BUILD_BENCHMARKS=ON \
+      -DCMAKE_CUDA_FLAGS="-DGMI_PHYSICS_TILE_MAX_REGISTERS=$cap" &&
+    timeout 290 cmake --build "$capbuild" -j"${JOBS:-$(nproc)}" --target gmi.bench.physics_tasks ) \
+    > "$out/build_cap.log" 2>&1 &
+  cap_pid=$!
+fi
 build_targets 280
+if [ "$cap" != 0 ]; then
+  wait "$cap_pid" || { echo "capped build failed:"; grep -E "error" "$out/build_cap.log" | head -5; cap=0; }
+fi
 
 echo "== registers and stack of the physics kernels (bench binary)"
 cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-"$cuobjdump" -res-usage "$build/bench/physics/gmi.bench.physics_tasks" > "$out/res_usage.log" 2>&1
-python3 - "$out/res_usage.log" <<'PY'
+[ -x "$cuobjdump" ] || echo "no cuobjdump at $cuobjdump: the bench lines' registers_per_thread stand for the tile kernels"
+binaries=("$build/bench/physics/gmi.bench.physics_tasks")
+[ "$cap" != 0 ] && binaries+=("$capbuild/bench/physics/gmi.bench.physics_tasks")
+for bin in "${binaries[@]}"; do
+  echo "-- $bin"
+  "$cuobjdump" -res-usage "$bin" > "$out/res_usage.log" 2>&1 || continue
+  python3 - "$out/res_usage.log" <<'PY'
 import re, sys
 kinds = "warp_env_step_kernel|physics_thread_step_kernel|local_step_envs|warp_step_envs"
 name = None
@@ -43,6 +64,7 @@ for line in open(sys.argv[1]):
         print(f"  {k.group(1):>27} {k.group(2):>8}: {r.group(1):>3} registers, {r.group(2):>6} bytes stack")
         name = None
 PY
+done
 
 echo "== tests"
 timeout 40 "$build/tests/envs/gmi.test.physics_tasks" -tc='envs.step_path.*' > "$out/test_step_path.log" 2>&1 ||
@@ -60,6 +82,15 @@ echo "== env steps per second through env_batch: thread per env, then the warp p
 timeout 180 "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths "${layouts[@]}" --run-id "$run_id" \
   --git "$git_rev" --out "$lines" --envs 4096 16384 65536 --steps 8 --warmup 2 --reps 3 \
   > "$out/bench_physics_subwarp_driver.log" 2>&1 || { status=1; tail -5 "$out/bench_physics_subwarp_driver.log"; }
+if [ "$cap" != 0 ]; then
+  echo "== the same with the tile kernels' registers capped at $cap (16 and 8 lanes, rows in global slots)"
+  timeout 120 "$capbuild/bench/physics/gmi.bench.physics_tasks" --driver-paths --tile-lanes 16 8 --solver-rows global \
+    --run-id "$run_id-cap$cap" --git "$git_rev" --out "$out/physics_subwarp_cap.jsonl" --envs 4096 16384 65536 \
+    --steps 8 --warmup 2 --reps 3 > "$out/bench_physics_subwarp_cap.log" 2>&1 ||
+    { status=1; tail -5 "$out/bench_physics_subwarp_cap.log"; }
+  # Its warp lines join the table (keys with @cap); its thread lines repeat the uncapped build's kernel.
+  grep -v '"path":"thread_per_env"' "$out/physics_subwarp_cap.jsonl" >> "$lines"
+fi
 paths=()
 if [ "${PHYSICS_ONLY:-0}" = 1 ]; then
   echo "== physics only, thread per env (batch_local) against the warp path's layouts (batch_warp)"
@@ -76,7 +107,10 @@ import json, sys
 args = sys.argv[1:]
 cut = args.index("--")
 def key_of(j):
-    return "threads" if j["path"] == "thread_per_env" else f'{j.get("lanes")}/{j.get("solver_rows")}'
+    if j["path"] == "thread_per_env":
+        return "threads"
+    cap = j.get("tile_max_registers", 0)
+    return f'{j.get("lanes")}/{j.get("solver_rows")}' + (f"@{cap}" if cap else "")
 before, revs = {}, set()
 for path in args[cut + 1:]:
     try:
