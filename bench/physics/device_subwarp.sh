@@ -16,8 +16,9 @@
 # a table to stdout: each layout's rate, its ratio to thread per env and to the first warp layout, the environments
 # an SM holds at once, the rule's pick, and the same case's median in BEFORE (result files of an earlier revision,
 # space-separated; default the 2157117 measurements committed under bench/results/physics) with after/before.
-# With CAP (default 128; 0: off) a second bench built beside the first with the tile kernels' registers capped at CAP
-# (GMI_PHYSICS_TILE_MAX_REGISTERS) measures 16 and 8 lanes with the rows in global slots; its rows are keyed @CAP.
+# A second bench built beside the first with the tile kernels' registers capped at CAP (default 128; 0: ptxas's
+# choice; off: no second bench; GMI_PHYSICS_TILE_MAX_REGISTERS, whose default the first has) measures 16 and 8
+# lanes with the rows in global slots; its rows are keyed @CAP.
 # Usage: bench/physics/device_subwarp.sh   (JOBS: build jobs, default all cores; PHYSICS_ONLY=1; BEFORE=files; CAP)
 set -uo pipefail
 name=physics_subwarp
@@ -25,10 +26,10 @@ source "$(dirname "$0")/device_common.sh"
 
 configure_build
 targets=(gmi.test.physics_tasks gmi.test.physics_gpu gmi.test.physics_tasks_gpu gmi.bench.physics_tasks)
-# A second bench with the tile kernels' registers capped at CAP (GMI_PHYSICS_TILE_MAX_REGISTERS), built beside the
-# first (the cores outnumber one translation unit's work); CAP=0 skips it.
+# A second bench with the tile kernels' registers capped at CAP (GMI_PHYSICS_TILE_MAX_REGISTERS; 0: ptxas's choice),
+# built beside the first (the cores outnumber one translation unit's work); CAP=off skips it.
 cap=${CAP:-128}
-if [ "$cap" != 0 ]; then
+if [ "$cap" != off ]; then
   capbuild=$build-cap$cap
   ( cmake --preset gpu -B "$capbuild" -DGMI_BUILD_BENCHMARKS=ON \
       -DCMAKE_CUDA_FLAGS="-DGMI_PHYSICS_TILE_MAX_REGISTERS=$cap" &&
@@ -37,15 +38,15 @@ if [ "$cap" != 0 ]; then
   cap_pid=$!
 fi
 build_targets 280
-if [ "$cap" != 0 ]; then
-  wait "$cap_pid" || { echo "capped build failed:"; grep -E "error" "$out/build_cap.log" | head -5; cap=0; }
+if [ "$cap" != off ]; then
+  wait "$cap_pid" || { echo "capped build failed:"; grep -E "error" "$out/build_cap.log" | head -5; cap=off; }
 fi
 
 echo "== registers and stack of the physics kernels (bench binary)"
 cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-[ -x "$cuobjdump" ] || echo "no cuobjdump at $cuobjdump: the bench lines' registers_per_thread stand for the tile kernels"
+[ -x "$cuobjdump" ] || echo "no cuobjdump at $cuobjdump (the bench lines carry the tile kernels' registers)"
 binaries=("$build/bench/physics/gmi.bench.physics_tasks")
-[ "$cap" != 0 ] && binaries+=("$capbuild/bench/physics/gmi.bench.physics_tasks")
+[ "$cap" != off ] && binaries+=("$capbuild/bench/physics/gmi.bench.physics_tasks")
 for bin in "${binaries[@]}"; do
   echo "-- $bin"
   "$cuobjdump" -res-usage "$bin" > "$out/res_usage.log" 2>&1 || continue
@@ -82,14 +83,14 @@ echo "== env steps per second through env_batch: thread per env, then the warp p
 timeout 180 "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths "${layouts[@]}" --run-id "$run_id" \
   --git "$git_rev" --out "$lines" --envs 4096 16384 65536 --steps 8 --warmup 2 --reps 3 \
   > "$out/bench_physics_subwarp_driver.log" 2>&1 || { status=1; tail -5 "$out/bench_physics_subwarp_driver.log"; }
-if [ "$cap" != 0 ]; then
+if [ "$cap" != off ]; then
   echo "== the same with the tile kernels' registers capped at $cap (16 and 8 lanes, rows in global slots)"
   timeout 120 "$capbuild/bench/physics/gmi.bench.physics_tasks" --driver-paths --tile-lanes 16 8 --solver-rows global \
     --run-id "$run_id-cap$cap" --git "$git_rev" --out "$out/physics_subwarp_cap.jsonl" --envs 4096 16384 65536 \
     --steps 8 --warmup 2 --reps 3 > "$out/bench_physics_subwarp_cap.log" 2>&1 ||
     { status=1; tail -5 "$out/bench_physics_subwarp_cap.log"; }
   # Its warp lines join the table (keys with @cap); its thread lines repeat the uncapped build's kernel.
-  grep -v '"path":"thread_per_env"' "$out/physics_subwarp_cap.jsonl" >> "$lines"
+  grep -v '"path":"thread_per_env"' "$out/physics_subwarp_cap.jsonl" | sed 's/^{/{"cap_build":true,/' >> "$lines"
 fi
 paths=()
 if [ "${PHYSICS_ONLY:-0}" = 1 ]; then
@@ -110,7 +111,7 @@ def key_of(j):
     if j["path"] == "thread_per_env":
         return "threads"
     cap = j.get("tile_max_registers", 0)
-    return f'{j.get("lanes")}/{j.get("solver_rows")}' + (f"@{cap}" if cap else "")
+    return f'{j.get("lanes")}/{j.get("solver_rows")}' + (f"@{cap}" if j.get("cap_build") else "")
 before, revs = {}, set()
 for path in args[cut + 1:]:
     try:
@@ -144,7 +145,7 @@ for path in args[:cut]:
             res = f'{j["resident_envs_per_sm"]:>3} resident/SM, {j.get("envs_per_block")} per block, ' \
                   f'{j.get("registers_per_thread")} regs' \
                 if "resident_envs_per_sm" in j else ""
-            b = before.get((task, n, phys, key))
+            b = before.get((task, n, phys, key.split("@")[0]))  # a capped row against the layout's before
             r3 = f"bef {b / 1e6:6.3f} M, {m / b:5.2f}x" if b else "bef -"
             print(f"    {key:>14}: {m / 1e6:7.3f} M (min {j['min'] / 1e6:.3f}, max {j['max'] / 1e6:.3f}) {r1} {r2} "
                   f"{r3}; {res}")
