@@ -23,11 +23,12 @@ configure_build() {
     { tail -20 "$out/configure.log"; exit 1; }
 }
 
-# Builds the array `targets` within $1 seconds (-j16); exits 1 with the errors; prints the time and sets `device`.
+# Builds the array `targets` within $1 seconds (-j$JOBS, default the machine's cores); exits 1 with the errors;
+# prints the time and sets `device`.
 build_targets() {
   local start
   start=$(date +%s)
-  timeout "$1" cmake --build "$build" -j16 --target "${targets[@]}" > "$out/build.log" 2>&1 ||
+  timeout "$1" cmake --build "$build" -j"${JOBS:-$(nproc)}" --target "${targets[@]}" > "$out/build.log" 2>&1 ||
     { grep -E "error|Error" "$out/build.log" | head -20; echo "build failed or timed out"; exit 1; }
   echo "built in $(( $(date +%s) - start )) s: ${targets[*]}"
   device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)

@@ -11,16 +11,61 @@
 #      env, then the warp path at 32 lanes with the rows in shared memory (the first warp path's layout), 16 and 8
 #      lanes, each with the rows in shared memory and in global slots; medians of 3;
 #   4. with PHYSICS_ONLY=1, gmi.bench.physics_tasks --compare-paths over the same layouts (physics only).
+# Before the runs it prints each physics kernel's registers, stack and spills (cuobjdump -res-usage of the bench).
 # Result lines (JSON) go to $OUT/physics_subwarp.jsonl (and $OUT/physics_subwarp_paths.jsonl), logs to $OUT/*.log,
 # a table to stdout: each layout's rate, its ratio to thread per env and to the first warp layout, the environments
-# an SM holds at once, and the rule's pick. Usage: bench/physics/device_subwarp.sh
+# an SM holds at once, the rule's pick, and the same case's median in BEFORE (result files of an earlier revision,
+# space-separated; default the 2157117 measurements committed under bench/results/physics) with after/before.
+# A second bench built beside the first with the tile kernels' registers capped at CAP (default 128; 0: ptxas's
+# choice; off: no second bench; GMI_PHYSICS_TILE_MAX_REGISTERS, whose default the first has) measures 16 and 8
+# lanes with the rows in global slots; its rows are keyed @CAP.
+# Usage: bench/physics/device_subwarp.sh   (JOBS: build jobs, default all cores; PHYSICS_ONLY=1; BEFORE=files; CAP)
 set -uo pipefail
 name=physics_subwarp
 source "$(dirname "$0")/device_common.sh"
 
 configure_build
 targets=(gmi.test.physics_tasks gmi.test.physics_gpu gmi.test.physics_tasks_gpu gmi.bench.physics_tasks)
-build_targets 260
+# A second bench with the tile kernels' registers capped at CAP (GMI_PHYSICS_TILE_MAX_REGISTERS; 0: ptxas's choice),
+# built beside the first (the cores outnumber one translation unit's work); CAP=off skips it.
+cap=${CAP:-128}
+if [ "$cap" != off ]; then
+  capbuild=$build-cap$cap
+  ( cmake --preset gpu -B "$capbuild" -DGMI_BUILD_BENCHMARKS=ON \
+      -DCMAKE_CUDA_FLAGS="-DGMI_PHYSICS_TILE_MAX_REGISTERS=$cap" &&
+    timeout 290 cmake --build "$capbuild" -j"${JOBS:-$(nproc)}" --target gmi.bench.physics_tasks ) \
+    > "$out/build_cap.log" 2>&1 &
+  cap_pid=$!
+fi
+build_targets 280
+if [ "$cap" != off ]; then
+  wait "$cap_pid" || { echo "capped build failed:"; grep -E "error" "$out/build_cap.log" | head -5; cap=off; }
+fi
+
+echo "== registers and stack of the physics kernels (bench binary)"
+cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+[ -x "$cuobjdump" ] || echo "no cuobjdump at $cuobjdump (the bench lines carry the tile kernels' registers)"
+binaries=("$build/bench/physics/gmi.bench.physics_tasks")
+[ "$cap" != off ] && binaries+=("$capbuild/bench/physics/gmi.bench.physics_tasks")
+for bin in "${binaries[@]}"; do
+  echo "-- $bin"
+  "$cuobjdump" -res-usage "$bin" > "$out/res_usage.log" 2>&1 || continue
+  python3 - "$out/res_usage.log" <<'PY'
+import re, sys
+kinds = "warp_env_step_kernel|physics_thread_step_kernel|local_step_envs|warp_step_envs"
+name = None
+for line in open(sys.argv[1]):
+    m = re.search(r"Function (\S+):", line)
+    if m:
+        name = m.group(1)
+        continue
+    r = re.search(r"REG:(\d+) STACK:(\d+)", line)
+    k = re.search(rf"({kinds})\w*?(ant|humanoid|anymal)", name or "")
+    if r and k:
+        print(f"  {k.group(1):>27} {k.group(2):>8}: {r.group(1):>3} registers, {r.group(2):>6} bytes stack")
+        name = None
+PY
+done
 
 echo "== tests"
 timeout 40 "$build/tests/envs/gmi.test.physics_tasks" -tc='envs.step_path.*' > "$out/test_step_path.log" 2>&1 ||
@@ -38,6 +83,15 @@ echo "== env steps per second through env_batch: thread per env, then the warp p
 timeout 180 "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths "${layouts[@]}" --run-id "$run_id" \
   --git "$git_rev" --out "$lines" --envs 4096 16384 65536 --steps 8 --warmup 2 --reps 3 \
   > "$out/bench_physics_subwarp_driver.log" 2>&1 || { status=1; tail -5 "$out/bench_physics_subwarp_driver.log"; }
+if [ "$cap" != off ]; then
+  echo "== the same with the tile kernels' registers capped at $cap (16 and 8 lanes, rows in global slots)"
+  timeout 120 "$capbuild/bench/physics/gmi.bench.physics_tasks" --driver-paths --tile-lanes 16 8 --solver-rows global \
+    --run-id "$run_id-cap$cap" --git "$git_rev" --out "$out/physics_subwarp_cap.jsonl" --envs 4096 16384 65536 \
+    --steps 8 --warmup 2 --reps 3 > "$out/bench_physics_subwarp_cap.log" 2>&1 ||
+    { status=1; tail -5 "$out/bench_physics_subwarp_cap.log"; }
+  # Its warp lines join the table (keys with @cap); its thread lines repeat the uncapped build's kernel.
+  grep -v '"path":"thread_per_env"' "$out/physics_subwarp_cap.jsonl" | sed 's/^{/{"cap_build":true,/' >> "$lines"
+fi
 paths=()
 if [ "${PHYSICS_ONLY:-0}" = 1 ]; then
   echo "== physics only, thread per env (batch_local) against the warp path's layouts (batch_warp)"
@@ -46,9 +100,30 @@ if [ "${PHYSICS_ONLY:-0}" = 1 ]; then
     > "$out/bench_physics_subwarp_paths.log" 2>&1 || { status=1; tail -5 "$out/bench_physics_subwarp_paths.log"; }
   paths=("$out/physics_subwarp_paths.jsonl")
 fi
-python3 - "$lines" "${paths[@]}" <<'PY'
+committed=bench/results/physics/2026-11-28-NVIDIA-H200-2157117
+before_files=${BEFORE:-$committed-tiles.jsonl $committed-driver-paths.jsonl}
+# shellcheck disable=SC2086
+python3 - "$lines" "${paths[@]}" -- $before_files <<'PY'
 import json, sys
-for path in sys.argv[1:]:
+args = sys.argv[1:]
+cut = args.index("--")
+def key_of(j):
+    if j["path"] == "thread_per_env":
+        return "threads"
+    cap = j.get("tile_max_registers", 0)
+    return f'{j.get("lanes")}/{j.get("solver_rows")}' + (f"@{cap}" if j.get("cap_build") else "")
+before, revs = {}, set()
+for path in args[cut + 1:]:
+    try:
+        for l in open(path):
+            j = json.loads(l)
+            before[(j["task"], j["num_envs"], bool(j.get("physics_only")), key_of(j))] = j["median"]
+            revs.add(j.get("git", "?"))
+    except OSError:
+        print(f"no before lines in {path}")
+if before:
+    print(f"-- before: {', '.join(sorted(revs))} ({len(before)} cases); 'bef' columns below")
+for path in args[:cut]:
     try:
         rows = [json.loads(l) for l in open(path)]
     except OSError:
@@ -57,9 +132,8 @@ for path in sys.argv[1:]:
     print(f"-- {path.rsplit('/', 1)[-1]}: env steps/s (median of 3), ratio to thread per env, to 32 lanes shared")
     by = {}
     for j in rows:
-        key = "threads" if j["path"] == "thread_per_env" else f'{j.get("lanes")}/{j.get("solver_rows")}'
-        by.setdefault((j["task"], j["num_envs"]), {})[key] = j
-    for (task, n), runs in sorted(by.items()):
+        by.setdefault((j["task"], j["num_envs"], bool(j.get("physics_only"))), {})[key_of(j)] = j
+    for (task, n, phys), runs in sorted(by.items()):
         base = runs.get("threads", {}).get("median")
         old = runs.get("32/shared", {}).get("median")
         chosen = next((j.get("chosen") for j in runs.values() if "chosen" in j), None)
@@ -71,7 +145,10 @@ for path in sys.argv[1:]:
             res = f'{j["resident_envs_per_sm"]:>3} resident/SM, {j.get("envs_per_block")} per block, ' \
                   f'{j.get("registers_per_thread")} regs' \
                 if "resident_envs_per_sm" in j else ""
-            print(f"    {key:>14}: {m / 1e6:7.3f} M (min {j['min'] / 1e6:.3f}, max {j['max'] / 1e6:.3f}) {r1} {r2} {res}")
+            b = before.get((task, n, phys, key.split("@")[0]))  # a capped row against the layout's before
+            r3 = f"bef {b / 1e6:6.3f} M, {m / b:5.2f}x" if b else "bef -"
+            print(f"    {key:>14}: {m / 1e6:7.3f} M (min {j['min'] / 1e6:.3f}, max {j['max'] / 1e6:.3f}) {r1} {r2} "
+                  f"{r3}; {res}")
         best = max(runs, key=lambda k: runs[k]["median"])
         print(f"    fastest: {best}")
 PY

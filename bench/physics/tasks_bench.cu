@@ -158,6 +158,7 @@ void compare_paths(const options& o, const gmi::metrics::run_info& run, std::ofs
                          {"envs_per_block", plan.envs_per_block}, {"warps_per_block", b.warps_per_block()},
                          {"resident_envs_per_sm", plan.resident_envs_per_sm}, {"blocks", b.blocks()},
                          {"registers_per_thread", plan.registers_per_thread},
+                         {"tile_max_registers", GMI_PHYSICS_TILE_MAX_REGISTERS},
                          {"shared_bytes_per_block", b.shared_bytes()},
                          {"scratch_bytes_per_env", b.scratch_bytes_per_env(layout)},
                          {"spill_bytes", b.spill_bytes()}},
@@ -219,6 +220,7 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
         line.update({{"lanes", plan.layout.lanes}, {"solver_rows", plan.layout.spill_rows ? "global" : "shared"},
                      {"envs_per_block", plan.envs_per_block}, {"resident_envs_per_sm", plan.resident_envs_per_sm},
                      {"registers_per_thread", plan.registers_per_thread}, {"shared_bytes_per_block", plan.shared_bytes},
+                     {"tile_max_registers", GMI_PHYSICS_TILE_MAX_REGISTERS},
                      {"shared_bytes_per_env",
                       gmi::physics::warp_batch<typename T::sim::model_type>::scratch_bytes_per_env(plan.layout)}});
       }

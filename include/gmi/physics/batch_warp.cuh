@@ -22,6 +22,20 @@
 #include <gmi/physics/builtin_task.hpp>
 #include <gmi/physics/step_path.hpp>
 
+// Registers a thread of the tile kernels (this one and rl/physics_env_step.cuh's) may use (0: ptxas's choice). A
+// cap trades spills to local memory for more environments resident per SM (the kernels are register-bound). 168
+// keeps the env driver's tile kernels below the registers they had before the compiled-collider sets (without a
+// cap ptxas now takes more, with less stack), spilling a few hundred bytes (ptxas -v; docs/physics.md);
+// -DGMI_PHYSICS_TILE_MAX_REGISTERS=N sets another, and the bench lines carry it.
+#ifndef GMI_PHYSICS_TILE_MAX_REGISTERS
+#define GMI_PHYSICS_TILE_MAX_REGISTERS 168
+#endif
+#if GMI_PHYSICS_TILE_MAX_REGISTERS > 0
+#define GMI_PHYSICS_TILE_BOUNDS __maxnreg__(GMI_PHYSICS_TILE_MAX_REGISTERS)
+#else
+#define GMI_PHYSICS_TILE_BOUNDS
+#endif
+
 namespace gmi::physics {
 
 // The launch the occupancy calculator picks for a layout: environments per block (whole warps where they fit),
@@ -88,8 +102,9 @@ __device__ inline void copy_table(float* words, const float* table) {
 // Environments blockIdx.x * epb + tile, then a grid's worth further on, with a tile of `lanes` lanes each; tiles
 // past epb in the block's last warp stay idle. slots: spill_slot_reals<M> per tile of the grid, or null.
 template <class M>
-__global__ void warp_step_envs(model_options opts, const float* table, float* qpos, float* qvel, const float* ctrl,
-                               int n, int substeps, int lanes, int epb, float* slots) {
+__global__ void GMI_PHYSICS_TILE_BOUNDS warp_step_envs(model_options opts, const float* table, float* qpos,
+                                                       float* qvel, const float* ctrl, int n, int substeps,
+                                                       int lanes, int epb, float* slots) {
   using sim = builtin_sim<M>;
   extern __shared__ float4 shared_words[];
   float* words = reinterpret_cast<float*>(shared_words);
@@ -116,7 +131,7 @@ __global__ void warp_step_envs(model_options opts, const float* table, float* qp
       d.prev_nefc[0] = 0.0f;
     }
     t.sync();
-    for (int s = 0; s < substeps; ++s) tile_step(m, d, t);
+    for (int s = 0; s < substeps; ++s) tile_step<sim::colliders>(m, d, t);
     for (int k = t.lane; k < sim::nq; k += lanes) qpos[k * un + i] = d.qpos[k];
     for (int k = t.lane; k < sim::nv; k += lanes) qvel[k * un + i] = d.qvel[k];
     t.sync();

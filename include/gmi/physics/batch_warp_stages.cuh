@@ -70,6 +70,7 @@ __device__ inline int tile_max(int x, const tile& t) {
 
 // Geom frames and contacts: lane per geom, then lane per pair. Pass one counts each pair's contacts, a scan gives
 // each pair its first slot, pass two writes; contacts past the capacity are dropped as the serial collide drops.
+template <collider_set C>
 __device__ inline void tile_collide(const model_view<float>& m, const data<float>& d, const tile& t) {
   for (int g = t.lane; g < m.size.ngeom; g += t.width) geom_frames(m, d, g);
   t.sync();
@@ -80,14 +81,14 @@ __device__ inline void tile_collide(const model_view<float>& m, const data<float
     int count = 0;
     if (p < m.size.npair) {
       slot_sink<float> counter{nullptr, cap, p, 0};
-      collide_pair(m, d, p, counter);
+      collide_pair<C>(m, d, p, counter);
       count = counter.added;
     }
     const int incl = tile_inclusive_sum(count, t);
     const int first = base + incl - count;
     if (count > 0 && first < cap) {
       slot_sink<float> writer{&d, cap, p, first};
-      collide_pair(m, d, p, writer);
+      collide_pair<C>(m, d, p, writer);
     }
     base += t.shfl(incl, t.width - 1);
   }
@@ -385,7 +386,9 @@ __device__ inline void tile_solve(const model_view<float>& m, strided<float> qLD
 
 // step.hpp's step over one tile (d in memory every lane of the tile sees). Tree stages run a depth at a time
 // (frames, velocities and the bodies' own bias forces down the tree; subtree inertias and forces up it), dof, joint
-// and actuator stages a lane each; every value is computed by the serial arithmetic in the serial order.
+// and actuator stages a lane each; every value is computed by the serial arithmetic in the serial order. C: the
+// colliders compiled (a built-in model's builtin_sim::colliders).
+template <collider_set C = all_colliders>
 __device__ inline void tile_step(const model_view<float>& m, const data<float>& d, const tile& t) {
   const int nv = m.size.nv, nb = m.size.nbody, lane = t.lane, w = t.width;
   const tree_levels lv = tile_tree_levels(m, t);
@@ -400,7 +403,7 @@ __device__ inline void tile_step(const model_view<float>& m, const data<float>& 
   for (int b = 1 + lane; b < nb; b += w) body_inertia(m, d, b);
   for (int j = lane; j < m.size.njnt; j += w) dof_motions(m, d, j);
   t.sync();
-  tile_collide(m, d, t);
+  tile_collide<C>(m, d, t);
   for (int k = lane; k < 10 * nb; k += w) d.crb[k] = d.cinert[k];
   t.sync();
   tile_tree_up(m, lv, t, [&](int b) { add_children(m, d.crb, 10, b); });

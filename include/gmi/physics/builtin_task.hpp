@@ -22,12 +22,48 @@
 
 namespace gmi::physics {
 
+namespace detail {
+// Where each int array starts in a model's words (the int pool's order, flat_model.hpp).
+struct int_field_offsets {
+#define GMI_PHYSICS_OFFSET(name, width, count) std::size_t name = 0;
+  GMI_PHYSICS_INT_FIELDS(GMI_PHYSICS_OFFSET)
+#undef GMI_PHYSICS_OFFSET
+};
+[[nodiscard]] constexpr int_field_offsets int_offsets(const model_sizes& s) {
+  int_field_offsets o{};
+  std::size_t at = 0;
+#define GMI_PHYSICS_OFFSET(name, width, count) \
+  o.name = at;                                 \
+  at += static_cast<std::size_t>(width) * static_cast<std::size_t>(s.count);
+  GMI_PHYSICS_INT_FIELDS(GMI_PHYSICS_OFFSET)
+#undef GMI_PHYSICS_OFFSET
+  return o;
+}
+
+// The geom type pairs of built-in model M's pairs: the colliders its steps compile (all, for a type past 7).
+template <class M>
+[[nodiscard]] constexpr collider_set colliders_of() {
+  constexpr model_sizes s = M::sizes();
+  constexpr int_field_offsets o = int_offsets(s);
+  collider_set c = 0;
+  for (int p = 0; p < s.npair; ++p) {
+    const int t1 = static_cast<int>(M::words[o.geom_type + M::words[o.pair_geom1 + p]]);
+    const int t2 = static_cast<int>(M::words[o.geom_type + M::words[o.pair_geom2 + p]]);
+    if (t1 < 0 || t1 > 7 || t2 < 0 || t2 > 7) return all_colliders;
+    c |= collider_bit(t1, t2);
+  }
+  return c;
+}
+}  // namespace detail
+
 template <class M>
 struct builtin_sim {
   using model_type = M;
   static constexpr model_sizes sizes_v = M::sizes();
   static constexpr int nq = sizes_v.nq, nv = sizes_v.nv, nu = sizes_v.nu, nbody = sizes_v.nbody;
   static constexpr std::size_t scratch_reals = make_layout(M::sizes()).reals_per_env;
+  // The colliders M's pairs need (collision.hpp): the only ones its steps compile.
+  static constexpr collider_set colliders = detail::colliders_of<M>();
 
   // The words as the float table a gmi::env driver copies (to the device, for kernels).
   static std::vector<float> table() {
@@ -54,7 +90,7 @@ struct builtin_sim {
     for (int k = 0; k < nu; ++k) d.ctrl[k] = ctrl[k];
     d.time[0] = 0.0f;
     d.prev_nefc[0] = 0.0f;
-    for (int s = 0; s < substeps; ++s) step(m, d);
+    for (int s = 0; s < substeps; ++s) step<colliders>(m, d);
     for (int k = 0; k < nq; ++k) qpos[k] = d.qpos[k];
     for (int k = 0; k < nv; ++k) qvel[k] = d.qvel[k];
     return d;

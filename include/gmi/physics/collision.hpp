@@ -8,6 +8,8 @@
 // may differ from MuJoCo's where settled states agree). Contacts with distance >= 0 are not kept (MuJoCo's
 // default margin and gap of 0).
 
+#include <cstdint>
+
 #include <gmi/core/hd.hpp>
 #include <gmi/physics/data.hpp>
 #include <gmi/physics/detail/box_box.hpp>
@@ -15,6 +17,18 @@
 #include <gmi/physics/model.hpp>
 
 namespace gmi::physics {
+
+// The colliders a step compiles: a bit per geom type pair (first type, second type; types below 8). A built-in
+// model passes the pairs it has (builtin_sim::colliders), so colliders it never calls (box-box in the humanoid)
+// add neither local memory nor registers to its kernels; a pair outside the set makes no contacts.
+using collider_set = std::uint64_t;
+[[nodiscard]] GMI_HD constexpr collider_set collider_bit(int t1, int t2) {
+  return collider_set{1} << (8 * t1 + t2);
+}
+inline constexpr collider_set all_colliders = ~collider_set{0};
+[[nodiscard]] GMI_HD constexpr bool collider_in(collider_set c, int t1, int t2) {
+  return (c & collider_bit(t1, t2)) != 0;
+}
 
 namespace detail {
 // MuJoCo's frame completion: the tangent defaults to world y (z when n is near y), made orthogonal to n; writes
@@ -268,8 +282,9 @@ GMI_HD void geom_frames(const model_view<T>& m, const data<T>& d, int g) {
   for (int k = 0; k < 9; ++k) d.geom_xmat[9 * g + k] = rg.m[k];
 }
 
-// Pair p's contacts, offered to out (out.add(pos, normal, tangent or zero, dist)), in MuJoCo's order.
-template <class T, class S>
+// Pair p's contacts, offered to out (out.add(pos, normal, tangent or zero, dist)), in MuJoCo's order; type pairs
+// outside C compile to nothing.
+template <collider_set C = all_colliders, class T, class S>
 GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out) {
   const int g1 = m.pair_geom1[p], g2 = m.pair_geom2[p];
   const int t1 = m.geom_type[g1], t2 = m.geom_type[g2];
@@ -280,13 +295,13 @@ GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out
   const T* s2 = m.geom_size + 3 * g2;
   const vec3<T> none{0, 0, 0};
   if (t1 == geom_plane) {
-    if (t2 == geom_sphere) {
+    if (collider_in(C, geom_plane, geom_sphere) && t2 == geom_sphere) {
       detail::plane_sphere(out, p1, z1, p2, s2[0], none);
-    } else if (t2 == geom_capsule) {
+    } else if (collider_in(C, geom_plane, geom_capsule) && t2 == geom_capsule) {
       const vec3<T> seg = s2[1] * z2;
       detail::plane_sphere(out, p1, z1, p2 + seg, s2[0], z2);
       detail::plane_sphere(out, p1, z1, p2 - seg, s2[0], z2);
-    } else if (t2 == geom_box) {
+    } else if (collider_in(C, geom_plane, geom_box) && t2 == geom_box) {
       const T centre = dot(p2 - p1, z1);
       int found = 0;
       for (int i = 0; i < 8 && found < 4; ++i) {
@@ -299,21 +314,21 @@ GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out
         out.add(p2 + corner - (dist / 2) * z1, z1, none, dist);
       }
     }
-  } else if (t1 == geom_box && t2 == geom_box) {
+  } else if (collider_in(C, geom_box, geom_box) && t1 == geom_box && t2 == geom_box) {
     detail::box<T> a{p1, {column(r1, 0), column(r1, 1), column(r1, 2)}, {s1[0], s1[1], s1[2]}};
     detail::box<T> b{p2, {column(r2, 0), column(r2, 1), column(r2, 2)}, {s2[0], s2[1], s2[2]}};
     detail::box_box(a, b, [&](vec3<T> pos, vec3<T> n, T dist) { out.add(pos, n, none, dist); });
-  } else if (t1 == geom_sphere && t2 == geom_sphere) {
+  } else if (collider_in(C, geom_sphere, geom_sphere) && t1 == geom_sphere && t2 == geom_sphere) {
     detail::sphere_sphere(out, p1, s1[0], p2, s2[0], z1, z2);
-  } else if (t1 == geom_sphere && t2 == geom_box) {
+  } else if (collider_in(C, geom_sphere, geom_box) && t1 == geom_sphere && t2 == geom_box) {
     detail::sphere_box(out, p1, s1[0], p2, r2, s2);
-  } else if (t1 == geom_sphere && t2 == geom_capsule) {
+  } else if (collider_in(C, geom_sphere, geom_capsule) && t1 == geom_sphere && t2 == geom_capsule) {
     const vec3<T> axis = s2[1] * z2;
     const T x = detail::clamp1(dot(axis, p1 - p2) / dot(axis, axis));
     detail::sphere_sphere(out, p1, s1[0], p2 + x * axis, s2[0], z1, z2);
-  } else if (t1 == geom_capsule && t2 == geom_box) {
+  } else if (collider_in(C, geom_capsule, geom_box) && t1 == geom_capsule && t2 == geom_box) {
     detail::capsule_box(out, p1, s1[1] * z1, s1[0], p2, r2, s2);
-  } else if (t1 == geom_capsule && t2 == geom_capsule) {
+  } else if (collider_in(C, geom_capsule, geom_capsule) && t1 == geom_capsule && t2 == geom_capsule) {
     // Closest points of the two axis segments (parameters in [-1, 1] along the scaled axes).
     const vec3<T> a1 = s1[1] * z1, a2 = s2[1] * z2, dif = p1 - p2;
     const T ma = dot(a1, a1), mb = -dot(a1, a2), mc = dot(a2, a2);
@@ -348,14 +363,14 @@ GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out
   }
 }
 
-// Geom frames, then every listed pair's contacts into d.con_* (d.ncon of them).
-template <class T>
+// Geom frames, then every listed pair's contacts into d.con_* (d.ncon of them), by the colliders in C.
+template <collider_set C = all_colliders, class T>
 GMI_HD void collide(const model_view<T>& m, const data<T>& d) {
   for (int g = 0; g < m.size.ngeom; ++g) geom_frames(m, d, g);
   d.ncon[0] = 0;
   for (int p = 0; p < m.size.npair; ++p) {
     detail::contact_sink<T> out{d, m.size.ncon_max, p};
-    collide_pair(m, d, p, out);
+    collide_pair<C>(m, d, p, out);
   }
 }
 

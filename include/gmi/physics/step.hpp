@@ -19,13 +19,13 @@
 
 namespace gmi::physics {
 
-// Everything up to qacc, from qpos, qvel, ctrl and qfrc_applied.
-template <class T>
+// Everything up to qacc, from qpos, qvel, ctrl and qfrc_applied; C: the colliders compiled (collision.hpp).
+template <collider_set C = all_colliders, class T>
 GMI_HD void forward(const model_view<T>& m, const data<T>& d) {
   kinematics(m, d);
   com_frames(m, d);
   mass_matrix(m, d);
-  collide(m, d);
+  collide<C>(m, d);
   velocities(m, d);
   bias_forces(m, d);
   passive_forces(m, d);
@@ -57,9 +57,9 @@ GMI_HD void forward(const model_view<T>& m, const data<T>& d) {
 }
 
 // One time step of one environment.
-template <class T>
+template <collider_set C = all_colliders, class T>
 GMI_HD void step(const model_view<T>& m, const data<T>& d) {
-  forward(m, d);
+  forward<C>(m, d);
   const T h = m.timestep;
   for (int i = 0; i < m.size.nv; ++i) d.qvel[i] += h * d.qacc[i];
   integrate_positions(m, d.qpos, d.qvel, h);

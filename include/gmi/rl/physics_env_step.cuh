@@ -58,8 +58,10 @@ namespace detail {
 // Environments blockIdx.x * epb + tile, then a grid's worth further on, a tile of `lanes` lanes each (tiles past
 // epb in the block's last warp stay idle); slots: a spilled-rows slot per tile of the grid, or null.
 template <class E>
-__global__ static void warp_env_step_kernel(env_batch_view<E> v, const float* __restrict__ actions,
-                                            physics_step_out out, int lanes, int epb, float* slots) {
+__global__ static void GMI_PHYSICS_TILE_BOUNDS warp_env_step_kernel(env_batch_view<E> v,
+                                                                    const float* __restrict__ actions,
+                                                                    physics_step_out out, int lanes, int epb,
+                                                                    float* slots) {
   using sim = typename E::sim;
   using M = typename sim::model_type;
   namespace ph = gmi::physics;
@@ -110,7 +112,7 @@ __global__ static void warp_env_step_kernel(env_batch_view<E> v, const float* __
     t.sync();
     if (valid) {
       const int substeps = E::physics_substeps(p);
-      for (int k = 0; k < substeps; ++k) ph::detail::tile_step(p.model, d, t);
+      for (int k = 0; k < substeps; ++k) ph::detail::tile_step<sim::colliders>(p.model, d, t);
     }
     if (t.lane == 0) {
       gmi::rng r(v.seed, i, v.rng_blocks[i]);
