@@ -16,7 +16,7 @@
 # a table to stdout: each layout's rate, its ratio to thread per env and to the first warp layout, the environments
 # an SM holds at once, the rule's pick, and the same case's median in BEFORE (result files of an earlier revision,
 # space-separated; default the 2157117 measurements committed under bench/results/physics) with after/before.
-# A second bench built beside the first with the tile kernels' registers capped at CAP (default 128; 0: ptxas's
+# A second bench built beside the first with the tile kernels' registers capped at CAP (default 168; 0: ptxas's
 # choice; off: no second bench; GMI_PHYSICS_TILE_MAX_REGISTERS, whose default the first has) measures 16 and 8
 # lanes with the rows in global slots; its rows are keyed @CAP.
 # Usage: bench/physics/device_subwarp.sh   (JOBS: build jobs, default all cores; PHYSICS_ONLY=1; BEFORE=files; CAP)
@@ -28,7 +28,7 @@ configure_build
 targets=(gmi.test.physics_tasks gmi.test.physics_gpu gmi.test.physics_tasks_gpu gmi.bench.physics_tasks)
 # A second bench with the tile kernels' registers capped at CAP (GMI_PHYSICS_TILE_MAX_REGISTERS; 0: ptxas's choice),
 # built beside the first (the cores outnumber one translation unit's work); CAP=off skips it.
-cap=${CAP:-128}
+cap=${CAP:-168}
 if [ "$cap" != off ]; then
   capbuild=$build-cap$cap
   ( cmake --preset gpu -B "$capbuild" -DGMI_BUILD_BENCHMARKS=ON \

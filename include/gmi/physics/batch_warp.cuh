@@ -22,13 +22,12 @@
 #include <gmi/physics/builtin_task.hpp>
 #include <gmi/physics/step_path.hpp>
 
-// Registers a thread of the tile kernels (this one and rl/physics_env_step.cuh's) may use (0: ptxas's choice). A
-// cap trades spills to local memory for more environments resident per SM (the kernels are register-bound). 168
-// keeps the env driver's tile kernels below the registers they had before the compiled-collider sets (without a
-// cap ptxas now takes more, with less stack), spilling a few hundred bytes (ptxas -v; docs/physics.md);
-// -DGMI_PHYSICS_TILE_MAX_REGISTERS=N sets another, and the bench lines carry it.
+// Registers a thread of the tile kernels (this one and rl/physics_env_step.cuh's) may use (0, the default: ptxas's
+// choice, as before caps existed). A cap trades spills to local memory for more environments resident per SM (the
+// kernels are register-bound); no cap has been measured faster yet (docs/physics.md), so none is the default.
+// -DGMI_PHYSICS_TILE_MAX_REGISTERS=N sets one, and the bench lines carry it.
 #ifndef GMI_PHYSICS_TILE_MAX_REGISTERS
-#define GMI_PHYSICS_TILE_MAX_REGISTERS 168
+#define GMI_PHYSICS_TILE_MAX_REGISTERS 0
 #endif
 #if GMI_PHYSICS_TILE_MAX_REGISTERS > 0
 #define GMI_PHYSICS_TILE_BOUNDS __maxnreg__(GMI_PHYSICS_TILE_MAX_REGISTERS)
