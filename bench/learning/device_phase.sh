@@ -6,7 +6,8 @@
 # From the repository root; writes under $OUT: phase.jsonl (the suite's result lines: impl "gmi" for the defaults,
 # "gmi_old" for the old ones; bench/plot reads them from bench/results/learning-suite/) and run.log.
 # Environment: SUITE_TASKS (default below, in order of priority: run_suite.sh skips what does not fit), SEEDS (2),
-#   OLD_FLAGS (the old defaults' flags, default --random-episode-start false), BUILD (/tmp/build), SUITE_BUDGET_S
+#   OLD_FLAGS (the old defaults' flags, default --random-episode-start false), PHASE_EXTRA ("label|flags;..." more
+#   gmi configurations, impl gmi_<label>, e.g. "lin|--lr-schedule linear"), BUILD (/tmp/build), SUITE_BUDGET_S
 #   (480), PYTHON (python3 with jax).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,12 +24,12 @@ if ls .carry/debs/libpugixml*.deb >/dev/null 2>&1; then
 fi
 export SUITE_TASKS=${SUITE_TASKS:-"franka_cabinet_proxy anymal_proxy point_reach quadcopter ant_proxy spring_chain pendulum"}
 old=${OLD_FLAGS:---random-episode-start false}
-export GMI_VARIANTS="old|$old"
+export GMI_VARIANTS="old|$old${PHASE_EXTRA:+;$PHASE_EXTRA}"
 export SUITE_BUDGET_S=${SUITE_BUDGET_S:-480} SUITE_REFERENCE_S=${SUITE_REFERENCE_S:-90}
 seeds=${SEEDS:-2}
 [[ "$seeds" =~ ^[1-9][0-9]*$ ]] || { echo "device_phase: SEEDS: got $seeds, need a positive integer"; exit 2; }
 [[ "$old" != *";"* && "$old" != *"|"* ]] || { echo "device_phase: OLD_FLAGS: got \"$old\", need flags without ; or |"; exit 2; }
-echo "device_phase: gmi (defaults) vs gmi_old ($old) vs the reference on: $SUITE_TASKS; $seeds seeds"
+echo "device_phase: gmi (defaults) vs gmi_old ($old) ${PHASE_EXTRA:+and $PHASE_EXTRA }vs the reference on: $SUITE_TASKS; $seeds seeds"
 bash bench/learning/run_suite.sh part1 "$out/phase.jsonl" "$seeds"
 status=$?
 # One line a task and impl: the mean return and, for the proxies, the optimum gap (median over the seeds).
