@@ -199,7 +199,9 @@ TEST_SUITE("cpu") {
     p.max_steps = 0;
     CHECK_THROWS_WITH_AS(gmi::rl::env_batch<C>(4, 1, p), "params.max_steps: got 0, need >= 1", gmi::config_error);
     p.max_steps = 1 << 30;  // bit 30 of the step counter marks an uncounted first episode
-    CHECK_THROWS_WITH_AS(gmi::rl::env_batch<C>(4, 1, p), "params.max_steps: got 1073741824, need < 2^30 (the step counter's bit 30 marks uncounted episodes)",
+    CHECK_THROWS_WITH_AS(gmi::rl::env_batch<C>(4, 1, p),
+                         "params.max_steps: got 1073741824, need < 2^30 (the step counter's bit 30 marks uncounted "
+                         "episodes)",
                          gmi::config_error);
   }
 
