@@ -28,10 +28,11 @@ struct run_buffers {
 
 // A trajectory of every observation, reward and flag for random actions drawn from action_seed.
 template <class E>
-std::vector<float> trajectory(int n, std::uint64_t seed, int steps, unsigned threads, std::uint64_t action_seed = 9) {
+std::vector<float> trajectory(int n, std::uint64_t seed, int steps, unsigned threads, std::uint64_t action_seed = 9,
+                              gmi::rl::episode_start start = gmi::rl::episode_start::first_step) {
   gmi::rl::env_batch<E> b(n, seed, {}, gmi::exec::host{.threads = threads});
   run_buffers<E> r(n);
-  b.reset({r.obs.data(), r.obs.size()});
+  b.reset({r.obs.data(), r.obs.size()}, nullptr, start);
   std::vector<float> out(r.obs);
   gmi::rng a(action_seed, 0);
   for (int t = 0; t < steps; ++t) {
@@ -113,7 +114,70 @@ TEST_SUITE("cpu") {
       CHECK(one == trajectory<T>(n, 42, steps, 1));
       CHECK(one == trajectory<T>(n, 42, steps, 4));
       CHECK(one != trajectory<T>(n, 43, steps, 1));
+      // Out-of-phase starts draw from each environment's stream: seeded the same way, whatever the thread count.
+      constexpr auto random = gmi::rl::episode_start::random_step;
+      const auto drawn = trajectory<T>(n, 42, steps, 1, 9, random);
+      CHECK(drawn == trajectory<T>(n, 42, steps, 4, 9, random));
+      CHECK(drawn != trajectory<T>(n, 43, steps, 1, 9, random));
     });
+  }
+
+  TEST_CASE("envs.driver.random_episode_start_spreads_the_first_time_limits") {
+    using P = gmi::envs::pendulum;  // never terminates: every episode ends at max_steps
+    using view = gmi::rl::env_batch_view<P>;
+    constexpr auto random = gmi::rl::episode_start::random_step;
+    const int n = 4000, m = 200;
+    P::params p;
+    p.max_steps = m;
+    gmi::rl::env_batch<P> b(n, 5, p), plain(n, 5, p);
+    run_buffers<P> r(n), r0(n);
+    b.reset({r.obs.data(), r.obs.size()}, nullptr, random);
+    plain.reset({r0.obs.data(), r0.obs.size()});
+    CHECK(r.obs == r0.obs);  // the draw comes after the env's reset: same initial states
+    std::vector<int> offset(n), seen(m, 0);
+    double mean = 0;
+    for (int i = 0; i < n; ++i) {
+      const std::int32_t raw = b.view().lengths[i];
+      CHECK((raw & view::uncounted_bit) != 0);
+      CHECK(plain.view().lengths[i] == 0);  // the off switch: every counter at 0, nothing marked
+      offset[i] = raw & ~view::uncounted_bit;
+      REQUIRE(offset[i] >= 0);
+      REQUIRE(offset[i] < m);
+      seen[offset[i]] += 1;
+      mean += offset[i] / double(n);
+    }
+    // Uniform over [0, m): mean (m - 1) / 2 within 4 standard errors, and every tenth of the range drawn often.
+    CHECK(std::fabs(mean - (m - 1) / 2.0) < 4 * (m / std::sqrt(12.0)) / std::sqrt(double(n)));
+    for (int d = 0; d < 10; ++d) {
+      int in_decile = 0;
+      for (int k = d * m / 10; k < (d + 1) * m / 10; ++k) in_decile += seen[k];
+      CHECK(in_decile > n / 10 - 100);
+      CHECK(in_decile < n / 10 + 100);
+    }
+    gmi::rl::env_batch<P> again(n, 5, p), other(n, 6, p);
+    again.reset({r0.obs.data(), r0.obs.size()}, nullptr, random);
+    other.reset({r0.obs.data(), r0.obs.size()}, nullptr, random);
+    int same = 0, differ = 0;
+    for (int i = 0; i < n; ++i) {
+      same += again.view().lengths[i] == b.view().lengths[i];
+      differ += other.view().lengths[i] != b.view().lengths[i];
+    }
+    CHECK(same == n);
+    CHECK(differ > n / 2);
+    // The first episode is truncated (a time limit, not a terminal) at m - offset steps and left out of the
+    // statistics; from then on every episode is a whole one, counted.
+    for (int t = 1; t <= 2 * m; ++t) {
+      r.step(b);
+      for (int i = 0; i < n; ++i) {
+        CHECK(r.te[i] == 0);
+        const bool limit = t == m - offset[i] || t == 2 * m - offset[i];
+        if ((r.tr[i] != 0) != limit) FAIL_CHECK("env " << i << " step " << t << " offset " << offset[i]);
+      }
+      if (t == m) CHECK(b.read_stats().episodes == 0);
+    }
+    const auto s = b.read_stats();
+    CHECK(s.episodes == std::uint64_t(n));
+    CHECK(s.mean_length() == double(m));
   }
 
   TEST_CASE("envs.driver.environment_i_does_not_depend_on_num_envs") {
@@ -134,6 +198,11 @@ TEST_SUITE("cpu") {
     C::params p;
     p.max_steps = 0;
     CHECK_THROWS_WITH_AS(gmi::rl::env_batch<C>(4, 1, p), "params.max_steps: got 0, need >= 1", gmi::config_error);
+    p.max_steps = 1 << 30;  // bit 30 of the step counter marks an uncounted first episode
+    CHECK_THROWS_WITH_AS(gmi::rl::env_batch<C>(4, 1, p),
+                         "params.max_steps: got 1073741824, need < 2^30 (the step counter's bit 30 marks uncounted "
+                         "episodes)",
+                         gmi::config_error);
   }
 
   TEST_CASE("envs.driver.wrong_buffer_sizes_are_refused") {

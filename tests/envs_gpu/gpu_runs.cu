@@ -26,7 +26,7 @@ void append(std::vector<T>& out, const gmi::cuda::device_buffer<T>& d, cudaStrea
 }  // namespace
 
 trajectory run_gpu(std::string_view task, int n, int steps, std::uint64_t seed, std::uint64_t action_seed,
-                   int max_steps) {
+                   int max_steps, gmi::rl::episode_start start) {
   return gmi::envs::visit_task(task, [&]<class T>() {
     gmi::cuda::stream stream;
     typename T::params params{};
@@ -35,7 +35,7 @@ trajectory run_gpu(std::string_view task, int n, int steps, std::uint64_t seed, 
     gmi::cuda::device_buffer<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
     gmi::cuda::device_buffer<std::uint8_t> te(n), tr(n);
     trajectory out;
-    b.reset(obs.span(), stream.get());
+    b.reset(obs.span(), stream.get(), start);
     append(out.obs, obs, stream.get());
     for (int t = 0; t < steps; ++t) {
       gmi::exec::for_each(gmi::exec::cuda{stream.get()}, n, action_fn<T>{act.data(), action_seed, t});

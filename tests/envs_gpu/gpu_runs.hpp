@@ -23,9 +23,10 @@ GMI_HD inline float test_action(std::uint64_t action_seed, int t, std::size_t i,
   return a;
 }
 
-// max_steps > 0 replaces the task's params.max_steps (its episode length); 0 keeps the task's own.
+// max_steps > 0 replaces the task's params.max_steps (its episode length); 0 keeps the task's own. start: where
+// the first reset puts the episode-step counters.
 trajectory run_gpu(std::string_view task, int num_envs, int steps, std::uint64_t seed, std::uint64_t action_seed,
-                   int max_steps = 0);
+                   int max_steps = 0, gmi::rl::episode_start start = gmi::rl::episode_start::first_step);
 // Cartpole stepped from a user kernel through env_batch_view::step_one, with a linear policy computed in the
 // same kernel (the shape of a fused rollout kernel); returns the observations after `steps` steps.
 std::vector<float> run_gpu_fused_cartpole(int num_envs, int steps, std::uint64_t seed);

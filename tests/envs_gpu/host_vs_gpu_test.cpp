@@ -18,14 +18,15 @@
 
 namespace {
 template <class T>
-trajectory run_host(int n, int steps, std::uint64_t seed, std::uint64_t action_seed, int max_steps) {
+trajectory run_host(int n, int steps, std::uint64_t seed, std::uint64_t action_seed, int max_steps,
+                    gmi::rl::episode_start start = gmi::rl::episode_start::first_step) {
   typename T::params params{};
   if (max_steps > 0) params.max_steps = max_steps;
   gmi::rl::env_batch<T> b(n, seed, params);
   std::vector<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
   std::vector<std::uint8_t> te(n), tr(n);
   trajectory out;
-  b.reset({obs.data(), obs.size()});
+  b.reset({obs.data(), obs.size()}, nullptr, start);
   out.obs = obs;
   for (int t = 0; t < steps; ++t) {
     for (int i = 0; i < n; ++i)
@@ -169,6 +170,26 @@ TEST_SUITE("gpu") {
       CHECK(h.stats.return_sum == doctest::Approx(g.stats.return_sum).epsilon(1e-4));
       if (ex.max_steps > 0) CHECK(h.stats.episodes >= std::uint64_t(n) * std::uint64_t(steps / ex.max_steps));
     });
+  }
+
+  // Out-of-phase starts: the counters' draws are integers from the same streams, so the time limits fall at the
+  // same steps on both sides and the same first episodes are left out of the statistics. Pendulum never
+  // terminates: every truncation is a time limit of a drawn or a whole episode.
+  TEST_CASE("envs_gpu.random_episode_start_truncates_alike_on_host_and_gpu") {
+    constexpr auto random = gmi::rl::episode_start::random_step;
+    const int n = 512, steps = 120, m = 40;
+    const trajectory h = run_host<gmi::envs::pendulum>(n, steps, 2024, 7, m, random);
+    const trajectory g = run_gpu("pendulum", n, steps, 2024, 7, m, random);
+    const trajectory in_phase = run_host<gmi::envs::pendulum>(n, steps, 2024, 7, m);
+    INFO("first truncated difference: " << first_flag_difference(h.truncated, g.truncated, n));
+    CHECK(h.truncated == g.truncated);
+    CHECK(h.truncated != in_phase.truncated);
+    CHECK(h.stats.episodes == g.stats.episodes);
+    CHECK(h.stats.length_sum == g.stats.length_sum);
+    // A draw o in [0, 40) ends the uncounted first episode at step 40 - o and whole ones at 80 - o and 120 - o.
+    CHECK(g.stats.episodes == 2u * n);
+    CHECK(g.stats.length_sum == 2.0 * n * m);
+    CHECK(in_phase.stats.episodes == 3u * n);
   }
 
   TEST_CASE("envs_gpu.fused_kernel_entry_point_matches_the_host") {

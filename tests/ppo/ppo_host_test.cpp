@@ -44,6 +44,28 @@ TEST_SUITE("cpu") {
     CHECK(params_of(a) != params_of(c));
   }
 
+  // ppo_config::random_episode_start (on by default): the trainer's first reset starts the step counters at
+  // draws in [0, max_steps), marked as uncounted; off, every counter starts at 0 as before.
+  TEST_CASE("ppo.host.random_episode_start_is_the_default_and_can_be_turned_off") {
+    using view = gmi::rl::env_batch_view<gmi::envs::cartpole>;
+    CHECK(gmi::rl::ppo_config{}.random_episode_start);
+    trainer on(256, 3, small_config());
+    auto off_config = small_config();
+    off_config.random_episode_start = false;
+    trainer off(256, 3, off_config);
+    int marked = 0, zero = 0, late = 0;
+    for (int i = 0; i < 256; ++i) {
+      const std::int32_t raw = on.envs().view().lengths[i];
+      marked += (raw & view::uncounted_bit) != 0;
+      late += (raw & ~view::uncounted_bit) >= 250;  // cartpole's max_steps is 500
+      zero += off.envs().view().lengths[i] == 0;
+    }
+    CHECK(marked == 256);
+    CHECK(late > 64);
+    CHECK(late < 192);
+    CHECK(zero == 256);
+  }
+
   TEST_CASE("ppo.host.update_moves_parameters_and_reports_losses") {
     trainer t(64, 1, small_config());
     const auto before = params_of(t);

@@ -19,6 +19,10 @@ using server = gmi::rl::policy_server<gmi::envs::cartpole, net, gmi::exec::host>
 TEST_SUITE("cpu") {
 TEST_CASE("rl.policy_server.serves_what_the_trainer_serves") {
   gmi::rl::ppo_config c;
+  // Both episode starts: the server's first reset follows the config's, as the trainer's does.
+  SUBCASE("random episode starts (the default)") { c.random_episode_start = true; }
+  SUBCASE("in-phase episode starts") { c.random_episode_start = false; }
+  CAPTURE(c.random_episode_start);
   gmi::rl::ppo_trainer<gmi::envs::cartpole, net, gmi::exec::host> trainer(64, 11, c);
   server served(64, 11, c);
   for (int k = 0; k < 5; ++k) {

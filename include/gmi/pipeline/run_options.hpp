@@ -88,6 +88,7 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"max_grad_norm", c.max_grad_norm},
           {"value_coef", c.value_coef},
           {"obs_clip", c.obs_clip},
+          {"random_episode_start", c.random_episode_start},
           {"obs_normalizer_window", c.obs_normalizer_window},
           {"value_normalizer_window", c.value_normalizer_window},
           {"net_precision", nn::precision_name(c.network.precision)},

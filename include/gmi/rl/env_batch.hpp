@@ -39,6 +39,13 @@ struct episode_stats {
   [[nodiscard]] double mean_length() const { return episodes ? length_sum / double(episodes) : 0.0; }
 };
 
+// Where reset() starts each environment's episode-step counter. random_step: at a uniform draw in
+// [0, params.max_steps) from the environment's own stream (as Isaac Lab's episode length buffer), so the time limits
+// of N environments fall at different iterations and a rollout window sees every phase of an episode, not the same
+// one in all N. That first, shortened episode ends by truncation (a time limit: bootstrapped) and is left out of
+// the return statistics, whose mean would otherwise mix partial episodes into it.
+enum class episode_start { first_step, random_step };
+
 // What step_one reports for one environment.
 struct step_result {
   float reward;
@@ -77,7 +84,7 @@ struct env_batch_view {
 
   std::uint32_t* state_words_ptr;
   std::uint64_t* rng_blocks;     // Philox block counter of environment i's stream
-  std::int32_t* lengths;         // steps taken in the current episode
+  std::int32_t* lengths;         // steps taken in the current episode (| uncounted_bit: left out of the statistics)
   float* returns;                // undiscounted return of the current episode
   std::uint32_t* done_episodes;  // statistics since the last read ...
   double* done_return_sum;
@@ -86,6 +93,9 @@ struct env_batch_view {
   typename E::params params;
   std::uint64_t seed;
   std::size_t num_envs;
+
+  // Set in lengths[i] while environment i is in an episode that began at a drawn step (episode_start::random_step).
+  static constexpr std::int32_t uncounted_bit = std::int32_t(1) << 30;
 
   GMI_HD state load(std::size_t i) const {
     state s;
@@ -105,15 +115,23 @@ struct env_batch_view {
     }
   }
 
-  // Starts a new episode in environment i and writes its first observation to obs (obs_dim floats).
-  GMI_HD void reset_one(std::size_t i, float* obs) const {
+  // Starts a new episode in environment i and writes its first observation to obs (obs_dim floats). With
+  // episode_start::random_step the step counter then starts at a draw in [0, max_steps) taken after E::reset, so the
+  // initial state is the same as first_step's.
+  GMI_HD void reset_one(std::size_t i, float* obs, episode_start start = episode_start::first_step) const {
     gmi::rng r(seed, i, rng_blocks[i]);
     state s;
     E::reset(s, r, params);
     E::observe(s, obs, params);
     store(i, s);
+    std::int32_t length = 0;
+    if (start == episode_start::random_step) {
+      // Multiply-shift maps 32 random bits onto [0, max_steps) the same way on host and device.
+      const std::uint64_t m = static_cast<std::uint64_t>(params.max_steps);
+      length = static_cast<std::int32_t>((static_cast<std::uint64_t>(r.next_u32()) * m) >> 32) | uncounted_bit;
+    }
     rng_blocks[i] = r.block();
-    lengths[i] = 0;
+    lengths[i] = length;
     returns[i] = 0.0f;
   }
 
@@ -138,7 +156,9 @@ struct env_batch_view {
   // dynamics of all environments at once (rl/batched_dynamics.cuh).
   GMI_HD step_result finish_one(std::size_t i, state& s, gmi::rng& r, bool valid, const gmi::transition& tr, float* obs,
                                 float* final_obs) const {
-    std::int32_t length = lengths[i] + 1;
+    const std::int32_t raw = lengths[i];
+    std::int32_t uncounted = raw & uncounted_bit;
+    std::int32_t length = (raw & ~uncounted_bit) + 1;
     float ret = returns[i];
     step_result out{0.0f, true, false};
     if (valid) {
@@ -148,7 +168,7 @@ struct env_batch_view {
       invalid_actions[i] += 1;
     }
     if (out.terminated || out.truncated) {
-      if (valid) {
+      if (valid && !uncounted) {
         done_episodes[i] += 1;
         done_return_sum[i] += double(ret);
         done_length_sum[i] += double(length);
@@ -156,12 +176,13 @@ struct env_batch_view {
       if (final_obs) E::observe(s, final_obs, params);
       E::reset(s, r, params);
       length = 0;
+      uncounted = 0;
       ret = 0.0f;
     }
     E::observe(s, obs, params);
     store(i, s);
     rng_blocks[i] = r.block();
-    lengths[i] = length;
+    lengths[i] = length | uncounted;
     returns[i] = ret;
     return out;
   }
@@ -186,7 +207,8 @@ template <class E>
 struct reset_all_fn {
   env_batch_view<E> v;
   float* obs;
-  GMI_HD void operator()(std::size_t i) const { v.reset_one(i, obs + i * E::obs_dim); }
+  episode_start start;
+  GMI_HD void operator()(std::size_t i) const { v.reset_one(i, obs + i * E::obs_dim, start); }
 };
 
 template <class E>
@@ -341,9 +363,11 @@ class env_batch {
 
   // Starts a new episode in every environment and writes the first observations (num_envs x obs_dim).
   // The RNG streams continue where they were, so a reset after some steps gives new initial states.
-  void reset(span<float> obs, CUstream_st* stream = nullptr) {
+  // start: where the episode-step counters begin (episode_start; a trainer passes random_step at its first reset
+  // only: the auto-resets that follow always start at step 0).
+  void reset(span<float> obs, CUstream_st* stream = nullptr, episode_start start = episode_start::first_step) {
     check_size("obs", obs.size(), n_ * obs_dim);
-    launch(stream, n_, detail::reset_all_fn<E>{view(), obs.data()});
+    launch(stream, n_, detail::reset_all_fn<E>{view(), obs.data(), start});
   }
 
   // Steps every environment: actions num_envs x act_dim; obs num_envs x obs_dim (next observations, after
@@ -427,6 +451,8 @@ class env_batch {
   static std::size_t checked_count(int num_envs, const params_type& params) {
     gmi::require(num_envs >= 1, "num_envs", num_envs, ">= 1");
     gmi::require(int(params.max_steps) >= 1, "params.max_steps", int(params.max_steps), ">= 1");
+    gmi::require(int(params.max_steps) < (1 << 30), "params.max_steps", int(params.max_steps),
+                 "< 2^30 (the step counter's bit 30 marks uncounted episodes)");
     const std::size_t n = std::size_t(num_envs);
     std::size_t available = 0;
     std::string where;

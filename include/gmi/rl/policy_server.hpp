@@ -48,6 +48,9 @@ class policy_server {
       : policy_(policy), seed_(seed), envs_(num_envs, seed, env_params, policy),
         n_(static_cast<std::size_t>(num_envs)), clip_(nn::normalizer_config{}.clip) {
     config.validate();
+    // The trainer's first reset, so a server of the same seed and config serves the trainer's episodes.
+    const episode_start start =
+        config.random_episode_start ? episode_start::random_step : episode_start::first_step;
     const std::vector<float> init = detail::initial_params<Net>(seed);
     const std::vector<float> zeros(obs_dim, 0.0f), ones(obs_dim, 1.0f);
     if constexpr (P::on_device) {
@@ -60,7 +63,7 @@ class policy_server {
       cuda::copy(obs_mean_.span(), host_span<const float>(zeros.data(), zeros.size()), policy_.stream);
       cuda::copy(obs_std_.span(), host_span<const float>(ones.data(), ones.size()), policy_.stream);
       policy_rng_.fill_bytes(0, policy_.stream);
-      envs_.reset(current_obs_.span(), policy_.stream);
+      envs_.reset(current_obs_.span(), policy_.stream, start);
       GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
     } else {
       params_ = init;
@@ -68,7 +71,7 @@ class policy_server {
       policy_rng_.assign(n_, 0);
       obs_mean_ = zeros;
       obs_std_ = ones;
-      envs_.reset(host_span<float>(current_obs_.data(), current_obs_.size()));
+      envs_.reset(host_span<float>(current_obs_.data(), current_obs_.size()), nullptr, start);
     }
   }
   policy_server(const policy_server&) = delete;

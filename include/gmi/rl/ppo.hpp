@@ -157,12 +157,12 @@ class ppo_trainer {
       device_ = std::make_unique<detail::ppo_device_ops<E, Net>>(*this);
       cuda::copy(params_.span(), host_span<const float>(init.data(), init.size()), policy_.stream);
       policy_rng_.fill_bytes(0, policy_.stream);
-      envs_.reset(current_obs_.span(), policy_.stream);
+      envs_.reset(current_obs_.span(), policy_.stream, first_start());
       GMI_CUDA_TRY(cudaStreamSynchronize(policy_.stream));
     } else {
       params_ = init;
       chunk_rows_.assign(((minibatch_ + host_chunk - 1) / host_chunk) * row, 0.0f);
-      envs_.reset(host_span<float>(current_obs_.data(), current_obs_.size()));
+      envs_.reset(host_span<float>(current_obs_.data(), current_obs_.size()), nullptr, first_start());
     }
   }
   ppo_trainer(const ppo_trainer&) = delete;
@@ -431,6 +431,9 @@ class ppo_trainer {
   [[nodiscard]] double lr_decay_span() const noexcept { return decay_span(config_.lr_decay_env_steps); }
 
   // The Gaussian's log-std parameters into their bounds (host memory; the GPU's in detail/ppo_schedules.cuh).
+  episode_start first_start() const {
+    return config_.random_episode_start ? episode_start::random_step : episode_start::first_step;
+  }
   void clamp_log_std(float* params) const {
     if (bounds_log_std(config_)) bound_log_std(params + Net::param_count - Net::dist_param_count, Net::dist_param_count, config_);
   }
