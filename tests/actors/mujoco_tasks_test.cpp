@@ -9,7 +9,8 @@
 //    anymal 1e-5 and reward 1e-6) and end at the same step;
 //  - models of other tasks refused in one line;
 //  - a save, a fresh sim loaded from the file and more steps equal the steps of a sim that never stopped (MuJoCo
-//    state and the task's own floats: anymal's command and last action); without the task floats they do not.
+//    state and the task's own floats: anymal's command and last action); without the task floats they do not;
+//  - gmi::physics's embedded MJCF compiles in MuJoCo, and placement's CPU side is timed on each task.
 #include <doctest/doctest.h>
 #include <mujoco/mujoco.h>
 
@@ -21,7 +22,9 @@
 #include <unistd.h>
 #include <vector>
 
+#include <gmi/actors/cores.hpp>
 #include <gmi/actors/mujoco.hpp>
+#include <gmi/actors/mujoco_profile.hpp>
 #include <gmi/io/gmi_file.hpp>
 
 namespace {
@@ -235,4 +238,50 @@ TEST_CASE("actors.mujoco.tasks_follow_gmi_physics_for_50_steps") {
     CHECK(d.qpos_all < 1e-5);
     CHECK(d.mismatched_ends == 0);
   }
+}
+
+TEST_CASE("actors.mujoco.builtin_models_from_text") {
+  // gmi::physics's embedded MJCF compiles in MuJoCo to the model of the file it came from, and each task takes it.
+  const auto same = [](const mj::model_ptr& a, const mj::model_ptr& b) {
+    CHECK(a->nq == b->nq);
+    CHECK(a->nv == b->nv);
+    CHECK(a->nu == b->nu);
+    CHECK(a->ngeom == b->ngeom);
+    CHECK(a->opt.timestep == b->opt.timestep);
+    for (int i = 0; i < a->nbody; ++i) CHECK(a->body_mass[i] == b->body_mass[i]);
+  };
+  same(mj::model_of<gmi::envs::ant>(), mj::load(builtin("ant.xml")));
+  same(mj::model_of<gmi::envs::humanoid>(), mj::load(builtin("humanoid.xml")));
+  same(mj::model_of<gmi::envs::anymal>(), mj::load(builtin("anymal.xml")));
+  mj::sim<mj::ant> a(mj::model_of<gmi::envs::ant>(), 1, 1u);
+  mj::sim<mj::humanoid> h(mj::model_of<gmi::envs::humanoid>(), 1, 1u);
+  mj::sim<mj::anymal> q(mj::model_of<gmi::envs::anymal>(), 1, 1u);
+  CHECK_THROWS_WITH_AS((void)mj::load_text("bad.xml", "<mujoco><worldbody><geom size=\"x\"/></worldbody></mujoco>"),
+                       doctest::Contains("MJCF text bad.xml: got \""), gmi::config_error);
+  try {
+    (void)mj::load_text("bad.xml", "<mujoco><oops/></mujoco>");
+    FAIL("compiled bad MJCF text");
+  } catch (const gmi::config_error& e) {
+    CHECK(one_line(e.what()));
+  }
+}
+
+TEST_CASE("actors.placement.mujoco_cpu_side_per_task") {
+  // The CPU side timed on MuJoCo for each task, and the rule deciding on it: a GPU side twice the CPU actors' rate
+  // is chosen, half of it is not, and threshold 3 keeps the CPU actors where the GPU is only twice as fast.
+  const int core = gmi::actors::available_cores().back();
+  const auto decide = [](gmi::plan::placement_profile p) {
+    CHECK(p.cpu_seconds_per_step > 0);
+    CHECK(p.cpu_seconds_per_step < 1e-2);
+    const double cpu_rate = p.cpu_cores / p.cpu_seconds_per_step;
+    p.gpu_seconds_per_batch_step = p.batch / (2 * cpu_rate);
+    CHECK(gmi::plan::choose_placement(p).chosen == gmi::plan::placement::gpu_simulation);
+    CHECK(gmi::plan::choose_placement(p, {3.0}).chosen == gmi::plan::placement::cpu_actors);
+    p.gpu_seconds_per_batch_step = p.batch / (0.5 * cpu_rate);
+    CHECK(gmi::plan::choose_placement(p).chosen == gmi::plan::placement::cpu_actors);
+    MESSAGE(p.task << ": one MuJoCo env step on a core " << p.cpu_seconds_per_step * 1e6 << " us");
+  };
+  decide(mj::with_mujoco_cpu_side<gmi::envs::ant>({"ant", 1024, 4, 0, 0}, core, 0.05));
+  decide(mj::with_mujoco_cpu_side<gmi::envs::humanoid>({"humanoid", 1024, 4, 0, 0}, core, 0.05));
+  decide(mj::with_mujoco_cpu_side<gmi::envs::anymal>({"anymal", 1024, 4, 0, 0}, core, 0.05));
 }

@@ -38,17 +38,35 @@ struct model_deleter {
 };
 using model_ptr = std::shared_ptr<const mjModel>;
 
+// mj_loadXML's result owned, or its error message as one line: "<what>: got "<message>", need a model ...".
+[[nodiscard]] inline model_ptr compiled(mjModel* m, const std::string& what, const char* error) {
+  if (!m) {
+    std::string why = error[0] ? error : "unknown MuJoCo error";
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    throw config_error(got_need(what, "\"" + why + "\"", "a model MuJoCo " + std::string(mj_versionString()) + " compiles"));
+  }
+  return model_ptr(m, model_deleter{});
+}
+
 // Compiles an MJCF file; refuses a file MuJoCo can not load with its message, in one line.
 [[nodiscard]] inline model_ptr load(const std::string& path) {
   char error[1024] = "";
   mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof error);
-  if (!m) {
-    std::string why = error[0] ? error : "unknown MuJoCo error";
-    std::replace(why.begin(), why.end(), '\n', ' ');
-    throw config_error(got_need("MJCF file " + path, "\"" + why + "\"", "a model MuJoCo " + std::string(mj_versionString()) +
-                                                                      " compiles"));
-  }
-  return model_ptr(m, model_deleter{});
+  return compiled(m, "MJCF file " + path, error);
+}
+
+// Compiles MJCF text (a model with no includes or assets; `name` names it in messages and as its file in a
+// MuJoCo virtual file system), refused in one line as load() does: gmi::physics's built-in models (their mjcf).
+[[nodiscard]] inline model_ptr load_text(const std::string& name, const std::string& text) {
+  const auto vfs = std::make_unique<mjVFS>();  // about 2 MB: not on the stack
+  mj_defaultVFS(vfs.get());
+  require(name.size() < mjMAXVFSNAME && mj_makeEmptyFileVFS(vfs.get(), name.c_str(), int(text.size())) == 0,
+          "MJCF text name", name, "a file name shorter than " + std::to_string(mjMAXVFSNAME) + " characters");
+  std::copy(text.begin(), text.end(), static_cast<char*>(vfs->filedata[0]));
+  char error[1024] = "";
+  mjModel* m = mj_loadXML(name.c_str(), vfs.get(), error, sizeof error);
+  mj_deleteVFS(vfs.get());
+  return compiled(m, "MJCF text " + name, error);
 }
 
 // Any model: observation qpos then qvel, action the controls (clamped by MuJoCo where ctrllimited), no reward,
