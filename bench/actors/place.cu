@@ -1,7 +1,7 @@
 // gmi.bench.actors_place: the placement threshold's points for the tasks that exist both in gmi::physics and on
 // MuJoCo (ant, humanoid, anymal). For each actor core count, with 64 envs per core and env group (as
 // gmi.bench.actors_train's points):
-//   train on CPU actors:   PPO env steps/s with the task's MuJoCo counterpart (actors/mujoco_profile.hpp, on
+//   train on CPU actors:   PPO env steps/s with the task's MuJoCo counterpart (plan/mujoco_placement.hpp, on
 //                          gmi::physics's own model of it) on the actors and the trainer on the GPU (impl gmi),
 //   train on the GPU:      the same PPO over gmi::envs::<task> (gmi::physics on the GPU) at the same env count
 //                          (impl gmi.gpu_simulation, for_actor_cores),

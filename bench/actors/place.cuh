@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <gmi/actors/mujoco_profile.hpp>
+#include <gmi/plan/mujoco_placement.hpp>
 #include <gmi/actors/power.hpp>
 #include <gmi/actors/ppo_actors_gpu.cuh>
 #include <gmi/agents/gaussian_mlp.hpp>
@@ -59,7 +59,7 @@ inline void emit(std::ofstream& out, const nlohmann::json& line) {
 // The three lines of every core count for Env (a gmi::envs task with a MuJoCo counterpart).
 template <class Env>
 void place(std::ofstream& out, const std::vector<int>& core_counts, double seconds) {
-  using task = typename mj::counterpart<Env>::task;
+  using task = typename gmi::plan::mujoco_counterpart<Env>::task;
   using net = gmi::agents::gaussian_mlp<>::network<Env::obs_dim, Env::act_dim>;
   const std::string name = Env::name;
   const int available = int(ac::available_cores().size());
@@ -67,8 +67,8 @@ void place(std::ofstream& out, const std::vector<int>& core_counts, double secon
   const std::string cpu = ac::cpu_model();
   gmi::cuda::stream s;
   const gmi::exec::cuda gpu{.stream = s.get()};
-  const mj::model_ptr model = mj::model_of<Env>();
-  const double core_seconds = mj::seconds_per_step<task>(model, ac::available_cores().back());
+  const mj::model_ptr model = gmi::plan::mujoco_model_of<Env>();
+  const double core_seconds = gmi::plan::mujoco_seconds_per_step<task>(model, ac::available_cores().back());
   gmi::rl::ppo_config c;  // the defaults: horizon 16
   for (int cores : core_counts) {
     if (cores + 1 > available) continue;  // one core is left to the driver

@@ -24,7 +24,7 @@
 
 #include <gmi/actors/cores.hpp>
 #include <gmi/actors/mujoco.hpp>
-#include <gmi/actors/mujoco_profile.hpp>
+#include <gmi/plan/mujoco_placement.hpp>
 #include <gmi/io/gmi_file.hpp>
 
 namespace {
@@ -250,12 +250,12 @@ TEST_CASE("actors.mujoco.builtin_models_from_text") {
     CHECK(a->opt.timestep == b->opt.timestep);
     for (int i = 0; i < a->nbody; ++i) CHECK(a->body_mass[i] == b->body_mass[i]);
   };
-  same(mj::model_of<gmi::envs::ant>(), mj::load(builtin("ant.xml")));
-  same(mj::model_of<gmi::envs::humanoid>(), mj::load(builtin("humanoid.xml")));
-  same(mj::model_of<gmi::envs::anymal>(), mj::load(builtin("anymal.xml")));
-  mj::sim<mj::ant> a(mj::model_of<gmi::envs::ant>(), 1, 1u);
-  mj::sim<mj::humanoid> h(mj::model_of<gmi::envs::humanoid>(), 1, 1u);
-  mj::sim<mj::anymal> q(mj::model_of<gmi::envs::anymal>(), 1, 1u);
+  same(gmi::plan::mujoco_model_of<gmi::envs::ant>(), mj::load(builtin("ant.xml")));
+  same(gmi::plan::mujoco_model_of<gmi::envs::humanoid>(), mj::load(builtin("humanoid.xml")));
+  same(gmi::plan::mujoco_model_of<gmi::envs::anymal>(), mj::load(builtin("anymal.xml")));
+  mj::sim<mj::ant> a(gmi::plan::mujoco_model_of<gmi::envs::ant>(), 1, 1u);
+  mj::sim<mj::humanoid> h(gmi::plan::mujoco_model_of<gmi::envs::humanoid>(), 1, 1u);
+  mj::sim<mj::anymal> q(gmi::plan::mujoco_model_of<gmi::envs::anymal>(), 1, 1u);
   CHECK_THROWS_WITH_AS((void)mj::load_text("bad.xml", "<mujoco><worldbody><geom size=\"x\"/></worldbody></mujoco>"),
                        doctest::Contains("MJCF text bad.xml: got \""), gmi::config_error);
   try {
@@ -281,7 +281,7 @@ TEST_CASE("actors.placement.mujoco_cpu_side_per_task") {
     CHECK(gmi::plan::choose_placement(p).chosen == gmi::plan::placement::cpu_actors);
     MESSAGE(p.task << ": one MuJoCo env step on a core " << p.cpu_seconds_per_step * 1e6 << " us");
   };
-  decide(mj::with_mujoco_cpu_side<gmi::envs::ant>({"ant", 1024, 4, 0, 0}, core, 0.05));
-  decide(mj::with_mujoco_cpu_side<gmi::envs::humanoid>({"humanoid", 1024, 4, 0, 0}, core, 0.05));
-  decide(mj::with_mujoco_cpu_side<gmi::envs::anymal>({"anymal", 1024, 4, 0, 0}, core, 0.05));
+  decide(gmi::plan::with_mujoco_cpu_side<gmi::envs::ant>({"ant", 1024, 4, 0, 0}, core, 0.05));
+  decide(gmi::plan::with_mujoco_cpu_side<gmi::envs::humanoid>({"humanoid", 1024, 4, 0, 0}, core, 0.05));
+  decide(gmi::plan::with_mujoco_cpu_side<gmi::envs::anymal>({"anymal", 1024, 4, 0, 0}, core, 0.05));
 }
