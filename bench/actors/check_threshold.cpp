@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -25,9 +24,8 @@ int main(int argc, char** argv) {
     std::ifstream in(argv[1]);
     gmi::require(bool(in), "actors_train file", std::string(argv[1]), "a readable file");
     const double threshold = argc > 3 ? std::stod(argv[3]) : 1.0;
-    std::map<std::string, std::vector<gmi::actors::threshold_point>> by_task;
-    for (const auto& p : gmi::actors::threshold_points_from_lines(in, argv[1])) by_task[p.task].push_back(p);
-    gmi::require(!by_task.empty(), std::string("points in ") + argv[1], 0,
+    const auto points = gmi::actors::threshold_points_from_lines(in, argv[1]);
+    gmi::require(!points.empty(), std::string("points in ") + argv[1], 0,
                  ">= 1 (train lines of both impls and a placement line at one actor core count)");
     std::ofstream out(argv[2], std::ios::app);
     const char* git = std::getenv("GMI_GIT_REVISION");
@@ -36,8 +34,8 @@ int main(int argc, char** argv) {
       std::printf("%s\n", line.dump().c_str());
     };
     bool all_right = true;
-    for (const auto& [task, points] : by_task) {
-      for (const auto& p : points) {
+    for (const auto& [task, task_points, v] : gmi::actors::check_threshold_by_task(points, threshold)) {
+      for (const auto& p : task_points) {
         emit({{"bench", "placement_threshold_point"}, {"task", task}, {"actor_cores", p.actor_cores},
               {"cpu_sim_steps_per_s", p.cpu_sim}, {"gpu_sim_steps_per_s", p.gpu_sim}, {"ratio", p.ratio()},
               {"cpu_train_steps_per_s", p.cpu_train}, {"gpu_train_steps_per_s", p.gpu_train},
@@ -45,7 +43,6 @@ int main(int argc, char** argv) {
               {"chosen", p.ratio() >= threshold ? "gpu" : "cpu"}, {"right", p.right_at(threshold)},
               {"threshold", threshold}, {"git", git ? git : ""}});
       }
-      const auto v = gmi::actors::check_threshold(points, threshold);
       const auto suggested = v.suggested();
       all_right = all_right && v.right == v.points;
       emit({{"bench", "placement_threshold"}, {"task", task}, {"threshold", threshold}, {"points", v.points},

@@ -14,8 +14,9 @@
 #      attempt's first iteration, iterations lost, weights identical at the end;
 #   4. --population of 2 CPU-actor GMIs on GPU 0: members solved;
 #   5. gmi.bench.actors_train (Cartpole at 1, 3, 7, 14 actor cores: CPU-actor training, GPU-simulation training,
-#      the placement line), gmi.bench.actors_place_ant (the same for Ant: MuJoCo on the actors, gmi::physics on the
-#      GPU; built beside the rest, skipped when its build is not done in time) and gmi.bench.actors_check_threshold:
+#      the placement line), gmi.bench.actors_place (the same for ant, humanoid and anymal: MuJoCo on the actors,
+#      gmi::physics on the GPU; built beside the rest, skipped when its build is not done in time; each task while
+#      time is left) and gmi.bench.actors_check_threshold:
 #      does threshold 1 pick the side that trained faster, per task;
 #   6. while time is left: step 2 with 2 GMIs as threads (the baseline), 2 MPS GMIs on each of 2 GPUs, step 3 as MPS;
 #   7. the other host tests of actors (actors.*, plan.placement.*, plan.ratio.*, example.cartpole_on_cpu.*).
@@ -58,13 +59,13 @@ grep -q "^GMI_MUJOCO_LIBRARY:.*mujoco" "$build/CMakeCache.txt" || { mujoco=0; ec
 targets=(gmi.test.actors gmi.test.actors_gpu gmi.example.cartpole_on_cpu gmi.bench.actors_train
          gmi.bench.actors_check_threshold)
 ((mujoco)) && targets+=(gmi.test.actors_mujoco)
-# The Ant placement bench (gmi::physics on the GPU: a long compile) builds beside everything else, niced, in a build
+# The placement bench of the MuJoCo tasks (gmi::physics on the GPU: a long compile) builds beside everything else, niced, in a build
 # folder of its own; step 5 waits for it while time is left and goes without it otherwise.
 ant_build=${build}-ant
 ant_pid=
 if ((mujoco)); then
   setsid bash -c "cmake --preset gpu -B '$ant_build' -DGMI_BUILD_BENCHMARKS=ON > '$logs/configure_ant.log' 2>&1 &&
-    nice -n 10 cmake --build '$ant_build' -j8 --target gmi.bench.actors_place_ant > '$logs/build_ant.log' 2>&1;
+    nice -n 10 cmake --build '$ant_build' -j8 --target gmi.bench.actors_place > '$logs/build_ant.log' 2>&1;
     echo \$? > '$logs/build_ant.rc'" &
   ant_pid=$!
 fi
@@ -161,22 +162,26 @@ if fits cartpole_population_2gmis 75; then
 fi
 
 # 5. The placement threshold against training: CPU actors vs GPU simulation, and the rule's choice at each point
-# (Cartpole: gmi.bench.actors_train; Ant, MuJoCo on the actors against gmi::physics on the GPU: actors_place_ant).
+# (Cartpole: gmi.bench.actors_train; ant, humanoid, anymal, MuJoCo on the actors against gmi::physics on the GPU:
+# actors_place).
 if fits placement_threshold 120; then
   timeout 120 "$build/bench/actors/gmi.bench.actors_train" "$logs/train.jsonl" - 0.3 1 3 7 14 > "$logs/train.log" 2>&1 ||
     { tail -3 "$logs/train.log"; status=1; }
   cat "$logs/train.jsonl" >> "$lines" 2>/dev/null
 fi
-if ((mujoco)) && fits placement_threshold_ant 150; then
+if ((mujoco)); then
   waited=0
   while [ ! -f "$logs/build_ant.rc" ] && ((waited < 60)); do sleep 5; waited=$((waited + 5)); done
-  if [ "$(cat "$logs/build_ant.rc" 2>/dev/null)" = 0 ]; then
-    timeout 90 "$ant_build/bench/actors/gmi.bench.actors_place_ant" "$logs/train.jsonl" tests/physics/models/ant_floor.xml \
-      0.3 1 3 7 14 > "$logs/place_ant.log" 2>&1 || { tail -3 "$logs/place_ant.log"; status=1; }
-    grep '"task": *"ant"' "$logs/train.jsonl" >> "$lines"
-  else
-    emit placement_threshold_ant skipped null "\"reason\":\"gmi.bench.actors_place_ant not built (waited $waited s; see build_ant.log)\""
-  fi
+  for task in ant humanoid anymal; do
+    fits "placement_threshold_$task" 90 || continue
+    if [ "$(cat "$logs/build_ant.rc" 2>/dev/null)" = 0 ]; then
+      timeout 80 "$ant_build/bench/actors/gmi.bench.actors_place" "$logs/train.jsonl" "$task" 0.3 1 3 7 14 \
+        > "$logs/place_$task.log" 2>&1 || { tail -3 "$logs/place_$task.log"; status=1; }
+      grep "\"task\": *\"$task\"" "$logs/train.jsonl" >> "$lines"
+    else
+      emit "placement_threshold_$task" skipped null "\"reason\":\"gmi.bench.actors_place not built (waited $waited s; see build_ant.log)\""
+    fi
+  done
 fi
 if [ -s "$logs/train.jsonl" ]; then
   "$build/bench/actors/gmi.bench.actors_check_threshold" "$logs/train.jsonl" "$logs/threshold.jsonl" 1 > /dev/null

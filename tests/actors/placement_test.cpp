@@ -58,15 +58,17 @@ TEST_CASE("plan.placement.times_a_real_cpu_step") {
 
 namespace {
 // actors_train's three lines for one point: CPU-actor training, GPU-simulation training beside it, placement.
-std::string train_lines(int cores, double cpu_sim, double gpu_sim, double cpu_train, double gpu_train) {
+std::string train_lines(int cores, double cpu_sim, double gpu_sim, double cpu_train, double gpu_train,
+                        const std::string& task = "cartpole") {
   const std::string c = std::to_string(cores);
-  return R"({"bench":"cpu_actors_ppo","impl":"gmi","task":"cartpole","phase":"stepping","actor_cores":)" + c +
+  const auto quoted = [](const std::string& t) { return "\"" + t + "\""; };
+  return R"({"bench":"cpu_actors_ppo","impl":"gmi","task":)" + quoted(task) + R"(,"phase":"stepping","actor_cores":)" + c +
          R"(,"median":1e9})" "\n" +
-         R"({"bench":"cpu_actors_ppo","impl":"gmi","task":"cartpole","phase":"train","actor_cores":)" + c +
+         R"({"bench":"cpu_actors_ppo","impl":"gmi","task":)" + quoted(task) + R"(,"phase":"train","actor_cores":)" + c +
          R"(,"median":)" + std::to_string(cpu_train) + "}\n" +
-         R"({"bench":"cpu_actors_ppo","impl":"gmi.gpu_simulation","task":"cartpole","phase":"train","actor_cores":0,)"
+         R"({"bench":"cpu_actors_ppo","impl":"gmi.gpu_simulation","task":)" + quoted(task) + R"(,"phase":"train","actor_cores":0,)"
          R"("for_actor_cores":)" + c + R"(,"median":)" + std::to_string(gpu_train) + "}\n" +
-         R"({"bench":"placement","task":"cartpole","chosen":"x","actor_cores":)" + c + R"(,"cpu_steps_per_s":)" +
+         R"({"bench":"placement","task":)" + quoted(task) + R"(,"chosen":"x","actor_cores":)" + c + R"(,"cpu_steps_per_s":)" +
          std::to_string(cpu_sim) + R"(,"gpu_steps_per_s":)" + std::to_string(gpu_sim) + "}\n";
 }
 }  // namespace
@@ -126,4 +128,29 @@ TEST_CASE("actors.placement.threshold_check_refuses_bad_input_in_one_line") {
   p.cpu_train = 1;
   CHECK_THROWS_WITH_AS((void)ac::check_threshold({p}, -1.0), doctest::Contains("placement threshold: got -1"),
                        gmi::config_error);
+}
+
+TEST_CASE("actors.placement.threshold_checked_per_task") {
+  namespace ac = gmi::actors;
+  // The MuJoCo tasks' points beside Cartpole's (gmi.bench.actors_place writes them in the same shape): each task
+  // is checked on its own points. Humanoid: the GPU trains faster at ratio 3 and CPU actors at 0.8, so T = 1 is
+  // right; anymal: CPU actors train faster at ratio 1.5, so T = 1 is wrong there and the range is (1.5, 6].
+  std::istringstream in(train_lines(1, 1e5, 4e6, 1e5, 2e6) + train_lines(3, 2e5, 6e5, 1e5, 3e5, "humanoid") +
+                        train_lines(14, 1e6, 8e5, 9e5, 5e5, "humanoid") + train_lines(3, 2e5, 1.2e6, 1e5, 4e5, "anymal") +
+                        train_lines(14, 1e6, 1.5e6, 9e5, 5e5, "anymal"));
+  const auto by_task = ac::check_threshold_by_task(ac::threshold_points_from_lines(in, "place.jsonl"), 1.0);
+  REQUIRE(by_task.size() == 3);
+  CHECK(by_task[0].task == "anymal");
+  CHECK(by_task[1].task == "cartpole");
+  CHECK(by_task[2].task == "humanoid");
+  CHECK(by_task[2].points.size() == 2);
+  CHECK(by_task[2].verdict.right == 2);
+  CHECK(by_task[2].verdict.low == doctest::Approx(0.8));
+  CHECK(by_task[2].verdict.high == doctest::Approx(3));
+  CHECK(by_task[0].verdict.right == 1);
+  CHECK(by_task[0].verdict.low == doctest::Approx(1.5));
+  CHECK(by_task[0].verdict.high == doctest::Approx(6));
+  CHECK(*by_task[0].verdict.suggested() == doctest::Approx(3));
+  CHECK(by_task[1].verdict.right == 1);
+  CHECK_THROWS_WITH_AS((void)ac::check_threshold_by_task({}, 1.0), doctest::Contains("points: got 0"), gmi::config_error);
 }

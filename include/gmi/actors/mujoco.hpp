@@ -1,8 +1,9 @@
 #pragma once
 // MuJoCo tasks for the CPU actors (MuJoCo's C library, Debian's libmujoco-dev; link gmi::mujoco): a model
 // loaded from any MJCF file (refused in one line when MuJoCo can not compile it), a task on it (mjcf_task: any
-// model, observation qpos and qvel, action the controls; ant: mujoco_ant.hpp) and mujoco::sim<Task>, a host_sim
-// with one mjData per environment, made by the thread that owns the environment (NUMA first touch).
+// model, observation qpos and qvel, action the controls; ant, humanoid, anymal: mujoco_<task>.hpp) and
+// mujoco::sim<Task>, a host_sim with one mjData per environment, made by the thread that owns the environment (NUMA
+// first touch), plus the task's own per-environment floats where it has them (anymal's command, last action).
 // Built without MuJoCo, load() says so in one line and the rest of this header is absent.
 
 #include <cstdint>
@@ -21,6 +22,8 @@
 
 #include <gmi/actors/host_sim.hpp>
 #include <gmi/actors/mujoco_ant.hpp>
+#include <gmi/actors/mujoco_anymal.hpp>
+#include <gmi/actors/mujoco_humanoid.hpp>
 #include <gmi/actors/mujoco_state.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/io/checkpoint.hpp>
@@ -35,17 +38,35 @@ struct model_deleter {
 };
 using model_ptr = std::shared_ptr<const mjModel>;
 
+// mj_loadXML's result owned, or its error message as one line: "<what>: got "<message>", need a model ...".
+[[nodiscard]] inline model_ptr compiled(mjModel* m, const std::string& what, const char* error) {
+  if (!m) {
+    std::string why = error[0] ? error : "unknown MuJoCo error";
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    throw config_error(got_need(what, "\"" + why + "\"", "a model MuJoCo " + std::string(mj_versionString()) + " compiles"));
+  }
+  return model_ptr(m, model_deleter{});
+}
+
 // Compiles an MJCF file; refuses a file MuJoCo can not load with its message, in one line.
 [[nodiscard]] inline model_ptr load(const std::string& path) {
   char error[1024] = "";
   mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof error);
-  if (!m) {
-    std::string why = error[0] ? error : "unknown MuJoCo error";
-    std::replace(why.begin(), why.end(), '\n', ' ');
-    throw config_error(got_need("MJCF file " + path, "\"" + why + "\"", "a model MuJoCo " + std::string(mj_versionString()) +
-                                                                      " compiles"));
-  }
-  return model_ptr(m, model_deleter{});
+  return compiled(m, "MJCF file " + path, error);
+}
+
+// Compiles MJCF text (a model with no includes or assets; `name` names it in messages and as its file in a
+// MuJoCo virtual file system), refused in one line as load() does: gmi::physics's built-in models (their mjcf).
+[[nodiscard]] inline model_ptr load_text(const std::string& name, const std::string& text) {
+  const auto vfs = std::make_unique<mjVFS>();  // about 2 MB: not on the stack
+  mj_defaultVFS(vfs.get());
+  require(name.size() < mjMAXVFSNAME && mj_makeEmptyFileVFS(vfs.get(), name.c_str(), int(text.size())) == 0,
+          "MJCF text name", name, "a file name shorter than " + std::to_string(mjMAXVFSNAME) + " characters");
+  std::copy(text.begin(), text.end(), static_cast<char*>(vfs->filedata[0]));
+  char error[1024] = "";
+  mjModel* m = mj_loadXML(name.c_str(), vfs.get(), error, sizeof error);
+  mj_deleteVFS(vfs.get());
+  return compiled(m, "MJCF text " + name, error);
 }
 
 // Any model: observation qpos then qvel, action the controls (clamped by MuJoCo where ctrllimited), no reward,
@@ -75,11 +96,8 @@ class mjcf_task {
   }
   [[nodiscard]] gmi::transition step(mjData* d, const float* action) const {
     for (int u = 0; u < m_->nu; ++u) d->ctrl[u] = double(action[u]);
-    for (int k = 0; k < p_.frame_skip; ++k) mj_step(m_, d);
-    bool finite = true;
-    for (int i = 0; i < m_->nq; ++i) finite = finite && std::isfinite(d->qpos[i]);
-    for (int i = 0; i < m_->nv; ++i) finite = finite && std::isfinite(d->qvel[i]);
-    return {0.0f, !finite};
+    parts::substeps(m_, d, p_.frame_skip);
+    return {0.0f, !parts::state_finite(m_, d)};
   }
   void observe(const mjData* d, float* obs) const {
     for (int i = 0; i < m_->nq; ++i) *obs++ = float(d->qpos[i]);
@@ -99,6 +117,12 @@ template <class T>
 struct sizes<T> {
   static constexpr int obs_size = T::obs_size, act_size = T::act_size;
 };
+// Tasks with state beyond mjData declare task_state_size floats per environment; the sim keeps and saves them.
+template <class T>
+inline constexpr int task_state_size = 0;
+template <class T>
+  requires requires { T::task_state_size; }
+inline constexpr int task_state_size<T> = T::task_state_size;
 }  // namespace detail
 
 // num_envs copies of Task on one compiled model. Environment i draws from gmi::rng(seed, i, ...); episodes,
@@ -115,6 +139,7 @@ class sim : public detail::sizes<Task> {
     require(num_envs >= 1, "num_envs", num_envs, ">= 1");
     require(task_.max_steps() >= 1, "max_steps", task_.max_steps(), ">= 1");
     envs_ = std::vector<env>(std::size_t(num_envs));
+    for (env& e : envs_) e.task_state.assign(std::size_t(extra), 0.0f);
   }
   sim(const std::string& mjcf_path, int num_envs, std::uint64_t seed, typename Task::params params = {})
       : sim(load(mjcf_path), num_envs, seed, params) {}
@@ -128,6 +153,8 @@ class sim : public detail::sizes<Task> {
   [[nodiscard]] const Task& task() const noexcept { return task_; }
   // Environment i's MuJoCo data (made on first use if prepare did not make it).
   [[nodiscard]] mjData* data(std::size_t i) { return made(i); }
+  // Environment i's task floats (Task::task_state_size of them; none for tasks without).
+  [[nodiscard]] const float* task_state(std::size_t i) const noexcept { return envs_[i].task_state.data(); }
 
   // Called by cpu_actors on the thread that owns [first, last): the mjData are allocated and touched there.
   void prepare(std::size_t first, std::size_t last) {
@@ -137,8 +164,12 @@ class sim : public detail::sizes<Task> {
   void reset_one(std::size_t i, float* obs) {
     env& e = envs_[i];
     gmi::rng r(seed_, i, e.rng_block);
-    task_.reset(made(i), r);
-    task_.observe(e.data.get(), obs);
+    if constexpr (extra > 0) {
+      task_.reset(made(i), e.task_state.data(), r);
+    } else {
+      task_.reset(made(i), r);
+    }
+    observe(e, obs);
     e.rng_block = r.block();
     e.length = 0;
     e.ret = 0;
@@ -152,7 +183,12 @@ class sim : public detail::sizes<Task> {
     const int length = e.length + 1;
     rl::step_result out{0.0f, true, false};
     if (valid) {
-      const gmi::transition tr = task_.step(d, action);
+      gmi::transition tr;
+      if constexpr (extra > 0) {
+        tr = task_.step(d, e.task_state.data(), action);
+      } else {
+        tr = task_.step(d, action);
+      }
       e.ret += tr.reward;
       out = {tr.reward, tr.terminated, !tr.terminated && length >= task_.max_steps()};
     } else {
@@ -165,17 +201,18 @@ class sim : public detail::sizes<Task> {
         e.return_sum += double(e.ret);
         e.length_sum += double(length);
       }
-      if (final_obs) task_.observe(d, final_obs);
+      if (final_obs) observe(e, final_obs);
       reset_one(i, obs);
     } else {
-      task_.observe(d, obs);
+      observe(e, obs);
     }
     return out;
   }
 
   // Checkpoints (sim_with_checkpoint): every environment's mjData state (mujoco_state.hpp) plus its reset RNG
   // counter, length and return so far (prefix + "env.rng_blocks", "env.lengths", "env.returns", as env_batch
-  // names them), so a resumed run continues the same episodes. Call between runs (no actor is stepping).
+  // names them) and the task's own floats (prefix + "env.task_state", [environments, task_state_size]), so a
+  // resumed run continues the same episodes. Call between runs (no actor is stepping).
   void save_state(io::checkpoint& ck, const std::string& prefix) {
     save_mujoco_state(ck, prefix, model_.get(), envs_.size(), [&](std::size_t i) { return made(i); });
     std::vector<std::uint64_t> blocks;
@@ -189,6 +226,11 @@ class sim : public detail::sizes<Task> {
     ck.add(prefix + "env.rng_blocks", blocks);
     ck.add(prefix + "env.lengths", lengths);
     ck.add(prefix + "env.returns", returns);
+    if constexpr (extra > 0) {
+      std::vector<float> task_state;
+      for (const env& e : envs_) task_state.insert(task_state.end(), e.task_state.begin(), e.task_state.end());
+      ck.add(prefix + "env.task_state", task_state, {envs_.size(), std::size_t(extra)});
+    }
   }
   // Refuses, in one line and before changing anything, a section of another version, model or env count, and
   // negative lengths or non-finite values.
@@ -202,11 +244,21 @@ class sim : public detail::sizes<Task> {
       require(std::isfinite(returns[i]), "checkpoint " + prefix + "env.returns[" + std::to_string(i) + "]",
               returns[i], "a finite return");
     }
+    std::vector<float> task_state;
+    if constexpr (extra > 0) {
+      task_state = ck.get<float>(prefix + "env.task_state", n * std::size_t(extra), "this run's environments x " +
+                                                                                       std::to_string(extra) + " task floats");
+      for (std::size_t k = 0; k < task_state.size(); ++k) {
+        require(std::isfinite(task_state[k]), "checkpoint " + prefix + "env.task_state[" + std::to_string(k) + "]",
+                task_state[k], "a finite value");
+      }
+    }
     load_mujoco_state(ck, prefix, model_.get(), n, [&](std::size_t i) { return made(i); });
     for (std::size_t i = 0; i < n; ++i) {
       envs_[i].rng_block = blocks[i];
       envs_[i].length = lengths[i];
       envs_[i].ret = returns[i];
+      std::copy_n(task_state.begin() + std::ptrdiff_t(i * std::size_t(extra)), extra, envs_[i].task_state.begin());
     }
   }
 
@@ -228,14 +280,24 @@ class sim : public detail::sizes<Task> {
   struct data_deleter {
     void operator()(mjData* d) const noexcept { mj_deleteData(d); }
   };
+  static constexpr int extra = detail::task_state_size<Task>;
   struct env {
     std::unique_ptr<mjData, data_deleter> data;
+    std::vector<float> task_state;  // detail::task_state_size<Task> floats
     std::uint64_t rng_block = 0;
     int length = 0;
     float ret = 0;
     std::uint64_t episodes = 0, invalid = 0;
     double return_sum = 0, length_sum = 0;
   };
+
+  void observe(const env& e, float* obs) const {
+    if constexpr (extra > 0) {
+      task_.observe(e.data.get(), e.task_state.data(), obs);
+    } else {
+      task_.observe(e.data.get(), obs);
+    }
+  }
 
   mjData* made(std::size_t i) {
     env& e = envs_[i];
@@ -253,6 +315,8 @@ class sim : public detail::sizes<Task> {
 };
 
 static_assert(host_sim<sim<ant>> && fixed_size_sim<sim<ant>> && sim_with_checkpoint<sim<ant>>);
+static_assert(host_sim<sim<humanoid>> && fixed_size_sim<sim<humanoid>> && sim_with_checkpoint<sim<humanoid>>);
+static_assert(host_sim<sim<anymal>> && fixed_size_sim<sim<anymal>> && sim_with_checkpoint<sim<anymal>>);
 static_assert(host_sim<sim<mjcf_task>> && !fixed_size_sim<sim<mjcf_task>>);
 
 }  // namespace gmi::actors::mujoco

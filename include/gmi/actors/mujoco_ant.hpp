@@ -10,6 +10,7 @@
 #include <cmath>
 #include <string>
 
+#include <gmi/actors/mujoco_task_parts.hpp>
 #include <gmi/concepts/env.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/rng.hpp>
@@ -31,10 +32,8 @@ class ant {
 
   // Refuses a model that is not an ant (free torso and 8 hinge actuators), in one line.
   ant(const mjModel* m, params p) : m_(m), p_(p) {
-    require(m->nq == 15 && m->nv == 14 && m->nu == 8, "Ant model sizes (nq, nv, nu)",
-            std::to_string(m->nq) + ", " + std::to_string(m->nv) + ", " + std::to_string(m->nu), "15, 14, 8");
-    torso_ = mj_name2id(m, mjOBJ_BODY, "torso");
-    require(torso_ >= 0, "Ant model's torso body", "none named \"torso\"", "a body named \"torso\"");
+    parts::require_sizes(m, "Ant", 15, 14, 8);
+    torso_ = parts::require_named(m, "Ant", mjOBJ_BODY, "body", "torso");
     require(p.frame_skip >= 1, "ant frame_skip", p.frame_skip, ">= 1");
   }
 
@@ -59,7 +58,7 @@ class ant {
       d->ctrl[u] = double(action[u]);  // MuJoCo clamps to ctrlrange (ctrllimited)
       ctrl_cost += double(action[u]) * double(action[u]);
     }
-    for (int k = 0; k < p_.frame_skip; ++k) mj_step(m_, d);
+    parts::substeps(m_, d, p_.frame_skip);
     const double forward = (d->xpos[3 * torso_] - x_before) / dt();
     const bool healthy = is_healthy(d);
     const double reward = p_.forward_reward_weight * forward + p_.healthy_reward - p_.ctrl_cost_weight * ctrl_cost;
@@ -72,13 +71,7 @@ class ant {
   }
 
   [[nodiscard]] bool is_healthy(const mjData* d) const noexcept {
-    for (int i = 0; i < m_->nq; ++i) {
-      if (!std::isfinite(d->qpos[i])) return false;
-    }
-    for (int i = 0; i < m_->nv; ++i) {
-      if (!std::isfinite(d->qvel[i])) return false;
-    }
-    return d->qpos[2] >= p_.healthy_z_min && d->qpos[2] <= p_.healthy_z_max;
+    return parts::state_finite(m_, d) && d->qpos[2] >= p_.healthy_z_min && d->qpos[2] <= p_.healthy_z_max;
   }
 
  private:

@@ -70,6 +70,28 @@ struct threshold_verdict {
   return v;
 }
 
+// One task's points and the verdict of a threshold on them (the threshold is checked per task: each task's
+// CPU and GPU simulators differ, so one task's points say nothing about another's).
+struct task_verdict {
+  std::string task;
+  std::vector<threshold_point> points;
+  threshold_verdict verdict;
+};
+
+// check_threshold on each task's points, in task name order; refuses what check_threshold refuses.
+[[nodiscard]] inline std::vector<task_verdict> check_threshold_by_task(const std::vector<threshold_point>& points,
+                                                                      double threshold) {
+  require(!points.empty(), "placement threshold check points", 0, ">= 1 (actors_train's train and placement lines)");
+  std::map<std::string, std::vector<threshold_point>> by_task;
+  for (const threshold_point& p : points) by_task[p.task].push_back(p);
+  std::vector<task_verdict> out;
+  for (auto& [task, its] : by_task) {
+    const threshold_verdict v = check_threshold(its, threshold);
+    out.push_back({task, std::move(its), v});
+  }
+  return out;
+}
+
 // Joins actors_train's lines (cpu_actors_ppo phase "train" of impl "gmi" by actor_cores and "gmi.gpu_simulation"
 // by for_actor_cores, and placement lines by actor_cores) by task and actor core count; a point missing one of its
 // three lines is left out, a line that is not JSON or lacks a field is refused in one line naming source:line.
