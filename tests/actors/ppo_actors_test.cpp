@@ -22,6 +22,7 @@ gmi::rl::ppo_config small_config(int horizon) {
   c.horizon = horizon;
   c.minibatch = 256;
   c.epochs = 2;
+  c.random_episode_start = false;  // CPU actors start every episode at step 0 (docs/actors.md, Not done yet)
   return c;
 }
 template <class T>
