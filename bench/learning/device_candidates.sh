@@ -7,19 +7,7 @@
 # from bench/results/learning-suite/), bounds.txt (the check), run.log.
 # Environment: SUITE_TASKS (default below, in order of priority: run_suite.sh skips what does not fit),
 #   SEEDS (2), GMI_VARIANTS (default candidates), BUILD (/tmp/build), SUITE_BUDGET_S (450: then ~40 s of check), PYTHON (python3 with jax).
-set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-out=${OUT:?OUT: the folder for results (set by the device machine)}
-mkdir -p "$out"
-exec > >(tee -a "$out/run.log") 2>&1
-export BUILD_DIR=${BUILD:-/tmp/build}
-export GMI_GIT_REVISION=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-# pugixml where bench/physics/carry_pugixml.sh carried it (the configure of the examples may look for it).
-if ls .carry/debs/libpugixml*.deb >/dev/null 2>&1; then
-  for f in .carry/debs/libpugixml*.deb; do dpkg -x "$f" /tmp/gmi-sysroot; done
-  export CMAKE_PREFIX_PATH=/tmp/gmi-sysroot/usr LD_LIBRARY_PATH=/tmp/gmi-sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-fi
+source "$(dirname "$0")/device_prelude.sh"
 export SUITE_TASKS=${SUITE_TASKS:-"franka_cabinet_proxy anymal_proxy point_reach quadcopter spring_chain ant_proxy"}
 export GMI_VARIANTS=${GMI_VARIANTS:-candidates}
 export SUITE_BUDGET_S=${SUITE_BUDGET_S:-450} SUITE_REFERENCE_S=${SUITE_REFERENCE_S:-90}

@@ -9,19 +9,7 @@
 #   OLD_FLAGS (the old defaults' flags, default --random-episode-start false), PHASE_EXTRA ("label|flags;..." more
 #   gmi configurations, impl gmi_<label>, e.g. "lin|--lr-schedule linear"), BUILD (/tmp/build), SUITE_BUDGET_S
 #   (480), PYTHON (python3 with jax).
-set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-out=${OUT:?OUT: the folder for results (set by the device machine)}
-mkdir -p "$out"
-exec > >(tee -a "$out/run.log") 2>&1
-export BUILD_DIR=${BUILD:-/tmp/build}
-export GMI_GIT_REVISION=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-# pugixml where bench/physics/carry_pugixml.sh carried it (the configure of the examples may look for it).
-if ls .carry/debs/libpugixml*.deb >/dev/null 2>&1; then
-  for f in .carry/debs/libpugixml*.deb; do dpkg -x "$f" /tmp/gmi-sysroot; done
-  export CMAKE_PREFIX_PATH=/tmp/gmi-sysroot/usr LD_LIBRARY_PATH=/tmp/gmi-sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-fi
+source "$(dirname "$0")/device_prelude.sh"
 export SUITE_TASKS=${SUITE_TASKS:-"franka_cabinet_proxy anymal_proxy point_reach quadcopter ant_proxy spring_chain pendulum"}
 old=${OLD_FLAGS:---random-episode-start false}
 export GMI_VARIANTS="old|$old${PHASE_EXTRA:+;$PHASE_EXTRA}"
