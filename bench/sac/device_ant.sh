@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SAC against PPO on Ant, on ONE GPU (CUDA_VISIBLE_DEVICES may pick it; another script may share the machine's
 # cores), from the repository root (OUT set), within 7 minutes of a cold machine including the build:
-#   1. builds gmi.example.ant_ppo and gmi.example.ant_sac only (-j$JOBS, default 16);
+#   1. builds gmi.example.ant_ppo and gmi.example.ant_sac only (-j$JOBS, default 16) in $BUILD (default
+#      /tmp/build-sac-ant);
 #   2. PPO as a user runs it (gmi.example.ant_ppo --device gpu: gmi's default PPO, its default envs) for
 #      PPO_SECONDS (default 60) of training;
 #   3. SAC with gmi::run's GPU defaults (gmi.example.ant_sac --device gpu, networks 256x256: rl::sac_gpu_scale,
@@ -18,7 +19,8 @@
 #    when not reached),"ppo_final_return","ppo_env_steps","ppo_env_steps_to_final","sac_best_return",
 #    "sac_env_steps_at_best","ppo_over_sac_env_steps" (PPO's env steps over SAC's to the same return),...};
 # every line with device, git, run_id. Logs and metrics files under $OUT/sac_ant/.
-# Arguments (optional): SAC_SECONDS (20..300, default 120), PPO_SECONDS (10..200, default 60).
+# Arguments (optional): SAC_SECONDS (20..300, default 120), PPO_SECONDS (10..200, default 60). pugixml: carry
+# .carry/debs (bench/physics/carry_pugixml.sh run here first, `carry: [".carry"]`); device_common.sh unpacks it.
 set -uo pipefail
 start_s=$(date +%s)
 deadline_s=$((start_s + 420))  # 7 minutes
@@ -29,6 +31,8 @@ ppo_seconds=${2:-60}
 [[ "$ppo_seconds" =~ ^[0-9]+$ && "$ppo_seconds" -ge 10 && "$ppo_seconds" -le 200 ]] ||
   { echo "device_ant: PPO seconds: got $ppo_seconds, need an integer in 10..200" >&2; exit 2; }
 name=sac_ant
+# Its own build folder unless BUILD names one: another script may be building /tmp/build beside it.
+export BUILD=${BUILD:-/tmp/build-sac-ant}
 source "$(dirname "$0")/../physics/device_common.sh"
 logs="$out/sac_ant"
 mkdir -p "$logs"
