@@ -70,11 +70,12 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
   if (lead) {
     if (who.empty()) who = std::to_string(group.world()) + (solo ? " GMI on " : " GMIs on ") + device_text;
     const auto n = std::size_t(o.num_envs);
+    constexpr bool graphs = requires { eng.graph_updates(); };  // the device trainer (the host one has no graph)
     std::printf("gmi: %s | off-policy (SAC, replay %zu transitions%s, batch %d%s, %g updates per vector step = %g per "
                 "env step, replay ratio %g%s) | %s | %d envs%s | seed %llu\n",
                 task, o.sac.replay_capacity, solo ? "" : " per GMI", o.sac.batch, solo ? "" : " per GMI, gradients averaged",
                 o.sac.updates_for(n, n), o.sac.updates_for(n, n) / double(n), o.sac.replay_ratio(n),
-                o.sac.cuda_graph && solo ? ", update as a CUDA graph" : "", who.c_str(), o.num_envs,
+                o.sac.cuda_graph && solo && graphs ? ", update as a CUDA graph" : "", who.c_str(), o.num_envs,
                 solo ? "" : " per GMI", static_cast<unsigned long long>(o.seed));
     std::fflush(stdout);
   }

@@ -178,7 +178,7 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
   app.add_option("--sac-max-grad-norm", s.max_grad_norm, "gradient-norm clip (default: none)");
   app.add_flag("--sac-cuda-graph,!--no-sac-cuda-graph", s.cuda_graph,
                "one GPU GMI: replay each update as a captured CUDA graph (same results; not with gradients averaged "
-               "over GMIs); --no-sac-cuda-graph launches every kernel")->capture_default_str();
+               "over GMIs; on by default); --no-sac-cuda-graph launches every kernel");
   app.footer(std::string("The defaults above are the host trainer's (a few environments, the paper's settings). With the "
                          "learners on a GPU, what no flag sets takes rl::sac_gpu_scale: --num-envs ") +
              std::to_string(rl::sac_gpu_scale::num_envs) + ", --sac-batch " + std::to_string(rl::sac_gpu_scale::batch) +
