@@ -1,7 +1,7 @@
 #pragma once
 // SAC hyperparameters (Haarnoja et al. 2018, "SAC: algorithms and applications": twin critics, Polyak targets,
 // learned temperature), validated in one place with "got X, need Y" messages. The defaults are the paper's, for
-// a learner with a few environments (the host trainer); sac_gpu_scale() holds those of a GPU learner with
+// a learner with a few environments (the host trainer); sac_gpu_scale holds those of a GPU learner with
 // thousands of environments (gmi::run applies them on a GPU to every setting no flag gave).
 
 #include <cmath>
