@@ -9,10 +9,11 @@
 #     SAC run's eval_return (its deterministic policy on 16 fresh episodes).
 # and the runs' logs and metrics files under $OUT/sac_pipeline/ (tests.log: the example's CTest cases, learns_on_gpu
 # among them). About 4 min build + 1.5 min of tests + 3 min of runs on 16 cores.
-# Arguments (optional): SAC env steps per task (default 60000), PPO seconds per task (default 40).
+# SAC runs with gmi::run's GPU defaults (rl::sac_gpu_scale: 2048 envs, batch 4096, 32 updates per vector step).
+# Arguments (optional): SAC env steps per task (default 3000000), PPO seconds per task (default 40).
 set -euo pipefail
 out=${OUT:?set OUT to the folder for results}
-sac_steps=${1:-60000}
+sac_steps=${1:-3000000}
 ppo_seconds=${2:-40}
 [[ "$sac_steps" =~ ^[0-9]+$ && "$sac_steps" -ge 1000 ]] || { echo "device_pipeline: sac steps: got $sac_steps, need an integer >= 1000" >&2; exit 2; }
 [[ "$ppo_seconds" =~ ^[0-9]+$ && "$ppo_seconds" -ge 1 ]] || { echo "device_pipeline: ppo seconds: got $ppo_seconds, need a positive integer" >&2; exit 2; }
@@ -32,9 +33,9 @@ device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1
 git=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 run_id="$(date -u +%Y-%m-%dT%H:%M:%SZ)-$(tr 'A-Z ' 'a-z-' <<< "$device" | grep -oE 'h100|h200' | head -1)-sacpipe"
 ex="$build/examples"
-# task | SAC flags | PPO env count and step limit (the learning suite's, bench/learning/run_suite.sh)
-runs="pendulum|--num-envs 16|512 5000000
-point_reach|--num-envs 16|4096 20000000"
+# task | SAC flags (none: the GPU defaults) | PPO env count and step limit (the learning suite's, bench/learning/run_suite.sh)
+runs="pendulum||512 5000000
+point_reach||4096 20000000"
 while IFS='|' read -r task sac_flags ppo; do
   read -r ppo_envs ppo_steps <<< "$ppo"
   # shellcheck disable=SC2086  # flags are words

@@ -9,7 +9,8 @@
 #      gradients against the host's at hidden 32 and 256); replay_gpu.global_prioritized_over_device_shards and
 #      replay_gpu.concurrent_writers_none_lost_or_torn; then gmi.bench.replay --cases global: one global prioritized
 #      draw of 8192 over 4 device shards of 2.5 M items (whole call and kernels);
-#   3. Ant (gmi.example.ant_sac, networks 256x256, --num-envs ENVS a GMI, 1 update per env step) for SECONDS of
+#   3. Ant (gmi.example.ant_sac, networks 256x256, --num-envs ENVS a GMI, batch 256, 1 update per env step, the
+#      update launched: the settings before gmi::run's GPU defaults, pinned by flags) for SECONDS of
 #      wall clock: 1 GMI, then 4 MPS learners (--partition mps --gmis-per-gpu 4, gradients averaged on the device);
 #   4. the captured update against launches on Ant: 3 runs each of GRAPH_SECONDS, with and without --sac-cuda-graph,
 #      medians of updates/s and env steps/s, and their ratio;
@@ -97,8 +98,9 @@ train() {
   shift 3
   rm -f "$logs/$case.jsonl"
   fits $((secs + 15)) "$case" || { skipped+=("$case"); return 1; }
+  # The settings of this script's committed lines (sac_config's host defaults; not gmi::run's GPU ones).
   timeout $((secs + 150)) "$build/examples/pendulum_sac/$bin" --device gpu --seed 1 --num-envs "$envs" \
-    --max-env-steps 1e9 --max-seconds "$secs" --target-return nan --log-interval 2 --quiet \
+    --sac-batch 256 --sac-updates-per-step 1 --sac-warmup-steps 1000 --sac-replay-capacity 1000000 --max-env-steps 1e9 --max-seconds "$secs" --target-return nan --log-interval 2 --quiet \
     --metrics "$logs/$case.jsonl" "$@" > "$logs/$case.log" 2>&1 ||
     { echo "device_tasks: $case: exit $? ($(tail -1 "$logs/$case.log"))" >&2; status=1; }
   grep -h "^gmi: .* after\|deterministic policy\|SAC learners\|gradients summed\|CUDA graph" "$logs/$case.log" |
@@ -114,7 +116,7 @@ summary() {  # case gmis: the run's result lines
 }
 
 echo "== Ant: 1 GMI against 4 MPS learners, $seconds s each, $envs envs a GMI"
-train ant_1gmi gmi.example.ant_sac "$seconds" --sac-eval-episodes 4
+train ant_1gmi gmi.example.ant_sac "$seconds" --sac-eval-episodes 4 --no-sac-cuda-graph
 summary ant_1gmi 1
 train ant_4mps gmi.example.ant_sac "$seconds" --sac-eval-episodes 4 --partition mps --gmis-per-gpu 4 \
   --gradient-allreduce hierarchical
@@ -124,7 +126,7 @@ echo "== Ant: the update as a captured CUDA graph against launches, 3 runs of $g
 graph_runs=0
 for rep in 1 2 3; do
   train "ant_graph_$rep" gmi.example.ant_sac "$graph_seconds" --sac-eval-episodes 0 --sac-cuda-graph &&
-    train "ant_launches_$rep" gmi.example.ant_sac "$graph_seconds" --sac-eval-episodes 0 && graph_runs=$rep
+    train "ant_launches_$rep" gmi.example.ant_sac "$graph_seconds" --sac-eval-episodes 0 --no-sac-cuda-graph && graph_runs=$rep
 done
 [[ $graph_runs -eq 3 ]] && python3 - "$logs" "$lines" "$common" <<'PY' || { echo "device_tasks: no graph lines" >&2; status=1; }
 import json, statistics, sys
@@ -156,7 +158,7 @@ with open(path, "a") as out:
 PY
 
 echo "== Humanoid: 1 GMI for 15 s (smoke run)"
-train humanoid_1gmi gmi.example.humanoid_sac 15 --sac-eval-episodes 2
+train humanoid_1gmi gmi.example.humanoid_sac 15 --sac-eval-episodes 2 --no-sac-cuda-graph
 summary humanoid_1gmi 1
 
 echo "== updates/s and env steps/s (1 update per env step in the training runs)"

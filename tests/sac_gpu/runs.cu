@@ -342,6 +342,7 @@ graph_result graph_against_launches(std::size_t env_steps, std::size_t timed_upd
   c.batch = 256;
   c.warmup_steps = 512;
   c.replay_capacity = 20000;
+  c.cuda_graph = false;  // launched kernel by kernel (the default replays the graph)
   gmi::rl::sac_config g = c;
   g.cuda_graph = true;
   GMI_CUDA_TRY(cudaSetDevice(0));

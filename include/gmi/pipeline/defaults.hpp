@@ -19,7 +19,7 @@ template <class Pipeline>
   train_config<Pipeline> c;
   if constexpr (requires { Env::name; }) c.num_envs = envs::paper_num_envs<Env>();
   else c.num_envs = 512;
-  // An off-policy learner makes updates_per_step gradient steps per env step: a few environments, not thousands.
+  // An off-policy learner on host threads: a few environments (gmi::run on a GPU takes rl::sac_gpu_scale's).
   if constexpr (gmi::trainer_is_off_policy<typename Pipeline::trainer>()) c.num_envs = 16;
   if constexpr (requires { Env::solved_return; }) c.target_return = Env::solved_return;
   else c.target_return = std::numeric_limits<double>::quiet_NaN();

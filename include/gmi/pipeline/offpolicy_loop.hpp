@@ -31,8 +31,8 @@
 
 namespace gmi::detail {
 
-// The SAC settings a result line records.
-inline nlohmann::json sac_settings_json(const rl::sac_config& c, int hidden) {
+// The SAC settings a result line records, with the replay ratio of a learner stepping num_envs environments.
+inline nlohmann::json sac_settings_json(const rl::sac_config& c, int hidden, int num_envs) {
   return {{"batch", c.batch},
           {"gamma", c.gamma},
           {"tau", c.tau},
@@ -43,7 +43,9 @@ inline nlohmann::json sac_settings_json(const rl::sac_config& c, int hidden) {
           {"tune_alpha", c.tune_alpha},
           {"replay_capacity", c.replay_capacity},
           {"warmup_steps", c.warmup_steps},
-          {"updates_per_step", c.updates_per_step},
+          {"updates_per_step", c.updates_for(std::size_t(num_envs), std::size_t(num_envs)) / double(num_envs)},
+          {"updates_per_vector_step", c.updates_for(std::size_t(num_envs), std::size_t(num_envs))},
+          {"replay_ratio", c.replay_ratio(std::size_t(num_envs))},
           {"cuda_graph", c.cuda_graph},
           {"hidden", hidden}};
 }
@@ -67,17 +69,20 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
   const char* task = task_name<Env>();
   if (lead) {
     if (who.empty()) who = std::to_string(group.world()) + (solo ? " GMI on " : " GMIs on ") + device_text;
-    std::printf("gmi: %s | off-policy (SAC, replay %zu transitions%s, batch %d%s, %g updates per env step) | %s | "
-                "%d envs%s | seed %llu\n",
+    const auto n = std::size_t(o.num_envs);
+    constexpr bool graphs = requires { eng.graph_updates(); };  // the device trainer (the host one has no graph)
+    std::printf("gmi: %s | off-policy (SAC, replay %zu transitions%s, batch %d%s, %g updates per vector step = %g per "
+                "env step, replay ratio %g%s) | %s | %d envs%s | seed %llu\n",
                 task, o.sac.replay_capacity, solo ? "" : " per GMI", o.sac.batch, solo ? "" : " per GMI, gradients averaged",
-                double(o.sac.updates_per_step), who.c_str(), o.num_envs, solo ? "" : " per GMI",
-                static_cast<unsigned long long>(o.seed));
+                o.sac.updates_for(n, n), o.sac.updates_for(n, n) / double(n), o.sac.replay_ratio(n),
+                o.sac.cuda_graph && solo && graphs ? ", update as a CUDA graph" : "", who.c_str(), o.num_envs,
+                solo ? "" : " per GMI", static_cast<unsigned long long>(o.seed));
     std::fflush(stdout);
   }
   nlohmann::json base = {{"run_id", run.run_id}, {"task", task},           {"impl", impl},
                          {"algo", "sac"},        {"device", run.device},  {"num_envs", o.num_envs},
                          {"seed", o.seed},       {"layout", layout},       {"git", run.git},
-                         {"gmis", group.world()}, {"sac", sac_settings_json(o.sac, Trainer::hidden)}};
+                         {"gmis", group.world()}, {"sac", sac_settings_json(o.sac, Trainer::hidden, o.num_envs)}};
   if (!solo) base["partition"] = o.partition;
   if (std::isfinite(o.optimal_mean_return)) base["optimal_mean_return"] = o.optimal_mean_return;
   train_result result;
@@ -187,7 +192,7 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
                   o.sac_eval_episodes);
     }
     if constexpr (requires { eng.graph_updates(); }) {
-      if (o.sac.cuda_graph)
+      if (o.sac.cuda_graph && solo)
         std::printf("gmi: %llu of %llu updates replayed as one CUDA graph each\n",
                     static_cast<unsigned long long>(eng.graph_updates()), static_cast<unsigned long long>(eng.updates()));
     }

@@ -5,7 +5,8 @@
 // replay::host_table; rl::sac_device_trainer on one GPU with a replay::device_table), no PPO engine behind it.
 // Several GMIs (--gmis-per-gpu K, --gpus, --partition mps; on the host --partition cpu_cores) are data-parallel
 // learners, each with its own replay shard (offpolicy_gmis.cuh).
-// Flags: the run's shared ones (cli.hpp's add_run_flags: --num-envs, --max-env-steps, ...) and --sac-*.
+// Flags: the run's shared ones (cli.hpp's add_run_flags: --num-envs, --max-env-steps, ...) and --sac-*; on a GPU
+// the settings no flag gives are rl::sac_gpu_scale's (apply_sac_gpu_scale).
 
 #include <cmath>
 #include <chrono>
@@ -27,6 +28,7 @@
 #include <gmi/pipeline/offpolicy_gmis.cuh>
 #include <gmi/pipeline/offpolicy_loop.hpp>
 #include <gmi/pipeline/resolve.cuh>
+#include <gmi/pipeline/sac_defaults.hpp>
 #include <gmi/pipeline/train_config.hpp>
 #include <gmi/rl/sac.cuh>
 #include <gmi/rl/sac.hpp>
@@ -71,6 +73,14 @@ void validate_offpolicy(train_config<Pipeline>& o) {
   }
 }
 
+// Whether the learners run on a GPU: in a GMI process, with --device gpu, or with --device auto where a GPU is
+// visible and the GMIs are not host GMIs (--partition cpu_cores).
+template <class Pipeline>
+bool offpolicy_on_gpu(const train_config<Pipeline>& o) {
+  if (runtime::this_gmi().has_value() || o.device == device_choice::gpu) return true;
+  return o.device == device_choice::automatic && o.partition != "cpu_cores" && cuda::device_count().has_value();
+}
+
 // Host threads (one GMI, or --partition cpu_cores: --gmis-per-gpu K host GMIs), one GPU, or GPU GMIs (none or MPS).
 // `host_gmis` is set to the host GMIs' count.
 template <class Pipeline>
@@ -83,8 +93,7 @@ placement place_offpolicy(const train_config<Pipeline>& o, int& host_gmis) {
                "none or mps (GPU GMIs), or cpu_cores (host GMIs): data-parallel learners run there");
   const bool gmi_process = runtime::this_gmi().has_value();
   const auto gpus = cuda::device_count();
-  const bool use_gpu = gmi_process || o.device == device_choice::gpu ||
-                       (o.device == device_choice::automatic && gpus.has_value() && o.partition != "cpu_cores");
+  const bool use_gpu = offpolicy_on_gpu(o);
   if (!use_gpu) {
     if (o.partition == "cpu_cores") {
       gmi::require(o.gpus == "1" && o.launch != runtime::launch_mode::processes,
@@ -161,11 +170,21 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
   app.add_option("--sac-initial-alpha", s.initial_alpha, "temperature before tuning")->capture_default_str();
   app.add_option("--sac-replay-capacity", s.replay_capacity, "transitions kept (oldest evicted)")->capture_default_str();
   app.add_option("--sac-warmup-steps", s.warmup_steps, "env transitions with uniform random actions first")->capture_default_str();
-  app.add_option("--sac-updates-per-step", s.updates_per_step, "gradient steps per collected env transition")->capture_default_str();
+  CLI::Option* per_step = app.add_option("--sac-updates-per-step", s.updates_per_step,
+                                         "gradient steps per collected env transition")->capture_default_str();
+  app.add_option("--sac-updates-per-vector-step", s.updates_per_vector_step,
+                 "gradient steps per vector step (a step of all --num-envs environments); replaces "
+                 "--sac-updates-per-step")->excludes(per_step);
   app.add_option("--sac-max-grad-norm", s.max_grad_norm, "gradient-norm clip (default: none)");
-  app.add_flag("--sac-cuda-graph", s.cuda_graph,
+  app.add_flag("--sac-cuda-graph,!--no-sac-cuda-graph", s.cuda_graph,
                "one GPU GMI: replay each update as a captured CUDA graph (same results; not with gradients averaged "
-               "over GMIs)");
+               "over GMIs; on by default); --no-sac-cuda-graph launches every kernel");
+  app.footer(std::string("The defaults above are the host trainer's (a few environments, the paper's settings). With the "
+                         "learners on a GPU, what no flag sets takes rl::sac_gpu_scale: --num-envs ") +
+             std::to_string(rl::sac_gpu_scale::num_envs) + ", --sac-batch " + std::to_string(rl::sac_gpu_scale::batch) +
+             ", --sac-updates-per-vector-step " + std::to_string(int(rl::sac_gpu_scale::updates_per_vector_step)) +
+             ", --sac-warmup-steps " + std::to_string(rl::sac_gpu_scale::warmup_steps) + ", --sac-replay-capacity " +
+             std::to_string(rl::sac_gpu_scale::replay_capacity) + ".");
   app.add_flag("--split-roles", o.split_roles,
                "host or GPU GMIs: GMI 0 learns from the transitions the other GMIs collect (they only act, with the "
                "learner's weights one message behind; on a GPU its device table takes them)");
@@ -176,6 +195,7 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
   app.add_option("--sac-eval-episodes", o.sac_eval_episodes, "fresh episodes of the deterministic policy at the end")->capture_default_str();
   if (const auto code = runtime::parse_flags(app, argc, argv)) return *code;
   for (const auto& fill : after) fill();
+  if (offpolicy_on_gpu(o)) apply_sac_gpu_scale(o, [&](const char* flag) { return app.count(flag) > 0; });
   return check_target_flags(app, target_flag, o);
 }
 

@@ -119,7 +119,7 @@ class sac_device_trainer {
     env_steps_ += n_;
     ++batch_steps_;
     if (env_steps_ < cfg_.warmup_steps) return;
-    owed_updates_ += double(cfg_.updates_per_step) * double(n_);
+    owed_updates_ += cfg_.updates_for(n_, n_);
     while (owed_updates_ >= 1.0) {
       update();
       owed_updates_ -= 1.0;
@@ -177,7 +177,7 @@ class sac_device_trainer {
     GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));  // staged_ and inserted_ are reused by the next call
     env_steps_ += n;
     if (env_steps_ < cfg_.warmup_steps) return;
-    owed_updates_ += double(cfg_.updates_per_step) * double(n);
+    owed_updates_ += cfg_.updates_for(n, n_);  // per the learner's vector step
     while (owed_updates_ >= 1.0) {
       update();
       owed_updates_ -= 1.0;

@@ -115,7 +115,7 @@ class sac_trainer {
 
   // A learner's insert of an actor's packed rows ([horizon][envs], as collect_packed appends them over `horizon`
   // steps of `envs` environments), through that actor's own writer; then the gradient steps now due
-  // (updates_per_step per transition once warmup_steps transitions arrived).
+  // (sac_config::updates_for, counted against this learner's vector step, once warmup_steps transitions arrived).
   void insert_packed(int actor, std::span<const float> rows, std::size_t envs, std::size_t horizon) {
     const std::size_t n = envs * horizon;
     gmi::require(rows.size() == n * packed_width, "sac_trainer::insert_packed rows", rows.size(),
@@ -335,7 +335,7 @@ class sac_trainer {
   // The gradient steps owed for `n` new transitions (none while warming up).
   void run_owed_updates(std::size_t n) {
     if (env_steps_ < cfg_.warmup_steps) return;
-    owed_updates_ += double(cfg_.updates_per_step) * double(n);
+    owed_updates_ += cfg_.updates_for(n, std::size_t(envs_.num_envs()));
     while (owed_updates_ >= 1.0) {
       update();
       owed_updates_ -= 1.0;

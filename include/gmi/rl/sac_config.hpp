@@ -1,6 +1,8 @@
 #pragma once
 // SAC hyperparameters (Haarnoja et al. 2018, "SAC: algorithms and applications": twin critics, Polyak targets,
-// learned temperature), validated in one place with "got X, need Y" messages.
+// learned temperature), validated in one place with "got X, need Y" messages. The defaults are the paper's, for
+// a learner with a few environments (the host trainer); sac_gpu_scale holds those of a GPU learner with
+// thousands of environments (gmi::run applies them on a GPU to every setting no flag gave).
 
 #include <cmath>
 #include <cstddef>
@@ -26,11 +28,25 @@ struct sac_config {
   std::size_t replay_capacity = 1000000; // transitions kept (oldest evicted first)
   std::size_t warmup_steps = 1000;       // env transitions with uniform random actions before the first update
   float updates_per_step = 1.0f;         // gradient steps per collected env transition (UTD ratio)
+  // When set, replaces updates_per_step: gradient steps per vector step (one step of each of the learner's
+  // num_envs environments), i.e. updates_per_vector_step / num_envs per transition.
+  std::optional<float> updates_per_vector_step;
   std::optional<float> max_grad_norm;    // nullopt: no clipping (the paper's setting)
   // The GPU trainer (sac_device_trainer) replays each update as one captured CUDA graph: the same bits as
-  // launching its kernels one by one. Not with data-parallel sums (those updates launch as before); the host
-  // trainer ignores it.
-  bool cuda_graph = false;
+  // launching its kernels one by one (tests/sac_gpu's graph_update_matches_launches), fewer launches. Not with
+  // data-parallel sums (those updates launch as before); the host trainer ignores it.
+  bool cuda_graph = true;
+
+  // Gradient steps owed for n collected transitions by a learner stepping num_envs environments at a time (a whole
+  // vector step, n == num_envs, owes exactly updates_per_vector_step).
+  [[nodiscard]] double updates_for(std::size_t n, std::size_t num_envs) const {
+    return updates_per_vector_step ? double(*updates_per_vector_step) * double(n) / double(num_envs)
+                                   : double(updates_per_step) * double(n);
+  }
+  // The replay ratio: transitions sampled into batches per transition collected.
+  [[nodiscard]] double replay_ratio(std::size_t num_envs) const {
+    return double(batch) * updates_for(num_envs, num_envs) / double(num_envs);
+  }
 
   // The target entropy used for act_dim actions.
   [[nodiscard]] float entropy_target(int act_dim) const { return target_entropy ? *target_entropy : -float(act_dim); }
@@ -55,10 +71,29 @@ struct sac_config {
                  warmup_steps, "batch (" + std::to_string(batch) + ") .. replay_capacity");
     gmi::require(std::isfinite(updates_per_step) && updates_per_step > 0.0f && updates_per_step <= 64.0f,
                  "sac.updates_per_step", updates_per_step, "in (0, 64]");
+    if (updates_per_vector_step)
+      gmi::require(std::isfinite(*updates_per_vector_step) && *updates_per_vector_step > 0.0f &&
+                       *updates_per_vector_step <= 4096.0f,
+                   "sac.updates_per_vector_step", *updates_per_vector_step, "in (0, 4096] (or nullopt: updates_per_step)");
     if (max_grad_norm)
       gmi::require(std::isfinite(*max_grad_norm) && *max_grad_norm > 0.0f, "sac.max_grad_norm", *max_grad_norm,
                    "> 0 (or nullopt for no clipping)");
   }
+};
+
+// The settings of a GPU learner (sac_device_trainer) that differ from sac_config's, after FastTD3's practice
+// scaled to this trainer: thousands of environments stepped at once, a batch of 4096, a fixed number of gradient
+// steps per vector step (a replay ratio of 4096 x 32 / 2048 = 64 samples per collected transition), 4 M
+// transitions kept and a warm-up of 8 vector steps of uniform actions; the update replays a CUDA graph as
+// everywhere. A vector step of a physics task is one kernel whose time grows little below some thousands of
+// environments, so many environments amortise it, and the gradient steps per vector step set the share of the
+// clock the updates get.
+struct sac_gpu_scale {
+  static constexpr int num_envs = 2048;
+  static constexpr int batch = 4096;
+  static constexpr float updates_per_vector_step = 32.0f;
+  static constexpr std::size_t warmup_steps = 16384;
+  static constexpr std::size_t replay_capacity = std::size_t{1} << 22;
 };
 
 }  // namespace gmi::rl
