@@ -5,7 +5,9 @@
 //   train:    whole PPO iterations (collection, then the update on the GPU).
 // Beside them (Cartpole): the same PPO with the simulation on the GPU (impl gmi.gpu_simulation), and the
 // placement metric's choice at that batch (bench placement), so the threshold can be checked against both.
-// collect / stepping is the issue's ">= 90% of the cores' stepping rate" (the GPU is never what waits).
+// collect / stepping is the issue's ">= 90% of the cores' stepping rate" (the GPU is never what waits); every line
+// also has busy_fraction, the actor threads' stepping time over their wall time in that phase (cpu_actors::busy_seconds:
+// near 1 in "collect" when the double buffering hides the GPU's inference; "train" adds the update, when they idle).
 //   gmi.bench.actors_train OUT.jsonl [MODEL_XML (MuJoCo Ant; "-" for none)] [seconds per rep] [cores...]
 #include <cuda_runtime.h>
 
@@ -45,11 +47,20 @@ struct zero_policy {
   }
 };
 
-// Env steps/s of `work` (which returns the env steps it made), repeated for `seconds`, `reps` times.
-template <class Work, class Wait>
-std::vector<double> rates(Work&& work, Wait&& wait, double seconds, int reps) {
+// Env steps/s of `work` (which returns the env steps it made), repeated for `seconds`, `reps` times; `busy` gets
+// the actors' stepping seconds over the timed wall seconds and their core count (1: the cores never waited).
+struct no_actors {  // for rates of runs without CPU actors (GPU simulation)
+  [[nodiscard]] double busy_seconds() const { return 0; }
+  [[nodiscard]] int threads() const { return 1; }
+};
+
+template <class Work, class Wait, class Actors = no_actors>
+std::vector<double> rates(Work&& work, Wait&& wait, double seconds, int reps, const Actors* actors = nullptr,
+                          double* busy = nullptr) {
   std::vector<double> out;
+  double stepping = 0, wall = 0;
   for (int r = 0; r < reps; ++r) {
+    const double busy0 = actors ? actors->busy_seconds() : 0.0;
     const auto t0 = clock_type::now();
     double steps = 0, elapsed = 0;
     while (elapsed < seconds) {
@@ -58,7 +69,10 @@ std::vector<double> rates(Work&& work, Wait&& wait, double seconds, int reps) {
       elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
     }
     out.push_back(steps / elapsed);
+    if (actors) stepping += actors->busy_seconds() - busy0;
+    wall += elapsed;
   }
+  if (busy && actors) *busy = stepping / (wall * actors->threads());
   return out;
 }
 
@@ -70,10 +84,14 @@ void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstr
   zero_policy zero;
   t.iterate();  // warm-up: kernels loaded, the update's graph captured
   t.synchronize();
-  const auto stepping = rates([&] { t.actors().run(zero, horizon); return per_rollout; }, [] {}, seconds, 3);
-  const auto collect = rates([&] { t.serve(horizon); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3);
-  const auto train = rates([&] { t.iterate(); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3);
+  const auto* a = &t.actors();
+  double busy[3] = {0, 0, 0};
+  const auto stepping = rates([&] { t.actors().run(zero, horizon); return per_rollout; }, [] {}, seconds, 3, a, &busy[0]);
+  const auto collect =
+      rates([&] { t.serve(horizon); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3, a, &busy[1]);
+  const auto train = rates([&] { t.iterate(); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3, a, &busy[2]);
   const double step_median = gmi::metrics::summarize(stepping).median;
+  int at = 0;
   for (const auto& [phase, v] : {std::pair<const char*, const std::vector<double>*>{"stepping", &stepping},
                                  {"collect", &collect}, {"train", &train}}) {
     const auto s = gmi::metrics::summarize(*v);
@@ -84,6 +102,7 @@ void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstr
     line["num_envs"] = n;
     line["horizon"] = horizon;
     line["fraction_of_stepping"] = s.median / step_median;
+    line["busy_fraction"] = busy[at++];  // the actor threads' time stepping over theirs on the wall clock
     line["host_cpu"] = cpu;
     out << line.dump() << "\n";
     std::printf("%s\n", line.dump().c_str());

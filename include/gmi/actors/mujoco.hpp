@@ -86,7 +86,7 @@ class mjcf_task {
   [[nodiscard]] int act_dim() const noexcept { return m_->nu; }
   [[nodiscard]] int max_steps() const noexcept { return p_.max_steps; }
   void reset(mjData* d, gmi::rng& r) const {
-    mj_resetData(m_, d);
+    parts::reset_data(m_, d);  // mj_resetData's state without clearing the whole buffer
     const double s = p_.reset_noise_scale;
     if (s > 0) {
       for (int i = 0; i < m_->nq; ++i) d->qpos[i] = m_->qpos0[i] + double(r.uniform(float(-s), float(s)));
