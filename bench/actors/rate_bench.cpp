@@ -6,6 +6,7 @@
 //   gmi.cpu_actors: cpu_actors::run (two groups, double buffered) with a policy that hands back the same actions
 //                   at once: everything the actors do for PPO but the network.
 // Every thread count runs its threads at once (one env slice per pinned core); ratio = impl / bare at that count.
+// Then one reset alone, both ways (us_per_reset lines: mj_resetData and gmi.reset_data, each with mj_forward).
 //   gmi.bench.actors_rate OUT.jsonl [MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]
 #include <algorithm>
 #include <atomic>
@@ -214,6 +215,39 @@ rate sim_only(const mj::model_ptr& model, const std::vector<int>& cores, int env
   return out;
 }
 
+// Microseconds of one Ant reset on `core` (mj_resetData and mj_forward, or the Ant task's reset: parts::reset_data,
+// the noise, mj_forward) on an mjData that has stepped, `reps` repetitions of at least `seconds` each.
+std::vector<double> reset_micros(const mj::model_ptr& model, int core, bool gmi_reset, double seconds, int reps) {
+  std::vector<double> out;
+  std::thread([&] {
+    ac::pin_this_thread(core);
+    const mjModel* m = model.get();
+    const mj::ant task(m, {});
+    mjData* d = mj_makeData(m);
+    gmi::rng r(9, 0);
+    for (int rep = 0; rep < reps + 1; ++rep) {
+      const auto t0 = clock_type::now();
+      long n = 0;
+      double in_reset = 0;
+      while (seconds_since(t0) < (rep == 0 ? 0.1 : seconds)) {
+        for (int s = 0; s < 5; ++s) mj_step(m, d);  // a state to reset from (not timed)
+        const auto t1 = clock_type::now();
+        if (gmi_reset) {
+          task.reset(d, r);
+        } else {
+          mj_resetData(m, d);
+          mj_forward(m, d);
+        }
+        in_reset += seconds_since(t1);
+        ++n;
+      }
+      if (rep > 0) out.push_back(1e6 * in_reset / double(n));
+    }
+    mj_deleteData(d);
+  }).join();
+  return out;
+}
+
 // The table's actions handed back at once (on the driver thread).
 struct table_policy {
   const std::vector<float>* table;
@@ -313,6 +347,16 @@ int main(int argc, char** argv) {
       std::printf("%s\n", line.dump().c_str());
     }
     out.flush();
+  }
+  // The reset alone (one core): mj_resetData clears the whole mjData buffer, gmi's reset only the state.
+  for (const bool gmi_reset : {false, true}) {
+    const auto us = reset_micros(model, ac::choose_cores(1).front(), gmi_reset, seconds, reps);
+    auto line = gmi::metrics::result_line(run, "actors_rate", gmi_reset ? "gmi.reset_data" : "mj_resetData",
+                                          "us_per_reset", gmi::metrics::summarize(us));
+    line.update({{"task", "ant"}, {"model", model_name}, {"what", "mj_resetData + mj_forward, or the Ant task's reset (reset_data, noise, mj_forward); timed alone, after 5 mj_step"},
+                 {"host_cpu", cpu}, {"mujoco", mj_versionString()}});
+    out << line.dump() << "\n";
+    std::printf("%s\n", line.dump().c_str());
   }
   return 0;
 }
