@@ -335,7 +335,7 @@ int main(int argc, char** argv) {
                    {"solver_iterations", model->opt.iterations}, {"ratio_to_bare", bare_median > 0 ? sm.median / bare_median : 0.0},
                    {"mean_episode_length", r->episode_length},
                    {"steps_per_cpu_s", r->per_cpu_second}, {"host_cpu", cpu}, {"mujoco", mj_versionString()},
-                   {"target", 20000}});
+                   {"mujoco_library", mj::library_path()}, {"target", 20000}});
       if (r == &a) line["busy_fraction"] = busy;
       {
         std::ifstream la("/proc/loadavg");  // other work on the machine while this ran
@@ -354,7 +354,7 @@ int main(int argc, char** argv) {
     auto line = gmi::metrics::result_line(run, "actors_rate", gmi_reset ? "gmi.reset_data" : "mj_resetData",
                                           "us_per_reset", gmi::metrics::summarize(us));
     line.update({{"task", "ant"}, {"model", model_name}, {"what", "mj_resetData + mj_forward, or the Ant task's reset (reset_data, noise, mj_forward); timed alone, after 5 mj_step"},
-                 {"host_cpu", cpu}, {"mujoco", mj_versionString()}});
+                 {"host_cpu", cpu}, {"mujoco", mj_versionString()}, {"mujoco_library", mj::library_path()}});
     out << line.dump() << "\n";
     std::printf("%s\n", line.dump().c_str());
   }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -78,7 +79,7 @@ std::vector<double> rates(Work&& work, Wait&& wait, double seconds, int reps, co
 
 template <class Trainer>
 void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstream& out,
-             const gmi::metrics::run_info& run, const std::string& cpu) {
+             const gmi::metrics::run_info& run, const std::string& cpu, const std::string& mujoco_library = "") {
   const int n = t.num_envs(), horizon = t.config().horizon;
   const double per_rollout = double(n) * horizon;
   zero_policy zero;
@@ -104,6 +105,7 @@ void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstr
     line["fraction_of_stepping"] = s.median / step_median;
     line["busy_fraction"] = busy[at++];  // the actor threads' time stepping over theirs on the wall clock
     line["host_cpu"] = cpu;
+    if (!mujoco_library.empty()) line["mujoco_library"] = mujoco_library;
     out << line.dump() << "\n";
     std::printf("%s\n", line.dump().c_str());
   }
@@ -128,6 +130,9 @@ int main(int argc, char** argv) {
   if (core_counts.empty()) core_counts = {1, 4, std::max(1, available - 1)};
   const auto run = gmi::metrics::describe_run();
   const std::string cpu = ac::cpu_model();
+  // GMI_ACTORS_TRAIN_ANT_ONLY=1 leaves Cartpole out (a second run of the Ant on another MuJoCo build).
+  const char* only = std::getenv("GMI_ACTORS_TRAIN_ANT_ONLY");
+  const bool ant_only = only && std::string(only) == "1" && model != "-";
   std::ofstream out(out_file, std::ios::app);
   gmi::cuda::stream s;
   const gmi::exec::cuda gpu{.stream = s.get()};
@@ -135,7 +140,7 @@ int main(int argc, char** argv) {
     if (cores + 1 > available) continue;  // one core is left to the driver
     const std::vector<int> actor_cores = ac::choose_cores(cores);  // the driver (this thread) stays unpinned
     gmi::rl::ppo_config c;  // the defaults: horizon 16
-    {
+    if (!ant_only) {
       using net = gmi::agents::gaussian_mlp<>::network<4, 1>;
       ac::ppo_gpu_on_actors<gmi::envs::cartpole, net> t(ac::actor_config{actor_cores, 2}, cores * 512, 1, c, {}, gpu);
       measure(t, "cartpole", cores, seconds, out, run, cpu);
@@ -170,7 +175,7 @@ int main(int argc, char** argv) {
       using net = gmi::agents::gaussian_mlp<>::network<27, 8>;
       const int n = cores * 128;  // 64 envs per core and group
       ac::ppo_gpu_actors<ant_sim, net> t(ac::actor_config{actor_cores, 2}, n, 1, c, gpu, model, n, std::uint64_t(1));
-      measure(t, "ant", cores, seconds, out, run, cpu);
+      measure(t, "ant", cores, seconds, out, run, cpu, ac::mujoco::library_path());
     }
 #endif
   }

@@ -13,6 +13,7 @@
 #include <gmi/core/error.hpp>
 
 #if __has_include(<mujoco/mujoco.h>)
+#include <dlfcn.h>
 #include <mujoco/mujoco.h>
 
 #include <algorithm>
@@ -46,6 +47,14 @@ using model_ptr = std::shared_ptr<const mjModel>;
     throw config_error(got_need(what, "\"" + why + "\"", "a model MuJoCo " + std::string(mj_versionString()) + " compiles"));
   }
   return model_ptr(m, model_deleter{});
+}
+
+// The file the MuJoCo library was loaded from (dladdr of mj_step), or "unknown": result lines name the build that
+// stepped (Debian's, or another build of the same version put first on LD_LIBRARY_PATH).
+[[nodiscard]] inline std::string library_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&mj_step), &info) != 0 && info.dli_fname) return info.dli_fname;
+  return "unknown";
 }
 
 // Compiles an MJCF file; refuses a file MuJoCo can not load with its message, in one line.
