@@ -6,7 +6,8 @@
 //   gmi.cpu_actors: cpu_actors::run (two groups, double buffered) with a policy that hands back the same actions
 //                   at once: everything the actors do for PPO but the network.
 // Every thread count runs its threads at once (one env slice per pinned core); ratio = impl / bare at that count.
-// Then one reset alone, both ways (us_per_reset lines: mj_resetData and gmi.reset_data, each with mj_forward).
+// Then one reset alone, both ways (us_per_reset lines: mj_resetData and gmi.reset_data, each with mj_forward; with
+// trajectory_fnv, a hash of a 2000-step trajectory, to tell whether two MuJoCo builds step alike bit for bit).
 //   gmi.bench.actors_rate OUT.jsonl [MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]
 #include <algorithm>
 #include <atomic>
@@ -248,6 +249,28 @@ std::vector<double> reset_micros(const mj::model_ptr& model, int core, bool gmi_
   return out;
 }
 
+// FNV-1a of qpos and qvel's bits after 2000 mj_step from qpos0 under fixed controls: equal in the lines of two
+// MuJoCo builds when they step the same trajectory bit for bit.
+std::string trajectory_hash(const mjModel* m) {
+  mjData* d = mj_makeData(m);
+  mj_forward(m, d);
+  for (int k = 0; k < 2000; ++k) {
+    for (int u = 0; u < m->nu; ++u) d->ctrl[u] = std::sin(0.37 * k + 1.3 * u);
+    mj_step(m, d);
+  }
+  std::uint64_t h = 1469598103934665603ull;
+  auto add = [&](const mjtNum* v, int n) {
+    const auto* b = reinterpret_cast<const unsigned char*>(v);
+    for (std::size_t i = 0; i < sizeof(mjtNum) * std::size_t(n); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  add(d->qpos, m->nq);
+  add(d->qvel, m->nv);
+  mj_deleteData(d);
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
 // The table's actions handed back at once (on the driver thread).
 struct table_policy {
   const std::vector<float>* table;
@@ -354,7 +377,8 @@ int main(int argc, char** argv) {
     auto line = gmi::metrics::result_line(run, "actors_rate", gmi_reset ? "gmi.reset_data" : "mj_resetData",
                                           "us_per_reset", gmi::metrics::summarize(us));
     line.update({{"task", "ant"}, {"model", model_name}, {"what", "mj_resetData + mj_forward, or the Ant task's reset (reset_data, noise, mj_forward); timed alone, after 5 mj_step"},
-                 {"host_cpu", cpu}, {"mujoco", mj_versionString()}, {"mujoco_library", mj::library_path()}});
+                 {"host_cpu", cpu}, {"mujoco", mj_versionString()}, {"mujoco_library", mj::library_path()},
+                 {"trajectory_fnv", trajectory_hash(model.get())}});
     out << line.dump() << "\n";
     std::printf("%s\n", line.dump().c_str());
   }
