@@ -26,6 +26,7 @@
 #include <gmi/actors/mujoco_anymal.hpp>
 #include <gmi/actors/mujoco_humanoid.hpp>
 #include <gmi/actors/mujoco_state.hpp>
+#include <gmi/actors/mujoco_task_parts.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/io/checkpoint.hpp>
 #include <gmi/rl/env_batch.hpp>
