@@ -60,8 +60,8 @@ rate() {  # $1: log name; runs the stepping-rate bench at 1 and 14 threads
   timeout 150 taskset -c "$cpus" "$build/bench/actors/gmi.bench.actors_rate" "$logs/$1.jsonl" "$model" 1 128 1 14 \
     > "$logs/$1.log" 2>&1 || { echo "actors_rate ($1): exit $?"; tail -3 "$logs/$1.log"; status=1; }
 }
-train() {  # $1: log name; PPO on CPU actors at 1 and 14 actor cores
-  timeout 200 taskset -c "$cpus" "$build/bench/actors/gmi.bench.actors_train" "$logs/$1.jsonl" "$model" 1 1 14 \
+train() {  # $1: log name, $2: 1 for the Ant alone; PPO on CPU actors at 1 and 14 actor cores
+  GMI_ACTORS_TRAIN_ANT_ONLY=${2:-0} timeout 200 taskset -c "$cpus" "$build/bench/actors/gmi.bench.actors_train" "$logs/$1.jsonl" "$model" 1 1 14 \
     > "$logs/$1.log" 2>&1 || { echo "actors_train ($1): exit $?"; tail -3 "$logs/$1.log"; status=1; }
 }
 rate rate_debian
@@ -71,7 +71,7 @@ train train_debian
 if [ -f .carry/mujoco-deepmind/libmujoco.so.2.2.2 ]; then
   export LD_LIBRARY_PATH="$PWD/.carry/mujoco-deepmind:$LD_LIBRARY_PATH"
   rate rate_deepmind
-  GMI_ACTORS_TRAIN_ANT_ONLY=1 train train_deepmind
+  train train_deepmind 1
 else
   echo "no .carry/mujoco-deepmind/libmujoco.so.2.2.2: DeepMind's build not measured (bench/actors/carry_mujoco_deepmind.sh)"
 fi
