@@ -5,13 +5,16 @@
 //   train:    whole PPO iterations (collection, then the update on the GPU).
 // Beside them (Cartpole): the same PPO with the simulation on the GPU (impl gmi.gpu_simulation), and the
 // placement metric's choice at that batch (bench placement), so the threshold can be checked against both.
-// collect / stepping is the issue's ">= 90% of the cores' stepping rate" (the GPU is never what waits).
+// collect / stepping is the issue's ">= 90% of the cores' stepping rate" (the GPU is never what waits); every line
+// also has busy_fraction, the actor threads' stepping time over their wall time in that phase (cpu_actors::busy_seconds:
+// near 1 in "collect" when the double buffering hides the GPU's inference; "train" adds the update, when they idle).
 //   gmi.bench.actors_train OUT.jsonl [MODEL_XML (MuJoCo Ant; "-" for none)] [seconds per rep] [cores...]
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -45,11 +48,20 @@ struct zero_policy {
   }
 };
 
-// Env steps/s of `work` (which returns the env steps it made), repeated for `seconds`, `reps` times.
-template <class Work, class Wait>
-std::vector<double> rates(Work&& work, Wait&& wait, double seconds, int reps) {
+// Env steps/s of `work` (which returns the env steps it made), repeated for `seconds`, `reps` times; `busy` gets
+// the actors' stepping seconds over the timed wall seconds and their core count (1: the cores never waited).
+struct no_actors {  // for rates of runs without CPU actors (GPU simulation)
+  [[nodiscard]] double busy_seconds() const { return 0; }
+  [[nodiscard]] int threads() const { return 1; }
+};
+
+template <class Work, class Wait, class Actors = no_actors>
+std::vector<double> rates(Work&& work, Wait&& wait, double seconds, int reps, const Actors* actors = nullptr,
+                          double* busy = nullptr) {
   std::vector<double> out;
+  double stepping = 0, wall = 0;
   for (int r = 0; r < reps; ++r) {
+    const double busy0 = actors ? actors->busy_seconds() : 0.0;
     const auto t0 = clock_type::now();
     double steps = 0, elapsed = 0;
     while (elapsed < seconds) {
@@ -58,22 +70,29 @@ std::vector<double> rates(Work&& work, Wait&& wait, double seconds, int reps) {
       elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
     }
     out.push_back(steps / elapsed);
+    if (actors) stepping += actors->busy_seconds() - busy0;
+    wall += elapsed;
   }
+  if (busy && actors) *busy = stepping / (wall * actors->threads());
   return out;
 }
 
 template <class Trainer>
 void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstream& out,
-             const gmi::metrics::run_info& run, const std::string& cpu) {
+             const gmi::metrics::run_info& run, const std::string& cpu, const std::string& mujoco_library = "") {
   const int n = t.num_envs(), horizon = t.config().horizon;
   const double per_rollout = double(n) * horizon;
   zero_policy zero;
   t.iterate();  // warm-up: kernels loaded, the update's graph captured
   t.synchronize();
-  const auto stepping = rates([&] { t.actors().run(zero, horizon); return per_rollout; }, [] {}, seconds, 3);
-  const auto collect = rates([&] { t.serve(horizon); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3);
-  const auto train = rates([&] { t.iterate(); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3);
+  const auto* a = &t.actors();
+  double busy[3] = {0, 0, 0};
+  const auto stepping = rates([&] { t.actors().run(zero, horizon); return per_rollout; }, [] {}, seconds, 3, a, &busy[0]);
+  const auto collect =
+      rates([&] { t.serve(horizon); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3, a, &busy[1]);
+  const auto train = rates([&] { t.iterate(); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3, a, &busy[2]);
   const double step_median = gmi::metrics::summarize(stepping).median;
+  int at = 0;
   for (const auto& [phase, v] : {std::pair<const char*, const std::vector<double>*>{"stepping", &stepping},
                                  {"collect", &collect}, {"train", &train}}) {
     const auto s = gmi::metrics::summarize(*v);
@@ -84,7 +103,9 @@ void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstr
     line["num_envs"] = n;
     line["horizon"] = horizon;
     line["fraction_of_stepping"] = s.median / step_median;
+    line["busy_fraction"] = busy[at++];  // the actor threads' time stepping over theirs on the wall clock
     line["host_cpu"] = cpu;
+    if (!mujoco_library.empty()) line["mujoco_library"] = mujoco_library;
     out << line.dump() << "\n";
     std::printf("%s\n", line.dump().c_str());
   }
@@ -109,6 +130,9 @@ int main(int argc, char** argv) {
   if (core_counts.empty()) core_counts = {1, 4, std::max(1, available - 1)};
   const auto run = gmi::metrics::describe_run();
   const std::string cpu = ac::cpu_model();
+  // GMI_ACTORS_TRAIN_ANT_ONLY=1 leaves Cartpole out (a second run of the Ant on another MuJoCo build).
+  const char* only = std::getenv("GMI_ACTORS_TRAIN_ANT_ONLY");
+  const bool ant_only = only && std::string(only) == "1" && model != "-";
   std::ofstream out(out_file, std::ios::app);
   gmi::cuda::stream s;
   const gmi::exec::cuda gpu{.stream = s.get()};
@@ -116,7 +140,7 @@ int main(int argc, char** argv) {
     if (cores + 1 > available) continue;  // one core is left to the driver
     const std::vector<int> actor_cores = ac::choose_cores(cores);  // the driver (this thread) stays unpinned
     gmi::rl::ppo_config c;  // the defaults: horizon 16
-    {
+    if (!ant_only) {
       using net = gmi::agents::gaussian_mlp<>::network<4, 1>;
       ac::ppo_gpu_on_actors<gmi::envs::cartpole, net> t(ac::actor_config{actor_cores, 2}, cores * 512, 1, c, {}, gpu);
       measure(t, "cartpole", cores, seconds, out, run, cpu);
@@ -151,7 +175,7 @@ int main(int argc, char** argv) {
       using net = gmi::agents::gaussian_mlp<>::network<27, 8>;
       const int n = cores * 128;  // 64 envs per core and group
       ac::ppo_gpu_actors<ant_sim, net> t(ac::actor_config{actor_cores, 2}, n, 1, c, gpu, model, n, std::uint64_t(1));
-      measure(t, "ant", cores, seconds, out, run, cpu);
+      measure(t, "ant", cores, seconds, out, run, cpu, ac::mujoco::library_path());
     }
 #endif
   }

@@ -133,6 +133,7 @@ class cpu_actors : public detail::fixed_dims<S> {
     terminated_ = staging_buffer<std::uint8_t>(n);
     truncated_ = staging_buffer<std::uint8_t>(n);
     groups_ = std::vector<group_state>(std::size_t(config_.groups));
+    busy_ = std::vector<busy_slot>(std::size_t(threads_.size()));
     if constexpr (host_sim_with_prepare<S>) {
       threads_.run([&](int t) {
         for (int g = 0; g < config_.groups; ++g) {
@@ -171,11 +172,13 @@ class cpu_actors : public detail::fixed_dims<S> {
     check("truncated", truncated.size(), n);
     if (!final_obs.empty()) check("final_obs", final_obs.size(), n * od_);
     threads_.run([&](int t) {
+      const auto began = std::chrono::steady_clock::now();
       for (int g = 0; g < config_.groups; ++g) {
         const slice s = owned(g, t);
         step_range(s, actions.data(), obs.data(), rewards.data(), terminated.data(), truncated.data(),
                    final_obs.empty() ? nullptr : final_obs.data());
       }
+      busy_[std::size_t(t)].add(std::chrono::steady_clock::now() - began);
     });
   }
 
@@ -210,8 +213,10 @@ class cpu_actors : public detail::fixed_dims<S> {
             log->record(event_kind::actions_ready, g, k);
             log->record(event_kind::step_begin, g, k);
           }
+          const auto began = std::chrono::steady_clock::now();
           step_range(owned(g, t), actions_.data(), obs_.data(), rewards_.data(), terminated_.data(),
                      truncated_.data(), final_obs_.data());
+          busy_[std::size_t(t)].add(std::chrono::steady_clock::now() - began);
           const std::uint64_t arrived = gs.arrived.fetch_add(1, std::memory_order_acq_rel) + 1;
           if (arrived == gs.arrive_base + std::uint64_t(k + 1) * std::uint64_t(T)) {
             if (log) log->record(event_kind::step_end, g, k);
@@ -258,6 +263,15 @@ class cpu_actors : public detail::fixed_dims<S> {
     }
   }
 
+  // Seconds the actor threads have spent stepping environments since construction, summed over the threads (not
+  // waiting for hand-offs). Over a run of `wall` seconds, busy_seconds() / (threads() * wall) is the fraction of
+  // the cores' stepping rate the loop used (1: the cores never waited for the policy).
+  [[nodiscard]] double busy_seconds() const noexcept {
+    std::int64_t ns = 0;
+    for (const busy_slot& b : busy_) ns += b.ns.load(std::memory_order_relaxed);
+    return double(ns) * 1e-9;
+  }
+
   // Episodes finished since the previous read (call between runs).
   rl::episode_stats read_stats() { return sim_.read_stats(); }
 
@@ -275,6 +289,14 @@ class cpu_actors : public detail::fixed_dims<S> {
     handoff obs_ready, act_ready;
     std::atomic<std::uint64_t> arrived{0};
     std::uint64_t obs_base = 0, act_base = 0, arrive_base = 0;
+  };
+
+  // One thread's stepping time, on a cache line of its own (threads do not share lines when they add).
+  struct alignas(64) busy_slot {
+    std::atomic<std::int64_t> ns{0};
+    void add(std::chrono::steady_clock::duration d) noexcept {
+      ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(), std::memory_order_relaxed);
+    }
   };
 
   // Thread t's environments of group g.
@@ -319,6 +341,7 @@ class cpu_actors : public detail::fixed_dims<S> {
   staging_buffer<float> obs_, final_obs_, actions_, rewards_;
   staging_buffer<std::uint8_t> terminated_, truncated_;
   std::vector<group_state> groups_;
+  std::vector<busy_slot> busy_;
   bool started_ = false;
 };
 

@@ -13,6 +13,7 @@
 #include <gmi/core/error.hpp>
 
 #if __has_include(<mujoco/mujoco.h>)
+#include <dlfcn.h>
 #include <mujoco/mujoco.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include <gmi/actors/mujoco_anymal.hpp>
 #include <gmi/actors/mujoco_humanoid.hpp>
 #include <gmi/actors/mujoco_state.hpp>
+#include <gmi/actors/mujoco_task_parts.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/io/checkpoint.hpp>
 #include <gmi/rl/env_batch.hpp>
@@ -46,6 +48,14 @@ using model_ptr = std::shared_ptr<const mjModel>;
     throw config_error(got_need(what, "\"" + why + "\"", "a model MuJoCo " + std::string(mj_versionString()) + " compiles"));
   }
   return model_ptr(m, model_deleter{});
+}
+
+// The file the MuJoCo library was loaded from (dladdr of mj_step), or "unknown": result lines name the build that
+// stepped (Debian's, or another build of the same version put first on LD_LIBRARY_PATH).
+[[nodiscard]] inline std::string library_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&mj_step), &info) != 0 && info.dli_fname) return info.dli_fname;
+  return "unknown";
 }
 
 // Compiles an MJCF file; refuses a file MuJoCo can not load with its message, in one line.
@@ -86,7 +96,7 @@ class mjcf_task {
   [[nodiscard]] int act_dim() const noexcept { return m_->nu; }
   [[nodiscard]] int max_steps() const noexcept { return p_.max_steps; }
   void reset(mjData* d, gmi::rng& r) const {
-    mj_resetData(m_, d);
+    parts::reset_data(m_, d);  // mj_resetData's state without clearing the whole buffer
     const double s = p_.reset_noise_scale;
     if (s > 0) {
       for (int i = 0; i < m_->nq; ++i) d->qpos[i] = m_->qpos0[i] + double(r.uniform(float(-s), float(s)));

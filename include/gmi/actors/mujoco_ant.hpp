@@ -44,7 +44,7 @@ class ant {
   [[nodiscard]] double dt() const noexcept { return m_->opt.timestep * p_.frame_skip; }
 
   void reset(mjData* d, gmi::rng& r) const {
-    mj_resetData(m_, d);
+    parts::reset_data(m_, d);  // mj_resetData's state without clearing the whole buffer
     const double s = p_.reset_noise_scale;
     for (int i = 0; i < m_->nq; ++i) d->qpos[i] = m_->qpos0[i] + double(r.uniform(float(-s), float(s)));
     for (int i = 0; i < m_->nv; ++i) d->qvel[i] = s * double(r.normal());

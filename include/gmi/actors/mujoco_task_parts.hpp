@@ -45,10 +45,33 @@ void to_float(const mjModel* m, const mjData* d, State& s) noexcept {
   for (int i = 0; i < m->nv; ++i) s.qvel[i] = float(d->qvel[i]);
 }
 
-// A reset state into a fresh mjData (mj_resetData first), then mj_forward so poses and contacts follow qpos.
+// What mj_resetData sets of everything a later mj_forward or mj_step reads: time 0, qpos0, zero velocities,
+// activations, warm start and inputs, the mocap bodies at their model poses, zero userdata (the fields a
+// checkpoint saves, mujoco_state.hpp). mj_resetData also clears the rest of mjData's buffer (megabytes where njmax
+// is large: Ant's 500 constraint rows), which mj_forward rewrites anyway; after mj_forward the trajectory is the
+// same bit for bit (tests/actors/mujoco_reset_test.cpp), at a fraction of the cost of an env step.
+inline void reset_data(const mjModel* m, mjData* d) noexcept {
+  d->time = 0;
+  mju_copy(d->qpos, m->qpos0, m->nq);
+  mju_zero(d->qvel, m->nv);
+  mju_zero(d->act, m->na);
+  mju_zero(d->qacc_warmstart, m->nv);
+  mju_zero(d->ctrl, m->nu);
+  mju_zero(d->qfrc_applied, m->nv);
+  mju_zero(d->xfrc_applied, 6 * m->nbody);
+  mju_zero(d->userdata, m->nuserdata);
+  for (int b = 0; b < m->nbody; ++b) {
+    const int id = m->body_mocapid[b];
+    if (id < 0) continue;
+    mju_copy3(d->mocap_pos + 3 * id, m->body_pos + 3 * b);
+    mju_copy4(d->mocap_quat + 4 * id, m->body_quat + 4 * b);
+  }
+}
+
+// A reset state into an mjData (reset_data first), then mj_forward so poses, contacts and the warm start follow qpos.
 template <class State>
 void start_from(const mjModel* m, mjData* d, const State& s) {
-  mj_resetData(m, d);
+  reset_data(m, d);
   for (int i = 0; i < m->nq; ++i) d->qpos[i] = double(s.qpos[i]);
   for (int i = 0; i < m->nv; ++i) d->qvel[i] = double(s.qvel[i]);
   mj_forward(m, d);

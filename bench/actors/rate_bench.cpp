@@ -1,0 +1,385 @@
+// gmi.bench.actors_rate: MuJoCo Ant env steps/s per core, a bare loop of mj_step against gmi's CPU actors on the
+// same model, options, frame_skip, envs per core and actions (host only). Three impls a thread count:
+//   bare_mj_step:   per env: controls set, frame_skip x mj_step, the height test, and on termination mj_resetData,
+//                   the reset noise and mj_forward; nothing else (no observation, reward, flags or hand-off);
+//   gmi.sim:        mujoco::sim<ant>::step_one over the same envs in turn (observation, reward, resets, statistics);
+//   gmi.cpu_actors: cpu_actors::run (two groups, double buffered) with a policy that hands back the same actions
+//                   at once: everything the actors do for PPO but the network.
+// Every thread count runs its threads at once (one env slice per pinned core); ratio = impl / bare at that count.
+// Then one reset alone, both ways (us_per_reset lines: mj_resetData and gmi.reset_data, each with mj_forward; with
+// trajectory_fnv, a hash of a 2000-step trajectory, to tell whether two MuJoCo builds step alike bit for bit).
+//   gmi.bench.actors_rate OUT.jsonl [MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gmi/actors/cpu_actors.hpp>
+#include <gmi/actors/mujoco.hpp>
+#include <gmi/actors/power.hpp>
+#include <gmi/core/rng.hpp>
+#include <gmi/envs/ant.hpp>
+#include <gmi/metrics/run_info.hpp>
+#include <gmi/metrics/summary.hpp>
+#include <gmi/plan/mujoco_placement.hpp>
+
+namespace ac = gmi::actors;
+namespace mj = gmi::actors::mujoco;
+
+namespace {
+using clock_type = std::chrono::steady_clock;
+constexpr int act = 8, table_rows = 4096;
+
+// Actions in [-1, 1], the same for every impl: env i at its step k takes row (i * 7 + k) mod table_rows.
+std::vector<float> action_table() {
+  std::vector<float> t(std::size_t(table_rows) * act);
+  gmi::rng r(11, 0);
+  for (float& a : t) a = r.uniform(-1.0f, 1.0f);
+  return t;
+}
+const float* action_of(const std::vector<float>& t, std::size_t env, long step) {
+  return t.data() + std::size_t((long(env) * 7 + step) % table_rows) * act;
+}
+
+// GMI_ACTORS_RATE_ONLY=<impl> runs that impl alone (to profile one; ratio_to_bare is then 0 for the others).
+bool wanted(const char* impl) {
+  const char* only = std::getenv("GMI_ACTORS_RATE_ONLY");
+  return !only || !*only || std::string(only) == impl;
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// CPU seconds of every thread of this process but the calling one (the process's less this thread's), so a rate
+// per CPU second of the stepping threads can be had on a machine that other work shares.
+double other_threads_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec) - thread_cpu_seconds();
+}
+
+double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+struct rate {
+  std::vector<double> per_core;  // one a rep
+  double per_cpu_second = 0;     // env steps per CPU second of the stepping threads, over the timed reps
+  double episode_length = 0;     // mean over the episodes that ended in the timed reps
+};
+
+// The bare loop on `cores` threads at once (each pinned, its own envs made on it), `reps` reps of `seconds`.
+rate bare(const mj::model_ptr& model, const std::vector<int>& cores, int envs, double seconds, int reps,
+          const std::vector<float>& table) {
+  const mjModel* m = model.get();
+  const mj::ant task(m, {});
+  const auto& p = task.config();
+  const int T = int(cores.size());
+  rate out;
+  std::vector<long> steps(static_cast<std::size_t>(T)), ends(static_cast<std::size_t>(T));
+  std::atomic<int> ready{0};
+  std::atomic<int> phase{-1};  // rep r running: 2r; rep r stopped: 2r + 1
+  std::vector<std::thread> threads;
+  for (int t = 0; t < T; ++t) {
+    threads.emplace_back([&, t] {
+      ac::pin_this_thread(cores[std::size_t(t)]);
+      std::vector<mjData*> d(static_cast<std::size_t>(envs));
+      std::vector<long> k(static_cast<std::size_t>(envs), 0);
+      gmi::rng r(3, std::uint64_t(t));
+      auto reset = [&](mjData* x) {
+        mj_resetData(m, x);
+        for (int i = 0; i < m->nq; ++i) x->qpos[i] = m->qpos0[i] + double(r.uniform(float(-p.reset_noise_scale), float(p.reset_noise_scale)));
+        for (int i = 0; i < m->nv; ++i) x->qvel[i] = p.reset_noise_scale * double(r.normal());
+        mj_forward(m, x);
+      };
+      for (auto& x : d) {
+        x = mj_makeData(m);
+        reset(x);
+      }
+      ready.fetch_add(1);
+      for (int rep = 0; rep < reps + 1; ++rep) {  // rep 0 warms up
+        while (phase.load(std::memory_order_acquire) < 2 * rep) std::this_thread::yield();
+        long n = 0, e = 0;
+        while (phase.load(std::memory_order_relaxed) == 2 * rep) {
+          for (int i = 0; i < envs; ++i) {
+            mjData* x = d[std::size_t(i)];
+            const float* a = action_of(table, std::size_t(t * envs + i), k[std::size_t(i)]++);
+            for (int u = 0; u < act; ++u) x->ctrl[u] = double(a[u]);
+            for (int s = 0; s < p.frame_skip; ++s) mj_step(m, x);
+            if (!task.is_healthy(x)) {
+              reset(x);
+              ++e;
+            }
+          }
+          n += envs;
+        }
+        steps[std::size_t(t)] = n;
+        ends[std::size_t(t)] = e;
+        ready.fetch_add(1);  // the driver reads the counts once every thread has stored them
+      }
+      for (auto* x : d) mj_deleteData(x);
+    });
+  }
+  auto wait_ready = [&](int target) {
+    while (ready.load() < target) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  wait_ready(T);
+  long all_steps = 0, all_ends = 0;
+  double cpu = 0;
+  for (int rep = 0; rep < reps + 1; ++rep) {
+    const double cpu0 = other_threads_cpu_seconds();
+    const auto t0 = clock_type::now();
+    phase.store(2 * rep, std::memory_order_release);
+    std::this_thread::sleep_for(std::chrono::duration<double>(rep == 0 ? 0.3 : seconds));
+    phase.store(2 * rep + 1, std::memory_order_release);
+    wait_ready(T * (rep + 2));
+    const double elapsed = seconds_since(t0);
+    long n = 0, e = 0;
+    for (int t = 0; t < T; ++t) n += steps[std::size_t(t)], e += ends[std::size_t(t)];
+    if (rep > 0) {
+      out.per_core.push_back(double(n) / elapsed / T);
+      all_steps += n;
+      all_ends += e;
+      cpu += other_threads_cpu_seconds() - cpu0;
+    }
+  }
+  for (auto& th : threads) th.join();
+  out.per_cpu_second = double(all_steps) / cpu;
+  out.episode_length = all_ends > 0 ? double(all_steps) / double(all_ends) : 0.0;
+  return out;
+}
+
+// gmi's sim alone: step_one over the envs in turn, on `cores` threads at once (each its own sim).
+rate sim_only(const mj::model_ptr& model, const std::vector<int>& cores, int envs, double seconds, int reps,
+              const std::vector<float>& table) {
+  const int T = int(cores.size());
+  rate out;
+  std::vector<std::vector<double>> per_thread(static_cast<std::size_t>(T));
+  std::vector<double> lengths(static_cast<std::size_t>(T)), cpu(static_cast<std::size_t>(T)),
+      done(static_cast<std::size_t>(T));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < T; ++t) {
+    threads.emplace_back([&, t] {
+      ac::pin_this_thread(cores[std::size_t(t)]);
+      mj::sim<mj::ant> s(model, envs, std::uint64_t(1 + t));
+      std::vector<float> obs(std::size_t(envs) * 27), fin(27);
+      for (int i = 0; i < envs; ++i) s.reset_one(std::size_t(i), obs.data() + i * 27);
+      long k = 0;
+      double steps_all = 0;
+      for (int rep = 0; rep < reps + 1; ++rep) {
+        if (rep == 1) {
+          (void)s.read_stats();
+          cpu[std::size_t(t)] = -thread_cpu_seconds();
+        }
+        const auto t0 = clock_type::now();
+        long n = 0;
+        while (seconds_since(t0) < (rep == 0 ? 0.3 : seconds)) {
+          for (int i = 0; i < envs; ++i) {
+            (void)s.step_one(std::size_t(i), action_of(table, std::size_t(t * envs + i), k), obs.data() + i * 27, fin.data());
+          }
+          ++k;
+          n += envs;
+        }
+        if (rep > 0) {
+          per_thread[std::size_t(t)].push_back(double(n) / seconds_since(t0));
+          steps_all += double(n);
+        }
+      }
+      cpu[std::size_t(t)] += thread_cpu_seconds();
+      done[std::size_t(t)] = steps_all;
+      const auto st = s.read_stats();
+      lengths[std::size_t(t)] = st.episodes > 0 ? steps_all / double(st.episodes) : 0.0;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int rep = 0; rep < reps; ++rep) {
+    double sum = 0;
+    for (int t = 0; t < T; ++t) sum += per_thread[std::size_t(t)][std::size_t(rep)];
+    out.per_core.push_back(sum / T);
+  }
+  for (double l : lengths) out.episode_length += l / T;
+  double all = 0, seconds_all = 0;
+  for (int t = 0; t < T; ++t) all += done[std::size_t(t)], seconds_all += cpu[std::size_t(t)];
+  out.per_cpu_second = all / seconds_all;
+  return out;
+}
+
+// Microseconds of one Ant reset on `core` (mj_resetData and mj_forward, or the Ant task's reset: parts::reset_data,
+// the noise, mj_forward) on an mjData that has stepped, `reps` repetitions of at least `seconds` each.
+std::vector<double> reset_micros(const mj::model_ptr& model, int core, bool gmi_reset, double seconds, int reps) {
+  std::vector<double> out;
+  std::thread([&] {
+    ac::pin_this_thread(core);
+    const mjModel* m = model.get();
+    const mj::ant task(m, {});
+    mjData* d = mj_makeData(m);
+    gmi::rng r(9, 0);
+    for (int rep = 0; rep < reps + 1; ++rep) {
+      const auto t0 = clock_type::now();
+      long n = 0;
+      double in_reset = 0;
+      while (seconds_since(t0) < (rep == 0 ? 0.1 : seconds)) {
+        for (int s = 0; s < 5; ++s) mj_step(m, d);  // a state to reset from (not timed)
+        const auto t1 = clock_type::now();
+        if (gmi_reset) {
+          task.reset(d, r);
+        } else {
+          mj_resetData(m, d);
+          mj_forward(m, d);
+        }
+        in_reset += seconds_since(t1);
+        ++n;
+      }
+      if (rep > 0) out.push_back(1e6 * in_reset / double(n));
+    }
+    mj_deleteData(d);
+  }).join();
+  return out;
+}
+
+// FNV-1a of qpos and qvel's bits after 2000 mj_step from qpos0 under fixed controls: equal in the lines of two
+// MuJoCo builds when they step the same trajectory bit for bit.
+std::string trajectory_hash(const mjModel* m) {
+  mjData* d = mj_makeData(m);
+  mj_forward(m, d);
+  for (int k = 0; k < 2000; ++k) {
+    for (int u = 0; u < m->nu; ++u) d->ctrl[u] = std::sin(0.37 * k + 1.3 * u);
+    mj_step(m, d);
+  }
+  std::uint64_t h = 1469598103934665603ull;
+  auto add = [&](const mjtNum* v, int n) {
+    const auto* b = reinterpret_cast<const unsigned char*>(v);
+    for (std::size_t i = 0; i < sizeof(mjtNum) * std::size_t(n); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  add(d->qpos, m->nq);
+  add(d->qvel, m->nv);
+  mj_deleteData(d);
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+// The table's actions handed back at once (on the driver thread).
+struct table_policy {
+  const std::vector<float>* table;
+  std::vector<long> k;
+  void submit(const ac::group_batch& b, ac::handoff& ready) {
+    if (!b.needs_actions) return;
+    for (std::size_t i = 0; i < b.num_envs; ++i) {
+      const std::size_t env = b.first_env + i;
+      std::copy_n(action_of(*table, env, k[env]++), act, b.actions.data() + i * act);
+    }
+    ready.signal();
+  }
+};
+
+rate actors(const mj::model_ptr& model, const std::vector<int>& cores, int envs, double seconds, int reps,
+            const std::vector<float>& table, double& busy_fraction) {
+  const int T = int(cores.size());
+  const int n = envs * T;
+  ac::cpu_actors<mj::sim<mj::ant>> a(ac::actor_config{cores, 2}, model, n, std::uint64_t(1));
+  table_policy pol{&table, std::vector<long>(std::size_t(n), 0)};
+  constexpr int steps = 16;  // the PPO horizon
+  rate out;
+  double steps_all = 0, busy = 0, wall = 0, cpu = 0;
+  for (int rep = 0; rep < reps + 1; ++rep) {
+    if (rep == 1) (void)a.read_stats();
+    const double busy0 = a.busy_seconds(), cpu0 = other_threads_cpu_seconds();
+    const auto t0 = clock_type::now();
+    double done = 0;
+    while (seconds_since(t0) < (rep == 0 ? 0.3 : seconds)) {
+      a.run(pol, steps);
+      done += double(n) * steps;
+    }
+    const double elapsed = seconds_since(t0);
+    if (rep > 0) {
+      out.per_core.push_back(done / elapsed / T);
+      steps_all += done;
+      busy += a.busy_seconds() - busy0;
+      wall += elapsed;
+      cpu += other_threads_cpu_seconds() - cpu0;
+    }
+  }
+  const auto st = a.read_stats();
+  out.episode_length = st.episodes > 0 ? steps_all / double(st.episodes) : 0.0;
+  busy_fraction = busy / (wall * T);
+  out.per_cpu_second = steps_all / cpu;
+  return out;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s OUT.jsonl [MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]\n", argv[0]);
+    return 2;
+  }
+  const std::string out_file = argv[1], model_arg = argc > 2 ? argv[2] : "builtin";
+  const double seconds = argc > 3 ? std::stod(argv[3]) : 1.0;
+  const int envs = argc > 4 ? std::stoi(argv[4]) : 128;  // the PPO benches' 64 per core and group
+  gmi::require(envs >= 2 && envs % 2 == 0, "envs per core", envs, "an even count >= 2 (two groups)");
+  std::vector<int> thread_counts;
+  for (int i = 5; i < argc; ++i) thread_counts.push_back(std::stoi(argv[i]));
+  if (thread_counts.empty()) thread_counts = {1};
+  const mj::model_ptr model =
+      model_arg == "builtin" ? gmi::plan::mujoco_model_of<gmi::envs::ant>() : mj::load(model_arg);
+  const std::string model_name =
+      model_arg == "builtin" ? "gmi::physics builtin ant.xml" : std::filesystem::path(model_arg).filename().string();
+  const auto table = action_table();
+  const auto run = gmi::metrics::describe_run();
+  const std::string cpu = ac::cpu_model();
+  constexpr int reps = 3;
+  std::ofstream out(out_file, std::ios::app);
+  for (int T : thread_counts) {
+    const auto cores = ac::choose_cores(T);
+    double busy = 0;
+    const rate b = wanted("bare_mj_step") ? bare(model, cores, envs, seconds, reps, table) : rate{};
+    const rate s = wanted("gmi.sim") ? sim_only(model, cores, envs, seconds, reps, table) : rate{};
+    const rate a = wanted("gmi.cpu_actors") ? actors(model, cores, envs, seconds, reps, table, busy) : rate{};
+    const double bare_median = b.per_core.empty() ? 0.0 : gmi::metrics::summarize(b.per_core).median;
+    for (const auto& [impl, r] : {std::pair<const char*, const rate*>{"bare_mj_step", &b}, {"gmi.sim", &s},
+                                  {"gmi.cpu_actors", &a}}) {
+      if (r->per_core.empty()) continue;
+      const auto sm = gmi::metrics::summarize(r->per_core);
+      auto line = gmi::metrics::result_line(run, "actors_rate", impl, "steps_per_s_per_core", sm);
+      line.update({{"task", "ant"}, {"model", model_name}, {"threads", T}, {"envs_per_core", envs},
+                   {"frame_skip", mj::ant::params{}.frame_skip}, {"timestep", model->opt.timestep},
+                   {"solver_iterations", model->opt.iterations}, {"ratio_to_bare", bare_median > 0 ? sm.median / bare_median : 0.0},
+                   {"mean_episode_length", r->episode_length},
+                   {"steps_per_cpu_s", r->per_cpu_second}, {"host_cpu", cpu}, {"mujoco", mj_versionString()},
+                   {"mujoco_library", mj::library_path()}, {"target", 20000}});
+      if (r == &a) line["busy_fraction"] = busy;
+      {
+        std::ifstream la("/proc/loadavg");  // other work on the machine while this ran
+        double one = 0;
+        la >> one;
+        line["load_average_1min"] = one;
+      }
+      out << line.dump() << "\n";
+      std::printf("%s\n", line.dump().c_str());
+    }
+    out.flush();
+  }
+  // The reset alone (one core): mj_resetData clears the whole mjData buffer, gmi's reset only the state.
+  for (const bool gmi_reset : {false, true}) {
+    const auto us = reset_micros(model, ac::choose_cores(1).front(), gmi_reset, seconds, reps);
+    auto line = gmi::metrics::result_line(run, "actors_rate", gmi_reset ? "gmi.reset_data" : "mj_resetData",
+                                          "us_per_reset", gmi::metrics::summarize(us));
+    line.update({{"task", "ant"}, {"model", model_name}, {"what", "mj_resetData + mj_forward, or the Ant task's reset (reset_data, noise, mj_forward); timed alone, after 5 mj_step"},
+                 {"host_cpu", cpu}, {"mujoco", mj_versionString()}, {"mujoco_library", mj::library_path()},
+                 {"trajectory_fnv", trajectory_hash(model.get())}});
+    out << line.dump() << "\n";
+    std::printf("%s\n", line.dump().c_str());
+  }
+  return 0;
+}
