@@ -76,7 +76,10 @@ GMI_HD void contact_rows(const model_view<T>& m, const data<T>& d, int c, int r0
   }
   for (int r = r0; r < r0 + rows; ++r) {
     T vel = 0;
-    for (int i = 0; i < nv; ++i) vel += d.efc_J[r * nv + i] * d.qvel[i];
+    for (int i = 0; i < nv; ++i) {
+      const T jr = d.efc_J[r * nv + i];
+      if (jr != T(0)) vel += jr * d.qvel[i];  // zero off the bodies' chains: skip those reads
+    }
     d.efc_aref[r] = -b * vel - k * imp * dist;
     d.efc_R[r] = reg > T(1e-15) ? reg : T(1e-15);
     d.efc_key[r] = T(m.size.njnt + (p * 9 + nth) * 4 + (r - r0));  // up to 9 contacts a pair (box-box)
@@ -193,7 +196,10 @@ GMI_HD void build_row_space(const model_view<T>& m, const data<T>& d, strided<T>
     solve(m, d.qLDc, d.efc_col);
     for (int r = j; r < nefc; ++r) {
       T a = 0;
-      for (int i = 0; i < nv; ++i) a += d.efc_J[r * nv + i] * d.efc_col[i];
+      for (int i = 0; i < nv; ++i) {
+        const T jr = d.efc_J[r * nv + i];
+        if (jr != T(0)) a += jr * d.efc_col[i];  // a row is zero off its bodies' chains: skip those reads
+      }
       d.efc_W[r * nefc + j] = a;
       d.efc_W[j * nefc + r] = a;
     }
@@ -201,7 +207,10 @@ GMI_HD void build_row_space(const model_view<T>& m, const data<T>& d, strided<T>
   }
   for (int r = 0; r < nefc; ++r) {
     T a = 0;
-    for (int i = 0; i < nv; ++i) a += d.efc_J[r * nv + i] * qacc_smooth[i];
+    for (int i = 0; i < nv; ++i) {
+      const T jr = d.efc_J[r * nv + i];
+      if (jr != T(0)) a += jr * qacc_smooth[i];
+    }
     d.efc_col[r] = a;
   }
 }
@@ -292,9 +301,14 @@ GMI_HD void solve_constraints(const model_view<T>& m, const data<T>& d, strided<
     d.prev_key[r] = d.efc_key[r];
     d.prev_force[r] = d.efc_force[r];
   }
-  for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = 0;
-  for (int r = 0; r < nefc; ++r) {
-    for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] += d.efc_J[r * nv + i] * d.efc_force[r];
+  // J' f, each dof's sum in row order held in a register (one store per dof, not one per row).
+  for (int i = 0; i < nv; ++i) {
+    T sum = 0;
+    for (int r = 0; r < nefc; ++r) {
+      const T jr = d.efc_J[r * nv + i];
+      if (jr != T(0)) sum += jr * d.efc_force[r];
+    }
+    d.qfrc_constraint[i] = sum;
   }
 }
 
