@@ -35,9 +35,10 @@ build_targets 270
 
 echo "== registers and stack of the physics kernels (bench binary)"
 cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-"$cuobjdump" -res-usage "$build/bench/physics/gmi.bench.physics_tasks" > "$out/res_usage.log" 2>&1 ||
-  echo "cuobjdump failed (see res_usage.log)"
-python3 - "$out/res_usage.log" <<'PY'
+# Registers and stack of each physics kernel in binary $1 (cuobjdump -res-usage), one line per kernel and task.
+print_resources() {
+  "$cuobjdump" -res-usage "$1" > "$out/res_usage.log" 2>&1 || { echo "cuobjdump failed on $1"; return; }
+  python3 - "$out/res_usage.log" <<'PY'
 import re, sys
 kinds = "warp_env_step_kernel|physics_thread_step_kernel|local_step_envs"
 name = None
@@ -52,6 +53,8 @@ for line in open(sys.argv[1]):
         print(f"  {k.group(1):>27} {k.group(2):>8}: {r.group(1):>3} registers, {r.group(2):>6} bytes stack")
         name = None
 PY
+}
+print_resources "$build/bench/physics/gmi.bench.physics_tasks"
 echo "   (c74e00d: physics_thread_step_kernel ant 95/22064, humanoid 128/37040, anymal 125/16800;"
 echo "    local_step_envs ant 72/21952, humanoid 90/36848, anymal 72/16592)"
 
@@ -77,8 +80,7 @@ if [ "$mb" != off ]; then
     timeout 60 "$mbbuild/bench/physics/gmi.bench.physics_tasks" --physics-step threads --run-id "$run_id-mb$mb" \
       --git "$git_rev" --out "$out/physics_fast2_mb.jsonl" --envs 4096 16384 65536 --steps 8 --warmup 2 --reps 3 \
       > "$out/bench_mb.log" 2>&1 || { status=1; tail -5 "$out/bench_mb.log"; }
-    "$cuobjdump" -res-usage "$mbbuild/bench/physics/gmi.bench.physics_tasks" 2>/dev/null |
-      grep -A1 "physics_thread_step_kernel" | grep -oE "REG:[0-9]+ STACK:[0-9]+" | sed "s/^/   mb$mb thread kernel: /"
+    print_resources "$mbbuild/bench/physics/gmi.bench.physics_tasks" | grep physics_thread_step_kernel
     sed 's/^{/{"mb_build":true,/' "$out/physics_fast2_mb.jsonl" >> "$lines"
   else
     echo "the launch-bound build failed or ran out of time:"; grep -E "error" "$out/build_mb.log" | head -5
