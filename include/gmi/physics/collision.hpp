@@ -317,8 +317,7 @@ GMI_HD inline bool pair_apart(const model_view<T>& m, const data<T>& d, int p) {
 // Pair p's contacts, offered to out (out.add(pos, normal, tangent or zero, dist)), in MuJoCo's order; type pairs
 // outside C compile to nothing.
 template <collider_set C = all_colliders, class T, class S>
-GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out) {
-  if (pair_apart(m, d, p)) return;
+GMI_HD void collide_pair_narrow(const model_view<T>& m, const data<T>& d, int p, S& out) {
   const int g1 = m.pair_geom1[p], g2 = m.pair_geom2[p];
   const int t1 = m.geom_type[g1], t2 = m.geom_type[g2];
   const vec3<T> p1 = load3(d.geom_xpos, g1), p2 = load3(d.geom_xpos, g2);
@@ -394,6 +393,13 @@ GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out
       }
     }
   }
+}
+
+// Pair p's contacts after the broad phase (pair_apart): what the pipeline calls.
+template <collider_set C = all_colliders, class T, class S>
+GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out) {
+  if (pair_apart(m, d, p)) return;
+  collide_pair_narrow<C>(m, d, p, out);
 }
 
 // Geom frames, then every listed pair's contacts into d.con_* (d.ncon of them), by the colliders in C.
