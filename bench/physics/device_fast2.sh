@@ -14,9 +14,13 @@
 # Result lines (JSON) go to $OUT/physics_fast2.jsonl, logs to $OUT/*.log, and a table to stdout: each path's rate,
 # the rule's pick, the fastest, and the same case in BEFORE (default the c74e00d lines committed under
 # bench/results/physics) with after/before.
-# Usage: CUDA_VISIBLE_DEVICES=0 bench/physics/device_fast2.sh   (JOBS: build jobs; MIN_BLOCKS; BEFORE=files)
+# Usage: CUDA_VISIBLE_DEVICES=0 bench/physics/device_fast2.sh   (BUILD: default /tmp/build-fast2; JOBS: default 16;
+#        MIN_BLOCKS; BEFORE=files)
 set -uo pipefail
 name=physics_fast2
+# Its own build folder (another script may build in /tmp/build beside it) and 16 jobs unless told.
+BUILD=${BUILD:-/tmp/build-fast2}
+JOBS=${JOBS:-16}
 source "$(dirname "$0")/device_common.sh"
 start_all=$(date +%s)
 
