@@ -223,6 +223,8 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
                      {"tile_max_registers", GMI_PHYSICS_TILE_MAX_REGISTERS},
                      {"shared_bytes_per_env",
                       gmi::physics::warp_batch<typename T::sim::model_type>::scratch_bytes_per_env(plan.layout)}});
+      } else {
+        line.update({{"thread_min_blocks", gmi::rl::physics_thread_min_blocks}});
       }
       std::cout << line.dump() << std::endl;
       if (file) file << line.dump() << '\n';
@@ -295,7 +297,7 @@ int main(int argc, char** argv) {
           if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file, paths);
           if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file, paths);
         }
-        gmi::physics::request_tile_layout(0, "shared");
+        gmi::physics::request_tile_layout(0, "global");  // the default layout again, for the next task's rule
         continue;
       }
       if (o.physics_only) {

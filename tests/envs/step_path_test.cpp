@@ -92,6 +92,23 @@ TEST_CASE("envs.step_path.the_tasks_under_the_rule") {
     CHECK(ph::choose_step_path(A, A, inputs(s, 4096)).path == W);
     CHECK(ph::choose_step_path(A, A, inputs(s, 65536)).path == T);  // 496 per SM: the thread path's count
   }
+  // The points measured through the env driver at c74e00d on an H200 (132 SMs; the warp path's default layout,
+  // 16 lanes with the rows in global slots, held 16 ants, 14 humanoids and 16 anymals per SM): the fastest path was
+  // the warp path at 4096 and 16384 environments and threads at 65536, for all three tasks.
+  struct measured {
+    std::size_t scratch, resident;
+  };
+  for (const measured t : {measured{scratch_bytes<gmi::envs::ant>(), 16},
+                           measured{scratch_bytes<gmi::envs::humanoid>(), 14},
+                           measured{scratch_bytes<gmi::envs::anymal>(), 16}}) {
+    CAPTURE(t.resident);
+    for (const std::size_t n : {std::size_t(4096), std::size_t(16384), std::size_t(65536)}) {
+      CAPTURE(n);
+      ph::step_path_inputs in = inputs(t.scratch, n);
+      in.resident_envs_per_sm = t.resident;
+      CHECK(ph::choose_step_path(A, A, in).path == (n <= 16384 ? W : T));
+    }
+  }
   // Default params leave the choice to the rule.
   CHECK(gmi::envs::ant::params{}.step_path == A);
   CHECK(gmi::envs::humanoid::params{}.step_path == A);

@@ -190,9 +190,13 @@ TEST_SUITE("gpu") {
       const auto [bad_host, worst_host] = outside(h, w4, 1e-3);
       const auto [t20, w20] = run_physics_layouts_stepwise(T::name, n, ctrl, 20, sub, layout, c.max_blocks);
       const auto [bad_dev, worst_dev] = outside(t20, w20, 1e-3);
-      MESSAGE(T::name << " " << c.lanes << " lanes per env" << (c.spill ? ", rows in global slots" : "")
-                      << (c.max_blocks ? ", 3 blocks" : "") << ": worst relative difference " << worst_host
-                      << " from the host (4 control steps), " << worst_dev << " from thread per env (20 single steps)");
+      // std::string throughout: doctest prints a bare const char* as a pointer.
+      MESSAGE(std::string(T::name) << " " << c.lanes << " lanes per env"
+                                   << std::string(c.spill ? ", rows in global slots" : "")
+                                   << std::string(c.max_blocks ? ", 3 blocks" : "")
+                                   << ": worst relative difference " << worst_host
+                                   << " from the host (4 control steps), " << worst_dev
+                                   << " from thread per env (20 single steps)");
       CHECK(bad_host == 0);
       CHECK(bad_dev == 0);
       const std::vector<float> last(w20.end() - static_cast<long>(start.size()), w20.end());
@@ -208,7 +212,7 @@ TEST_SUITE("gpu") {
     for (const int lanes : {32, 16, 8}) {
       const rule_probe shared = probe_physics_rule(T::name, lanes, false);
       const rule_probe global = probe_physics_rule(T::name, lanes, true);
-      MESSAGE(T::name << " " << lanes << " lanes: " << shared.resident_envs_per_sm << " resident per SM ("
+      MESSAGE(std::string(T::name) << " " << lanes << " lanes: " << shared.resident_envs_per_sm << " resident per SM ("
                       << shared.envs_per_block << " per block, " << shared.shared_bytes_per_env
                       << " bytes each), rows in global slots " << global.resident_envs_per_sm << " (" << global.envs_per_block
                       << " per block, " << global.shared_bytes_per_env << " bytes each), " << shared.sm_count << " SMs");
@@ -264,8 +268,9 @@ TEST_SUITE("gpu") {
       const auto [bad_rew, worst_rew] = outside(r.warp.rewards, r.threads.rewards, 1e-3);
       long ends = 0;
       for (auto f : r.threads.terminated) ends += f;
-      MESSAGE(std::string(T::name) << (via_dynamics ? " batched_dynamics" : " env driver") << ", " << c.lanes
-                                   << " lanes (0: default)" << (c.spill ? ", rows in global slots" : "") << ", " << n
+      MESSAGE(std::string(T::name) << std::string(via_dynamics ? " batched_dynamics" : " env driver") << ", "
+                                   << c.lanes << " lanes (0: default)"
+                                   << std::string(c.spill ? ", rows in global slots" : "") << ", " << n
                                    << " envs, warp path against thread per env, one step from the same "
                                    << "states: observations " << worst_obs << ", rewards " << worst_rew << " ("
                                    << ends << " episodes ended; the rule picks " << r.auto_path << " for " << n

@@ -337,6 +337,39 @@ TEST_SUITE("cpu") {
     CHECK(ph::warm_force(d, 0, 0) == 0.0f);
   }
 
+  TEST_CASE_TEMPLATE("physics.collision.broad_phase_skips_only_pairs_without_contacts", M, ph::builtin::ant_model,
+                     ph::builtin::humanoid_model, ph::builtin::anymal_model) {
+    // Random poses (joints anywhere in +-1.5 rad, the root from below the floor to well above it, any
+    // orientation): every pair pair_apart skips makes no contact in the narrow phase, and the poses have both
+    // skipped pairs and pairs in contact, so neither half of the check is vacuous.
+    using sim = ph::builtin_sim<M>;
+    const std::vector<float> table = sim::table();
+    const ph::model_view<float> m = sim::view(table.data());
+    std::vector<float> buf(sim::scratch_reals, 0.0f);
+    const ph::data<float> d = sim::bind(buf.data());
+    gmi::rng r(5, 0);
+    long skipped = 0, touching = 0, wrong = 0;
+    for (int pose = 0; pose < 2000; ++pose) {
+      for (int k = 0; k < sim::nq; ++k) d.qpos[k] = m.qpos0[k] + r.uniform(-1.5f, 1.5f);
+      d.qpos[2] = r.uniform(-0.3f, 1.5f);  // root height (every built-in model's root is free)
+      ph::kinematics(m, d);
+      for (int g = 0; g < m.size.ngeom; ++g) ph::geom_frames(m, d, g);
+      for (int p = 0; p < m.size.npair; ++p) {
+        ph::detail::slot_sink<float> narrow{nullptr, m.size.ncon_max, p, 0};
+        ph::collide_pair_narrow(m, d, p, narrow);
+        const bool apart = ph::pair_apart(m, d, p);
+        skipped += apart;
+        touching += narrow.added > 0;
+        wrong += apart && narrow.added > 0;
+      }
+    }
+    MESSAGE(sim::sizes_v.npair << " pairs x 2000 poses: " << skipped << " skipped by the broad phase, " << touching
+                               << " in contact");
+    CHECK(wrong == 0);
+    CHECK(skipped > 0);
+    CHECK(touching > 0);
+  }
+
   TEST_CASE("physics.collision.sphere_inside_a_box_leaves_by_the_nearest_face") {
     // The case MuJoCo's scenes above do not reach (spheres_on_a_box_follow_reference covers face and edge): the
     // centre inside, 0.04 below the top face and farther from the others.

@@ -282,10 +282,42 @@ GMI_HD void geom_frames(const model_view<T>& m, const data<T>& d, int g) {
   for (int k = 0; k < 9; ++k) d.geom_xmat[9 * g + k] = rg.m[k];
 }
 
+// Radius of a sphere about the geom's centre that holds it, the broad phase's bound; -1: none (a plane, or a type
+// without a collider here).
+template <class T>
+GMI_HD inline T bounding_radius(int type, const T* s) {
+  if (type == geom_sphere) return s[0];
+  if (type == geom_capsule) return s[0] + s[1];
+  if (type == geom_box) return sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]);
+  if (type == geom_cylinder) return sqrt(s[0] * s[0] + s[1] * s[1]);
+  return T(-1);
+}
+
+// The broad phase: true when pair p can make no contact (kept contacts have distance < 0) because its geoms'
+// bounding spheres are apart, or the second geom's sphere lies wholly above the first geom's plane. Reads only the
+// centres (and a plane's normal), so the many apart pairs skip the frames and colliders; the bound carries a
+// relative margin far above float rounding, so a pair it skips would have made no contact.
+template <class T>
+GMI_HD inline bool pair_apart(const model_view<T>& m, const data<T>& d, int p) {
+  const int g1 = m.pair_geom1[p], g2 = m.pair_geom2[p];
+  const T r2 = bounding_radius(m.geom_type[g2], m.geom_size + 3 * g2);
+  if (r2 < T(0)) return false;
+  const vec3<T> dp = load3(d.geom_xpos, g2) - load3(d.geom_xpos, g1);
+  const T slack = T(1) + T(1e-3);
+  if (m.geom_type[g1] == geom_plane) {
+    const vec3<T> normal{d.geom_xmat[9 * g1 + 2], d.geom_xmat[9 * g1 + 5], d.geom_xmat[9 * g1 + 8]};
+    return dot(dp, normal) > r2 * slack;
+  }
+  const T r1 = bounding_radius(m.geom_type[g1], m.geom_size + 3 * g1);
+  if (r1 < T(0)) return false;
+  const T reach = (r1 + r2) * slack;
+  return dot(dp, dp) > reach * reach;
+}
+
 // Pair p's contacts, offered to out (out.add(pos, normal, tangent or zero, dist)), in MuJoCo's order; type pairs
 // outside C compile to nothing.
 template <collider_set C = all_colliders, class T, class S>
-GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out) {
+GMI_HD void collide_pair_narrow(const model_view<T>& m, const data<T>& d, int p, S& out) {
   const int g1 = m.pair_geom1[p], g2 = m.pair_geom2[p];
   const int t1 = m.geom_type[g1], t2 = m.geom_type[g2];
   const vec3<T> p1 = load3(d.geom_xpos, g1), p2 = load3(d.geom_xpos, g2);
@@ -361,6 +393,13 @@ GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out
       }
     }
   }
+}
+
+// Pair p's contacts after the broad phase (pair_apart): what the pipeline calls.
+template <collider_set C = all_colliders, class T, class S>
+GMI_HD void collide_pair(const model_view<T>& m, const data<T>& d, int p, S& out) {
+  if (pair_apart(m, d, p)) return;
+  collide_pair_narrow<C>(m, d, p, out);
 }
 
 // Geom frames, then every listed pair's contacts into d.con_* (d.ncon of them), by the colliders in C.

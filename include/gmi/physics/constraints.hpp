@@ -76,7 +76,10 @@ GMI_HD void contact_rows(const model_view<T>& m, const data<T>& d, int c, int r0
   }
   for (int r = r0; r < r0 + rows; ++r) {
     T vel = 0;
-    for (int i = 0; i < nv; ++i) vel += d.efc_J[r * nv + i] * d.qvel[i];
+    for (int i = 0; i < nv; ++i) {
+      const T jr = d.efc_J[r * nv + i];
+      if (jr != T(0)) vel += jr * d.qvel[i];  // zero off the bodies' chains: skip those reads
+    }
     d.efc_aref[r] = -b * vel - k * imp * dist;
     d.efc_R[r] = reg > T(1e-15) ? reg : T(1e-15);
     d.efc_key[r] = T(m.size.njnt + (p * 9 + nth) * 4 + (r - r0));  // up to 9 contacts a pair (box-box)
@@ -175,24 +178,69 @@ GMI_HD inline T row_times_col(const model_view<T>& m, const data<T>& d, int r) {
   return p[0];
 }
 
+// Whether the serial solve sweeps in row space: A = J M^-1 J' (nefc x nefc) fits efc_W's slot and a sweep over it
+// reads fewer reals (a row of A and the forces: 2 nefc a row) than one over the dofs (J_r, M^-1 J_r' and the
+// constrained acceleration twice: 4 nv a row); building A costs nefc^2 nv / 2 products once, so only up to nv rows.
+template <class T>
+GMI_HD inline bool row_space_solve(const model_view<T>& m, int nefc) {
+  return nefc <= m.size.nv && nefc * nefc <= m.size.nefc_max * m.size.nv;
+}
+
+// A = J M^-1 J' into efc_W's slot (row-major, nefc x nefc; each M^-1 J_j' in efc_col in turn), efc_AR from its
+// diagonal, then J_r a0 in efc_col (a0: qacc_smooth). qLDc must hold the factor of M alone.
+template <class T>
+GMI_HD void build_row_space(const model_view<T>& m, const data<T>& d, strided<T> qacc_smooth, int nefc) {
+  const int nv = m.size.nv;
+  for (int j = 0; j < nefc; ++j) {
+    for (int i = 0; i < nv; ++i) d.efc_col[i] = d.efc_J[j * nv + i];
+    solve(m, d.qLDc, d.efc_col);
+    for (int r = j; r < nefc; ++r) {
+      T a = 0;
+      for (int i = 0; i < nv; ++i) {
+        const T jr = d.efc_J[r * nv + i];
+        if (jr != T(0)) a += jr * d.efc_col[i];  // a row is zero off its bodies' chains: skip those reads
+      }
+      d.efc_W[r * nefc + j] = a;
+      d.efc_W[j * nefc + r] = a;
+    }
+    d.efc_AR[j] = d.efc_W[j * nefc + j] + d.efc_R[j];
+  }
+  for (int r = 0; r < nefc; ++r) {
+    T a = 0;
+    for (int i = 0; i < nv; ++i) {
+      const T jr = d.efc_J[r * nv + i];
+      if (jr != T(0)) a += jr * qacc_smooth[i];
+    }
+    d.efc_col[r] = a;
+  }
+}
+
 // qfrc_constraint from the rows. qacc_smooth holds M^-1 times the smooth forces; qLDc must hold the factor of M
 // alone. Rows that existed in the previous step (same key) start from their previous force: the minimiser is
-// unique, so this changes only how many sweeps reach it.
+// unique, so this changes only how many sweeps reach it. Up to nv rows (row_space_solve) the sweeps run on
+// A = J M^-1 J' and the forces; above, on the constrained acceleration a0 + M^-1 J' f, as the warp path does
+// (batch_warp_stages.cuh): the same iterates up to rounding.
 template <class T>
 GMI_HD void solve_constraints(const model_view<T>& m, const data<T>& d, strided<T> qacc_smooth) {
   const int nv = m.size.nv;
   const int nefc = static_cast<int>(d.nefc[0]);
-  for (int r = 0; r < nefc; ++r) row_response(m, d, r);
-  for (int r = 0; r < nefc; ++r) {
-    if (d.efc_block[r] == T(4)) block_couplings(m, d, r);
-  }
-  for (int i = 0; i < nv; ++i) d.efc_col[i] = qacc_smooth[i];
+  const bool rows = row_space_solve(m, nefc);
   const int np = static_cast<int>(d.prev_nefc[0]);
-  for (int r = 0; r < nefc; ++r) {
-    const T f = warm_force(d, r, np);
-    d.efc_force[r] = f;
-    if (f != T(0)) {
-      for (int i = 0; i < nv; ++i) d.efc_col[i] += f * d.efc_W[r * nv + i];
+  if (rows) {
+    build_row_space(m, d, qacc_smooth, nefc);
+    for (int r = 0; r < nefc; ++r) d.efc_force[r] = warm_force(d, r, np);
+  } else {
+    for (int r = 0; r < nefc; ++r) row_response(m, d, r);
+    for (int r = 0; r < nefc; ++r) {
+      if (d.efc_block[r] == T(4)) block_couplings(m, d, r);
+    }
+    for (int i = 0; i < nv; ++i) d.efc_col[i] = qacc_smooth[i];
+    for (int r = 0; r < nefc; ++r) {
+      const T f = warm_force(d, r, np);
+      d.efc_force[r] = f;
+      if (f != T(0)) {
+        for (int i = 0; i < nv; ++i) d.efc_col[i] += f * d.efc_W[r * nv + i];
+      }
     }
   }
   int sweeps = 0;
@@ -204,7 +252,14 @@ GMI_HD void solve_constraints(const model_view<T>& m, const data<T>& d, strided<
       // Gradient of the dual objective for the block's rows, at the current forces.
       T g[4], f[4], x[4];
       for (int b = 0; b < size; ++b) {
-        g[b] = (d.efc_R[r + b] * d.efc_force[r + b] - d.efc_aref[r + b]) + row_times_col(m, d, r + b);
+        T jac;
+        if (rows) {
+          jac = d.efc_col[r + b];
+          for (int j = 0; j < nefc; ++j) jac += d.efc_W[(r + b) * nefc + j] * d.efc_force[j];
+        } else {
+          jac = row_times_col(m, d, r + b);
+        }
+        g[b] = (d.efc_R[r + b] * d.efc_force[r + b] - d.efc_aref[r + b]) + jac;
         f[b] = d.efc_force[r + b];
       }
       if (size == 1) {
@@ -216,7 +271,8 @@ GMI_HD void solve_constraints(const model_view<T>& m, const data<T>& d, strided<
         for (int i = 0; i < 4; ++i) {
           c[i] = g[i];
           for (int j = 0; j < 4; ++j) {
-            h[4 * i + j] = d.efc_A4[4 * r + 4 * i + j] + (i == j ? d.efc_R[r + i] : T(0));
+            const T a = rows ? d.efc_W[(r + i) * nefc + r + j] : d.efc_A4[4 * r + 4 * i + j];
+            h[4 * i + j] = a + (i == j ? d.efc_R[r + i] : T(0));
           }
         }
         for (int i = 0; i < 4; ++i) {
@@ -227,7 +283,9 @@ GMI_HD void solve_constraints(const model_view<T>& m, const data<T>& d, strided<
       for (int b = 0; b < size; ++b) {
         const T delta = x[b] - f[b];
         if (delta != T(0)) {
-          for (int i = 0; i < nv; ++i) d.efc_col[i] += delta * d.efc_W[(r + b) * nv + i];
+          if (!rows) {
+            for (int i = 0; i < nv; ++i) d.efc_col[i] += delta * d.efc_W[(r + b) * nv + i];
+          }
           d.efc_force[r + b] = x[b];
         }
         change = fabs(delta) > change ? fabs(delta) : change;
@@ -243,9 +301,14 @@ GMI_HD void solve_constraints(const model_view<T>& m, const data<T>& d, strided<
     d.prev_key[r] = d.efc_key[r];
     d.prev_force[r] = d.efc_force[r];
   }
-  for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = 0;
-  for (int r = 0; r < nefc; ++r) {
-    for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] += d.efc_J[r * nv + i] * d.efc_force[r];
+  // J' f, each dof's sum in row order held in a register (one store per dof, not one per row).
+  for (int i = 0; i < nv; ++i) {
+    T sum = 0;
+    for (int r = 0; r < nefc; ++r) {
+      const T jr = d.efc_J[r * nv + i];
+      if (jr != T(0)) sum += jr * d.efc_force[r];
+    }
+    d.qfrc_constraint[i] = sum;
   }
 }
 

@@ -28,8 +28,15 @@ GMI_HD void factor(const model_view<T>& m, strided<T> qM, strided<T> qLD, const 
     for (int i = 0; i < m.size.nv; ++i) qLD[m.dof_Madr[i]] += add_scale * add[i];
   }
   for (int k = m.size.nv - 1; k >= 0; --k) {
+    // eliminate_into's steps with D_k read once for all of k's ancestors (the same arithmetic).
+    const T dk = qLD[m.dof_Madr[k]];
     int pk = m.dof_Madr[k] + 1;
-    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i], ++pk) qLD[pk] = eliminate_into(m, qLD, k, i, pk);
+    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i], ++pk) {
+      const T a = qLD[pk] / dk;
+      int pi = m.dof_Madr[i], pkj = pk;
+      for (int j = i; j >= 0; j = m.dof_parent[j]) qLD[pi++] -= a * qLD[pkj++];
+      qLD[pk] = a;
+    }
   }
 }
 
@@ -43,13 +50,19 @@ GMI_HD inline int dof_row_length(const model_view<T>& m, int k) {
 template <class T>
 GMI_HD void solve(const model_view<T>& m, strided<T> qLD, strided<T> x) {
   for (int k = m.size.nv - 1; k >= 0; --k) {
+    // A zero entry changes no ancestor (up to the sign of a zero): a constraint row's Jacobian is zero off the
+    // chains of its bodies, so this pass touches only those chains.
+    const T xk = x[k];
+    if (xk == T(0)) continue;
     int pk = m.dof_Madr[k] + 1;
-    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) x[i] -= qLD[pk++] * x[k];
+    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) x[i] -= qLD[pk++] * xk;
   }
-  for (int k = 0; k < m.size.nv; ++k) x[k] /= qLD[m.dof_Madr[k]];
+  // D^-1, then L^-1 (ancestors come first, so each x[i] read is final): x[k] held in a register, stored once.
   for (int k = 0; k < m.size.nv; ++k) {
+    T xk = x[k] / qLD[m.dof_Madr[k]];
     int pk = m.dof_Madr[k] + 1;
-    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) x[k] -= qLD[pk++] * x[i];
+    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) xk -= qLD[pk++] * x[i];
+    x[k] = xk;
   }
 }
 

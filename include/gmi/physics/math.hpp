@@ -18,11 +18,22 @@ using std::sqrt;
 
 // One environment's array inside a batch laid out for coalesced access: element k of environment e lives at
 // base[k * stride + e], so consecutive environments (threads) read consecutive addresses. stride 1: plain array.
+#ifdef GMI_PHYSICS_ACCESS_HOOK
+// Host builds that count the pipeline's array accesses (bench/physics/scratch_traffic.cpp) define this macro and
+// the hook, gmi::physics::gmi_physics_access.
+void gmi_physics_access(const void* address);
+#endif
+
 template <class T>
 struct strided {
   T* p = nullptr;
   int s = 1;
-  GMI_HD T& operator[](int i) const { return p[static_cast<long long>(i) * s]; }
+  GMI_HD T& operator[](int i) const {
+#ifdef GMI_PHYSICS_ACCESS_HOOK
+    gmi_physics_access(p + static_cast<long long>(i) * s);
+#endif
+    return p[static_cast<long long>(i) * s];
+  }
 };
 
 template <class T>

@@ -112,12 +112,13 @@ struct step_path_inputs {
 // Below this many bytes of arrays per environment a thread per environment keeps its traffic small, and a warp
 // spends most lanes idle on a model with few bodies, pairs and rows.
 inline constexpr std::size_t warp_min_scratch_bytes = 4096;
-// The warp path holds only its resident environments per SM and levels off once the count passes several times
-// that, while the thread path keeps gaining from more resident threads. Measured at 2157117 with the default
-// layout (16 lanes, rows global; 20 ant, 14 humanoid, 16 anymal environments resident per SM on an H200): the warp
-// path won at 4096 environments (1.5 to 2.7 times the resident count per SM), lost for the ant and anymal at
-// 16384 (6.2 and 7.8 times) and won by 9% for the humanoid there (8.9 times).
-inline constexpr std::size_t warp_max_waves = 6;
+// The warp path holds only its resident environments per SM and levels off once the count passes many times
+// that, while the thread path keeps gaining from more resident threads. Measured at c74e00d through the env driver
+// with the default layout (16 lanes, rows global; 16 ant, 14 humanoid, 16 anymal environments resident per SM on
+// an H200, bench/results/physics/2026-11-28-NVIDIA-H200-c74e00d-subwarp.jsonl): the warp path won at 4096 and
+// 16384 environments for all three tasks (up to 7.8, 8.9 and 7.8 times the resident count per SM) and lost at
+// 65536 (31 to 35 times); the bound sits between, at twice the largest count where it won.
+inline constexpr std::size_t warp_max_waves = 16;
 
 struct step_path_choice {
   step_path path = step_path::threads;

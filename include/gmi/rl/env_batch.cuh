@@ -16,11 +16,17 @@ namespace gmi::rl {
 namespace detail {
 
 // A physics task's thread-per-environment step: its stages keep their arrays in local memory and are bound by
-// how many warps hide that memory's latency, so registers are capped to keep two blocks of 256 on an SM.
+// how many warps hide that memory's latency, so registers are capped to keep GMI_PHYSICS_THREAD_MIN_BLOCKS blocks
+// of 256 on an SM (2 by default: at most 128 registers; 3 and 4 cap them at 80 and 64, trading spills for warps;
+// bench/physics/device_fast2.sh measures a second build beside the default, and the bench lines carry the value).
+#ifndef GMI_PHYSICS_THREAD_MIN_BLOCKS
+#define GMI_PHYSICS_THREAD_MIN_BLOCKS 2
+#endif
 constexpr int physics_thread_block = 256;
 
 template <class F>
-__global__ static void __launch_bounds__(physics_thread_block, 2) physics_thread_step_kernel(std::size_t n, F f) {
+__global__ static void __launch_bounds__(physics_thread_block, GMI_PHYSICS_THREAD_MIN_BLOCKS)
+    physics_thread_step_kernel(std::size_t n, F f) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
 }
@@ -52,6 +58,9 @@ struct launcher<exec::cuda> {
 };
 
 }  // namespace detail
+
+// Blocks of the thread-per-environment physics step an SM must hold (GMI_PHYSICS_THREAD_MIN_BLOCKS), for result lines.
+inline constexpr int physics_thread_min_blocks = GMI_PHYSICS_THREAD_MIN_BLOCKS;
 
 // The path env_batch b's env step takes on the GPU ("warp_per_env" or "thread_per_env"), for result lines.
 template <class E>
