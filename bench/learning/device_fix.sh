@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # Issue 34, learnfix: on ONE GPU (CUDA_VISIBLE_DEVICES picks it; another script may share the machine's cores), a cold
 # machine, under 7 minutes with the build: gmi's defaults (in-phase episode starts again, docs/learning.md "Out-of-phase
-# episode starts") against out-of-phase starts (--random-episode-start true) and the candidate fix for their late
-# drift on the proxies, and the JAX reference PPO (plain and normalized), 2 seeds, at the suite's env steps.
+# episode starts") against out-of-phase starts (--random-episode-start true), the candidate fix for their late
+# drift on the proxies (with --lr-schedule linear), the linear lr alone, and the JAX reference PPO (plain and
+# normalized), 2 seeds, at the suite's env steps.
 # From the repository root; writes under $OUT: fix.jsonl (the suite's result lines: impl "gmi" for the defaults,
 # "gmi_<label>" for each variant; bench/plot reads them from bench/results/learning-suite/), run.log, and one summary
 # line a task (device_fix: <task>: ...).
 # Environment: FIX_TASKS (default below, in order of priority: run_suite.sh skips what does not fit the budget),
 #   SEEDS (2), FIX_VARIANTS ("label|flags;..." the gmi configurations beside the defaults), SUITE_JOBS (build jobs,
-#   default 16), BUILD (/tmp/build), SUITE_BUDGET_S (400: no training starts after this many seconds, the build
+#   default 16), BUILD (/tmp/build), SUITE_BUDGET_S (380: no training starts after this many seconds, the build
 #   included), PYTHON (python3 with jax).
 source "$(dirname "$0")/device_prelude.sh"
 export SUITE_TASKS=${FIX_TASKS:-"franka_cabinet_proxy anymal_proxy ant_proxy point_reach pendulum"}
-export GMI_VARIANTS=${FIX_VARIANTS:-"random|--random-episode-start true;random_lin|--random-episode-start true --lr-schedule linear"}
+export GMI_VARIANTS=${FIX_VARIANTS:-"random|--random-episode-start true;random_lin|--random-episode-start true --lr-schedule linear;lin|--lr-schedule linear"}
 export SUITE_JOBS=${SUITE_JOBS:-16}
-export SUITE_BUDGET_S=${SUITE_BUDGET_S:-400} SUITE_REFERENCE_S=${SUITE_REFERENCE_S:-70}
+export SUITE_BUDGET_S=${SUITE_BUDGET_S:-380} SUITE_REFERENCE_S=${SUITE_REFERENCE_S:-70}
 seeds=${SEEDS:-2}
 [[ "$seeds" =~ ^[1-9][0-9]*$ ]] || { echo "device_fix: SEEDS: got $seeds, need a positive integer"; exit 2; }
 echo "device_fix: gmi (defaults) vs ${GMI_VARIANTS} vs the reference on: $SUITE_TASKS; $seeds seeds;" \
