@@ -9,8 +9,10 @@
 # line a task (device_fix: <task>: ...).
 # Environment: FIX_TASKS (default below, in order of priority: run_suite.sh skips what does not fit the budget),
 #   SEEDS (2), FIX_VARIANTS ("label|flags;..." the gmi configurations beside the defaults), SUITE_JOBS (build jobs,
-#   default 16), BUILD (/tmp/build), SUITE_BUDGET_S (380: no training starts after this many seconds, the build
+#   default 16), BUILD (/tmp/build-fix), SUITE_BUDGET_S (380: no training starts after this many seconds, the build
 #   included), PYTHON (python3 with jax).
+# Its own build folder, so a script on the other GPU building in /tmp/build does not race this one.
+export BUILD=${BUILD:-/tmp/build-fix}
 source "$(dirname "$0")/device_prelude.sh"
 export SUITE_TASKS=${FIX_TASKS:-"franka_cabinet_proxy anymal_proxy ant_proxy point_reach pendulum"}
 export GMI_VARIANTS=${FIX_VARIANTS:-"random|--random-episode-start true;random_lin|--random-episode-start true --lr-schedule linear;lin|--lr-schedule linear"}
