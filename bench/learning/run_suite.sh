@@ -11,7 +11,7 @@
 #   scale multiplies every task's env steps (0.1 for a quick look).
 #        run_suite.sh part1|part2 [results.jsonl] [seeds=5]
 #   one of two halves of the suite for one device call of under 9 minutes each, from the repository root: builds
-#   the half's example binaries (cmake --preset gpu -B ${BUILD_DIR:-/tmp/build}, -j$(nproc)), then runs its tasks
+#   the half's example binaries (cmake --preset gpu -B ${BUILD_DIR:-/tmp/build}, -j${SUITE_JOBS:-$(nproc)}), then runs its tasks
 #   as above; results to ${OUT:-bench/results/learning-suite}/<date>-<device>-<git>-<part>.jsonl by default.
 #   part1: cartpole pendulum ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy
 #   franka_cabinet_proxy; part2: shadow_hand_proxy (the costliest gmi runs) point_reach sparse_reach long_track
@@ -22,7 +22,8 @@
 #   --gmis-per-gpu K gives each of its K GMIs the task's envs / K; docs/learning.md "Candidates for the next GPU
 #   call" lists the issue-34 variants as ready command lines; the word candidates stands for the script's list of
 #   them),
-#   SUITE_NUM_ENVS (one env count for every task instead of the table's, for a quick check on a small machine),
+#   SUITE_JOBS (build jobs for part1/part2, and twice the reference's compile threads; default nproc: set it when
+#   another script shares the machine's cores), SUITE_NUM_ENVS (one env count for every task instead of the table's, for a quick check on a small machine),
 #   REFERENCE=0 (gmi only), SUITE_BUDGET_S (default 500: no gmi or reference task starts training after this
 #   many seconds since the script started, the build of part1/part2 included, so a 9-minute device call returns
 #   what is done), SUITE_REFERENCE_S (default 100: of that budget, the seconds kept for the reference's training
@@ -38,6 +39,7 @@ case "${1:-}" in
   part1) part=part1; SUITE_TASKS=${SUITE_TASKS:-"cartpole pendulum ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy franka_cabinet_proxy"} ;;
   part2) part=part2; SUITE_TASKS=${SUITE_TASKS:-"shadow_hand_proxy point_reach sparse_reach long_track spring_chain cartpole_discrete"} ;;
 esac
+[[ "${SUITE_JOBS:-1}" =~ ^[1-9][0-9]*$ ]] || { echo "run_suite: SUITE_JOBS: got $SUITE_JOBS, need a positive integer" >&2; exit 2; }
 if [ -n "$part" ]; then
   build=${BUILD_DIR:-/tmp/build}
   rev=${GMI_GIT_REVISION:-$(cat "$root/.carry/git-rev" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -49,7 +51,7 @@ if [ -n "$part" ]; then
   for t in $SUITE_TASKS; do targets+=("gmi.example.${t}_ppo"); done
   echo "run_suite: $part: building ${targets[*]} in $build"
   (cd "$root" && cmake --preset gpu -B "$build" -DGMI_BUILD_ALL_TASK_EXAMPLES=ON > "$build.configure.log" 2>&1 &&
-    cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build.build.log" 2>&1) ||
+    cmake --build "$build" -j"${SUITE_JOBS:-$(nproc)}" --target "${targets[@]}" > "$build.build.log" 2>&1) ||
     { echo "run_suite: $part: the build failed:" >&2; tail -30 "$build.configure.log" "$build.build.log" >&2; exit 1; }
   echo "run_suite: $part: built in $(awk -v a="$t_script" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b - a}') s"
 else
@@ -123,7 +125,7 @@ if [ "${REFERENCE:-1}" != 0 ]; then
   "$python" "$here/reference_ppo.py" "${specs[@]}" --seeds "$seeds" --wait-for "$work/gmi_done" \
     --out "$out" --run-id "$run_id" --device "$device" --git "$git" \
     --stop-after "$(awk -v b="${SUITE_BUDGET_S:-500}" -v a="$t_start" -v n="$(date +%s.%N)" 'BEGIN{r = b - (n - a); printf "%.0f", (r > 1 ? r : 1)}')" \
-    --compile-threads "$(( $(nproc) > 4 ? $(nproc) / 2 : 2 ))" > "$work/reference.log" 2>&1 &
+    --compile-threads "$(( ${SUITE_JOBS:-$(nproc)} > 4 ? ${SUITE_JOBS:-$(nproc)} / 2 : 2 ))" > "$work/reference.log" 2>&1 &
   refpid=$!
 fi
 

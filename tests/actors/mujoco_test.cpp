@@ -132,6 +132,59 @@ TEST_CASE("actors.mujoco.actors_equal_serial_run") {
   CHECK(sa.return_sum == sb.return_sum);
 }
 
+TEST_CASE("actors.mujoco.random_episode_start") {
+  // ppo_config::random_episode_start on MuJoCo actors: the same initial states as in-phase starts, first episodes
+  // cut at max_steps - draw (the actors and a serial sim alike) and left out of the statistics.
+  constexpr int n = 8, max_steps = 25;
+  const auto cores = ac::choose_cores(std::min<int>(2, int(ac::available_cores().size())));
+  const auto model = mj::load(model_path("ant_floor.xml"));
+  mj::ant::params p;
+  p.max_steps = max_steps;
+  constexpr auto random = gmi::rl::episode_start::random_step;
+  ac::cpu_actors<mj::sim<mj::ant>> actors({cores, 2}, model, n, 5u, p);
+  mj::sim<mj::ant> serial(model, n, 5u, p), in_phase(model, n, 5u, p);
+  std::vector<float> oa(n * 27), ob(n * 27), oc(n * 27), act(n * 8);
+  std::vector<float> ra(n);
+  std::vector<std::uint8_t> ta(n), ua(n);
+  actors.reset({oa.data(), oa.size()}, nullptr, random);
+  for (std::size_t i = 0; i < n; ++i) {
+    serial.reset_one(i, ob.data() + i * 27, random);
+    in_phase.reset_one(i, oc.data() + i * 27);
+  }
+  REQUIRE(oa == ob);
+  CHECK(oa == oc);
+  std::vector<int> first_end(n, 0), in_phase_end(n, 0);
+  for (int k = 1; k <= max_steps; ++k) {
+    for (int i = 0; i < n; ++i) {
+      for (int u = 0; u < 8; ++u) act[std::size_t(i * 8 + u)] = 0.1f * action_at(k, i, u);
+    }
+    actors.step({act.data(), act.size()}, {oa.data(), oa.size()}, {ra.data(), ra.size()}, {ta.data(), ta.size()},
+                {ua.data(), ua.size()});
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto r = serial.step_one(i, act.data() + i * 8, ob.data() + i * 27, nullptr);
+      CHECK(r.truncated == (ua[i] != 0));
+      CHECK(r.terminated == (ta[i] != 0));
+      if ((r.truncated || r.terminated) && first_end[i] == 0) first_end[i] = k;
+      const auto c = in_phase.step_one(i, act.data() + i * 8, oc.data() + i * 27, nullptr);
+      if ((c.truncated || c.terminated) && in_phase_end[i] == 0) in_phase_end[i] = k;
+    }
+    REQUIRE(oa == ob);
+  }
+  int cut_early = 0;
+  for (int i = 0; i < n; ++i) {
+    CAPTURE(i);
+    CHECK(first_end[i] >= 1);  // every first episode ended within max_steps steps
+    CHECK(in_phase_end[i] >= 1);
+    cut_early += first_end[i] < in_phase_end[i];
+  }
+  CHECK(cut_early >= n / 2);  // draws in [0, 25): most first episodes are shorter
+  // The first episodes are not counted; the in-phase ones are (the ones that ran to the limit at least).
+  const auto sa = actors.read_stats(), sb = serial.read_stats(), sc = in_phase.read_stats();
+  CHECK(sa.episodes == sb.episodes);
+  CHECK(sa.episodes == 0);  // the second episodes (25 steps from step 25 - draw) are still running
+  CHECK(sc.episodes >= std::uint64_t(n));
+}
+
 TEST_CASE("actors.mujoco.any_mjcf") {
   mj::sim<mj::mjcf_task> sim(model_path("humanoid_tree.xml"), 3, 2u, {2, 0.05, 50});
   const mjModel* m = sim.model();

@@ -20,8 +20,8 @@ TEST_SUITE("cpu") {
 TEST_CASE("rl.policy_server.serves_what_the_trainer_serves") {
   gmi::rl::ppo_config c;
   // Both episode starts: the server's first reset follows the config's, as the trainer's does.
-  SUBCASE("random episode starts (the default)") { c.random_episode_start = true; }
-  SUBCASE("in-phase episode starts") { c.random_episode_start = false; }
+  SUBCASE("random episode starts") { c.random_episode_start = true; }
+  SUBCASE("in-phase episode starts (the default)") { c.random_episode_start = false; }
   CAPTURE(c.random_episode_start);
   gmi::rl::ppo_trainer<gmi::envs::cartpole, net, gmi::exec::host> trainer(64, 11, c);
   server served(64, 11, c);

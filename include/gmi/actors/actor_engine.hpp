@@ -53,7 +53,8 @@ class actor_engine : public Trainer {
       : Trainer(num_envs, seed, config, params, policy), actors_(std::move(actors), std::forward<SimArgs>(sim_args)...) {
     require(actors_.num_envs() == num_envs, "the actors' sim env count", actors_.num_envs(),
             "num_envs (" + std::to_string(num_envs) + ")");
-    actors_.start();
+    // The first episodes start out of phase as the trainer's own would (ppo_config::random_episode_start).
+    actors_.start(config.random_episode_start ? rl::episode_start::random_step : rl::episode_start::first_step);
   }
 
   // One PPO iteration: horizon steps of every environment on the actors (double-buffered), then the update.

@@ -153,12 +153,23 @@ class cpu_actors : public detail::fixed_dims<S> {
   [[nodiscard]] S& sim() noexcept { return sim_; }
 
   // --- gmi::batch_env (host memory): all environments at once, each on the thread that owns it. ---
-  void reset(span<float> obs, CUstream_st* = nullptr) {
+  // start: where the episode-step counters begin (rl::episode_start; random_step needs a sim_with_random_start).
+  void reset(span<float> obs, CUstream_st* = nullptr, rl::episode_start start = rl::episode_start::first_step) {
     check("obs", obs.size(), sim_.num_envs() * od_);
+    if constexpr (!sim_with_random_start<S>) {
+      require(start == rl::episode_start::first_step, "episode start on CPU actors", "random_step",
+              "first_step (this sim has no reset_one(i, obs, episode_start); set random_episode_start false)");
+    }
     threads_.run([&](int t) {
       for (int g = 0; g < config_.groups; ++g) {
         const slice s = owned(g, t);
-        for (std::size_t i = s.first; i < s.last; ++i) sim_.reset_one(i, obs.data() + i * od_);
+        for (std::size_t i = s.first; i < s.last; ++i) {
+          if constexpr (sim_with_random_start<S>) {
+            sim_.reset_one(i, obs.data() + i * od_, start);
+          } else {
+            sim_.reset_one(i, obs.data() + i * od_);
+          }
+        }
       }
     });
   }
@@ -183,9 +194,9 @@ class cpu_actors : public detail::fixed_dims<S> {
   }
 
   // --- The overlapped loop. ---
-  // Starts new episodes everywhere; the next run() starts from these observations.
-  void start() {
-    reset(obs_.span(0, obs_.size()));
+  // Starts new episodes everywhere (step counters as `start` says); the next run() starts from these observations.
+  void start(rl::episode_start start = rl::episode_start::first_step) {
+    reset(obs_.span(0, obs_.size()), nullptr, start);
     started_ = true;
   }
 

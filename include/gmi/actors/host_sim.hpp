@@ -41,6 +41,14 @@ concept host_sim = requires(S& s, const S& cs, std::size_t i, const float* a, fl
   { s.read_stats() } -> std::same_as<rl::episode_stats>;
 };
 
+// Optional: void reset_one(std::size_t i, float* obs, rl::episode_start start), a new episode whose step counter
+// starts at a draw in [0, max_steps) for episode_start::random_step (ppo_config::random_episode_start), as
+// rl::env_batch_view::reset_one: same initial state, a shortened first episode left out of the statistics.
+template <class S>
+concept sim_with_random_start = host_sim<S> && requires(S& s, std::size_t i, float* o) {
+  s.reset_one(i, o, rl::episode_start::random_step);
+};
+
 template <class S>
 concept host_sim_with_prepare = host_sim<S> && requires(S& s, std::size_t i) { s.prepare(i, i); };
 
@@ -83,7 +91,9 @@ class env_sim {
   [[nodiscard]] std::size_t num_envs() const noexcept { return std::size_t(batch_.num_envs()); }
   [[nodiscard]] int obs_dim() const noexcept { return E::obs_dim; }
   [[nodiscard]] int act_dim() const noexcept { return E::act_dim; }
-  void reset_one(std::size_t i, float* obs) { view_.reset_one(i, obs); }
+  void reset_one(std::size_t i, float* obs, rl::episode_start start = rl::episode_start::first_step) {
+    view_.reset_one(i, obs, start);
+  }
   rl::step_result step_one(std::size_t i, const float* action, float* obs, float* final_obs) {
     return view_.step_one(i, action, obs, final_obs);
   }

@@ -147,7 +147,8 @@ class sim : public detail::sizes<Task> {
   sim(model_ptr model, int num_envs, std::uint64_t seed, typename Task::params params = {})
       : model_(std::move(model)), task_(model_.get(), params), seed_(seed) {
     require(num_envs >= 1, "num_envs", num_envs, ">= 1");
-    require(task_.max_steps() >= 1, "max_steps", task_.max_steps(), ">= 1");
+    require(task_.max_steps() >= 1 && task_.max_steps() < uncounted_bit, "max_steps", task_.max_steps(),
+            ">= 1 and below 2^30 (bit 30 marks a random start's first episode)");
     envs_ = std::vector<env>(std::size_t(num_envs));
     for (env& e : envs_) e.task_state.assign(std::size_t(extra), 0.0f);
   }
@@ -171,7 +172,9 @@ class sim : public detail::sizes<Task> {
     for (std::size_t i = first; i < last; ++i) (void)made(i);
   }
 
-  void reset_one(std::size_t i, float* obs) {
+  // A new episode in environment i; episode_start::random_step then starts its step counter at a draw in
+  // [0, max_steps) taken after the task's reset, marked uncounted, as rl::env_batch_view::reset_one does.
+  void reset_one(std::size_t i, float* obs, rl::episode_start start = rl::episode_start::first_step) {
     env& e = envs_[i];
     gmi::rng r(seed_, i, e.rng_block);
     if constexpr (extra > 0) {
@@ -180,8 +183,13 @@ class sim : public detail::sizes<Task> {
       task_.reset(made(i), r);
     }
     observe(e, obs);
+    int length = 0;
+    if (start == rl::episode_start::random_step) {
+      const std::uint64_t m = static_cast<std::uint64_t>(task_.max_steps());
+      length = static_cast<int>((static_cast<std::uint64_t>(r.next_u32()) * m) >> 32) | uncounted_bit;
+    }
     e.rng_block = r.block();
-    e.length = 0;
+    e.length = length;
     e.ret = 0;
   }
 
@@ -190,7 +198,8 @@ class sim : public detail::sizes<Task> {
     mjData* d = made(i);
     bool valid = true;
     for (int k = 0; k < task_.act_dim(); ++k) valid = valid && std::isfinite(action[k]);
-    const int length = e.length + 1;
+    const int uncounted = e.length & uncounted_bit;
+    const int length = (e.length & ~uncounted_bit) + 1;
     rl::step_result out{0.0f, true, false};
     if (valid) {
       gmi::transition tr;
@@ -204,9 +213,9 @@ class sim : public detail::sizes<Task> {
     } else {
       e.invalid += 1;
     }
-    e.length = length;
+    e.length = length | uncounted;
     if (out.terminated || out.truncated) {
-      if (valid) {
+      if (valid && !uncounted) {
         e.episodes += 1;
         e.return_sum += double(e.ret);
         e.length_sum += double(length);
@@ -291,6 +300,7 @@ class sim : public detail::sizes<Task> {
     void operator()(mjData* d) const noexcept { mj_deleteData(d); }
   };
   static constexpr int extra = detail::task_state_size<Task>;
+  static constexpr int uncounted_bit = 1 << 30;  // in env::length during a random start's first episode
   struct env {
     std::unique_ptr<mjData, data_deleter> data;
     std::vector<float> task_state;  // detail::task_state_size<Task> floats
@@ -324,7 +334,8 @@ class sim : public detail::sizes<Task> {
   std::vector<env> envs_;
 };
 
-static_assert(host_sim<sim<ant>> && fixed_size_sim<sim<ant>> && sim_with_checkpoint<sim<ant>>);
+static_assert(host_sim<sim<ant>> && fixed_size_sim<sim<ant>> && sim_with_checkpoint<sim<ant>> &&
+              sim_with_random_start<sim<ant>>);
 static_assert(host_sim<sim<humanoid>> && fixed_size_sim<sim<humanoid>> && sim_with_checkpoint<sim<humanoid>>);
 static_assert(host_sim<sim<anymal>> && fixed_size_sim<sim<anymal>> && sim_with_checkpoint<sim<anymal>>);
 static_assert(host_sim<sim<mjcf_task>> && !fixed_size_sim<sim<mjcf_task>>);

@@ -83,9 +83,11 @@ struct ppo_config {
   double obs_normalizer_window = 0;
   double value_normalizer_window = 1048576;
   bool bootstrap_truncation = true; // reward += gamma * V(final state) when the time limit cuts an episode
-  // The first reset starts each environment's step counter at a uniform draw in [0, max_steps) (env_batch's
-  // episode_start::random_step): time limits then fall out of phase instead of at one iteration for every env.
-  bool random_episode_start = true;
+  // true: the first reset starts each environment's step counter at a uniform draw in [0, max_steps) (env_batch's
+  // episode_start::random_step), so time limits fall out of phase. Off by default: on tasks whose per-step costs
+  // span orders of magnitude along an episode (the LQ proxies) the mixed phases left the policy drifting late
+  // (docs/learning.md, "Out-of-phase episode starts").
+  bool random_episode_start = false;
   // Constant by default. lr_schedule::adaptive_kl is rl_games' rule for Isaac Gym tasks: the step size follows
   // the policy's KL (/1.5 above 2x kl_target, *1.5 below kl_target/2, within [min, max]_learning_rate). On
   // Cartpole it sat at the 1e-2 ceiling and left runs of every group shape unsolved that the constant 3e-4 solves
