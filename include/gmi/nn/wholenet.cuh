@@ -287,6 +287,15 @@ constexpr std::size_t wholenet_smem_bytes(precision p, bool weights_in_smem) {
                               : detail::wholenet_layout<L, float>::smem_bytes(weights_in_smem);
 }
 
+// Whether Net's packed weights and tiles at p (tf32 or bf16) could fit one block's shared memory on some device
+// (detail::wn_max_block_smem): only then is the weights-in-shared-memory kernel compiled and taken where it fits.
+template <class Net>
+constexpr bool wholenet_weights_may_fit(precision p) {
+  using L = typename Net::layers;
+  return p == precision::bf16 ? detail::wholenet_layout<L, __nv_bfloat16>::weights_may_fit
+                              : detail::wholenet_layout<L, float>::weights_may_fit;
+}
+
 // Whether wholenet<Net> can be built at p on the current device: tf32 or bf16, and one block's 32-row tile of
 // activations fits the device's per-block shared memory (what the constructor requires).
 template <class Net>
@@ -319,9 +328,7 @@ class wholenet {
     const std::size_t need = wholenet_smem_bytes<Net>(p, false);
     gmi::require(need <= limit, "network kernels wholenet: shared memory of a 32-row tile", need,
                  "<= " + std::to_string(limit) + " bytes (the device's per-block limit)");
-    in_smem_ = (p == precision::bf16 ? detail::wholenet_layout<L, __nv_bfloat16>::weights_may_fit
-                                     : detail::wholenet_layout<L, float>::weights_may_fit) &&
-               wholenet_smem_bytes<Net>(p, true) <= limit;
+    in_smem_ = wholenet_weights_may_fit<Net>(p) && wholenet_smem_bytes<Net>(p, true) <= limit;
     packed_ = cuda::device_buffer<unsigned>(packed_bytes() / 4);
     packed_.fill_bytes(0, policy_.stream);
   }
