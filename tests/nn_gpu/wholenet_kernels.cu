@@ -12,6 +12,14 @@
 namespace nn_gpu {
 namespace {
 
+// The weights-in-shared-memory kernel is compiled only where some device could fit it: of the paper's policies only
+// Ant's at bf16 (fit_and_refusals checks that it is taken there).
+static_assert(nn::wholenet_weights_may_fit<ant_lt_net>(nn::precision::bf16));
+static_assert(!nn::wholenet_weights_may_fit<ant_lt_net>(nn::precision::tf32));
+static_assert(!nn::wholenet_weights_may_fit<humanoid_net>(nn::precision::bf16));
+static_assert(!nn::wholenet_weights_may_fit<shadow_hand_net>(nn::precision::bf16));
+static_assert(nn::wholenet_weights_may_fit<cartpole_body_net>(nn::precision::tf32));
+
 std::vector<float> download(const gmi::cuda::device_buffer<float>& d, cudaStream_t s) {
   std::vector<float> v(d.size());
   if (!v.empty()) GMI_CUDA_TRY(cudaMemcpyAsync(v.data(), d.data(), d.size_bytes(), cudaMemcpyDeviceToHost, s));

@@ -8,6 +8,8 @@
 #include <gmi/envs/lq_proxy.hpp>
 #include <gmi/rl/ppo.cuh>
 
+#include "one_iteration.cuh"
+
 #include <cstdlib>
 #include <string>
 
@@ -110,83 +112,14 @@ linear_lr_run gpu_linear_lr_run(int iterations) {
 }
 
 namespace {
-// One PPO iteration (8192 samples, 2 epochs of one minibatch) with the gradient path rl::request_gradient_path asks for
-// (empty: the host trainer), reporting the path the GPU trainer took.
-template <class Env, class Net>
-gradient_path_run one_iteration(const std::string& path) {
-  gmi::rl::ppo_config c;
-  c.minibatch = 8192;
-  c.epochs = 2;
-  gradient_path_run r;
-  auto finish = [&](auto& t, auto to_host) {
-    t.iterate();
-    t.synchronize();
-    r.params = to_host(t.params());
-    const auto l = t.losses();
-    r.policy_loss = l.policy_loss;
-    r.value_loss = l.value_loss;
-  };
-  if (path.empty()) {
-    gmi::rl::ppo_trainer<Env, Net, gmi::exec::host> t(512, 7, c, {}, gmi::exec::host{});
-    finish(t, [](auto span) { return std::vector<float>(span.begin(), span.end()); });
-    r.path = "host";
-    return r;
-  }
-  gmi::rl::request_gradient_path(path);
-  gmi::cuda::stream s;
-  try {
-    gmi::rl::ppo_trainer<Env, Net, gmi::exec::cuda> t(512, 7, c, {}, gmi::exec::cuda{.stream = s.get()});
-    finish(t, [](auto span) {
-      std::vector<float> out(span.size());
-      GMI_CUDA_TRY(cudaMemcpy(out.data(), span.data(), span.size() * sizeof(float), cudaMemcpyDeviceToHost));
-      return out;
-    });
-    r.path = gmi::rl::detail::gradient_path_name(gmi::rl::detail::minibatch_gradient<Net>::chosen_path());
-  } catch (const gmi::config_error& e) {
-    r.refusal = e.what();
-  }
-  gmi::rl::request_gradient_path("");
-  return r;
-}
+using ppo_gpu_runs::one_iteration;
 using wide_net = gmi::agents::gaussian_mlp<gmi::nn::layers<64, 64>>::network<23, 9>;
 static_assert(gmi::rl::detail::minibatch_gradient<wide_net>::default_path == gmi::rl::detail::gradient_path::tiles);
 static_assert(gmi::rl::detail::minibatch_gradient<net>::default_path == gmi::rl::detail::gradient_path::warps);
+static_assert(gmi::rl::detail::tile_gradient<wide_net>::shared_weights);
 }  // namespace
 
-// The anchor's Ant network (60-256-128-64-8): its weights do not fit in shared memory beside a tile, so the tile
-// kernel reads them from global memory.
-using isaac_ant_net = gmi::agents::gaussian_mlp<gmi::nn::layers<256, 128, 64>>::network<60, 8>;
-static_assert(gmi::rl::detail::tile_gradient<isaac_ant_net>::fits && !gmi::rl::detail::tile_gradient<isaac_ant_net>::shared_weights);
-static_assert(gmi::rl::detail::tile_gradient<wide_net>::shared_weights);
-// 256 units wide: a wide network (rl/wide_rule.hpp), so the cuBLASLt products ("gemm") by default.
-static_assert(gmi::rl::detail::minibatch_gradient<isaac_ant_net>::default_path == gmi::rl::detail::gradient_path::gemm);
-
 gradient_path_run cartpole_iteration(const std::string& path) { return one_iteration<gmi::envs::cartpole, net>(path); }
-
-gradient_path_run isaac_ant_kernels_run(const std::string& precision, const std::string& kernels, int iterations) {
-  gmi::rl::ppo_config c;
-  c.minibatch = 8192;
-  c.epochs = 2;
-  c.network.precision = gmi::nn::parse_precision(precision);
-  c.network.kernels = gmi::nn::parse_layer_kernels(kernels);
-  gmi::cuda::stream s;
-  gmi::rl::ppo_trainer<gmi::envs::ant_proxy, isaac_ant_net, gmi::exec::cuda> t(512, 7, c, {},
-                                                                               gmi::exec::cuda{.stream = s.get()});
-  for (int i = 0; i < iterations; ++i) t.iterate();
-  t.synchronize();
-  gradient_path_run r;
-  const auto p = t.params();
-  r.params.resize(p.size());
-  GMI_CUDA_TRY(cudaMemcpy(r.params.data(), p.data(), p.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  const auto l = t.losses();
-  r.policy_loss = l.policy_loss;
-  r.value_loss = l.value_loss;
-  r.path = gmi::nn::lt_mlp<typename isaac_ant_net::net>(gmi::exec::cuda{.stream = s.get()}, 1, c.network).path();
-  return r;
-}
-gradient_path_run isaac_ant_iteration(const std::string& path) {
-  return one_iteration<gmi::envs::ant_proxy, isaac_ant_net>(path);
-}
 gradient_path_run wide_proxy_iteration(const std::string& path) {
   return one_iteration<gmi::envs::franka_cabinet_proxy, wide_net>(path);
 }

@@ -36,6 +36,9 @@ inline constexpr int wn_rows = 32;      // rows of a tile (one warp's 32 x 32 pr
 inline constexpr int wn_threads = 256;  // 8 warps; a warp takes every 8th chunk of 32 output columns
 inline constexpr int wn_frag = 512;     // bytes of one packed fragment: 16 columns x 32 bytes of K, 16 per lane
 inline constexpr int wn_static_smem = wn_rows * 4;  // the kernel's static shared memory: each row's input row
+// The most shared memory any CUDA device gives one block (227 KiB on sm_90 and sm_100): a network whose packed
+// weights and tiles need more never takes the weights-in-shared-memory kernel, so that variant is not compiled.
+inline constexpr std::size_t wn_max_block_smem = 227 * 1024;
 
 constexpr int wn_pad32(int w) { return (w + 31) / 32 * 32; }
 
@@ -69,6 +72,8 @@ struct wholenet_layout {
   static constexpr std::size_t smem_bytes(bool weights_in_smem) {
     return (weights_in_smem ? weight_bytes : 0) + act_bytes + out_bytes;
   }
+  // Whether some device could hold the weights in one block's shared memory (see wn_max_block_smem).
+  static constexpr bool weights_may_fit = smem_bytes(true) + wn_static_smem <= wn_max_block_smem;
 };
 
 __device__ inline float wn_tf32(float v) { return __uint_as_float(to_tf32(__float_as_uint(v))); }
@@ -282,6 +287,15 @@ constexpr std::size_t wholenet_smem_bytes(precision p, bool weights_in_smem) {
                               : detail::wholenet_layout<L, float>::smem_bytes(weights_in_smem);
 }
 
+// Whether Net's packed weights and tiles at p (tf32 or bf16) could fit one block's shared memory on some device
+// (detail::wn_max_block_smem): only then is the weights-in-shared-memory kernel compiled and taken where it fits.
+template <class Net>
+constexpr bool wholenet_weights_may_fit(precision p) {
+  using L = typename Net::layers;
+  return p == precision::bf16 ? detail::wholenet_layout<L, __nv_bfloat16>::weights_may_fit
+                              : detail::wholenet_layout<L, float>::weights_may_fit;
+}
+
 // Whether wholenet<Net> can be built at p on the current device: tf32 or bf16, and one block's 32-row tile of
 // activations fits the device's per-block shared memory (what the constructor requires).
 template <class Net>
@@ -314,7 +328,7 @@ class wholenet {
     const std::size_t need = wholenet_smem_bytes<Net>(p, false);
     gmi::require(need <= limit, "network kernels wholenet: shared memory of a 32-row tile", need,
                  "<= " + std::to_string(limit) + " bytes (the device's per-block limit)");
-    in_smem_ = wholenet_smem_bytes<Net>(p, true) <= limit;
+    in_smem_ = wholenet_weights_may_fit<Net>(p) && wholenet_smem_bytes<Net>(p, true) <= limit;
     packed_ = cuda::device_buffer<unsigned>(packed_bytes() / 4);
     packed_.fill_bytes(0, policy_.stream);
   }
@@ -361,8 +375,9 @@ class wholenet {
   template <class T, class In, class Tail>
   void launch(const float* params, int n, In in, Tail tail, float* record, float* x_record) {
     const std::size_t bytes = detail::wholenet_layout<L, T>::smem_bytes(in_smem_);
-    auto kernel = in_smem_ ? detail::wholenet_kernel<L, Act, OutAct, T, true, In, Tail>
-                           : detail::wholenet_kernel<L, Act, OutAct, T, false, In, Tail>;
+    auto kernel = detail::wholenet_kernel<L, Act, OutAct, T, false, In, Tail>;
+    if constexpr (detail::wholenet_layout<L, T>::weights_may_fit)  // else in_smem_ is false: no such kernel
+      if (in_smem_) kernel = detail::wholenet_kernel<L, Act, OutAct, T, true, In, Tail>;
     // Set up once per kernel (an instantiation per In and Tail), so a later call inside a graph capture only launches.
     int per_sm = 0;
     for (const auto& [k, b] : ready_)
