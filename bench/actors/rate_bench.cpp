@@ -24,6 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "load_average.hpp"
+
 #include <gmi/actors/cpu_actors.hpp>
 #include <gmi/actors/mujoco.hpp>
 #include <gmi/actors/power.hpp>
@@ -359,12 +361,7 @@ int main(int argc, char** argv) {
                    {"steps_per_cpu_s", r->per_cpu_second}, {"host_cpu", cpu}, {"mujoco", mj_versionString()},
                    {"mujoco_library", mj::library_path()}, {"target", 20000}});
       if (r == &a) line["busy_fraction"] = busy;
-      {
-        std::ifstream la("/proc/loadavg");  // other work on the machine while this ran
-        double one = 0;
-        la >> one;
-        line["load_average_1min"] = one;
-      }
+      line["load_average_1min"] = gmi::bench::load_average_1min();  // other work on the machine while this ran
       out << line.dump() << "\n";
       std::printf("%s\n", line.dump().c_str());
     }

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "load_average.hpp"
+
 #include <gmi/actors/cpu_actors.hpp>
 #include <gmi/actors/mujoco.hpp>
 #include <gmi/actors/power.hpp>
@@ -77,12 +79,7 @@ int main(int argc, char** argv) {
     line["mujoco"] = mj_versionString();
     line["mean_episode_length"] = stats.mean_length();
     line["target"] = 20000;
-    {
-      std::ifstream la("/proc/loadavg");  // other work on the machine while this ran
-      double one = 0;
-      la >> one;
-      line["load_average_1min"] = one;
-    }
+    line["load_average_1min"] = gmi::bench::load_average_1min();  // other work on the machine while this ran
     out << line.dump() << "\n";
     std::printf("%s\n", line.dump().c_str());
   }

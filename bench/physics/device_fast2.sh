@@ -38,26 +38,6 @@ fi
 build_targets 270
 
 echo "== registers and stack of the physics kernels (bench binary)"
-cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-# Registers and stack of each physics kernel in binary $1 (cuobjdump -res-usage), one line per kernel and task.
-print_resources() {
-  "$cuobjdump" -res-usage "$1" > "$out/res_usage.log" 2>&1 || { echo "cuobjdump failed on $1"; return; }
-  python3 - "$out/res_usage.log" <<'PY'
-import re, sys
-kinds = "warp_env_step_kernel|physics_thread_step_kernel|local_step_envs"
-name = None
-for line in open(sys.argv[1]):
-    m = re.search(r"Function (\S+):", line)
-    if m:
-        name = m.group(1)
-        continue
-    r = re.search(r"REG:(\d+) STACK:(\d+)", line)
-    k = re.search(rf"({kinds})\w*?(ant|humanoid|anymal)", name or "")
-    if r and k:
-        print(f"  {k.group(1):>27} {k.group(2):>8}: {r.group(1):>3} registers, {r.group(2):>6} bytes stack")
-        name = None
-PY
-}
 print_resources "$build/bench/physics/gmi.bench.physics_tasks"
 echo "   (c74e00d: physics_thread_step_kernel ant 95/22064, humanoid 128/37040, anymal 125/16800;"
 echo "    local_step_envs ant 72/21952, humanoid 90/36848, anymal 72/16592)"

@@ -43,28 +43,11 @@ if [ "$cap" != off ]; then
 fi
 
 echo "== registers and stack of the physics kernels (bench binary)"
-cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-[ -x "$cuobjdump" ] || echo "no cuobjdump at $cuobjdump (the bench lines carry the tile kernels' registers)"
 binaries=("$build/bench/physics/gmi.bench.physics_tasks")
 [ "$cap" != off ] && binaries+=("$capbuild/bench/physics/gmi.bench.physics_tasks")
 for bin in "${binaries[@]}"; do
   echo "-- $bin"
-  "$cuobjdump" -res-usage "$bin" > "$out/res_usage.log" 2>&1 || continue
-  python3 - "$out/res_usage.log" <<'PY'
-import re, sys
-kinds = "warp_env_step_kernel|physics_thread_step_kernel|local_step_envs|warp_step_envs"
-name = None
-for line in open(sys.argv[1]):
-    m = re.search(r"Function (\S+):", line)
-    if m:
-        name = m.group(1)
-        continue
-    r = re.search(r"REG:(\d+) STACK:(\d+)", line)
-    k = re.search(rf"({kinds})\w*?(ant|humanoid|anymal)", name or "")
-    if r and k:
-        print(f"  {k.group(1):>27} {k.group(2):>8}: {r.group(1):>3} registers, {r.group(2):>6} bytes stack")
-        name = None
-PY
+  print_resources "$bin"
 done
 
 echo "== tests"
