@@ -4,7 +4,9 @@
 // overlapped loop: while the cores step one group, the policy (GPU inference) works on the other group's
 // observations. The only synchronisation per step is the hand-off: a group's observations are ready (the last
 // actor thread to finish its slice raises a counter) and its actions are ready (the policy raises a counter,
-// from a CUDA host callback: cudaLaunchHostFunc(stream, &handoff::signal_callback, &ready)).
+// from a CUDA host callback: cudaLaunchHostFunc(stream, &handoff::signal_callback, &ready)). In run(), a thread that
+// has stepped its own slice of a group steps what is left of the other slices of its NUMA node (one environment at
+// a time, from a counter per slice): a group is done when its slowest env is, not its slowest thread's slice.
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +31,9 @@ struct actor_config {
   std::vector<int> cores;  // the cores to step on, one thread each (choose_cores(n) picks n NUMA-aware)
   int groups = 2;          // env groups that alternate; 2 overlaps stepping with inference, 1 does not
   std::chrono::milliseconds handoff_timeout{60000};  // the longest a hand-off may take before the run fails
+  // In run(): a thread done with its own slice of a group steps the rest of other slices on its NUMA node, so one
+  // slow core (or slice of slow environments) does not hold the group's hand-off; false: each slice on its owner only.
+  bool steal = true;
 };
 
 // What the policy gets for one group at one step k of run(): observations after k steps (k = 0: those the
@@ -134,6 +139,19 @@ class cpu_actors : public detail::fixed_dims<S> {
     truncated_ = staging_buffer<std::uint8_t>(n);
     groups_ = std::vector<group_state>(std::size_t(config_.groups));
     busy_ = std::vector<busy_slot>(std::size_t(threads_.size()));
+    taken_ = std::vector<cursor>(std::size_t(config_.groups) * std::size_t(threads_.size()));
+    stolen_ = std::vector<cursor>(std::size_t(threads_.size()));
+    // Each thread's victims: the other threads on its NUMA node, the next ones first (thieves spread out).
+    const int T = threads_.size();
+    std::vector<int> node(static_cast<std::size_t>(T));
+    for (int t = 0; t < T; ++t) node[std::size_t(t)] = numa_node_of(threads_.cores()[std::size_t(t)]);
+    victims_.resize(std::size_t(T));
+    for (int t = 0; t < T; ++t) {
+      for (int d = 1; d < T; ++d) {
+        const int v = (t + d) % T;
+        if (node[std::size_t(v)] == node[std::size_t(t)]) victims_[std::size_t(t)].push_back(v);
+      }
+    }
     if constexpr (host_sim_with_prepare<S>) {
       threads_.run([&](int t) {
         for (int g = 0; g < config_.groups; ++g) {
@@ -151,6 +169,15 @@ class cpu_actors : public detail::fixed_dims<S> {
   [[nodiscard]] const std::vector<int>& cores() const noexcept { return threads_.cores(); }
   [[nodiscard]] bool staging_pinned() const noexcept { return obs_.pinned(); }
   [[nodiscard]] S& sim() noexcept { return sim_; }
+  [[nodiscard]] bool steal() const noexcept { return config_.steal; }
+  // Stealing on or off for the next runs (call between runs; the results are the same either way).
+  void set_steal(bool on) noexcept { config_.steal = on; }
+  // Environment steps that run() made on a thread other than the env's owner, since construction.
+  [[nodiscard]] std::uint64_t stolen_steps() const noexcept {
+    std::uint64_t n = 0;
+    for (const cursor& c : stolen_) n += c.n.load(std::memory_order_relaxed);
+    return n;
+  }
 
   // --- gmi::batch_env (host memory): all environments at once, each on the thread that owns it. ---
   // start: where the episode-step counters begin (rl::episode_start; random_step needs a sim_with_random_start).
@@ -214,7 +241,9 @@ class cpu_actors : public detail::fixed_dims<S> {
       g.act_base = g.act_ready.count();
       g.arrive_base = g.arrived.load();
     }
-    threads_.launch([&, G, T, steps](int t) {
+    for (cursor& c : taken_) c.n.store(0, std::memory_order_relaxed);
+    const bool steal = config_.steal;
+    threads_.launch([&, G, T, steps, steal](int t) {
       for (int k = 0; k < steps; ++k) {
         for (int g = 0; g < G; ++g) {
           group_state& gs = groups_[std::size_t(g)];
@@ -225,11 +254,18 @@ class cpu_actors : public detail::fixed_dims<S> {
             log->record(event_kind::step_begin, g, k);
           }
           const auto began = std::chrono::steady_clock::now();
-          step_range(owned(g, t), actions_.data(), obs_.data(), rewards_.data(), terminated_.data(),
-                     truncated_.data(), final_obs_.data());
+          take(g, t);
+          if (steal) {
+            std::uint64_t others = 0;
+            for (int v : victims_[std::size_t(t)]) others += take(g, v);
+            if (others) stolen_[std::size_t(t)].n.fetch_add(others, std::memory_order_relaxed);
+          }
           busy_[std::size_t(t)].add(std::chrono::steady_clock::now() - began);
           const std::uint64_t arrived = gs.arrived.fetch_add(1, std::memory_order_acq_rel) + 1;
           if (arrived == gs.arrive_base + std::uint64_t(k + 1) * std::uint64_t(T)) {
+            // Every thread is past group g's step k and none can start its step k + 1 before the signal below:
+            // the group's slice counters start again from 0 for it.
+            for (int v = 0; v < T; ++v) taken_[std::size_t(g * T + v)].n.store(0, std::memory_order_relaxed);
             if (log) log->record(event_kind::step_end, g, k);
             gs.obs_ready.signal();
           }
@@ -302,6 +338,12 @@ class cpu_actors : public detail::fixed_dims<S> {
     std::uint64_t obs_base = 0, act_base = 0, arrive_base = 0;
   };
 
+  // A counter on a cache line of its own: environments of one slice of one group taken in the current step (threads
+  // fetch_add it for the next one), or one thread's stolen env steps.
+  struct alignas(64) cursor {
+    std::atomic<std::uint64_t> n{0};
+  };
+
   // One thread's stepping time, on a cache line of its own (threads do not share lines when they add).
   struct alignas(64) busy_slot {
     std::atomic<std::int64_t> ns{0};
@@ -315,6 +357,22 @@ class cpu_actors : public detail::fixed_dims<S> {
     const slice s = slice_of(per_group_, threads_.size(), t);
     const std::size_t base = std::size_t(g) * per_group_;
     return {base + s.first, base + s.last};
+  }
+
+  // The calling thread steps environments of thread v's slice of group g, one at a time, until the slice's counter
+  // says all are taken (by it, by v or by another thief); returns how many it stepped.
+  std::uint64_t take(int g, int v) {
+    const slice s = owned(g, v);
+    std::atomic<std::uint64_t>& next = taken_[std::size_t(g * threads_.size() + v)].n;
+    const std::uint64_t size = s.last - s.first;
+    std::uint64_t mine = 0;
+    for (std::uint64_t j = next.fetch_add(1, std::memory_order_relaxed); j < size;
+         j = next.fetch_add(1, std::memory_order_relaxed), ++mine) {
+      const std::size_t i = s.first + std::size_t(j);
+      step_range({i, i + 1}, actions_.data(), obs_.data(), rewards_.data(), terminated_.data(), truncated_.data(),
+                 final_obs_.data());
+    }
+    return mine;
   }
 
   void step_range(slice s, const float* actions, float* obs, float* rewards, std::uint8_t* terminated,
@@ -353,6 +411,9 @@ class cpu_actors : public detail::fixed_dims<S> {
   staging_buffer<std::uint8_t> terminated_, truncated_;
   std::vector<group_state> groups_;
   std::vector<busy_slot> busy_;
+  std::vector<cursor> taken_;                // [group * threads + slice]
+  std::vector<cursor> stolen_;               // [thread]
+  std::vector<std::vector<int>> victims_;    // [thread]: the threads whose slices it may take from
   bool started_ = false;
 };
 
