@@ -4,10 +4,15 @@
 //                   the reset noise and mj_forward; nothing else (no observation, reward, flags or hand-off);
 //   gmi.sim:        mujoco::sim<ant>::step_one over the same envs in turn (observation, reward, resets, statistics);
 //   gmi.cpu_actors: cpu_actors::run (two groups, double buffered) with a policy that hands back the same actions
-//                   at once: everything the actors do for PPO but the network.
+//                   at once: everything the actors do for PPO but the network (threads done with their own slice
+//                   of a group step the rest of the others': actor_config::steal);
+//   gmi.cpu_actors_static: the same with steal off (each slice on its owner only: the loop before stealing).
 // Every thread count runs its threads at once (one env slice per pinned core); ratio = impl / bare at that count.
 // Then one reset alone, both ways (us_per_reset lines: mj_resetData and gmi.reset_data, each with mj_forward; with
 // trajectory_fnv, a hash of a 2000-step trajectory, to tell whether two MuJoCo builds step alike bit for bit).
+// Then one thread's env step taken apart (us_per_env_step_profile): mujoco::sim<ant>::step_one's time against the
+// time MuJoCo's own timers (mjcb_time) give mj_step and its stages; the rest is gmi's task code (controls,
+// observation, reward, flags, resets with their mj_forward).
 //   gmi.bench.actors_rate OUT.jsonl [MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]
 #include <algorithm>
 #include <atomic>
@@ -287,16 +292,18 @@ struct table_policy {
 };
 
 rate actors(const mj::model_ptr& model, const std::vector<int>& cores, int envs, double seconds, int reps,
-            const std::vector<float>& table, double& busy_fraction) {
+            const std::vector<float>& table, bool steal, double& busy_fraction, double& stolen_fraction) {
   const int T = int(cores.size());
   const int n = envs * T;
-  ac::cpu_actors<mj::sim<mj::ant>> a(ac::actor_config{cores, 2}, model, n, std::uint64_t(1));
+  ac::actor_config config{cores, 2};
+  config.steal = steal;
+  ac::cpu_actors<mj::sim<mj::ant>> a(config, model, n, std::uint64_t(1));
   table_policy pol{&table, std::vector<long>(std::size_t(n), 0)};
   constexpr int steps = 16;  // the PPO horizon
   rate out;
-  double steps_all = 0, busy = 0, wall = 0, cpu = 0;
+  double steps_all = 0, busy = 0, wall = 0, cpu = 0, stolen0 = 0;
   for (int rep = 0; rep < reps + 1; ++rep) {
-    if (rep == 1) (void)a.read_stats();
+    if (rep == 1) (void)a.read_stats(), stolen0 = double(a.stolen_steps());
     const double busy0 = a.busy_seconds(), cpu0 = other_threads_cpu_seconds();
     const auto t0 = clock_type::now();
     double done = 0;
@@ -316,7 +323,80 @@ rate actors(const mj::model_ptr& model, const std::vector<int>& cores, int envs,
   const auto st = a.read_stats();
   out.episode_length = st.episodes > 0 ? steps_all / double(st.episodes) : 0.0;
   busy_fraction = busy / (wall * T);
+  stolen_fraction = (double(a.stolen_steps()) - stolen0) / steps_all;
   out.per_cpu_second = steps_all / cpu;
+  return out;
+}
+
+// One thread's env step taken apart: step_one over `envs` environments on `core` for `seconds`, with MuJoCo's timers
+// on (mjcb_time: steady clock in us, only while this runs). Returns {total, mj_step, its stages...} in us per env step
+// and the mean contacts, constraint rows and solver iterations of a substep (each env step's last one, as sampled).
+struct step_profile {
+  double per_step_us = 0;
+  std::vector<std::pair<std::string, double>> parts;  // us per env step
+  double ncon = 0, nefc = 0, solver_iter = 0;
+};
+mjtNum steady_us() {
+  return std::chrono::duration<double, std::micro>(clock_type::now().time_since_epoch()).count();
+}
+step_profile profile(const mj::model_ptr& model, int core, int envs, double seconds, const std::vector<float>& table) {
+  step_profile out;
+  std::thread([&] {
+    ac::pin_this_thread(core);
+    mj::sim<mj::ant> s(model, envs, 7);
+    std::vector<float> obs(std::size_t(envs) * 27), fin(27);
+    for (int i = 0; i < envs; ++i) s.reset_one(std::size_t(i), obs.data() + i * 27);
+    mjcb_time = steady_us;
+    long k = 0, n = 0;
+    double ncon = 0, nefc = 0, iters = 0, in_step = 0;
+    for (int rep = 0; rep < 2; ++rep) {  // rep 0 warms up; the timers restart for rep 1
+      for (int i = 0; i < envs; ++i) {
+        for (mjTimerStat& t : s.data(std::size_t(i))->timer) t = {};
+      }
+      const auto t0 = clock_type::now();
+      while (seconds_since(t0) < (rep == 0 ? 0.2 : seconds)) {
+        for (int i = 0; i < envs; ++i) {
+          const auto t1 = clock_type::now();
+          (void)s.step_one(std::size_t(i), action_of(table, std::size_t(i), k), obs.data() + i * 27, fin.data());
+          if (rep == 1) {
+            in_step += seconds_since(t1);
+            const mjData* d = s.data(std::size_t(i));
+            ncon += d->ncon, nefc += d->nefc, iters += d->solver_iter, ++n;
+          }
+        }
+        ++k;
+      }
+    }
+    mjcb_time = nullptr;
+    double timer[mjNTIMER] = {};
+    for (int i = 0; i < envs; ++i) {
+      for (int t = 0; t < mjNTIMER; ++t) timer[t] += s.data(std::size_t(i))->timer[t].duration;
+    }
+    const double per = double(n);
+    out.per_step_us = 1e6 * in_step / per;
+    const double step = timer[mjTIMER_STEP] / per;
+    const double position = timer[mjTIMER_POSITION] / per, velocity = timer[mjTIMER_VELOCITY] / per,
+                 actuation = timer[mjTIMER_ACTUATION] / per, acceleration = timer[mjTIMER_ACCELERATION] / per,
+                 constraint = timer[mjTIMER_CONSTRAINT] / per;
+    out.parts = {{"mj_step", step},
+                 {"task_code", out.per_step_us - step},  // controls, observation, reward, flags, resets (mj_forward)
+                 {"mj_position", position},
+                 {"mj_position.kinematics", timer[mjTIMER_POS_KINEMATICS] / per},
+                 {"mj_position.inertia", timer[mjTIMER_POS_INERTIA] / per},
+                 {"mj_position.collision", timer[mjTIMER_POS_COLLISION] / per},
+                 {"mj_position.make_constraint", timer[mjTIMER_POS_MAKE] / per},
+                 {"mj_position.project_constraint", timer[mjTIMER_POS_PROJECT] / per},
+                 {"mj_velocity", velocity},
+                 {"mj_actuation", actuation},
+                 {"mj_acceleration", acceleration},
+                 {"mj_constraint_solver", constraint},
+                 // mj_step less its forward stages (in substeps): the checks and the Euler integration
+                 {"mj_step_rest", step - (position + velocity + actuation + acceleration + constraint)}};
+    // Resets run mj_forward outside mj_step: their stages count above too, so the stages can add up past mj_step.
+    out.ncon = ncon / per;
+    out.nefc = nefc / per;
+    out.solver_iter = iters / per;
+  }).join();
   return out;
 }
 }  // namespace
@@ -347,10 +427,15 @@ int main(int argc, char** argv) {
     double busy = 0;
     const rate b = wanted("bare_mj_step") ? bare(model, cores, envs, seconds, reps, table) : rate{};
     const rate s = wanted("gmi.sim") ? sim_only(model, cores, envs, seconds, reps, table) : rate{};
-    const rate a = wanted("gmi.cpu_actors") ? actors(model, cores, envs, seconds, reps, table, busy) : rate{};
+    double busy_static = 0, stolen = 0, stolen_static = 0;
+    const rate a =
+        wanted("gmi.cpu_actors") ? actors(model, cores, envs, seconds, reps, table, true, busy, stolen) : rate{};
+    const rate f = wanted("gmi.cpu_actors_static")
+                       ? actors(model, cores, envs, seconds, reps, table, false, busy_static, stolen_static)
+                       : rate{};
     const double bare_median = b.per_core.empty() ? 0.0 : gmi::metrics::summarize(b.per_core).median;
     for (const auto& [impl, r] : {std::pair<const char*, const rate*>{"bare_mj_step", &b}, {"gmi.sim", &s},
-                                  {"gmi.cpu_actors", &a}}) {
+                                  {"gmi.cpu_actors", &a}, {"gmi.cpu_actors_static", &f}}) {
       if (r->per_core.empty()) continue;
       const auto sm = gmi::metrics::summarize(r->per_core);
       auto line = gmi::metrics::result_line(run, "actors_rate", impl, "steps_per_s_per_core", sm);
@@ -360,12 +445,30 @@ int main(int argc, char** argv) {
                    {"mean_episode_length", r->episode_length},
                    {"steps_per_cpu_s", r->per_cpu_second}, {"host_cpu", cpu}, {"mujoco", mj_versionString()},
                    {"mujoco_library", mj::library_path()}, {"target", 20000}});
-      if (r == &a) line["busy_fraction"] = busy;
+      if (r == &a) line.update({{"busy_fraction", busy}, {"steal", true}, {"stolen_fraction", stolen}});
+      if (r == &f) line.update({{"busy_fraction", busy_static}, {"steal", false}, {"stolen_fraction", stolen_static}});
       line["load_average_1min"] = gmi::bench::load_average_1min();  // other work on the machine while this ran
       out << line.dump() << "\n";
       std::printf("%s\n", line.dump().c_str());
     }
     out.flush();
+  }
+  // One env step taken apart (one core; MuJoCo's timers add about two clock reads a stage, so the total is a little
+  // above the untimed gmi.sim rate's).
+  if (wanted("profile")) {
+    const step_profile pr = profile(model, ac::choose_cores(1).front(), envs, std::max(1.0, seconds), table);
+    auto line = gmi::metrics::result_line(run, "actors_rate", "gmi.sim", "us_per_env_step_profile",
+                                          gmi::metrics::summarize({pr.per_step_us}));
+    nlohmann::json parts = nlohmann::json::object();
+    for (const auto& [part, us] : pr.parts) parts[part] = us;
+    line.update({{"task", "ant"}, {"model", model_name}, {"threads", 1}, {"envs_per_core", envs},
+                 {"us_parts", parts}, {"share_mj_step", pr.parts.front().second / pr.per_step_us},
+                 {"share_task_code", pr.parts[1].second / pr.per_step_us}, {"contacts_per_substep", pr.ncon},
+                 {"constraint_rows_per_substep", pr.nefc}, {"solver_iterations_per_substep", pr.solver_iter},
+                 {"nsensor", model->nsensor}, {"host_cpu", cpu}, {"mujoco", mj_versionString()},
+                 {"mujoco_library", mj::library_path()}, {"load_average_1min", gmi::bench::load_average_1min()}});
+    out << line.dump() << "\n";
+    std::printf("%s\n", line.dump().c_str());
   }
   // The reset alone (one core): mj_resetData clears the whole mjData buffer, gmi's reset only the state.
   for (const bool gmi_reset : {false, true}) {

@@ -2,6 +2,7 @@
 // (actors/ppo_actors_gpu.cuh). For each task and actor core count, three rates of env steps/s:
 //   stepping: the actors alone (a host policy that hands back zero actions at once: what the cores can step),
 //   collect:  the double-buffered loop with the GPU's inference per group (serve: no update),
+//   collect_static: the same with actor_config::steal off (each thread steps only its own slice of a group),
 //   train:    whole PPO iterations (collection, then the update on the GPU).
 // Beside them (Cartpole): the same PPO with the simulation on the GPU (impl gmi.gpu_simulation), and the
 // placement metric's choice at that batch (bench placement), so the threshold can be checked against both.
@@ -86,15 +87,19 @@ void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstr
   t.iterate();  // warm-up: kernels loaded, the update's graph captured
   t.synchronize();
   const auto* a = &t.actors();
-  double busy[3] = {0, 0, 0};
+  double busy[4] = {0, 0, 0, 0};
   const auto stepping = rates([&] { t.actors().run(zero, horizon); return per_rollout; }, [] {}, seconds, 3, a, &busy[0]);
   const auto collect =
       rates([&] { t.serve(horizon); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3, a, &busy[1]);
-  const auto train = rates([&] { t.iterate(); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3, a, &busy[2]);
+  t.actors().set_steal(false);  // the loop before stealing, for comparison in the same run
+  const auto collect_static =
+      rates([&] { t.serve(horizon); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3, a, &busy[2]);
+  t.actors().set_steal(true);
+  const auto train = rates([&] { t.iterate(); return per_rollout; }, [&] { t.synchronize(); }, seconds, 3, a, &busy[3]);
   const double step_median = gmi::metrics::summarize(stepping).median;
   int at = 0;
   for (const auto& [phase, v] : {std::pair<const char*, const std::vector<double>*>{"stepping", &stepping},
-                                 {"collect", &collect}, {"train", &train}}) {
+                                 {"collect", &collect}, {"collect_static", &collect_static}, {"train", &train}}) {
     const auto s = gmi::metrics::summarize(*v);
     auto line = gmi::metrics::result_line(run, "cpu_actors_ppo", "gmi", "steps_per_s", s);
     line["task"] = task;
@@ -103,6 +108,7 @@ void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstr
     line["num_envs"] = n;
     line["horizon"] = horizon;
     line["fraction_of_stepping"] = s.median / step_median;
+    line["steal"] = std::string(phase) != "collect_static";
     line["busy_fraction"] = busy[at++];  // the actor threads' time stepping over theirs on the wall clock
     line["host_cpu"] = cpu;
     if (!mujoco_library.empty()) line["mujoco_library"] = mujoco_library;
