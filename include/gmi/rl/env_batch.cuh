@@ -10,6 +10,7 @@
 #include <gmi/exec/cuda.cuh>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/physics_env_step.cuh>
+#include <gmi/rl/physics_thread_step.cuh>
 
 namespace gmi::rl {
 
@@ -46,6 +47,11 @@ struct launcher<exec::cuda> {
     if constexpr (physics_task<E>) {
       if (physics_step_choice<E>(f.v.params, n, p.sm_count).path == gmi::physics::step_path::warp) {
         warp_env_step<E>(f.v, f.actions, {f.rewards, f.terminated, f.truncated, f.obs, f.final_obs}, s);
+        return;
+      }
+      if (const int slice = physics_thread_shared_reals<E>(); slice > 0) {
+        physics_thread_shared_step<E>(f.v, f.actions, {f.rewards, f.terminated, f.truncated, f.obs, f.final_obs}, slice,
+                                      s);
         return;
       }
       const std::size_t blocks = std::min<std::size_t>((n + physics_thread_block - 1) / physics_thread_block, 1u << 20);
