@@ -16,7 +16,7 @@
 # $OUT/physics-summary.txt: each case's rate against the plain thread kernel of this run, against 794e70c's committed
 # lines and against issue 35's targets (ant 15 M, humanoid 5 M env steps/s).
 # Usage: CUDA_VISIBLE_DEVICES=0 OUT=/path bench/physics/device_physics.sh   (BUILD: default /tmp/build-physics; JOBS:
-#        default 16; SLICES: default "0 31 63 111 151")
+#        default 16; SLICES: default "0 31 63 111 151 255")
 set -uo pipefail
 name=physics
 BUILD=${BUILD:-/tmp/build-physics}
@@ -24,7 +24,7 @@ JOBS=${JOBS:-16}
 # shellcheck source=bench/physics/device_common.sh
 source "$(dirname "$0")/device_common.sh"
 start_all=$(date +%s)
-read -r -a slices <<< "${SLICES:-0 31 63 111 151}"
+read -r -a slices <<< "${SLICES:-0 31 63 111 151 255}"
 summary=$out/physics-summary.txt
 left() { echo $(( 340 - ($(date +%s) - start_all) )); }
 
