@@ -10,8 +10,9 @@
 #      thread_kernel among them);
 #   3. gmi.bench.physics_tasks --driver-paths: env steps per second through env_batch (physics + observation + reward +
 #      auto-reset, random actions) of ant, humanoid and anymal at 16384 and 65536 environments, thread per env with
-#      shared slices of $SLICES floats a thread (0: the plain kernel, the old path), then the warp path's default
-#      layout (16 lanes, rows in global slots), medians of 3.
+#      shared slices of $SLICES floats a thread (0: the plain kernel, the old path), the plain kernel again with its
+#      carveout at the largest L1 (--thread-max-l1), then the warp path's default layout (16 lanes, rows in global
+#      slots), medians of 3.
 # Result lines (JSON) go to $OUT/physics.jsonl, logs to $OUT/physics-*.log, and a summary to stdout and
 # $OUT/physics-summary.txt: each case's rate against the plain thread kernel of this run, against 794e70c's committed
 # lines and against issue 35's targets (ant 15 M, humanoid 5 M env steps/s).
@@ -36,9 +37,9 @@ echo "== registers and stack of the physics kernels (bench binary)"
 print_resources "$build/bench/physics/gmi.bench.physics_tasks"
 echo "   (794e70c: physics_thread_step_kernel ant 95/22064, humanoid 128/37872, anymal 127/16800)"
 
-echo "== bench: thread per env with shared slices ${slices[*]} (0: the plain kernel), then the warp path (16 lanes, rows global)"
+echo "== bench: thread per env with shared slices ${slices[*]} (0: the plain kernel), the plain kernel with the largest L1, then the warp path (16 lanes, rows global)"
 timeout "$(( $(left) > 150 ? 150 : ($(left) > 30 ? $(left) : 30) ))" "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths \
-  --thread-shared-reals "${slices[@]}" --tile-lanes 16 --solver-rows global \
+  --thread-shared-reals "${slices[@]}" --thread-max-l1 --tile-lanes 16 --solver-rows global \
   --run-id "$run_id" --git "$git_rev" --out "$lines" --envs 16384 65536 --steps 8 --warmup 2 --reps 3 \
   > "$out/physics-bench.log" 2>&1 || { status=1; echo "bench failed or ran out of time:"; tail -5 "$out/physics-bench.log"; }
 
@@ -75,7 +76,12 @@ print("env steps/s through env_batch, medians of 3: each case against the plain 
 print("794e70c's line of the same path ('794e70c') and issue 35's target")
 by = {}
 for j in rows:
-    key = f"threads, slice {j.get('thread_shared_reals', 0)}" if j["path"] == "thread_per_env" else "warp 16/global"
+    if j["path"] != "thread_per_env":
+        key = "warp 16/global"
+    elif j.get("thread_max_l1"):
+        key = "threads, slice 0, max L1"
+    else:
+        key = f"threads, slice {j.get('thread_shared_reals', 0)}"
     by.setdefault((j["task"], j["num_envs"]), {})[key] = j
 for (task, n), runs in sorted(by.items()):
     plain = runs.get("threads, slice 0", {}).get("median")

@@ -14,7 +14,8 @@
 // model's default; the constraint rows in shared memory or global slots); each warp line carries its layout, its
 // environments per block and how many environments an SM holds at once. --thread-shared-reals lists shared slices
 // (floats a thread, physics/thread_shared.hpp) for the thread path: a pass each, in the default mode and before the
-// warp layouts with --driver-paths; each thread line carries the slice and the kernel that ran.
+// warp layouts with --driver-paths; each thread line carries the slice and the kernel that ran; --thread-max-l1 adds
+// a pass of the plain kernel with its carveout at the largest L1.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmi/cuda/buffer.hpp>
@@ -63,6 +65,16 @@ struct options {
   std::vector<int> tile_lanes{32};
   std::vector<std::string> solver_rows{"shared"};
   std::vector<int> thread_shared{0};  // physics::request_thread_shared_reals for the thread path, one pass each
+  bool thread_max_l1 = false;          // a second pass of the plain kernel (slice 0) with the largest L1
+  // The thread passes: (slice, largest L1) in order.
+  [[nodiscard]] std::vector<std::pair<int, bool>> thread_passes() const {
+    std::vector<std::pair<int, bool>> p;
+    for (const int s : thread_shared) {
+      p.emplace_back(s, false);
+      if (s == 0 && thread_max_l1) p.emplace_back(0, true);
+    }
+    return p;
+  }
 };
 
 // Physics steps per env step of a task.
@@ -230,6 +242,7 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
       } else {
         const int slice = gmi::rl::physics_thread_shared_reals<T>();
         line.update({{"thread_min_blocks", gmi::rl::physics_thread_min_blocks}, {"thread_shared_reals", slice},
+                     {"thread_max_l1", slice == 0 && gmi::physics::requested_thread_max_l1()},
                      {"thread_shared_used", gmi::physics::thread_shared_used(T::sim::sizes_v, slice)},
                      {"thread_kernel", slice > 0 ? "physics_thread_shared_kernel (128 a block, launch bound 4)"
                                                  : "physics_thread_step_kernel (256 a block, launch bound "
@@ -270,6 +283,8 @@ int main(int argc, char** argv) {
                  "thread path: floats of shared memory a thread for the hottest arrays, to measure (0: the plain "
                  "kernel; physics/thread_shared.hpp)")
       ->check(CLI::Range(0, gmi::physics::max_thread_shared_reals));
+  app.add_flag("--thread-max-l1", o.thread_max_l1,
+               "thread path: measure the plain kernel (slice 0) also with its preferred carveout at the largest L1");
   app.add_option("--solver-rows", o.solver_rows,
                  "warp path: where the constraint rows' arrays live, to measure (shared, global)")
       ->check(CLI::IsMember({"shared", "global"}));
@@ -302,10 +317,12 @@ int main(int argc, char** argv) {
         const std::vector<gmi::physics::step_path> threads{gmi::physics::step_path::threads},
             warp{gmi::physics::step_path::warp};
         // Thread per env once for each shared slice asked for (--thread-shared-reals), then the warp layouts.
-        const int thread_passes = static_cast<int>(o.thread_shared.size());
+        const std::vector<std::pair<int, bool>> tp = o.thread_passes();
+        const int thread_passes = static_cast<int>(tp.size());
         for (int pass = -thread_passes; pass < static_cast<int>(o.tile_lanes.size() * o.solver_rows.size()); ++pass) {
           const auto& paths = pass < 0 ? threads : warp;
-          gmi::physics::request_thread_shared_reals(pass < 0 ? o.thread_shared[pass + thread_passes] : 0);
+          gmi::physics::request_thread_shared_reals(pass < 0 ? tp[pass + thread_passes].first : 0);
+          gmi::physics::request_thread_max_l1(pass < 0 && tp[pass + thread_passes].second);
           if (pass >= 0)
             gmi::physics::request_tile_layout(o.tile_lanes[pass / o.solver_rows.size()],
                                               o.solver_rows[pass % o.solver_rows.size()]);
@@ -322,13 +339,15 @@ int main(int argc, char** argv) {
         if (name == "anymal") bench_physics<gmi::envs::anymal>(o, run, file);
         continue;
       }
-      for (const int reals : o.thread_shared) {
+      for (const auto& [reals, l1] : o.thread_passes()) {
         gmi::physics::request_thread_shared_reals(reals);
+        gmi::physics::request_thread_max_l1(l1);
         if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
         if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
         if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);
       }
       gmi::physics::request_thread_shared_reals(0);
+      gmi::physics::request_thread_max_l1(false);
     }
   } catch (const gmi::config_error& e) {
     std::fprintf(stderr, "gmi.bench.physics_tasks: %s\n", e.what());

@@ -120,4 +120,17 @@ inline void request_thread_shared_reals(int reals, std::string_view what = "--th
 }
 [[nodiscard]] inline int requested_thread_shared_reals() { return detail::requested_thread_shared_reals(); }
 
+namespace detail {
+inline bool& requested_thread_max_l1() {
+  static bool r = false;
+  return r;
+}
+}  // namespace detail
+
+// Asks the plain thread kernel (no slice) for the largest L1 (its preferred shared-memory carveout 0; false: the
+// driver's default, which may keep a carveout another kernel needed): every access that misses registers goes to L1
+// first. No arithmetic changes.
+inline void request_thread_max_l1(bool on) { detail::requested_thread_max_l1() = on; }
+[[nodiscard]] inline bool requested_thread_max_l1() { return detail::requested_thread_max_l1(); }
+
 }  // namespace gmi::physics

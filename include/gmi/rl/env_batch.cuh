@@ -54,6 +54,7 @@ struct launcher<exec::cuda> {
                                       s);
         return;
       }
+      physics_thread_carveout(physics_thread_step_kernel<step_all_fn<E>>);
       const std::size_t blocks = std::min<std::size_t>((n + physics_thread_block - 1) / physics_thread_block, 1u << 20);
       physics_thread_step_kernel<<<static_cast<unsigned>(blocks), physics_thread_block, 0, s>>>(n, f);
       GMI_CUDA_TRY(cudaGetLastError());

@@ -71,6 +71,25 @@ void physics_thread_shared_step(const env_batch_view<E>& v, const float* actions
   GMI_CUDA_TRY(cudaGetLastError());
 }
 
+// The plain thread kernel K's preferred carveout on the current device: 0 (the largest L1) when
+// physics::request_thread_max_l1 asked for it, else the driver's default; set when it changes.
+template <class K>
+void physics_thread_carveout(K kernel) {
+  static int set[64];  // per device: 0 unset (the default), 1 max L1, 2 default again
+  static bool ever = false;
+  const bool l1 = gmi::physics::requested_thread_max_l1();
+  if (!l1 && !ever) return;  // never asked in this process: the plain kernel as it always ran
+  ever = true;
+  int dev = 0;
+  GMI_CUDA_TRY(cudaGetDevice(&dev));
+  if (dev < 0 || dev >= 64) return;
+  const int want = l1 ? 1 : (set[dev] == 0 ? 0 : 2);
+  if (want == set[dev]) return;
+  GMI_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    l1 ? 0 : static_cast<int>(cudaSharedmemCarveoutDefault)));
+  set[dev] = want;
+}
+
 }  // namespace detail
 
 // The shared slice (floats a thread) env_batch's thread path gives E now: 0 for the plain kernel.
