@@ -43,7 +43,7 @@ print_resources() {
   "$cuobjdump" -res-usage "$1" > "$out/res_usage.log" 2>&1 || { echo "cuobjdump failed on $1"; return; }
   python3 - "$out/res_usage.log" <<'PY'
 import re, sys
-kinds = "warp_env_step_kernel|physics_thread_step_kernel|local_step_envs|warp_step_envs"
+kinds = "warp_env_step_kernel|physics_thread_shared_kernel|physics_thread_step_kernel|local_step_envs|warp_step_envs"
 name = None
 for line in open(sys.argv[1]):
     m = re.search(r"Function (\S+):", line)

@@ -12,7 +12,10 @@
 // carrying the path that ran and the path the rule picks for that task and count ("chosen"). --tile-lanes and
 // --solver-rows list the warp path's layouts to measure in both modes (lanes per environment 8, 16, 32 or 0 for the
 // model's default; the constraint rows in shared memory or global slots); each warp line carries its layout, its
-// environments per block and how many environments an SM holds at once.
+// environments per block and how many environments an SM holds at once. --thread-shared-reals lists shared slices
+// (floats a thread, physics/thread_shared.hpp) for the thread path: a pass each, in the default mode and before the
+// warp layouts with --driver-paths; each thread line carries the slice and the kernel that ran; --thread-max-l1 adds
+// a pass of the plain kernel with its carveout at the largest L1.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -21,6 +24,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmi/cuda/buffer.hpp>
@@ -34,6 +38,7 @@
 #include <gmi/physics/batch_local.cuh>
 #include <gmi/physics/batch_warp.cuh>
 #include <gmi/physics/step_path.hpp>
+#include <gmi/physics/thread_shared.hpp>
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/physics_env_step.cuh>
 
@@ -59,6 +64,17 @@ struct options {
   std::vector<int> warps_per_block{0};
   std::vector<int> tile_lanes{32};
   std::vector<std::string> solver_rows{"shared"};
+  std::vector<int> thread_shared{0};  // physics::request_thread_shared_reals for the thread path, one pass each
+  bool thread_max_l1 = false;          // a second pass of the plain kernel (slice 0) with the largest L1
+  // The thread passes: (slice, largest L1) in order.
+  [[nodiscard]] std::vector<std::pair<int, bool>> thread_passes() const {
+    std::vector<std::pair<int, bool>> p;
+    for (const int s : thread_shared) {
+      p.emplace_back(s, false);
+      if (s == 0 && thread_max_l1) p.emplace_back(0, true);
+    }
+    return p;
+  }
 };
 
 // Physics steps per env step of a task.
@@ -224,7 +240,13 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
                      {"shared_bytes_per_env",
                       gmi::physics::warp_batch<typename T::sim::model_type>::scratch_bytes_per_env(plan.layout)}});
       } else {
-        line.update({{"thread_min_blocks", gmi::rl::physics_thread_min_blocks}});
+        const int slice = gmi::rl::physics_thread_shared_reals<T>();
+        line.update({{"thread_min_blocks", gmi::rl::physics_thread_min_blocks}, {"thread_shared_reals", slice},
+                     {"thread_max_l1", slice == 0 && gmi::physics::requested_thread_max_l1()},
+                     {"thread_shared_used", gmi::physics::thread_shared_used(T::sim::sizes_v, slice)},
+                     {"thread_kernel", slice > 0 ? "physics_thread_shared_kernel (128 a block, launch bound 4)"
+                                                 : "physics_thread_step_kernel (256 a block, launch bound "
+                                                   "GMI_PHYSICS_THREAD_MIN_BLOCKS)"}});
       }
       std::cout << line.dump() << std::endl;
       if (file) file << line.dump() << '\n';
@@ -257,6 +279,12 @@ int main(int argc, char** argv) {
   app.add_option("--tile-lanes", o.tile_lanes,
                  "warp path: lanes per environment to measure (8, 16, 32; 0: the model's default)")
       ->check(CLI::IsMember({0, 8, 16, 32}));
+  app.add_option("--thread-shared-reals", o.thread_shared,
+                 "thread path: floats of shared memory a thread for the hottest arrays, to measure (0: the plain "
+                 "kernel; physics/thread_shared.hpp)")
+      ->check(CLI::Range(0, gmi::physics::max_thread_shared_reals));
+  app.add_flag("--thread-max-l1", o.thread_max_l1,
+               "thread path: measure the plain kernel (slice 0) also with its preferred carveout at the largest L1");
   app.add_option("--solver-rows", o.solver_rows,
                  "warp path: where the constraint rows' arrays live, to measure (shared, global)")
       ->check(CLI::IsMember({"shared", "global"}));
@@ -288,8 +316,13 @@ int main(int argc, char** argv) {
         // Thread per env once, then the warp path in each layout asked for (the rule's "chosen" follows the layout).
         const std::vector<gmi::physics::step_path> threads{gmi::physics::step_path::threads},
             warp{gmi::physics::step_path::warp};
-        for (int pass = -1; pass < static_cast<int>(o.tile_lanes.size() * o.solver_rows.size()); ++pass) {
+        // Thread per env once for each shared slice asked for (--thread-shared-reals), then the warp layouts.
+        const std::vector<std::pair<int, bool>> tp = o.thread_passes();
+        const int thread_passes = static_cast<int>(tp.size());
+        for (int pass = -thread_passes; pass < static_cast<int>(o.tile_lanes.size() * o.solver_rows.size()); ++pass) {
           const auto& paths = pass < 0 ? threads : warp;
+          gmi::physics::request_thread_shared_reals(pass < 0 ? tp[pass + thread_passes].first : 0);
+          gmi::physics::request_thread_max_l1(pass < 0 && tp[pass + thread_passes].second);
           if (pass >= 0)
             gmi::physics::request_tile_layout(o.tile_lanes[pass / o.solver_rows.size()],
                                               o.solver_rows[pass % o.solver_rows.size()]);
@@ -306,9 +339,15 @@ int main(int argc, char** argv) {
         if (name == "anymal") bench_physics<gmi::envs::anymal>(o, run, file);
         continue;
       }
-      if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
-      if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
-      if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);
+      for (const auto& [reals, l1] : o.thread_passes()) {
+        gmi::physics::request_thread_shared_reals(reals);
+        gmi::physics::request_thread_max_l1(l1);
+        if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
+        if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
+        if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);
+      }
+      gmi::physics::request_thread_shared_reals(0);
+      gmi::physics::request_thread_max_l1(false);
     }
   } catch (const gmi::config_error& e) {
     std::fprintf(stderr, "gmi.bench.physics_tasks: %s\n", e.what());

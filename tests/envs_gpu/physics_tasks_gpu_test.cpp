@@ -15,6 +15,8 @@
 #include <gmi/envs/ant.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
+#include <gmi/physics/step_path.hpp>
+#include <gmi/physics/thread_shared.hpp>
 #include <gmi/rl/env_batch.hpp>
 
 #include "envs/batch_snapshot.hpp"
@@ -201,6 +203,55 @@ TEST_SUITE("gpu") {
       CHECK(bad_dev == 0);
       const std::vector<float> last(w20.end() - static_cast<long>(start.size()), w20.end());
       CHECK(outside(start, last, 1e-3).first > 0);  // the environments moved: the comparison is not vacuous
+    }
+  }
+
+  TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.thread_shared_slices_follow_the_plain_thread_kernel" *
+                         doctest::timeout(300),
+                     T, gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {
+    // The thread path with the hottest arrays in shared memory (physics/thread_shared.hpp, rl/physics_thread_step.cuh)
+    // against the plain thread kernel: 300 environments (3 blocks of 128), 30 env steps, each from the host's own
+    // states (as above), slices of 31, 111 and 255 floats. The arithmetic is the same (the host twin,
+    // physics.thread_shared.*, is bit-identical), so observations and rewards within 1e-3 (1 + |plain|) and flags
+    // equal are checked, and how many observations are equal bit for bit is reported.
+    const int n = 300, steps = 30;
+    gmi::rl::env_batch<T> hb(n, 2024);
+    std::vector<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
+    std::vector<std::uint8_t> te(n), tr(n);
+    std::vector<batch_snapshot> before;
+    hb.reset({obs.data(), obs.size()});
+    for (int t = 0; t < steps; ++t) {
+      before.push_back(take_snapshot(hb));
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < T::act_dim; ++k) act[std::size_t(i) * T::act_dim + k] = test_action(7, t, i, T::act_dim, k);
+      hb.step({act.data(), act.size()}, {obs.data(), obs.size()}, {rew.data(), rew.size()}, {te.data(), te.size()},
+              {tr.data(), tr.size()});
+    }
+    struct restore {  // the process-wide requests back to the defaults, however the case ends
+      ~restore() {
+        gmi::physics::request_thread_shared_reals(0);
+        gmi::physics::request_step_path("auto");
+      }
+    } restore_requests;
+    gmi::physics::request_step_path("threads");
+    gmi::physics::request_thread_shared_reals(0);
+    const trajectory plain = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
+    for (const int slice : {31, 111, 255}) {
+      CAPTURE(slice);
+      gmi::physics::request_thread_shared_reals(slice);
+      const trajectory g = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
+      REQUIRE(g.obs.size() == plain.obs.size());
+      const auto [bad_obs, worst_obs] = outside(g.obs, plain.obs, 1e-3);
+      const auto [bad_rew, worst_rew] = outside(g.rewards, plain.rewards, 1e-3);
+      long equal = 0;
+      for (std::size_t k = 0; k < g.obs.size(); ++k) equal += g.obs[k] == plain.obs[k];
+      MESSAGE(std::string(T::name) << ", shared slice " << slice << ": observations " << worst_obs << ", rewards "
+                                   << worst_rew << " from the plain thread kernel; " << equal << " of " << g.obs.size()
+                                   << " observation values equal bit for bit");
+      CHECK(bad_obs == 0);
+      CHECK(bad_rew == 0);
+      CHECK(g.terminated == plain.terminated);
+      CHECK(g.truncated == plain.truncated);
     }
   }
 

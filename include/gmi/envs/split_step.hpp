@@ -10,15 +10,23 @@
 
 namespace gmi::envs {
 
+// The same with the physics in arrays d bound by the caller (physics/thread_shared.hpp's bind_shared puts the
+// hottest in shared memory), the others and the task's own scratch in `scratch` (sim::scratch_reals floats).
+template <class Task>
+GMI_HD gmi::transition split_step_in(typename Task::state& s, const float* action, const typename Task::params& p,
+                                     float* scratch, const gmi::physics::data<float>& d) {
+  using sim = typename Task::sim;
+  float ctrl[sim::nu > 0 ? sim::nu : 1], carry[Task::carry_dim];
+  Task::control(s, action, p, ctrl, carry, scratch);
+  sim::simulate_in(p.model, d, s.qpos, s.qvel, ctrl, Task::physics_substeps(p));
+  return Task::finish(s, action, carry, d, p, scratch);
+}
+
 template <class Task>
 GMI_HD gmi::transition split_step(typename Task::state& s, const float* action, const typename Task::params& p) {
   using sim = typename Task::sim;
-  float ctrl[sim::nu > 0 ? sim::nu : 1], carry[Task::carry_dim];
   float scratch[sim::scratch_reals];
-  Task::control(s, action, p, ctrl, carry, scratch);
-  const gmi::physics::data<float> d =
-      sim::simulate(p.model, scratch, s.qpos, s.qvel, ctrl, Task::physics_substeps(p));
-  return Task::finish(s, action, carry, d, p, scratch);
+  return split_step_in<Task>(s, action, p, scratch, sim::bind(scratch));
 }
 
 }  // namespace gmi::envs

@@ -83,7 +83,11 @@ struct builtin_sim {
   // keeps what the last step computed (its contacts, actuator forces, frames before its integration).
   GMI_HD static data<float> simulate(const model_view<float>& m, float* scratch, float* qpos, float* qvel,
                                      const float* ctrl, int substeps) {
-    const data<float> d = bind(scratch);
+    return simulate_in(m, bind(scratch), qpos, qvel, ctrl, substeps);
+  }
+  // The same in arrays bound elsewhere (thread_shared.hpp's bind_shared: some of them in shared memory).
+  GMI_HD static data<float> simulate_in(const model_view<float>& m, const data<float>& d, float* qpos, float* qvel,
+                                        const float* ctrl, int substeps) {
     for (int k = 0; k < nq; ++k) d.qpos[k] = qpos[k];
     for (int k = 0; k < nv; ++k) d.qvel[k] = qvel[k];
     for (int k = 0; k < nv; ++k) d.qfrc_applied[k] = 0.0f;

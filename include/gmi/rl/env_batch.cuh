@@ -10,6 +10,7 @@
 #include <gmi/exec/cuda.cuh>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/physics_env_step.cuh>
+#include <gmi/rl/physics_thread_step.cuh>
 
 namespace gmi::rl {
 
@@ -48,6 +49,12 @@ struct launcher<exec::cuda> {
         warp_env_step<E>(f.v, f.actions, {f.rewards, f.terminated, f.truncated, f.obs, f.final_obs}, s);
         return;
       }
+      if (const int slice = physics_thread_shared_reals<E>(); slice > 0) {
+        physics_thread_shared_step<E>(f.v, f.actions, {f.rewards, f.terminated, f.truncated, f.obs, f.final_obs}, slice,
+                                      s);
+        return;
+      }
+      physics_thread_carveout(physics_thread_step_kernel<step_all_fn<E>>);
       const std::size_t blocks = std::min<std::size_t>((n + physics_thread_block - 1) / physics_thread_block, 1u << 20);
       physics_thread_step_kernel<<<static_cast<unsigned>(blocks), physics_thread_block, 0, s>>>(n, f);
       GMI_CUDA_TRY(cudaGetLastError());
