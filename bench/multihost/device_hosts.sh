@@ -6,7 +6,8 @@
 #   0. builds gmi.example.cartpole_ppo, gmi.test.multihost_gpu and gmi.example.ant_ppo (gmi's GPU physics) in one
 #      ninja call ($BUILD, default /tmp/build-hosts, -j16); Cartpole's parts start once its targets are built, while
 #      ant_ppo may still compile on a core (pugixml from .carry/debs where bench/physics/carry_pugixml.sh put it);
-#   1. gmi.test.multihost_gpu on GPUs 0 and 1 (the allgather sum's kernel, 2 ranks against NCCL's allreduce);
+#   1. gmi.test.multihost_gpu on GPUs 0-3 (the allgather sum's kernel, 2 ranks against NCCL's allreduce, 4 ranks
+#      as 2 hosts x 2 GPUs: the two-level sum's bits against the one-level allgather, eager and replayed);
 #   2. the bits: 2 hosts x 2 GPUs x 2 GMIs, 40 iterations, --cross-host-sum allgather (the old path) and two_level
 #      (the new one: each host's GPUs, then GPU k of every host) must end with the same weights (FNV-1a); when
 #      two_level does not end its 40 iterations, the parts below run allgather in its place (a line says so);
@@ -78,8 +79,8 @@ run() {
   ended "$1" "$1.$2.log" "$rc"
 }
 
-echo "== 1. gmi.test.multihost_gpu on GPUs 0 and 1"
-CUDA_VISIBLE_DEVICES=0,1 timeout 90 "$build/tests/multihost_gpu/gmi.test.multihost_gpu" > "$dir/multihost_gpu_test.log" 2>&1
+echo "== 1. gmi.test.multihost_gpu on GPUs 0-3 (the two-level sum's bits on 4)"
+CUDA_VISIBLE_DEVICES=0,1,2,3 timeout 90 "$build/tests/multihost_gpu/gmi.test.multihost_gpu" > "$dir/multihost_gpu_test.log" 2>&1
 echo "gmi.test.multihost_gpu: exit $?" | tee -a "$dir/multihost_gpu_test.log"
 
 echo "== 2. bits: 2 hosts x 2 GPUs x 2 GMIs, 40 iterations, allgather against two_level"

@@ -89,7 +89,7 @@ ok = ok and same
 test_log = os.path.join(folder, "multihost_gpu_test.log")
 passed = os.path.exists(test_log) and "gmi.test.multihost_gpu: exit 0" in open(test_log).read()
 lines.append(result_line(common, "gathered_sum", "multihost_gpu_test_passed", [1.0 if passed else 0.0],
-                         what="gmi.test.multihost_gpu on GPUs 0 and 1"))
+                         what="gmi.test.multihost_gpu on GPUs 0-3"))
 print(f"gmi.test.multihost_gpu: {'passed' if passed else 'FAILED (multihost_gpu_test.log)'}")
 ok = ok and passed
 with open(out_lines, "a") as f:
