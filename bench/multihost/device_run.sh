@@ -27,35 +27,8 @@
 # Needs OpenMPI: mpirun on PATH, or the packages bench/multihost/carry_openmpi.sh put in .carry/openmpi (carried).
 # About 3 min of build and 5 of runs; every run is bounded by 90 s, parts 2-4 are left out past 420 s of runs.
 set -uo pipefail
-OUT=${OUT:-/tmp/out}
-dir="$OUT/multihost"
-mkdir -p "$dir"
-git_rev=${GMI_GIT_REVISION:-$(cat .carry/git-rev 2>/dev/null || git rev-parse --short HEAD)}
-gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-if [ "$gpus" -lt 2 ]; then echo "SKIPPED: bench/multihost/device_run.sh needs 2 GPUs, found $gpus"; exit 77; fi
-gph=${GPUS_PER_HOST:-$([ "$gpus" -ge 4 ] && echo 2 || echo 1)}
-case "$gph" in 1|2) ;; *) echo "GPUS_PER_HOST: got $gph, need 1 or 2"; exit 2 ;; esac
-[ $((2 * gph)) -le "$gpus" ] || { echo "GPUS_PER_HOST=$gph: got $gpus GPUs, need $((2 * gph))"; exit 2; }
-total=$((2 * gph))
-device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
-export NCCL_NVLS_ENABLE=0
-cmake_mpi=()
-if ! command -v mpirun > /dev/null; then
-  ls .carry/openmpi/*.deb > /dev/null 2>&1 \
-    || { echo "no mpirun here and no .carry/openmpi: run bench/multihost/carry_openmpi.sh where apt works, carry .carry"; exit 1; }
-  root=/tmp/gmi-openmpi
-  rm -rf "$root" && mkdir -p "$root"
-  for f in .carry/openmpi/*.deb; do dpkg -x "$f" "$root"; done
-  lib=$root/usr/lib/x86_64-linux-gnu
-  mkdir -p "$root/bin" && ln -sf "$root/usr/bin/mpirun.openmpi" "$root/bin/mpirun"
-  export OPAL_PREFIX=$root/usr PATH=$root/bin:$root/usr/bin:$PATH
-  export LD_LIBRARY_PATH=$lib/openmpi/lib:$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export PMIX_INSTALL_PREFIX=$lib/pmix2 PMIX_MCA_mca_base_component_path=$lib/pmix2/lib/pmix
-  command -v ssh > /dev/null || export OMPI_MCA_plm_rsh_agent=/bin/false  # one machine: nothing is started by ssh
-  cmake_mpi=(-DMPI_CXX_COMPILER="$root/usr/bin/mpicxx.openmpi")
-  echo "OpenMPI from .carry/openmpi: $(mpirun --version 2>&1 | head -1)"
-fi
+name=multihost
+source "$(dirname "$0")/device_common.sh"
 # A build folder of its own: another script's cache in /tmp/build may hold "MPI not found".
 build=/tmp/build-multihost
 t_build=$(date +%s)
@@ -71,24 +44,7 @@ bin=$build/examples/cartpole_ppo/gmi.example.cartpole_ppo
 train="$dir/train.jsonl"
 phases="$dir/phases.jsonl"
 rm -f "$train" "$phases" "$dir/m.jsonl"
-extra=()
 common=(--partition none --gmis-per-gpu 1 --minibatch-scope gmi --target-return nan --max-env-steps 1e12 --log-interval 4)
-mflags=(--oversubscribe --mca pml ob1 --mca btl tcp,self --bind-to none)  # no core binding: a host runs many threads
-[ "$(id -u)" -eq 0 ] && mflags+=(--allow-run-as-root)
-# Between the simulated hosts: NCCL's socket transport over lo (gmi sets NCCL_HOSTID per host, so NCCL sees 2 hosts).
-net=(NCCL_NET=Socket NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0 NCCL_MNNVL_ENABLE=0)
-visible=CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((total - 1)))
-# one_host SECONDS FLAGS...: one launcher with every GPU, NCCL's defaults
-one_host() { local s=$1; shift; env "$visible" timeout 90 "$bin" --gpus "$total" "${common[@]}" --max-seconds "$s" "$@"; }
-# two_hosts SECONDS FLAGS...: 2 launchers, each GPUS_PER_HOST GPUs; NAME=VALUE pairs in the array $extra go to both
-two_hosts() {
-  local s=$1; shift
-  local xs=(); for kv in "${net[@]}" "${extra[@]}"; do xs+=(-x "$kv"); done
-  env "$visible" "${net[@]}" "${extra[@]}" timeout 90 mpirun "${mflags[@]}" "${xs[@]}" \
-    -np 1 "$bin" --gpus all --host-id sim0 "${common[@]}" --max-seconds "$s" "$@" : \
-    -np 1 "$bin" --gpus all --host-id sim1 "${common[@]}" --max-seconds "$s" "$@"
-}
-stamp() { while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done; }
 # run VARIANT LOG: one run of a variant, its end line tagged with the variant in $train
 run() {
   local variant=$1 log=$2 rc
@@ -104,13 +60,7 @@ run() {
   esac > "$dir/$log" 2>&1
   rc=$?
   extra=()
-  if [ -s "$dir/m.jsonl" ]; then
-    python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); r["variant"]=sys.argv[2]; print(json.dumps(r))' \
-      "$dir/m.jsonl" "$variant" >> "$train"
-  fi
-  rm -f "$dir/m.jsonl"
-  grep -E "^gmi: (time|step) limit|^gmi: [0-9]+ hosts|gradients " "$dir/$log" | head -3
-  return $rc
+  ended "$variant" "$log" "$rc"
 }
 echo "== 0. the allgather sum on 2 GPUs (gmi.test.multihost_gpu: the kernel against the host tree, 2 ranks against NCCL)"
 CUDA_VISIBLE_DEVICES=0,1 timeout 120 "$build/tests/multihost_gpu/gmi.test.multihost_gpu" > "$dir/multihost_gpu_test.log" 2>&1

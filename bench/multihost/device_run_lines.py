@@ -10,6 +10,8 @@ import statistics
 import sys
 import time
 
+from result_lines import fnv, ms_per_iteration, ratios, read, result_line, stamped
+
 folder, device, driver, git, gph = sys.argv[1:6]
 gph = int(gph)
 total = 2 * gph
@@ -17,21 +19,11 @@ run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-multihost"
 lines, ok = [], True
 
 
-def read(path):
-    return [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
-
-
 def line(case, metric, values, **extra):
-    d = {"bench": "multihost", "case": case, "impl": "gmi", "metric": metric, "median": statistics.median(values),
-         "min": min(values), "max": max(values), "reps": len(values), "device": device, "gpus": total,
-         "driver": driver, "git": git, "run_id": run_id}
-    d.update(extra)
+    d = result_line({"device": device, "gpus": total, "driver": driver, "git": git, "run_id": run_id}, case, metric,
+                    values, **extra)
     lines.append(d)
     return d
-
-
-def ms_per_iteration(r):
-    return 1e3 * r["per_gmi"][0]["seconds"] / max(1, r["iteration"]) if r.get("per_gmi") else None
 
 
 rows = read(os.path.join(folder, "train.jsonl"))
@@ -60,20 +52,15 @@ for variant, (case, hosts, what) in shapes.items():
     med[variant] = d
     print(f"{variant:16s} {hosts} host(s) x {total // hosts} GPUs: {d['median'] / 1e6:8.2f} M samples/s (median of "
           f"{len(rs)}, {d['ms_per_iteration']:.2f} ms an iteration, update {d['update']}) [{what}]")
-for base, variants in (("one_host", ("allreduce", "allgather", "all_sockets", "proto_ll")),
-                       ("one_host_mb32k", ("two_hosts_mb32k",))):
-    if base not in med:
-        if base == "one_host":
-            print("no one-host end line")
-            ok = False
-        continue
-    for v in variants:
-        if v not in med:
-            continue
-        ratio = med[v]["median"] / med[base]["median"]
-        line(med[v]["case"], "two_hosts_over_one_host", [ratio], target=0.90, variant=v, hosts=2, gpus_per_host=gph,
-             num_envs=med[v]["num_envs"], cross_host_sum=med[v]["cross_host_sum"])
-        print(f"two hosts / one host, {v}: {ratio:.3f} (target >= 0.90)")
+measured, missing = ratios(med, (("one_host", ("allreduce", "allgather", "all_sockets", "proto_ll")),
+                                  ("one_host_mb32k", ("two_hosts_mb32k",))))
+if "one_host" in missing:
+    print("no one-host end line")
+    ok = False
+for v, ratio in measured:
+    line(med[v]["case"], "two_hosts_over_one_host", [ratio], target=0.90, variant=v, hosts=2, gpus_per_host=gph,
+         num_envs=med[v]["num_envs"], cross_host_sum=med[v]["cross_host_sum"])
+    print(f"two hosts / one host, {v}: {ratio:.3f} (target >= 0.90)")
 for r in read(os.path.join(folder, "phases.jsonl")):  # host 0's GMI 0 in its training loop, --comm-clock on
     c = r.get("cross_host")
     if not c:
@@ -90,32 +77,12 @@ for r in read(os.path.join(folder, "phases.jsonl")):  # host 0's GMI 0 in its tr
           f"gradient sums {1e3 * c.get('allreduce_seconds', float('nan')) / it:.3f} ms an iteration (device spans)")
 
 
-def stamped(name):
-    path = os.path.join(folder, name)
-    out = []
-    for l in open(path) if os.path.exists(path) else []:
-        t, _, text = l.partition(" ")
-        try:
-            out.append((float(t), text.rstrip("\n")))
-        except ValueError:
-            pass
-    return out
-
-
-def fnv(entries):
-    for _, text in entries:
-        m = re.search(r"step limit after 40 iterations.* weights identical on every GMI \(FNV-1a ([0-9a-f]+)\)", text)
-        if m:
-            return m.group(1)
-    return None
-
-
 test_log = os.path.join(folder, "multihost_gpu_test.log")
 passed = os.path.exists(test_log) and "gmi.test.multihost_gpu: exit 0" in open(test_log).read()
 line("gathered_sum", "multihost_gpu_test_passed", [1.0 if passed else 0.0], what="gmi.test.multihost_gpu on GPUs 0 and 1")
 print(f"gmi.test.multihost_gpu: {'passed' if passed else 'FAILED (multihost_gpu_test.log)'}")
 ok = ok and passed
-straight, restart = stamped("straight.log"), stamped("restart.log")
+straight, restart = stamped(os.path.join(folder, "straight.log")), stamped(os.path.join(folder, "restart.log"))
 a, b = fnv(straight), fnv(restart)
 if not a:
     print(f"2 hosts x {gph} GPUs x 2 GMIs: no step limit after 40 iterations with identical weights")
@@ -138,7 +105,7 @@ same = bool(a) and a == b
 line("restart_on_failure", "restart_weights_equal_straight", [1.0 if same else 0.0], hosts=2, gpus_per_host=gph,
      straight=a, restarted=b)
 ok = ok and same
-killed_host = stamped("killed_host.log")
+killed_host = stamped(os.path.join(folder, "killed_host.log"))
 k = next((t for t, x in killed_host if "killed by the test hook" in x), None)
 lost = next(((t, x) for t, x in killed_host if re.search(r"host 0 'sim0': host 1 'sim1' \(GMIs? [0-9-]+\) ", x)), None)
 if k is None or lost is None:

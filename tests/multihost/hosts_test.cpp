@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include <gmi/comm/two_level_ids.hpp>
 #include <gmi/io/gmi_file.hpp>
 #include <gmi/runtime/host_restart.hpp>
 #include <gmi/runtime/host_sum.hpp>
@@ -203,6 +204,54 @@ TEST_SUITE("cpu") {
       for (std::size_t i = 0; i < n; ++i) serial[i] += rows[r][i];
     }
     CHECK(serial != tree);
+  }
+
+  // The two-level cross-host sum's NCCL ids (comm/two_level_ids.hpp) travel in one sum over every GMI: 2 hosts x
+  // 2 GPUs x 2 GMIs as threads of one host_sum. Each GMI gets its host's id (made by that host's GPU 0 leader) and
+  // its GPU's rail id (made by host 0's leader of that GPU), every byte value included.
+  TEST_CASE("multihost.two_level_ids_travel_in_one_sum") {
+    const gmi::comm::two_level_shape shape{2, 2};
+    const int per_gpu = 2, gmis = shape.hosts * shape.gpus * per_gpu;
+    const std::size_t bytes = 300;  // past 255: every byte value, 0 and 255 among them
+    gmi::runtime::host_sum sums(gmis, 1, {}, std::chrono::milliseconds(5000));
+    const auto id_of = [&](int host, int gpu) {  // the bytes GMI (host, gpu, slice 0) makes
+      std::vector<char> id(bytes);
+      for (std::size_t i = 0; i < bytes; ++i) id[i] = static_cast<char>((i + 97 * (host * shape.gpus + gpu)) & 255);
+      return id;
+    };
+    std::vector<std::pair<std::vector<char>, std::vector<char>>> got(static_cast<std::size_t>(gmis));
+    std::vector<int> made(static_cast<std::size_t>(gmis), 0);
+    std::vector<std::thread> threads;
+    for (int g = 0; g < gmis; ++g) {
+      threads.emplace_back([&, g] {
+        const int host = g / (shape.gpus * per_gpu), gpu = g / per_gpu % shape.gpus;
+        const bool leader = g % per_gpu == 0;
+        const auto make = [&](char* out) {
+          ++made[static_cast<std::size_t>(g)];
+          const std::vector<char> id = id_of(host, gpu);
+          std::memcpy(out, id.data(), bytes);
+        };
+        const auto sum = [&](double* v, std::size_t n) { sums.sum(g, v, n, [] { return false; }); };
+        got[static_cast<std::size_t>(g)] =
+            gmi::comm::exchange_two_level_id_bytes(shape, host, gpu, leader, bytes, make, sum);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int g = 0; g < gmis; ++g) {
+      CAPTURE(g);
+      const int host = g / (shape.gpus * per_gpu), gpu = g / per_gpu % shape.gpus;
+      CHECK(got[static_cast<std::size_t>(g)].first == id_of(host, 0));
+      CHECK(got[static_cast<std::size_t>(g)].second == id_of(0, gpu));
+    }
+    // Host 0's GPU 0 leader makes its host's id and rail 0's; host 1's GPU 0 leader its host's; host 0's GPU 1
+    // leader rail 1's; nobody else makes one.
+    CHECK(made == std::vector<int>{2, 0, 1, 0, 1, 0, 0, 0});
+    // A slot two GMIs wrote is refused in one line.
+    std::vector<double> slots(2 * 4, 0.0);
+    slots[5] = 300;
+    std::vector<char> back(4);
+    CHECK_THROWS_WITH_AS(gmi::comm::unpack_id_bytes(slots, 1, back.data(), 4),
+                         doctest::Contains("summed id byte 1 of slot 1: got 300"), gmi::config_error);
   }
 
   TEST_CASE("multihost.host_sum_threads_and_a_cross_step") {

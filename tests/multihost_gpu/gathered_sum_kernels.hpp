@@ -16,4 +16,14 @@ struct two_rank_sums {
   std::string error;  // a rank's exception, if any
 };
 two_rank_sums two_rank_sums_of(const std::vector<float> (&first)[2], const std::vector<float> (&second)[2]);
+
+// Four ranks on GPUs 0-3 as 2 hosts x 2 GPUs (comm/two_level_sum.cuh: the host's GPUs, then GPU k of both hosts;
+// in one process NCCL sees one host, so this checks the bits, not the transports): the one-level allgather sum over
+// all 4, then the two-level sum eagerly, then captured in a CUDA graph and replayed on `second`. Each field: rank
+// r's result.
+struct four_rank_sums {
+  std::vector<float> gathered[4], two_level[4], replayed[4];
+  std::string error;
+};
+four_rank_sums four_rank_sums_of(const std::vector<float> (&first)[4], const std::vector<float> (&second)[4]);
 }  // namespace gmi_test

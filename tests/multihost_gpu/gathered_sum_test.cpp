@@ -1,7 +1,10 @@
 // comm/gathered_sum.cuh on 2 GPUs: the rows' sum in rank order is the host's pairwise tree, bit for bit; two
 // ranks summing through the allgather get the same bits as each other and as NCCL's allreduce (a + b), eagerly
-// and replayed in a CUDA graph (how a cross-host run's update uses it, --cross-host-sum allgather).
+// and replayed in a CUDA graph (how a cross-host run's update uses it, --cross-host-sum allgather). On 4 GPUs
+// comm/two_level_sum.cuh too (--cross-host-sum two_level).
 #include <doctest/doctest.h>
+
+#include <cuda_runtime_api.h>
 
 #include <cstring>
 #include <vector>
@@ -45,6 +48,38 @@ TEST_CASE("multihost_gpu.gathered_sum.kernel_is_the_host_tree") {
         want[i] = tree(column);
       }
       CHECK(same_bits(got, want));
+    }
+  }
+}
+
+// 2 hosts x 2 GPUs on 4 GPUs of one process: the two-level sum gives every rank the bits of the one-level allgather
+// over all 4 ((r0 + r1) + (r2 + r3)), eagerly and replayed in a CUDA graph. Fewer than 4 GPUs: says so and checks
+// nothing (bench/multihost/device_hosts.sh runs it on 4).
+TEST_CASE("multihost_gpu.two_level.matches_the_one_level_allgather" * doctest::timeout(60)) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 4) {
+    MESSAGE("multihost_gpu.two_level: needs 4 GPUs, found " << devices << "; not checked");
+    return;
+  }
+  for (std::size_t count : {std::size_t{7}, std::size_t{1289}, std::size_t{65537}}) {
+    CAPTURE(count);
+    std::vector<float> first[4], second[4];
+    for (unsigned r = 0; r < 4; ++r) {
+      first[r] = values(count, 10 + r);
+      second[r] = values(count, 20 + r);
+    }
+    const gmi_test::four_rank_sums s = gmi_test::four_rank_sums_of(first, second);
+    REQUIRE_MESSAGE(s.error.empty(), s.error);
+    std::vector<float> want(count), want_second(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      want[i] = tree({first[0][i], first[1][i], first[2][i], first[3][i]});
+      want_second[i] = tree({second[0][i], second[1][i], second[2][i], second[3][i]});
+    }
+    for (int r = 0; r < 4; ++r) {
+      CAPTURE(r);
+      CHECK(same_bits(s.gathered[r], want));
+      CHECK(same_bits(s.two_level[r], want));
+      CHECK(same_bits(s.replayed[r], want_second));
     }
   }
 }

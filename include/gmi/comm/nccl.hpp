@@ -346,6 +346,15 @@ struct gathered_sum {
   std::size_t capacity = 0;  // floats a rank: larger sums go through ncclAllReduce
   void (*sum_rows)(const float* rows, int ranks, std::size_t count, float* out, cudaStream_t stream) = nullptr;
 };
+// A communicator's float sums through steps on communicators of their own (comm/two_level_sum.cuh: the host's
+// GPUs, then the same GPU of every host), whose errors this one's waits watch and whose aborts follow its own.
+struct summed_in_steps {
+  void* state = nullptr;
+  std::size_t capacity = 0;  // floats: larger sums go through this communicator
+  void (*sum)(void* state, const float* send, float* recv, std::size_t count, cudaStream_t stream) = nullptr;
+  void (*check)(void* state) = nullptr;  // throws on the steps' communicators' async errors
+  void (*abort)(void* state) noexcept = nullptr;
+};
 
 // A nonblocking NCCL communicator. Errors and timeouts abort it (ncclCommAbort) and throw nccl_error; after
 // that it is unusable (rebuild it with a new id). Use from one thread at a time.
@@ -375,7 +384,7 @@ class nccl_communicator {
   nccl_communicator& operator=(const nccl_communicator&) = delete;
   nccl_communicator(nccl_communicator&& o) noexcept
       : comm_(std::exchange(o.comm_, nullptr)), options_(o.options_), rank_(o.rank_), size_(o.size_),
-        failed_(o.failed_), gathered_(o.gathered_) {}
+        failed_(o.failed_), gathered_(o.gathered_), steps_(o.steps_) {}
   ~nccl_communicator() { close(); }
 
   [[nodiscard]] ncclComm_t get() const noexcept { return comm_; }
@@ -393,6 +402,11 @@ class nccl_communicator {
   // The float sum: ncclAllReduce, or with sum_through_allgather (up to its capacity) one allgather and the rows'
   // sum in rank order. Calls on one stream at a time in that mode (the rows are reused call after call).
   void allreduce(const float* send, float* recv, std::size_t count, cudaStream_t stream) {
+    if (steps_.sum != nullptr && count <= steps_.capacity) {
+      check_usable();
+      steps_.sum(steps_.state, send, recv, count, stream);
+      return;
+    }
     if (gathered_.sum_rows == nullptr || count > gathered_.capacity || size_ == 1) {
       allreduce(send, recv, count, ncclFloat32, ncclSum, stream);
       return;
@@ -409,6 +423,9 @@ class nccl_communicator {
     gathered_ = g;
   }
   [[nodiscard]] bool sums_through_allgather() const noexcept { return gathered_.sum_rows != nullptr; }
+  // Float sums of at most s.capacity floats go through s's steps from now on (two_level_sum sets this and, when it
+  // goes, clears it with an empty one).
+  void sum_in_steps(const summed_in_steps& s) { steps_ = s; }
 
   // Waits until the stream's work is done, watching NCCL's async error; aborts and throws on error or timeout.
   void synchronize(cudaStream_t stream) { synchronize(stream, options_.timeout); }
@@ -428,10 +445,12 @@ class nccl_communicator {
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm_, &async);
     if (async != ncclSuccess && async != ncclInProgress) fail(async, "NCCL async error");
+    check_steps();
   }
 
   // Aborts the communicator (safe at any time no other thread is inside NCCL); it is unusable afterwards.
   void abort() noexcept {
+    if (steps_.abort != nullptr) steps_.abort(steps_.state);
     if (comm_) ncclCommAbort(comm_);
     comm_ = nullptr;
     failed_ = true;
@@ -473,6 +492,16 @@ class nccl_communicator {
     if (r != ncclSuccess && r != ncclInProgress) fail(r, what);
     if (r == ncclInProgress) wait_ready(what);
   }
+  // The steps' communicators' errors as this one's: it aborts (and them with it) and throws theirs.
+  void check_steps() {
+    if (steps_.check == nullptr) return;
+    try {
+      steps_.check(steps_.state);
+    } catch (...) {
+      abort();
+      throw;
+    }
+  }
   // Polls the communicator's state until ncclSuccess; aborts on error or after the timeout.
   void wait_ready(const char* what) {
     wait_for([&] {
@@ -500,6 +529,7 @@ class nccl_communicator {
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(comm_, &async);
       if (async != ncclSuccess && async != ncclInProgress) fail(async, "NCCL async error while waiting for the stream");
+      check_steps();
     }, timeout, what);
   }
   // bounded_wait whose timeout aborts the communicator and throws nccl_error.
@@ -520,6 +550,7 @@ class nccl_communicator {
   int rank_ = 0, size_ = 1;
   bool failed_ = false;
   gathered_sum gathered_;  // sum_rows null: float sums through ncclAllReduce
+  summed_in_steps steps_;  // sum null: none
 };
 
 // A communicator of `nranks` ranks of one host whose unique id goes through shared memory: rank 0 creates the id

@@ -32,6 +32,7 @@
 #include <gmi/comm/hierarchical.cuh>
 #include <gmi/comm/ip_allreduce.hpp>
 #include <gmi/comm/nccl.hpp>
+#include <gmi/comm/two_level_sum.cuh>
 #include <gmi/core/error.hpp>
 #include <gmi/core/hash.hpp>
 #include <gmi/cuda/buffer.hpp>
@@ -65,11 +66,17 @@ namespace gmi {
 // launcher) the leaders' communicator spans every GPU of every host (host 0's NCCL id), the statistics go through
 // gpu_hosts::sum, ranks are global, and only the device path between the steps is used (no row exchange, no
 // CPU-staged sum: both live in one host's memory). `cross` picks how the leaders sum across hosts
-// (run_options::cross_host_sum: NCCL's allreduce, or an allgather and a sum of the rows in rank order).
-// Across hosts, how the GPUs' leaders sum: "allgather" or "allreduce". Every GMI of every host decides the same:
-// auto takes the allgather with 2 leaders (each sends its whole row once either way, in one hop instead of two),
-// else NCCL's allreduce (with more leaders the allgather sends more bytes a rank).
-[[nodiscard]] inline std::string cross_host_sum_used(cross_sum_choice c, int leaders) {
+// (run_options::cross_host_sum: NCCL's allreduce, an allgather and a sum of the rows in rank order, or two levels).
+// Across hosts, how the GPUs' leaders sum: "two_level", "allgather" or "allreduce". Every GMI of every host decides
+// the same: auto takes two levels with several GPUs a host (each host's GPUs sum among themselves, then one hop
+// between the hosts: comm/two_level_sum.cuh), the allgather with 2 leaders (each sends its whole row once either
+// way, in one hop instead of two), else NCCL's allreduce (with more leaders the allgather sends more bytes a rank).
+[[nodiscard]] inline std::string cross_host_sum_used(cross_sum_choice c, int hosts, int gpus_per_host) {
+  const int leaders = hosts * gpus_per_host;
+  const bool fits = hosts <= comm::max_gathered_ranks && gpus_per_host <= comm::max_gathered_ranks;
+  if (fits && (c == cross_sum_choice::two_level || (c == cross_sum_choice::automatic && gpus_per_host > 1))) {
+    return "two_level";
+  }
   const bool gather = leaders <= comm::max_gathered_ranks &&
                       (c == cross_sum_choice::allgather || (c == cross_sum_choice::automatic && leaders == 2));
   return gather ? "allgather" : "allreduce";
@@ -166,11 +173,22 @@ class gmi_gradient_sync {
     const int gpu_index = ctx_.id().gpu_index();
     const bool leader = ctx_.slice() == 0;
     const comm::milliseconds timeout = ctx_.timeout();
-    if (hosts_) cross_used_ = cross_host_sum_used(cross_, hosts_->global_gpus());
+    const comm::two_level_shape shape{hosts_ ? hosts_->hosts() : 1,
+                                      hosts_ ? hosts_->global_gpus() / hosts_->hosts() : gpus};
+    if (hosts_) cross_used_ = cross_host_sum_used(cross_, shape.hosts, shape.gpus);
+    std::optional<comm::two_level_nccl_ids> levels;
+    if (cross_used_ == "two_level") {  // every GMI of every host: one sum carries the levels' ids
+      const auto sum = [&](double* v, std::size_t n) {
+        hosts_->sum(ctx_.rank(), v, n, [this] { return ctx_.stop_requested(); });
+      };
+      levels = comm::exchange_two_level_ids(shape, hosts_->host().host, gpu_index, leader, sum);
+    }
     if (hosts_ && leader) {  // NCCL among the leaders of every host's GPUs; host 0's id came through MPI
       leaders_ = std::make_unique<comm::nccl_communicator>(hosts_->global_gpus(), hosts_->leaders_id(),
                                                            hosts_->global_gpu(gpu_index), comm::nccl_options{timeout});
       if (cross_used_ == "allgather") gathered_.emplace(*leaders_, count_);  // before any capture: it allocates
+      if (levels) two_level_.emplace(*leaders_, shape, hosts_->host().host, gpu_index, *levels, count_,
+                                     comm::nccl_options{timeout});
       binding_.reassert();
     } else if (gpus > 1 && leader) {  // NCCL among the GPUs' leaders; the id goes through shared memory
       auto boot = comm::shm_bootstrapped_nccl::create(ctx_.id().run_id + "-nccl", gpus, gpu_index, timeout);
@@ -329,6 +347,7 @@ class gmi_gradient_sync {
   std::optional<comm::nccl_id_exchange> ids_;
   std::unique_ptr<comm::nccl_communicator> leaders_;
   std::optional<comm::gathered_sum_rows> gathered_;  // the allgather sum's rows (leaders_ holds their address)
+  std::optional<comm::two_level_sum> two_level_;     // installed in leaders_; goes before it
   std::optional<comm::hierarchical_allreduce> reduce_;
   std::optional<comm::row_exchange_across_gpus> across_;  // "fused" over several GPUs: where their sums meet
   std::optional<comm::ip_allreduce> ip_;

@@ -466,7 +466,8 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     put_sm_activity(line, t.gpm);
     if (hosts) {  // the job's shape; per_gmi, utilization and communication shares are host 0's
       line.update({{"hosts", hosts_count}, {"gpus_per_host", cfg.gpus.size()}, {"gpus", hosts->global_gpus()},
-                   {"cross_host_sum", cross_host_sum_used(o.cross_host_sum, hosts->global_gpus())},
+                   {"cross_host_sum",
+                    cross_host_sum_used(o.cross_host_sum, hosts->hosts(), hosts->global_gpus() / hosts->hosts())},
                    {"cross_host_sum_asked", choice_name(o.cross_host_sum, cross_sum_choice_names)},
                    {"gmis", global_world}, {"launcher", hosts->host().source}, {"host_id", hosts->host().id}});
       if (!cross_host.is_null()) line["cross_host"] = cross_host;

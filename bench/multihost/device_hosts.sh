@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Issue 40's target on a 4-GPU machine, alone on it (all 4 GPUs), from the repository root (OUT set), within 6 minutes
+# of a cold machine including the build: one host x 4 GPUs against two simulated hosts x 2 GPUs (mpirun, NCCL on
+# sockets over lo between the hosts, NVLink within each; bench/multihost/device_common.sh, shared with
+# device_run.sh), 1 GMI a GPU, gmi::run's colocated synchronous PPO:
+#   0. builds gmi.example.cartpole_ppo, gmi.test.multihost_gpu and gmi.example.ant_ppo (gmi's GPU physics) in one
+#      ninja call ($BUILD, default /tmp/build-hosts, -j16); Cartpole's parts start once its targets are built, while
+#      ant_ppo may still compile on a core (pugixml from .carry/debs where bench/physics/carry_pugixml.sh put it);
+#   1. gmi.test.multihost_gpu on GPUs 0-3 (the allgather sum's kernel, 2 ranks against NCCL's allreduce, 4 ranks
+#      as 2 hosts x 2 GPUs: the two-level sum's bits against the one-level allgather, eager and replayed);
+#   2. the bits: 2 hosts x 2 GPUs x 2 GMIs, 40 iterations, --cross-host-sum allgather (the old path) and two_level
+#      (the new one: each host's GPUs, then GPU k of every host) must end with the same weights (FNV-1a); when
+#      two_level does not end its 40 iterations, the parts below run allgather in its place (a line says so);
+#   3. Cartpole, 8192 envs a GMI, 4 s of training a run, 3 runs each, alternating: one host; two hosts with the old
+#      path (allgather); two hosts with the new one (two_level);
+#   4. Ant, 4096 envs a GMI, 6 s of training a run, 2 runs each, alternating: one host; two hosts (two_level);
+#   5. the phases of one two-host Cartpole run on the new path (--comm-clock on), if time is left.
+# Every run is bounded (90 s); parts 4 and 5 are cut to the time left (a line says so). Writes result lines
+# ("hosts": 1|2, train_samples_per_s a variant, two_hosts_over_one_host with target 0.90, the bit check, the GPU
+# test) to $OUT/hosts.jsonl, the summary to stdout and $OUT/hosts-summary.txt, end lines and logs to $OUT/hosts/.
+# Needs mpirun (or .carry/openmpi, bench/multihost/carry_openmpi.sh). Exit 1 when a check failed.
+set -uo pipefail
+start_s=$(date +%s)
+deadline_s=$((start_s + 350))
+left() { echo $((deadline_s - $(date +%s))); }
+name=hosts
+here=$(cd "$(dirname "$0")" && pwd)
+export BUILD=${BUILD:-/tmp/build-hosts}
+# The repository root, out, build, run_id, lines ($OUT/hosts.jsonl), pugixml, configure_build.
+source "$here/../physics/device_common.sh"
+gph=2
+source "$here/device_common.sh"  # dir ($OUT/hosts), OpenMPI, one_host and two_hosts
+[ "$gpus" -ge 4 ] || { echo "device_hosts: needs 4 GPUs, found $gpus"; exit 77; }
+rm -f "$lines"
+configure_build "${cmake_mpi[@]}" -DGMI_BUILD_ALL_TASK_EXAMPLES=ON -DGMI_HEADER_CHECK_NVCC=OFF
+grep -q "gmi: MPI not found" "$out/configure.log" && { tail -20 "$out/configure.log"; echo "CMake did not find MPI"; exit 1; }
+log_lines=$( (wc -l < "$build/.ninja_log") 2>/dev/null || echo 0)
+timeout 320 cmake --build "$build" -j16 --target gmi.example.cartpole_ppo gmi.test.multihost_gpu gmi.example.ant_ppo \
+  > "$dir/build.log" 2>&1 &
+build_pid=$!
+logged() {  # whether this call's ninja logged every output named as built (.ninja_log: start, end, mtime, output, hash)
+  local o
+  for o in "$@"; do
+    tail -n +$((log_lines + 1)) "$build/.ninja_log" 2>/dev/null | awk -F'\t' -v o="$o" '$4 == o { f = 1 } END { exit !f }' ||
+      return 1
+  done
+}
+# wait_built OUTPUTS...: until ninja logged them, or it ended (up to date: nothing logged, exit 0); returns 1 with
+# the errors when it ended without them (a failed build or a timeout).
+wait_built() {
+  while kill -0 "$build_pid" 2>/dev/null && ! logged "$@"; do sleep 2; done
+  if ! logged "$@"; then
+    wait "$build_pid"
+    local rc=$?
+    [ "$rc" -eq 0 ] || { grep -E "error|Error" "$dir/build.log" | head -20; echo "build failed before $* (exit $rc)"; return 1; }
+  fi
+  echo "built after $(( $(date +%s) - start_s )) s: $*"
+}
+wait_built examples/cartpole_ppo/gmi.example.cartpole_ppo tests/multihost_gpu/gmi.test.multihost_gpu || exit 1
+echo "device: $gpus x $device, driver $driver, git $git_rev, run $run_id; $(left) s left"
+train="$dir/train.jsonl"
+rm -f "$train" "$dir/phases.jsonl" "$dir/m.jsonl"
+steady=(--partition none --gmis-per-gpu 1 --minibatch-scope gmi --target-return nan --max-env-steps 1e12 --log-interval 100)
+common=("${steady[@]}")
+# Each variant's run: the launcher function, seconds of training and flags (--metrics added).
+declare -A how=(
+  [one_host]="one_host 4 --num-envs 8192"
+  [allgather]="two_hosts 4 --num-envs 8192 --cross-host-sum allgather"
+  [two_level]="two_hosts 4 --num-envs 8192 --cross-host-sum two_level"
+  [ant_one_host]="one_host 6 --num-envs 4096"
+  [ant_two_level]="two_hosts 6 --num-envs 4096 --cross-host-sum two_level"
+  [ant_allgather]="two_hosts 6 --num-envs 4096 --cross-host-sum allgather")
+# run VARIANT REP: one run of a variant into $dir/VARIANT.REP.log, its end line tagged with the variant in $train
+run() {
+  local cmd rc
+  read -r -a cmd <<< "${how[$1]}"
+  "${cmd[@]}" --metrics "$dir/m.jsonl" > "$dir/$1.$2.log" 2>&1
+  rc=$?
+  ended "$1" "$1.$2.log" "$rc"
+}
+
+echo "== 1. gmi.test.multihost_gpu on GPUs 0-3 (the two-level sum's bits on 4)"
+CUDA_VISIBLE_DEVICES=0,1,2,3 timeout 90 "$build/tests/multihost_gpu/gmi.test.multihost_gpu" > "$dir/multihost_gpu_test.log" 2>&1
+echo "gmi.test.multihost_gpu: exit $?" | tee -a "$dir/multihost_gpu_test.log"
+
+echo "== 2. bits: 2 hosts x 2 GPUs x 2 GMIs, 40 iterations, allgather against two_level"
+bin=$build/examples/cartpole_ppo/gmi.example.cartpole_ppo
+for sum in allgather two_level; do
+  common=(--partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan --log-interval 100
+          --max-env-steps $((40 * 16 * 2048 * 2 * total)))
+  two_hosts 60 --cross-host-sum "$sum" 2>&1 | stamp > "$dir/bits_$sum.log"
+  grep -E "step limit|DIFFER|threw|lost" "$dir/bits_$sum.log" | cut -d' ' -f2- | head -3 | cut -c1-200
+done
+common=("${steady[@]}")
+# A two_level run that did not end (a hang bounded by the timeout, a failure) would cost every later run as much:
+# then the throughput runs take the old path only.
+new=two_level
+variants=(one_host allgather two_level)
+grep -q "FNV-1a" "$dir/bits_two_level.log" || {
+  new=allgather variants=(one_host allgather)
+  echo "two_level did not end its 40 iterations (bits_two_level.log): the runs below use allgather"
+}
+
+echo "== 3. Cartpole, 8192 envs a GMI: one host x 4 against two hosts x 2 (old path allgather, new two_level), 3 runs each"
+for rep in 1 2 3; do
+  for v in "${variants[@]}"; do
+    echo "-- $v, run $rep ($(left) s left)"
+    run "$v" "$rep"
+  done
+done
+
+ant=1
+if [ "$(left)" -ge 100 ]; then
+  wait_built examples/task_ppo/gmi.example.ant_ppo || ant=0
+fi
+bin=$build/examples/task_ppo/gmi.example.ant_ppo
+reps=2
+[ "$(left)" -lt 80 ] && reps=1
+if [ "$ant" -eq 0 ] || [ "$(left)" -lt 45 ] || [ ! -x "$bin" ] || kill -0 "$build_pid" 2>/dev/null; then
+  echo "== 4. Ant: skipped ($(left) s left; ant_ppo built: $ant, or still building)"
+else
+  echo "== 4. Ant, 4096 envs a GMI: one host x 4 against two hosts x 2 ($new), $reps run(s) each"
+  for rep in $(seq 1 "$reps"); do
+    for v in ant_one_host "ant_$new"; do
+      echo "-- $v, run $rep ($(left) s left)"
+      run "$v" "$rep"
+    done
+  done
+fi
+
+if [ "$(left)" -ge 20 ]; then
+  echo "== 5. phases: two hosts, $new, --comm-clock on"
+  bin=$build/examples/cartpole_ppo/gmi.example.cartpole_ppo
+  two_hosts 4 --num-envs 8192 --cross-host-sum "$new" --comm-clock on --metrics "$dir/phases.jsonl" \
+    > "$dir/phases.log" 2>&1 || echo "phases run failed"
+else
+  echo "== 5. phases: skipped ($(left) s left)"
+fi
+kill "$build_pid" 2>/dev/null
+echo "runs done after $(( $(date +%s) - start_s )) s"
+
+echo "== summary" | tee "$out/hosts-summary.txt"
+python3 "$here/device_hosts_lines.py" "$dir" "$lines" "$device" "$driver" "$git_rev" "$run_id" \
+  | tee -a "$out/hosts-summary.txt"
+exit "${PIPESTATUS[0]}"
