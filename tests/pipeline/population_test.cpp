@@ -53,7 +53,7 @@ TEST_CASE("pipeline.population.bad_sweeps_are_refused") {
   refused(R"([{"epochs": 2.5}])", 1, "a whole number");
   refused(R"([{"seed": -1}])", 1, "need >= 0");
   refused(R"([{"clip": 1.5}])", 1, "sweep entry 0: ppo.clip");
-  refused(R"([{"lr_schedule": "cosine"}])", 1, "\"constant\", \"adaptive\" or \"linear\"");
+  refused(R"([{"lr_schedule": "cosine"}])", 1, "\"constant\", \"adaptive\", \"linear\" or \"kl_capped\"");
   refused(R"([3])", 1, "sweep entry 0: got \"3\", need an object");
   refused(R"([{"bounds_loss_coef": -1}])", 1, "sweep entry 0: ppo.bounds_loss_coef: got -1, need >= 0");
   // the control: a valid sweep of the same shape passes

@@ -1,9 +1,9 @@
 // PPO on host threads with any ppo_config, for measuring defaults without a GPU and without gmi::run's flags:
 // prints the mean return of the episodes finished in each reporting window and the last window's at the end.
 // Usage: gmi.tool.host_ppo <task> [--num-envs 256] [--minibatch 1024] [--env-steps 1e6] [--seed 1] [--threads 0]
-//        [--normalize-obs 0|1] [--normalize-value 0|1] [--popart 0|1] [--random-start 0|1] [--obs-window N]
+//        [--normalize-obs 0|1] [--normalize-value 0|1] [--normalize-advantage 0|1] [--popart 0|1] [--random-start 0|1] [--obs-window N]
 //        [--value-window N]
-//        [--lr-schedule constant|adaptive|linear] [--max-lr 1e-2] [--kl-target 0.016] [--reports 20]
+//        [--lr-schedule constant|adaptive|linear|kl_capped] [--max-lr 1e-2] [--kl-target 0.016] [--reports 20]
 //        [--gamma 0.99] [--lambda 0.95] [--lr 3e-4] [--entropy 0] [--epochs 8] [--horizon 16] [--obs-clip 5]
 //        [--eval-episodes 256] [--entropy-schedule constant|linear] [--min-entropy 0] [--log-std-min -inf]
 //        [--log-std-max inf] [--max-steps N (the proxies' training episode length; the evaluation keeps 1000)]
@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
     else if (flag == "--reports") o.reports = std::max(1, std::atoi(v.c_str()));
     else if (flag == "--normalize-obs") flag01(o.ppo.normalize_obs);
     else if (flag == "--normalize-value") flag01(o.ppo.normalize_value);
+    else if (flag == "--normalize-advantage") flag01(o.ppo.normalize_advantage);
     else if (flag == "--popart") flag01(o.ppo.popart);
     else if (flag == "--random-start") flag01(o.ppo.random_episode_start);
     else if (flag == "--obs-window") o.ppo.obs_normalizer_window = std::atof(v.c_str());
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
     else if (flag == "--eval-episodes") o.eval_episodes = std::atoi(v.c_str());
     else if (flag == "--lr-schedule") {
       const auto s = gmi::rl::parse_lr_schedule(v);
-      if (!s) bad("--lr-schedule", v, "constant, adaptive or linear");
+      if (!s) bad("--lr-schedule", v, "constant, adaptive, linear or kl_capped");
       o.ppo.schedule = *s;
     } else if (flag == "--entropy-schedule") {
       const auto s = gmi::rl::parse_entropy_schedule(v);

@@ -132,6 +132,46 @@ TEST_SUITE("cpu") {
     }
   }
 
+  TEST_CASE("ppo.schedules.kl_capped_lr_falls_on_large_kl_and_never_passes_the_base") {
+    // KL that never passes 2 x kl_target: the constant lr's bits (the rise toward the ceiling is capped at it).
+    gmi::rl::ppo_config calm = small_config();
+    trainer constant(envs, 4, calm);
+    calm.schedule = gmi::rl::lr_schedule::kl_capped;
+    calm.kl_target = 1.0f;
+    trainer capped(envs, 4, calm);
+    for (int i = 0; i < 3; ++i) {
+      constant.iterate();
+      capped.iterate();
+      CHECK(capped.losses().learning_rate == doctest::Approx(calm.learning_rate).epsilon(1e-7));
+    }
+    CHECK(params_of(constant) == params_of(capped));
+
+    // KL above 2 x kl_target after the policy moved: each such step divides the lr by 1.5 (8 steps an iteration
+    // here; the first starts from the rollout's own policy, KL 0, and keeps the ceiling).
+    gmi::rl::ppo_config tight = small_config();
+    tight.learning_rate = 1e-3f;
+    tight.schedule = gmi::rl::lr_schedule::kl_capped;
+    tight.kl_target = 1e-9f;
+    trainer falling(envs, 4, tight);
+    falling.iterate();
+    CHECK(falling.losses().learning_rate < 1e-3 / std::pow(1.5, 6));
+    CHECK(falling.losses().learning_rate >= 1e-3 / std::pow(1.5, 8) * (1 - 1e-5));
+
+    // KL below kl_target / 2: the adaptive rule climbs toward max_learning_rate, kl_capped stays at --lr.
+    gmi::rl::ppo_config loose = small_config();
+    loose.kl_target = 1.0f;
+    loose.schedule = gmi::rl::lr_schedule::adaptive_kl;
+    trainer adaptive(envs, 4, loose);
+    loose.schedule = gmi::rl::lr_schedule::kl_capped;
+    trainer ceiling(envs, 4, loose);
+    adaptive.iterate();
+    ceiling.iterate();
+    CHECK(adaptive.losses().learning_rate > 2 * loose.learning_rate);  // the control: the rule would rise
+    CHECK(ceiling.losses().learning_rate == doctest::Approx(loose.learning_rate).epsilon(1e-7));
+    CHECK(gmi::rl::parse_lr_schedule("kl_capped") == gmi::rl::lr_schedule::kl_capped);
+    CHECK(std::string(gmi::rl::lr_schedule_name(gmi::rl::lr_schedule::kl_capped)) == "kl_capped");
+  }
+
   TEST_CASE("ppo.schedules.bad_values_are_refused_in_one_line") {
     using gmi::rl::ppo_config;
     ppo_config c;

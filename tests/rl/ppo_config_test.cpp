@@ -41,11 +41,17 @@ TEST_SUITE("cpu") {
     CHECK(gmi::rl::next_learning_rate(c, 3e-4f, c.kl_target) == 3e-4f);
     c.schedule = gmi::rl::lr_schedule::constant;
     CHECK(gmi::rl::next_learning_rate(c, 3e-4f, 1.0f) == 3e-4f);
+    // kl_capped: the same rule below its ceiling, the base lr (the adaptive rule's 1e-2 control is above).
+    c.schedule = gmi::rl::lr_schedule::kl_capped;
+    CHECK(gmi::rl::next_learning_rate(c, 3e-4f, 1.0f) == doctest::Approx(2e-4f));
+    CHECK(gmi::rl::next_learning_rate(c, 3e-4f, 0.0f) == 3e-4f);
+    CHECK(gmi::rl::next_learning_rate(c, 1e-4f, 0.0f) == doctest::Approx(1.5e-4f));
+    CHECK(gmi::rl::next_learning_rate(c, 2.5e-4f, 0.0f) == 3e-4f);
   }
 
   TEST_CASE("rl.ppo_config.linear_schedule") {
     using gmi::rl::lr_schedule;
-    for (const auto s : {lr_schedule::constant, lr_schedule::adaptive_kl, lr_schedule::linear})
+    for (const auto s : {lr_schedule::constant, lr_schedule::adaptive_kl, lr_schedule::linear, lr_schedule::kl_capped})
       CHECK(gmi::rl::parse_lr_schedule(gmi::rl::lr_schedule_name(s)) == s);
     CHECK_FALSE(gmi::rl::parse_lr_schedule("cosine").has_value());
     CHECK(gmi::rl::linear_learning_rate(1e-3f, 1e-5f, 0, 10) == 1e-3f);

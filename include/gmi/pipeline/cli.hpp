@@ -185,9 +185,13 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
   std::string schedule = rl::lr_schedule_name(o.ppo.schedule);
   app.add_option("--lr-schedule", schedule,
-                 "learning-rate schedule: constant, adaptive (rl_games' KL rule) or linear (from --lr down to 1e-6 "
-                 "over --lr-decay-env-steps)")
-      ->check(CLI::IsMember({"constant", "adaptive", "linear"}))->capture_default_str();
+                 "learning-rate schedule: constant, adaptive (rl_games' KL rule, up to --max-lr), kl_capped (the KL rule "
+                 "with --lr as its ceiling) or linear (from --lr down to 1e-6 over --lr-decay-env-steps)")
+      ->check(CLI::IsMember({"constant", "adaptive", "linear", "kl_capped"}))->capture_default_str();
+  app.add_option("--kl-target", o.ppo.kl_target,
+                 "adaptive and kl_capped: the lr falls (/1.5) after a step whose KL passed 2x this and rises (x1.5) "
+                 "below half of it")->capture_default_str();
+  app.add_option("--max-lr", o.ppo.max_learning_rate, "adaptive: the ceiling of the lr")->capture_default_str();
   auto* lr_decay_flag = app.add_option("--lr-decay-env-steps", o.ppo.lr_decay_env_steps,
                                        "linear lr schedule: env steps of the whole training the decay spans "
                                        "(default: --max-env-steps)");

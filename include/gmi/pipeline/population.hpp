@@ -4,7 +4,7 @@
 // a JSON array with one object per GMI, each naming what differs from the run's settings, e.g.
 //   [{"seed": 1}, {"seed": 2, "lr": 1e-3}, {"seed": 3, "clip": 0.1, "lr_schedule": "constant"}]
 // Keys: seed, lr, clip, gamma, lambda, entropy_coef, bounds_loss_coef, value_coef, max_grad_norm, epochs, minibatch, horizon,
-// kl_target, lr_schedule ("constant", "adaptive" or "linear"), lr_decay_env_steps (the linear schedule's span in this
+// kl_target, lr_schedule ("constant", "adaptive", "linear" or "kl_capped"), lr_decay_env_steps (the linear schedule's span in this
 // member's env steps; default: --max-env-steps). Anything else is refused with one line naming the entry.
 
 #include <cmath>
@@ -94,7 +94,7 @@ inline std::vector<population_member> population_from(const nlohmann::json& swee
       else if (key == "lr_decay_env_steps") m.ppo.lr_decay_env_steps = detail::sweep_number(v, where);
       else if (key == "lr_schedule") {
         const auto schedule = v.is_string() ? rl::parse_lr_schedule(v.get<std::string>()) : std::nullopt;
-        if (!schedule) throw gmi::config_error(gmi::got_need(where, detail::shown(v), "\"constant\", \"adaptive\" or \"linear\""));
+        if (!schedule) throw gmi::config_error(gmi::got_need(where, detail::shown(v), "\"constant\", \"adaptive\", \"linear\" or \"kl_capped\""));
         m.ppo.schedule = *schedule;
       } else {
         throw gmi::config_error(gmi::got_need(at + " key", key, population_keys));

@@ -152,9 +152,9 @@ struct appo_device_ops {
         }
         l.adam_.step(device_span<float>(l.params_.data(), Net::param_count),
                      device_span<const float>(l.grads_.data(), Net::param_count));
-        if (c.schedule == lr_schedule::adaptive_kl) {
+        if (lr_follows_kl(c)) {
           ppo_adapt_lr_kernel<<<1, 1, 0, s>>>(terms, l.adam_.lr_device(), c.kl_target, c.min_learning_rate,
-                                              c.max_learning_rate);
+                                              kl_lr_ceiling(c));
           GMI_CUDA_TRY(cudaGetLastError());
         }
       }

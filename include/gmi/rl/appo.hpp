@@ -442,7 +442,7 @@ class appo_learner {
                    host_span<const float>(grads_.data(), Net::param_count));
         const float* terms = grads_.data() + Net::param_count;
         std::copy(terms, terms + term_count, term_log_.begin() + static_cast<std::ptrdiff_t>((e * minibatches_ + b) * term_count));
-        if (c.schedule == lr_schedule::adaptive_kl) adam_.set_lr(next_learning_rate(c, adam_.config().lr, terms[term_kl]));
+        if (lr_follows_kl(c)) adam_.set_lr(next_learning_rate(c, adam_.config().lr, terms[term_kl]));
       }
     }
     using cspan = host_span<const float>;

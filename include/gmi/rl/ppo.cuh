@@ -501,9 +501,9 @@ struct ppo_device_ops {
           }
           t.adam_.step(device_span<float>(t.params_.data(), Net::param_count),
                        device_span<const float>(t.grads_.data(), Net::param_count));
-          if (t.config_.schedule == lr_schedule::adaptive_kl) {
+          if (lr_follows_kl(t.config_)) {
             ppo_adapt_lr_kernel<<<1, 1, 0, s>>>(terms, t.adam_.lr_device(), t.config_.kl_target,
-                                                t.config_.min_learning_rate, t.config_.max_learning_rate);
+                                                t.config_.min_learning_rate, kl_lr_ceiling(t.config_));
             GMI_CUDA_TRY(cudaGetLastError());
           }
         }
@@ -536,11 +536,11 @@ struct ppo_device_ops {
     a.params = t.params_.data();
     a.adam = t.adam_.block_step();
     if (t.sync_) a.exchange = *t.sync_->exchange;
-    a.adapt_lr = t.config_.schedule == lr_schedule::adaptive_kl;
+    a.adapt_lr = lr_follows_kl(t.config_);
     a.lr = t.adam_.lr_device();
     a.kl_target = t.config_.kl_target;
     a.min_lr = t.config_.min_learning_rate;
-    a.max_lr = t.config_.max_learning_rate;
+    a.max_lr = kl_lr_ceiling(t.config_);
     const auto parts = gradient.enqueue_parts(t.minibatch_view(0, e, b), t.params_.data(), iteration.data(), e,
                                               t.config_.epochs, s);
     a.parts = parts.rows;

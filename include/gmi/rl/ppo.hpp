@@ -502,7 +502,7 @@ class ppo_trainer {
         clamp_log_std(params_.data());
         const float* terms = grads_.data() + Net::param_count;
         std::copy(terms, terms + term_count, term_log_.begin() + (e * minibatches_ + b) * term_count);
-        if (config_.schedule == lr_schedule::adaptive_kl) {
+        if (lr_follows_kl(config_)) {
           adam_.set_lr(next_learning_rate(config_, adam_.config().lr, terms[term_kl]));
         }
       }

@@ -13,19 +13,23 @@
 
 namespace gmi::rl {
 
-enum class lr_schedule { constant, adaptive_kl, linear };
+// kl_capped: the constant lr as a ceiling, lowered by the adaptive rule's steps when an update's KL passes
+// 2 x kl_target and raised back (never above learning_rate) when it falls below kl_target / 2: a soft trust region
+// that leaves a run whose KL stays below 2 x kl_target bit for bit the constant lr's.
+enum class lr_schedule { constant, adaptive_kl, linear, kl_capped };
 
 // The names flags, sweep files and result lines use.
 inline const char* lr_schedule_name(lr_schedule s) {
   switch (s) {
     case lr_schedule::adaptive_kl: return "adaptive";
     case lr_schedule::linear: return "linear";
+    case lr_schedule::kl_capped: return "kl_capped";
     case lr_schedule::constant: break;
   }
   return "constant";
 }
 inline std::optional<lr_schedule> parse_lr_schedule(std::string_view name) {
-  for (const lr_schedule s : {lr_schedule::constant, lr_schedule::adaptive_kl, lr_schedule::linear})
+  for (const lr_schedule s : {lr_schedule::constant, lr_schedule::adaptive_kl, lr_schedule::linear, lr_schedule::kl_capped})
     if (name == lr_schedule_name(s)) return s;
   return std::nullopt;
 }
@@ -187,11 +191,19 @@ GMI_HD inline void bound_log_std(float* log_std, int n, float lo, float hi) {
 }
 inline void bound_log_std(float* log_std, int n, const ppo_config& c) { bound_log_std(log_std, n, c.log_std_min, c.log_std_max); }
 
+// Whether the lr follows each step's KL (adaptive_kl, kl_capped), and the most it may rise to.
+inline bool lr_follows_kl(const ppo_config& c) {
+  return c.schedule == lr_schedule::adaptive_kl || c.schedule == lr_schedule::kl_capped;
+}
+inline float kl_lr_ceiling(const ppo_config& c) {
+  return c.schedule == lr_schedule::kl_capped ? c.learning_rate : c.max_learning_rate;
+}
+
 // The adaptive-KL rule of rl_games: shrink the step when the policy moved too far, grow it when it barely moved.
 inline float next_learning_rate(const ppo_config& c, float current, float kl) {
-  if (c.schedule != lr_schedule::adaptive_kl) return current;
+  if (!lr_follows_kl(c)) return current;
   if (kl > 2.0f * c.kl_target) return std::fmax(current / 1.5f, c.min_learning_rate);
-  if (kl < 0.5f * c.kl_target) return std::fmin(current * 1.5f, c.max_learning_rate);
+  if (kl < 0.5f * c.kl_target) return std::fmin(current * 1.5f, kl_lr_ceiling(c));
   return current;
 }
 

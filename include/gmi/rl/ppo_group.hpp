@@ -68,7 +68,7 @@ inline void ppo_trainer<E, Net, P>::check_group_schedule(const ppo_sync& sync) c
       {"ppo.normalize_value", config_.normalize_value ? 1.0 : 0.0},
       {"ppo.obs_normalizer_window", config_.obs_normalizer_window},
       {"ppo.value_normalizer_window", config_.value_normalizer_window},
-      {"ppo.schedule (0 constant, 1 adaptive_kl, 2 linear)", static_cast<double>(config_.schedule)},
+      {"ppo.schedule (0 constant, 1 adaptive_kl, 2 linear, 3 kl_capped)", static_cast<double>(config_.schedule)},
       {"ppo.lr_decay_env_steps", config_.lr_decay_env_steps},
   }};
   const std::size_t k = mine.size(), world = static_cast<std::size_t>(sync.world);

@@ -13,7 +13,7 @@
 
 namespace gmi::rl::detail {
 
-// lr_schedule::adaptive_kl after a step, from the step's logged KL (rl_games' rule).
+// lr_schedule::adaptive_kl and kl_capped after a step, from the step's logged KL (rl_games' rule).
 __device__ inline void ppo_adapt_lr(const float* terms, float* lr, float kl_target, float min_lr, float max_lr) {
   const float kl = terms[term_kl];
   float next = *lr;
