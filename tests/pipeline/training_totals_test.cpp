@@ -41,6 +41,29 @@ TEST_CASE("pipeline.training_totals.communication_shares") {
   CHECK(t.per_gmi[1].comm_seconds == doctest::Approx(1.2));
 }
 
+// Fused across GPUs each GMI also reports its waits for the other GPUs' sums: their mean share follows the line.
+TEST_CASE("pipeline.training_totals.waits_across_gpus") {
+  const auto with_across = [](int rank, double seconds, double comm, double across) {
+    auto j = nlohmann::json::parse(report(rank, 100, seconds, 7, comm, 0.0));
+    if (std::isfinite(across)) j["comm_across_seconds"] = across;
+    return j.dump();
+  };
+  gmi::runtime::run_report rep;
+  rep.results = {with_across(0, 2.0, 0.2, 0.1), with_across(1, 4.0, 1.2, 0.2)};
+  const gmi::gmi_training_total t = gmi::collect_training(rep);
+  CHECK(t.comm_share_across == doctest::Approx(0.05));  // (0.05 + 0.05) / 2
+  CHECK(t.per_gmi[1].comm_across_seconds == doctest::Approx(0.2));
+  CHECK(gmi::comm_share_text(t) ==
+        "communication: 20.0% of the time on the device (gradient sums; mean over 2 GMIs, largest 30.0%) | host syncs "
+        "0.0% | waiting for other GPUs 5.0%");
+  // one GMI without it (one GPU, or NCCL between the steps): no across share, the line as before
+  rep.results[1] = with_across(1, 4.0, 1.2, std::nan(""));
+  const gmi::gmi_training_total u = gmi::collect_training(rep);
+  CHECK(std::isnan(u.comm_share_across));
+  CHECK(gmi::comm_share_text(u).find("other GPUs") == std::string::npos);
+  CHECK_FALSE(nlohmann::json(u.per_gmi[1]).contains("comm_across_seconds"));
+}
+
 TEST_CASE("pipeline.training_totals.unclocked_or_differing") {
   gmi::runtime::run_report rep;
   const double nan = std::nan("");

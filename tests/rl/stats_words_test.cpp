@@ -85,3 +85,49 @@ TEST_CASE("rl.stats_words.merge_in_order_has_the_host_bits") {
   CHECK(s[0] == 0.5f);
   CHECK(s[1] == static_cast<float>(1.0 / (std::sqrt(2.0) + 1e-8)));
 }
+
+// The merge as the stats gather kernel spreads it over threads (counts in rank order, every record's weights on
+// their own, each feature on its own) gives merge_in_order_rn's bits, empty and negative-count records included.
+TEST_CASE("rl.stats_words.merge_taken_apart_has_the_same_bits") {
+  gmi::rng r(7, 8);
+  for (int dim : {1, 4, 11}) {
+    for (int world : {1, 2, 5, 16, 32, 64}) {
+      const int size = 1 + 2 * dim;
+      std::vector<double> records(static_cast<std::size_t>(world * size));
+      for (int k = 0; k < world; ++k) {
+        double* rec = records.data() + k * size;
+        rec[0] = k == 1 ? 0.0 : k == 3 ? -5.0 : 1.0 + static_cast<double>(r.next_u32() % 100000);
+        for (int f = 0; f < dim; ++f) {
+          rec[1 + f] = r.uniform(-3.0f, 3.0f) * 1.37 + 1e-3 * k;
+          rec[1 + dim + f] = std::abs(rec[0]) * r.uniform(0.1f, 2.0f) * 0.91;
+        }
+      }
+      const auto value = [&](int k, int i) { return records[static_cast<std::size_t>(k * size + i)]; };
+      std::vector<double> want(static_cast<std::size_t>(size));
+      d::merge_in_order_rn(world, dim, value, want.data());
+      std::vector<double> running(static_cast<std::size_t>(world + 1));
+      d::merge_counts_rn(world, value, running.data());
+      std::vector<d::merge_weights> weights(static_cast<std::size_t>(world));
+      for (int k = world - 1; k >= 1; --k) weights[static_cast<std::size_t>(k)] = d::merge_weights_rn(running[k], value(k, 0));  // any order
+      std::vector<double> got(static_cast<std::size_t>(size));
+      got[0] = running[static_cast<std::size_t>(world)];
+      for (int f = dim - 1; f >= 0; --f)
+        d::merge_feature_in_order_rn(world, dim, f, value, [&](int k) { return weights[static_cast<std::size_t>(k)]; },
+                                     got[1 + f], got[1 + dim + f]);
+      CAPTURE(dim);
+      CAPTURE(world);
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        CAPTURE(i);
+        CHECK(d::double_bits(got[i]) == d::double_bits(want[i]));
+      }
+    }
+  }
+  // The weights alone: a merge with a zero total leaves the feature; a wrong weight would change it.
+  double mean = 1.5, m2 = 2.0;
+  d::merge_feature_rn(mean, m2, 9.0, 9.0, d::merge_weights_rn(0.0, 0.0));
+  CHECK(mean == 1.5);
+  CHECK(m2 == 2.0);
+  d::merge_feature_rn(mean, m2, 3.5, 1.0, d::merge_weights_rn(1.0, 1.0));
+  CHECK(mean == 2.5);
+  CHECK(m2 == 2.0 + 1.0 + 4.0 * 0.5);
+}

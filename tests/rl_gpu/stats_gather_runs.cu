@@ -88,7 +88,7 @@ std::vector<stats_gather_round> run_stats_gather(const stats_gather_rounds& o) {
         a.part_at[p] = part_at[p];
         a.part_dim[p] = part_dim[p];
       }
-      gmi::rl::detail::ppo_stats_gather_kernel<<<1, 256, 0, streams[i]>>>(a);
+      gmi::rl::detail::ppo_stats_gather_kernel<<<1, gmi::rl::detail::ppo_stats_gather_block, 0, streams[i]>>>(a);
       GMI_CUDA_TRY(cudaGetLastError());
     }
     GMI_CUDA_TRY(cudaDeviceSynchronize());

@@ -16,14 +16,15 @@
 namespace gmi::comm {
 
 namespace detail {
-// words[0]: nanoseconds added up; words[1]: the open span's start.
+// words[0]: nanoseconds added up; words[1]: the open span's start; words[2]: the part of words[0] spent waiting for
+// other GPUs (row exchanges across GPUs add it there too).
 __global__ static void comm_clock_start_kernel(unsigned long long* words) { words[1] = global_ns(); }
 __global__ static void comm_clock_stop_kernel(unsigned long long* words) { atomicAdd(words, global_ns() - words[1]); }
 }  // namespace detail
 
 class comm_clock {
  public:
-  explicit comm_clock(cudaStream_t s) : words_(2) {
+  explicit comm_clock(cudaStream_t s) : words_(3) {
     words_.fill_bytes(0, s);
     GMI_CUDA_TRY(cudaStreamSynchronize(s));
   }
@@ -39,11 +40,14 @@ class comm_clock {
   }
   // Where kernels add nanoseconds of their own (atomicAdd).
   [[nodiscard]] unsigned long long* total() const noexcept { return words_.data(); }
+  // Where a row exchange adds its waits for the other GPUs' sums (a part of total(): comm::row_exchange::across_ns).
+  [[nodiscard]] unsigned long long* across_total() const noexcept { return words_.data() + 2; }
 
-  // The seconds added so far, once the work enqueued on `s` is done (waits for it).
-  [[nodiscard]] double seconds(cudaStream_t s) const {
+  // The seconds added so far (to total(), or with `across` to across_total()), once the work enqueued on `s` is
+  // done (waits for it).
+  [[nodiscard]] double seconds(cudaStream_t s, bool across = false) const {
     unsigned long long ns = 0;
-    GMI_CUDA_TRY(cudaMemcpyAsync(&ns, words_.data(), sizeof ns, cudaMemcpyDeviceToHost, s));
+    GMI_CUDA_TRY(cudaMemcpyAsync(&ns, across ? across_total() : total(), sizeof ns, cudaMemcpyDeviceToHost, s));
     GMI_CUDA_TRY(cudaStreamSynchronize(s));
     return static_cast<double>(ns) * 1e-9;
   }

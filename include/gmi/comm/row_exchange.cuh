@@ -17,11 +17,13 @@
 // and a call costs one wait on the peers' rows (plus a wait on releases that has normally long been met). Across
 // GPUs each entry travels tagged with its call's generation (one 64-bit store), so a GPU's sums need no word and
 // no system fence behind them, and each thread waits only for the entries it reads. Two slots per GPU and inbox
-// alternate: GPU j's member 0 rewrites slot (g % 2, j) at call g + 2 only after every other GPU's sums of call
-// g + 1 reached it, which that GPU pushes only after its members' call g kernels (and their reads) ended. A
+// alternate: GPU j's members rewrite slot (g % 2, j) at call g + 2 only after every other GPU's sums of call
+// g + 1 reached them, which a member of that GPU pushes only after every member of it posted call g + 1, so after
+// their call g kernels (and their reads) ended. A
 // wait that gives up (deadline, the host's abort word, or another member's stall) sets *stalled (one word for
 // the group) and returns false on every thread; the caller then touches no peer's memory. With x.wait_ns set,
-// thread 0 adds each wait's nanoseconds there (comm::comm_clock's total). Needs nvcc.
+// thread 0 adds each wait's nanoseconds there (comm::comm_clock's total), and with x.across_ns the waits for the
+// other GPUs' sums there as well. Needs nvcc.
 
 #include <cstdint>
 
@@ -81,9 +83,28 @@ __device__ inline std::uint64_t tagged_entry(float v, std::uint32_t generation) 
 }
 __device__ inline std::uint64_t load_entry(const std::uint64_t* p) { return *reinterpret_cast<const volatile std::uint64_t*>(p); }
 
+// Which member of a GPU pushes entry q of the GPU's sum across: with peer inboxes every member holds the sum, so
+// the members take turns by 32 entries (one warp's), and the stores into the other GPUs' memory leave from every
+// member's SM instead of one; with host inboxes member 0 (the others' inbox_entries[gpu] is the relay).
+__device__ inline bool pushes(const row_exchange& x, std::size_t q) {
+  return x.inbox_shared ? x.rank == 0 : static_cast<int>((q >> 5) % static_cast<std::size_t>(x.size)) == x.rank;
+}
+
+// With a level across GPUs: entry q of this GPU's sum, tagged, into every other GPU's inbox (into the one shared
+// inbox once), if this member pushes it (pushes()). exchange_gpu_sum calls it; a GPU's only member may call it
+// itself as soon as it has the entry (its row is its GPU's sum), after exchange_begin.
+__device__ inline void exchange_push(const row_exchange& x, std::uint32_t generation, std::size_t q, float s) {
+  if (x.gpus > 1 && pushes(x, q)) {
+    const std::size_t at = ((generation & 1u) * x.gpus + x.gpu) * x.gpu_stride + q;
+    const std::uint64_t e = tagged_entry(s, generation);
+    for (int t = 0; t < x.gpus; ++t) {
+      if (x.inbox_shared ? t == x.gpu : t != x.gpu) *reinterpret_cast<volatile std::uint64_t*>(x.inbox_entries[t] + at) = e;
+    }
+  }
+}
+
 // Entry q of this GPU's sum: its members' rows added in rank order (every entry loaded first: one wait on L2
-// instead of one per member). With a level across GPUs, member 0 also pushes it, tagged, into every other GPU's
-// inbox (into the one shared inbox once).
+// instead of one per member), pushed across (exchange_push).
 __device__ inline float exchange_gpu_sum(const row_exchange& x, std::uint32_t generation, std::size_t q) {
   float r[row_exchange::max_members];
 #pragma unroll
@@ -95,50 +116,82 @@ __device__ inline float exchange_gpu_sum(const row_exchange& x, std::uint32_t ge
   for (int k = 1; k < row_exchange::max_members; ++k) {
     if (k < x.size) s += r[k];
   }
-  if (x.gpus > 1 && x.rank == 0) {
-    const std::size_t at = ((generation & 1u) * x.gpus + x.gpu) * x.gpu_stride + q;
-    const std::uint64_t e = tagged_entry(s, generation);
-    for (int t = 0; t < x.gpus; ++t) {
-      if (x.inbox_shared ? t == x.gpu : t != x.gpu) *reinterpret_cast<volatile std::uint64_t*>(x.inbox_entries[t] + at) = e;
-    }
-  }
+  exchange_push(x, generation, q, s);
   return s;
 }
 
 // With a level across GPUs (else true at once), after every entry's exchange_gpu_sum: each thread waits until the
 // other GPUs' entries q = threadIdx.x, threadIdx.x + blockDim.x, ... below n of this call are in its GPU's inbox
 // (polled where they land; a deadline, the abort word or the group's stall word ends the wait), then the block
-// agrees: false on every thread if any gave up. With a relay (member 0 of a GPU whose members share host inboxes)
-// each entry seen is also written, as it came, to the same place in the relay, where the GPU's other members wait.
+// agrees: false on every thread if any gave up. A thread polls its entries `batch` at a time, every load of a
+// batch issued before any is looked at, and reloads only those not yet there: one memory latency a poll, not one
+// an entry (a thread's entries: its q's times the other GPUs; a kernel short of registers takes fewer at a time).
+// With a relay (member 0 of a GPU whose members share host inboxes) each entry seen is also written, as it came,
+// to the same place in the relay, where the GPU's other members wait.
+template <int batch = 4>
 __device__ inline bool exchange_across(const row_exchange& x, std::uint32_t generation, std::size_t n) {
+  static_assert(batch >= 1 && batch <= 32, "exchange_across: batch is 1..32 entries");
   if (x.gpus == 1) return true;
   const std::size_t slot = (generation & 1u) * x.gpus * x.gpu_stride;
   const std::uint64_t* slots = x.inbox_entries[x.gpu] + slot;
   const unsigned long long start = detail::global_ns();
+  // This thread's entries, q by q and within a q GPU by GPU (this GPU skipped), at offsets below 2^32 from
+  // `slots`; a batch's offsets are worked out again at each use rather than held in registers.
+  const unsigned stride = static_cast<unsigned>(x.gpu_stride), others = static_cast<unsigned>(x.gpus - 1);
+  const unsigned count = static_cast<unsigned>(n), self = static_cast<unsigned>(x.gpu);
+  const auto offset = [=](unsigned q, unsigned j) { return (j < self ? j : j + 1) * stride + q; };
+  const auto next = [=](unsigned& q, unsigned& j) {
+    if (++j == others) {
+      j = 0;
+      q += blockDim.x;
+    }
+  };
+  unsigned q = threadIdx.x, j = 0;  // the next entry to take into a batch
   bool ok = true;
   unsigned spins = 0;
-  for (int j = 0; j < x.gpus && ok; ++j) {
-    if (j == x.gpu) continue;
-    for (std::size_t q = threadIdx.x; q < n && ok; q += blockDim.x) {
-      const std::uint64_t* e = slots + j * x.gpu_stride + q;
-      std::uint64_t v;
-      while (static_cast<std::uint32_t>((v = load_entry(e)) >> 32) != generation) {
-        if ((++spins & 255) == 0) {  // the deadline now and then; the words (maybe host memory) more rarely
-          const bool late = detail::global_ns() - start > x.timeout_ns;
-          if (late || ((spins & 4095) == 0 &&
-                       (*x.abort != 0 || *reinterpret_cast<volatile std::uint32_t*>(x.stalled) != 0))) {
-            ok = false;
-            break;
-          }
-        }
-        __nanosleep(32);
+  while (q < count && ok) {
+    const unsigned q0 = q, j0 = j;
+    unsigned pending = 0;
+#pragma unroll
+    for (int k = 0; k < batch; ++k) {
+      if (q < count) pending |= 1u << k;
+      next(q, j);
+    }
+    while (pending != 0) {
+      std::uint64_t v[batch];
+      unsigned qk = q0, jk = j0;
+#pragma unroll
+      for (int k = 0; k < batch; ++k) {
+        if (pending >> k & 1u) v[k] = load_entry(slots + offset(qk, jk));
+        next(qk, jk);
       }
-      if (ok && x.relay) *reinterpret_cast<volatile std::uint64_t*>(x.relay + slot + j * x.gpu_stride + q) = v;
+      qk = q0;
+      jk = j0;
+#pragma unroll
+      for (int k = 0; k < batch; ++k) {
+        if ((pending >> k & 1u) && static_cast<std::uint32_t>(v[k] >> 32) == generation) {
+          pending &= ~(1u << k);
+          if (x.relay) *reinterpret_cast<volatile std::uint64_t*>(x.relay + slot + offset(qk, jk)) = v[k];
+        }
+        next(qk, jk);
+      }
+      if (pending == 0) break;
+      if ((++spins & 255) == 0) {  // the deadline now and then; the words (maybe host memory) more rarely
+        const bool late = detail::global_ns() - start > x.timeout_ns;
+        if (late || ((spins & 4095) == 0 &&
+                     (*x.abort != 0 || *reinterpret_cast<volatile std::uint32_t*>(x.stalled) != 0))) {
+          ok = false;
+          break;
+        }
+      }
+      __nanosleep(32);
     }
   }
   const bool all = __syncthreads_and(ok) != 0;
   if (threadIdx.x == 0) {
-    exchange_clocked(x, start);
+    const unsigned long long spent = detail::global_ns() - start;
+    if (x.wait_ns) atomicAdd(x.wait_ns, spent);
+    if (x.across_ns) atomicAdd(x.across_ns, spent);  // the same span, on the clock of the level across GPUs
     if (!all) *reinterpret_cast<volatile std::uint32_t*>(x.stalled) = 1;
   }
   return all;

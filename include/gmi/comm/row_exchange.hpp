@@ -28,13 +28,16 @@ struct row_exchange {
   unsigned long long timeout_ns = 0;
   // Optional (comm::comm_clock::total()): thread 0 adds the nanoseconds of each wait on the peers here.
   unsigned long long* wait_ns = nullptr;
+  // Optional (comm::comm_clock::across_total()): thread 0 also adds the waits for the other GPUs' sums here.
+  unsigned long long* across_ns = nullptr;
 
   // The level across GPUs (gpus > 1). GPU t's inbox, as mapped here, at inbox_entries[t]: per GPU j two slots of
   // tagged entries (slot (p, j) at + (p * gpus + j) * gpu_stride, for GPU j's sum of call g with p = g % 2); an
   // entry is one 64-bit word, the call's generation in its high half and the float's bits in its low half, written
-  // at once, so a reader that sees the generation sees the value (no flag, no fence). GPU j's member 0 pushes its
-  // GPU's sum into every other GPU's inbox (peer device memory over NVLink or PCIe); each member polls its own
-  // GPU's inbox. inbox_shared: one inbox in mapped host memory for every GPU (written once). relay (host inboxes
+  // at once, so a reader that sees the generation sees the value (no flag, no fence). GPU j's members push its
+  // GPU's sum into every other GPU's inbox (peer device memory over NVLink or PCIe), taking turns by 32 entries;
+  // each member polls its own GPU's inbox. inbox_shared: one inbox in mapped host memory for every GPU (written
+  // once, by member 0). relay (host inboxes
   // with several members a GPU, on member 0 only): the GPU's device-memory copy of its inbox, where member 0 writes
   // each entry it saw arrive (as it came, tagged); the GPU's other members' inbox_entries[gpu] point there, so
   // only one block a GPU polls host memory.

@@ -162,6 +162,11 @@ class gmi_gradient_sync {
     if (!clock_) return std::numeric_limits<double>::quiet_NaN();
     return clock_->seconds(stream) + staged_seconds_;
   }
+  // Of those, the step kernels' waits for the other GPUs' sums (fused across GPUs; else NaN).
+  [[nodiscard]] double comm_across_seconds(cudaStream_t stream) const {
+    if (!clock_ || !exchange_ || exchange_->gpus < 2) return std::numeric_limits<double>::quiet_NaN();
+    return clock_->seconds(stream, true);
+  }
   // Seconds this GMI's host spent in the group's shared-memory sums of rollout statistics through the hook; `add`
   // counts others (the stop decisions).
   [[nodiscard]] double host_sync_seconds() const noexcept { return host_sync_seconds_; }
@@ -238,7 +243,10 @@ class gmi_gradient_sync {
       return;
     }
     exchange_ = reduce_->row_exchange(&*across_);
-    if (exchange_ && clock_) exchange_->wait_ns = clock_->total();
+    if (exchange_ && clock_) {
+      exchange_->wait_ns = clock_->total();
+      exchange_->across_ns = clock_->across_total();
+    }
     if (exchange_) {  // where the GPUs' sums met, in the end line's gradient_allreduce
       chosen_ += std::string(", across GPUs in ") + choice_name(across_->memory(), comm::inbox_memory_names) +
                  " inboxes" + (across_->probed() ? " (probed)" : "");

@@ -266,6 +266,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     };
     // The communication clock's readings when the run starts (the automatic choice's timed sums left out).
     const double comm0 = sync.comm_seconds(b.stream()), host_sync0 = sync.host_sync_seconds();
+    const double across0 = sync.comm_across_seconds(b.stream());
     const runtime::sum_phases phases0 = hosts ? hosts->phases(ctx.rank()) : runtime::sum_phases{};
     const auto loop_started = std::chrono::steady_clock::now();
     sm_activity_window gpm(ctx.slice(), b.nvml_index());  // GPU utilization from the first round on
@@ -318,6 +319,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     r.device_bytes = cuda::device_bytes_of_this_thread().peak;
     r.comm_seconds = sync.comm_seconds(b.stream()) - comm0;  // NaN without a clock
     r.host_sync_seconds = sync.host_sync_seconds() - host_sync0;
+    r.comm_across_seconds = sync.comm_across_seconds(b.stream()) - across0;  // NaN unless fused across GPUs
     r.mean_return = e.mean_return;
     r.reason = reason;
     r.binding = b.describe();
@@ -463,6 +465,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     if (std::isfinite(t.comm_share)) {
       line.update({{"comm_share", t.comm_share}, {"comm_share_max", t.comm_share_max}, {"host_sync_share", t.host_sync_share}});
     }
+    if (std::isfinite(t.comm_share_across)) line["comm_share_across"] = t.comm_share_across;
     put_sm_activity(line, t.gpm);
     if (hosts) {  // the job's shape; per_gmi, utilization and communication shares are host 0's
       line.update({{"hosts", hosts_count}, {"gpus_per_host", cfg.gpus.size()}, {"gpus", hosts->global_gpus()},

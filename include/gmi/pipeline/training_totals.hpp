@@ -50,6 +50,8 @@ struct gmi_training_result {
   // rollout statistics and stop decisions.
   double comm_seconds = std::numeric_limits<double>::quiet_NaN();
   double host_sync_seconds = std::numeric_limits<double>::quiet_NaN();
+  // Of comm_seconds, the step kernels' waits for the other GPUs' sums (fused across GPUs; else NaN).
+  double comm_across_seconds = std::numeric_limits<double>::quiet_NaN();
   sm_activity gpm;  // slice 0 of each GPU: GPM from the first group step to the end
 };
 
@@ -69,6 +71,7 @@ inline void to_json(nlohmann::json& j, const gmi_training_result& r) {
   if (r.warm_seconds > 0) j.update({{"warm_samples", r.warm_samples}, {"warm_seconds", r.warm_seconds}});
   j["device_bytes"] = r.device_bytes;
   if (std::isfinite(r.comm_seconds)) j.update({{"comm_seconds", r.comm_seconds}, {"host_sync_seconds", r.host_sync_seconds}});
+  if (std::isfinite(r.comm_across_seconds)) j["comm_across_seconds"] = r.comm_across_seconds;
   put_sm_activity(j, r.gpm);
 }
 inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
@@ -102,6 +105,7 @@ inline void from_json(const nlohmann::json& j, gmi_training_result& r) {
     r.comm_seconds = j.at("comm_seconds");
     r.host_sync_seconds = j.at("host_sync_seconds");
   }
+  if (j.contains("comm_across_seconds")) r.comm_across_seconds = j.at("comm_across_seconds");
   r.gpm = get_sm_activity(j);
 }
 
@@ -120,6 +124,9 @@ struct gmi_training_total {
   double comm_share = std::numeric_limits<double>::quiet_NaN();
   double comm_share_max = std::numeric_limits<double>::quiet_NaN();
   double host_sync_share = std::numeric_limits<double>::quiet_NaN();
+  // Of comm_share, the step kernels' waits for the other GPUs' sums: comm_across_seconds / seconds, the mean (NaN
+  // unless every GMI has it).
+  double comm_share_across = std::numeric_limits<double>::quiet_NaN();
   sm_activity gpm;   // the mean over the GPUs with a GPM figure (else the first note)
   int gpm_gpus = 0;  // GPUs with a figure
 };
@@ -134,13 +141,17 @@ inline std::string utilization_text(const gmi_training_total& t) {
   return s;
 }
 
-// "communication: 12.3% of the time on the device (gradient sums; mean over 8 GMIs, largest 15.0%) | host syncs 1.2%".
+// "communication: 12.3% of the time on the device (gradient sums; mean over 8 GMIs, largest 15.0%) | host syncs 1.2%",
+// fused across GPUs followed by " | waiting for other GPUs 4.5%" (a part of the 12.3%).
 inline std::string comm_share_text(const gmi_training_total& t) {
-  char text[200];
-  std::snprintf(text, sizeof text,
-                "communication: %.1f%% of the time on the device (gradient sums; mean over %zu GMIs, largest %.1f%%) | "
-                "host syncs %.1f%%",
-                100.0 * t.comm_share, t.per_gmi.size(), 100.0 * t.comm_share_max, 100.0 * t.host_sync_share);
+  char text[240];
+  const int n = std::snprintf(text, sizeof text,
+                              "communication: %.1f%% of the time on the device (gradient sums; mean over %zu GMIs, "
+                              "largest %.1f%%) | host syncs %.1f%%",
+                              100.0 * t.comm_share, t.per_gmi.size(), 100.0 * t.comm_share_max, 100.0 * t.host_sync_share);
+  if (std::isfinite(t.comm_share_across) && n > 0 && static_cast<std::size_t>(n) < sizeof text)
+    std::snprintf(text + n, sizeof text - static_cast<std::size_t>(n), " | waiting for other GPUs %.1f%%",
+                  100.0 * t.comm_share_across);
   return text;
 }
 
@@ -168,20 +179,23 @@ inline gmi_training_total collect_training(const runtime::run_report& report) {
     }
   }
   t.samples_per_s = longest > 0 ? samples / longest : 0;
-  double share = 0, largest = 0, host = 0;
-  bool clocked = !t.per_gmi.empty();
+  double share = 0, largest = 0, host = 0, across = 0;
+  bool clocked = !t.per_gmi.empty(), clocked_across = clocked;
   for (const auto& g : t.per_gmi) {
     clocked = clocked && std::isfinite(g.comm_seconds) && g.seconds > 0;
     if (!clocked) break;
     share += g.comm_seconds / g.seconds;
     largest = std::max(largest, g.comm_seconds / g.seconds);
     host += g.host_sync_seconds / g.seconds;
+    clocked_across = clocked_across && std::isfinite(g.comm_across_seconds);
+    if (clocked_across) across += g.comm_across_seconds / g.seconds;
   }
   if (clocked) {
     const double n = static_cast<double>(t.per_gmi.size());
     t.comm_share = share / n;
     t.comm_share_max = largest;
     t.host_sync_share = host / n;
+    if (clocked_across) t.comm_share_across = across / n;
   }
   t.warm_samples_per_s = warm && warm_longest > 0 ? warm_samples / warm_longest : t.samples_per_s;
   sm_activity_mean gpm;

@@ -458,7 +458,7 @@ struct ppo_device_ops {
     a.part_dim[1] = trainer::obs_dim;
     a.part_at[2] = static_cast<int>(trainer::stats_returns);
     a.part_dim[2] = 1;
-    ppo_stats_gather_kernel<<<1, 256, 0, t.policy_.stream>>>(a);
+    ppo_stats_gather_kernel<<<1, ppo_stats_gather_block, 0, t.policy_.stream>>>(a);
     GMI_CUDA_TRY(cudaGetLastError());
   }
 

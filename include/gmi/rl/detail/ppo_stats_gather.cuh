@@ -1,7 +1,8 @@
 #pragma once
 // A synced PPO iteration's rollout statistics gathered inside one kernel through the group's row exchange (the
 // one its minibatch steps use): every member's records [count | mean | M2] of advantages, observations and
-// returns, merged in rank order, with no trip through the host; so a synced iteration replays as one graph.
+// returns, merged in rank order (spread over the block's threads), with no trip through the host; so a synced
+// iteration replays as one graph.
 
 #include <cstddef>
 #include <cstdint>
@@ -22,11 +23,21 @@ struct ppo_stats_gather_args {
   int part_at[3] = {}, part_dim[3] = {};  // the records: where each starts and its dim
 };
 
+// The kernel's block (its loops stride over whatever it is launched with; ppo_device_ops launches this many).
+inline constexpr int ppo_stats_gather_block = 1024;
+// Members a row exchange can have: every GMI of up to max_gpus GPUs.
+inline constexpr int ppo_stats_gather_max_world = comm::row_exchange::max_members * comm::row_exchange::max_gpus;
+
 // One block. Each member writes its values as words into its own slot of its row (zeros elsewhere); the group's
-// sum of the rows is then every member's values, bit for bit. If an exchange wait gives up, the kernel stops
-// there (the host finds the stall word set).
-__global__ static void ppo_stats_gather_kernel(ppo_stats_gather_args a) {
+// sum of the rows is then every member's values, bit for bit. Every member then merges the records in rank order
+// (merge_in_order_rn's bits) spread over the block: three threads add up each record's counts, a thread per
+// (record, member) works out its merge weights, and a thread per feature merges that feature over the members,
+// so a group of 32 is not 32 x features dependent divisions in one thread. If an exchange wait gives up, the
+// kernel stops there (the host finds the stall word set).
+__global__ static void __launch_bounds__(ppo_stats_gather_block) ppo_stats_gather_kernel(ppo_stats_gather_args a) {
   __shared__ std::uint32_t scratch[2];
+  __shared__ double running[3][ppo_stats_gather_max_world + 1];
+  __shared__ merge_weights weights[3][ppo_stats_gather_max_world];
   const comm::row_exchange& x = a.exchange;
   const int world = x.members();
   const int slot = words_per_double * a.values;
@@ -47,13 +58,37 @@ __global__ static void ppo_stats_gather_kernel(ppo_stats_gather_args a) {
       a.sums[q] = comm::exchange_total(x, g, q, a.sums[q]);
   }
   comm::exchange_release(x, g);  // its barrier: every thread's sums are written
-  if (threadIdx.x >= 3) return;
-  const int part = static_cast<int>(threadIdx.x);  // one thread per record
-  const float* sums = a.sums;
-  const int values = a.values, at = a.part_at[part];
-  auto value = [=](int r, int i) { return words_to_double(sums + (r * values + at + i) * words_per_double); };
-  merge_in_order_rn(world, a.part_dim[part], value, a.merged + at);
-  if (part == 0 && a.advantage_stats) advantage_scale_rn(a.merged + at, a.advantage_stats);
+  // (record p's place and dim picked without indexing the parameter arrays, which would copy them to the stack)
+  const auto part_at = [&](int p) { return p == 0 ? a.part_at[0] : p == 1 ? a.part_at[1] : a.part_at[2]; };
+  const auto part_dim = [&](int p) { return p == 0 ? a.part_dim[0] : p == 1 ? a.part_dim[1] : a.part_dim[2]; };
+  const auto record = [sums = a.sums, values = a.values](int at) {
+    return [=](int r, int i) { return words_to_double(sums + (r * values + at + i) * words_per_double); };
+  };
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < 3) merge_counts_rn(world, record(part_at(t)), running[t]);
+  __syncthreads();
+  for (int k = t; k < 3 * world; k += static_cast<int>(blockDim.x)) {
+    const int part = k / world, r = k % world;
+    if (r > 0) weights[part][r] = merge_weights_rn(running[part][r], record(part_at(part))(r, 0));
+  }
+  __syncthreads();
+  const int features = a.part_dim[0] + a.part_dim[1] + a.part_dim[2];
+  for (int k = t; k < features; k += static_cast<int>(blockDim.x)) {
+    int part = 0, f = k;
+    while (f >= part_dim(part)) {
+      f -= part_dim(part);
+      ++part;
+    }
+    const int dim = part_dim(part);
+    double* out = a.merged + part_at(part);
+    double mean = 0, m2 = 0;
+    merge_feature_in_order_rn(world, dim, f, record(part_at(part)), [&](int r) { return weights[part][r]; }, mean, m2);
+    out[1 + f] = mean;
+    out[1 + dim + f] = m2;
+    if (f == 0) out[0] = running[part][world];
+  }
+  // thread 0 merged the advantages' only feature (k = 0) and wrote their record itself
+  if (t == 0 && a.advantage_stats) advantage_scale_rn(a.merged + a.part_at[0], a.advantage_stats);
 }
 
 }  // namespace gmi::rl::detail

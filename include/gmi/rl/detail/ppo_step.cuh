@@ -51,7 +51,8 @@ struct ppo_step_args {
 // loaded before the exchange's waits): this GMI's row from its parts (the
 // order of ppo_sum_rows_kernel); with an exchange (without one it is a plain step), the group's rows summed in
 // rank order and divided by the group's size (the order of the hierarchical allreduce's one-GPU sum and
-// ppo_average_rows_kernel; with a level across GPUs, the GPUs' sums added in GPU order before the division);
+// ppo_average_rows_kernel; with a level across GPUs, the GPUs' sums added in GPU order before the division, and
+// a GPU's only GMI pushing its row across as it sums it);
 // Adam; the adaptive-KL rule (ppo_adapt_lr_kernel's). The same bits as those kernels
 // one after another. If an exchange wait gives up, the step stops there (the host finds the stall word set).
 __global__ static void __launch_bounds__(nn::adam_fused_block) ppo_step_kernel(ppo_step_args a) {
@@ -62,18 +63,24 @@ __global__ static void __launch_bounds__(nn::adam_fused_block) ppo_step_kernel(p
   a.adam.prefetch(a.params, held);
   std::uint32_t g = 0;
   if (exchanged && !comm::exchange_begin(a.exchange, g, scratch)) return;
+  // One GMI on its GPU (then there is a level across GPUs): its row is its GPU's sum, pushed across as it forms.
+  const bool alone = exchanged && a.exchange.size == 1;
   for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
     float s = 0.0f;
 #pragma unroll 16
     for (std::size_t w = 0; w < a.part_count; ++w) s += a.parts[w * a.row + q];  // loads overlap, adds in order
     a.own[q] = s;
     if (!exchanged && q >= a.param_count) a.term_log[q - a.param_count] = s;
+    if (alone) {
+      comm::exchange_push(a.exchange, g, static_cast<std::size_t>(q), s);
+      a.mean[q] = s;  // this GPU's sum, until every GPU's is there
+    }
   }
   if (exchanged) {
     if (!comm::exchange_post(a.exchange, g, scratch)) return;
     const float world = static_cast<float>(a.exchange.members());
     const bool across = a.exchange.gpus > 1;
-    for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
+    for (int q = static_cast<int>(threadIdx.x); q < a.row && !alone; q += static_cast<int>(blockDim.x)) {
       const float s = comm::exchange_gpu_sum(a.exchange, g, q);
       if (across) {
         a.mean[q] = s;  // this GPU's sum, until every GPU's is there
@@ -84,7 +91,8 @@ __global__ static void __launch_bounds__(nn::adam_fused_block) ppo_step_kernel(p
       if (q >= a.param_count) a.term_log[q - a.param_count] = m;
     }
     if (across) {
-      if (!comm::exchange_across(a.exchange, g, static_cast<std::size_t>(a.row))) return;
+      // two entries a poll: four spill Adam's values held in registers (64 a thread at 1024 threads)
+      if (!comm::exchange_across<2>(a.exchange, g, static_cast<std::size_t>(a.row))) return;
       for (int q = static_cast<int>(threadIdx.x); q < a.row; q += static_cast<int>(blockDim.x)) {
         const float m = comm::exchange_total(a.exchange, g, q, a.mean[q]) / world;
         a.mean[q] = m;
