@@ -1,0 +1,31 @@
+# shellcheck shell=bash
+# The build of bench/sac/device_ant.sh and device_sacfast.sh, sourced after bench/physics/device_common.sh (build,
+# out, JOBS): start_ant_build SECONDS TAG builds gmi.example.ant_ppo and gmi.example.ant_sac in one ninja call in the
+# background (each one translation unit, so -j16 runs two compilers) and returns once ninja has logged ant_ppo as
+# built (a line of .ninja_log newer than this call) or the build ended, so PPO can start while ant_sac may still
+# compile on a core or two; ant_build_done waits for the whole build once (exits 1 with its errors, TAG naming the
+# script, when it failed).
+start_ant_build() {
+  build_seconds=$1
+  build_tag=$2
+  build_start=$(date +%s)
+  log_lines=$( (wc -l < "$build/.ninja_log") 2>/dev/null || echo 0)
+  timeout "$build_seconds" cmake --build "$build" -j"$JOBS" --target gmi.example.ant_ppo gmi.example.ant_sac \
+    > "$out/build.log" 2>&1 &
+  build_pid=$!
+  built=0
+  while kill -0 "$build_pid" 2>/dev/null && ! ppo_logged; do sleep 2; done
+  kill -0 "$build_pid" 2>/dev/null || ant_build_done  # the build ended (up to date, or failed)
+  echo "ant_ppo ready after $(( $(date +%s) - build_start )) s"
+}
+ppo_logged() {  # whether this call's ninja logged ant_ppo's link as done (.ninja_log: start, end, mtime, output, hash)
+  tail -n +$((log_lines + 1)) "$build/.ninja_log" 2>/dev/null |
+    awk -F'\t' '$4 == "examples/task_ppo/gmi.example.ant_ppo" { found = 1 } END { exit !found }'
+}
+ant_build_done() {
+  ((built)) && return 0
+  wait "$build_pid" ||
+    { grep -E "error|Error" "$out/build.log" | head -20; echo "$build_tag: build failed or timed out" >&2; exit 1; }
+  built=1
+  echo "built in $(( $(date +%s) - build_start )) s: gmi.example.ant_ppo gmi.example.ant_sac"
+}
