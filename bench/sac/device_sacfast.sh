@@ -12,7 +12,8 @@
 #        before     the settings of the defaults before this change (--num-envs 2048 --sac-n-step 1: replay ratio 64,
 #                   one-step targets) on the current collection path;
 #      the last two share what the first left;
-#   4. a summary: PPO's final mean return (the target), and per SAC configuration the env steps at which its training
+#   4. tests/sac_gpu's n-step case (built beside the SAC runs; skipped with a line if its build is not done);
+#   5. a summary: PPO's final mean return (the target), and per SAC configuration the env steps at which its training
 #      mean return first reached it (else its best and where), PPO's env steps over those (the issue wants >= 5),
 #      env steps/s and updates/s, against the 794e70c figures (24.9 k env steps/s, 387 updates/s at 2048 envs).
 # Writes $OUT/sacfast.jsonl: {"bench":"sac_ant_curve",...,"config"} per metrics line; {"bench":"sac_ant","metric":
@@ -63,6 +64,12 @@ left() { echo $((deadline_s - $(date +%s) - 20 - ${1:-0})); }
 run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds"
 kill -0 "$build_pid" 2>/dev/null && echo "== waiting for ant_sac's build"
 ant_build_done
+# tests/sac_gpu (its n-step case: the device fold against the one-step table) builds beside the SAC runs, niced on
+# two cores (the ant build is done, so no other ninja runs in $build) until the 6 minutes' last 20 s, and runs after
+# them.
+timeout $(( $(left) > 30 ? $(left) : 30 )) nice -n 10 cmake --build "$build" -j2 --target gmi.test.sac_gpu \
+  > "$out/build-tests.log" 2>&1 &
+tests_pid=$!
 sac=pendulum_sac/gmi.example.ant_sac
 labels=(defaults envs512 before)
 flags=("" "--num-envs 512" "--num-envs 2048 --sac-n-step 1")
@@ -83,6 +90,15 @@ for k in 0 1 2; do
   run "${labels[k]}" "$sac" "$secs" --sac-eval-episodes 8 "${extra[@]}"
 done
 
+if wait "$tests_pid"; then
+  timeout 120 "$build/tests/sac_gpu/gmi.test.sac_gpu" -tc='sac_gpu.nstep*' > "$logs/sac_gpu_nstep.log" 2>&1 ||
+    { echo "device_sacfast: tests/sac_gpu's n-step case failed (its log: $logs/sac_gpu_nstep.log)" >&2; status=1; }
+  grep -E "sac_gpu n-step|test cases|assertions" "$logs/sac_gpu_nstep.log" | tee "$out/sacfast-tests.txt"
+else
+  echo "device_sacfast: gmi.test.sac_gpu did not build in time ($out/build-tests.log)" >&2
+  grep -E "error" "$out/build-tests.log" | head -5
+  status=1
+fi
 python3 - "$logs" "$lines" "$common" "${labels[*]}" <<'PY' 2>&1 | tee "$out/sacfast-summary.txt" || status=1
 import json, os, sys
 logs, dest, common, labels = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4].split()
