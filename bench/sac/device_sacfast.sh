@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 39's Ant target (SAC reaches PPO's final return with >= 5x fewer env steps), on ONE GPU (CUDA_VISIBLE_DEVICES
-# may pick it; another script may share the machine's cores), from the repository root (OUT set), within 6 minutes
-# of a cold machine including the build:
+# may pick it; another script may share the machine's cores), from the repository root (OUT set), within
+# TOTAL_SECONDS (default 360: 6 minutes) of a cold machine including the build (about 200 s of it on 16 cores, as
+# device_ant.sh's cut of its SAC run at 794e70c implies, so at 6 minutes the defaults' run gets what PPO leaves,
+# some 80 s, and the other two are skipped with a line; 600 runs all three):
 #   1. builds gmi.example.ant_ppo and gmi.example.ant_sac only (-j$JOBS, default 16) in $BUILD (default
 #      /tmp/build-sacfast); PPO starts once ant_ppo is built, while ant_sac may still compile;
 #   2. PPO as a user runs it (gmi.example.ant_ppo --device gpu, its defaults) for PPO_SECONDS (default 45);
@@ -11,7 +13,7 @@
 #        envs512    the defaults with --num-envs 512 (replay ratio 256: twice the updates per env step);
 #        before     the settings of the defaults before this change (--num-envs 2048 --sac-n-step 1: replay ratio 64,
 #                   one-step targets) on the current collection path;
-#      the last two share what the first left;
+#      the last two share what the first left (none at 6 minutes from a cold build);
 #   4. tests/sac_gpu's n-step case (built beside the SAC runs; skipped with a line if its build is not done);
 #   5. a summary: PPO's final mean return (the target), and per SAC configuration the env steps at which its training
 #      mean return first reached it (else its best and where), PPO's env steps over those (the issue wants >= 5),
@@ -22,17 +24,21 @@
 # "median" (null when not reached),"config","ppo_final_return","ppo_env_steps","sac_best_return",
 # "sac_env_steps_at_best","ppo_over_sac_env_steps","target_ratio":5,...} per SAC configuration; every line with
 # device, git, run_id. The summary also goes to $OUT/sacfast-summary.txt; logs and metrics under $OUT/sacfast/.
-# Arguments (optional): SAC_SECONDS (20..200, default 130), PPO_SECONDS (10..120, default 45). pugixml: carry
+# Arguments (optional): SAC_SECONDS (20..200, default 130: the defaults' run), PPO_SECONDS (10..120, default 45),
+# TOTAL_SECONDS (240..1200, default 360). pugixml: carry
 # .carry/debs (bench/physics/carry_pugixml.sh run here first); device_common.sh unpacks it.
 set -uo pipefail
 start_s=$(date +%s)
-deadline_s=$((start_s + 360))  # 6 minutes
 sac_seconds=${1:-130}
 ppo_seconds=${2:-45}
+total_seconds=${3:-360}
 [[ "$sac_seconds" =~ ^[0-9]+$ && "$sac_seconds" -ge 20 && "$sac_seconds" -le 200 ]] ||
   { echo "device_sacfast: SAC seconds: got $sac_seconds, need an integer in 20..200" >&2; exit 2; }
 [[ "$ppo_seconds" =~ ^[0-9]+$ && "$ppo_seconds" -ge 10 && "$ppo_seconds" -le 120 ]] ||
   { echo "device_sacfast: PPO seconds: got $ppo_seconds, need an integer in 10..120" >&2; exit 2; }
+[[ "$total_seconds" =~ ^[0-9]+$ && "$total_seconds" -ge 240 && "$total_seconds" -le 1200 ]] ||
+  { echo "device_sacfast: total seconds: got $total_seconds, need an integer in 240..1200" >&2; exit 2; }
+deadline_s=$((start_s + total_seconds))
 name=sacfast
 export BUILD=${BUILD:-/tmp/build-sacfast}
 source "$(dirname "$0")/../physics/device_common.sh"
@@ -52,21 +58,21 @@ echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}; device: $device"
 run() {
   local label=$1 bin=$2 secs=$3
   shift 3
-  echo "== $label: $secs s of training ($(( deadline_s - $(date +%s) )) s left of the 6 minutes): $*"
+  echo "== $label: $secs s of training ($(( deadline_s - $(date +%s) )) s left of the time limit): $*"
   timeout $((secs + 60)) "$build/examples/$bin" --device gpu --seed 1 --max-seconds "$secs" \
     --target-return nan --log-interval 2 --quiet --metrics "$logs/$label.jsonl" "$@" > "$logs/$label.log" 2>&1 ||
     { echo "device_sacfast: $label: exit $? ($(tail -1 "$logs/$label.log"))" >&2; status=1; }
   grep -h "^gmi: " "$logs/$label.log" | sed "s/^/$label: /" | head -8
 }
-# left: seconds of training the 6 minutes still allow a run (its start and evaluation take some besides).
-left() { echo $((deadline_s - $(date +%s) - 20 - ${1:-0})); }
+# left: seconds of training the time limit still allows a run (its start and evaluation take some besides).
+left() { echo $((deadline_s - $(date +%s) - 25)); }
 
 run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds"
 kill -0 "$build_pid" 2>/dev/null && echo "== waiting for ant_sac's build"
 ant_build_done
 # tests/sac_gpu (its n-step case: the device fold against the one-step table) builds beside the SAC runs, niced on
-# two cores (the ant build is done, so no other ninja runs in $build) until the 6 minutes' last 20 s, and runs after
-# them.
+# two cores (the ant build is done, so no other ninja runs in $build) until the time limit's last 25 s, and runs
+# after them.
 timeout $(( $(left) > 30 ? $(left) : 30 )) nice -n 10 cmake --build "$build" -j2 --target gmi.test.sac_gpu \
   > "$out/build-tests.log" 2>&1 &
 tests_pid=$!
@@ -75,12 +81,12 @@ labels=(defaults envs512 before)
 flags=("" "--num-envs 512" "--num-envs 2048 --sac-n-step 1")
 for k in 0 1 2; do
   if ((k == 0)); then
-    secs=$(( $(left 70) < sac_seconds ? $(left 70) : sac_seconds ))  # keeps some 70 s for the other two
+    secs=$(( $(left) < sac_seconds ? $(left) : sac_seconds ))
   else
     secs=$(( $(left) / (3 - k) - 10 ))
   fi
   if ((k == 0 && secs < sac_seconds)); then
-    echo "device_sacfast: defaults cut to ${secs} s (asked ${sac_seconds} s): the 6 minutes end sooner"
+    echo "device_sacfast: defaults cut to ${secs} s (asked ${sac_seconds} s): the time limit ends sooner"
   fi
   if ((secs < 20)); then
     echo "device_sacfast: ${labels[k]} skipped: ${secs} s left" >&2
@@ -90,14 +96,18 @@ for k in 0 1 2; do
   run "${labels[k]}" "$sac" "$secs" --sac-eval-episodes 8 "${extra[@]}"
 done
 
+# The test's build may not be done where the build took most of the time: a line says so, not a failure (the
+# case also runs in tests/sac_gpu under bench/sac/device_dp.sh and device_4096.sh).
 if wait "$tests_pid"; then
-  timeout 120 "$build/tests/sac_gpu/gmi.test.sac_gpu" -tc='sac_gpu.nstep*' > "$logs/sac_gpu_nstep.log" 2>&1 ||
+  timeout 30 "$build/tests/sac_gpu/gmi.test.sac_gpu" -tc='sac_gpu.nstep*' > "$logs/sac_gpu_nstep.log" 2>&1 ||
     { echo "device_sacfast: tests/sac_gpu's n-step case failed (its log: $logs/sac_gpu_nstep.log)" >&2; status=1; }
   grep -E "sac_gpu n-step|test cases|assertions" "$logs/sac_gpu_nstep.log" | tee "$out/sacfast-tests.txt"
-else
-  echo "device_sacfast: gmi.test.sac_gpu did not build in time ($out/build-tests.log)" >&2
+elif grep -qE "error" "$out/build-tests.log"; then
+  echo "device_sacfast: gmi.test.sac_gpu failed to build ($out/build-tests.log)" >&2
   grep -E "error" "$out/build-tests.log" | head -5
   status=1
+else
+  echo "device_sacfast: gmi.test.sac_gpu not built within the time limit: its n-step case not run here"
 fi
 python3 - "$logs" "$lines" "$common" "${labels[*]}" <<'PY' 2>&1 | tee "$out/sacfast-summary.txt" || status=1
 import json, os, sys
