@@ -4,7 +4,9 @@
 # background (each one translation unit, so -j16 runs two compilers) and returns once ninja has logged ant_ppo as
 # built (a line of .ninja_log newer than this call) or the build ended, so PPO can start while ant_sac may still
 # compile on a core or two; ant_build_done waits for the whole build once (exits 1 with its errors, TAG naming the
-# script, when it failed).
+# script, when it failed). ant_run LABEL BINARY SECONDS GRACE [flags] is one training run (--device gpu, seed 1, its
+# metrics in $logs/LABEL.jsonl every 2 s, a timeout of SECONDS + GRACE) with its "gmi:" lines on stdout; a failure
+# sets status=1 with a line.
 start_ant_build() {
   build_seconds=$1
   build_tag=$2
@@ -28,4 +30,13 @@ ant_build_done() {
     { grep -E "error|Error" "$out/build.log" | head -20; echo "$build_tag: build failed or timed out" >&2; exit 1; }
   built=1
   echo "built in $(( $(date +%s) - build_start )) s: gmi.example.ant_ppo gmi.example.ant_sac"
+}
+ant_run() {
+  local label=$1 bin=$2 secs=$3 grace=$4
+  shift 4
+  echo "== $label: $secs s of training ($(( deadline_s - $(date +%s) )) s left of the time limit) $*"
+  timeout $((secs + grace)) "$build/examples/$bin" --device gpu --seed 1 --max-seconds "$secs" \
+    --target-return nan --log-interval 2 --quiet --metrics "$logs/$label.jsonl" "$@" > "$logs/$label.log" 2>&1 ||
+    { echo "$build_tag: $label: exit $? ($(tail -1 "$logs/$label.log"))" >&2; status=1; }
+  grep -h "^gmi: " "$logs/$label.log" | sed "s/^/$label: /" | head -8
 }

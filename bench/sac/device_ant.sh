@@ -47,21 +47,11 @@ common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git_rev" 
 nvidia-smi --query-gpu=index,name,memory.used,utilization.gpu --format=csv,noheader | sed 's/^/gpu visible: /'
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"
 
-# run ALGO BINARY SECONDS [flags]: one training run, its metrics in $logs/ALGO.jsonl.
-run() {
-  local algo=$1 bin=$2 secs=$3
-  shift 3
-  echo "== $algo: $secs s of training ($(( deadline_s - $(date +%s) )) s left of the 7 minutes)"
-  timeout $((secs + 90)) "$build/examples/$bin" --device gpu --seed 1 --max-seconds "$secs" \
-    --target-return nan --log-interval 2 --quiet --metrics "$logs/$algo.jsonl" "$@" > "$logs/$algo.log" 2>&1 ||
-    { echo "device_ant: $algo: exit $? ($(tail -1 "$logs/$algo.log"))" >&2; status=1; }
-  grep -h "^gmi: " "$logs/$algo.log" | sed "s/^/$algo: /" | head -8
-}
 
 rm -f "$logs/ppo.jsonl" "$logs/sac.jsonl"
 read -r -a ppo_flags <<< "${PPO_FLAGS:-}"
 read -r -a sac_flags <<< "${SAC_FLAGS:-}"
-run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds" "${ppo_flags[@]}"
+ant_run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds" 90 "${ppo_flags[@]}"
 kill -0 "$build_pid" 2>/dev/null && echo "== waiting for ant_sac's build"
 ant_build_done
 # SAC gets what is left: its start and its evaluation (16 episodes on host threads) take some seconds besides.
@@ -71,7 +61,7 @@ if ((left < sac_seconds)); then
   sac_seconds=$left
 fi
 if ((sac_seconds >= 10)); then
-  run sac pendulum_sac/gmi.example.ant_sac "$sac_seconds" --sac-eval-episodes 16 "${sac_flags[@]}"
+  ant_run sac pendulum_sac/gmi.example.ant_sac "$sac_seconds" 90 --sac-eval-episodes 16 "${sac_flags[@]}"
 else
   echo "device_ant: SAC skipped: ${left} s left" >&2
   status=1
@@ -152,4 +142,4 @@ else:
     sys.exit(1)
 PY
 echo "== result lines: $lines ($(( $(date +%s) - start_s )) s in all; copy into bench/results/sac-ant/ and run bench/plot)"
-exit $status
+exit "$status"

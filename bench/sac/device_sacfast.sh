@@ -54,20 +54,10 @@ device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git_rev" "$run_id")
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}; device: $device"
 
-# run LABEL BINARY SECONDS [flags]: one training run, its metrics in $logs/LABEL.jsonl.
-run() {
-  local label=$1 bin=$2 secs=$3
-  shift 3
-  echo "== $label: $secs s of training ($(( deadline_s - $(date +%s) )) s left of the time limit): $*"
-  timeout $((secs + 60)) "$build/examples/$bin" --device gpu --seed 1 --max-seconds "$secs" \
-    --target-return nan --log-interval 2 --quiet --metrics "$logs/$label.jsonl" "$@" > "$logs/$label.log" 2>&1 ||
-    { echo "device_sacfast: $label: exit $? ($(tail -1 "$logs/$label.log"))" >&2; status=1; }
-  grep -h "^gmi: " "$logs/$label.log" | sed "s/^/$label: /" | head -8
-}
 # left: seconds of training the time limit still allows a run (its start and evaluation take some besides).
 left() { echo $((deadline_s - $(date +%s) - 25)); }
 
-run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds"
+ant_run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds" 60
 kill -0 "$build_pid" 2>/dev/null && echo "== waiting for ant_sac's build"
 ant_build_done
 # tests/sac_gpu (its n-step case: the device fold against the one-step table) builds beside the SAC runs, niced on
@@ -93,7 +83,7 @@ for k in 0 1 2; do
     continue
   fi
   read -r -a extra <<< "${flags[k]}"
-  run "${labels[k]}" "$sac" "$secs" --sac-eval-episodes 8 "${extra[@]}"
+  ant_run "${labels[k]}" "$sac" "$secs" 60 --sac-eval-episodes 8 "${extra[@]}"
 done
 
 # The test's build may not be done where the build took most of the time: a line says so, not a failure (the
