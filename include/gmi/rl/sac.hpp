@@ -345,11 +345,10 @@ class sac_trainer {
     ++batch_steps_;
   }
 
-  static void require_one_step_of(const sac_config& c, const char* what) {
-    gmi::require(c.n_step == 1, std::string(what) + " with sac.n_step", c.n_step,
+  void require_one_step(const char* what) const {
+    gmi::require(cfg_.n_step == 1, std::string(what) + " with sac.n_step", cfg_.n_step,
                  "1 (split roles send one-step transitions)");
   }
-  void require_one_step(const char* what) const { require_one_step_of(cfg_, what); }
 
   // n-step: the step just collected (r's columns) into its ring slot; once the ring is full, r's columns become
   // each environment's folded transition of n_step - 1 steps earlier (true), else nothing is due yet (false).
