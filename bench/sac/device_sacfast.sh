@@ -118,6 +118,7 @@ def load(label):
         pts.append((end["env_steps"], end["wall_s"], end["mean_return"]))
     steps, wall, upd = last.get("env_steps"), last.get("wall_s"), last.get("updates")
     return {"pts": pts, "end": end, "envs": last.get("num_envs"), "sac": last.get("sac"),
+            "path": last.get("env_step_path"),
             "final_return": last.get("mean_return"), "eval_return": (end or {}).get("eval_return"),
             "env_steps": steps, "wall_s": wall, "env_steps_per_s": steps / wall if steps and wall else None,
             "updates_per_s": upd / wall if upd and wall else None}
@@ -133,6 +134,8 @@ for label, r in runs.items():
     tag = {"case": "ant", "impl": "gmi", "algo": algo, "config": label, "num_envs": r["envs"]}
     if r["sac"]:
         tag["sac"] = r["sac"]
+    if r["path"]:
+        tag["env_step_path"] = r["path"]
     for i, (s, w, m) in enumerate(r["pts"]):
         d = {"bench": "sac_ant_curve", **tag, "env_steps": s, "wall_s": w, "mean_return": m}
         if i == len(r["pts"]) - 1 and r["end"] is not None:
@@ -143,12 +146,12 @@ for label, r in runs.items():
             put({"bench": "sac_ant", **tag, "metric": k, "median": r[k], "min": r[k], "max": r[k]})
 f = lambda v, spec: format(v, spec) if isinstance(v, (int, float)) else "-"
 print(f"{'run':9} {'envs':>5} {'env steps':>10} {'seconds':>8} {'env steps/s':>12} {'updates/s':>10} "
-      f"{'final return':>13} {'eval return':>12}")
+      f"{'final return':>13} {'eval return':>12} {'env step path':>14}")
 for label, r in runs.items():
     if r:
         print(f"{label:9} {f(r['envs'], '>5')} {f(r['env_steps'], '>10.4g')} {f(r['wall_s'], '>8.1f')} "
               f"{f(r['env_steps_per_s'], '>12.4g')} {f(r['updates_per_s'], '>10.4g')} {f(r['final_return'], '>13.1f')} "
-              f"{f(r['eval_return'], '>12.1f')}")
+              f"{f(r['eval_return'], '>12.1f')} {r['path'] or '-':>14}")
 ppo = runs.get("ppo")
 if not ppo or ppo["final_return"] is None:
     print("device_sacfast: no PPO return: no comparison", file=sys.stderr)

@@ -88,6 +88,8 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
                          {"seed", o.seed},       {"layout", layout},       {"git", run.git},
                          {"gmis", group.world()}, {"sac", sac_settings_json(o.sac, Trainer::hidden, o.num_envs)}};
   if (!solo) base["partition"] = o.partition;
+  // The device trainer's env step path (a physics task's "warp_per_env" tile path or "thread_per_env").
+  if constexpr (requires { eng.env_step_path(); }) base["env_step_path"] = std::string(eng.env_step_path());
   if (std::isfinite(o.optimal_mean_return)) base["optimal_mean_return"] = o.optimal_mean_return;
   train_result result;
   result.gmis = group.world();
