@@ -39,11 +39,8 @@ mkdir -p "$logs"
 rm -f "$lines"
 export JOBS=${JOBS:-16}
 
-configure_build -DGMI_BUILD_ALL_TASK_EXAMPLES=ON -DGMI_HEADER_CHECK_NVCC=OFF
 source "$root/bench/sac/ant_build.sh"
 start_ant_build 330 device_ant
-device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git_rev" "$run_id")
 nvidia-smi --query-gpu=index,name,memory.used,utilization.gpu --format=csv,noheader | sed 's/^/gpu visible: /'
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"
 

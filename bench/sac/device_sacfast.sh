@@ -47,11 +47,8 @@ mkdir -p "$logs"
 rm -f "$lines" "$logs"/*.jsonl
 export JOBS=${JOBS:-16}
 
-configure_build -DGMI_BUILD_ALL_TASK_EXAMPLES=ON -DGMI_HEADER_CHECK_NVCC=OFF
 source "$root/bench/sac/ant_build.sh"
 start_ant_build 280 device_sacfast
-device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git_rev" "$run_id")
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}; device: $device"
 
 # left: seconds of training the time limit still allows a run (its start and evaluation take some besides).
