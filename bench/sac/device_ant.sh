@@ -39,51 +39,18 @@ mkdir -p "$logs"
 rm -f "$lines"
 export JOBS=${JOBS:-16}
 
-configure_build -DGMI_BUILD_ALL_TASK_EXAMPLES=ON -DGMI_HEADER_CHECK_NVCC=OFF
-# Both examples build in one ninja call in the background (each is one translation unit, so -j16 runs two
-# compilers); PPO starts as soon as ninja has logged ant_ppo as built (a line of .ninja_log newer than this call),
-# while ant_sac may still compile on a core or two; SAC starts once the whole build is done.
-build_start=$(date +%s)
-log_lines=$( (wc -l < "$build/.ninja_log") 2>/dev/null || echo 0)
-timeout 330 cmake --build "$build" -j"$JOBS" --target gmi.example.ant_ppo gmi.example.ant_sac > "$out/build.log" 2>&1 &
-build_pid=$!
-ppo_logged() {  # whether this call's ninja logged ant_ppo's link as done (.ninja_log: start, end, mtime, output, hash)
-  tail -n +$((log_lines + 1)) "$build/.ninja_log" 2>/dev/null |
-    awk -F'\t' '$4 == "examples/task_ppo/gmi.example.ant_ppo" { found = 1 } END { exit !found }'
-}
-while kill -0 "$build_pid" 2>/dev/null && ! ppo_logged; do sleep 2; done
-built=0
-build_done() {  # waits for the build once; exits 1 with its errors when it failed
-  ((built)) && return 0
-  wait "$build_pid" ||
-    { grep -E "error|Error" "$out/build.log" | head -20; echo "device_ant: build failed or timed out" >&2; exit 1; }
-  built=1
-  echo "built in $(( $(date +%s) - build_start )) s: gmi.example.ant_ppo gmi.example.ant_sac"
-}
-kill -0 "$build_pid" 2>/dev/null || build_done  # the build ended (up to date, or failed)
-echo "ant_ppo ready after $(( $(date +%s) - build_start )) s"
-device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git_rev" "$run_id")
+source "$root/bench/sac/ant_build.sh"
+start_ant_build 330 device_ant
 nvidia-smi --query-gpu=index,name,memory.used,utilization.gpu --format=csv,noheader | sed 's/^/gpu visible: /'
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"
 
-# run ALGO BINARY SECONDS [flags]: one training run, its metrics in $logs/ALGO.jsonl.
-run() {
-  local algo=$1 bin=$2 secs=$3
-  shift 3
-  echo "== $algo: $secs s of training ($(( deadline_s - $(date +%s) )) s left of the 7 minutes)"
-  timeout $((secs + 90)) "$build/examples/$bin" --device gpu --seed 1 --max-seconds "$secs" \
-    --target-return nan --log-interval 2 --quiet --metrics "$logs/$algo.jsonl" "$@" > "$logs/$algo.log" 2>&1 ||
-    { echo "device_ant: $algo: exit $? ($(tail -1 "$logs/$algo.log"))" >&2; status=1; }
-  grep -h "^gmi: " "$logs/$algo.log" | sed "s/^/$algo: /" | head -8
-}
 
 rm -f "$logs/ppo.jsonl" "$logs/sac.jsonl"
 read -r -a ppo_flags <<< "${PPO_FLAGS:-}"
 read -r -a sac_flags <<< "${SAC_FLAGS:-}"
-run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds" "${ppo_flags[@]}"
+ant_run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds" 90 "${ppo_flags[@]}"
 kill -0 "$build_pid" 2>/dev/null && echo "== waiting for ant_sac's build"
-build_done
+ant_build_done
 # SAC gets what is left: its start and its evaluation (16 episodes on host threads) take some seconds besides.
 left=$((deadline_s - $(date +%s) - 25))
 if ((left < sac_seconds)); then
@@ -91,7 +58,7 @@ if ((left < sac_seconds)); then
   sac_seconds=$left
 fi
 if ((sac_seconds >= 10)); then
-  run sac pendulum_sac/gmi.example.ant_sac "$sac_seconds" --sac-eval-episodes 16 "${sac_flags[@]}"
+  ant_run sac pendulum_sac/gmi.example.ant_sac "$sac_seconds" 90 --sac-eval-episodes 16 "${sac_flags[@]}"
 else
   echo "device_ant: SAC skipped: ${left} s left" >&2
   status=1
@@ -172,4 +139,4 @@ else:
     sys.exit(1)
 PY
 echo "== result lines: $lines ($(( $(date +%s) - start_s )) s in all; copy into bench/results/sac-ant/ and run bench/plot)"
-exit $status
+exit "$status"

@@ -9,7 +9,8 @@
 #     SAC run's eval_return (its deterministic policy on 16 fresh episodes).
 # and the runs' logs and metrics files under $OUT/sac_pipeline/ (tests.log: the example's CTest cases, learns_on_gpu
 # among them). About 4 min build + 1.5 min of tests + 3 min of runs on 16 cores.
-# SAC runs with gmi::run's GPU defaults (rl::sac_gpu_scale: 2048 envs, batch 4096, 32 updates per vector step).
+# SAC runs with gmi::run's GPU defaults (rl::sac_gpu_scale: 1024 envs, batch 4096, 32 updates per vector step,
+# 3-step returns).
 # Arguments (optional): SAC env steps per task (default 3000000), PPO seconds per task (default 40).
 set -euo pipefail
 out=${OUT:?set OUT to the folder for results}

@@ -69,6 +69,7 @@ TEST_CASE("sac.gpu_scale_defaults") {
   CHECK(*o.sac.updates_per_vector_step == g::updates_per_vector_step);
   CHECK(o.sac.warmup_steps == g::warmup_steps);
   CHECK(o.sac.replay_capacity == g::replay_capacity);
+  CHECK(o.sac.n_step == g::n_step);
   CHECK(o.sac.cuda_graph);
   CHECK_NOTHROW(o.sac.validate());
   CHECK(o.sac.replay_ratio(std::size_t(o.num_envs)) ==
@@ -80,6 +81,13 @@ TEST_CASE("sac.gpu_scale_defaults") {
   CHECK_FALSE(o.sac.updates_per_vector_step.has_value());
   CHECK(o.sac.warmup_steps == rl::sac_config{}.warmup_steps);
   CHECK(o.sac.replay_capacity == rl::sac_config{}.replay_capacity);
+  // --sac-n-step wins; split roles keep one-step transitions (their actors send those).
+  o = apply({"--sac-n-step"});
+  CHECK(o.sac.n_step == 1);
+  run_options split;
+  split.split_roles = true;
+  detail::apply_sac_gpu_scale(split, [](const char*) { return false; });
+  CHECK(split.sac.n_step == 1);
   o = apply({"--sac-updates-per-vector-step"});
   CHECK_FALSE(o.sac.updates_per_vector_step.has_value());  // the flag's own value (unset here) stays
   // A batch larger than the GPU warm-up: the warm-up and the capacity follow it, so the config still validates.

@@ -21,6 +21,8 @@
 #include <gmi/runtime/launcher.hpp>
 #include <gmi/runtime/supervisor.hpp>
 
+#include "sac/nstep_expect.hpp"
+
 namespace sac_gpu {
 
 namespace {
@@ -373,6 +375,34 @@ graph_result graph_against_launches(std::size_t env_steps, std::size_t timed_upd
   };
   out.updates_per_s_launched = rate(a);
   out.updates_per_s_graph = rate(b);
+  return out;
+}
+
+nstep_result device_nstep_against_one_step() {
+  constexpr int N = 3;
+  constexpr std::size_t envs = 2, steps = 7;
+  gmi::rl::sac_config c;
+  c.batch = 4;
+  c.warmup_steps = 64;  // no update: only collection
+  c.replay_capacity = 64;
+  c.gamma = 0.9f;
+  gmi::envs::pendulum::params p;
+  p.max_steps = 4;
+  using trainer = gmi::rl::sac_device_trainer<gmi::envs::pendulum, gmi::rl::sac_networks<3, 1, 32>>;
+  trainer one(c, int(envs), 5, p);
+  c.n_step = N;
+  trainer three(c, int(envs), 5, p);
+  one.train(steps * envs);
+  three.train(steps * envs);
+  const auto r = sac_test::compare_nstep(one.table().take_snapshot(), three.table().take_snapshot(), N, envs, steps,
+                                        4, c.gamma, 3, 1);
+  nstep_result out;
+  out.inserted_one = one.table().size();
+  out.inserted_three = three.table().size();
+  out.env_steps_three = three.env_steps();
+  out.compared = r.compared;
+  out.cut = r.cut;
+  out.worst = r.worst;
   return out;
 }
 

@@ -73,4 +73,13 @@ struct graph_result {
 };
 graph_result graph_against_launches(std::size_t env_steps, std::size_t timed_updates);
 
+// n-step returns on the device (sac_config::n_step 3): two device trainers of one seed on Pendulum (2 envs, time
+// limit 4 steps, 7 vector steps of uniform actions, no update), one-step and 3-step; the 3-step table against the
+// fold of the one-step table (tests/sac/nstep_expect.hpp).
+struct nstep_result {
+  std::size_t inserted_one = 0, inserted_three = 0, env_steps_three = 0, compared = 0, cut = 0;
+  double worst = 0;
+};
+nstep_result device_nstep_against_one_step();
+
 }  // namespace sac_gpu

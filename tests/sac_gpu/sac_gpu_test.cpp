@@ -122,3 +122,17 @@ TEST_CASE("sac_gpu.graph_update_matches_launches") {
   CHECK(r.stats_equal);
   CHECK(r.launched_repeat_equal);
 }
+
+// 3-step returns folded on the device (the ring and the fold kernel) hold what the one-step table of the same
+// collection folds to, episodes cut at their time limit; 2 vector steps held back.
+TEST_CASE("sac_gpu.nstep_table_holds_folded_transitions") {
+  const auto r = sac_gpu::device_nstep_against_one_step();
+  std::printf("sac_gpu n-step: %zu and %zu transitions stored, %zu compared (%zu cut), worst difference %.2e\n",
+              r.inserted_one, r.inserted_three, r.compared, r.cut, r.worst);
+  CHECK(r.inserted_one == 14);
+  CHECK(r.inserted_three == 10);
+  CHECK(r.env_steps_three == 14);
+  CHECK(r.compared == 10);
+  CHECK(r.cut > 0);
+  CHECK(r.worst < 1e-5);
+}

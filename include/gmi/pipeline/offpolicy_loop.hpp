@@ -47,6 +47,8 @@ inline nlohmann::json sac_settings_json(const rl::sac_config& c, int hidden, int
           {"updates_per_vector_step", c.updates_for(std::size_t(num_envs), std::size_t(num_envs))},
           {"replay_ratio", c.replay_ratio(std::size_t(num_envs))},
           {"cuda_graph", c.cuda_graph},
+          {"n_step", c.n_step},
+          {"target_entropy", c.target_entropy ? nlohmann::json(*c.target_entropy) : nlohmann::json()},
           {"hidden", hidden}};
 }
 
@@ -72,10 +74,12 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
     const auto n = std::size_t(o.num_envs);
     constexpr bool graphs = requires { eng.graph_updates(); };  // the device trainer (the host one has no graph)
     std::printf("gmi: %s | off-policy (SAC, replay %zu transitions%s, batch %d%s, %g updates per vector step = %g per "
-                "env step, replay ratio %g%s) | %s | %d envs%s | seed %llu\n",
+                "env step, replay ratio %g%s%s) | %s | %d envs%s | seed %llu\n",
                 task, o.sac.replay_capacity, solo ? "" : " per GMI", o.sac.batch, solo ? "" : " per GMI, gradients averaged",
                 o.sac.updates_for(n, n), o.sac.updates_for(n, n) / double(n), o.sac.replay_ratio(n),
-                o.sac.cuda_graph && solo && graphs ? ", update as a CUDA graph" : "", who.c_str(), o.num_envs,
+                o.sac.cuda_graph && solo && graphs ? ", update as a CUDA graph" : "",
+                o.sac.n_step > 1 ? (", " + std::to_string(o.sac.n_step) + "-step returns").c_str() : "", who.c_str(),
+                o.num_envs,
                 solo ? "" : " per GMI", static_cast<unsigned long long>(o.seed));
     std::fflush(stdout);
   }
@@ -84,6 +88,8 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
                          {"seed", o.seed},       {"layout", layout},       {"git", run.git},
                          {"gmis", group.world()}, {"sac", sac_settings_json(o.sac, Trainer::hidden, o.num_envs)}};
   if (!solo) base["partition"] = o.partition;
+  // The device trainer's env step path (a physics task's "warp_per_env" tile path or "thread_per_env").
+  if constexpr (requires { eng.env_step_path(); }) base["env_step_path"] = std::string(eng.env_step_path());
   if (std::isfinite(o.optimal_mean_return)) base["optimal_mean_return"] = o.optimal_mean_return;
   train_result result;
   result.gmis = group.world();

@@ -53,6 +53,8 @@ void validate_offpolicy(train_config<Pipeline>& o) {
                  "at least 2 GMIs: --device host --partition cpu_cores --gmis-per-gpu >= 2, or GPU GMIs (--partition "
                  "none or mps, --gmis-per-gpu >= 2 or several --gpus); GMI 0 learns, the others act");
   }
+  gmi::require(!o.split_roles || o.sac.n_step == 1, "--sac-n-step with --split-roles", o.sac.n_step,
+               "1 (the actors send one-step transitions)");
   gmi::require(o.gradient_allreduce != allreduce_choice::automatic, "--gradient-allreduce with trainer sac", "automatic",
                "hierarchical (GPU GMIs sum on the device) or cpu_staged (through the host)");
   gmi::require(!o.autotune.on && o.autotune.plan_path.empty(), "--autotune/--plan with trainer", "sac",
@@ -176,6 +178,10 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
                  "gradient steps per vector step (a step of all --num-envs environments); replaces "
                  "--sac-updates-per-step")->excludes(per_step);
   app.add_option("--sac-max-grad-norm", s.max_grad_norm, "gradient-norm clip (default: none)");
+  app.add_option("--sac-n-step", s.n_step, "rewards summed per stored transition before the critics bootstrap "
+                 "(n-step returns, cut where an episode ends)")->capture_default_str();
+  app.add_option("--sac-target-entropy", s.target_entropy, "the temperature's entropy target (default: -action "
+                 "dimensions)");
   app.add_flag("--sac-cuda-graph,!--no-sac-cuda-graph", s.cuda_graph,
                "one GPU GMI: replay each update as a captured CUDA graph (same results; not with gradients averaged "
                "over GMIs; on by default); --no-sac-cuda-graph launches every kernel");
@@ -184,7 +190,8 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
              std::to_string(rl::sac_gpu_scale::num_envs) + ", --sac-batch " + std::to_string(rl::sac_gpu_scale::batch) +
              ", --sac-updates-per-vector-step " + std::to_string(int(rl::sac_gpu_scale::updates_per_vector_step)) +
              ", --sac-warmup-steps " + std::to_string(rl::sac_gpu_scale::warmup_steps) + ", --sac-replay-capacity " +
-             std::to_string(rl::sac_gpu_scale::replay_capacity) + ".");
+             std::to_string(rl::sac_gpu_scale::replay_capacity) + ", --sac-n-step " +
+             std::to_string(rl::sac_gpu_scale::n_step) + " (1 with --split-roles).");
   app.add_flag("--split-roles", o.split_roles,
                "host or GPU GMIs: GMI 0 learns from the transitions the other GMIs collect (they only act, with the "
                "learner's weights one message behind; on a GPU its device table takes them)");

@@ -12,7 +12,8 @@
 namespace gmi::detail {
 
 // `given(flag)`: whether the command line named the flag ("--num-envs", "--sac-batch", ...). The warm-up and the
-// replay capacity stay at least one batch, so a larger --sac-batch alone is not refused.
+// replay capacity stay at least one batch, so a larger --sac-batch alone is not refused; n-step returns stay off with
+// --split-roles.
 template <class Given>
 void apply_sac_gpu_scale(run_options& o, const Given& given) {
   using g = rl::sac_gpu_scale;
@@ -24,6 +25,7 @@ void apply_sac_gpu_scale(run_options& o, const Given& given) {
   const auto batch = std::size_t(std::max(s.batch, 1));
   if (!given("--sac-warmup-steps")) s.warmup_steps = std::max(g::warmup_steps, batch);
   if (!given("--sac-replay-capacity")) s.replay_capacity = std::max({g::replay_capacity, s.warmup_steps, batch});
+  if (!given("--sac-n-step") && !o.split_roles) s.n_step = g::n_step;  // split roles' actors send one-step rows
 }
 
 }  // namespace gmi::detail

@@ -1,13 +1,13 @@
 #pragma once
-// SAC on one GPU (exec::cuda): the actor's batched forward on the environments' observations, then environments
-// stepped in one kernel (a thread each) that draws the actions, transitions inserted into a replay::device_table,
-// uniform batches drawn and gathered there, and the update of sac.hpp on the device: every network pass batched
-// (sac_device_gradients, sac_batched.cuh: GEMMs for wide layers), small per-sample kernels between them, adam<exec::
-// cuda>. The temperature and the loss sums live on the device, so an update enqueues no copy and no wait; the
-// losses are summed in a fixed order, so launched and graph-replayed updates give the same bits. As one of
-// data-parallel learners (set_sync) each update averages two buffers over the group: on the device when the sync
-// has sum_device (comm::hierarchical_allreduce, stream-ordered: no stream wait), else through the host (two waits).
-// Alone, with sac_config::cuda_graph, each update after the first replays one captured CUDA graph.
+// SAC on one GPU (exec::cuda): the actor's batched forward on the environments' observations, the actions drawn,
+// the environments stepped by env_batch::step (a physics task's on its fast path), transitions inserted into a
+// replay::device_table, uniform batches drawn and gathered there, and the update of sac.hpp on the device: every
+// network pass batched (sac_device_gradients, sac_batched.cuh: GEMMs for wide layers), small per-sample kernels
+// between them, adam<exec::cuda>. The temperature and the loss sums live on the device, so an update enqueues no
+// copy and no wait; the losses are summed in a fixed order, so launched and graph-replayed updates give the same
+// bits. As one of data-parallel learners (set_sync) each update averages two buffers over the group: on the device
+// when the sync has sum_device (comm::hierarchical_allreduce, stream-ordered: no stream wait), else through the
+// host (two waits). Alone, with sac_config::cuda_graph, each update after the first replays one captured CUDA graph.
 
 #include <cmath>
 #include <cstddef>
@@ -37,6 +37,7 @@
 #include <gmi/rl/sac_config.hpp>
 #include <gmi/rl/sac_kernels.cuh>
 #include <gmi/rl/sac_loss.hpp>
+#include <gmi/rl/sac_nstep.hpp>
 #include <gmi/rl/sac_sync.hpp>
 
 namespace gmi::rl {
@@ -96,6 +97,14 @@ class sac_device_trainer {
     ro_act_ = buf<float>(n_ * A);
     ro_rew_ = buf<float>(n_);
     ro_term_ = buf<float>(n_);
+    final_obs_ = buf<float>(n_ * O);
+    ro_ended_ = buf<float>(n_);
+    if (cfg_.n_step > 1) {
+      ring_ = buf<float>(sac_nstep::ring_layout<O, A>::floats_for(std::size_t(cfg_.n_step) * n_));
+      folded_ = buf<float>(n_ * (sac_nstep::ring_layout<O, A>::width - 1));
+    }
+    terminated_ = buf<std::uint8_t>(n_);
+    truncated_ = buf<std::uint8_t>(n_);
     eps_ = buf<float>(B * A);
     eps_next_ = buf<float>(B * A);
     y_ = buf<float>(B);
@@ -108,6 +117,7 @@ class sac_device_trainer {
     envs_.reset(current_.span(), pol_.stream);
   }
 
+  // As sac_trainer::step: with n_step > 1 the transitions pass through the n-step ring (sac_nstep.hpp) on the device.
   void step() {
     const bool warm = env_steps_ < cfg_.warmup_steps;
     collect(warm);
@@ -115,10 +125,13 @@ class sac_device_trainer {
     r.horizon = 1;
     r.envs = n_;
     r.columns = {ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(), ro_term_.data()};
-    table_.insert(writer_, r);
+    if (cfg_.n_step == 1 || fold_nstep(r)) {
+      table_.insert(writer_, r);
+      inserted_ += n_;
+    }
     env_steps_ += n_;
     ++batch_steps_;
-    if (env_steps_ < cfg_.warmup_steps) return;
+    if (inserted_ < cfg_.warmup_steps) return;
     owed_updates_ += cfg_.updates_for(n_, n_);
     while (owed_updates_ >= 1.0) {
       update();
@@ -135,6 +148,7 @@ class sac_device_trainer {
   // An actor's step: every environment one step on the device (uniform random actions when `random`), the
   // transitions copied back and appended to `rows` (packed_width floats each, environment after environment).
   void collect_packed(bool random, std::vector<float>& rows) {
+    require_one_step("sac_device_trainer::collect_packed");
     collect(random);
     staged_.resize(n_ * packed_width);
     float* obs = staged_.data();
@@ -156,6 +170,7 @@ class sac_device_trainer {
   // A learner's insert of an actor's packed rows ([horizon][envs]) into its device table through that actor's own
   // writer (one upload, one insert kernel); then the gradient steps now due, sampled on the device.
   void insert_packed(int actor, std::span<const float> rows, std::size_t envs, std::size_t horizon) {
+    require_one_step("sac_device_trainer::insert_packed");
     const std::size_t n = envs * horizon;
     gmi::require(rows.size() == n * packed_width, "sac_device_trainer::insert_packed rows", rows.size(),
                  std::to_string(n * packed_width) + " (" + std::to_string(n) + " transitions)");
@@ -165,18 +180,19 @@ class sac_device_trainer {
     if (!w) w.emplace(table_.make_writer(envs));
     staged_.resize(n * packed_width);
     sac_packed::rows_to_columns(n, O, A, rows.data(), staged_.data());
-    if (inserted_.size() < staged_.size()) inserted_ = buf<float>(staged_.size());
-    cuda::copy(device_span<float>(inserted_.data(), staged_.size()), host_span<const float>(staged_.data(), staged_.size()),
+    if (uploaded_.size() < staged_.size()) uploaded_ = buf<float>(staged_.size());
+    cuda::copy(device_span<float>(uploaded_.data(), staged_.size()), host_span<const float>(staged_.data(), staged_.size()),
                pol_.stream);
-    float* d = inserted_.data();
+    float* d = uploaded_.data();
     replay::rollout ro;
     ro.horizon = horizon;
     ro.envs = envs;
     ro.columns = {d, d + n * O, d + n * (O + A), d + n * (O + A + 1), d + n * (2 * O + A + 1)};
     table_.insert(*w, ro);
-    GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));  // staged_ and inserted_ are reused by the next call
+    GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));  // staged_ and uploaded_ are reused by the next call
     env_steps_ += n;
-    if (env_steps_ < cfg_.warmup_steps) return;
+    inserted_ += n;
+    if (inserted_ < cfg_.warmup_steps) return;
     owed_updates_ += cfg_.updates_for(n, n_);  // per the learner's vector step
     while (owed_updates_ >= 1.0) {
       update();
@@ -278,6 +294,8 @@ class sac_device_trainer {
   // Sums this learner enqueued on the device (sac_sync::sum_device), and those that went through the host.
   [[nodiscard]] std::uint64_t device_sums() const noexcept { return device_sums_; }
   [[nodiscard]] std::uint64_t host_sums() const noexcept { return host_sums_; }
+  // The path of the environments' step ("warp_per_env" or "thread_per_env"; env_step_path_name), for result lines.
+  [[nodiscard]] const char* env_step_path() const { return env_step_path_name(envs_); }
   // The stream every kernel and copy of this trainer goes on (the table's).
   [[nodiscard]] cudaStream_t stream() const noexcept { return pol_.stream; }
 
@@ -317,15 +335,50 @@ class sac_device_trainer {
     return s;
   }
   // Every environment one step: the actor's heads by one batched forward of the current observations (not while
-  // the actions are uniform), then the environment kernel; the transitions into the ro_ columns.
+  // the actions are uniform), the actions drawn (the observations kept as the transitions'), the environments
+  // stepped by env_batch::step (a physics task's on the path physics_step_choice picks: a tile of lanes per
+  // environment where few environments would leave most SMs idle with a thread each), then the stored next
+  // observations and terminations; the transitions in the ro_ columns.
   void collect(bool uniform_actions) {
+    const unsigned b = sac_kernels::blocks(n_);
     if (!uniform_actions)
       env_actor_bm_.forward(actor_.span(), current_.span(), env_heads_.span());
-    sac_kernels::collect<E><<<sac_kernels::blocks(n_), 256, 0, pol_.stream>>>(
-        envs_.view(), env_heads_.data(), ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(),
-        ro_term_.data(), uniform_actions, seed_ ^ 0xAC7104ull, batch_steps_, cfg_.log_std_min, cfg_.log_std_max,
-        current_.data());
+    sac_kernels::draw_env_actions<O, A><<<b, 256, 0, pol_.stream>>>(
+        n_, current_.data(), env_heads_.data(), ro_obs_.data(), ro_act_.data(), uniform_actions, seed_ ^ 0xAC7104ull,
+        batch_steps_, cfg_.log_std_min, cfg_.log_std_max);
     GMI_CUDA_TRY(cudaGetLastError());
+    envs_.step(ro_act_.span(), current_.span(), ro_rew_.span(), terminated_.span(), truncated_.span(), pol_.stream,
+               final_obs_.span());
+    sac_kernels::store_next<O><<<b, 256, 0, pol_.stream>>>(n_, current_.data(), final_obs_.data(),
+                                                           terminated_.data(), truncated_.data(), ro_next_.data(),
+                                                           ro_term_.data(), ro_ended_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+  void require_one_step(const char* what) const {
+    gmi::require(cfg_.n_step == 1, std::string(what) + " with sac.n_step", cfg_.n_step,
+                 "1 (split roles send one-step transitions)");
+  }
+  // n-step (before batch_steps_ counts this step): the collected columns into their ring slot; once the ring is
+  // full, r's columns become each environment's folded transition of n_step - 1 steps earlier (true), else false.
+  bool fold_nstep(replay::rollout& r) {
+    using layout = sac_nstep::ring_layout<O, A>;
+    const int N = cfg_.n_step;
+    const std::size_t slots = std::size_t(N) * n_, slot = std::size_t(sac_nstep::slot_of(batch_steps_, N)) * n_;
+    const float* cols[6] = {ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(), ro_term_.data(),
+                            ro_ended_.data()};
+    for (int c = 0; c < 6; ++c) {
+      const std::size_t w = layout::column_width(c);
+      GMI_CUDA_TRY(cudaMemcpyAsync(ring_.data() + layout::offset(c, slots) + slot * w, cols[c],
+                                   n_ * w * sizeof(float), cudaMemcpyDeviceToDevice, pol_.stream));
+    }
+    const std::uint64_t collected = batch_steps_ + 1;
+    if (collected < std::uint64_t(N)) return false;
+    float *fo = folded_.data(), *fa = fo + n_ * O, *fr = fa + n_ * A, *fn = fr + n_, *ft = fn + n_ * O;
+    sac_kernels::nstep_fold<O, A><<<sac_kernels::blocks(n_), 256, 0, pol_.stream>>>(
+        layout::view(ring_.data(), n_, N), sac_nstep::oldest_slot(collected, N), cfg_.gamma, fo, fa, fr, fn, ft);
+    GMI_CUDA_TRY(cudaGetLastError());
+    r.columns = {fo, fa, fr, fn, ft};
+    return true;
   }
   nn::adam_config adam_of(float lr) const { return {lr, 0.9f, 0.999f, 1e-8f, cfg_.max_grad_norm}; }
   buf<float> upload(const std::vector<float>& v) const {
@@ -459,7 +512,8 @@ class sac_device_trainer {
   nn::adam<exec::cuda> actor_opt_, critic1_opt_, critic2_opt_;
   buf<float> log_alpha_, alpha_state_, sums_;
   buf<std::uint64_t> update_count_;  // updates enqueued, on the device: keys the update's random streams
-  buf<float> current_, ro_obs_, ro_next_, ro_act_, ro_rew_, ro_term_;
+  buf<float> current_, ro_obs_, ro_next_, ro_act_, ro_rew_, ro_term_, ro_ended_, final_obs_;
+  buf<std::uint8_t> terminated_, truncated_;  // env_batch::step's flags, read by store_next
   buf<float> eps_, eps_next_, y_, x_, env_heads_, g_critic_, g_actor_;
   replay::device_batch batch_;
   std::size_t env_steps_ = 0;
@@ -469,7 +523,9 @@ class sac_device_trainer {
   double owed_updates_ = 0;
   sac_sync sync_;
   std::vector<float> staged_;
-  buf<float> inserted_;                                             // a learner's upload of an actor's rows
+  buf<float> uploaded_;                                             // a learner's upload of an actor's rows
+  buf<float> ring_, folded_;  // n-step: the ring (sac_nstep::ring_layout) and the folded transitions' columns
+  std::size_t inserted_ = 0;  // transitions put into the table
   std::vector<std::optional<replay::device_table::writer>> writers_;  // a learner's, one per actor
 };
 

@@ -27,6 +27,7 @@
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/sac_config.hpp>
 #include <gmi/rl/sac_loss.hpp>
+#include <gmi/rl/sac_nstep.hpp>
 #include <gmi/rl/sac_packed.hpp>
 #include <gmi/rl/sac_sync.hpp>
 
@@ -85,6 +86,8 @@ class sac_trainer {
 
   // Collects one step of every environment (uniform random actions until warmup_steps transitions are stored,
   // the actor's draws after), inserts the transitions, then runs the gradient steps that are due.
+  // With n_step > 1 the step's transitions go into the n-step ring and each environment's transition of n - 1 steps
+  // earlier, folded (sac_nstep.hpp), into the table; the warm-up counts transitions in the table.
   void step() {
     const std::size_t n = std::size_t(envs_.num_envs());
     collect_once(env_steps_ < cfg_.warmup_steps);
@@ -92,7 +95,10 @@ class sac_trainer {
     r.horizon = 1;
     r.envs = n;
     r.columns = {obs_.data(), actions_.data(), rewards_.data(), stored_next_.data(), terminated_f_.data()};
-    table_.insert(writer_, r);
+    if (cfg_.n_step == 1 || fold_nstep(n, r)) {
+      table_.insert(writer_, r);
+      inserted_ += n;
+    }
     obs_.swap(next_obs_);
     env_steps_ += n;
     run_owed_updates(n);
@@ -105,6 +111,7 @@ class sac_trainer {
   // An actor's step: every environment one step (uniform random actions when `random`, else the actor's draws),
   // the transitions appended to `rows` (packed_width floats each, environment after environment), no replay.
   void collect_packed(bool random, std::vector<float>& rows) {
+    require_one_step("sac_trainer::collect_packed");
     const std::size_t n = std::size_t(envs_.num_envs());
     collect_once(random);
     sac_packed::append_rows(n, O, A, obs_.data(), actions_.data(), rewards_.data(), stored_next_.data(),
@@ -117,6 +124,7 @@ class sac_trainer {
   // steps of `envs` environments), through that actor's own writer; then the gradient steps now due
   // (sac_config::updates_for, counted against this learner's vector step, once warmup_steps transitions arrived).
   void insert_packed(int actor, std::span<const float> rows, std::size_t envs, std::size_t horizon) {
+    require_one_step("sac_trainer::insert_packed");
     const std::size_t n = envs * horizon;
     gmi::require(rows.size() == n * packed_width, "sac_trainer::insert_packed rows", rows.size(),
                  std::to_string(n * packed_width) + " (" + std::to_string(n) + " transitions)");
@@ -136,6 +144,7 @@ class sac_trainer {
     ro.columns = {obs, act, rew, nxt, term};
     table_.insert(*w, ro);
     env_steps_ += n;
+    inserted_ += n;
     run_owed_updates(n);
   }
 
@@ -215,6 +224,8 @@ class sac_trainer {
 
   [[nodiscard]] const sac_config& config() const noexcept { return cfg_; }
   [[nodiscard]] std::size_t env_steps() const noexcept { return env_steps_; }
+  // Transitions put into the table (env_steps() less the n_step - 1 vector steps the n-step ring holds back).
+  [[nodiscard]] std::size_t inserted() const noexcept { return inserted_; }
   [[nodiscard]] std::uint64_t updates() const noexcept { return updates_; }
   [[nodiscard]] float alpha() const noexcept { return std::exp(log_alpha_[0]); }
   [[nodiscard]] const sac_update_stats& last_update() const noexcept { return last_; }
@@ -309,6 +320,8 @@ class sac_trainer {
   sac_update_stats last_;
   sac_sync sync_;
   std::vector<float> stored_next_, cols_;
+  std::vector<float> ended_f_, ring_, folded_;  // n-step: the ring (sac_nstep::ring_layout), the folded columns
+  std::size_t inserted_ = 0;
   std::vector<std::optional<replay::host_table::writer>> writers_;  // a learner's, one per actor
 
   // One step of every environment; the transitions' columns in obs_, actions_, rewards_, stored_next_ and
@@ -332,9 +345,39 @@ class sac_trainer {
     ++batch_steps_;
   }
 
+  void require_one_step(const char* what) const {
+    gmi::require(cfg_.n_step == 1, std::string(what) + " with sac.n_step", cfg_.n_step,
+                 "1 (split roles send one-step transitions)");
+  }
+
+  // n-step: the step just collected (r's columns) into its ring slot; once the ring is full, r's columns become
+  // each environment's folded transition of n_step - 1 steps earlier (true), else nothing is due yet (false).
+  bool fold_nstep(std::size_t n, replay::rollout& r) {
+    using layout = sac_nstep::ring_layout<O, A>;
+    const int N = cfg_.n_step;
+    const std::size_t slots = std::size_t(N) * n, slot = std::size_t(sac_nstep::slot_of(batch_steps_ - 1, N)) * n;
+    ended_f_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) ended_f_[i] = terminated_[i] || truncated_[i] ? 1.0f : 0.0f;
+    ring_.resize(layout::floats_for(slots));
+    const float* cols[6] = {obs_.data(), actions_.data(), rewards_.data(), stored_next_.data(), terminated_f_.data(),
+                            ended_f_.data()};
+    for (int c = 0; c < 6; ++c) {
+      const std::size_t w = layout::column_width(c);
+      std::memcpy(ring_.data() + layout::offset(c, slots) + slot * w, cols[c], n * w * sizeof(float));
+    }
+    if (batch_steps_ < std::uint64_t(N)) return false;
+    folded_.resize(n * (layout::width - 1));
+    float *fo = folded_.data(), *fa = fo + n * O, *fr = fa + n * A, *fn = fr + n, *ft = fn + n * O;
+    const sac_nstep::ring v = layout::view(ring_.data(), n, N);
+    const int oldest = sac_nstep::oldest_slot(batch_steps_, N);
+    for (std::size_t i = 0; i < n; ++i) sac_nstep::fold<O, A>(v, i, oldest, cfg_.gamma, fo, fa, fr, fn, ft);
+    r.columns = {fo, fa, fr, fn, ft};
+    return true;
+  }
+
   // The gradient steps owed for `n` new transitions (none while warming up).
   void run_owed_updates(std::size_t n) {
-    if (env_steps_ < cfg_.warmup_steps) return;
+    if (inserted_ < cfg_.warmup_steps) return;
     owed_updates_ += cfg_.updates_for(n, std::size_t(envs_.num_envs()));
     while (owed_updates_ >= 1.0) {
       update();

@@ -32,6 +32,9 @@ struct sac_config {
   // num_envs environments), i.e. updates_per_vector_step / num_envs per transition.
   std::optional<float> updates_per_vector_step;
   std::optional<float> max_grad_norm;    // nullopt: no clipping (the paper's setting)
+  // Steps of reward summed into each stored transition before the critics bootstrap (n-step returns, sac_nstep.hpp:
+  // folded as the transitions are collected, cut where an episode ends); 1 is the paper's one-step target.
+  int n_step = 1;
   // The GPU trainer (sac_device_trainer) replays each update as one captured CUDA graph: the same bits as
   // launching its kernels one by one (tests/sac_gpu's graph_update_matches_launches), fewer launches. Not with
   // data-parallel sums (those updates launch as before); the host trainer ignores it.
@@ -75,23 +78,27 @@ struct sac_config {
       gmi::require(std::isfinite(*updates_per_vector_step) && *updates_per_vector_step > 0.0f &&
                        *updates_per_vector_step <= 4096.0f,
                    "sac.updates_per_vector_step", *updates_per_vector_step, "in (0, 4096] (or nullopt: updates_per_step)");
+    gmi::require(n_step >= 1 && n_step <= 32, "sac.n_step", n_step, "1..32");
     if (max_grad_norm)
       gmi::require(std::isfinite(*max_grad_norm) && *max_grad_norm > 0.0f, "sac.max_grad_norm", *max_grad_norm,
                    "> 0 (or nullopt for no clipping)");
   }
 };
 
-// The settings of a GPU learner (sac_device_trainer) that differ from sac_config's, after FastTD3's practice
-// scaled to this trainer: thousands of environments stepped at once, a batch of 4096, a fixed number of gradient
-// steps per vector step (a replay ratio of 4096 x 32 / 2048 = 64 samples per collected transition), 4 M
-// transitions kept and a warm-up of 8 vector steps of uniform actions; the update replays a CUDA graph as
-// everywhere. A vector step of a physics task is one kernel whose time grows little below some thousands of
-// environments, so many environments amortise it, and the gradient steps per vector step set the share of the
-// clock the updates get.
+// The settings of a GPU learner (sac_device_trainer) that differ from sac_config's, after the practice of
+// off-policy learners over many simulated environments (parallel Q-learning, FastTD3): a batch of 4096, a fixed
+// number of gradient steps per vector step, n-step returns (3), 4 M transitions kept and a warm-up of 16 vector steps
+// of uniform actions; the update replays a CUDA graph as everywhere. 1024 environments with 32 gradient steps per
+// vector step give a replay ratio of 4096 x 32 / 1024 = 128 samples per collected transition (1 gradient step per 32
+// env steps): fewer environments than PPO's 4096, because an off-policy learner's progress per env step grows with
+// its gradient steps per env step, while a vector step of a physics task costs little next to 32 updates at any of
+// these counts (its environments step on the tile path, rl::env_batch). What these settings reach on the ant is
+// measured by bench/sac/device_sacfast.sh.
 struct sac_gpu_scale {
-  static constexpr int num_envs = 2048;
+  static constexpr int num_envs = 1024;
   static constexpr int batch = 4096;
   static constexpr float updates_per_vector_step = 32.0f;
+  static constexpr int n_step = 3;  // not with split roles (their actors send one-step transitions)
   static constexpr std::size_t warmup_steps = 16384;
   static constexpr std::size_t replay_capacity = std::size_t{1} << 22;
 };

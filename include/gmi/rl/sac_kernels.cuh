@@ -1,17 +1,18 @@
 #pragma once
 // The per-sample kernels of rl::sac_device_trainer (sac.cuh; the networks run batched, sac_batched.cuh): the
 // squashed draws, the soft targets, the critic and actor heads' gradients, the fixed-order loss sums, the
-// temperature's Adam step, the Polyak update and the collection step, each one thread per sample or environment,
-// built on the per-sample functions of sac_loss.hpp. The update's random streams are keyed by an update count
-// that lives on the device, so a captured CUDA graph of the update draws fresh numbers on every replay.
+// temperature's Adam step, the Polyak update, the collection step's two halves (around env_batch::step) and the
+// n-step fold, each one thread per sample or environment, built on the per-sample functions of sac_loss.hpp. The update's random
+// streams are keyed by an update count that lives on the device, so a captured CUDA graph of the update draws fresh
+// numbers on every replay.
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
 #include <gmi/core/rng.hpp>
-#include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/sac_loss.hpp>
+#include <gmi/rl/sac_nstep.hpp>
 
 namespace gmi::rl {
 
@@ -129,37 +130,49 @@ __global__ static void polyak(float* target, const float* online, std::size_t n,
   if (i < n) target[i] = (1.0f - tau) * target[i] + tau * online[i];
 }
 
-// One step of environment i: the action (uniform while warming up, else the draw from the actor's heads [envs][2A],
-// a batched forward of current), the env step, and the transition written as row i of the rollout columns.
-template <class E>
-__global__ void collect(env_batch_view<E> env, const float* heads, float* obs, float* act, float* rew,
-                        float* next_obs, float* term, bool warmup, std::uint64_t seed, std::uint64_t round, float lo,
-                        float hi, float* current) {
-  constexpr int O = E::obs_dim, A = E::act_dim;
+// The collection step's first half, environment i: its observation kept as the transition's (obs), and its action
+// (uniform while warming up, else the draw from the actor's heads [envs][2A], a batched forward of current); the
+// environments then step in env_batch::step (a physics task's on its fast path), and store_next finishes the row.
+template <int O, int A>
+__global__ void draw_env_actions(std::size_t n, const float* current, const float* heads, float* obs, float* act,
+                                 bool warmup, std::uint64_t seed, std::uint64_t round, float lo, float hi) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= env.num_envs) return;
-  float o[O], a[A], next[O], fin[O];
-  for (int k = 0; k < O; ++k) o[k] = current[i * O + k];
+  if (i >= n) return;
+  for (int k = 0; k < O; ++k) obs[i * O + k] = current[i * O + k];
   gmi::rng r(seed, round * 0x100000000ull + i);
   if (warmup) {
-    for (int k = 0; k < A; ++k) a[k] = r.uniform(-1.0f, 1.0f);
-  } else {
-    float eps[A];
-    for (int k = 0; k < A; ++k) eps[k] = r.normal();
-    squashed_draw<float, A> d;
-    d.compute(heads + i * 2 * A, eps, lo, hi);
-    for (int k = 0; k < A; ++k) a[k] = d.action[k];
+    for (int k = 0; k < A; ++k) act[i * A + k] = r.uniform(-1.0f, 1.0f);
+    return;
   }
-  const step_result s = env.step_one(i, a, next, fin);
-  const bool ended = s.terminated || s.truncated;
-  for (int k = 0; k < O; ++k) {
-    obs[i * O + k] = o[k];
-    next_obs[i * O + k] = ended ? fin[k] : next[k];
-    current[i * O + k] = next[k];
-  }
-  for (int k = 0; k < A; ++k) act[i * A + k] = a[k];
-  rew[i] = s.reward;
-  term[i] = s.terminated ? 1.0f : 0.0f;
+  float eps[A];
+  for (int k = 0; k < A; ++k) eps[k] = r.normal();
+  squashed_draw<float, A> d;
+  d.compute(heads + i * 2 * A, eps, lo, hi);
+  for (int k = 0; k < A; ++k) act[i * A + k] = d.action[k];
+}
+
+// The collection step's second half, environment i, after env_batch::step wrote current (the next observations,
+// after auto-reset) and final (the last observation of an episode that ended): the stored next observation is the
+// episode's last one where it ended, terminated (not truncated: a time limit bootstraps) and ended (either) as 0 or 1.
+template <int O>
+__global__ void store_next(std::size_t n, const float* current, const float* final_obs, const std::uint8_t* terminated,
+                           const std::uint8_t* truncated, float* next_obs, float* term, float* ended) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const bool over = terminated[i] || truncated[i];
+  const float* src = over ? final_obs + i * O : current + i * O;
+  for (int k = 0; k < O; ++k) next_obs[i * O + k] = src[k];
+  term[i] = terminated[i] ? 1.0f : 0.0f;
+  ended[i] = over ? 1.0f : 0.0f;
+}
+
+// n-step returns: environment i's transition starting at ring slot `oldest`, folded (sac_nstep::fold).
+template <int O, int A>
+__global__ void nstep_fold(sac_nstep::ring r, int oldest, float gamma, float* obs, float* act, float* rew, float* next,
+                           float* term) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= r.envs) return;
+  sac_nstep::fold<O, A>(r, i, oldest, gamma, obs, act, rew, next, term);
 }
 }  // namespace sac_kernels
 
