@@ -84,7 +84,8 @@ if split:
         if m["case"] == "backward":
             print(f"  backward {m['net']:16s} {m['precision']:5s} 8192 rows: chunks {m['wgrad_chunks_taken']} "
                   f"{m['us_per_pass']:8.1f} us ({m['tflops']:.1f} TF/s), one product {c[0]['us_per_pass']:8.1f} us "
-                  f"({c[0]['tflops']:.1f} TF/s): {c[0]['us_per_pass'] / m['us_per_pass']:.2f}x")
+                  f"({c[0]['tflops']:.1f} TF/s): {c[0]['us_per_pass'] / m['us_per_pass']:.2f}x; the forward alone "
+                  f"{m.get('forward_us', 0):.1f} / {c[0].get('forward_us', 0):.1f} us")
         else:
             print(f"  training {m['net']:16s} {m['precision']:5s} {m['num_envs']:6d}: chunks {m['wgrad_chunks_taken']} "
                   f"{m['median'] / 1e6:7.3f} M, one product {c[0]['median'] / 1e6:7.3f} M: "

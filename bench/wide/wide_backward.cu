@@ -1,6 +1,7 @@
 // gmi.bench.wide: one PPO minibatch's network passes alone (its own translation unit: see wide_bench.hpp): the
 // forward with the activation record and the backward of the three paper policies through lt_mlp at 8192 rows,
-// per training precision and --wgrad-chunks, so the weight gradients' products can be timed apart from training.
+// per training precision and --wgrad-chunks, so the weight gradients' products can be timed apart from training
+// (us_per_pass: forward + backward; forward_us: the forward alone).
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/cuda/stream.hpp>
@@ -38,10 +39,15 @@ void backward_case(const options& o, const char* net_name) {
         }
         GMI_CUDA_TRY(cudaStreamSynchronize(s.get()));
       });
+      const auto fw = measure(o, 1.0, [&](int k) {  // the forward with record alone: the rest is the backward
+        for (int i = 0; i < k; ++i) m.forward_raw(params.data(), x.data(), nullptr, acts.data(), n);
+        GMI_CUDA_TRY(cudaStreamSynchronize(s.get()));
+      });
       emit(o,
            {{"case", "backward"}, {"net", net_name}, {"precision", pname}, {"rows", n}, {"wgrad_chunks", wgrad},
             {"wgrad_chunks_taken", chunks_taken<Mlp>(cfg, n)}, {"split_products", m.split_products()},
             {"bias_sums", m.bias_sums()}, {"metric", "passes_per_s"}, {"us_per_pass", 1e6 / st.median},
+            {"forward_us", 1e6 / fw.median},
             {"tflops", flops * st.median / 1e12}},
            st);
     }

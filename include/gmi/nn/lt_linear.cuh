@@ -10,6 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -76,7 +77,7 @@ enum class lt_epilogue {
 
 // One GEMM's shape in cuBLAS terms: D (m x n, ldd) = op_a(A) op_b(B); A and B in `prec`'s input type, D fp32.
 // batch > 1: that many products at once, the i-th reading A + i * stride_a and B + i * stride_b (elements of the
-// input type) and writing D + i * stride_d (floats); the strides must keep each matrix as aligned as the first.
+// input type) and writing D + i * stride_d (floats); planned for the least aligned matrix of the batch.
 struct lt_shape {
   bool trans_a = false, trans_b = false;
   int m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldd = 0;
@@ -184,7 +185,16 @@ class lt_gemm {
   }
 
   plan& plan_for(const lt_shape& s, const void* a, const void* b, const void* d) {
-    const std::uint32_t al_a = detail::alignment_of(a), al_b = detail::alignment_of(b), al_d = detail::alignment_of(d);
+    std::uint32_t al_a = detail::alignment_of(a), al_b = detail::alignment_of(b), al_d = detail::alignment_of(d);
+    if (s.batch > 1) {  // every matrix of the batch as aligned as the least aligned: the stride's bytes count too
+      const auto bytes = [](long long stride, std::size_t elem) {
+        return pointer_alignment(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(stride) * elem));
+      };
+      const std::size_t in_bytes = s.prec == precision::bf16 ? 2 : 4;
+      al_a = std::min(al_a, bytes(s.stride_a, in_bytes));
+      al_b = std::min(al_b, bytes(s.stride_b, in_bytes));
+      al_d = std::min(al_d, bytes(s.stride_d, sizeof(float)));
+    }
     const key k = std::tuple_cat(s.tie(), std::make_tuple(al_a, al_b, al_d));
     auto it = plans_.find(k);
     if (it != plans_.end()) return it->second;

@@ -118,13 +118,31 @@ __global__ static void lt_weights_mma_kernel(const float* __restrict__ params, T
   }
 }
 
+// Row r and column c of flat index k of a [rows][w] matrix of `total` elements: a 32-bit division where total
+// allows (every minibatch here), not a 64-bit one, which costs these memory-bound passes about as much as their
+// traffic.
+__device__ inline void lt_row_col(std::size_t k, int w, std::size_t total, std::size_t& r, int& c) {
+  if (total <= 0xffffffffull) {
+    const unsigned q = static_cast<unsigned>(k) / static_cast<unsigned>(w);
+    r = q;
+    c = static_cast<int>(static_cast<unsigned>(k) - q * static_cast<unsigned>(w));
+  } else {
+    r = k / static_cast<std::size_t>(w);
+    c = static_cast<int>(k - r * static_cast<std::size_t>(w));
+  }
+}
+
 // dst[r][c] (row stride ld) = bf16(src[r][c]) for a [rows][w] fp32 matrix.
 __global__ static void lt_to_bf16_kernel(const float* __restrict__ src, std::size_t rows, int w,
                                          __nv_bfloat16* __restrict__ dst, int ld) {
   const std::size_t total = rows * static_cast<std::size_t>(w);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride)
-    dst[(k / w) * ld + k % w] = __float2bfloat16_rn(src[k]);
+  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
+    std::size_t r;
+    int c;
+    lt_row_col(k, w, total, r, c);
+    dst[r * ld + c] = __float2bfloat16_rn(src[k]);
+  }
 }
 
 // After a layer's product: y = Act(y + bias) (bias may be nullptr: already added; apply_act false: already
@@ -136,13 +154,15 @@ __global__ static void lt_forward_post_kernel(float* __restrict__ y, const float
   const std::size_t total = rows * static_cast<std::size_t>(w);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
-    const int c = static_cast<int>(k % w);
+    std::size_t r;
+    int c;
+    lt_row_col(k, w, total, r, c);
     float v = y[k];
     if (bias) v += bias[c];
     if (apply_act) v = Act::f(v);
     y[k] = v;
     if (copy) copy[k] = v;
-    if (next16) next16[(k / w) * ld16 + c] = __float2bfloat16_rn(v);
+    if (next16) next16[r * ld16 + c] = __float2bfloat16_rn(v);
   }
 }
 
@@ -155,7 +175,12 @@ __global__ static void lt_dz_kernel(const float* g, const float* __restrict__ y,
   for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
     const float v = g[k] * Act::grad_from_output(y[k]);
     dz32[k] = v;
-    if (dz16) dz16[(k / w) * ld16 + k % w] = __float2bfloat16_rn(v);
+    if (dz16) {
+      std::size_t r;
+      int c;
+      lt_row_col(k, w, total, r, c);
+      dz16[r * ld16 + c] = __float2bfloat16_rn(v);
+    }
   }
 }
 
