@@ -83,6 +83,7 @@ if split:
             continue
         if m["case"] == "backward":
             print(f"  backward {m['net']:16s} {m['precision']:5s} 8192 rows: chunks {m['wgrad_chunks_taken']} "
+                  f"({m.get('split_products', '?')} chunked products) "
                   f"{m['us_per_pass']:8.1f} us ({m['tflops']:.1f} TF/s), one product {c[0]['us_per_pass']:8.1f} us "
                   f"({c[0]['tflops']:.1f} TF/s): {c[0]['us_per_pass'] / m['us_per_pass']:.2f}x; the forward alone "
                   f"{m.get('forward_us', 0):.1f} / {c[0].get('forward_us', 0):.1f} us")

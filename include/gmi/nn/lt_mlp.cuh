@@ -444,16 +444,19 @@ class lt_mlp {
                  .epilogue = lt_epilogue::bias_grad_b};
       const void* A = bf16 ? static_cast<const void*>(in16) : static_cast<const void*>(in);
       const void* B = bf16 ? static_cast<const void*>(dz16) : static_cast<const void*>(dz);
-      if (const int chunks = weight_grad_chunks(cfg_, I, O, N, sms_); chunks > 1) {
-        // Each chunk of rows its own product (chunks x the blocks of one long-k product), then the sums in order.
-        const std::size_t stride = detail::lt_chunk_stride(I, O), count = static_cast<std::size_t>(I) * O;
-        s.epilogue = lt_epilogue::none;
-        s.k = N / chunks;
-        s.batch = chunks;
-        s.stride_a = static_cast<long long>(s.k) * s.lda;
-        s.stride_b = static_cast<long long>(s.k) * s.ldb;
-        s.stride_d = static_cast<long long>(stride);
-        gemm_.run(s, A, B, wpart_.data(), nullptr, policy_.stream);
+      // Each chunk of rows its own product (chunks x the blocks of one long-k product), then the sums in order;
+      // one product where cuBLASLt has no algorithm for the batch (its chunks less aligned than the whole).
+      const int chunks = weight_grad_chunks(cfg_, I, O, N, sms_);
+      const std::size_t stride = detail::lt_chunk_stride(I, O), count = static_cast<std::size_t>(I) * O;
+      lt_shape c = s;
+      c.epilogue = lt_epilogue::none;
+      c.k = N / chunks;
+      c.batch = chunks;
+      c.stride_a = static_cast<long long>(c.k) * c.lda;
+      c.stride_b = static_cast<long long>(c.k) * c.ldb;
+      c.stride_d = static_cast<long long>(stride);
+      if (chunks > 1 && gemm_.can_implement(c, A, B, wpart_.data())) {
+        gemm_.run(c, A, B, wpart_.data(), nullptr, policy_.stream);
         detail::lt_chunk_sum_kernel<<<detail::lt_blocks(count, 256), 256, 0, policy_.stream>>>(wpart_.data(), chunks,
                                                                                                stride, count, dW);
         GMI_CUDA_TRY(cudaGetLastError());
