@@ -40,6 +40,8 @@ for case, ns in (("serving", (4096, 16384)), ("training", (4096,))):
             path = g.get("path") or f"{g.get('collection')}+{g.get('gradient_path')}"
             if g.get("kernels"):
                 path += f", kernels {g['kernels']}"
+            if "wgrad_chunks" in g:
+                path += f", wgrad chunks {g['wgrad_chunks']}"
             print(f"{case:8s} {net:16s} {n:6d}: gmi {g['median'] / 1e6:8.2f} M ({g['precision']}, {path}, {of_peak(g)}) "
                   f"jax {j['median'] / 1e6 if j else float('nan'):8.2f} M ({j['precision'] if j else '-'}, "
                   f"{j.get('tflops', 0) if j else 0:.1f} TF/s) ratio {ratio:.2f} (need >= 2)"
@@ -63,11 +65,39 @@ if own:
     for m in own:
         c = [l for l in lines if l["impl"] == "gmi" and l.get("kernels") == "cublaslt" and l.get("case") == m.get("case")
              and l.get("net") == m.get("net") and l.get("num_envs") == m.get("num_envs")
-             and l.get("precision") == m.get("precision")]
+             and l.get("precision") == m.get("precision") and l.get("wgrad_chunks") == m.get("wgrad_chunks")]
         if c:
             k = m["kernels"] + (f"({m['kernels_chosen']})" if m.get("kernels_chosen") and m["kernels"] == "auto" else "")
             print(f"  {m['case']:8s} {m['net']:16s} {m['num_envs']:6d} {m['precision']:5s}: {k} {m['median'] / 1e6:8.3f} M "
                   f"cublaslt {c[0]['median'] / 1e6:8.3f} M  {k}/cublaslt {m['median'] / c[0]['median']:.2f}")
+# device_wide.sh: the weight gradients as chunked products (wgrad chunks 16; 0 = auto) against one product per
+# layer (1, the previous default), same case, net, envs, precision and kernels; then bf16 against tf32 per chunking.
+split = [l for l in lines if l["impl"] == "gmi" and l.get("wgrad_chunks", 1) != 1 and l.get("case") in ("training", "backward")]
+if split:
+    print("weight gradients: chunked products against one product per layer (same run):")
+    for m in split:
+        c = [l for l in lines if l["impl"] == "gmi" and l.get("wgrad_chunks") == 1 and l.get("case") == m["case"]
+             and l.get("net") == m.get("net") and l.get("num_envs") == m.get("num_envs")
+             and l.get("precision") == m.get("precision") and l.get("kernels") == m.get("kernels")]
+        if not c:
+            continue
+        if m["case"] == "backward":
+            print(f"  backward {m['net']:16s} {m['precision']:5s} 8192 rows: chunks {m['wgrad_chunks_taken']} "
+                  f"({m.get('split_products', '?')} chunked products) "
+                  f"{m['us_per_pass']:8.1f} us ({m['tflops']:.1f} TF/s), one product {c[0]['us_per_pass']:8.1f} us "
+                  f"({c[0]['tflops']:.1f} TF/s): {c[0]['us_per_pass'] / m['us_per_pass']:.2f}x; the forward alone "
+                  f"{m.get('forward_us', 0):.1f} / {c[0].get('forward_us', 0):.1f} us")
+        else:
+            print(f"  training {m['net']:16s} {m['precision']:5s} {m['num_envs']:6d}: chunks {m['wgrad_chunks_taken']} "
+                  f"{m['median'] / 1e6:7.3f} M, one product {c[0]['median'] / 1e6:7.3f} M: "
+                  f"{m['median'] / c[0]['median']:.2f}x (kernels {m.get('kernels_chosen', m.get('kernels'))})")
+    for case in ("training", "backward"):
+        for net in nets:
+            for w in sorted({l["wgrad_chunks"] for l in lines if l.get("case") == case and "wgrad_chunks" in l}):
+                r = {l["precision"]: l for l in lines if l["impl"] == "gmi" and l.get("case") == case
+                     and l.get("net") == net and l.get("wgrad_chunks") == w}
+                if "bf16" in r and "tf32" in r:
+                    print(f"  {case:8s} {net:16s} chunks {w:2d}: bf16 / tf32 {r['bf16']['median'] / r['tf32']['median']:.2f}")
 lg = [l for l in lines if l.get("case") == "layer_gemm"]
 if lg:
     print("one layer, 8192 x 512 x 512 (TFLOP/s of the product):")

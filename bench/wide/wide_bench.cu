@@ -6,7 +6,8 @@
 // rule's threshold (Ant proxy, policies 64, 128 and 256 wide, both sides of the rule forced); the peak dense GEMM
 // rate (cuBLASLt, 8192^3, TF32 and bf16); one 8192 x 512 x 512 layer product alone, cuBLASLt against the own
 // tensor-core kernel with the ELU epilogue (layer_gemm); Adam's step at ShadowHand's parameter count in one
-// kernel and in three (adam). --kernels picks the layer kernels of the serving and training cases (cublaslt,
+// kernel and in three (adam); one minibatch's forward with record and backward alone through lt_mlp, by
+// --wgrad-chunks (backward). --kernels picks the layer kernels of the serving and training cases (cublaslt,
 // mma, wholenet, auto: rl/wide_rule.hpp's rule, recorded as kernels_chosen; tf32 and bf16 only: fp32 always runs
 // cuBLASLt). Medians of --reps windows; one JSON line per case. This file holds the flags and the result line;
 // the cases are their own translation units (wide_bench.hpp lists them), built in parallel.
@@ -65,7 +66,8 @@ int main(int argc, char** argv) {
   CLI::App app{"gmi.bench.wide: serving and PPO training with the paper's wide networks", "gmi.bench.wide"};
   options o;
   std::string precisions = "tf32,bf16", training_precisions = "fp32,tf32",
-              cases = "peak,serving,cartpole,training,threshold", envs_list = "4096,16384", kernels = "cublaslt";
+              cases = "peak,serving,cartpole,training,threshold", envs_list = "4096,16384", kernels = "cublaslt",
+              wgrad = "0";
   app.add_option("--reps", o.reps, "windows per case")->check(CLI::Range(1, 50))->capture_default_str();
   app.add_option("--seconds", o.seconds, "seconds per window")->check(CLI::Range(0.01, 60.0))->capture_default_str();
   app.add_option("--precisions", precisions, "serving precisions: fp32, tf32, bf16")->capture_default_str();
@@ -73,7 +75,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--envs", envs_list, "serving env counts")->capture_default_str();
   app.add_option("--training-envs", o.training_envs, "envs of the training runs")->capture_default_str();
-  app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold, layer_gemm, adam")
+  app.add_option("--wgrad-chunks", wgrad,
+                 "weight-gradient chunks of training and backward: 0 (auto), 1 (one product) to 64")
+      ->capture_default_str();
+  app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold, layer_gemm, adam, backward")
       ->capture_default_str();
   app.add_option("--kernels", kernels,
                  "layer kernels of serving and training: cublaslt, mma, wholenet, auto (rl/wide_rule.hpp's rule)")
@@ -89,6 +94,13 @@ int main(int argc, char** argv) {
     for (const auto& p : o.training_precisions) (void)nn::parse_precision(p, "--training-precisions");
     o.kernels = split(kernels);
     for (const auto& k : o.kernels) (void)nn::parse_layer_kernels(k, "--kernels");
+    o.wgrad_chunks.clear();
+    for (const auto& w : split(wgrad)) {
+      const char* end = w.c_str();
+      const long v = std::strtol(w.c_str(), const_cast<char**>(&end), 10);
+      gmi::require(*end == '\0' && v >= 0 && v <= nn::max_weight_grad_chunks, "--wgrad-chunks", w, "0 to 64");
+      o.wgrad_chunks.push_back(static_cast<int>(v));
+    }
     o.serving_envs.clear();
     for (const auto& e : split(envs_list)) {
       const int n = std::atoi(e.c_str());
@@ -118,6 +130,7 @@ int main(int argc, char** argv) {
   if (has("cartpole")) cartpole_serving(o);
   if (has("layer_gemm")) layer_gemm(o);
   if (has("adam")) adam_steps(o);
+  if (has("backward")) backward_passes(o);
   if (has("training"))
     for (const auto& p : o.training_precisions)
       for (const auto& k : o.kernels) {

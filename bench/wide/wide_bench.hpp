@@ -19,6 +19,8 @@ struct options {
   std::vector<std::string> precisions{"tf32", "bf16"}, training_precisions{"fp32", "tf32"};
   std::vector<int> serving_envs{4096, 16384};
   std::vector<std::string> kernels{"cublaslt"};
+  // network_config::weight_grad_chunks of the training and backward cases (0: auto).
+  std::vector<int> wgrad_chunks{0};
   int training_envs = 4096;
 };
 
@@ -77,5 +79,6 @@ void cartpole_serving(const options& o);                                        
 void peak_gemm(const options& o);                                                          // wide_products.cu
 void layer_gemm(const options& o);                                                         // wide_products.cu
 void adam_steps(const options& o);                                                         // wide_products.cu
+void backward_passes(const options& o);                                                    // wide_backward.cu
 
 }  // namespace gmi_wide

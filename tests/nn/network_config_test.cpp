@@ -78,3 +78,40 @@ TEST_CASE("nn.network_config.layer_kernels") {
   CHECK_NOTHROW(validate(network_config{.precision = precision::bf16, .kernels = layer_kernels::wholenet}));
   CHECK_NOTHROW(validate(network_config{.precision = precision::tf32, .kernels = layer_kernels::mma}));
 }
+
+TEST_CASE("nn.network_config.weight_grad_chunks") {
+  constexpr int sms = 132;  // H100 / H200
+  const network_config tf32{.precision = precision::tf32}, bf16{.precision = precision::bf16};
+  CHECK(network_config{}.weight_grad_chunks == 0);  // auto
+  // auto: one product at fp32 and tf32 (cuBLASLt's own split), chunks at bf16.
+  CHECK(weight_grad_chunks(network_config{}, 108, 200, 8192, sms) == 1);
+  CHECK(weight_grad_chunks(tf32, 108, 200, 8192, sms) == 1);
+  CHECK(weight_grad_chunks(bf16, 108, 200, 8192, sms) == 16);  // 2 tiles: the cap
+  CHECK(weight_grad_chunks(bf16, 64, 9, 8192, sms) == 16);
+  // ShadowHand's 512 x 512: 16 tiles, doubled while under one wave (16 x 8 = 128 < 132).
+  CHECK(weight_grad_chunks(bf16, 512, 512, 8192, sms) == 16);
+  CHECK(weight_grad_chunks(bf16, 512, 512, 8192, 100) == 8);  // 16 x 8 = 128 >= 100 stops there
+  CHECK(weight_grad_chunks(bf16, 2048, 2048, 8192, sms) == 1);  // 256 tiles fill the GPU alone
+  // An explicit cap, also at tf32; chunks of at least 256 rows that divide the batch.
+  network_config c{.precision = precision::tf32, .weight_grad_chunks = 4};
+  CHECK(weight_grad_chunks(c, 108, 200, 8192, sms) == 4);
+  c.weight_grad_chunks = 64;
+  CHECK(weight_grad_chunks(c, 108, 200, 8192, sms) == 32);  // 8192 / 32 = 256 rows
+  CHECK(weight_grad_chunks(c, 108, 200, 511, sms) == 1);
+  CHECK(weight_grad_chunks(c, 108, 200, 512, sms) == 2);
+  CHECK(weight_grad_chunks(c, 108, 200, 768, sms) == 2);   // 768 / 4 = 192 rows: too few
+  CHECK(weight_grad_chunks(c, 108, 200, 6000, sms) == 16);  // 375 rows each
+  CHECK(weight_grad_chunks(c, 108, 200, 6002, sms) == 2);   // 3001 odd
+  c.weight_grad_chunks = 1;
+  CHECK(weight_grad_chunks(c, 108, 200, 8192, sms) == 1);
+  c.weight_grad_chunks = 3;  // a cap that is not a power of two: the power of two below it
+  CHECK(weight_grad_chunks(c, 108, 200, 8192, sms) == 2);
+  CHECK_THROWS_AS(validate(network_config{.weight_grad_chunks = -1}), gmi::config_error);
+  try {
+    validate(network_config{.weight_grad_chunks = 65});
+    FAIL("weight_grad_chunks 65 was accepted");
+  } catch (const gmi::config_error& e) {
+    CHECK(std::string(e.what()).find("weight_grad_chunks: got 65, need 0 (auto) to 64") != std::string::npos);
+  }
+  CHECK_NOTHROW(validate(network_config{.weight_grad_chunks = 64}));
+}

@@ -74,6 +74,7 @@ lt_run run_with(Impl& b, cudaStream_t s, const std::vector<float>& params, const
     b.backward_raw(p.data(), xd.data(), acts.data(), g.data(), dp2.data(), nullptr, n, true);
     r.out_from_record = download(rec, s);
     r.d_params_weights_ready = download(dp2, s);
+    r.split_products = b.split_products();
   }
   return r;
 }

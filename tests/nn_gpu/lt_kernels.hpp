@@ -34,6 +34,8 @@ struct lt_run {
   // kernels formed (for want of a BGRADB algorithm).
   std::vector<float> out_from_record, d_params_weights_ready;
   std::size_t bias_sums = 0;
+  // Weight gradients formed as chunked products (network_config::weight_grad_chunks), over all backward calls.
+  std::size_t split_products = 0;
 };
 
 // nn::detail::lt_column_sum (the bias gradient's fallback) of a [rows][w] matrix, run twice: both results.

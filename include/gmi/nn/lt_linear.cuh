@@ -10,6 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -75,12 +76,18 @@ enum class lt_epilogue {
 };
 
 // One GEMM's shape in cuBLAS terms: D (m x n, ldd) = op_a(A) op_b(B); A and B in `prec`'s input type, D fp32.
+// batch > 1: that many products at once, the i-th reading A + i * stride_a and B + i * stride_b (elements of the
+// input type) and writing D + i * stride_d (floats); planned for the least aligned matrix of the batch.
 struct lt_shape {
   bool trans_a = false, trans_b = false;
   int m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldd = 0;
   precision prec = precision::fp32;
   lt_epilogue epilogue = lt_epilogue::none;
-  auto tie() const { return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldd, prec, epilogue); }
+  int batch = 1;
+  long long stride_a = 0, stride_b = 0, stride_d = 0;
+  auto tie() const {
+    return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldd, prec, epilogue, batch, stride_a, stride_b, stride_d);
+  }
 };
 
 class lt_gemm {
@@ -99,6 +106,8 @@ class lt_gemm {
   // does the epilogue itself); a shape without an epilogue that has no algorithm throws.
   bool run(const lt_shape& s, const void* a, const void* b, float* d, float* bias, cudaStream_t stream) {
     // The heuristic does not know the bias's alignment (lt_align.hpp): an under-aligned one is the caller's.
+    gmi::require(s.batch == 1 || s.epilogue == lt_epilogue::none, "lt_gemm batched epilogue", int(s.epilogue),
+                 "none (0) when batch > 1");
     if (s.epilogue != lt_epilogue::none && !lt_bias_epilogue_fits(bias)) return false;
     plan& p = plan_for(s, a, b, d);
     if (!p.ok) {
@@ -144,8 +153,8 @@ class lt_gemm {
     detail::lt_layout a, b, d;
     cublasLtMatmulAlgo_t algo{};
   };
-  using key = std::tuple<bool, bool, int, int, int, int, int, int, precision, lt_epilogue, std::uint32_t,
-                         std::uint32_t, std::uint32_t>;
+  using key = std::tuple<bool, bool, int, int, int, int, int, int, precision, lt_epilogue, int, long long, long long,
+                         long long, std::uint32_t, std::uint32_t, std::uint32_t>;
 
   // A failed cublasLtMatmul names its product (status 13, execution failed, is often an earlier kernel's fault on
   // the stream, surfacing here).
@@ -159,15 +168,33 @@ class lt_gemm {
                           where);
   }
 
-  static detail::lt_layout layout(cudaDataType_t t, int rows, int cols, int ld) {
+  static detail::lt_layout layout(cudaDataType_t t, int rows, int cols, int ld, int batch = 1, long long stride = 0) {
     cublasLtMatrixLayout_t l = nullptr;
     GMI_NN_CUBLASLT_TRY(cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(rows),
                                                    static_cast<std::uint64_t>(cols), ld));
-    return detail::lt_layout(l);
+    detail::lt_layout owned(l);
+    if (batch > 1) {
+      const std::int32_t count = batch;
+      const std::int64_t offset = stride;
+      GMI_NN_CUBLASLT_TRY(
+          cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+      GMI_NN_CUBLASLT_TRY(
+          cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof(offset)));
+    }
+    return owned;
   }
 
   plan& plan_for(const lt_shape& s, const void* a, const void* b, const void* d) {
-    const std::uint32_t al_a = detail::alignment_of(a), al_b = detail::alignment_of(b), al_d = detail::alignment_of(d);
+    std::uint32_t al_a = detail::alignment_of(a), al_b = detail::alignment_of(b), al_d = detail::alignment_of(d);
+    if (s.batch > 1) {  // every matrix of the batch as aligned as the least aligned: the stride's bytes count too
+      const auto bytes = [](long long stride, std::size_t elem) {
+        return pointer_alignment(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(stride) * elem));
+      };
+      const std::size_t in_bytes = s.prec == precision::bf16 ? 2 : 4;
+      al_a = std::min(al_a, bytes(s.stride_a, in_bytes));
+      al_b = std::min(al_b, bytes(s.stride_b, in_bytes));
+      al_d = std::min(al_d, bytes(s.stride_d, sizeof(float)));
+    }
     const key k = std::tuple_cat(s.tie(), std::make_tuple(al_a, al_b, al_d));
     auto it = plans_.find(k);
     if (it != plans_.end()) return it->second;
@@ -189,9 +216,11 @@ class lt_gemm {
           cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
     }
     const cudaDataType_t in = detail::data_type(s.prec);
-    p.a = s.trans_a ? layout(in, s.k, s.m, s.lda) : layout(in, s.m, s.k, s.lda);
-    p.b = s.trans_b ? layout(in, s.n, s.k, s.ldb) : layout(in, s.k, s.n, s.ldb);
-    p.d = layout(CUDA_R_32F, s.m, s.n, s.ldd);
+    p.a = s.trans_a ? layout(in, s.k, s.m, s.lda, s.batch, s.stride_a)
+                    : layout(in, s.m, s.k, s.lda, s.batch, s.stride_a);
+    p.b = s.trans_b ? layout(in, s.n, s.k, s.ldb, s.batch, s.stride_b)
+                    : layout(in, s.k, s.n, s.ldb, s.batch, s.stride_b);
+    p.d = layout(CUDA_R_32F, s.m, s.n, s.ldd, s.batch, s.stride_d);
     cublasLtMatmulPreference_t pref = nullptr;
     GMI_NN_CUBLASLT_TRY(cublasLtMatmulPreferenceCreate(&pref));
     detail::lt_preference owned(pref);

@@ -118,13 +118,31 @@ __global__ static void lt_weights_mma_kernel(const float* __restrict__ params, T
   }
 }
 
+// Row r and column c of flat index k of a [rows][w] matrix of `total` elements: a 32-bit division where total
+// allows (every minibatch here), not a 64-bit one, which costs these memory-bound passes about as much as their
+// traffic.
+__device__ inline void lt_row_col(std::size_t k, int w, std::size_t total, std::size_t& r, int& c) {
+  if (total <= 0xffffffffull) {
+    const unsigned q = static_cast<unsigned>(k) / static_cast<unsigned>(w);
+    r = q;
+    c = static_cast<int>(static_cast<unsigned>(k) - q * static_cast<unsigned>(w));
+  } else {
+    r = k / static_cast<std::size_t>(w);
+    c = static_cast<int>(k - r * static_cast<std::size_t>(w));
+  }
+}
+
 // dst[r][c] (row stride ld) = bf16(src[r][c]) for a [rows][w] fp32 matrix.
 __global__ static void lt_to_bf16_kernel(const float* __restrict__ src, std::size_t rows, int w,
                                          __nv_bfloat16* __restrict__ dst, int ld) {
   const std::size_t total = rows * static_cast<std::size_t>(w);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride)
-    dst[(k / w) * ld + k % w] = __float2bfloat16_rn(src[k]);
+  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
+    std::size_t r;
+    int c;
+    lt_row_col(k, w, total, r, c);
+    dst[r * ld + c] = __float2bfloat16_rn(src[k]);
+  }
 }
 
 // After a layer's product: y = Act(y + bias) (bias may be nullptr: already added; apply_act false: already
@@ -136,13 +154,15 @@ __global__ static void lt_forward_post_kernel(float* __restrict__ y, const float
   const std::size_t total = rows * static_cast<std::size_t>(w);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
-    const int c = static_cast<int>(k % w);
+    std::size_t r;
+    int c;
+    lt_row_col(k, w, total, r, c);
     float v = y[k];
     if (bias) v += bias[c];
     if (apply_act) v = Act::f(v);
     y[k] = v;
     if (copy) copy[k] = v;
-    if (next16) next16[(k / w) * ld16 + c] = __float2bfloat16_rn(v);
+    if (next16) next16[r * ld16 + c] = __float2bfloat16_rn(v);
   }
 }
 
@@ -155,7 +175,12 @@ __global__ static void lt_dz_kernel(const float* g, const float* __restrict__ y,
   for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
     const float v = g[k] * Act::grad_from_output(y[k]);
     dz32[k] = v;
-    if (dz16) dz16[(k / w) * ld16 + k % w] = __float2bfloat16_rn(v);
+    if (dz16) {
+      std::size_t r;
+      int c;
+      lt_row_col(k, w, total, r, c);
+      dz16[r * ld16 + c] = __float2bfloat16_rn(v);
+    }
   }
 }
 
@@ -204,6 +229,23 @@ inline void lt_column_sum(const float* m, std::size_t rows, int w, float* partia
   GMI_CUDA_TRY(cudaGetLastError());
 }
 
+// dw[e] = the chunks' partial weight gradients part[c * stride + e] summed in chunk order (the split weight
+// gradient, network_config::weight_grad_chunks): the same sums on every run.
+__global__ static void lt_chunk_sum_kernel(const float* __restrict__ part, int chunks, std::size_t stride,
+                                           std::size_t count, float* __restrict__ dw) {
+  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += step) {
+    float t = 0.0f;
+    for (int c = 0; c < chunks; ++c) t += part[c * stride + e];
+    dw[e] = t;
+  }
+}
+
+// A partial weight gradient's stride in the split buffer: a multiple of 64 floats, so each stays 256-byte aligned.
+inline constexpr std::size_t lt_chunk_stride(int in, int out) {
+  return (static_cast<std::size_t>(in) * out + 63) / 64 * 64;
+}
+
 }  // namespace detail
 
 // lt_mlp<Net>: forward and backward of a whole mlp batch through cuBLASLt. Interface as batch_mlp<exec::cuda>.
@@ -227,6 +269,19 @@ class lt_mlp {
     if (cfg.kernels == layer_kernels::wholenet) whole_.emplace(policy, cfg.precision);
     work_ = cuda::device_buffer<float>(2 * max_batch * Net::max_width);
     partial_ = cuda::device_buffer<float>(detail::lt_sum_chunks(max_batch) * Net::max_width);
+    {  // the split weight gradients' partials: sized for the most chunks any batch up to max_batch can take
+      int dev = 0;
+      GMI_CUDA_TRY(cudaGetDevice(&dev));
+      GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
+      long long pow2 = 1;
+      while (2 * pow2 <= static_cast<long long>(max_batch)) pow2 *= 2;
+      std::size_t most = 0;
+      for (int l = 0; l < Net::count; ++l) {
+        const int c = weight_grad_chunks(cfg_, L::width(l), L::width(l + 1), pow2, sms_);
+        if (c > 1) most = std::max(most, c * detail::lt_chunk_stride(L::width(l), L::width(l + 1)));
+      }
+      if (most > 0) wpart_ = cuda::device_buffer<float>(most);
+    }
     if (cfg_.precision == precision::bf16) {
       // The own kernels' backward keeps a third bf16 buffer: its product reads one dz while writing the next.
       w16_ = cuda::device_buffer<__nv_bfloat16>(lay::w16_size);
@@ -267,6 +322,8 @@ class lt_mlp {
   [[nodiscard]] std::size_t plans() const noexcept { return gemm_.plans(); }
   // Bias gradients formed by the column-sum kernels so far (0 while every BGRADB epilogue had an algorithm).
   [[nodiscard]] std::size_t bias_sums() const noexcept { return bias_sums_; }
+  // Weight gradients formed as chunked products and summed by lt_chunk_sum_kernel so far (weight_grad_chunks).
+  [[nodiscard]] std::size_t split_products() const noexcept { return split_products_; }
   // Where a forward with an activation record leaves the network's outputs ([n][out]): its last layer's record.
   static float* outputs_in(float* acts, std::size_t n) { return acts + n * L::activation_offset(Net::count - 1); }
 
@@ -387,7 +444,25 @@ class lt_mlp {
                  .epilogue = lt_epilogue::bias_grad_b};
       const void* A = bf16 ? static_cast<const void*>(in16) : static_cast<const void*>(in);
       const void* B = bf16 ? static_cast<const void*>(dz16) : static_cast<const void*>(dz);
-      if (!gemm_.run(s, A, B, dW, db, policy_.stream)) {
+      // Each chunk of rows its own product (chunks x the blocks of one long-k product), then the sums in order;
+      // one product where cuBLASLt has no algorithm for the batch (its chunks less aligned than the whole).
+      const int chunks = weight_grad_chunks(cfg_, I, O, N, sms_);
+      const std::size_t stride = detail::lt_chunk_stride(I, O), count = static_cast<std::size_t>(I) * O;
+      lt_shape c = s;
+      c.epilogue = lt_epilogue::none;
+      c.k = N / chunks;
+      c.batch = chunks;
+      c.stride_a = static_cast<long long>(c.k) * c.lda;
+      c.stride_b = static_cast<long long>(c.k) * c.ldb;
+      c.stride_d = static_cast<long long>(stride);
+      if (chunks > 1 && gemm_.can_implement(c, A, B, wpart_.data())) {
+        gemm_.run(c, A, B, wpart_.data(), nullptr, policy_.stream);
+        detail::lt_chunk_sum_kernel<<<detail::lt_blocks(count, 256), 256, 0, policy_.stream>>>(wpart_.data(), chunks,
+                                                                                               stride, count, dW);
+        GMI_CUDA_TRY(cudaGetLastError());
+        detail::lt_column_sum(dz, n, O, partial_.data(), db, policy_.stream);
+        ++split_products_;
+      } else if (!gemm_.run(s, A, B, dW, db, policy_.stream)) {
         s.epilogue = lt_epilogue::none;
         gemm_.run(s, A, B, dW, nullptr, policy_.stream);
         detail::lt_column_sum(dz, n, O, partial_.data(), db, policy_.stream);
@@ -500,7 +575,9 @@ class lt_mlp {
   bool mma_ = cfg_.kernels == layer_kernels::mma && cfg_.precision != precision::fp32;
   lt_gemm gemm_;
   cuda::device_buffer<float> work_, partial_;  // partial_: the bias gradients' column sums where BGRADB is missing
-  std::size_t bias_sums_ = 0;
+  std::size_t bias_sums_ = 0, split_products_ = 0;
+  int sms_ = 1;
+  cuda::device_buffer<float> wpart_;  // the split weight gradients' partials (weight_grad_chunks)
   cuda::device_buffer<__nv_bfloat16> w16_, h16_, wt16_;  // wt16_: the own kernels' transposed bf16 weights
   cuda::device_buffer<float> wt32_;                        // the own kernels' transposed TF32 weights
   std::optional<wholenet<Net>> whole_;                     // kernels wholenet: the forward without a record

@@ -67,7 +67,26 @@ struct network_config {
   // The layers' kernels at tf32 / bf16: by default the rule of rl/wide_rule.hpp (default_layer_kernels), which
   // follows bench/wide/device_wholenet.sh's wholenet-against-cublaslt measurements.
   layer_kernels kernels = layer_kernels::automatic;
+  // The weight gradients' products (dW = X^T dZ over the batch: a long k, a small m x n): 1 runs each as one
+  // cuBLASLt product with the bias gradient in its epilogue; k >= 2 splits the batch into at most k chunks of rows
+  // (a power of two, by weight_grad_chunks below), one strided-batched product writes each chunk's partial dW and
+  // one kernel sums the partials in chunk order (the same sums on every run); 0 (auto): 16 at bf16, 1 otherwise.
+  int weight_grad_chunks = 0;
 };
+
+// Largest cap of weight_grad_chunks.
+inline constexpr int max_weight_grad_chunks = 64;
+
+// The chunks of rows that one layer's weight gradient (in x out weights, n rows) is split into: the largest power
+// of two up to the config's cap (auto: 16 at bf16, 1 otherwise) that divides n into chunks of at least 256 rows,
+// doubling only while the product's 128 x 128 tiles times the chunks stay under one wave of `sms` blocks.
+inline constexpr int weight_grad_chunks(const network_config& c, int in, int out, long long n, int sms) {
+  const int cap = c.weight_grad_chunks > 0 ? c.weight_grad_chunks : (c.precision == precision::bf16 ? 16 : 1);
+  const long long tiles = static_cast<long long>((in + 127) / 128) * ((out + 127) / 128);
+  int s = 1;
+  while (2 * s <= cap && tiles * s < sms && n % (2 * s) == 0 && n / (2 * s) >= 256) s *= 2;
+  return s;
+}
 
 // Throws config_error ("got X, need Y") on the first bad field.
 inline void validate(const network_config& c) {
@@ -78,6 +97,8 @@ inline void validate(const network_config& c) {
                "0 to 1024");
   const int k = static_cast<int>(c.kernels);
   gmi::require(k >= 0 && k <= 3, "network kernels", k, "cublaslt (0), mma (1), wholenet (2) or auto (3)");
+  gmi::require(c.weight_grad_chunks >= 0 && c.weight_grad_chunks <= max_weight_grad_chunks,
+               "network weight_grad_chunks", c.weight_grad_chunks, "0 (auto) to 64");
 }
 
 // Whether a network whose widest layer is max_width runs through cuBLASLt, given whether the shared-memory
