@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include <gmi/runtime/supervisor.hpp>
 
@@ -58,6 +59,19 @@ TEST_SUITE("cpu") {
     CHECK(r.first_failure->message.starts_with("GMI 1 (GPU 0, slice 1) hung: no heartbeat for 1."));
     CHECK(r.not_stopped.empty());
     CHECK(s < 10.0);
+  }
+
+  // The same silence as hang_is_detected (2.5 s against a 1 s timeout), with heartbeat_during beating for it.
+  TEST_CASE("runtime.thread.heartbeat_during_a_long_task" * doctest::timeout(30)) {
+    launch_spec s = launch_spec::uniform(1, 2);
+    s.heartbeat_timeout = 1000ms;
+    thread_group g(s, [](gmi::runtime::context& ctx) {
+      if (ctx.rank() != 1) return;
+      const gmi::runtime::heartbeat_during beats(ctx);
+      std::this_thread::sleep_for(2500ms);
+    });
+    const run_report r = g.wait();
+    CHECK_MESSAGE(r.ok(), (r.ok() ? "" : r.first_failure->message));
   }
 
   TEST_CASE("runtime.thread.ignoring_stop_is_reported" * doctest::timeout(30)) {

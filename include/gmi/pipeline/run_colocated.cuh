@@ -338,9 +338,8 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     // are the group's, identical on every GMI). Not for autotune trials or a diverged run.
     if constexpr (requires { rl::evaluate_mode(trainer, 1, o.env); }) {
       if (rank0 && !trial && e.reason != stop_reason::diverged) {
-        ctx.heartbeat();
+        const runtime::heartbeat_during beats(ctx);  // a physics task's evaluation outlasts the hang timeout
         const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
-        ctx.heartbeat();
         r.eval_return = ev.mean_return;
         r.eval_length = ev.mean_length;
         r.eval_episodes = ev.episodes;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -15,7 +16,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -337,6 +340,26 @@ class context {
   std::map<std::vector<int>, std::unique_ptr<comm::ip_allreduce>> groups_;  // [sorted members]
   std::chrono::milliseconds timeout_{30'000};
   unsigned spins_ = 0;
+};
+
+// Beats for a GMI from a thread of its own while the GMI's thread does one long, bounded task that has no loop to
+// beat from (the final policy's evaluation on host threads: seconds for Cartpole, minutes for a physics task), so
+// the supervisor does not call it hung; the beats stop when this goes out of scope.
+class heartbeat_during {
+ public:
+  explicit heartbeat_during(const context& ctx, std::chrono::milliseconds every = std::chrono::milliseconds(200))
+      : beats_([this, &ctx, every](std::stop_token stop) {
+          std::unique_lock lock(mutex_);
+          while (!stop.stop_requested()) {
+            ctx.heartbeat();
+            wake_.wait_for(lock, stop, every, [] { return false; });  // returns at the period or at once on stop
+          }
+        }) {}
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  std::jthread beats_;  // last: started after, and joined before, the members it uses
 };
 
 }  // namespace gmi::runtime
