@@ -12,6 +12,14 @@ run_id="$(date -u +%Y-%m-%dT%H:%M:%SZ)-$name-$rev"
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 lines="$out/$name.jsonl"
 export NCCL_NVLS_ENABLE=0
+echo "GPU: ${CUDA_VISIBLE_DEVICES:-all visible} ($device); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# left CAP RESERVE (scripts that set start_s and budget_s): CAP seconds, or fewer so that RESERVE seconds of the
+# budget stay for the later steps.
+left() {
+  local rest=$(( budget_s - ($(date +%s) - start_s) - $2 ))
+  (( rest < $1 )) && echo $(( rest > 10 ? rest : 10 )) || echo "$1"
+}
 
 wide_build() {
   local seconds=$1 start log="$out/$name-build.log"

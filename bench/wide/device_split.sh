@@ -16,13 +16,6 @@ export BUILD=${BUILD:-/tmp/build-widesplit}
 start_s=$(date +%s)
 budget_s=${BUDGET_S:-415}
 source "$(dirname "$0")/device_common.sh"
-echo "GPU: ${CUDA_VISIBLE_DEVICES:-all visible} ($device); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-
-# left CAP RESERVE: CAP seconds, or fewer so that RESERVE seconds of the budget stay for the later steps.
-left() {
-  local rest=$(( budget_s - ($(date +%s) - start_s) - $2 ))
-  (( rest < $1 )) && echo $(( rest > 10 ? rest : 10 )) || echo "$1"
-}
 
 wide_build "$(left 230 170)" gmi.bench.wide gmi.test.ppo_gpu gmi.test.rl_gpu
 # The slowest objects of the build (ninja's log: end - start in ms, per output).

@@ -17,13 +17,6 @@ export BUILD=${BUILD:-/tmp/build-wide}
 start_s=$(date +%s)
 budget_s=${BUDGET_S:-345}
 source "$(dirname "$0")/device_common.sh"
-echo "GPU: ${CUDA_VISIBLE_DEVICES:-all visible} ($device); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-
-# left CAP RESERVE: CAP seconds, or fewer so that RESERVE seconds of the budget stay for the later steps.
-left() {
-  local rest=$(( budget_s - ($(date +%s) - start_s) - $2 ))
-  (( rest < $1 )) && echo $(( rest > 10 ? rest : 10 )) || echo "$1"
-}
 
 wide_build "$(left 200 140)" gmi.bench.wide gmi.test.nn_gpu
 awk -F'\t' 'NR > 1 { printf "%6.1f s %s\n", ($2 - $1) / 1000, $4 }' "$build/.ninja_log" | sort -rn | head -6 |
