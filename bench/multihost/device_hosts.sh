@@ -15,13 +15,13 @@
 #      path (allgather); two hosts with the new one (two_level);
 #   4. Ant, 4096 envs a GMI, 6 s of training a run, 2 runs each, alternating: one host; two hosts (two_level);
 #   5. the phases of one two-host Cartpole run on the new path (--comm-clock on), if time is left.
-# Every run is bounded (90 s); parts 4 and 5 are cut to the time left (a line says so). Writes result lines
+# Every run is bounded (90 s); HOSTS_SECONDS (default 350) is the limit and CARTPOLE_REPS (default 3) part 3's runs; parts 4 and 5 are cut to the time left (a line says so). Writes result lines
 # ("hosts": 1|2, train_samples_per_s a variant, two_hosts_over_one_host with target 0.90, the bit check, the GPU
 # test) to $OUT/hosts.jsonl, the summary to stdout and $OUT/hosts-summary.txt, end lines and logs to $OUT/hosts/.
 # Needs mpirun (or .carry/openmpi, bench/multihost/carry_openmpi.sh). Exit 1 when a check failed.
 set -uo pipefail
 start_s=$(date +%s)
-deadline_s=$((start_s + 350))
+deadline_s=$((start_s + ${HOSTS_SECONDS:-350}))  # HOSTS_SECONDS: a shorter limit beside other work
 left() { echo $((deadline_s - $(date +%s))); }
 name=hosts
 here=$(cd "$(dirname "$0")" && pwd)
@@ -101,8 +101,9 @@ grep -q "FNV-1a" "$dir/bits_two_level.log" || {
   echo "two_level did not end its 40 iterations (bits_two_level.log): the runs below use allgather"
 }
 
-echo "== 3. Cartpole, 8192 envs a GMI: one host x 4 against two hosts x 2 (old path allgather, new two_level), 3 runs each"
-for rep in 1 2 3; do
+reps=${CARTPOLE_REPS:-3}
+echo "== 3. Cartpole, 8192 envs a GMI: one host x 4 against two hosts x 2 (old path allgather, new two_level), $reps runs each"
+for rep in $(seq 1 "$reps"); do
   for v in "${variants[@]}"; do
     echo "-- $v, run $rep ($(left) s left)"
     run "$v" "$rep"
