@@ -15,7 +15,7 @@
 #      path (allgather); two hosts with the new one (two_level);
 #   4. Ant, 4096 envs a GMI, 6 s of training a run, 2 runs each, alternating: one host; two hosts (two_level);
 #   5. the phases of one two-host Cartpole run on the new path (--comm-clock on), if time is left.
-# Every run is bounded (90 s); HOSTS_SECONDS (default 350) is the limit and CARTPOLE_REPS (default 3) part 3's runs; parts 4 and 5 are cut to the time left (a line says so). Writes result lines
+# GPUS_PER_HOST=1 runs it on a 2-GPU machine (2 hosts x 1 GPU against one host x 2). Every run is bounded (90 s); HOSTS_SECONDS (default 350) is the limit and CARTPOLE_REPS (default 3) part 3's runs; parts 4 and 5 are cut to the time left (a line says so). Writes result lines
 # ("hosts": 1|2, train_samples_per_s a variant, two_hosts_over_one_host with target 0.90, the bit check, the GPU
 # test) to $OUT/hosts.jsonl, the summary to stdout and $OUT/hosts-summary.txt, end lines and logs to $OUT/hosts/.
 # Needs mpirun (or .carry/openmpi, bench/multihost/carry_openmpi.sh). Exit 1 when a check failed.
@@ -28,9 +28,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 export BUILD=${BUILD:-/tmp/build-hosts}
 # The repository root, out, build, run_id, lines ($OUT/hosts.jsonl), pugixml, configure_build.
 source "$here/../physics/device_common.sh"
-gph=2
+gph=${GPUS_PER_HOST:-2}  # 1 on a 2-GPU machine: two hosts x 1 GPU against one host x 2
 source "$here/device_common.sh"  # dir ($OUT/hosts), OpenMPI, one_host and two_hosts
-[ "$gpus" -ge 4 ] || { echo "device_hosts: needs 4 GPUs, found $gpus"; exit 77; }
+[ "$gpus" -ge $((2 * gph)) ] || { echo "device_hosts: needs $((2 * gph)) GPUs, found $gpus"; exit 77; }
 rm -f "$lines"
 configure_build "${cmake_mpi[@]}" -DGMI_BUILD_ALL_TASK_EXAMPLES=ON -DGMI_HEADER_CHECK_NVCC=OFF
 grep -q "gmi: MPI not found" "$out/configure.log" && { tail -20 "$out/configure.log"; echo "CMake did not find MPI"; exit 1; }
@@ -79,11 +79,11 @@ run() {
   ended "$1" "$1.$2.log" "$rc"
 }
 
-echo "== 1. gmi.test.multihost_gpu on GPUs 0-3 (the two-level sum's bits on 4)"
-CUDA_VISIBLE_DEVICES=0,1,2,3 timeout 90 "$build/tests/multihost_gpu/gmi.test.multihost_gpu" > "$dir/multihost_gpu_test.log" 2>&1
+echo "== 1. gmi.test.multihost_gpu on $total GPUs (the two-level sum's bits with 4)"
+env "$visible" timeout 90 "$build/tests/multihost_gpu/gmi.test.multihost_gpu" > "$dir/multihost_gpu_test.log" 2>&1
 echo "gmi.test.multihost_gpu: exit $?" | tee -a "$dir/multihost_gpu_test.log"
 
-echo "== 2. bits: 2 hosts x 2 GPUs x 2 GMIs, 40 iterations, allgather against two_level"
+echo "== 2. bits: 2 hosts x $gph GPU(s) x 2 GMIs, 40 iterations, allgather against two_level"
 bin=$build/examples/cartpole_ppo/gmi.example.cartpole_ppo
 for sum in allgather two_level; do
   common=(--partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan --log-interval 100
@@ -102,7 +102,7 @@ grep -q "FNV-1a" "$dir/bits_two_level.log" || {
 }
 
 reps=${CARTPOLE_REPS:-3}
-echo "== 3. Cartpole, 8192 envs a GMI: one host x 4 against two hosts x 2 (old path allgather, new two_level), $reps runs each"
+echo "== 3. Cartpole, 8192 envs a GMI: one host x $total against two hosts x $gph (old path allgather, new two_level), $reps runs each"
 for rep in $(seq 1 "$reps"); do
   for v in "${variants[@]}"; do
     echo "-- $v, run $rep ($(left) s left)"
@@ -120,7 +120,7 @@ reps=2
 if [ "$ant" -eq 0 ] || [ "$(left)" -lt 45 ] || [ ! -x "$bin" ] || kill -0 "$build_pid" 2>/dev/null; then
   echo "== 4. Ant: skipped ($(left) s left; ant_ppo built: $ant, or still building)"
 else
-  echo "== 4. Ant, 4096 envs a GMI: one host x 4 against two hosts x 2 ($new), $reps run(s) each"
+  echo "== 4. Ant, 4096 envs a GMI: one host x $total against two hosts x $gph ($new), $reps run(s) each"
   for rep in $(seq 1 "$reps"); do
     for v in ant_one_host "ant_$new"; do
       echo "-- $v, run $rep ($(left) s left)"
@@ -141,6 +141,6 @@ kill "$build_pid" 2>/dev/null
 echo "runs done after $(( $(date +%s) - start_s )) s"
 
 echo "== summary" | tee "$out/hosts-summary.txt"
-python3 "$here/device_hosts_lines.py" "$dir" "$lines" "$device" "$driver" "$git_rev" "$run_id" \
+python3 "$here/device_hosts_lines.py" "$dir" "$lines" "$device" "$driver" "$git_rev" "$run_id" "$gph" \
   | tee -a "$out/hosts-summary.txt"
 exit "${PIPESTATUS[0]}"

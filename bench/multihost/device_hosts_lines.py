@@ -15,7 +15,8 @@ import sys
 from result_lines import fnv, ms_per_iteration, ratios, read, result_line, stamped
 
 folder, out_lines, device, driver, git, run_id = sys.argv[1:7]
-common = {"device": device, "gpus": 4, "driver": driver, "git": git, "run_id": run_id}
+gph = int(sys.argv[7]) if len(sys.argv) > 7 else 2  # GPUs a simulated host
+common = {"device": device, "gpus": 2 * gph, "driver": driver, "git": git, "run_id": run_id}
 lines, ok = [], True
 shapes = {  # variant: (case, hosts, what)
     "one_host": ("cartpole_ppo_colocated", 1, "nccl default"),
@@ -40,7 +41,7 @@ for variant, (case, hosts, what) in shapes.items():
         print(f"{variant}: weights differ between GMIs")
         ok = False
     d = result_line(common, case, "train_samples_per_s", [r["train_samples_per_s"] for r in rs], hosts=hosts,
-                    gpus_per_host=4 // hosts, gmis_per_gpu=1, num_envs=rs[0]["num_envs"], variant=variant,
+                    gpus_per_host=2 * gph // hosts, gmis_per_gpu=1, num_envs=rs[0]["num_envs"], variant=variant,
                     cross_host_sum=rs[0].get("cross_host_sum"), update=rs[0].get("synced_update"), what=what,
                     ms_per_iteration=statistics.median(ms_per_iteration(r) or 0 for r in rs))
     lines.append(d)
@@ -54,7 +55,7 @@ for base in missing:
     ok = False
 for v, ratio in measured:
     lines.append(result_line(common, med[v]["case"], "two_hosts_over_one_host", [ratio], target=0.90, variant=v,
-                             hosts=2, gpus_per_host=2, num_envs=med[v]["num_envs"],
+                             hosts=2, gpus_per_host=gph, num_envs=med[v]["num_envs"],
                              cross_host_sum=med[v]["cross_host_sum"]))
     print(f"two hosts / one host, {med[v]['case']}, {v}: {ratio:.3f} "
           f"(target >= 0.90: {'met' if ratio >= 0.90 else 'NOT met'})")
@@ -71,7 +72,7 @@ for r in [r for r in read(os.path.join(folder, "phases.jsonl")) if "train_sample
     for k in ("sum_seconds", "mpi_seconds", "allreduce_seconds", "wall_seconds"):
         if k in c:
             lines.append(result_line(common, "cartpole_ppo_colocated_phases", "cross_host_" + k.replace("_seconds", "_s"),
-                                     [c[k]], hosts=2, gpus_per_host=2, iterations=r["iteration"],
+                                     [c[k]], hosts=2, gpus_per_host=gph, iterations=r["iteration"],
                                      per_iteration_ms=1e3 * c[k] / it, comm_clock="on",
                                      cross_host_sum=r.get("cross_host_sum")))
     print(f"phases ({r.get('cross_host_sum')}): {r['iteration']} iterations, {1e3 * c['wall_seconds'] / it:.2f} ms each: "
@@ -82,8 +83,8 @@ a = fnv(stamped(os.path.join(folder, "bits_allgather.log")))
 b = fnv(stamped(os.path.join(folder, "bits_two_level.log")))
 same = bool(a) and a == b
 lines.append(result_line(common, "cartpole_ppo_two_level_bits", "two_level_weights_equal_allgather",
-                         [1.0 if same else 0.0], hosts=2, gpus_per_host=2, gmis_per_gpu=2, allgather=a, two_level=b))
-print(f"bits: 40 iterations, 2 hosts x 2 GPUs x 2 GMIs: allgather {a or 'none'}, two_level {b or 'none'}: "
+                         [1.0 if same else 0.0], hosts=2, gpus_per_host=gph, gmis_per_gpu=2, allgather=a, two_level=b))
+print(f"bits: 40 iterations, 2 hosts x {gph} GPU(s) x 2 GMIs: allgather {a or 'none'}, two_level {b or 'none'}: "
       f"{'identical' if same else 'DIFFER (or a run did not end)'}")
 ok = ok and same
 test_log = os.path.join(folder, "multihost_gpu_test.log")
