@@ -35,7 +35,8 @@ if ! command -v mpirun > /dev/null; then
   echo "OpenMPI from .carry/openmpi: $(mpirun --version 2>&1 | head -1)"
 fi
 extra=()
-mflags=(--oversubscribe --mca pml ob1 --mca btl tcp,self --bind-to none)  # no core binding: a host runs many threads
+mflags=(--oversubscribe --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo
+        --bind-to none)  # no core binding: a host runs many threads; one machine: MPI only over lo
 [ "$(id -u)" -eq 0 ] && mflags+=(--allow-run-as-root)
 # Between the simulated hosts: NCCL's socket transport over lo (gmi sets NCCL_HOSTID per host, so NCCL sees 2 hosts).
 net=(NCCL_NET=Socket NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0 NCCL_MNNVL_ENABLE=0)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/multihost/device_hosts.sh's result lines and summary (usage: DIR LINES DEVICE DRIVER GIT RUN_ID).
+"""bench/multihost/device_hosts.sh's result lines and summary (usage: DIR LINES DEVICE DRIVER GIT RUN_ID [GPUS_A_HOST, default 2]).
 
 DIR holds train.jsonl (the runs' end lines, each tagged with its variant), phases.jsonl, the bit check's logs
 (bits_allgather.log, bits_two_level.log) and multihost_gpu_test.log. Appends the result lines to LINES and prints the
@@ -46,7 +46,7 @@ for variant, (case, hosts, what) in shapes.items():
                     ms_per_iteration=statistics.median(ms_per_iteration(r) or 0 for r in rs))
     lines.append(d)
     med[variant] = d
-    print(f"{variant:14s} {hosts} host(s) x {4 // hosts} GPUs: {d['median'] / 1e6:8.2f} M samples/s (median of "
+    print(f"{variant:14s} {hosts} host(s) x {2 * gph // hosts} GPU(s): {d['median'] / 1e6:8.2f} M samples/s (median of "
           f"{len(rs)}, {d['ms_per_iteration']:.2f} ms an iteration) [{what}]")
 measured, missing = ratios(med, (("one_host", ("allgather", "two_level")),
                                   ("ant_one_host", ("ant_two_level", "ant_allgather"))))
@@ -90,7 +90,7 @@ ok = ok and same
 test_log = os.path.join(folder, "multihost_gpu_test.log")
 passed = os.path.exists(test_log) and "gmi.test.multihost_gpu: exit 0" in open(test_log).read()
 lines.append(result_line(common, "gathered_sum", "multihost_gpu_test_passed", [1.0 if passed else 0.0],
-                         what="gmi.test.multihost_gpu on GPUs 0-3"))
+                         what=f"gmi.test.multihost_gpu on GPUs 0-{2 * gph - 1}"))
 print(f"gmi.test.multihost_gpu: {'passed' if passed else 'FAILED (multihost_gpu_test.log)'}")
 ok = ok and passed
 with open(out_lines, "a") as f:

@@ -4,6 +4,9 @@
 #                            sum right and the same bits on every GMI of every host, NCCL_HOSTID = each host's id.
 #   gpu_hosts_shapes_differ: host 1 runs 1 GPU where host 0 runs 2: refused in one line naming host 1.
 #   gpu_hosts_killed_host:   host 1 SIGKILLs itself; host 0 ends within 10 s with one line naming host 1 and its GMIs.
+#   gpu_hosts_late_gather:   host 0 reaches the final gather 2.5 s late (as gmi::run's final evaluation makes it)
+#                            with sums bounded at 1 s: a gather given 20 s ends on both hosts; one given the sums'
+#                            1 s fails on host 1 with a timeout line.
 #   example_refused:         gmi::run (the cartpole_ppo example) under mpirun -np 2 with what does not span hosts
 #                            (--device host, MPS GMIs, --population; --restart-on-failure without --checkpoint):
 #                            one line a host, exit 2.
@@ -60,6 +63,19 @@ gpu_hosts_killed_host)
   line=$(grep "gmi: host 0 " "$dir/out")
   echo "$line" | grep -q "host 1 '[^']*' (GMIs 2-3) lost: no heartbeat" || fail "the line must name host 1, its GMIs 2-3 and the cause: $line"
   detected_within_10s "$line" "$dir/killed" "SIGKILL"
+  ;;
+gpu_hosts_late_gather)
+  late=(--gpus 1 --gmis-per-gpu 1 --rounds 5 --timeout-ms 1000 --late-ms 2500 --heartbeat-timeout-ms 20000)
+  timeout 120 mpirun "${flags[@]}" -np 2 "$bin" "${late[@]}" --gather-timeout-ms 20000 > "$dir/out" 2> "$dir/err"
+  rc=$?
+  cat "$dir/out" "$dir/err"
+  [ "$rc" -eq 0 ] || fail "with a 20 s bound on the final gather: mpirun exited $rc"
+  [ "$(grep -c '"same_on_every_host":true' "$dir/out")" -eq 2 ] || fail "both hosts must print their line"
+  timeout 120 mpirun "${flags[@]}" -np 2 "$bin" "${late[@]}" > "$dir/out2" 2>&1
+  rc=$?
+  cat "$dir/out2"
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "with the sums' 1 s bound: mpirun exited $rc, need host 1's timeout"
+  grep -q "gmi: host 1 '[^']*': .*timed out after 1000 ms" "$dir/out2" || fail "host 1 must name its timeout"
   ;;
 example_refused)
   # Each case: the flags, then the line both hosts must print (exit 2, before any GPU is touched).

@@ -30,7 +30,7 @@ using gmi_test::wall_now;
 
 int main(int argc, char** argv) {
   CLI::App app("runtime::gpu_hosts probe", "gmi.multihost.gpu_hosts_probe");
-  int gpus = 1, gmis_per_gpu = 2, rounds = 20, busy_poll_us = 20;
+  int gpus = 1, gmis_per_gpu = 2, rounds = 20, busy_poll_us = 20, timeout_ms = 60000, late_ms = 0, gather_timeout_ms = 0;
   gmi_test::host_flags f;
   f.kill_at = 3;
   f.add_to(app, "this round");
@@ -38,6 +38,11 @@ int main(int argc, char** argv) {
   app.add_option("--gmis-per-gpu", gmis_per_gpu, "GMIs on each")->check(CLI::Range(1, 64));
   app.add_option("--rounds", rounds, "sums every GMI makes")->check(CLI::Range(1, 1000000));
   app.add_option("--busy-poll-us", busy_poll_us, "the link thread's poll while a gather is in flight (0: spin)")->check(CLI::Range(0, 100000));
+  app.add_option("--timeout-ms", timeout_ms, "a sum's or gather's bound between the hosts")->check(CLI::Range(100, 600000));
+  app.add_option("--late-ms", late_ms, "host 0 reaches the final gather this late (as gmi::run's evaluation makes it)")
+      ->check(CLI::Range(0, 600000));
+  app.add_option("--gather-timeout-ms", gather_timeout_ms, "the final gather's bound (0: the sums' bound)")
+      ->check(CLI::Range(0, 600000));
   if (auto code = gmi::runtime::parse_flags(app, argc, argv)) return *code;
   gmi::runtime::host_info h;
   try {
@@ -47,6 +52,7 @@ int main(int argc, char** argv) {
     o.gmis_per_gpu = gmis_per_gpu;
     o.link.heartbeat_timeout = std::chrono::milliseconds(f.heartbeat_ms);
     o.link.busy_poll = std::chrono::microseconds(busy_poll_us);
+    o.timeout = std::chrono::milliseconds(timeout_ms);
     o.make_id = [&h] {  // host 0 only: a made-up id that names its maker
       if (h.host != 0) throw std::logic_error("make_id called on host " + std::to_string(h.host));
       gmi::comm::nccl_id id;
@@ -103,7 +109,10 @@ int main(int argc, char** argv) {
     for (const std::uint64_t c : checks) {
       if (c != checks.front()) throw std::runtime_error("this host's GMIs got different bits from one sum");
     }
-    const std::vector<std::uint64_t> every = hosts.gather(checks.front());
+    if (h.host == 0 && late_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
+    const std::vector<std::uint64_t> every =
+        gather_timeout_ms > 0 ? hosts.gather(checks.front(), std::chrono::milliseconds(gather_timeout_ms))
+                              : hosts.gather(checks.front());
     hosts.finish();
     const nlohmann::json line = {{"host", h.host},
                                  {"hosts", hosts.hosts()},

@@ -58,6 +58,11 @@ namespace gmi::detail {
 // may still sit in a collective whose peer is gone, and a normal exit would wait for it.
 inline std::atomic<bool> hosts_failed{false};
 
+// How much longer than a sum the other hosts wait for host 0's totals at the end of a run: host 0's first GMI
+// evaluates the final policy first (256 Ant episodes took over a minute beside a second simulated host at 963a8f8,
+// and the 60 s of a sum ended one such run with a timeout).
+inline constexpr std::chrono::minutes final_evaluation_allowance{15};
+
 // The job's totals, one record a host (gpu_hosts::gather).
 struct host_totals {
   double samples_per_s = 0;
@@ -381,7 +386,9 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     host_totals mine{t.samples_per_s, first.weights_hash, t.iterations, t.weights_identical ? 1 : 0};
     std::vector<host_totals> all;
     try {
-      all = hosts->gather(mine);
+      // Host 0's first GMI evaluates the final policy (rl::default_eval_episodes on host threads: a minute or more
+      // for a physics task) before its launcher gets here: the others wait for the totals that much longer.
+      all = hosts->gather(mine, hosts->timeout() + final_evaluation_allowance);
       hosts->finish();
     } catch (const gmi::error& e) {
       hosts_failed.store(true);

@@ -185,17 +185,19 @@ class gpu_hosts {
   // Makes every waiting and later sum throw (a GMI of this host failed).
   void break_sums(const std::string& why) { sums_->break_group(why); }
 
-  // Every host's `value`, in host order (the launcher, after its GMIs ended; bounded).
+  // Every host's `value`, in host order (the launcher, after its GMIs ended), bounded by `timeout` (default: the
+  // sums' timeout). A longer bound is for a gather that a host reaches late on purpose (gmi::run's final totals,
+  // while host 0 evaluates the final policy); the heartbeats still name a host that is lost meanwhile.
   template <class T>
-  [[nodiscard]] std::vector<T> gather(const T& value) {
+  [[nodiscard]] std::vector<T> gather(const T& value, std::optional<std::chrono::milliseconds> timeout = {}) {
     static_assert(std::is_trivially_copyable_v<T>, "gpu_hosts::gather sends the bytes of T");
     std::vector<T> all(static_cast<std::size_t>(host_.hosts));
-    cross(&value, all.data(), sizeof(T), {});
+    cross(&value, all.data(), sizeof(T), {}, timeout.value_or(o_.timeout));
     return all;
   }
   // Every host's `bytes` bytes into `all` (hosts x bytes, host order): the launchers' own exchanges (bounded).
   void gather_bytes(const void* mine, void* all, std::size_t bytes, const std::function<bool()>& stop = {}) {
-    cross(mine, all, bytes, stop);
+    cross(mine, all, bytes, stop, o_.timeout);
   }
   // The closing barrier after a clean run (the heartbeats go on until every host reaches it).
   void finish() {
@@ -230,9 +232,10 @@ class gpu_hosts {
   std::unique_ptr<host_sum> sums_;
   std::vector<sum_phases> phases_;  // one a GMI of this host, each written by its own GMI's thread
   // An allgather between the hosts: through the link, or relayed through the launcher.
-  void cross(const void* mine, void* all, std::size_t bytes, const std::function<bool()>& stop) {
-    if (link_) link_->allgather(mine, all, bytes, o_.timeout, stop);
-    else relay_->allgather(mine, all, bytes, static_cast<std::size_t>(host_.hosts), o_.timeout, stop);
+  void cross(const void* mine, void* all, std::size_t bytes, const std::function<bool()>& stop,
+             std::chrono::milliseconds timeout) {
+    if (link_) link_->allgather(mine, all, bytes, timeout, stop);
+    else relay_->allgather(mine, all, bytes, static_cast<std::size_t>(host_.hosts), timeout, stop);
   }
   void make_sums() {
     phases_.resize(static_cast<std::size_t>(gmis()));
@@ -240,7 +243,7 @@ class gpu_hosts {
         gmis(), host_.hosts,
         [this](const void* mine_sum, void* every, std::size_t bytes, const std::function<bool()>& stop) {
           const auto t0 = std::chrono::steady_clock::now();
-          cross(mine_sum, every, bytes, stop);
+          cross(mine_sum, every, bytes, stop, o_.timeout);
           // host_sum runs the cross step on the thread of the GMI that arrived last: that GMI's phases
           if (sum_phases* p = summing()) p->mpi_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         },
