@@ -15,7 +15,8 @@
 // environments per block and how many environments an SM holds at once. --thread-shared-reals lists shared slices
 // (floats a thread, physics/thread_shared.hpp) for the thread path: a pass each, in the default mode and before the
 // warp layouts with --driver-paths; each thread line carries the slice and the kernel that ran; --thread-max-l1 adds
-// a pass of the plain kernel with its carveout at the largest L1.
+// a pass of the plain kernel with its carveout at the largest L1. --physics-step staged measures the staged path (a
+// kernel per stage, rl/physics_staged_step.cuh) in the default mode; its lines carry its kernels per env step.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -60,7 +61,7 @@ struct options {
   bool physics_only = false;
   bool compare_paths = false;
   bool driver_paths = false;
-  std::string physics_step;  // gmi::physics::request_step_path: "", auto, threads, warp
+  std::string physics_step;  // gmi::physics::request_step_path: "", auto, threads, warp, staged
   std::vector<int> warps_per_block{0};
   std::vector<int> tile_lanes{32};
   std::vector<std::string> solver_rows{"shared"};
@@ -231,7 +232,11 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
                    {"state_bytes_per_env", sizeof(typename T::state)},
                    {"scratch_bytes_per_env", T::sim::scratch_reals * sizeof(float)},
                    {"episodes_finished", stats.episodes}, {"mean_episode_length", stats.mean_length()}});
-      if (std::string(gmi::rl::env_step_path_name(b)) == "warp_per_env") {
+      if (std::string(gmi::rl::env_step_path_name(b)) == "staged_per_env") {
+        line.update({{"staged_block", gmi::rl::detail::physics_staged_block},
+                     {"staged_kernels_per_step", 2 + gmi::physics::step_stages * T::physics_substeps(p)},
+                     {"staged_bytes_per_env", gmi::rl::staged_bytes<T>(1)}});
+      } else if (std::string(gmi::rl::env_step_path_name(b)) == "warp_per_env") {
         const gmi::physics::tile_plan plan = gmi::rl::warp_env_plan<T>();
         line.update({{"lanes", plan.layout.lanes}, {"solver_rows", plan.layout.spill_rows ? "global" : "shared"},
                      {"envs_per_block", plan.envs_per_block}, {"resident_envs_per_sm", plan.resident_envs_per_sm},
@@ -272,7 +277,8 @@ int main(int argc, char** argv) {
   app.add_flag("--driver-paths", o.driver_paths,
                "env steps through env_batch with a thread per env, then a warp per env (params.step_path)");
   app.add_option("--physics-step", o.physics_step,
-                 "the env driver's path for every batch: auto (the rule), threads or warp (wins over params)");
+                 "the env driver's path for every batch: auto (the rule), threads, warp or staged (a kernel per "
+                 "stage; wins over params)");
   app.add_option("--warps-per-block", o.warps_per_block,
                  "warp path: environments per block to measure (0: the occupancy calculator's best)")
       ->check(CLI::Range(0, 128));
