@@ -5,8 +5,10 @@
 // and stack are its stage's alone), then end. The arrays between the kernels are one global buffer per task and
 // device (the pipeline's, element-major, plus carry and valid flags), grown to the largest batch seen and kept to
 // the process's end; a step on another stream than the previous one waits for that one first (an event), so two
-// batches of one task may step on two streams, one after the other. Never chosen by the rule: params.step_path or
-// physics::request_step_path("staged") asks for it; env_batch (rl/env_batch.cuh) launches it. Needs nvcc.
+// batches of one task may step on two streams, one after the other; a step that grows the buffer allocates (and waits
+// for the last stream), so the first step of the largest batch must not be under stream capture. Never chosen by
+// the rule: params.step_path or physics::request_step_path("staged") asks for it; env_batch (rl/env_batch.cuh)
+// launches it. Needs nvcc.
 
 #include <cuda_runtime_api.h>
 
