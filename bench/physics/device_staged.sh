@@ -11,7 +11,8 @@
 #      1e-3 of the plain thread kernel and of the host, one env step at a time from the host's states) and
 #      gmi.test.physics_gpu (batch.cuh against the host, the step's stages now functions of step.hpp);
 #   3. gmi.bench.physics_tasks (env_batch: physics + observation + reward + auto-reset, random actions) of ant,
-#      humanoid and anymal at 16384 and 65536 environments with --physics-step threads, then staged; medians of 3.
+#      humanoid and anymal at 16384 and 65536 environments with --physics-step threads, then staged with blocks of
+#      64 (the default) and 128 threads; medians of 3.
 # Result lines (JSON) go to $OUT/physics.jsonl, logs to $OUT/staged-*.log, and a summary to stdout and
 # $OUT/physics-summary.txt: each rate against issue 35's targets (ant 15 M, humanoid 5 M env steps/s) and the staged
 # path against the thread path of this run (staged/thread).
@@ -25,13 +26,13 @@ JOBS=${JOBS:-16}
 source "$(dirname "$0")/device_common.sh"
 start_all=$(date +%s)
 summary=$out/physics-summary.txt
-left() { echo $(( 345 - ($(date +%s) - start_all) )); }
+left() { echo $(( 350 - ($(date +%s) - start_all) )); }
 # A timeout of at most $1 seconds, cut to the time left (at least 10).
 cap() { local l; l=$(left); echo $(( l > $1 ? $1 : (l > 10 ? l : 10) )); }
 
 configure_build
 targets=(gmi.test.physics_tasks gmi.test.physics_gpu gmi.test.physics_tasks_gpu gmi.bench.physics_tasks)
-build_targets 210
+build_targets 240
 bench=$build/bench/physics/gmi.bench.physics_tasks
 
 echo "== registers and stack: the staged kernels (stage 0 positions, 1 collision, 2 forces and rows, 3 solve, 4 integration) and the thread kernel"
@@ -50,7 +51,9 @@ tail -2 "$out/staged-test_tasks_gpu.log"
 
 echo "== bench: thread per env, then staged, ant, humanoid, anymal at 16384 and 65536 environments ($(left) s left)"
 for path in threads staged; do
-  timeout "$(cap 80)" "$bench" --physics-step "$path" --tasks ant,humanoid,anymal --envs 16384 65536 \
+  extra=()
+  [ "$path" = staged ] && extra=(--staged-block 64 128)
+  timeout "$(cap 100)" "$bench" --physics-step "$path" ${extra[@]+"${extra[@]}"} --tasks ant,humanoid,anymal --envs 16384 65536 \
     --steps 10 --warmup 2 --reps 3 --run-id "$run_id" --git "$git_rev" --out "$lines" \
     > "$out/staged-bench-$path.log" 2>&1 || { status=1; echo "bench ($path) failed or ran out of time:"; tail -5 "$out/staged-bench-$path.log"; }
 done
@@ -70,20 +73,21 @@ except OSError:
 by = {}
 for j in rows:
     if j.get("run_id") == sys.argv[2]:
-        by.setdefault((j["task"], j["num_envs"]), {})[j["path"]] = j
+        key = f"staged, block {j.get('staged_block')}" if j["path"] == "staged_per_env" else j["path"]
+        by.setdefault((j["task"], j["num_envs"]), {})[key] = j
 print("env steps/s through env_batch (physics + observation + reward + auto-reset), medians of 3: thread per env and")
-print("staged (a kernel per stage), against issue 35's targets and staged/thread of this run")
+print("staged (a kernel per stage; blocks of 64 and 128), against issue 35's targets and staged/thread of this run")
 for (task, n), runs in sorted(by.items()):
     thread = runs.get("thread_per_env", {}).get("median")
-    for path in ("thread_per_env", "staged_per_env"):
-        j = runs.get(path)
+    for key in ("thread_per_env", "staged, block 64", "staged, block 128"):
+        j = runs.get(key)
         if not j:
-            print(f"{task:>9} {n:>6} {path:>15}: missing")
+            print(f"{task:>9} {n:>6} {key:>17}: missing")
             continue
         m, t = j["median"], targets.get(task)
         vs_target = f"{m / t:5.2f} of the {t / 1e6:.0f} M target" if t else "(no target)"
-        ratio = f"  staged/thread {m / thread:5.2f}x" if path == "staged_per_env" and thread else ""
-        print(f"{task:>9} {n:>6} {path:>15}: {m / 1e6:7.3f} M (min {j['min'] / 1e6:.3f}, max {j['max'] / 1e6:.3f})  "
+        ratio = f"  staged/thread {m / thread:5.2f}x" if key != "thread_per_env" and thread else ""
+        print(f"{task:>9} {n:>6} {key:>17}: {m / 1e6:7.3f} M (min {j['min'] / 1e6:.3f}, max {j['max'] / 1e6:.3f})  "
               f"{vs_target}{ratio}")
 PY
 cat "$summary"

@@ -16,7 +16,8 @@
 // (floats a thread, physics/thread_shared.hpp) for the thread path: a pass each, in the default mode and before the
 // warp layouts with --driver-paths; each thread line carries the slice and the kernel that ran; --thread-max-l1 adds
 // a pass of the plain kernel with its carveout at the largest L1. --physics-step staged measures the staged path (a
-// kernel per stage, rl/physics_staged_step.cuh) in the default mode; its lines carry its kernels per env step.
+// kernel per stage, rl/physics_staged_step.cuh) in the default mode, a pass for each --staged-block; its lines carry
+// the block and its kernels per env step.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -63,6 +64,7 @@ struct options {
   bool driver_paths = false;
   std::string physics_step;  // gmi::physics::request_step_path: "", auto, threads, warp, staged
   std::vector<int> warps_per_block{0};
+  std::vector<int> staged_blocks{0};  // the staged path's blocks to measure (0: physics::default_staged_block)
   std::vector<int> tile_lanes{32};
   std::vector<std::string> solver_rows{"shared"};
   std::vector<int> thread_shared{0};  // physics::request_thread_shared_reals for the thread path, one pass each
@@ -233,7 +235,7 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
                    {"scratch_bytes_per_env", T::sim::scratch_reals * sizeof(float)},
                    {"episodes_finished", stats.episodes}, {"mean_episode_length", stats.mean_length()}});
       if (std::string(gmi::rl::env_step_path_name(b)) == "staged_per_env") {
-        line.update({{"staged_block", gmi::rl::detail::physics_staged_block},
+        line.update({{"staged_block", gmi::physics::requested_staged_block()},
                      {"staged_kernels_per_step", 2 + gmi::physics::step_stages * T::physics_substeps(p)},
                      {"staged_bytes_per_env", gmi::rl::staged_bytes<T>(1)}});
       } else if (std::string(gmi::rl::env_step_path_name(b)) == "warp_per_env") {
@@ -291,6 +293,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, gmi::physics::max_thread_shared_reals));
   app.add_flag("--thread-max-l1", o.thread_max_l1,
                "thread path: measure the plain kernel (slice 0) also with its preferred carveout at the largest L1");
+  app.add_option("--staged-block", o.staged_blocks,
+                 "staged path (--physics-step staged): threads a block of its kernels, to measure (0: the default)")
+      ->check(CLI::IsMember({0, 32, 64, 128, 256}));
   app.add_option("--solver-rows", o.solver_rows,
                  "warp path: where the constraint rows' arrays live, to measure (shared, global)")
       ->check(CLI::IsMember({"shared", "global"}));
@@ -345,13 +350,17 @@ int main(int argc, char** argv) {
         if (name == "anymal") bench_physics<gmi::envs::anymal>(o, run, file);
         continue;
       }
-      for (const auto& [reals, l1] : o.thread_passes()) {
-        gmi::physics::request_thread_shared_reals(reals);
-        gmi::physics::request_thread_max_l1(l1);
-        if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
-        if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
-        if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);
+      for (const int block : o.staged_blocks) {  // only the staged path reads it: one pass each
+        gmi::physics::request_staged_block(block);
+        for (const auto& [reals, l1] : o.thread_passes()) {
+          gmi::physics::request_thread_shared_reals(reals);
+          gmi::physics::request_thread_max_l1(l1);
+          if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
+          if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
+          if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);
+        }
       }
+      gmi::physics::request_staged_block(0);
       gmi::physics::request_thread_shared_reals(0);
       gmi::physics::request_thread_max_l1(false);
     }

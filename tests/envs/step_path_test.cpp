@@ -156,6 +156,17 @@ TEST_CASE("envs.step_path.overrides_config_field_and_request") {
   CHECK(std::string(ph::step_path_name(ph::step_path::staged)) == "staged_per_env");
 }
 
+TEST_CASE("envs.step_path.staged_block_request") {
+  CHECK(ph::requested_staged_block() == ph::default_staged_block);
+  ph::request_staged_block(128);
+  CHECK(ph::requested_staged_block() == 128);
+  CHECK_THROWS_AS(ph::request_staged_block(96), gmi::config_error);
+  CHECK_THROWS_AS(ph::request_staged_block(512), gmi::config_error);
+  CHECK(ph::requested_staged_block() == 128);  // a refused request leaves the last one
+  ph::request_staged_block(0);
+  CHECK(ph::requested_staged_block() == ph::default_staged_block);
+}
+
 TEST_CASE("envs.step_path.tile_lanes_per_model_and_request") {
   // 16 lanes for the ant (13 bodies, 14 dofs), the humanoid (23 dofs) and anymal (18 dofs), their wider stages
   // wrapping round; a small model 8.

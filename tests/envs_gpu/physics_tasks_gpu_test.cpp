@@ -247,16 +247,28 @@ TEST_SUITE("gpu") {
     // against the plain thread kernel and the host: 300 environments, 30 env steps, each from the host's own states
     // (as above). The arithmetic is the host's (its host twin, rl.physics_staged.*, is bit-identical to the one-call
     // step), so observations and rewards within 1e-3 (1 + |other|), flags equal; values equal bit for bit reported.
+    // Blocks of 256 and 64 threads give the same bits.
     const int n = 300, steps = 30;
     std::vector<batch_snapshot> before;
     const trajectory host = host_run<T>(n, steps, 2024, 7, &before);
     struct restore {  // the process-wide request back to the default, however the case ends
-      ~restore() { gmi::physics::request_step_path("auto"); }
+      ~restore() {
+        gmi::physics::request_step_path("auto");
+        gmi::physics::request_staged_block(0);
+      }
     } restore_request;
     gmi::physics::request_step_path("threads");
+    CHECK(physics_task_path_gpu(T::name, n) == "thread_per_env");
     const trajectory plain = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
     gmi::physics::request_step_path("staged");
+    CHECK(physics_task_path_gpu(T::name, n) == "staged_per_env");
+    // Blocks of 256 (two, the second partly past the environments) and the default 64 (five).
+    gmi::physics::request_staged_block(256);
+    const trajectory g256 = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
+    gmi::physics::request_staged_block(0);
     const trajectory g = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
+    CHECK(g256.obs == g.obs);  // the block changes which thread steps an environment, not its arithmetic
+    CHECK(g256.rewards == g.rewards);
     REQUIRE(g.obs.size() == plain.obs.size());
     REQUIRE(g.obs.size() == host.obs.size());
     const auto [bad_obs, worst_obs] = outside(g.obs, plain.obs, 1e-3);

@@ -100,6 +100,30 @@ inline tile_layout tile_layout_for(const model_sizes& s) {
   return {r.lanes != 0 ? r.lanes : default_tile_lanes(s), r.spill_rows};
 }
 
+// Threads a block of the staged path's kernels (rl/physics_staged_step.cuh; a thread per environment in each). 64 (not
+// measured against the others yet: bench/physics/device_staged.sh measures 64 and 128) spreads 16384 environments
+// over 256 blocks, all of an H200's 132 SMs, where 128 leaves 4 of them idle and 256 half; at most 32 blocks an SM
+// still allow 2048 threads.
+inline constexpr int default_staged_block = 64;
+inline constexpr bool valid_staged_block(int threads) {
+  return threads == 32 || threads == 64 || threads == 128 || threads == 256;
+}
+namespace detail {
+inline int& requested_staged_block() {
+  static int b = default_staged_block;
+  return b;
+}
+}  // namespace detail
+
+// Asks the staged path's kernels in this process for blocks of `threads` (0: default_staged_block; else 32, 64, 128
+// or 256). Throws config_error for other values.
+inline void request_staged_block(int threads, std::string_view what = "--staged-block") {
+  if (threads != 0 && !valid_staged_block(threads))
+    throw gmi::config_error(gmi::got_need(std::string(what), threads, "0, 32, 64, 128 or 256"));
+  detail::requested_staged_block() = threads != 0 ? threads : default_staged_block;
+}
+[[nodiscard]] inline int requested_staged_block() { return detail::requested_staged_block(); }
+
 // What the rule looks at: the task's size and the environment count against the device.
 struct step_path_inputs {
   std::size_t scratch_bytes_per_env = 0;   // shared memory of one environment's arrays in the warp path's layout

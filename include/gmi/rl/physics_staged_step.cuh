@@ -22,6 +22,7 @@
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/event.hpp>
 #include <gmi/physics/step.hpp>
+#include <gmi/physics/step_path.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/physics_staged.hpp>
 
@@ -29,10 +30,11 @@ namespace gmi::rl {
 
 namespace detail {
 
-constexpr int physics_staged_block = 128;
+// The largest block the kernels are compiled for (physics::request_staged_block picks 32 to 256).
+constexpr int physics_staged_max_block = 256;
 
 template <class E>
-__global__ static void __launch_bounds__(physics_staged_block) staged_begin_kernel(env_batch_view<E> v,
+__global__ static void __launch_bounds__(physics_staged_max_block) staged_begin_kernel(env_batch_view<E> v,
                                                                                    const float* __restrict__ actions,
                                                                                    staged_arrays<E> a) {
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -42,7 +44,7 @@ __global__ static void __launch_bounds__(physics_staged_block) staged_begin_kern
 // Stage K of physics::step_stage (0 positions, 1 collision, 2 forces and rows, 3 solve, 4 integration), the other
 // stages' branches folded away.
 template <class E, int K>
-__global__ static void __launch_bounds__(physics_staged_block) staged_stage_kernel(gmi::physics::model_view<float> m,
+__global__ static void __launch_bounds__(physics_staged_max_block) staged_stage_kernel(gmi::physics::model_view<float> m,
                                                                                    staged_arrays<E> a) {
   namespace ph = gmi::physics;
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -51,7 +53,7 @@ __global__ static void __launch_bounds__(physics_staged_block) staged_stage_kern
 }
 
 template <class E>
-__global__ static void __launch_bounds__(physics_staged_block) staged_end_kernel(env_batch_view<E> v,
+__global__ static void __launch_bounds__(physics_staged_max_block) staged_end_kernel(env_batch_view<E> v,
                                                                                  const float* __restrict__ actions,
                                                                                  staged_arrays<E> a,
                                                                                  physics_step_out out) {
@@ -108,8 +110,8 @@ void staged_env_step(const env_batch_view<E>& v, const float* actions, const phy
   std::unique_lock<std::mutex> held;
   d::staged_buffers& b = d::staged_buffers_for<E>(v.num_envs, s, held);
   const staged_arrays<E> a{b.data.data(), b.carry.data(), b.valid.data(), v.num_envs};
-  const unsigned blocks = static_cast<unsigned>((v.num_envs + d::physics_staged_block - 1) / d::physics_staged_block);
-  const unsigned threads = d::physics_staged_block;
+  const unsigned threads = static_cast<unsigned>(gmi::physics::requested_staged_block());
+  const unsigned blocks = static_cast<unsigned>((v.num_envs + threads - 1) / threads);
   const gmi::physics::model_view<float>& m = v.params.model;
   d::staged_begin_kernel<E><<<blocks, threads, 0, s>>>(v, actions, a);
   const int substeps = E::physics_substeps(v.params);
