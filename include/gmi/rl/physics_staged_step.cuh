@@ -66,6 +66,7 @@ struct staged_buffers {
   gmi::cuda::device_buffer<float> data, carry;
   gmi::cuda::device_buffer<std::uint8_t> valid;
   std::size_t capacity = 0;
+  bool used = false;  // a step was enqueued (on `last`, which may be the legacy default stream, null)
   cudaStream_t last = nullptr;
   gmi::cuda::event done;
 };
@@ -82,15 +83,16 @@ static staged_buffers& staged_buffers_for(std::size_t n, cudaStream_t s, std::un
   held = std::unique_lock<std::mutex>(lock);
   staged_buffers*& b = cache[dev];
   if (!b) b = std::make_unique<staged_buffers>().release();
-  if (b->last != nullptr && b->last != s) b->done.wait_on(s);
+  if (b->used && b->last != s) b->done.wait_on(s);
   if (b->capacity < n) {
-    if (b->last != nullptr) GMI_CUDA_TRY(cudaStreamSynchronize(b->last));  // its kernels done before the free
+    if (b->used) GMI_CUDA_TRY(cudaStreamSynchronize(b->last));  // its kernels done before the free
     b->data = gmi::cuda::device_buffer<float>(staged_arrays<E>::data_reals(n));
     b->carry = gmi::cuda::device_buffer<float>(staged_arrays<E>::carry_reals(n));
     b->valid = gmi::cuda::device_buffer<std::uint8_t>(n);
     b->capacity = n;
   }
   b->last = s;
+  b->used = true;
   return *b;
 }
 
