@@ -36,14 +36,15 @@ build_targets() {
 }
 
 # Prints the registers and stack of each physics kernel in binary $1 (cuobjdump -res-usage), a line per kernel and
-# task; the raw listing goes to $out/res_usage.log.
+# task (the staged path's stage kernels with their stage); the raw listing goes to $out/res_usage.log.
 print_resources() {
   local cuobjdump
   cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
   "$cuobjdump" -res-usage "$1" > "$out/res_usage.log" 2>&1 || { echo "cuobjdump failed on $1"; return; }
   python3 - "$out/res_usage.log" <<'PY'
 import re, sys
-kinds = "warp_env_step_kernel|physics_thread_shared_kernel|physics_thread_step_kernel|local_step_envs|warp_step_envs"
+kinds = ("warp_env_step_kernel|physics_thread_shared_kernel|physics_thread_step_kernel|local_step_envs|warp_step_envs|"
+         "staged_begin_kernel|staged_stage_kernel|staged_end_kernel")
 name = None
 for line in open(sys.argv[1]):
     m = re.search(r"Function (\S+):", line)
@@ -51,9 +52,13 @@ for line in open(sys.argv[1]):
         name = m.group(1)
         continue
     r = re.search(r"REG:(\d+) STACK:(\d+)", line)
-    k = re.search(rf"({kinds})\w*?(ant|humanoid|anymal)", name or "")
+    k = re.search(rf"({kinds})\w*?(ant|humanoid|anymal)(\w*)", name or "")
     if r and k:
-        print(f"  {k.group(1):>27} {k.group(2):>8}: {r.group(1):>3} registers, {r.group(2):>6} bytes stack")
+        kind = k.group(1)
+        if kind == "staged_stage_kernel":  # the stage, K of staged_stage_kernel<E, K>
+            stage = re.match(r"ELi(\d)E", k.group(3))
+            kind = f"staged_stage_kernel {stage.group(1) if stage else '?'}"
+        print(f"  {kind:>27} {k.group(2):>8}: {r.group(1):>3} registers, {r.group(2):>6} bytes stack")
         name = None
 PY
 }

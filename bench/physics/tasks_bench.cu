@@ -15,7 +15,9 @@
 // environments per block and how many environments an SM holds at once. --thread-shared-reals lists shared slices
 // (floats a thread, physics/thread_shared.hpp) for the thread path: a pass each, in the default mode and before the
 // warp layouts with --driver-paths; each thread line carries the slice and the kernel that ran; --thread-max-l1 adds
-// a pass of the plain kernel with its carveout at the largest L1.
+// a pass of the plain kernel with its carveout at the largest L1. --physics-step staged measures the staged path (a
+// kernel per stage, rl/physics_staged_step.cuh) in the default mode, a pass for each --staged-block; its lines carry
+// the block and its kernels per env step.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -60,8 +62,9 @@ struct options {
   bool physics_only = false;
   bool compare_paths = false;
   bool driver_paths = false;
-  std::string physics_step;  // gmi::physics::request_step_path: "", auto, threads, warp
+  std::string physics_step;  // gmi::physics::request_step_path: "", auto, threads, warp, staged
   std::vector<int> warps_per_block{0};
+  std::vector<int> staged_blocks{0};  // the staged path's blocks to measure (0: physics::default_staged_block)
   std::vector<int> tile_lanes{32};
   std::vector<std::string> solver_rows{"shared"};
   std::vector<int> thread_shared{0};  // physics::request_thread_shared_reals for the thread path, one pass each
@@ -231,7 +234,11 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
                    {"state_bytes_per_env", sizeof(typename T::state)},
                    {"scratch_bytes_per_env", T::sim::scratch_reals * sizeof(float)},
                    {"episodes_finished", stats.episodes}, {"mean_episode_length", stats.mean_length()}});
-      if (std::string(gmi::rl::env_step_path_name(b)) == "warp_per_env") {
+      if (std::string(gmi::rl::env_step_path_name(b)) == "staged_per_env") {
+        line.update({{"staged_block", gmi::physics::requested_staged_block()},
+                     {"staged_kernels_per_step", 2 + gmi::physics::step_stages * T::physics_substeps(p)},
+                     {"staged_bytes_per_env", gmi::rl::staged_bytes<T>(1)}});
+      } else if (std::string(gmi::rl::env_step_path_name(b)) == "warp_per_env") {
         const gmi::physics::tile_plan plan = gmi::rl::warp_env_plan<T>();
         line.update({{"lanes", plan.layout.lanes}, {"solver_rows", plan.layout.spill_rows ? "global" : "shared"},
                      {"envs_per_block", plan.envs_per_block}, {"resident_envs_per_sm", plan.resident_envs_per_sm},
@@ -272,7 +279,8 @@ int main(int argc, char** argv) {
   app.add_flag("--driver-paths", o.driver_paths,
                "env steps through env_batch with a thread per env, then a warp per env (params.step_path)");
   app.add_option("--physics-step", o.physics_step,
-                 "the env driver's path for every batch: auto (the rule), threads or warp (wins over params)");
+                 "the env driver's path for every batch: auto (the rule), threads, warp or staged (a kernel per "
+                 "stage; wins over params)");
   app.add_option("--warps-per-block", o.warps_per_block,
                  "warp path: environments per block to measure (0: the occupancy calculator's best)")
       ->check(CLI::Range(0, 128));
@@ -285,6 +293,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, gmi::physics::max_thread_shared_reals));
   app.add_flag("--thread-max-l1", o.thread_max_l1,
                "thread path: measure the plain kernel (slice 0) also with its preferred carveout at the largest L1");
+  app.add_option("--staged-block", o.staged_blocks,
+                 "staged path (--physics-step staged): threads a block of its kernels, to measure (0: the default)")
+      ->check(CLI::IsMember({0, 32, 64, 128, 256}));
   app.add_option("--solver-rows", o.solver_rows,
                  "warp path: where the constraint rows' arrays live, to measure (shared, global)")
       ->check(CLI::IsMember({"shared", "global"}));
@@ -339,13 +350,17 @@ int main(int argc, char** argv) {
         if (name == "anymal") bench_physics<gmi::envs::anymal>(o, run, file);
         continue;
       }
-      for (const auto& [reals, l1] : o.thread_passes()) {
-        gmi::physics::request_thread_shared_reals(reals);
-        gmi::physics::request_thread_max_l1(l1);
-        if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
-        if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
-        if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);
+      for (const int block : o.staged_blocks) {  // only the staged path reads it: one pass each
+        gmi::physics::request_staged_block(block);
+        for (const auto& [reals, l1] : o.thread_passes()) {
+          gmi::physics::request_thread_shared_reals(reals);
+          gmi::physics::request_thread_max_l1(l1);
+          if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
+          if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
+          if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);
+        }
       }
+      gmi::physics::request_staged_block(0);
       gmi::physics::request_thread_shared_reals(0);
       gmi::physics::request_thread_max_l1(false);
     }

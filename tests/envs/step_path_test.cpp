@@ -130,6 +130,12 @@ TEST_CASE("envs.step_path.overrides_config_field_and_request") {
   CHECK(ph::parse_step_path("thread_per_env") == T);
   CHECK(ph::parse_step_path("warp") == W);
   CHECK(ph::parse_step_path("warp_per_env") == W);
+  CHECK(ph::parse_step_path("staged") == ph::step_path::staged);
+  CHECK(ph::parse_step_path("staged_per_env") == ph::step_path::staged);
+  // The staged path is taken only when asked for (the rule never picks it), by the request or params.step_path.
+  CHECK(ph::choose_step_path(ph::step_path::staged, A, inputs(20000, 64)).path == ph::step_path::staged);
+  CHECK(ph::choose_step_path(T, ph::step_path::staged, inputs(20000, 64)).path == ph::step_path::staged);
+  CHECK(ph::choose_step_path(ph::step_path::staged, T, inputs(20000, 64)).path == T);
   try {
     (void)ph::parse_step_path("block", "--physics-step");
     FAIL("an unknown path was accepted");
@@ -137,7 +143,7 @@ TEST_CASE("envs.step_path.overrides_config_field_and_request") {
     const std::string what = e.what();
     CHECK(what.find("--physics-step") != std::string::npos);
     CHECK(what.find("block") != std::string::npos);
-    CHECK(what.find("auto, threads or warp") != std::string::npos);
+    CHECK(what.find("auto, threads, warp or staged") != std::string::npos);
   }
   ph::request_step_path("warp");
   CHECK(ph::requested_step_path() == W);
@@ -147,6 +153,18 @@ TEST_CASE("envs.step_path.overrides_config_field_and_request") {
   CHECK(ph::requested_step_path() == A);
   CHECK(std::string(ph::step_path_name(W)) == "warp_per_env");
   CHECK(std::string(ph::step_path_name(T)) == "thread_per_env");
+  CHECK(std::string(ph::step_path_name(ph::step_path::staged)) == "staged_per_env");
+}
+
+TEST_CASE("envs.step_path.staged_block_request") {
+  CHECK(ph::requested_staged_block() == ph::default_staged_block);
+  ph::request_staged_block(128);
+  CHECK(ph::requested_staged_block() == 128);
+  CHECK_THROWS_AS(ph::request_staged_block(96), gmi::config_error);
+  CHECK_THROWS_AS(ph::request_staged_block(512), gmi::config_error);
+  CHECK(ph::requested_staged_block() == 128);  // a refused request leaves the last one
+  ph::request_staged_block(0);
+  CHECK(ph::requested_staged_block() == ph::default_staged_block);
 }
 
 TEST_CASE("envs.step_path.tile_lanes_per_model_and_request") {

@@ -23,8 +23,10 @@
 #include "physics_tasks_runs.hpp"
 
 namespace {
+// The host driver's run of n environments under the test's actions; before (if given) gets its state before each step.
 template <class T>
-trajectory host_run(int n, int steps, std::uint64_t seed, std::uint64_t action_seed) {
+trajectory host_run(int n, int steps, std::uint64_t seed, std::uint64_t action_seed,
+                    std::vector<batch_snapshot>* before = nullptr) {
   gmi::rl::env_batch<T> b(n, seed);
   std::vector<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
   std::vector<std::uint8_t> te(n), tr(n);
@@ -32,6 +34,7 @@ trajectory host_run(int n, int steps, std::uint64_t seed, std::uint64_t action_s
   b.reset({obs.data(), obs.size()});
   out.obs = obs;
   for (int t = 0; t < steps; ++t) {
+    if (before) before->push_back(take_snapshot(b));
     for (int i = 0; i < n; ++i)
       for (int k = 0; k < T::act_dim; ++k)
         act[std::size_t(i) * T::act_dim + k] = test_action(action_seed, t, std::size_t(i), T::act_dim, k);
@@ -64,25 +67,8 @@ TEST_SUITE("gpu") {
                      gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {
     const int n = 64, steps = 30;
     const std::size_t rows = std::size_t(n) * T::obs_dim;
-    // The host: snapshots before each step, and what each step gave.
-    gmi::rl::env_batch<T> hb(n, 2024);
-    std::vector<float> obs(rows), act(std::size_t(n) * T::act_dim), rew(n);
-    std::vector<std::uint8_t> te(n), tr(n);
     std::vector<batch_snapshot> before;
-    trajectory h;
-    hb.reset({obs.data(), obs.size()});
-    h.obs = obs;
-    for (int t = 0; t < steps; ++t) {
-      before.push_back(take_snapshot(hb));
-      for (int i = 0; i < n; ++i)
-        for (int k = 0; k < T::act_dim; ++k) act[std::size_t(i) * T::act_dim + k] = test_action(7, t, i, T::act_dim, k);
-      hb.step({act.data(), act.size()}, {obs.data(), obs.size()}, {rew.data(), rew.size()}, {te.data(), te.size()},
-              {tr.data(), tr.size()});
-      h.obs.insert(h.obs.end(), obs.begin(), obs.end());
-      h.rewards.insert(h.rewards.end(), rew.begin(), rew.end());
-      h.terminated.insert(h.terminated.end(), te.begin(), te.end());
-      h.truncated.insert(h.truncated.end(), tr.begin(), tr.end());
-    }
+    const trajectory h = host_run<T>(n, steps, 2024, 7, &before);
     const trajectory g = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
     REQUIRE(h.obs.size() == g.obs.size());
     REQUIRE(h.rewards.size() == g.rewards.size());
@@ -253,6 +239,58 @@ TEST_SUITE("gpu") {
       CHECK(g.terminated == plain.terminated);
       CHECK(g.truncated == plain.truncated);
     }
+  }
+
+  TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.staged_path_follows_the_thread_path" * doctest::timeout(300), T,
+                     gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {
+    // The staged path (a kernel per stage, the arrays between them in global memory; rl/physics_staged_step.cuh)
+    // against the plain thread kernel and the host: 300 environments, 30 env steps, each from the host's own states
+    // (as above). The arithmetic is the host's (its host twin, rl.physics_staged.*, is bit-identical to the one-call
+    // step), so observations and rewards within 1e-3 (1 + |other|), flags equal; values equal bit for bit reported.
+    // Blocks of 256 and 64 threads give the same bits.
+    const int n = 300, steps = 30;
+    std::vector<batch_snapshot> before;
+    const trajectory host = host_run<T>(n, steps, 2024, 7, &before);
+    struct restore {  // the process-wide request back to the default, however the case ends
+      ~restore() {
+        gmi::physics::request_step_path("auto");
+        gmi::physics::request_staged_block(0);
+      }
+    } restore_request;
+    gmi::physics::request_step_path("threads");
+    CHECK(physics_task_path_gpu(T::name, n) == "thread_per_env");
+    const trajectory plain = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
+    gmi::physics::request_step_path("staged");
+    CHECK(physics_task_path_gpu(T::name, n) == "staged_per_env");
+    // Blocks of 256 (two, the second partly past the environments) and the default 64 (five).
+    gmi::physics::request_staged_block(256);
+    const trajectory g256 = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
+    gmi::physics::request_staged_block(0);
+    const trajectory g = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
+    CHECK(g256.obs == g.obs);  // the block changes which thread steps an environment, not its arithmetic
+    CHECK(g256.rewards == g.rewards);
+    REQUIRE(g.obs.size() == plain.obs.size());
+    REQUIRE(g.obs.size() == host.obs.size());
+    const auto [bad_obs, worst_obs] = outside(g.obs, plain.obs, 1e-3);
+    const auto [bad_rew, worst_rew] = outside(g.rewards, plain.rewards, 1e-3);
+    const auto [bad_host, worst_host] = outside(g.obs, host.obs, 1e-3);
+    const auto [bad_host_rew, worst_host_rew] = outside(g.rewards, host.rewards, 1e-3);
+    long equal = 0;
+    for (std::size_t k = 0; k < g.obs.size(); ++k) equal += g.obs[k] == plain.obs[k];
+    MESSAGE(std::string(T::name) << ", staged path: observations " << worst_obs << ", rewards " << worst_rew
+                                 << " from the plain thread kernel, " << worst_host << " and " << worst_host_rew
+                                 << " from the host; " << equal << " of " << g.obs.size()
+                                 << " observation values equal the thread kernel's bit for bit");
+    CHECK(bad_obs == 0);
+    CHECK(bad_rew == 0);
+    CHECK(bad_host == 0);
+    CHECK(bad_host_rew == 0);
+    CHECK(g.terminated == plain.terminated);
+    CHECK(g.terminated == host.terminated);
+    CHECK(g.truncated == plain.truncated);
+    CHECK(outside(std::vector<float>(g.obs.begin(), g.obs.begin() + std::size_t(n) * T::obs_dim),
+                  std::vector<float>(g.obs.end() - std::size_t(n) * T::obs_dim, g.obs.end()), 1e-3)
+              .first > 0);  // the environments moved: the comparison is not vacuous
   }
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.rule_follows_the_resident_count" * doctest::timeout(60), T, gmi::envs::ant,

@@ -94,6 +94,22 @@ trajectory step_physics_task_gpu_from(std::string_view task, int n, std::uint64_
                               ", need ant, humanoid or anymal");
 }
 
+namespace {
+template <class T>
+std::string path_of(int n) {
+  gmi::cuda::stream stream;
+  gmi::rl::env_batch<T, gmi::exec::cuda> b(n, 1, typename T::params{}, gmi::exec::cuda{stream.get()});
+  return gmi::rl::env_step_path_name(b);
+}
+}  // namespace
+
+std::string physics_task_path_gpu(std::string_view task, int n) {
+  if (task == "ant") return path_of<gmi::envs::ant>(n);
+  if (task == "humanoid") return path_of<gmi::envs::humanoid>(n);
+  if (task == "anymal") return path_of<gmi::envs::anymal>(n);
+  throw std::invalid_argument("physics_task_path_gpu: task: got " + std::string(task) + ", need ant, humanoid or anymal");
+}
+
 trajectory run_physics_task_gpu(std::string_view task, int n, int steps, std::uint64_t seed,
                                 std::uint64_t action_seed) {
   if (task == "ant") return run<gmi::envs::ant>(n, steps, seed, action_seed);

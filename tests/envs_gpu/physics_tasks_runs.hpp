@@ -16,6 +16,10 @@
 trajectory run_physics_task_gpu(std::string_view task, int num_envs, int steps, std::uint64_t seed,
                                 std::uint64_t action_seed);
 
+// The path (gmi::rl::env_step_path_name) an env_batch of num_envs environments of `task` on the device takes under
+// the process-wide requests.
+std::string physics_task_path_gpu(std::string_view task, int num_envs);
+
 // Teacher forcing: a device batch of the task (num_envs, seed) is reset (its first observations open obs), then
 // for each t stepped once from the host snapshot before[t] under test_action(action_seed, t, ...); every step's
 // observations, rewards and flags are appended.

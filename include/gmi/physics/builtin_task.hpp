@@ -79,6 +79,16 @@ struct builtin_sim {
     return data_of(l, scratch, 1, 0);
   }
 
+  // A control step's inputs into d: the state, the controls, no applied forces, time 0, no rows to warm-start from.
+  GMI_HD static void start(const data<float>& d, const float* qpos, const float* qvel, const float* ctrl) {
+    for (int k = 0; k < nq; ++k) d.qpos[k] = qpos[k];
+    for (int k = 0; k < nv; ++k) d.qvel[k] = qvel[k];
+    for (int k = 0; k < nv; ++k) d.qfrc_applied[k] = 0.0f;
+    for (int k = 0; k < nu; ++k) d.ctrl[k] = ctrl[k];
+    d.time[0] = 0.0f;
+    d.prev_nefc[0] = 0.0f;
+  }
+
   // substeps physics steps from (qpos, qvel) under ctrl; qpos and qvel are updated in place and the scratch
   // keeps what the last step computed (its contacts, actuator forces, frames before its integration).
   GMI_HD static data<float> simulate(const model_view<float>& m, float* scratch, float* qpos, float* qvel,
@@ -88,12 +98,7 @@ struct builtin_sim {
   // The same in arrays bound elsewhere (thread_shared.hpp's bind_shared: some of them in shared memory).
   GMI_HD static data<float> simulate_in(const model_view<float>& m, const data<float>& d, float* qpos, float* qvel,
                                         const float* ctrl, int substeps) {
-    for (int k = 0; k < nq; ++k) d.qpos[k] = qpos[k];
-    for (int k = 0; k < nv; ++k) d.qvel[k] = qvel[k];
-    for (int k = 0; k < nv; ++k) d.qfrc_applied[k] = 0.0f;
-    for (int k = 0; k < nu; ++k) d.ctrl[k] = ctrl[k];
-    d.time[0] = 0.0f;
-    d.prev_nefc[0] = 0.0f;
+    start(d, qpos, qvel, ctrl);
     for (int s = 0; s < substeps; ++s) step<colliders>(m, d);
     for (int k = 0; k < nq; ++k) qpos[k] = d.qpos[k];
     for (int k = 0; k < nv; ++k) qvel[k] = d.qvel[k];

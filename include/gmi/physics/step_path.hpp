@@ -19,19 +19,24 @@ enum class step_path {
   automatic,  // the rule below
   threads,    // one thread per environment
   warp,       // one warp per environment
+  staged,     // a thread per environment per stage, a kernel per stage (rl/physics_staged_step.cuh); never automatic
 };
 
 inline constexpr const char* step_path_name(step_path p) {
-  return p == step_path::automatic ? "auto" : p == step_path::threads ? "thread_per_env" : "warp_per_env";
+  return p == step_path::automatic ? "auto"
+         : p == step_path::threads ? "thread_per_env"
+         : p == step_path::warp    ? "warp_per_env"
+                                   : "staged_per_env";
 }
 
-// "auto" (or ""), "threads" / "thread_per_env", "warp" / "warp_per_env"; anything else is a config_error naming
-// `what` (the flag or config field it came from).
+// "auto" (or ""), "threads" / "thread_per_env", "warp" / "warp_per_env", "staged" / "staged_per_env"; anything else
+// is a config_error naming `what` (the flag or config field it came from).
 inline step_path parse_step_path(std::string_view s, std::string_view what = "physics step path") {
   if (s.empty() || s == "auto") return step_path::automatic;
   if (s == "threads" || s == "thread_per_env") return step_path::threads;
   if (s == "warp" || s == "warp_per_env") return step_path::warp;
-  throw gmi::config_error(gmi::got_need(std::string(what), std::string(s), "auto, threads or warp"));
+  if (s == "staged" || s == "staged_per_env") return step_path::staged;
+  throw gmi::config_error(gmi::got_need(std::string(what), std::string(s), "auto, threads, warp or staged"));
 }
 
 namespace detail {
@@ -42,7 +47,7 @@ inline step_path& requested_step_path() {
 }  // namespace detail
 
 // Asks every physics env batch stepped on a GPU from now on in this process for path `s` (the flag form: "auto",
-// "threads", "warp"); it wins over a task's params.step_path. Throws config_error for other names.
+// "threads", "warp", "staged"); it wins over a task's params.step_path. Throws config_error for other names.
 inline void request_step_path(std::string_view s, std::string_view what = "--physics-step") {
   detail::requested_step_path() = parse_step_path(s, what);
 }
@@ -95,6 +100,30 @@ inline tile_layout tile_layout_for(const model_sizes& s) {
   return {r.lanes != 0 ? r.lanes : default_tile_lanes(s), r.spill_rows};
 }
 
+// Threads a block of the staged path's kernels (rl/physics_staged_step.cuh; a thread per environment in each). 64 (not
+// measured against the others yet: bench/physics/device_staged.sh measures 64 and 128) spreads 16384 environments
+// over 256 blocks, all of an H200's 132 SMs, where 128 leaves 4 of them idle and 256 half; at most 32 blocks an SM
+// still allow 2048 threads.
+inline constexpr int default_staged_block = 64;
+inline constexpr bool valid_staged_block(int threads) {
+  return threads == 32 || threads == 64 || threads == 128 || threads == 256;
+}
+namespace detail {
+inline int& requested_staged_block() {
+  static int b = default_staged_block;
+  return b;
+}
+}  // namespace detail
+
+// Asks the staged path's kernels in this process for blocks of `threads` (0: default_staged_block; else 32, 64, 128
+// or 256). Throws config_error for other values.
+inline void request_staged_block(int threads, std::string_view what = "--staged-block") {
+  if (threads != 0 && !valid_staged_block(threads))
+    throw gmi::config_error(gmi::got_need(std::string(what), threads, "0, 32, 64, 128 or 256"));
+  detail::requested_staged_block() = threads != 0 ? threads : default_staged_block;
+}
+[[nodiscard]] inline int requested_staged_block() { return detail::requested_staged_block(); }
+
 // What the rule looks at: the task's size and the environment count against the device.
 struct step_path_inputs {
   std::size_t scratch_bytes_per_env = 0;   // shared memory of one environment's arrays in the warp path's layout
@@ -144,6 +173,7 @@ inline step_path_choice choose_step_path(step_path asked, step_path requested, c
   const step_path explicit_path = requested != step_path::automatic ? requested : asked;
   const char* source = requested != step_path::automatic ? "requested for the process" : "params.step_path";
   if (explicit_path == step_path::threads) return {step_path::threads, std::string("thread per env: ") + source};
+  if (explicit_path == step_path::staged) return {step_path::staged, std::string("staged per env: ") + source};
   if (explicit_path == step_path::warp) {
     gmi::require(fits, "physics warp-per-env step: shared memory per block", in.shared_bytes_per_block, ">= " + need);
     return {step_path::warp, std::string("warp per env: ") + source};

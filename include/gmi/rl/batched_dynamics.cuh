@@ -172,8 +172,8 @@ class batched_dynamics {
 
   [[nodiscard]] nn::precision precision() const noexcept { return prec_; }
 
-  // A physics task's path for these environments with params p (warp or thread per env; rl/physics_env_step.cuh),
-  // fixed from now on; without this call the first step() chooses with the view's params.
+  // A physics task's path for these environments with params p (warp or thread per env; rl/physics_env_step.cuh;
+  // a staged request runs the thread kernel here), fixed from now on; without this call the first step() chooses with the view's params.
   void choose(const typename E::params& p, int sm_count = 0) {
     if constexpr (physics_task<E>)
       warp_ = physics_step_choice<E>(p, n_, sm_count).path == gmi::physics::step_path::warp ? 1 : 0;

@@ -1,7 +1,8 @@
 #pragma once
 // The CUDA path of gmi::rl::env_batch: environments stepped by a grid-stride kernel on the caller's stream,
 // one thread per environment; the physics tasks' steps take a warp per environment where physics/step_path.hpp's
-// rule (or params.step_path, or physics::request_step_path) says so (rl/physics_env_step.cuh). Include this
+// rule (or params.step_path, or physics::request_step_path) says so (rl/physics_env_step.cuh), and a kernel per
+// stage when asked for (step_path::staged, rl/physics_staged_step.cuh). Include this
 // (from a .cu file) to use env_batch<E, gmi::exec::cuda>.
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <gmi/exec/cuda.cuh>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/physics_env_step.cuh>
+#include <gmi/rl/physics_staged_step.cuh>
 #include <gmi/rl/physics_thread_step.cuh>
 
 namespace gmi::rl {
@@ -45,8 +47,13 @@ struct launcher<exec::cuda> {
   static void run(const exec::cuda& p, CUstream_st* stream, std::size_t n, step_all_fn<E> f) {
     CUstream_st* s = stream ? stream : p.stream;
     if constexpr (physics_task<E>) {
-      if (physics_step_choice<E>(f.v.params, n, p.sm_count).path == gmi::physics::step_path::warp) {
+      const gmi::physics::step_path path = physics_step_choice<E>(f.v.params, n, p.sm_count).path;
+      if (path == gmi::physics::step_path::warp) {
         warp_env_step<E>(f.v, f.actions, {f.rewards, f.terminated, f.truncated, f.obs, f.final_obs}, s);
+        return;
+      }
+      if (path == gmi::physics::step_path::staged) {
+        staged_env_step<E>(f.v, f.actions, {f.rewards, f.terminated, f.truncated, f.obs, f.final_obs}, s);
         return;
       }
       if (const int slice = physics_thread_shared_reals<E>(); slice > 0) {
@@ -69,7 +76,8 @@ struct launcher<exec::cuda> {
 // Blocks of the thread-per-environment physics step an SM must hold (GMI_PHYSICS_THREAD_MIN_BLOCKS), for result lines.
 inline constexpr int physics_thread_min_blocks = GMI_PHYSICS_THREAD_MIN_BLOCKS;
 
-// The path env_batch b's env step takes on the GPU ("warp_per_env" or "thread_per_env"), for result lines.
+// The path env_batch b's env step takes on the GPU ("warp_per_env", "thread_per_env" or "staged_per_env"), for
+// result lines.
 template <class E>
 const char* env_step_path_name(const env_batch<E, exec::cuda>& b) {
   return env_step_path_name<E>(b.params(), static_cast<std::size_t>(b.num_envs()), b.policy().sm_count);

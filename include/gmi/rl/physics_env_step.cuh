@@ -25,6 +25,7 @@
 #include <gmi/physics/batch_warp.cuh>
 #include <gmi/physics/step_path.hpp>
 #include <gmi/rl/env_batch.hpp>
+#include <gmi/rl/physics_staged.hpp>  // physics_step_out
 
 namespace gmi::rl {
 
@@ -43,15 +44,6 @@ concept physics_task =
       s.qpos[0];
       s.qvel[0];
     };
-
-// Where one batch step writes (as env_batch::step's arguments; final_obs may be null).
-struct physics_step_out {
-  float* rewards;
-  std::uint8_t* terminated;
-  std::uint8_t* truncated;
-  float* obs;
-  float* final_obs;
-};
 
 namespace detail {
 
@@ -98,14 +90,7 @@ __global__ static void GMI_PHYSICS_TILE_BOUNDS warp_env_step_kernel(env_batch_vi
       valid = ok ? 1 : 0;
       if (ok) {
         E::control(s, a, p, ctrl, carry, scratch);
-        for (int k = 0; k < sim::nq; ++k) d.qpos[k] = s.qpos[k];
-        for (int k = 0; k < sim::nv; ++k) {
-          d.qvel[k] = s.qvel[k];
-          d.qfrc_applied[k] = 0.0f;
-        }
-        for (int k = 0; k < sim::nu; ++k) d.ctrl[k] = ctrl[k];
-        d.time[0] = 0.0f;
-        d.prev_nefc[0] = 0.0f;
+        sim::start(d, s.qpos, s.qvel, ctrl);
       }
     }
     valid = t.shfl(valid, 0);
@@ -220,7 +205,8 @@ bool env_steps_in_warps(const typename E::params& p, std::size_t n, int sm_count
     return false;
 }
 
-// "warp_per_env" or "thread_per_env" for any env (only physics tasks can take the warp).
+// "warp_per_env", "thread_per_env" or "staged_per_env" for any env (only physics tasks can take the warp or the
+// stages).
 template <class E>
 const char* env_step_path_name(const typename E::params& p, std::size_t n, int sm_count = 0) {
   if constexpr (physics_task<E>)

@@ -1,0 +1,132 @@
+#pragma once
+// The staged env step of a physics task on the device (physics::step_path::staged; rl/physics_staged.hpp holds the
+// passes and their host twin): a kernel per pass, a thread per environment in each: begin, then for each of the
+// task's substeps one kernel per stage of physics::step_stage (each compiled with only its stage, so its registers
+// and stack are its stage's alone), then end. The arrays between the kernels are one global buffer per task and
+// device (the pipeline's, element-major, plus carry and valid flags), grown to the largest batch seen and kept to
+// the process's end; a step on another stream than the previous one waits for that one first (an event), so two
+// batches of one task may step on two streams, one after the other; a step that grows the buffer allocates (and waits
+// for the last stream), so the first step of the largest batch must not be under stream capture. Never chosen by
+// the rule: params.step_path or physics::request_step_path("staged") asks for it; env_batch (rl/env_batch.cuh)
+// launches it. Needs nvcc.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include <gmi/core/cuda_try.hpp>
+#include <gmi/core/error.hpp>
+#include <gmi/cuda/buffer.hpp>
+#include <gmi/cuda/event.hpp>
+#include <gmi/physics/step.hpp>
+#include <gmi/physics/step_path.hpp>
+#include <gmi/rl/env_batch.hpp>
+#include <gmi/rl/physics_staged.hpp>
+
+namespace gmi::rl {
+
+namespace detail {
+
+// The largest block the kernels are compiled for (physics::request_staged_block picks 32 to 256).
+constexpr int physics_staged_max_block = 256;
+
+template <class E>
+__global__ static void __launch_bounds__(physics_staged_max_block) staged_begin_kernel(env_batch_view<E> v,
+                                                                                   const float* __restrict__ actions,
+                                                                                   staged_arrays<E> a) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < a.n) staged_begin<E>(v, actions, a, i);
+}
+
+// Stage K of physics::step_stage (0 positions, 1 collision, 2 forces and rows, 3 solve, 4 integration), the other
+// stages' branches folded away.
+template <class E, int K>
+__global__ static void __launch_bounds__(physics_staged_max_block) staged_stage_kernel(gmi::physics::model_view<float> m,
+                                                                                   staged_arrays<E> a) {
+  namespace ph = gmi::physics;
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= a.n || !a.valid[i]) return;
+  ph::step_stage<E::sim::colliders>(K, m, a.env(i));
+}
+
+template <class E>
+__global__ static void __launch_bounds__(physics_staged_max_block) staged_end_kernel(env_batch_view<E> v,
+                                                                                 const float* __restrict__ actions,
+                                                                                 staged_arrays<E> a,
+                                                                                 physics_step_out out) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < a.n) staged_end<E>(v, actions, a, out, i);
+}
+
+// One task's buffers on one device: capacity environments, the stream that last used them and its event.
+struct staged_buffers {
+  gmi::cuda::device_buffer<float> data, carry;
+  gmi::cuda::device_buffer<std::uint8_t> valid;
+  std::size_t capacity = 0;
+  bool used = false;  // a step was enqueued (on `last`, which may be the legacy default stream, null)
+  cudaStream_t last = nullptr;
+  gmi::cuda::event done;
+};
+
+// E's buffers on the current device for n environments (grown if needed), ordered after their previous use when
+// that was on another stream; the caller holds the returned lock while it enqueues, then records done on s.
+template <class E>
+static staged_buffers& staged_buffers_for(std::size_t n, cudaStream_t s, std::unique_lock<std::mutex>& held) {
+  static std::mutex lock;
+  static staged_buffers* cache[64] = {};  // per device; kept to the process's end (no cudaFree at teardown)
+  int dev = 0;
+  GMI_CUDA_TRY(cudaGetDevice(&dev));
+  gmi::require(dev >= 0 && dev < 64, "physics staged step: CUDA device index", dev, "< 64");
+  held = std::unique_lock<std::mutex>(lock);
+  staged_buffers*& b = cache[dev];
+  if (!b) b = std::make_unique<staged_buffers>().release();
+  if (b->used && b->last != s) b->done.wait_on(s);
+  if (b->capacity < n) {
+    if (b->used) GMI_CUDA_TRY(cudaStreamSynchronize(b->last));  // its kernels done before the free
+    b->data = gmi::cuda::device_buffer<float>(staged_arrays<E>::data_reals(n));
+    b->carry = gmi::cuda::device_buffer<float>(staged_arrays<E>::carry_reals(n));
+    b->valid = gmi::cuda::device_buffer<std::uint8_t>(n);
+    b->capacity = n;
+  }
+  b->last = s;
+  b->used = true;
+  return *b;
+}
+
+}  // namespace detail
+
+// Device memory the staged step of n environments of E keeps (its buffers; the batch's own state aside).
+template <class E>
+constexpr std::size_t staged_bytes(std::size_t n) {
+  return (staged_arrays<E>::data_reals(n) + staged_arrays<E>::carry_reals(n)) * sizeof(float) + n;
+}
+
+// One env step of every environment of v, stage by stage, on stream s (enqueued, not waited for).
+template <class E>
+void staged_env_step(const env_batch_view<E>& v, const float* actions, const physics_step_out& out, cudaStream_t s) {
+  if (v.num_envs == 0) return;
+  namespace d = detail;
+  std::unique_lock<std::mutex> held;
+  d::staged_buffers& b = d::staged_buffers_for<E>(v.num_envs, s, held);
+  const staged_arrays<E> a{b.data.data(), b.carry.data(), b.valid.data(), v.num_envs};
+  const unsigned threads = static_cast<unsigned>(gmi::physics::requested_staged_block());
+  const unsigned blocks = static_cast<unsigned>((v.num_envs + threads - 1) / threads);
+  const gmi::physics::model_view<float>& m = v.params.model;
+  d::staged_begin_kernel<E><<<blocks, threads, 0, s>>>(v, actions, a);
+  const int substeps = E::physics_substeps(v.params);
+  for (int k = 0; k < substeps; ++k) {
+    d::staged_stage_kernel<E, 0><<<blocks, threads, 0, s>>>(m, a);
+    d::staged_stage_kernel<E, 1><<<blocks, threads, 0, s>>>(m, a);
+    d::staged_stage_kernel<E, 2><<<blocks, threads, 0, s>>>(m, a);
+    d::staged_stage_kernel<E, 3><<<blocks, threads, 0, s>>>(m, a);
+    d::staged_stage_kernel<E, 4><<<blocks, threads, 0, s>>>(m, a);
+  }
+  d::staged_end_kernel<E><<<blocks, threads, 0, s>>>(v, actions, a, out);
+  GMI_CUDA_TRY(cudaGetLastError());
+  b.done.record(s);
+}
+
+}  // namespace gmi::rl
