@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <mujoco/mujoco.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -25,6 +26,9 @@ TEST_CASE("actors.mujoco.pairs_step_as_dynamic_collision") {
   CHECK(pairs->opt.collision == mjCOL_PAIR);
   CHECK(pairs->npair == 13);  // the floor with each of the 13 body geoms; the legs never touch each other (conaffinity 0)
   CHECK(mj::admitted_pairs(dynamic.get()).size() == 13);
+  CHECK(dynamic->njmax == 500);  // MuJoCo 2.2's default
+  CHECK(pairs->njmax == 20 * 4 + 8);  // nconmax 20 contacts of condim 3 (4 pyramid rows) and 8 limited hinges
+  CHECK(pairs->nstack < dynamic->nstack / 10);
   constexpr int envs = 8, steps = 400;
   mj::sim<mj::ant> a(dynamic, envs, 5u), b(pairs, envs, 5u);
   std::vector<float> oa(envs * 27), ob(envs * 27), act(8), fa(27), fb(27);
@@ -47,6 +51,9 @@ TEST_CASE("actors.mujoco.pairs_step_as_dynamic_collision") {
   CHECK(contacts > envs * steps / 4);  // the legs touched the floor: the pairs were exercised
   CHECK(ends > 0);                     // and episodes ended and reset
   CHECK(differences == 0);
+  long most_rows = 0;
+  for (int i = 0; i < envs; ++i) most_rows = std::max<long>(most_rows, b.data(std::size_t(i))->nefc);
+  CHECK(most_rows <= pairs->njmax);
 }
 
 TEST_CASE("actors.mujoco.pairs_refuse_what_they_do_not_cover") {

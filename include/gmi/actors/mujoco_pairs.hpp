@@ -8,7 +8,7 @@
 // solref, solimp, margin, gap) and turns the broadphase off, so the model has the same contacts; on the Ant the
 // steps are equal bit for bit (test actors.mujoco.pairs_step_as_dynamic_collision). Models it can not rewrite (geom
 // priorities that differ in an admitted pair, a <contact> section or collision option of their own) are refused in
-// one line.
+// one line. The loaders also bound njmax by the rows a step can have (with_rows_bound), which changes no step either.
 
 #if __has_include(<mujoco/mujoco.h>)
 #include <mujoco/mujoco.h>
@@ -130,12 +130,41 @@ inline std::string numbers(const mjtNum* v, int n) {
   return out + body;
 }
 
-// Compiles MJCF text with its admitted pairs predefined (above); checks that the result has the same bodies, geoms
+// The most constraint rows a step of `m` can have, or -1 where this does not bound them (nconmax unset, equality
+// constraints, tendons, friction loss): nconmax contacts of the largest condim (pyramidal cones: 2 (condim - 1) rows,
+// elliptic: condim) plus one row a limited joint.
+[[nodiscard]] inline int constraint_rows_bound(const mjModel* m) {
+  if (m->nconmax < 0 || m->neq > 0 || m->ntendon > 0) return -1;
+  for (int i = 0; i < m->nv; ++i) {
+    if (m->dof_frictionloss[i] > 0) return -1;
+  }
+  int condim = 1, limited = 0;
+  for (int g = 0; g < m->ngeom; ++g) condim = std::max(condim, m->geom_condim[g]);
+  for (int p = 0; p < m->npair; ++p) condim = std::max(condim, m->pair_dim[p]);
+  for (int j = 0; j < m->njnt; ++j) limited += m->jnt_limited[j] ? 1 : 0;
+  const int per_contact = m->opt.cone == mjCONE_ELLIPTIC || condim == 1 ? condim : 2 * (condim - 1);
+  return m->nconmax * per_contact + limited;
+}
+
+// MJCF text with njmax set to constraint_rows_bound(m) where that bounds the rows and the text sets no njmax: the
+// same steps (no row can be dropped) with a far smaller mjData (MuJoCo 2.2 sizes the constraint arrays and the stack
+// by njmax, default 500: about 10 MB an mjData on the Ant against 0.5 MB), so many environments a core share caches.
+[[nodiscard]] inline std::string with_rows_bound(const mjModel* m, std::string text) {
+  const int rows = constraint_rows_bound(m);
+  if (rows < 0 || text.find("njmax") != std::string::npos) return text;
+  const std::size_t size = text.find("<size");
+  if (size != std::string::npos) return text.insert(size + 5, " njmax=\"" + std::to_string(rows) + "\"");
+  const std::size_t root = text.find('>', text.find("<mujoco"));
+  if (root == std::string::npos) return text;
+  return text.insert(root + 1, "\n  <size njmax=\"" + std::to_string(rows) + "\"/>");
+}
+
+// Compiles MJCF text with its admitted pairs predefined and njmax bounded (above); checks that the result has the same bodies, geoms
 // and geom ids and one pair per admitted pair. `name` names it as load_text does.
 [[nodiscard]] inline model_ptr load_text_with_predefined_pairs(const std::string& name, const std::string& text) {
   const model_ptr dynamic = load_text(name, text);
   const std::string what = "MJCF " + name + " with predefined pairs";
-  const model_ptr m = load_text(name, with_predefined_pairs(dynamic.get(), text, what));
+  const model_ptr m = load_text(name, with_rows_bound(dynamic.get(), with_predefined_pairs(dynamic.get(), text, what)));
   const auto admitted = admitted_pairs(dynamic.get());
   require(m->nbody == dynamic->nbody && m->ngeom == dynamic->ngeom && m->npair == int(admitted.size()) &&
               m->opt.collision == mjCOL_PAIR,
