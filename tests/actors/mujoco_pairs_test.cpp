@@ -16,7 +16,9 @@
 namespace {
 namespace mj = gmi::actors::mujoco;
 std::string builtin(const char* name) { return std::string(GMI_BUILTIN_MODELS) + "/" + name; }
-float action_at(int step, int env, int u) { return std::sin(0.37f * float(step) + 1.1f * float(u) + 0.5f * float(env)); }
+float action_at(int step, int env, int u) {
+  return std::sin(0.37f * float(step) + 1.1f * float(u) + 0.5f * float(env));
+}
 }  // namespace
 
 TEST_CASE("actors.mujoco.pairs_step_as_dynamic_collision") {
@@ -24,7 +26,7 @@ TEST_CASE("actors.mujoco.pairs_step_as_dynamic_collision") {
   const mj::model_ptr pairs = mj::load_with_predefined_pairs(builtin("ant.xml"));
   CHECK(dynamic->opt.collision == mjCOL_ALL);
   CHECK(pairs->opt.collision == mjCOL_PAIR);
-  CHECK(pairs->npair == 13);  // the floor with each of the 13 body geoms; the legs never touch each other (conaffinity 0)
+  CHECK(pairs->npair == 13);  // the floor with each of the 13 body geoms; legs never touch legs (conaffinity 0)
   CHECK(mj::admitted_pairs(dynamic.get()).size() == 13);
   CHECK(dynamic->njmax == 500);  // MuJoCo 2.2's default
   CHECK(pairs->njmax == 20 * 4 + 8);  // nconmax 20 contacts of condim 3 (4 pyramid rows) and 8 limited hinges
@@ -74,4 +76,8 @@ TEST_CASE("actors.mujoco.pairs_refuse_what_they_do_not_cover") {
   const mj::model_ptr m = mj::load_text_with_predefined_pairs("plain.xml", plain);
   CHECK(m->npair == 1);
   CHECK(mj_name2id(m.get(), mjOBJ_GEOM, "gmi_geom_1") == 1);
+  // Several geoms a body (the Humanoid): every admitted pair once, whatever order MuJoCo's compiler gives them.
+  const mj::model_ptr humanoid = mj::load_with_predefined_pairs(builtin("humanoid.xml"));
+  CHECK(humanoid->npair == int(mj::admitted_pairs(mj::load(builtin("humanoid.xml")).get()).size()));
+  CHECK(humanoid->npair > 13);
 }

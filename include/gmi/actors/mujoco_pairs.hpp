@@ -28,17 +28,20 @@
 
 namespace gmi::actors::mujoco {
 
-// The geom pairs (g1 < g2) for which MuJoCo's dynamic collision may make contacts, in the order it tests them.
+// The geom pairs (g1 < g2) for which MuJoCo's dynamic collision may make contacts, sorted.
 [[nodiscard]] inline std::vector<std::pair<int, int>> admitted_pairs(const mjModel* m) {
   const bool filter_parent = !(m->opt.disableflags & mjDSBL_FILTERPARENT);
   auto excluded = [&](int b1, int b2) {
     const int sig = ((std::min(b1, b2) + 1) << 16) + std::max(b1, b2) + 1;
-    return std::find(m->exclude_signature, m->exclude_signature + m->nexclude, sig) != m->exclude_signature + m->nexclude;
+    const int* end = m->exclude_signature + m->nexclude;
+    return std::find(static_cast<const int*>(m->exclude_signature), end, sig) != end;
   };
   std::vector<std::pair<int, int>> out;
   for (int g1 = 0; g1 < m->ngeom; ++g1) {
     for (int g2 = g1 + 1; g2 < m->ngeom; ++g2) {
-      if (!((m->geom_contype[g1] & m->geom_conaffinity[g2]) || (m->geom_contype[g2] & m->geom_conaffinity[g1]))) continue;
+      const int* type = m->geom_contype;
+      const int* affinity = m->geom_conaffinity;
+      if (!((type[g1] & affinity[g2]) || (type[g2] & affinity[g1]))) continue;
       const int b1 = m->geom_bodyid[g1], b2 = m->geom_bodyid[g2];
       const int w1 = m->body_weldid[b1], w2 = m->body_weldid[b2];
       if (w1 == w2) continue;
@@ -65,7 +68,8 @@ inline std::string numbers(const mjtNum* v, int n) {
 
 // MJCF text `text` (compiled as `m`) with every admitted pair predefined and the broadphase off. Unnamed geoms of the
 // worldbody get the names gmi_geom_<id>; the caller compiles the result (load_with_predefined_pairs checks it).
-[[nodiscard]] inline std::string with_predefined_pairs(const mjModel* m, const std::string& text, const std::string& what) {
+[[nodiscard]] inline std::string with_predefined_pairs(const mjModel* m, const std::string& text,
+                                                       const std::string& what) {
   require(text.find("<contact") == std::string::npos && text.find("collision=") == std::string::npos, what,
           "a <contact> section or collision option", "a model with neither (its pairs are derived here)");
   const std::size_t world = text.find("<worldbody>");
@@ -98,16 +102,22 @@ inline std::string numbers(const mjtNum* v, int n) {
     // MuJoCo's mix for geoms of equal priority: the largest condim, friction, margin and gap; solref and solimp
     // weighted by solmix (0.5 each when both are 0).
     const mjtNum s1 = m->geom_solmix[g1], s2 = m->geom_solmix[g2];
-    const mjtNum mix = (s1 < mjMINVAL && s2 < mjMINVAL) ? 0.5 : (s1 < mjMINVAL ? 0.0 : (s2 < mjMINVAL ? 1.0 : s1 / (s1 + s2)));
+    const mjtNum mix =
+        (s1 < mjMINVAL && s2 < mjMINVAL) ? 0.5 : (s1 < mjMINVAL ? 0.0 : (s2 < mjMINVAL ? 1.0 : s1 / (s1 + s2)));
     mjtNum solref[mjNREF], solimp[mjNIMP], friction[5];
-    for (int k = 0; k < mjNREF; ++k) solref[k] = mix * m->geom_solref[g1 * mjNREF + k] + (1 - mix) * m->geom_solref[g2 * mjNREF + k];
-    for (int k = 0; k < mjNIMP; ++k) solimp[k] = mix * m->geom_solimp[g1 * mjNIMP + k] + (1 - mix) * m->geom_solimp[g2 * mjNIMP + k];
+    for (int k = 0; k < mjNREF; ++k) {
+      solref[k] = mix * m->geom_solref[g1 * mjNREF + k] + (1 - mix) * m->geom_solref[g2 * mjNREF + k];
+    }
+    for (int k = 0; k < mjNIMP; ++k) {
+      solimp[k] = mix * m->geom_solimp[g1 * mjNIMP + k] + (1 - mix) * m->geom_solimp[g2 * mjNIMP + k];
+    }
     const mjtNum* f1 = m->geom_friction + 3 * g1;
     const mjtNum* f2 = m->geom_friction + 3 * g2;
     friction[0] = friction[1] = std::max(f1[0], f2[0]);
     friction[2] = std::max(f1[1], f2[1]);
     friction[3] = friction[4] = std::max(f1[2], f2[2]);
-    const mjtNum margin = std::max(m->geom_margin[g1], m->geom_margin[g2]), gap = std::max(m->geom_gap[g1], m->geom_gap[g2]);
+    const mjtNum margin = std::max(m->geom_margin[g1], m->geom_margin[g2]);
+    const mjtNum gap = std::max(m->geom_gap[g1], m->geom_gap[g2]);
     pairs += "    <pair geom1=\"" + names[std::size_t(g1)] + "\" geom2=\"" + names[std::size_t(g2)] + "\" condim=\"" +
              std::to_string(std::max(m->geom_condim[g1], m->geom_condim[g2])) + "\" friction=\"" +
              detail::numbers(friction, 5) + "\" solref=\"" + detail::numbers(solref, mjNREF) + "\" solimp=\"" +
@@ -159,8 +169,10 @@ inline std::string numbers(const mjtNum* v, int n) {
   return text.insert(root + 1, "\n  <size njmax=\"" + std::to_string(rows) + "\"/>");
 }
 
-// Compiles MJCF text with its admitted pairs predefined and njmax bounded (above); checks that the result has the same bodies, geoms
-// and geom ids and one pair per admitted pair. `name` names it as load_text does.
+// Compiles MJCF text with its admitted pairs predefined and njmax bounded (above); checks that the result has the
+// same bodies, geoms and geom ids and one pair per admitted pair; `name` names it as load_text does. The contacts
+// are those of the dynamic collision, and so is their order where each body has one geom (the Ant); otherwise the
+// geoms of one body pair may come in another order (the same steps up to rounding).
 [[nodiscard]] inline model_ptr load_text_with_predefined_pairs(const std::string& name, const std::string& text) {
   const model_ptr dynamic = load_text(name, text);
   const std::string what = "MJCF " + name + " with predefined pairs";
@@ -168,11 +180,16 @@ inline std::string numbers(const mjtNum* v, int n) {
   const auto admitted = admitted_pairs(dynamic.get());
   require(m->nbody == dynamic->nbody && m->ngeom == dynamic->ngeom && m->npair == int(admitted.size()) &&
               m->opt.collision == mjCOL_PAIR,
-          what, std::to_string(m->npair) + " pairs", std::to_string(admitted.size()) + " pairs on the same bodies and geoms");
-  for (int p = 0; p < m->npair; ++p) {
-    require(m->pair_geom1[p] == admitted[std::size_t(p)].first && m->pair_geom2[p] == admitted[std::size_t(p)].second,
-            what + " pair " + std::to_string(p), std::to_string(m->pair_geom1[p]) + "-" + std::to_string(m->pair_geom2[p]),
-            "geoms " + std::to_string(admitted[std::size_t(p)].first) + "-" + std::to_string(admitted[std::size_t(p)].second));
+          what, std::to_string(m->npair) + " pairs",
+          std::to_string(admitted.size()) + " pairs on the same bodies and geoms");
+  // MuJoCo's compiler sorts the pairs by body pair (geoms of one body pair may swap): compared as sets.
+  std::vector<std::pair<int, int>> compiled;
+  for (int p = 0; p < m->npair; ++p) compiled.emplace_back(m->pair_geom1[p], m->pair_geom2[p]);
+  std::sort(compiled.begin(), compiled.end());
+  for (std::size_t p = 0; p < compiled.size(); ++p) {
+    require(compiled[p] == admitted[p], what + " pair " + std::to_string(p),
+            std::to_string(compiled[p].first) + "-" + std::to_string(compiled[p].second),
+            "geoms " + std::to_string(admitted[p].first) + "-" + std::to_string(admitted[p].second));
   }
   return m;
 }
