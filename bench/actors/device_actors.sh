@@ -18,37 +18,13 @@
 set -uo pipefail
 start_s=$(date +%s)
 budget_s=${BUDGET_S:-345}
-name=actors
-export BUILD=${BUILD:-/tmp/build-actors}
-source "$(dirname "$0")/../physics/device_common.sh"
-logs=$out/actors
-mkdir -p "$logs"
-: > "$lines"
-export JOBS=${JOBS:-16}
+source "$(dirname "$0")/device_actors_common.sh"
 cpus=${GMI_RATE_CPUS:-0-14}
-model=include/gmi/physics/builtin/ant.xml
-source bench/actors/unpack_mujoco.sh
-configure_build
-grep -q "^GMI_MUJOCO_LIBRARY:.*mujoco" "$build/CMakeCache.txt" ||
-  { echo "MuJoCo not found by CMake (see $out/configure.log)"; exit 2; }
 targets=(gmi.bench.actors_rate gmi.bench.actors_train gmi.test.actors_gpu)
 build_targets 240
 echo "cores: $cpus of $(nproc --all); host CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-);" \
   "$(lscpu | grep -E '^(Thread|Core|Socket)\(s\)|^NUMA node\(s\)' | tr -s ' ' | tr '\n' ';')"
 
-left() { echo $(( budget_s - ($(date +%s) - start_s) )); }
-# step NAME SECONDS CMD...: runs CMD under timeout min(SECONDS, time left); skipped when under 20 s are left.
-step() {
-  local what=$1 want=$2 have
-  shift 2
-  have=$(left)
-  ((have > want)) && have=$want
-  if ((have < 20)); then echo "skipped $what: $(left) s of the budget left"; status=1; return 1; fi
-  timeout "$have" "$@" > "$logs/$what.log" 2>&1
-  local rc=$?
-  ((rc == 0)) || { echo "$what: exit $rc (timeout $have s)"; tail -3 "$logs/$what.log"; status=1; }
-  return $rc
-}
 bench_dir=$build/bench/actors
 measure() {  # $1: debian | deepmind
   step "rate_$1" 90 taskset -c "$cpus" "$bench_dir/gmi.bench.actors_rate" "$logs/rate_$1.jsonl" "$model" 0.5 128 1 14

@@ -13,7 +13,9 @@
 // Then one thread's env step taken apart (us_per_env_step_profile): mujoco::sim<ant>::step_one's time against the
 // time MuJoCo's own timers (mjcb_time) give mj_step and its stages; the rest is gmi's task code (controls,
 // observation, reward, flags, resets with their mj_forward).
-//   gmi.bench.actors_rate OUT.jsonl [MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]
+//   gmi.bench.actors_rate OUT.jsonl [[pairs:]MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]
+// ("pairs:" first: the model's contacts as predefined pairs with MuJoCo's broadphase off, mujoco_pairs.hpp; lines
+// say "collision": "predefined_pairs", else "dynamic").
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -403,7 +405,7 @@ step_profile profile(const mj::model_ptr& model, int core, int envs, double seco
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s OUT.jsonl [MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OUT.jsonl [[pairs:]MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]\n", argv[0]);
     return 2;
   }
   const std::string out_file = argv[1], model_arg = argc > 2 ? argv[2] : "builtin";
@@ -413,10 +415,15 @@ int main(int argc, char** argv) {
   std::vector<int> thread_counts;
   for (int i = 5; i < argc; ++i) thread_counts.push_back(std::stoi(argv[i]));
   if (thread_counts.empty()) thread_counts = {1};
-  const mj::model_ptr model =
-      model_arg == "builtin" ? gmi::plan::mujoco_model_of<gmi::envs::ant>() : mj::load(model_arg);
+  // "pairs:" before the model: its contacts as predefined pairs, the broadphase off (mujoco_pairs.hpp).
+  const bool pairs = model_arg.rfind("pairs:", 0) == 0;
+  const std::string model_file = pairs ? model_arg.substr(6) : model_arg;
+  const mj::model_ptr model = model_file == "builtin"
+                                  ? gmi::plan::mujoco_model_of<gmi::envs::ant>(pairs)
+                                  : (pairs ? mj::load_with_predefined_pairs(model_file) : mj::load(model_file));
   const std::string model_name =
-      model_arg == "builtin" ? "gmi::physics builtin ant.xml" : std::filesystem::path(model_arg).filename().string();
+      model_file == "builtin" ? "gmi::physics builtin ant.xml" : std::filesystem::path(model_file).filename().string();
+  const std::string collision = pairs ? "predefined_pairs" : "dynamic";
   const auto table = action_table();
   const auto run = gmi::metrics::describe_run();
   const std::string cpu = ac::cpu_model();
@@ -441,7 +448,7 @@ int main(int argc, char** argv) {
       auto line = gmi::metrics::result_line(run, "actors_rate", impl, "steps_per_s_per_core", sm);
       line.update({{"task", "ant"}, {"model", model_name}, {"threads", T}, {"envs_per_core", envs},
                    {"frame_skip", mj::ant::params{}.frame_skip}, {"timestep", model->opt.timestep},
-                   {"solver_iterations", model->opt.iterations}, {"ratio_to_bare", bare_median > 0 ? sm.median / bare_median : 0.0},
+                   {"solver_iterations", model->opt.iterations}, {"collision", collision}, {"ratio_to_bare", bare_median > 0 ? sm.median / bare_median : 0.0},
                    {"mean_episode_length", r->episode_length},
                    {"steps_per_cpu_s", r->per_cpu_second}, {"host_cpu", cpu}, {"mujoco", mj_versionString()},
                    {"mujoco_library", mj::library_path()}, {"target", 20000}});
@@ -461,7 +468,7 @@ int main(int argc, char** argv) {
                                           gmi::metrics::summarize({pr.per_step_us}));
     nlohmann::json parts = nlohmann::json::object();
     for (const auto& [part, us] : pr.parts) parts[part] = us;
-    line.update({{"task", "ant"}, {"model", model_name}, {"threads", 1}, {"envs_per_core", envs},
+    line.update({{"task", "ant"}, {"model", model_name}, {"collision", collision}, {"threads", 1}, {"envs_per_core", envs},
                  {"us_parts", parts}, {"share_mj_step", pr.parts.front().second / pr.per_step_us},
                  {"share_task_code", pr.parts[1].second / pr.per_step_us}, {"contacts_per_substep", pr.ncon},
                  {"constraint_rows_per_substep", pr.nefc}, {"solver_iterations_per_substep", pr.solver_iter},
@@ -475,7 +482,7 @@ int main(int argc, char** argv) {
     const auto us = reset_micros(model, ac::choose_cores(1).front(), gmi_reset, seconds, reps);
     auto line = gmi::metrics::result_line(run, "actors_rate", gmi_reset ? "gmi.reset_data" : "mj_resetData",
                                           "us_per_reset", gmi::metrics::summarize(us));
-    line.update({{"task", "ant"}, {"model", model_name}, {"what", "mj_resetData + mj_forward, or the Ant task's reset (reset_data, noise, mj_forward); timed alone, after 5 mj_step"},
+    line.update({{"task", "ant"}, {"model", model_name}, {"collision", collision}, {"what", "mj_resetData + mj_forward, or the Ant task's reset (reset_data, noise, mj_forward); timed alone, after 5 mj_step"},
                  {"host_cpu", cpu}, {"mujoco", mj_versionString()}, {"mujoco_library", mj::library_path()},
                  {"trajectory_fnv", trajectory_hash(model.get())}});
     out << line.dump() << "\n";

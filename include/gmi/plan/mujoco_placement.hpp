@@ -11,9 +11,11 @@
 #include <utility>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <gmi/actors/cores.hpp>
+#include <gmi/actors/mujoco_pairs.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/envs/ant.hpp>
@@ -40,11 +42,16 @@ struct mujoco_counterpart<envs::anymal> {
 template <class Env>
 concept has_mujoco_counterpart = requires { typename mujoco_counterpart<Env>::task; };
 
-// gmi::physics's model of Env (the MJCF its built-in model was compiled from), compiled by MuJoCo.
+// gmi::physics's model of Env (the MJCF its built-in model was compiled from), compiled by MuJoCo; with
+// predefined_pairs, its contacts as predefined pairs, MuJoCo's broadphase off and njmax bounded
+// (actors/mujoco_pairs.hpp): the default for the Ant, whose steps that leaves equal bit for bit
+// (actors.mujoco.pairs_step_as_dynamic_collision); Humanoid and Anymal keep MuJoCo's dynamic collision.
 template <class Env>
   requires has_mujoco_counterpart<Env>
-[[nodiscard]] actors::mujoco::model_ptr mujoco_model_of() {
-  return actors::mujoco::load_text(std::string(Env::name) + ".xml", Env::sim::model_type::mjcf);
+[[nodiscard]] actors::mujoco::model_ptr mujoco_model_of(bool predefined_pairs = std::is_same_v<Env, envs::ant>) {
+  const std::string name = std::string(Env::name) + ".xml";
+  return predefined_pairs ? actors::mujoco::load_text_with_predefined_pairs(name, Env::sim::model_type::mjcf)
+                          : actors::mujoco::load_text(name, Env::sim::model_type::mjcf);
 }
 
 // Seconds of one Task env step on `core`, timed on a thread of its own (the caller's affinity is left alone) over
