@@ -199,25 +199,37 @@ __global__ static void lt_column_finish_kernel(const float* __restrict__ partial
   out[c] = t;
 }
 
+// Stage one alone (the split weight gradient's lt_chunk_sum_kernel does stage two in its own launch).
+inline void lt_column_partial(const float* m, std::size_t rows, int w, float* partial, cudaStream_t s) {
+  lt_column_partial_kernel<<<dim3(static_cast<unsigned>((w + 31) / 32), static_cast<unsigned>(lt_sum_chunks(rows))),
+                             dim3(32, 8), 0, s>>>(m, rows, w, partial);
+  GMI_CUDA_TRY(cudaGetLastError());
+}
 // out[c] = sum over rows of m[r][c] ([rows][w] row-major) in two launches; partial: lt_sum_chunks(rows) * w floats.
 inline void lt_column_sum(const float* m, std::size_t rows, int w, float* partial, float* out, cudaStream_t s) {
   const std::size_t chunks = lt_sum_chunks(rows);
-  lt_column_partial_kernel<<<dim3(static_cast<unsigned>((w + 31) / 32), static_cast<unsigned>(chunks)), dim3(32, 8), 0,
-                             s>>>(m, rows, w, partial);
-  GMI_CUDA_TRY(cudaGetLastError());
+  lt_column_partial(m, rows, w, partial, s);
   lt_column_finish_kernel<<<static_cast<unsigned>((w + 127) / 128), 128, 0, s>>>(partial, chunks, w, out);
   GMI_CUDA_TRY(cudaGetLastError());
 }
 
 // dw[e] = the chunks' partial weight gradients part[c * stride + e] summed in chunk order (the split weight
-// gradient, network_config::weight_grad_chunks): the same sums on every run.
+// gradient, network_config::weight_grad_chunks): the same sums on every run. With db, also stage two of the bias
+// gradient in the same launch: db[c] = lt_column_finish_kernel's sum of bias_part (bias_chunks x w), same order.
 __global__ static void lt_chunk_sum_kernel(const float* __restrict__ part, int chunks, std::size_t stride,
-                                           std::size_t count, float* __restrict__ dw) {
-  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += step) {
+                                           std::size_t count, float* __restrict__ dw,
+                                           const float* __restrict__ bias_part = nullptr, std::size_t bias_chunks = 0,
+                                           int w = 0, float* __restrict__ db = nullptr) {
+  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x, all = count + (db ? w : 0);
+  for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < all; e += step) {
     float t = 0.0f;
-    for (int c = 0; c < chunks; ++c) t += part[c * stride + e];
-    dw[e] = t;
+    if (e < count) {
+      for (int c = 0; c < chunks; ++c) t += part[c * stride + e];
+      dw[e] = t;
+    } else {
+      for (std::size_t g = 0; g < bias_chunks; ++g) t += bias_part[g * w + (e - count)];
+      db[e - count] = t;
+    }
   }
 }
 
@@ -307,9 +319,10 @@ class lt_mlp {
   // Weight gradients formed as chunked products and summed by lt_chunk_sum_kernel so far (weight_grad_chunks).
   [[nodiscard]] std::size_t split_products() const noexcept { return split_products_; }
   // The bf16 input record for a forward of n rows run by the caller (wholenet's record16); the next backward_raw
-  // with inputs16_ready reads its layers' bf16 inputs there. nullptr (and nothing kept) unless bf16.
+  // with inputs16_ready reads its layers' bf16 inputs there. nullptr (and nothing kept) unless bf16 and
+  // network_config::keep_bf16_inputs.
   __nv_bfloat16* record16_for(std::size_t n) {
-    rec16_rows_ = cfg_.precision == precision::bf16 ? n : 0;
+    rec16_rows_ = cfg_.precision == precision::bf16 && cfg_.keep_bf16_inputs ? n : 0;
     return rec16_rows_ ? rec16_.data() : nullptr;
   }
   // Where a forward with an activation record leaves the network's outputs ([n][out]): its last layer's record.
@@ -354,7 +367,7 @@ class lt_mlp {
     const int N = static_cast<int>(n);
     // bf16 with a record: each layer's bf16 input stays in rec16_ for the backward (no conversion pass there).
     auto in16 = [&](int l) { return acts ? rec16_.data() + n * lay::in16_offset(l) : h16(l); };
-    rec16_rows_ = bf16 && acts ? n : 0;
+    rec16_rows_ = bf16 && acts && cfg_.keep_bf16_inputs ? n : 0;
     if (bf16) {
       convert_weights(params);
       to_bf16(x, n, Net::in, in16(0));
@@ -451,11 +464,12 @@ class lt_mlp {
       c.stride_b = static_cast<long long>(c.k) * c.ldb;
       c.stride_d = static_cast<long long>(stride);
       if (chunks > 1 && gemm_.can_implement(c, A, B, wpart_.data())) {
+        // The bias gradient's column partials, the product, then one launch sums both (3 launches, not 4).
+        detail::lt_column_partial(dz, n, O, partial_.data(), policy_.stream);
         gemm_.run(c, A, B, wpart_.data(), nullptr, policy_.stream);
-        detail::lt_chunk_sum_kernel<<<detail::lt_blocks(count, 256), 256, 0, policy_.stream>>>(wpart_.data(), chunks,
-                                                                                               stride, count, dW);
+        detail::lt_chunk_sum_kernel<<<detail::lt_blocks(count + O, 256), 256, 0, policy_.stream>>>(
+            wpart_.data(), chunks, stride, count, dW, partial_.data(), detail::lt_sum_chunks(n), O, db);
         GMI_CUDA_TRY(cudaGetLastError());
-        detail::lt_column_sum(dz, n, O, partial_.data(), db, policy_.stream);
         ++split_products_;
       } else if (!gemm_.run(s, A, B, dW, db, policy_.stream)) {
         s.epilogue = lt_epilogue::none;
