@@ -1,8 +1,9 @@
 # Shared set-up of the wide-network device scripts, sourced after `name=<results name>`: the repository root as the
 # working folder; out ($OUT), build ($BUILD or /tmp/build), rev, run_id, device (nvidia-smi's name) and lines
 # ($out/$name.jsonl). wide_build SECONDS TARGET... configures $build (gpu preset, benchmarks on) and builds only
-# those targets (-j16) within SECONDS, exiting 1 with the errors; wide_reference SECONDS ARGS... runs the JAX
-# reference (bench/wide/jax_reference.py ARGS) within SECONDS under the same run id into $lines.
+# those targets (-j16) within SECONDS, exiting 1 with the errors; wide_slowest COUNT lists its slowest steps;
+# wide_reference SECONDS ARGS... runs the JAX reference (bench/wide/jax_reference.py ARGS) within SECONDS under the
+# same run id into $lines.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 out=${OUT:?set OUT to the folder for result lines}
 mkdir -p "$out"
@@ -29,6 +30,12 @@ wide_build() {
   timeout "$seconds" cmake --build "$build" -j16 --target "$@" >> "$log" 2>&1 ||
     { grep -B2 -A8 "error" "$log" | head -60; echo "build failed or timed out"; exit 1; }
   echo "built in $(( $(date +%s) - start )) s: $*; device: $device"
+}
+
+# wide_slowest COUNT: the build's COUNT slowest steps (ninja's log), also appended to $out/$name-build.log.
+wide_slowest() {
+  awk -F'\t' 'NR > 1 { printf "%6.1f s %s\n", ($2 - $1) / 1000, $4 }' "$build/.ninja_log" | sort -rn | head -"$1" |
+    tee -a "$out/$name-build.log"
 }
 
 wide_reference() {

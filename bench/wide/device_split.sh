@@ -19,8 +19,7 @@ source "$(dirname "$0")/device_common.sh"
 
 wide_build "$(left 230 170)" gmi.bench.wide gmi.test.ppo_gpu gmi.test.rl_gpu
 # The slowest objects of the build (ninja's log: end - start in ms, per output).
-awk -F'\t' 'NR > 1 { printf "%6.1f s %s\n", ($2 - $1) / 1000, $4 }' "$build/.ninja_log" | sort -rn | head -8 |
-  tee -a "$out/split-build.log"
+wide_slowest 8
 
 timeout "$(left 60 110)" ctest --test-dir "$build" -R '^ppo_gpu\.wholenet_|^rl_gpu\.batched_' --output-on-failure \
   --timeout 50 -V > "$out/split-tests.log" 2>&1

@@ -19,8 +19,7 @@ budget_s=${BUDGET_S:-345}
 source "$(dirname "$0")/device_common.sh"
 
 wide_build "$(left 200 140)" gmi.bench.wide gmi.test.nn_gpu
-awk -F'\t' 'NR > 1 { printf "%6.1f s %s\n", ($2 - $1) / 1000, $4 }' "$build/.ninja_log" | sort -rn | head -6 |
-  tee -a "$out/wide-build.log"
+wide_slowest 6
 
 timeout "$(left 75 100)" ctest --test-dir "$build" \
   -R '^nn_gpu\.lt\.(split|paper|odd|column)' \

@@ -65,7 +65,8 @@ if own:
     for m in own:
         c = [l for l in lines if l["impl"] == "gmi" and l.get("kernels") == "cublaslt" and l.get("case") == m.get("case")
              and l.get("net") == m.get("net") and l.get("num_envs") == m.get("num_envs")
-             and l.get("precision") == m.get("precision") and l.get("wgrad_chunks") == m.get("wgrad_chunks")]
+             and l.get("precision") == m.get("precision") and l.get("wgrad_chunks") == m.get("wgrad_chunks")
+             and l.get("keep_inputs16") == m.get("keep_inputs16")]
         if c:
             k = m["kernels"] + (f"({m['kernels_chosen']})" if m.get("kernels_chosen") and m["kernels"] == "auto" else "")
             print(f"  {m['case']:8s} {m['net']:16s} {m['num_envs']:6d} {m['precision']:5s}: {k} {m['median'] / 1e6:8.3f} M "
@@ -78,7 +79,8 @@ if split:
     for m in split:
         c = [l for l in lines if l["impl"] == "gmi" and l.get("wgrad_chunks") == 1 and l.get("case") == m["case"]
              and l.get("net") == m.get("net") and l.get("num_envs") == m.get("num_envs")
-             and l.get("precision") == m.get("precision") and l.get("kernels") == m.get("kernels")]
+             and l.get("precision") == m.get("precision") and l.get("kernels") == m.get("kernels")
+             and l.get("keep_inputs16") == m.get("keep_inputs16")]
         if not c:
             continue
         if m["case"] == "backward":
@@ -95,9 +97,32 @@ if split:
         for net in nets:
             for w in sorted({l["wgrad_chunks"] for l in lines if l.get("case") == case and "wgrad_chunks" in l}):
                 r = {l["precision"]: l for l in lines if l["impl"] == "gmi" and l.get("case") == case
-                     and l.get("net") == net and l.get("wgrad_chunks") == w}
+                     and l.get("net") == net and l.get("wgrad_chunks") == w and l.get("keep_inputs16", 1) == 1}
                 if "bf16" in r and "tf32" in r:
                     print(f"  {case:8s} {net:16s} chunks {w:2d}: bf16 / tf32 {r['bf16']['median'] / r['tf32']['median']:.2f}")
+# device_wide2.sh: bf16 with the backward reading the forward's bf16 inputs (keep_inputs16 1) against converting
+# them per layer (0, the path before), same case, net, envs and chunks; then bf16 against tf32 (target >= 1).
+kept = [l for l in lines if l["impl"] == "gmi" and l.get("keep_inputs16") == 1 and l.get("precision") == "bf16"]
+conv = [l for l in lines if l["impl"] == "gmi" and l.get("keep_inputs16") == 0]
+if kept and conv:
+    print("bf16 inputs kept from the forward against converted per layer in the backward (same run):")
+    for m in kept:
+        c = [l for l in conv if l.get("case") == m.get("case") and l.get("net") == m.get("net")
+             and l.get("num_envs") == m.get("num_envs") and l.get("wgrad_chunks") == m.get("wgrad_chunks")
+             and l.get("kernels") == m.get("kernels")]
+        if c:
+            unit = "us a pass" if m["case"] == "backward" else "M samples/s"
+            a, b = (m["us_per_pass"], c[0]["us_per_pass"]) if m["case"] == "backward" else (m["median"] / 1e6, c[0]["median"] / 1e6)
+            speed = b / a if m["case"] == "backward" else a / b
+            print(f"  {m['case']:8s} {m['net']:16s} chunks {m.get('wgrad_chunks')}: kept {a:8.3f} converted {b:8.3f} "
+                  f"{unit}: {speed:.2f}x")
+    for case in ("training", "backward"):
+        for net in nets:
+            r = {l["precision"]: l for l in lines if l["impl"] == "gmi" and l.get("case") == case and l.get("net") == net
+                 and l.get("keep_inputs16", 1) == 1 and l.get("wgrad_chunks") in (0, 16, None)}
+            if "bf16" in r and "tf32" in r:
+                q = r["bf16"]["median"] / r["tf32"]["median"]
+                print(f"  {case:8s} {net:16s}: bf16 / tf32 {q:.2f} (target >= 1: {'met' if q >= 1 else 'NOT met'})")
 lg = [l for l in lines if l.get("case") == "layer_gemm"]
 if lg:
     print("one layer, 8192 x 512 x 512 (TFLOP/s of the product):")

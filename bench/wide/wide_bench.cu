@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   options o;
   std::string precisions = "tf32,bf16", training_precisions = "fp32,tf32",
               cases = "peak,serving,cartpole,training,threshold", envs_list = "4096,16384", kernels = "cublaslt",
-              wgrad = "0";
+              wgrad = "0", keep16 = "1";
   app.add_option("--reps", o.reps, "windows per case")->check(CLI::Range(1, 50))->capture_default_str();
   app.add_option("--seconds", o.seconds, "seconds per window")->check(CLI::Range(0.01, 60.0))->capture_default_str();
   app.add_option("--precisions", precisions, "serving precisions: fp32, tf32, bf16")->capture_default_str();
@@ -77,6 +77,10 @@ int main(int argc, char** argv) {
   app.add_option("--training-envs", o.training_envs, "envs of the training runs")->capture_default_str();
   app.add_option("--wgrad-chunks", wgrad,
                  "weight-gradient chunks of training and backward: 0 (auto), 1 (one product) to 64")
+      ->capture_default_str();
+  app.add_option("--keep-inputs16", keep16,
+                 "bf16 training and backward: 1 the backward reads the forward's bf16 inputs, 0 it converts them "
+                 "(network_config::keep_bf16_inputs); a list runs each")
       ->capture_default_str();
   app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold, layer_gemm, adam, backward")
       ->capture_default_str();
@@ -100,6 +104,11 @@ int main(int argc, char** argv) {
       const long v = std::strtol(w.c_str(), const_cast<char**>(&end), 10);
       gmi::require(*end == '\0' && v >= 0 && v <= nn::max_weight_grad_chunks, "--wgrad-chunks", w, "0 to 64");
       o.wgrad_chunks.push_back(static_cast<int>(v));
+    }
+    o.keep_inputs16.clear();
+    for (const auto& k : split(keep16)) {
+      gmi::require(k == "0" || k == "1", "--keep-inputs16", k, "0 or 1");
+      o.keep_inputs16.push_back(k == "1" ? 1 : 0);
     }
     o.serving_envs.clear();
     for (const auto& e : split(envs_list)) {

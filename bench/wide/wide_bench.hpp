@@ -21,8 +21,17 @@ struct options {
   std::vector<std::string> kernels{"cublaslt"};
   // network_config::weight_grad_chunks of the training and backward cases (0: auto).
   std::vector<int> wgrad_chunks{0};
+  // network_config::keep_bf16_inputs of the training and backward cases (1 kept, 0 converted per layer).
+  std::vector<int> keep_inputs16{1};
   int training_envs = 4096;
 };
+
+// keep_inputs16 0 at a precision other than bf16 is the kept run again (only bf16 keeps inputs): skipped where
+// the list also runs 1.
+inline bool repeats_kept_run(const options& o, int keep16, const std::string& precision) {
+  return keep16 == 0 && precision != "bf16" &&
+         std::find(o.keep_inputs16.begin(), o.keep_inputs16.end(), 1) != o.keep_inputs16.end();
+}
 
 struct stats {
   double median, min, max;

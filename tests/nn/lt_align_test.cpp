@@ -1,7 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
+#include <gmi/nn/detail/lt_layout.hpp>
+#include <gmi/nn/layers.hpp>
 #include <gmi/nn/lt_align.hpp>
 
 namespace {
@@ -30,4 +34,26 @@ TEST_CASE("nn.lt_align.bias_epilogue_needs_16_bytes") {
   CHECK_FALSE(gmi::nn::lt_bias_epilogue_fits(at(base + 4 * 2)));
   CHECK_FALSE(gmi::nn::lt_bias_epilogue_fits(at(base + 4 * 75265)));
   CHECK(gmi::nn::lt_bias_epilogue_fits(nullptr));
+}
+
+// The bf16 input record kept from a forward for the backward (lt_mlp at bf16): layer l's [n][bf16_ld(width(l))]
+// slot starts where layer l - 1's ends, every slot 16-byte aligned for any n, the last one ending at in16_size; the
+// network's output layer has no slot (no weight gradient reads it).
+TEST_CASE("nn.lt_layout.input_record_slots_tile_the_buffer") {
+  using shadow = gmi::nn::layers<211, 512, 512, 512, 256, 21>;
+  using lay = gmi::nn::detail::lt_layout_of<shadow>;
+  CHECK(gmi::nn::detail::bf16_ld(211) == 216);
+  CHECK(gmi::nn::detail::bf16_ld(512) == 512);
+  CHECK(gmi::nn::detail::bf16_ld(1) == 8);
+  CHECK(lay::in16_offset(0) == 0);
+  CHECK(lay::in16_offset(1) == 216);
+  CHECK(lay::in16_offset(4) == 216 + 3 * 512);
+  CHECK(lay::in16_size == 216 + 3 * 512 + 256);
+  for (const std::size_t n : {1u, 7u, 301u, 8192u})
+    for (int l = 0; l < shadow::count; ++l) {
+      CHECK((n * lay::in16_offset(l) * 2) % 16 == 0);  // bytes of bf16
+      CHECK(n * lay::in16_offset(l) + n * gmi::nn::detail::bf16_ld(shadow::width(l)) <= n * lay::in16_size);
+    }
+  using ant = gmi::nn::layers<60, 256, 128, 64, 9>;
+  CHECK(gmi::nn::detail::lt_layout_of<ant>::in16_size == 64 + 256 + 128 + 64);
 }

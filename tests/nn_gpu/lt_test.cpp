@@ -68,7 +68,7 @@ void check(lt_net net, precision p, std::size_t n, bool use_auto = false, const 
   CHECK(r.graph_d_x == r.d_x);
   CHECK(r.plans_after_graph == r.plans_before_graph);
   if (!use_auto) {
-    // Outputs left in the record and a backward reusing the forward's bf16 weights: the same bits.
+    // Outputs left in the record and a backward reusing the forward's bf16 weights and inputs: the same bits.
     CHECK(r.out_from_record == r.out);
     CHECK(r.d_params_weights_ready == r.d_params);
     MESSAGE(r.path << ": bias gradients by the column-sum kernels (no BGRADB algorithm): " << r.bias_sums);

@@ -72,6 +72,22 @@ wholenet_run run_net(nn::precision p, const std::vector<float>& params, const st
   out.fill_bytes(0, s);
   lt.forward_raw(pd.data(), xd.data(), out.data(), nullptr, n);
   r.out_lt = download(out, s);
+
+  // The forward with records (as PPO's minibatch), then the backward on the kept bf16 inputs and on its own
+  // conversion of the fp32 record: the same inputs, so the same bits.
+  gmi::cuda::device_buffer<float> acts(Net::activation_size * n), xrec(n * Net::in), g(n * Net::out),
+      dp(Net::param_count);
+  g.fill_bytes(0x3c, s);  // 0.0117 in every float
+  lt.whole()->pack(pd.data());
+  __nv_bfloat16* rec16 = lt.record16_for(n);
+  r.kept16 = rec16 != nullptr;
+  lt.whole()->run(pd.data(), n, nn::detail::wholenet_rows_in{xd.data(), Net::in},
+                  nn::detail::wholenet_rows_out{out.data(), Net::out}, acts.data(), xrec.data(), rec16);
+  lt.backward_raw(pd.data(), xrec.data(), acts.data(), g.data(), dp.data(), nullptr, n, false, true);
+  r.d_params_kept16 = download(dp, s);
+  dp.fill_bytes(0, s);
+  lt.backward_raw(pd.data(), xrec.data(), acts.data(), g.data(), dp.data(), nullptr, n);
+  r.d_params_converted = download(dp, s);
   return r;
 }
 

@@ -19,6 +19,10 @@ struct wholenet_run {
   std::vector<float> out_lt;     // lt_mlp::forward_raw without a record (kernels wholenet)
   std::vector<float> out_graph;  // pack + run captured in a CUDA graph, replayed into zeroed outputs
   std::vector<float> out_again;  // run() again without pack(): the packing is kept
+  // lt_mlp's backward after a run() with the fp32 record and (bf16) the bf16 input record: reading the kept bf16
+  // inputs (inputs16_ready) and converting the fp32 record itself; kept16: whether a bf16 record was given.
+  std::vector<float> d_params_kept16, d_params_converted;
+  bool kept16 = false;
 };
 
 // The forward of x ([n][in]) through the whole-network kernel at precision p (tf32 or bf16).

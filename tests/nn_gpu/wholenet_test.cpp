@@ -33,6 +33,10 @@ void check(lt_net net, precision p, std::size_t n) {
   CHECK(r.out_graph == r.out);
   CHECK(r.out_again == r.out);
   CHECK(r.out_lt == r.out);
+  // The bf16 input record the kernel writes is what the backward's own conversion would make: the same gradients.
+  CHECK(r.kept16 == (p == precision::bf16));
+  REQUIRE(r.d_params_kept16.size() == static_cast<std::size_t>(Net::param_count));
+  CHECK(r.d_params_kept16 == r.d_params_converted);
 }
 }  // namespace
 

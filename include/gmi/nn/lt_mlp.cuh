@@ -6,7 +6,8 @@
 // (BGRADB; a column-sum kernel where cuBLASLt has none for the types), the input gradient, then one pass that
 // forms the layer below's dz. Activation records use the layout of mlp.cuh's gemm_path: layer l's outputs at
 // acts + n * activation_offset(l), [n][width]. bf16: weights and layer inputs are converted per call from the fp32
-// master copies; products accumulate in fp32 and write fp32. With network_config::kernels mma (TF32, bf16) each
+// master copies (a forward with a record keeps its bf16 inputs for the backward's weight gradients, so the backward
+// after it converts nothing); products accumulate in fp32 and write fp32. With network_config::kernels mma (TF32, bf16) each
 // layer's forward and input-gradient product is instead one own tensor-core kernel (fused_gemm.cuh) with the
 // activation / the dz = dX * Act'(y) in its epilogue; the weight gradients stay cuBLASLt. Every call is capturable
 // in a CUDA graph. With kernels wholenet (TF32, bf16) a forward without an activation record is one kernel for the
@@ -26,6 +27,7 @@
 #include <gmi/cuda/check.hpp>
 #include <gmi/exec/policy.hpp>
 #include <gmi/nn/activation.hpp>
+#include <gmi/nn/detail/lt_layout.hpp>
 #include <gmi/nn/fused_gemm.cuh>
 #include <gmi/nn/lt_linear.cuh>
 #include <gmi/nn/mlp.hpp>
@@ -35,28 +37,6 @@
 namespace gmi::nn {
 
 namespace detail {
-
-// Leading dimension of a bf16 copy: a multiple of 8 elements (16 bytes), what the tensor-core kernels need.
-inline constexpr int bf16_ld(int width) { return (width + 7) / 8 * 8; }
-
-template <class L>
-struct lt_layout_of {
-  // Offset of layer l's bf16 weights, [out][bf16_ld(in)], each layer starting on 256 bytes.
-  static constexpr std::size_t w16_offset(int l) {
-    std::size_t off = 0;
-    for (int k = 0; k < l; ++k) off += (static_cast<std::size_t>(L::width(k + 1)) * bf16_ld(L::width(k)) + 127) / 128 * 128;
-    return off;
-  }
-  static constexpr std::size_t w16_size = w16_offset(L::count);
-  // Offset of layer l's transposed weights, [in][bf16_ld(out)] (the own kernels' backward), 128-element aligned.
-  static constexpr std::size_t wt_offset(int l) {
-    std::size_t off = 0;
-    for (int k = 0; k < l; ++k) off += (static_cast<std::size_t>(L::width(k)) * bf16_ld(L::width(k + 1)) + 127) / 128 * 128;
-    return off;
-  }
-  static constexpr std::size_t wt_size = wt_offset(L::count);
-  static constexpr int max_ld16 = bf16_ld(L::max_width);
-};
 
 inline unsigned lt_blocks(std::size_t total, int block) {
   return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>((total + block - 1) / block, 8192)));
@@ -219,25 +199,37 @@ __global__ static void lt_column_finish_kernel(const float* __restrict__ partial
   out[c] = t;
 }
 
+// Stage one alone (the split weight gradient's lt_chunk_sum_kernel does stage two in its own launch).
+inline void lt_column_partial(const float* m, std::size_t rows, int w, float* partial, cudaStream_t s) {
+  lt_column_partial_kernel<<<dim3(static_cast<unsigned>((w + 31) / 32), static_cast<unsigned>(lt_sum_chunks(rows))),
+                             dim3(32, 8), 0, s>>>(m, rows, w, partial);
+  GMI_CUDA_TRY(cudaGetLastError());
+}
 // out[c] = sum over rows of m[r][c] ([rows][w] row-major) in two launches; partial: lt_sum_chunks(rows) * w floats.
 inline void lt_column_sum(const float* m, std::size_t rows, int w, float* partial, float* out, cudaStream_t s) {
   const std::size_t chunks = lt_sum_chunks(rows);
-  lt_column_partial_kernel<<<dim3(static_cast<unsigned>((w + 31) / 32), static_cast<unsigned>(chunks)), dim3(32, 8), 0,
-                             s>>>(m, rows, w, partial);
-  GMI_CUDA_TRY(cudaGetLastError());
+  lt_column_partial(m, rows, w, partial, s);
   lt_column_finish_kernel<<<static_cast<unsigned>((w + 127) / 128), 128, 0, s>>>(partial, chunks, w, out);
   GMI_CUDA_TRY(cudaGetLastError());
 }
 
 // dw[e] = the chunks' partial weight gradients part[c * stride + e] summed in chunk order (the split weight
-// gradient, network_config::weight_grad_chunks): the same sums on every run.
+// gradient, network_config::weight_grad_chunks): the same sums on every run. With db, also stage two of the bias
+// gradient in the same launch: db[c] = lt_column_finish_kernel's sum of bias_part (bias_chunks x w), same order.
 __global__ static void lt_chunk_sum_kernel(const float* __restrict__ part, int chunks, std::size_t stride,
-                                           std::size_t count, float* __restrict__ dw) {
-  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += step) {
+                                           std::size_t count, float* __restrict__ dw,
+                                           const float* __restrict__ bias_part = nullptr, std::size_t bias_chunks = 0,
+                                           int w = 0, float* __restrict__ db = nullptr) {
+  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x, all = count + (db ? w : 0);
+  for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < all; e += step) {
     float t = 0.0f;
-    for (int c = 0; c < chunks; ++c) t += part[c * stride + e];
-    dw[e] = t;
+    if (e < count) {
+      for (int c = 0; c < chunks; ++c) t += part[c * stride + e];
+      dw[e] = t;
+    } else {
+      for (std::size_t g = 0; g < bias_chunks; ++g) t += bias_part[g * w + (e - count)];
+      db[e - count] = t;
+    }
   }
 }
 
@@ -286,8 +278,10 @@ class lt_mlp {
       // The own kernels' backward keeps a third bf16 buffer: its product reads one dz while writing the next.
       w16_ = cuda::device_buffer<__nv_bfloat16>(lay::w16_size);
       h16_ = cuda::device_buffer<__nv_bfloat16>((mma_ ? 3 : 2) * max_batch * lay::max_ld16);
+      rec16_ = cuda::device_buffer<__nv_bfloat16>(max_batch * lay::in16_size);
       w16_.fill_bytes(0, policy_.stream);
       h16_.fill_bytes(0, policy_.stream);
+      rec16_.fill_bytes(0, policy_.stream);
       if (mma_) {
         wt16_ = cuda::device_buffer<__nv_bfloat16>(lay::wt_size);
         wt16_.fill_bytes(0, policy_.stream);
@@ -324,6 +318,13 @@ class lt_mlp {
   [[nodiscard]] std::size_t bias_sums() const noexcept { return bias_sums_; }
   // Weight gradients formed as chunked products and summed by lt_chunk_sum_kernel so far (weight_grad_chunks).
   [[nodiscard]] std::size_t split_products() const noexcept { return split_products_; }
+  // The bf16 input record for a forward of n rows run by the caller (wholenet's record16); the next backward_raw
+  // with inputs16_ready reads its layers' bf16 inputs there. nullptr (and nothing kept) unless bf16 and
+  // network_config::keep_bf16_inputs.
+  __nv_bfloat16* record16_for(std::size_t n) {
+    rec16_rows_ = cfg_.precision == precision::bf16 && cfg_.keep_bf16_inputs ? n : 0;
+    return rec16_rows_ ? rec16_.data() : nullptr;
+  }
   // Where a forward with an activation record leaves the network's outputs ([n][out]): its last layer's record.
   static float* outputs_in(float* acts, std::size_t n) { return acts + n * L::activation_offset(Net::count - 1); }
 
@@ -364,9 +365,12 @@ class lt_mlp {
     }
     const bool bf16 = cfg_.precision == precision::bf16;
     const int N = static_cast<int>(n);
+    // bf16 with a record: each layer's bf16 input stays in rec16_ for the backward (no conversion pass there).
+    auto in16 = [&](int l) { return acts ? rec16_.data() + n * lay::in16_offset(l) : h16(l); };
+    rec16_rows_ = bf16 && acts && cfg_.keep_bf16_inputs ? n : 0;
     if (bf16) {
       convert_weights(params);
-      to_bf16(x, n, Net::in, h16(0));
+      to_bf16(x, n, Net::in, in16(0));
     }
     const float* in = x;
     for (int l = 0; l < Net::count; ++l) {
@@ -376,9 +380,9 @@ class lt_mlp {
       float* bias = const_cast<float*>(params + L::bias_offset(l));
       if (mma_) {  // one product with bias + activation (and the copies) in its epilogue
         float* copy = (last && acts && out != dst) ? out : nullptr;
-        __nv_bfloat16* next16 = (bf16 && !last) ? h16(l + 1) : nullptr;
-        if (last) mma_forward<OutAct>(l, params, in, N, dst, copy, next16, bias);
-        else mma_forward<Act>(l, params, in, N, dst, copy, next16, bias);
+        __nv_bfloat16* next16 = (bf16 && !last) ? in16(l + 1) : nullptr;
+        if (last) mma_forward<OutAct>(l, params, in, in16(l), N, dst, copy, next16, bias);
+        else mma_forward<Act>(l, params, in, in16(l), N, dst, copy, next16, bias);
         in = dst;
         continue;
       }
@@ -389,7 +393,7 @@ class lt_mlp {
                  .epilogue = relu_here ? lt_epilogue::relu_bias : lt_epilogue::bias};
       const void* A = bf16 ? static_cast<const void*>(w16_.data() + lay::w16_offset(l))
                            : static_cast<const void*>(params + L::weight_offset(l));
-      const void* B = bf16 ? static_cast<const void*>(h16(l)) : static_cast<const void*>(in);
+      const void* B = bf16 ? static_cast<const void*>(in16(l)) : static_cast<const void*>(in);
       bool fused = gemm_.run(s, A, B, dst, bias, policy_.stream);
       if (!fused) {
         s.epilogue = lt_epilogue::none;
@@ -397,7 +401,7 @@ class lt_mlp {
       }
       const bool act_done = fused && (relu_here || identity_here);
       float* copy = (last && acts && out != dst) ? out : nullptr;
-      __nv_bfloat16* next16 = (bf16 && !last) ? h16(l + 1) : nullptr;
+      __nv_bfloat16* next16 = (bf16 && !last) ? in16(l + 1) : nullptr;
       if (!act_done || copy || next16) {
         const std::size_t total = n * static_cast<std::size_t>(O);
         const float* b = fused ? nullptr : bias;
@@ -414,13 +418,16 @@ class lt_mlp {
   }
 
   // bf16_weights_ready: the last forward_raw converted these same params (its bf16 weights are reused; TF32 with
-  // the own kernels converts here in any case: its forward reads the fp32 weights in place).
+  // the own kernels converts here in any case: its forward reads the fp32 weights in place) and, where it kept a
+  // record of these n rows, ran on these x and acts: its bf16 layer inputs are reused too (no to_bf16 passes).
+  // inputs16_ready alone: only the inputs (record16_for's, the caller's forward on these x and acts).
   void backward_raw(const float* params, const float* x, const float* acts, const float* d_out, float* d_params,
-                    float* d_x, std::size_t n, bool bf16_weights_ready = false) {
+                    float* d_x, std::size_t n, bool bf16_weights_ready = false, bool inputs16_ready = false) {
     const bool bf16 = cfg_.precision == precision::bf16;
     const int N = static_cast<int>(n);
     constexpr int last = Net::count - 1;
     if (bf16 ? !bf16_weights_ready : mma_) convert_weights(params);
+    const bool kept16 = bf16 && (bf16_weights_ready || inputs16_ready) && rec16_rows_ == n;  // the forward's bf16 inputs (rec16_)
     int dz_slot = 1;  // the own kernels' backward: dz16 alternates between h16 slots 1 and 2
     __nv_bfloat16* in16 = bf16 ? h16(0) : nullptr;  // the layer's input in bf16
     __nv_bfloat16* dz16 = bf16 ? h16(1) : nullptr;  // the layer's dz in bf16
@@ -435,7 +442,8 @@ class lt_mlp {
     for (int l = last; l >= 0; --l) {
       const int I = L::width(l), O = L::width(l + 1);
       const float* in = l == 0 ? x : acts + n * L::activation_offset(l - 1);
-      if (bf16) to_bf16(in, n, I, in16);
+      if (kept16) in16 = rec16_.data() + n * lay::in16_offset(l);
+      else if (bf16) to_bf16(in, n, I, in16);
       // dW^T (I x O, column-major) = X^T (I x n) dZ (n x O); the bias gradient = the sum of dZ over the samples.
       float* dW = d_params + L::weight_offset(l);
       float* db = d_params + L::bias_offset(l);
@@ -456,11 +464,12 @@ class lt_mlp {
       c.stride_b = static_cast<long long>(c.k) * c.ldb;
       c.stride_d = static_cast<long long>(stride);
       if (chunks > 1 && gemm_.can_implement(c, A, B, wpart_.data())) {
+        // The bias gradient's column partials, the product, then one launch sums both (3 launches, not 4).
+        detail::lt_column_partial(dz, n, O, partial_.data(), policy_.stream);
         gemm_.run(c, A, B, wpart_.data(), nullptr, policy_.stream);
-        detail::lt_chunk_sum_kernel<<<detail::lt_blocks(count, 256), 256, 0, policy_.stream>>>(wpart_.data(), chunks,
-                                                                                               stride, count, dW);
+        detail::lt_chunk_sum_kernel<<<detail::lt_blocks(count + O, 256), 256, 0, policy_.stream>>>(
+            wpart_.data(), chunks, stride, count, dW, partial_.data(), detail::lt_sum_chunks(n), O, db);
         GMI_CUDA_TRY(cudaGetLastError());
-        detail::lt_column_sum(dz, n, O, partial_.data(), db, policy_.stream);
         ++split_products_;
       } else if (!gemm_.run(s, A, B, dW, db, policy_.stream)) {
         s.epilogue = lt_epilogue::none;
@@ -504,12 +513,12 @@ class lt_mlp {
   }
   // Layer l's forward through fused_gemm.cuh: dst = A(in W^T + bias), also into copy and next16 where given.
   template <class A>
-  void mma_forward(int l, const float* params, const float* in, int N, float* dst, float* copy, __nv_bfloat16* next16,
-                   const float* bias) {
+  void mma_forward(int l, const float* params, const float* in, const __nv_bfloat16* in16, int N, float* dst,
+                   float* copy, __nv_bfloat16* next16, const float* bias) {
     const int I = L::width(l), O = L::width(l + 1);
     const mma_bias_act<A> epi{bias};
     if (cfg_.precision == precision::bf16) {
-      mma_gemm_args<__nv_bfloat16> g{.a = h16(l), .b = w16_.data() + lay::w16_offset(l), .M = N, .N = O, .K = I,
+      mma_gemm_args<__nv_bfloat16> g{.a = in16, .b = w16_.data() + lay::w16_offset(l), .M = N, .N = O, .K = I,
                                      .lda = detail::bf16_ld(I), .ldb = detail::bf16_ld(I), .d = dst, .ldd = O,
                                      .d2 = copy, .ldd2 = O, .d16 = next16, .ld16 = detail::bf16_ld(O)};
       mma_gemm(g, epi, policy_.stream);
@@ -579,6 +588,8 @@ class lt_mlp {
   int sms_ = 1;
   cuda::device_buffer<float> wpart_;  // the split weight gradients' partials (weight_grad_chunks)
   cuda::device_buffer<__nv_bfloat16> w16_, h16_, wt16_;  // wt16_: the own kernels' transposed bf16 weights
+  cuda::device_buffer<__nv_bfloat16> rec16_;             // bf16 layer inputs of the last forward with a record
+  std::size_t rec16_rows_ = 0;                           // its rows (0: none kept)
   cuda::device_buffer<float> wt32_;                        // the own kernels' transposed TF32 weights
   std::optional<wholenet<Net>> whole_;                     // kernels wholenet: the forward without a record
 };

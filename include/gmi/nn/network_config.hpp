@@ -72,6 +72,10 @@ struct network_config {
   // (a power of two, by weight_grad_chunks below), one strided-batched product writes each chunk's partial dW and
   // one kernel sums the partials in chunk order (the same sums on every run); 0 (auto): 16 at bf16, 1 otherwise.
   int weight_grad_chunks = 0;
+  // bf16: a forward with an activation record (lt_mlp's, or the whole-network kernel's in PPO's minibatch) keeps
+  // every layer's bf16 input for the backward's weight gradients, which then convert nothing; false: the backward
+  // converts the fp32 record per layer (the path before; the same bits, one pass per layer more).
+  bool keep_bf16_inputs = true;
 };
 
 // Largest cap of weight_grad_chunks.

@@ -24,6 +24,7 @@
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/exec/policy.hpp>
+#include <gmi/nn/detail/lt_layout.hpp>
 #include <gmi/nn/fused_gemm.cuh>
 #include <gmi/nn/mlp.hpp>
 #include <gmi/nn/network_config.hpp>
@@ -136,13 +137,16 @@ __device__ inline void wn_each_layer(F&& f, std::integer_sequence<int, l...>) {
 // sample), in(src, col) gives its input values (col < L::in); tail(outs, ld, row0, rows) is called by every thread
 // of the block with a tile's fp32 outputs in shared memory ([32][ld], rows valid rows). record (or null) receives
 // the activation record in fp32 as lt_mlp's: layer l's outputs at record + n * activation_offset(l), [n][width];
-// x_record (or null) the inputs as in() gave them, [n][L::in] (a backward's X).
+// x_record (or null) the inputs as in() gave them, [n][L::in] (a backward's X); record16 (or null) every layer's
+// input in bf16 in lt_mlp's input record layout (detail::lt_layout_of::in16_offset: a bf16 backward's X, rounded as
+// its own conversion would round the fp32 record, so it needs none).
 // Launch bounds: with the weights in shared memory one block fills an SM's shared memory anyway; reading them from
 // global memory, two blocks per SM (at most 128 registers a thread) hide more of the loads' latency.
 template <class L, class Act, class OutAct, class T, bool WSmem, class In, class Tail>
 __global__ static void __launch_bounds__(wn_threads, WSmem ? 1 : 2)
     wholenet_kernel(const unsigned char* __restrict__ packed, const float* __restrict__ params, int n, In in,
-                    Tail tail, float* __restrict__ record, float* __restrict__ x_record) {
+                    Tail tail, float* __restrict__ record, float* __restrict__ x_record,
+                    __nv_bfloat16* __restrict__ record16) {
   __shared__ int src[wn_rows];
   using lay = wholenet_layout<L, T>;
   extern __shared__ __align__(128) unsigned char wn_smem[];
@@ -178,6 +182,8 @@ __global__ static void __launch_bounds__(wn_threads, WSmem ? 1 : 2)
       const int r = k / K0, c = k % K0;
       const float v = r < rows && c < L::in ? in(src[r], c) : 0.0f;
       if (x_record && r < rows && c < L::in) x_record[static_cast<std::size_t>(row0 + r) * L::in + c] = v;
+      if (record16 && r < rows && c < L::in)
+        record16[static_cast<std::size_t>(row0 + r) * bf16_ld(L::in) + c] = __float2bfloat16_rn(v);
       wn_put<T>(act0 + r * lay::row_bytes, c, v);
     }
     __syncthreads();
@@ -196,6 +202,8 @@ __global__ static void __launch_bounds__(wn_threads, WSmem ? 1 : 2)
           const unsigned char* const wl = (WSmem ? static_cast<const unsigned char*>(wn_smem) : packed) + lay::offset(l);
           const float* const bias = params + L::bias_offset(l);
           float* const rec = record ? record + static_cast<std::size_t>(n) * L::activation_offset(l) : nullptr;
+          __nv_bfloat16* const rec16 =
+              record16 && !last ? record16 + static_cast<std::size_t>(n) * lt_layout_of<L>::in16_offset(l + 1) : nullptr;
           for (int nc = warp; nc < NC; nc += wn_threads / 32) {
             float acc[2][4][4];
 #pragma unroll
@@ -242,6 +250,11 @@ __global__ static void __launch_bounds__(wn_threads, WSmem ? 1 : 2)
                     float* const at = rec + static_cast<std::size_t>(row0 + r) * N + c;
                     if (c < N) at[0] = y0;
                     if (c + 1 < N) at[1] = y1;
+                  }
+                  if (rec16 && r < rows) {
+                    __nv_bfloat16* const at = rec16 + static_cast<std::size_t>(row0 + r) * bf16_ld(N) + c;
+                    if (c < N) at[0] = __float2bfloat16_rn(y0);
+                    if (c + 1 < N) at[1] = __float2bfloat16_rn(y1);
                   }
                   if constexpr (last) {
                     if (c < N) outs[r * lay::out_ld + c] = y0;
@@ -356,13 +369,15 @@ class wholenet {
   }
 
   // The forward of n rows from the last pack() (biases read from params): in, tail, record (null: none; else
-  // Net::activation_size * n floats) and x_record (null or n * Net::in floats) as wholenet_kernel's.
+  // Net::activation_size * n floats), x_record (null or n * Net::in floats) and record16 (null or n *
+  // lt_layout_of::in16_size bf16) as wholenet_kernel's.
   template <class In, class Tail>
-  void run(const float* params, std::size_t n, In in, Tail tail, float* record = nullptr, float* x_record = nullptr) {
+  void run(const float* params, std::size_t n, In in, Tail tail, float* record = nullptr, float* x_record = nullptr,
+           __nv_bfloat16* record16 = nullptr) {
     if (n == 0) return;
     gmi::require(n <= (std::size_t{1} << 30), "wholenet rows", n, "<= 2^30");
-    if (prec_ == precision::bf16) launch<__nv_bfloat16>(params, static_cast<int>(n), in, tail, record, x_record);
-    else launch<float>(params, static_cast<int>(n), in, tail, record, x_record);
+    if (prec_ == precision::bf16) launch<__nv_bfloat16>(params, static_cast<int>(n), in, tail, record, x_record, record16);
+    else launch<float>(params, static_cast<int>(n), in, tail, record, x_record, record16);
   }
 
   // out ([n][Net::out]) = the forward of x ([n][Net::in]): pack and run, two launches.
@@ -373,7 +388,7 @@ class wholenet {
 
  private:
   template <class T, class In, class Tail>
-  void launch(const float* params, int n, In in, Tail tail, float* record, float* x_record) {
+  void launch(const float* params, int n, In in, Tail tail, float* record, float* x_record, __nv_bfloat16* record16) {
     const std::size_t bytes = detail::wholenet_layout<L, T>::smem_bytes(in_smem_);
     auto kernel = detail::wholenet_kernel<L, Act, OutAct, T, false, In, Tail>;
     if constexpr (detail::wholenet_layout<L, T>::weights_may_fit)  // else in_smem_ is false: no such kernel
@@ -391,7 +406,7 @@ class wholenet {
     const int tiles = (n + detail::wn_rows - 1) / detail::wn_rows;
     const int grid = std::max(1, std::min(tiles, sms_ * per_sm));
     kernel<<<grid, detail::wn_threads, bytes, policy_.stream>>>(
-        reinterpret_cast<const unsigned char*>(packed_.data()), params, n, in, tail, record, x_record);
+        reinterpret_cast<const unsigned char*>(packed_.data()), params, n, in, tail, record, x_record, record16);
     GMI_CUDA_TRY(cudaGetLastError());
   }
 

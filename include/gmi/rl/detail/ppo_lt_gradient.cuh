@@ -165,7 +165,7 @@ class lt_gradient {
       whole->pack(params);
       whole->run(params, n, ppo_lt_gather_in<Net>{mb, round_base, epoch, epochs},
                  ppo_lt_loss_tail<Net>{mb, params, round_base, epoch, epochs, d_out_.data(), extra_.data(), ld_},
-                 acts_.data(), x_.data());
+                 acts_.data(), x_.data(), lt_.record16_for(n));
     } else {
       ppo_lt_gather_kernel<Net><<<blocks, 128, 0, s>>>(mb, round_base, epoch, epochs, x_.data());
       GMI_CUDA_TRY(cudaGetLastError());
@@ -176,8 +176,9 @@ class lt_gradient {
                                                      extra_.data(), ld_);
       GMI_CUDA_TRY(cudaGetLastError());
     }
-    // The backward reuses the forward's bf16 weights where the cuBLASLt forward made them.
-    lt_.backward_raw(params, x_.data(), acts_.data(), d_out_.data(), row, nullptr, n, lt_.whole() == nullptr);
+    // The backward reuses the forward's bf16 weights where the cuBLASLt forward made them, and its bf16 layer
+    // inputs (either forward keeps them at bf16): no conversion of the inputs.
+    lt_.backward_raw(params, x_.data(), acts_.data(), d_out_.data(), row, nullptr, n, lt_.whole() == nullptr, true);
     ppo_lt_sum_extra_kernel<<<E, ppo_lt_sum_block, 0, s>>>(extra_.data(), ld_, mb.count, row + mlp::param_count,
                                                           Net::dist_param_count, term_log);
     GMI_CUDA_TRY(cudaGetLastError());
