@@ -26,7 +26,7 @@ JOBS=${JOBS:-16}
 source "$(dirname "$0")/device_common.sh"
 start_all=$(date +%s)
 summary=$out/physics-summary.txt
-left() { echo $(( 350 - ($(date +%s) - start_all) )); }
+left() { echo $(( ${BUDGET_S:-350} - ($(date +%s) - start_all) )); }  # BUDGET_S: the whole script's seconds
 # A timeout of at most $1 seconds, cut to the time left (at least 10).
 cap() { local l; l=$(left); echo $(( l > $1 ? $1 : (l > 10 ? l : 10) )); }
 
