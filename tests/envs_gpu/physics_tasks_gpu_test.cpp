@@ -262,6 +262,12 @@ TEST_SUITE("gpu") {
     const trajectory plain = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
     gmi::physics::request_step_path("staged");
     CHECK(physics_task_path_gpu(T::name, n) == "staged_per_env");
+    {  // a smaller batch first, whose stream is gone when it ends, so the next batch grows the staged buffers after
+       // it (the growth once synchronized that destroyed stream: the bench crashed at 3aba6d2)
+      std::vector<batch_snapshot> small_before;
+      const trajectory small_host = host_run<T>(64, 2, 2024, 7, &small_before);
+      CHECK(step_physics_task_gpu_from(T::name, 64, 2024, 7, small_before).obs.size() == small_host.obs.size());
+    }
     // Blocks of 256 (two, the second partly past the environments) and the default 64 (five).
     gmi::physics::request_staged_block(256);
     const trajectory g256 = step_physics_task_gpu_from(T::name, n, 2024, 7, before);

@@ -4,9 +4,9 @@
 // task's substeps one kernel per stage of physics::step_stage (each compiled with only its stage, so its registers
 // and stack are its stage's alone), then end. The arrays between the kernels are one global buffer per task and
 // device (the pipeline's, element-major, plus carry and valid flags), grown to the largest batch seen and kept to
-// the process's end; a step on another stream than the previous one waits for that one first (an event), so two
-// batches of one task may step on two streams, one after the other; a step that grows the buffer allocates (and waits
-// for the last stream), so the first step of the largest batch must not be under stream capture. Never chosen by
+// the process's end; every step waits for the previous one first (its event), so two batches of one task may step on
+// two streams, one after the other; a step that grows the buffer allocates (and waits for the previous step), so
+// the first step of the largest batch must not be under stream capture. Never chosen by
 // the rule: params.step_path or physics::request_step_path("staged") asks for it; env_batch (rl/env_batch.cuh)
 // launches it. Needs nvcc.
 
@@ -61,14 +61,13 @@ __global__ static void __launch_bounds__(physics_staged_max_block) staged_end_ke
   if (i < a.n) staged_end<E>(v, actions, a, out, i);
 }
 
-// One task's buffers on one device: capacity environments, the stream that last used them and its event.
+// One task's buffers on one device: capacity environments and the event of their last use.
 struct staged_buffers {
   gmi::cuda::device_buffer<float> data, carry;
   gmi::cuda::device_buffer<std::uint8_t> valid;
   std::size_t capacity = 0;
-  bool used = false;  // a step was enqueued (on `last`, which may be the legacy default stream, null)
-  cudaStream_t last = nullptr;
-  gmi::cuda::event done;
+  bool used = false;     // a step was enqueued and `done` recorded after it
+  gmi::cuda::event done;  // the previous use's end, on whatever stream it ran (that stream may be gone since)
 };
 
 // E's buffers on the current device for n environments (grown if needed), ordered after their previous use when
@@ -83,15 +82,17 @@ static staged_buffers& staged_buffers_for(std::size_t n, cudaStream_t s, std::un
   held = std::unique_lock<std::mutex>(lock);
   staged_buffers*& b = cache[dev];
   if (!b) b = std::make_unique<staged_buffers>().release();
-  if (b->used && b->last != s) b->done.wait_on(s);
+  // After the previous use, through its event: the stream it ran on may have been destroyed (a batch ends), and a
+  // new stream may even reuse its handle, so the handle is never kept (synchronizing a destroyed one crashed the
+  // bench at 3aba6d2 when a larger batch followed a smaller one).
+  if (b->used) b->done.wait_on(s);
   if (b->capacity < n) {
-    if (b->used) GMI_CUDA_TRY(cudaStreamSynchronize(b->last));  // its kernels done before the free
+    if (b->used) b->done.synchronize();  // its kernels done before the free
     b->data = gmi::cuda::device_buffer<float>(staged_arrays<E>::data_reals(n));
     b->carry = gmi::cuda::device_buffer<float>(staged_arrays<E>::carry_reals(n));
     b->valid = gmi::cuda::device_buffer<std::uint8_t>(n);
     b->capacity = n;
   }
-  b->last = s;
   b->used = true;
   return *b;
 }
