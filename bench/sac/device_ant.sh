@@ -39,8 +39,8 @@ mkdir -p "$logs"
 rm -f "$lines"
 export JOBS=${JOBS:-16}
 
-source "$root/bench/sac/ant_build.sh"
-start_ant_build 330 device_ant
+source "$root/bench/sac/task_build.sh"
+start_task_build 330 device_ant ant
 nvidia-smi --query-gpu=index,name,memory.used,utilization.gpu --format=csv,noheader | sed 's/^/gpu visible: /'
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"
 
@@ -48,9 +48,9 @@ echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"
 rm -f "$logs/ppo.jsonl" "$logs/sac.jsonl"
 read -r -a ppo_flags <<< "${PPO_FLAGS:-}"
 read -r -a sac_flags <<< "${SAC_FLAGS:-}"
-ant_run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds" 90 "${ppo_flags[@]}"
+task_run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds" 90 "${ppo_flags[@]}"
 kill -0 "$build_pid" 2>/dev/null && echo "== waiting for ant_sac's build"
-ant_build_done
+task_build_done
 # SAC gets what is left: its start and its evaluation (16 episodes on host threads) take some seconds besides.
 left=$((deadline_s - $(date +%s) - 25))
 if ((left < sac_seconds)); then
@@ -58,7 +58,7 @@ if ((left < sac_seconds)); then
   sac_seconds=$left
 fi
 if ((sac_seconds >= 10)); then
-  ant_run sac pendulum_sac/gmi.example.ant_sac "$sac_seconds" 90 --sac-eval-episodes 16 "${sac_flags[@]}"
+  task_run sac pendulum_sac/gmi.example.ant_sac "$sac_seconds" 90 --sac-eval-episodes 16 "${sac_flags[@]}"
 else
   echo "device_ant: SAC skipped: ${left} s left" >&2
   status=1

@@ -47,16 +47,16 @@ mkdir -p "$logs"
 rm -f "$lines" "$logs"/*.jsonl
 export JOBS=${JOBS:-16}
 
-source "$root/bench/sac/ant_build.sh"
-start_ant_build 280 device_sacfast
+source "$root/bench/sac/task_build.sh"
+start_task_build 280 device_sacfast ant
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}; device: $device"
 
 # left: seconds of training the time limit still allows a run (its start and evaluation take some besides).
 left() { echo $((deadline_s - $(date +%s) - 25)); }
 
-ant_run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds" 60
+task_run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds" 60
 kill -0 "$build_pid" 2>/dev/null && echo "== waiting for ant_sac's build"
-ant_build_done
+task_build_done
 # tests/sac_gpu (its n-step case: the device fold against the one-step table) builds beside the SAC runs, niced on
 # two cores (the ant build is done, so no other ninja runs in $build) until the time limit's last 25 s, and runs
 # after them.
@@ -80,7 +80,7 @@ for k in 0 1 2; do
     continue
   fi
   read -r -a extra <<< "${flags[k]}"
-  ant_run "${labels[k]}" "$sac" "$secs" 60 --sac-eval-episodes 8 "${extra[@]}"
+  task_run "${labels[k]}" "$sac" "$secs" 60 --sac-eval-episodes 8 "${extra[@]}"
 done
 
 # The test's build may not be done where the build took most of the time: a line says so, not a failure (the
@@ -96,89 +96,7 @@ elif grep -qE "error" "$out/build-tests.log"; then
 else
   echo "device_sacfast: gmi.test.sac_gpu not built within the time limit: its n-step case not run here"
 fi
-python3 - "$logs" "$lines" "$common" "${labels[*]}" <<'PY' 2>&1 | tee "$out/sacfast-summary.txt" || status=1
-import json, os, sys
-logs, dest, common, labels = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4].split()
-BEFORE = {"env_steps_per_s": 24.9e3, "updates_per_s": 387.0}  # 794e70c, bench/results/sac-ant/ (2048 envs)
-def load(label):
-    path = f"{logs}/{label}.jsonl"
-    if not os.path.exists(path):
-        return None
-    ls = [json.loads(l) for l in open(path) if l.strip()]
-    prog = [l for l in ls if l.get("event") != "end" and "env_steps" in l]
-    end = next((l for l in ls if l.get("event") == "end"), None)
-    last = end or (prog[-1] if prog else None)
-    if last is None:
-        return None
-    pts = [(p["env_steps"], p["wall_s"], p["mean_return"]) for p in prog if p.get("mean_return") is not None]
-    if end and end.get("mean_return") is not None:
-        pts.append((end["env_steps"], end["wall_s"], end["mean_return"]))
-    steps, wall, upd = last.get("env_steps"), last.get("wall_s"), last.get("updates")
-    return {"pts": pts, "end": end, "envs": last.get("num_envs"), "sac": last.get("sac"),
-            "path": last.get("env_step_path"),
-            "final_return": last.get("mean_return"), "eval_return": (end or {}).get("eval_return"),
-            "env_steps": steps, "wall_s": wall, "env_steps_per_s": steps / wall if steps and wall else None,
-            "updates_per_s": upd / wall if upd and wall else None}
-out = open(dest, "a")
-def put(d):
-    out.write(json.dumps({**d, **common}) + "\n")
-runs = {label: load(label) for label in ["ppo"] + labels}
-for label, r in runs.items():
-    if r is None:
-        print(f"device_sacfast: {label}: no metrics", file=sys.stderr)
-        continue
-    algo = "ppo" if label == "ppo" else "sac"
-    tag = {"case": "ant", "impl": "gmi", "algo": algo, "config": label, "num_envs": r["envs"]}
-    if r["sac"]:
-        tag["sac"] = r["sac"]
-    if r["path"]:
-        tag["env_step_path"] = r["path"]
-    for i, (s, w, m) in enumerate(r["pts"]):
-        d = {"bench": "sac_ant_curve", **tag, "env_steps": s, "wall_s": w, "mean_return": m}
-        if i == len(r["pts"]) - 1 and r["end"] is not None:
-            d["eval_return"] = r["eval_return"]
-        put(d)
-    for k in ("final_return", "eval_return", "env_steps", "wall_s", "env_steps_per_s", "updates_per_s"):
-        if r[k] is not None:
-            put({"bench": "sac_ant", **tag, "metric": k, "median": r[k], "min": r[k], "max": r[k]})
-f = lambda v, spec: format(v, spec) if isinstance(v, (int, float)) else "-"
-print(f"{'run':9} {'envs':>5} {'env steps':>10} {'seconds':>8} {'env steps/s':>12} {'updates/s':>10} "
-      f"{'final return':>13} {'eval return':>12} {'env step path':>14}")
-for label, r in runs.items():
-    if r:
-        print(f"{label:9} {f(r['envs'], '>5')} {f(r['env_steps'], '>10.4g')} {f(r['wall_s'], '>8.1f')} "
-              f"{f(r['env_steps_per_s'], '>12.4g')} {f(r['updates_per_s'], '>10.4g')} {f(r['final_return'], '>13.1f')} "
-              f"{f(r['eval_return'], '>12.1f')} {r['path'] or '-':>14}")
-ppo = runs.get("ppo")
-if not ppo or ppo["final_return"] is None:
-    print("device_sacfast: no PPO return: no comparison", file=sys.stderr)
-    sys.exit(1)
-target, ppo_steps = ppo["final_return"], ppo["env_steps"]
-print(f"target: PPO's final mean return {target:.1f} after {ppo_steps:.4g} env steps; the issue wants SAC there "
-      f"within {ppo_steps / 5:.4g} env steps (5x fewer)")
-for label in labels:
-    r = runs.get(label)
-    if not r or not r["pts"]:
-        continue
-    reach = next(((s, w) for s, w, m in r["pts"] if m >= target), None)
-    best = max(r["pts"], key=lambda p: p[2])
-    ratio = ppo_steps / reach[0] if reach else None
-    put({"bench": "sac_ant", "case": "ant", "impl": "gmi", "algo": "sac", "config": label, "num_envs": r["envs"],
-         "metric": "env_steps_to_ppo_final", "median": reach[0] if reach else None,
-         "min": reach[0] if reach else None, "max": reach[0] if reach else None,
-         "wall_s_to_ppo_final": reach[1] if reach else None, "ppo_final_return": target, "ppo_env_steps": ppo_steps,
-         "sac_best_return": best[2], "sac_env_steps_at_best": best[0], "ppo_over_sac_env_steps": ratio,
-         "target_ratio": 5})
-    rate = (f"{f(r['env_steps_per_s'], '.4g')} env steps/s ({r['env_steps_per_s'] / BEFORE['env_steps_per_s']:.2f}x "
-            f"794e70c's), {f(r['updates_per_s'], '.4g')} updates/s ({r['updates_per_s'] / BEFORE['updates_per_s']:.2f}x)"
-            if r["env_steps_per_s"] and r["updates_per_s"] else "no rate")
-    if reach:
-        verdict = "meets" if ratio >= 5 else "misses"
-        print(f"{label}: reached {target:.1f} at {reach[0]:.4g} env steps ({reach[1]:.0f} s): {ratio:.3g}x fewer than "
-              f"PPO ({verdict} 5x); {rate}")
-    else:
-        print(f"{label}: did not reach {target:.1f} in {f(r['env_steps'], '.4g')} env steps: best {best[2]:.1f} at "
-              f"{best[0]:.4g} (the 5x mark is {ppo_steps / 5:.4g}); eval {f(r['eval_return'], '.1f')}; {rate}")
-PY
+python3 "$root/bench/sac/curve_summary.py" "$logs" "$lines" "$common" "${labels[*]}" ant device_sacfast \
+  24.9e3,387,794e70c 2>&1 | tee "$out/sacfast-summary.txt" || status=1
 echo "== result lines: $lines ($(( $(date +%s) - start_s )) s in all; copy into bench/results/sac-ant/)"
 exit "$status"
