@@ -1,9 +1,13 @@
 // The CUDA side of the cuBLASLt network tests: copy in, run lt_mlp (or batch_mlp<auto_path>), copy out.
 #include "lt_kernels.hpp"
 
+#include <cuda_bf16.h>
+
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/cuda/stream.hpp>
+#include <gmi/nn/detail/lt_column_sums.cuh>
+#include <gmi/nn/detail/lt_layout.hpp>
 #include <gmi/nn/nn.hpp>
 
 namespace nn_gpu {
@@ -128,6 +132,27 @@ std::vector<std::vector<float>> column_sum_twice(const std::vector<float>& m, st
     nn::detail::lt_column_sum(md.data(), rows, w, partial.data(), out.data(), s);
     r.push_back(download(out, s));
   }
+  return r;
+}
+
+dz_pass_run dz_pass_elu(const std::vector<float>& g, const std::vector<float>& y, std::size_t rows, int w) {
+  gmi::cuda::stream s;
+  auto gd = upload(g, s);
+  auto yd = upload(y, s);
+  const int ld16 = nn::detail::bf16_ld(w);
+  const std::size_t chunks = nn::detail::lt_sum_chunks(rows);
+  gmi::cuda::device_buffer<float> dz(rows * w), part(chunks * w), stored(chunks * w), dz16f(rows * w);
+  gmi::cuda::device_buffer<__nv_bfloat16> dz16(rows * ld16);
+  nn::detail::lt_dz_partials<nn::elu>(gd.data(), yd.data(), rows, w, dz.data(), dz16.data(), ld16, part.data(), s);
+  nn::detail::lt_column_partial(dz.data(), rows, w, stored.data(), s);
+  std::vector<__nv_bfloat16> h16(rows * ld16);
+  GMI_CUDA_TRY(cudaMemcpyAsync(h16.data(), dz16.data(), h16.size() * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost, s));
+  dz_pass_run r;
+  r.dz = download(dz, s);
+  r.partials = download(part, s);
+  r.stored_partials = download(stored, s);
+  for (std::size_t k = 0; k < rows; ++k)
+    for (int c = 0; c < w; ++c) r.dz16.push_back(__bfloat162float(h16[k * ld16 + c]));
   return r;
 }
 

@@ -41,6 +41,14 @@ struct lt_run {
 // nn::detail::lt_column_sum (the bias gradient's fallback) of a [rows][w] matrix, run twice: both results.
 std::vector<std::vector<float>> column_sum_twice(const std::vector<float>& m, std::size_t rows, int w);
 
+// nn::detail::lt_dz_partials<elu> (the backward's dz pass with the bias gradient's first stage) of g and y
+// ([rows][w]), with the fp32 and bf16 stores, then nn::detail::lt_column_partial over the stored fp32 dz: dz,
+// dz16 (as floats), the fused pass's partials and the separate pass's.
+struct dz_pass_run {
+  std::vector<float> dz, dz16, partials, stored_partials;
+};
+dz_pass_run dz_pass_elu(const std::vector<float>& g, const std::vector<float>& y, std::size_t rows, int w);
+
 // A SAC critic at Ant's sizes (ReLU, 256 wide) for the gradient-offset test.
 using sac_critic_net = nn::mlp<nn::layers<35, 256, 256, 1>, nn::relu>;
 

@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <gmi/core/rng.hpp>
+#include <gmi/nn/activation.hpp>
+#include <gmi/nn/detail/lt_sums.hpp>
 
 #include "lt_kernels.hpp"
 #include "reference.hpp"
@@ -196,6 +199,72 @@ TEST_SUITE("gpu") {
         for (int c = 0; c < w; ++c) worst = std::max(worst, std::abs(got[0][c] - ref[c]));
         CHECK(worst <= 1e-6 * scale / w + 1e-6);
       }
+  }
+
+  TEST_CASE("nn_gpu.lt.dz_pass_sums_match_host") {
+    // The fused dz pass (dz = g * ELU'(y), its bf16 copy and the bias gradient's first stage in one kernel)
+    // against its host twin (nn/detail/lt_sums.hpp) and against the column-sum kernel over the stored dz: the
+    // same bits; the bf16 copy within its rounding.
+    for (const std::size_t rows : {std::size_t{1}, std::size_t{257}, std::size_t{8193}})
+      for (const int w : {20, 33, 512}) {
+        CAPTURE(rows);
+        CAPTURE(w);
+        const auto g = uniform(rows * w, 51 + rows + w, -1, 1);
+        const auto y = uniform(rows * w, 61 + rows + w, -1, 2);
+        const auto r = nn_gpu::dz_pass_elu(g, y, rows, w);
+        std::vector<float> dz(rows * w);
+        const auto partials = detail::lt_dz_partials_host<elu>(g.data(), y.data(), rows, w, dz.data());
+        CHECK(r.dz == dz);
+        CHECK(r.partials == partials);
+        CHECK(r.stored_partials == partials);
+        REQUIRE(r.dz16.size() == dz.size());
+        int off = 0;
+        for (std::size_t k = 0; k < dz.size(); ++k) off += std::abs(r.dz16[k] - dz[k]) > std::abs(dz[k]) / 256;
+        CHECK(off == 0);
+      }
+  }
+
+  TEST_CASE("nn_gpu.lt.fused_dz_sums_same_bits") {
+    // network_config::fuse_dz_sums (the dz pass forms the bias gradient's first stage; bf16 stores no fp32 dz)
+    // against the separate passes: the same outputs, parameter and input gradients, bit for bit, in every
+    // precision, chunked or one weight-gradient product, cuBLASLt or the own kernels, and with the column-sum
+    // fallback (the odd ReLU net at fp32 has no BGRADB algorithm for some layers).
+    auto same = [](lt_net net, const network_config& on, std::size_t n, auto tag) {
+      using Net = typename decltype(tag)::type;
+      const auto params = init<Net>(11);
+      const auto x = uniform(n * Net::in, 21, -2, 2);
+      const auto g = uniform(n * Net::out, 31, -1, 1);
+      network_config off = on;
+      off.fuse_dz_sums = false;
+      const auto a = nn_gpu::run_lt(net, on, false, params, x, g);
+      const auto b = nn_gpu::run_lt(net, off, false, params, x, g);
+      MESSAGE(a.path << " n " << n << " chunks cap " << on.weight_grad_chunks << ": " << a.split_products
+                     << " chunked products, " << a.bias_sums << " column-sum bias gradients");
+      CHECK(a.path == b.path);
+      CHECK(a.out == b.out);
+      CHECK(a.d_params == b.d_params);
+      CHECK(a.d_x == b.d_x);
+      CHECK(a.graph_d_params == b.graph_d_params);
+      CHECK(a.d_params_weights_ready == b.d_params_weights_ready);
+      CHECK(a.split_products == b.split_products);
+      CHECK(a.bias_sums == b.bias_sums);
+    };
+    for (const precision p : {precision::fp32, precision::tf32, precision::bf16})
+      for (const int chunks : {0, 16}) {
+        CAPTURE(precision_name(p));
+        CAPTURE(chunks);
+        const network_config on{.precision = p, .weight_grad_chunks = chunks};
+        same(lt_net::shadow_hand, on, 1024, std::type_identity<nn_gpu::shadow_hand_net>{});
+        same(lt_net::humanoid, on, 2048, std::type_identity<nn_gpu::humanoid_net>{});
+        same(lt_net::ant, on, 4096, std::type_identity<nn_gpu::ant_lt_net>{});
+        same(lt_net::odd_tanh, on, 301, std::type_identity<nn_gpu::odd_tanh_net>{});
+        if (p != precision::fp32) {
+          network_config mma = on;
+          mma.kernels = layer_kernels::mma;
+          same(lt_net::humanoid, mma, 2048, std::type_identity<nn_gpu::humanoid_net>{});
+        }
+      }
+    same(lt_net::odd_relu, network_config{}, 301, std::type_identity<nn_gpu::odd_relu_net>{});
   }
 
   TEST_CASE("nn_gpu.lt.gradients_at_odd_offset") {

@@ -4,8 +4,9 @@
 // in its epilogue; activations without an epilogue (ELU, tanh) in one elementwise pass that also writes the
 // bf16 copy the next layer reads. Backward: per layer the weight gradient with the bias gradient in its epilogue
 // (BGRADB; a column-sum kernel where cuBLASLt has none for the types), the input gradient, then one pass that
-// forms the layer below's dz. Activation records use the layout of mlp.cuh's gemm_path: layer l's outputs at
-// acts + n * activation_offset(l), [n][width]. bf16: weights and layer inputs are converted per call from the fp32
+// forms the layer below's dz and the first stage of its bias gradient's column sums (network_config::fuse_dz_sums).
+// Activation records use the layout of mlp.cuh's gemm_path: layer l's outputs at acts + n * activation_offset(l),
+// [n][width]. bf16: weights and layer inputs are converted per call from the fp32
 // master copies (a forward with a record keeps its bf16 inputs for the backward's weight gradients, so the backward
 // after it converts nothing); products accumulate in fp32 and write fp32. With network_config::kernels mma (TF32, bf16) each
 // layer's forward and input-gradient product is instead one own tensor-core kernel (fused_gemm.cuh) with the
@@ -27,6 +28,7 @@
 #include <gmi/cuda/check.hpp>
 #include <gmi/exec/policy.hpp>
 #include <gmi/nn/activation.hpp>
+#include <gmi/nn/detail/lt_column_sums.cuh>
 #include <gmi/nn/detail/lt_layout.hpp>
 #include <gmi/nn/fused_gemm.cuh>
 #include <gmi/nn/lt_linear.cuh>
@@ -37,10 +39,6 @@
 namespace gmi::nn {
 
 namespace detail {
-
-inline unsigned lt_blocks(std::size_t total, int block) {
-  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>((total + block - 1) / block, 8192)));
-}
 
 // The bf16 weights of every layer from the fp32 parameters (biases stay fp32, read from params).
 template <class L>
@@ -98,20 +96,6 @@ __global__ static void lt_weights_mma_kernel(const float* __restrict__ params, T
   }
 }
 
-// Row r and column c of flat index k of a [rows][w] matrix of `total` elements: a 32-bit division where total
-// allows (every minibatch here), not a 64-bit one, which costs these memory-bound passes about as much as their
-// traffic.
-__device__ inline void lt_row_col(std::size_t k, int w, std::size_t total, std::size_t& r, int& c) {
-  if (total <= 0xffffffffull) {
-    const unsigned q = static_cast<unsigned>(k) / static_cast<unsigned>(w);
-    r = q;
-    c = static_cast<int>(static_cast<unsigned>(k) - q * static_cast<unsigned>(w));
-  } else {
-    r = k / static_cast<std::size_t>(w);
-    c = static_cast<int>(k - r * static_cast<std::size_t>(w));
-  }
-}
-
 // dst[r][c] (row stride ld) = bf16(src[r][c]) for a [rows][w] fp32 matrix.
 __global__ static void lt_to_bf16_kernel(const float* __restrict__ src, std::size_t rows, int w,
                                          __nv_bfloat16* __restrict__ dst, int ld) {
@@ -144,73 +128,6 @@ __global__ static void lt_forward_post_kernel(float* __restrict__ y, const float
     if (copy) copy[k] = v;
     if (next16) next16[r * ld16 + c] = __float2bfloat16_rn(v);
   }
-}
-
-// dz = g * Act'(y) into dz32 (may alias g) and, where given, its bf16 copy (row stride ld16).
-template <class Act>
-__global__ static void lt_dz_kernel(const float* g, const float* __restrict__ y, std::size_t rows, int w, float* dz32,
-                                    __nv_bfloat16* __restrict__ dz16, int ld16) {
-  const std::size_t total = rows * static_cast<std::size_t>(w);
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
-    const float v = g[k] * Act::grad_from_output(y[k]);
-    dz32[k] = v;
-    if (dz16) {
-      std::size_t r;
-      int c;
-      lt_row_col(k, w, total, r, c);
-      dz16[r * ld16 + c] = __float2bfloat16_rn(v);
-    }
-  }
-}
-
-// Rows per block of the bias-gradient column sum: each block of 32 x 8 threads sums a chunk of this many rows.
-inline constexpr std::size_t lt_sum_chunk = 256;
-inline std::size_t lt_sum_chunks(std::size_t rows) { return std::max<std::size_t>(1, (rows + lt_sum_chunk - 1) / lt_sum_chunk); }
-
-// Stage one of the bias gradient where the product's epilogue cannot form it: partial[g][c] = the sum of m[r][c]
-// over chunk g's rows (8 strided partial sums, then those in order). Blocks of 32 x 8 threads, one column per x,
-// one chunk per blockIdx.y, so a minibatch fills the GPU (one block per 32 columns walked every row serially).
-__global__ static void lt_column_partial_kernel(const float* __restrict__ m, std::size_t rows, int w,
-                                                float* __restrict__ partial) {
-  __shared__ float part[8][33];
-  const int c = static_cast<int>(blockIdx.x) * 32 + static_cast<int>(threadIdx.x);
-  const std::size_t begin = static_cast<std::size_t>(blockIdx.y) * lt_sum_chunk;
-  const std::size_t end = std::min(rows, begin + lt_sum_chunk);
-  float s = 0.0f;
-  if (c < w)
-    for (std::size_t r = begin + threadIdx.y; r < end; r += 8) s += m[r * w + c];
-  part[threadIdx.y][threadIdx.x] = s;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < w) {
-    float t = 0.0f;
-    for (int k = 0; k < 8; ++k) t += part[k][threadIdx.x];
-    partial[static_cast<std::size_t>(blockIdx.y) * w + c] = t;
-  }
-}
-
-// Stage two: out[c] = the chunks' partial sums of column c, in chunk order. The same sums on every run.
-__global__ static void lt_column_finish_kernel(const float* __restrict__ partial, std::size_t chunks, int w,
-                                               float* __restrict__ out) {
-  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c >= w) return;
-  float t = 0.0f;
-  for (std::size_t g = 0; g < chunks; ++g) t += partial[g * w + c];
-  out[c] = t;
-}
-
-// Stage one alone (the split weight gradient's lt_chunk_sum_kernel does stage two in its own launch).
-inline void lt_column_partial(const float* m, std::size_t rows, int w, float* partial, cudaStream_t s) {
-  lt_column_partial_kernel<<<dim3(static_cast<unsigned>((w + 31) / 32), static_cast<unsigned>(lt_sum_chunks(rows))),
-                             dim3(32, 8), 0, s>>>(m, rows, w, partial);
-  GMI_CUDA_TRY(cudaGetLastError());
-}
-// out[c] = sum over rows of m[r][c] ([rows][w] row-major) in two launches; partial: lt_sum_chunks(rows) * w floats.
-inline void lt_column_sum(const float* m, std::size_t rows, int w, float* partial, float* out, cudaStream_t s) {
-  const std::size_t chunks = lt_sum_chunks(rows);
-  lt_column_partial(m, rows, w, partial, s);
-  lt_column_finish_kernel<<<static_cast<unsigned>((w + 127) / 128), 128, 0, s>>>(partial, chunks, w, out);
-  GMI_CUDA_TRY(cudaGetLastError());
 }
 
 // dw[e] = the chunks' partial weight gradients part[c * stride + e] summed in chunk order (the split weight
@@ -432,12 +349,10 @@ class lt_mlp {
     __nv_bfloat16* in16 = bf16 ? h16(0) : nullptr;  // the layer's input in bf16
     __nv_bfloat16* dz16 = bf16 ? h16(1) : nullptr;  // the layer's dz in bf16
     const float* dz = d_out;
+    bool sums_ready = false;  // partial_ holds stage one of dz's column sums (the dz pass formed it)
     if (bf16 || !std::is_same_v<OutAct, identity>) {
-      const std::size_t total = n * static_cast<std::size_t>(Net::out);
-      detail::lt_dz_kernel<OutAct><<<detail::lt_blocks(total, 256), 256, 0, policy_.stream>>>(
-          d_out, acts + n * L::activation_offset(last), n, Net::out, buffer(last, n), dz16, detail::bf16_ld(Net::out));
-      GMI_CUDA_TRY(cudaGetLastError());
-      dz = buffer(last, n);
+      dz = dz_pass<OutAct>(d_out, acts + n * L::activation_offset(last), n, Net::out, buffer(last, n), dz16);
+      sums_ready = cfg_.fuse_dz_sums;
     }
     for (int l = last; l >= 0; --l) {
       const int I = L::width(l), O = L::width(l + 1);
@@ -464,8 +379,9 @@ class lt_mlp {
       c.stride_b = static_cast<long long>(c.k) * c.ldb;
       c.stride_d = static_cast<long long>(stride);
       if (chunks > 1 && gemm_.can_implement(c, A, B, wpart_.data())) {
-        // The bias gradient's column partials, the product, then one launch sums both (3 launches, not 4).
-        detail::lt_column_partial(dz, n, O, partial_.data(), policy_.stream);
+        // The bias gradient's column partials (unless the dz pass formed them), the product, then one launch
+        // sums both.
+        if (!sums_ready) detail::lt_column_partial(dz, n, O, partial_.data(), policy_.stream);
         gemm_.run(c, A, B, wpart_.data(), nullptr, policy_.stream);
         detail::lt_chunk_sum_kernel<<<detail::lt_blocks(count + O, 256), 256, 0, policy_.stream>>>(
             wpart_.data(), chunks, stride, count, dW, partial_.data(), detail::lt_sum_chunks(n), O, db);
@@ -474,9 +390,11 @@ class lt_mlp {
       } else if (!gemm_.run(s, A, B, dW, db, policy_.stream)) {
         s.epilogue = lt_epilogue::none;
         gemm_.run(s, A, B, dW, nullptr, policy_.stream);
-        detail::lt_column_sum(dz, n, O, partial_.data(), db, policy_.stream);
+        if (sums_ready) detail::lt_column_finish(partial_.data(), n, O, db, policy_.stream);
+        else detail::lt_column_sum(dz, n, O, partial_.data(), db, policy_.stream);
         ++bias_sums_;
       }
+      sums_ready = false;
       if (l == 0 && !d_x) break;
       if (mma_) {  // dX W product with the layer below's dz = dX * Act'(y) in its epilogue
         float* dst = l > 0 ? buffer(l - 1, n) : d_x;
@@ -497,11 +415,8 @@ class lt_mlp {
                            : static_cast<const void*>(params + L::weight_offset(l));
       gemm_.run(t, W, B, dst, nullptr, policy_.stream);
       if (l > 0) {
-        const std::size_t total = n * static_cast<std::size_t>(I);
-        detail::lt_dz_kernel<Act><<<detail::lt_blocks(total, 256), 256, 0, policy_.stream>>>(
-            dst, acts + n * L::activation_offset(l - 1), n, I, dst, dz16, detail::bf16_ld(I));
-        GMI_CUDA_TRY(cudaGetLastError());
-        dz = dst;
+        dz = dz_pass<Act>(dst, acts + n * L::activation_offset(l - 1), n, I, dst, dz16);
+        sums_ready = cfg_.fuse_dz_sums;
       }
     }
   }
@@ -550,6 +465,21 @@ class lt_mlp {
     else launch(mma_plain{});
   }
 
+  // dz = g * Act'(y) ([n][w]) into dz32 (may alias g) and dz16; returns where the fp32 dz is (nullptr: nowhere).
+  // network_config::fuse_dz_sums: the pass also forms stage one of dz's column sums (the bias gradient) in
+  // partial_, and a bf16 backward without the own kernels, whose products read only dz16 and whose bias gradients
+  // then come from partial_ (or the product's BGRADB epilogue on dz16), stores no fp32 dz.
+  template <class A>
+  const float* dz_pass(const float* g, const float* y, std::size_t n, int w, float* dz32, __nv_bfloat16* dz16) {
+    const int ld16 = detail::bf16_ld(w);
+    if (!cfg_.fuse_dz_sums) {
+      detail::lt_dz<A>(g, y, n, w, dz32, dz16, ld16, policy_.stream);
+      return dz32;
+    }
+    if (dz16 && !mma_) dz32 = nullptr;
+    detail::lt_dz_partials<A>(g, y, n, w, dz32, dz16, ld16, partial_.data(), policy_.stream);
+    return dz32;
+  }
   // Two [n][max_width] fp32 buffers, alternating by layer.
   float* buffer(int l, std::size_t n) { return work_.data() + static_cast<std::size_t>(l % 2) * n * Net::max_width; }
   // Two [n][bf16_ld(max_width)] bf16 buffers: forward alternates them by layer; backward keeps a layer's input in

@@ -76,6 +76,11 @@ struct network_config {
   // every layer's bf16 input for the backward's weight gradients, which then convert nothing; false: the backward
   // converts the fp32 record per layer (the path before; the same bits, one pass per layer more).
   bool keep_bf16_inputs = true;
+  // The backward's dz pass (dz = dX * Act'(y) below each layer) also forms the first stage of the bias gradient's
+  // column sums (nn/detail/lt_column_sums.cuh), so a chunked weight gradient or one without a BGRADB epilogue reads
+  // no dz again, and a bf16 cuBLASLt backward stores no fp32 dz (its products read the bf16 copy); the same bits.
+  // false: a dz pass, then a column-sum pass where needed (the path before).
+  bool fuse_dz_sums = true;
 };
 
 // Largest cap of weight_grad_chunks.
