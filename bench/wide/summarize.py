@@ -17,7 +17,9 @@ print("peak dense GEMM TFLOP/s:", {k: round(v, 1) for k, v in peak.items()})
 
 
 def best(impl, case, net, n):
-    c = [l for l in lines if l["impl"] == impl and l.get("case") == case and l.get("net") == net and l.get("num_envs") == n]
+    # fuse_dz_sums 0 is device_wide2.sh's "before" (separate dz and bias-sum passes): not this revision's figure
+    c = [l for l in lines if l["impl"] == impl and l.get("case") == case and l.get("net") == net and l.get("num_envs") == n
+         and l.get("fuse_dz_sums", 1) == 1]
     return max(c, key=lambda l: l["median"]) if c else None
 
 
@@ -119,10 +121,42 @@ if kept and conv:
     for case in ("training", "backward"):
         for net in nets:
             r = {l["precision"]: l for l in lines if l["impl"] == "gmi" and l.get("case") == case and l.get("net") == net
-                 and l.get("keep_inputs16", 1) == 1 and l.get("wgrad_chunks") in (0, 16, None)}
+                 and l.get("keep_inputs16", 1) == 1 and l.get("wgrad_chunks") in (0, 16, None)
+                 and l.get("fuse_dz_sums", 1) == 1}
             if "bf16" in r and "tf32" in r:
                 q = r["bf16"]["median"] / r["tf32"]["median"]
                 print(f"  {case:8s} {net:16s}: bf16 / tf32 {q:.2f} (target >= 1: {'met' if q >= 1 else 'NOT met'})")
+# device_wide2.sh: the dz pass forming the bias gradient's column partials (fuse_dz_sums 1; bf16 stores no fp32
+# dz) against separate dz and column-sum passes (0, the path before), same case, net, envs, precision, chunks and
+# kernels; then bf16 against tf32 (target >= 1) and training against JAX (target >= 2) for each.
+fused = [l for l in lines if l["impl"] == "gmi" and l.get("fuse_dz_sums") == 1]
+apart = [l for l in lines if l["impl"] == "gmi" and l.get("fuse_dz_sums") == 0]
+if fused and apart:
+    print("dz pass with the bias gradient's column partials (fused) against separate passes (before), same run:")
+    for m in fused:
+        c = [l for l in apart if all(l.get(k) == m.get(k) for k in
+                                     ("case", "net", "num_envs", "precision", "wgrad_chunks", "kernels", "keep_inputs16"))]
+        if not c:
+            continue
+        if m["case"] == "backward":
+            a, b, unit, speed = m["us_per_pass"], c[0]["us_per_pass"], "us a pass", c[0]["us_per_pass"] / m["us_per_pass"]
+        else:
+            a, b, unit, speed = m["median"] / 1e6, c[0]["median"] / 1e6, "M samples/s", m["median"] / c[0]["median"]
+        print(f"  {m['case']:8s} {m['net']:16s} {m['precision']:5s}: fused {a:8.3f} before {b:8.3f} {unit}: {speed:.2f}x")
+    for f, label in ((1, "fused"), (0, "before")):
+        for case in ("training", "backward"):
+            for net in nets:
+                r = {l["precision"]: l for l in lines if l["impl"] == "gmi" and l.get("case") == case
+                     and l.get("net") == net and l.get("fuse_dz_sums") == f and l.get("keep_inputs16", 1) == 1}
+                if "bf16" in r and "tf32" in r:
+                    q = r["bf16"]["median"] / r["tf32"]["median"]
+                    j = best("jax_reference", "training", net, r["bf16"].get("num_envs")) if case == "training" else None
+                    vs = ""
+                    if j:
+                        top = max(r["bf16"]["median"], r["tf32"]["median"])
+                        vs = f"; best / JAX {top / j['median']:.2f} (target >= 2: {'met' if top >= 2 * j['median'] else 'NOT met'})"
+                    print(f"  {label:6s} {case:8s} {net:16s}: bf16 / tf32 {q:.2f} "
+                          f"(target >= 1: {'met' if q >= 1 else 'NOT met'}){vs}")
 lg = [l for l in lines if l.get("case") == "layer_gemm"]
 if lg:
     print("one layer, 8192 x 512 x 512 (TFLOP/s of the product):")

@@ -28,11 +28,12 @@ void backward_case(const options& o, const char* net_name) {
   d_out.fill_bytes(0x3c, s);
   for (const auto& pname : o.training_precisions)
     for (const int wgrad : o.wgrad_chunks)
-    for (const int keep16 : o.keep_inputs16) {
+    for (const int keep16 : o.keep_inputs16)
+    for (const int fuse : o.fuse_dz) {
       if (repeats_kept_run(o, keep16, pname)) continue;
       const nn::network_config cfg{.precision = nn::parse_precision(pname, "--training-precisions"),
                                    .kernels = nn::layer_kernels::cublaslt, .weight_grad_chunks = wgrad,
-                                   .keep_bf16_inputs = keep16 != 0};
+                                   .keep_bf16_inputs = keep16 != 0, .fuse_dz_sums = fuse != 0};
       nn::lt_mlp<Mlp> m(gmi::exec::cuda{.stream = s.get()}, n, cfg);
       const double flops = 3.0 * 2.0 * static_cast<double>(Mlp::layers::forward_macs) * n;
       const auto st = measure(o, 1.0, [&](int k) {
@@ -48,7 +49,7 @@ void backward_case(const options& o, const char* net_name) {
       });
       emit(o,
            {{"case", "backward"}, {"net", net_name}, {"precision", pname}, {"rows", n}, {"wgrad_chunks", wgrad},
-            {"keep_inputs16", keep16}, {"wgrad_chunks_taken", chunks_taken<Mlp>(cfg, n)}, {"split_products", m.split_products()},
+            {"keep_inputs16", keep16}, {"fuse_dz_sums", fuse}, {"wgrad_chunks_taken", chunks_taken<Mlp>(cfg, n)}, {"split_products", m.split_products()},
             {"bias_sums", m.bias_sums()}, {"metric", "passes_per_s"}, {"us_per_pass", 1e6 / st.median},
             {"forward_us", 1e6 / fw.median},
             {"tflops", flops * st.median / 1e12}},

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   options o;
   std::string precisions = "tf32,bf16", training_precisions = "fp32,tf32",
               cases = "peak,serving,cartpole,training,threshold", envs_list = "4096,16384", kernels = "cublaslt",
-              wgrad = "0", keep16 = "1";
+              wgrad = "0", keep16 = "1", fuse_dz = "1";
   app.add_option("--reps", o.reps, "windows per case")->check(CLI::Range(1, 50))->capture_default_str();
   app.add_option("--seconds", o.seconds, "seconds per window")->check(CLI::Range(0.01, 60.0))->capture_default_str();
   app.add_option("--precisions", precisions, "serving precisions: fp32, tf32, bf16")->capture_default_str();
@@ -81,6 +81,10 @@ int main(int argc, char** argv) {
   app.add_option("--keep-inputs16", keep16,
                  "bf16 training and backward: 1 the backward reads the forward's bf16 inputs, 0 it converts them "
                  "(network_config::keep_bf16_inputs); a list runs each")
+      ->capture_default_str();
+  app.add_option("--fuse-dz-sums", fuse_dz,
+                 "training and backward: 1 the dz pass also forms the bias gradient's column partials, 0 separate "
+                 "passes (network_config::fuse_dz_sums); a list runs each")
       ->capture_default_str();
   app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold, layer_gemm, adam, backward")
       ->capture_default_str();
@@ -109,6 +113,11 @@ int main(int argc, char** argv) {
     for (const auto& k : split(keep16)) {
       gmi::require(k == "0" || k == "1", "--keep-inputs16", k, "0 or 1");
       o.keep_inputs16.push_back(k == "1" ? 1 : 0);
+    }
+    o.fuse_dz.clear();
+    for (const auto& k : split(fuse_dz)) {
+      gmi::require(k == "0" || k == "1", "--fuse-dz-sums", k, "0 or 1");
+      o.fuse_dz.push_back(k == "1" ? 1 : 0);
     }
     o.serving_envs.clear();
     for (const auto& e : split(envs_list)) {

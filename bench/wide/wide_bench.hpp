@@ -23,6 +23,9 @@ struct options {
   std::vector<int> wgrad_chunks{0};
   // network_config::keep_bf16_inputs of the training and backward cases (1 kept, 0 converted per layer).
   std::vector<int> keep_inputs16{1};
+  // network_config::fuse_dz_sums of the training and backward cases (1 the dz pass forms the bias gradient's
+  // first stage, 0 separate passes).
+  std::vector<int> fuse_dz{1};
   int training_envs = 4096;
 };
 
