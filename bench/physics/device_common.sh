@@ -44,7 +44,7 @@ print_resources() {
   python3 - "$out/res_usage.log" <<'PY'
 import re, sys
 kinds = ("warp_env_step_kernel|physics_thread_shared_kernel|physics_thread_step_kernel|local_step_envs|warp_step_envs|"
-         "staged_begin_kernel|staged_stage_kernel|staged_end_kernel")
+         "staged_begin_kernel|staged_stage_shared_kernel|staged_stage_kernel|staged_end_kernel")
 name = None
 for line in open(sys.argv[1]):
     m = re.search(r"Function (\S+):", line)
@@ -55,10 +55,10 @@ for line in open(sys.argv[1]):
     k = re.search(rf"({kinds})\w*?(ant|humanoid|anymal)(\w*)", name or "")
     if r and k:
         kind = k.group(1)
-        if kind == "staged_stage_kernel":  # the stage, K of staged_stage_kernel<E, K>
+        if kind in ("staged_stage_kernel", "staged_stage_shared_kernel"):  # the stage, K of <E, K>
             stage = re.match(r"ELi(\d)E", k.group(3))
-            kind = f"staged_stage_kernel {stage.group(1) if stage else '?'}"
-        print(f"  {kind:>27} {k.group(2):>8}: {r.group(1):>3} registers, {r.group(2):>6} bytes stack")
+            kind = f"{kind} {stage.group(1) if stage else '?'}"
+        print(f"  {kind:>30} {k.group(2):>8}: {r.group(1):>3} registers, {r.group(2):>6} bytes stack")
         name = None
 PY
 }

@@ -17,7 +17,9 @@
 // warp layouts with --driver-paths; each thread line carries the slice and the kernel that ran; --thread-max-l1 adds
 // a pass of the plain kernel with its carveout at the largest L1. --physics-step staged measures the staged path (a
 // kernel per stage, rl/physics_staged_step.cuh) in the default mode, a pass for each --staged-block; its lines carry
-// the block and its kernels per env step.
+// the block and its kernels per env step; --staged-shared-reals lists the stage kernels' shared slices to measure
+// (floats a thread for each stage's hottest arrays, physics/stage_shared.hpp; -1: auto), a pass each, each line
+// carrying the slice asked, the slice a thread got and the floats each of stages 0-3 placed in it.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -39,6 +41,7 @@
 #include <gmi/metrics/summary.hpp>
 #include <gmi/physics/batch_local.cuh>
 #include <gmi/physics/batch_warp.cuh>
+#include <gmi/physics/stage_shared.hpp>
 #include <gmi/physics/step_path.hpp>
 #include <gmi/physics/thread_shared.hpp>
 #include <gmi/rl/env_batch.cuh>
@@ -65,6 +68,7 @@ struct options {
   std::string physics_step;  // gmi::physics::request_step_path: "", auto, threads, warp, staged
   std::vector<int> warps_per_block{0};
   std::vector<int> staged_blocks{0};  // the staged path's blocks to measure (0: physics::default_staged_block)
+  std::vector<int> staged_shared{0};  // physics::request_staged_shared_reals for the staged path, one pass each
   std::vector<int> tile_lanes{32};
   std::vector<std::string> solver_rows{"shared"};
   std::vector<int> thread_shared{0};  // physics::request_thread_shared_reals for the thread path, one pass each
@@ -235,7 +239,14 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
                    {"scratch_bytes_per_env", T::sim::scratch_reals * sizeof(float)},
                    {"episodes_finished", stats.episodes}, {"mean_episode_length", stats.mean_length()}});
       if (std::string(gmi::rl::env_step_path_name(b)) == "staged_per_env") {
-        line.update({{"staged_block", gmi::physics::requested_staged_block()},
+        const int block = gmi::physics::requested_staged_block();
+        const int slice = gmi::rl::staged_slice_reals_for(std::size_t(n), block);
+        std::vector<int> placed;
+        for (int k = 0; k < gmi::physics::step_stages; ++k)
+          placed.push_back(gmi::physics::stage_shared_used(T::sim::sizes_v, k, slice));
+        line.update({{"staged_block", block},
+                     {"staged_shared_reals", gmi::physics::requested_staged_shared_reals()},
+                     {"staged_slice_reals", slice}, {"staged_slice_floats_per_stage", placed},
                      {"staged_kernels_per_step", 2 + gmi::physics::step_stages * T::physics_substeps(p)},
                      {"staged_bytes_per_env", gmi::rl::staged_bytes<T>(1)}});
       } else if (std::string(gmi::rl::env_step_path_name(b)) == "warp_per_env") {
@@ -296,6 +307,10 @@ int main(int argc, char** argv) {
   app.add_option("--staged-block", o.staged_blocks,
                  "staged path (--physics-step staged): threads a block of its kernels, to measure (0: the default)")
       ->check(CLI::IsMember({0, 32, 64, 128, 256}));
+  app.add_option("--staged-shared-reals", o.staged_shared,
+                 "staged path: floats of shared memory a thread for each stage's hottest arrays, to measure (0: none; "
+                 "-1: auto, the most that keeps every environment resident; physics/stage_shared.hpp)")
+      ->check(CLI::Range(-1, gmi::physics::max_staged_shared_reals));
   app.add_option("--solver-rows", o.solver_rows,
                  "warp path: where the constraint rows' arrays live, to measure (shared, global)")
       ->check(CLI::IsMember({"shared", "global"}));
@@ -350,17 +365,20 @@ int main(int argc, char** argv) {
         if (name == "anymal") bench_physics<gmi::envs::anymal>(o, run, file);
         continue;
       }
-      for (const int block : o.staged_blocks) {  // only the staged path reads it: one pass each
-        gmi::physics::request_staged_block(block);
-        for (const auto& [reals, l1] : o.thread_passes()) {
-          gmi::physics::request_thread_shared_reals(reals);
-          gmi::physics::request_thread_max_l1(l1);
-          if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
-          if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
-          if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);
+      for (const int block : o.staged_blocks)  // only the staged path reads these two: one pass each
+        for (const int staged_reals : o.staged_shared) {
+          gmi::physics::request_staged_block(block);
+          gmi::physics::request_staged_shared_reals(staged_reals);
+          for (const auto& [reals, l1] : o.thread_passes()) {
+            gmi::physics::request_thread_shared_reals(reals);
+            gmi::physics::request_thread_max_l1(l1);
+            if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
+            if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
+            if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);
+          }
         }
-      }
       gmi::physics::request_staged_block(0);
+      gmi::physics::request_staged_shared_reals(0);
       gmi::physics::request_thread_shared_reals(0);
       gmi::physics::request_thread_max_l1(false);
     }

@@ -25,38 +25,43 @@ TEST_CASE_TEMPLATE("rl.physics_staged.host_twin_equals_the_one_call_step", T, gm
   // Two host batches of 48 environments from one seed, 40 env steps of the GPU test's actions (contacts, limits,
   // episode ends and auto-resets), one action with a NaN (not applied: reset, counted invalid): env_batch::step
   // against staged_env_step_host on the other batch's view. Observations, rewards, flags, final observations and
-  // the statistics equal bit for bit.
+  // the statistics equal bit for bit. Also with each stage's hot arrays in slices of 111 and 1023 floats
+  // (physics/stage_shared.hpp, as the device's shared slices).
   const int n = 48, steps = 40;
-  gmi::rl::env_batch<T> a(n, 2024), b(n, 2024);
-  std::vector<float> act(std::size_t(n) * T::act_dim), oa(std::size_t(n) * T::obs_dim), ob = oa, fa = oa, fb = oa,
-                                                                                          ra(n), rb(n);
-  std::vector<std::uint8_t> ta(n), tb(n), ua(n), ub(n);
-  a.reset({oa.data(), oa.size()});
-  b.reset({ob.data(), ob.size()});
-  REQUIRE(oa == ob);
-  long ends = 0, equal_steps = 0;
-  for (int t = 0; t < steps; ++t) {
-    for (int i = 0; i < n; ++i)
-      for (int k = 0; k < T::act_dim; ++k) act[std::size_t(i) * T::act_dim + k] = test_action(7, t, i, T::act_dim, k);
-    if (t == 5) act[3 * T::act_dim + 1] = std::numeric_limits<float>::quiet_NaN();
-    a.step({act.data(), act.size()}, {oa.data(), oa.size()}, {ra.data(), ra.size()}, {ta.data(), ta.size()},
-           {ua.data(), ua.size()}, nullptr, {fa.data(), fa.size()});
-    gmi::rl::staged_env_step_host<T>(b.view(), act.data(), {rb.data(), tb.data(), ub.data(), ob.data(), fb.data()});
-    CAPTURE(t);
-    const bool same = std::memcmp(oa.data(), ob.data(), oa.size() * sizeof(float)) == 0 &&
-                      std::memcmp(ra.data(), rb.data(), ra.size() * sizeof(float)) == 0 && ta == tb && ua == ub &&
-                      std::memcmp(fa.data(), fb.data(), fa.size() * sizeof(float)) == 0;
-    CHECK(same);
-    equal_steps += same;
-    for (auto f : ta) ends += f;
+  for (const int reals : {0, 111, 1023}) {
+    CAPTURE(reals);
+    gmi::rl::env_batch<T> a(n, 2024), b(n, 2024);
+    std::vector<float> act(std::size_t(n) * T::act_dim), oa(std::size_t(n) * T::obs_dim), ob = oa, fa = oa, fb = oa,
+                                                                                            ra(n), rb(n);
+    std::vector<std::uint8_t> ta(n), tb(n), ua(n), ub(n);
+    a.reset({oa.data(), oa.size()});
+    b.reset({ob.data(), ob.size()});
+    REQUIRE(oa == ob);
+    long ends = 0, equal_steps = 0;
+    for (int t = 0; t < steps; ++t) {
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < T::act_dim; ++k) act[std::size_t(i) * T::act_dim + k] = test_action(7, t, i, T::act_dim, k);
+      if (t == 5) act[3 * T::act_dim + 1] = std::numeric_limits<float>::quiet_NaN();
+      a.step({act.data(), act.size()}, {oa.data(), oa.size()}, {ra.data(), ra.size()}, {ta.data(), ta.size()},
+             {ua.data(), ua.size()}, nullptr, {fa.data(), fa.size()});
+      gmi::rl::staged_env_step_host<T>(b.view(), act.data(), {rb.data(), tb.data(), ub.data(), ob.data(), fb.data()},
+                                       reals);
+      CAPTURE(t);
+      const bool same = std::memcmp(oa.data(), ob.data(), oa.size() * sizeof(float)) == 0 &&
+                        std::memcmp(ra.data(), rb.data(), ra.size() * sizeof(float)) == 0 && ta == tb && ua == ub &&
+                        std::memcmp(fa.data(), fb.data(), fa.size() * sizeof(float)) == 0;
+      CHECK(same);
+      equal_steps += same;
+      for (auto f : ta) ends += f;
+    }
+    const gmi::rl::episode_stats sa = a.read_stats(), sb = b.read_stats();
+    CHECK(sa.episodes == sb.episodes);
+    CHECK(sa.invalid_actions == sb.invalid_actions);
+    CHECK(sa.invalid_actions >= 1);
+    CHECK(ends >= 1);  // episodes ended (the NaN's at least): resets were compared too
+    MESSAGE(std::string(T::name) << ": " << equal_steps << " of " << steps << " staged steps bit-identical (slices of "
+                                 << reals << " floats), " << ends << " episodes ended");
   }
-  const gmi::rl::episode_stats sa = a.read_stats(), sb = b.read_stats();
-  CHECK(sa.episodes == sb.episodes);
-  CHECK(sa.invalid_actions == sb.invalid_actions);
-  CHECK(sa.invalid_actions >= 1);
-  CHECK(ends >= 1);  // episodes ended (the NaN's at least): resets were compared too
-  MESSAGE(std::string(T::name) << ": " << equal_steps << " of " << steps << " staged steps bit-identical, " << ends
-                               << " episodes ended");
 }
 
 TEST_CASE("rl.physics_staged.stages_in_order_are_the_step") {

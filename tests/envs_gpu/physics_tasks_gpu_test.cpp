@@ -10,11 +10,13 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmi/envs/ant.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
+#include <gmi/physics/stage_shared.hpp>
 #include <gmi/physics/step_path.hpp>
 #include <gmi/physics/thread_shared.hpp>
 #include <gmi/rl/env_batch.hpp>
@@ -297,6 +299,50 @@ TEST_SUITE("gpu") {
     CHECK(outside(std::vector<float>(g.obs.begin(), g.obs.begin() + std::size_t(n) * T::obs_dim),
                   std::vector<float>(g.obs.end() - std::size_t(n) * T::obs_dim, g.obs.end()), 1e-3)
               .first > 0);  // the environments moved: the comparison is not vacuous
+  }
+
+  TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.staged_shared_slices_follow_the_staged_path" * doctest::timeout(300), T,
+                     gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal) {
+    // The staged path with each stage's hottest arrays in a slice of shared memory (physics/stage_shared.hpp:
+    // only where they live changes; the host twin with slices is bit-identical, physics.stage_shared.*) against the
+    // staged path without: 300 environments, 30 env steps from the host's states, slices of 111 floats, auto (-1:
+    // here the most a block of 64 may have) and 1023 in blocks of 256 (cut to what a block may have). Observations
+    // and rewards within 1e-3 (1 + |other|) of the plain staged path and of the host, flags equal; values equal bit
+    // for bit reported.
+    const int n = 300, steps = 30;
+    std::vector<batch_snapshot> before;
+    const trajectory host = host_run<T>(n, steps, 2024, 7, &before);
+    struct restore {  // the process-wide requests back to the defaults, however the case ends
+      ~restore() {
+        gmi::physics::request_step_path("auto");
+        gmi::physics::request_staged_block(0);
+        gmi::physics::request_staged_shared_reals(0);
+      }
+    } restore_request;
+    gmi::physics::request_step_path("staged");
+    const trajectory plain = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
+    for (const auto& [reals, block] : {std::pair{111, 64}, std::pair{-1, 64}, std::pair{1023, 256}}) {
+      CAPTURE(reals);
+      CAPTURE(block);
+      gmi::physics::request_staged_block(block);
+      gmi::physics::request_staged_shared_reals(reals);
+      const trajectory g = step_physics_task_gpu_from(T::name, n, 2024, 7, before);
+      REQUIRE(g.obs.size() == plain.obs.size());
+      const auto [bad_obs, worst_obs] = outside(g.obs, plain.obs, 1e-3);
+      const auto [bad_rew, worst_rew] = outside(g.rewards, plain.rewards, 1e-3);
+      const auto [bad_host, worst_host] = outside(g.obs, host.obs, 1e-3);
+      long equal = 0;
+      for (std::size_t k = 0; k < g.obs.size(); ++k) equal += g.obs[k] == plain.obs[k];
+      MESSAGE(std::string(T::name) << ", staged path with slices of " << reals << " floats (blocks of " << block
+                                   << "): observations " << worst_obs << ", rewards " << worst_rew
+                                   << " from the staged path without, " << worst_host << " from the host; " << equal
+                                   << " of " << g.obs.size() << " observation values equal bit for bit");
+      CHECK(bad_obs == 0);
+      CHECK(bad_rew == 0);
+      CHECK(bad_host == 0);
+      CHECK(g.terminated == plain.terminated);
+      CHECK(g.truncated == plain.truncated);
+    }
   }
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.rule_follows_the_resident_count" * doctest::timeout(60), T, gmi::envs::ant,

@@ -12,11 +12,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include <gmi/core/hd.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/physics/data.hpp>
+#include <gmi/physics/stage_shared.hpp>
 #include <gmi/physics/step.hpp>
 #include <gmi/rl/env_batch.hpp>
 
@@ -76,6 +78,19 @@ GMI_HD void staged_stage(int k, const typename E::params& p, const staged_arrays
   if (a.valid[i]) physics::step_stage<E::sim::colliders>(k, p.model, a.env(i));
 }
 
+// The same with stage k's hot arrays in a slice (physics/stage_shared.hpp: lane `lane` of `lanes`, up to `reals`
+// floats a lane; shared memory on the device): copied in, the stage, copied out.
+template <class E>
+GMI_HD void staged_stage_in(int k, const typename E::params& p, const staged_arrays<E>& a, std::size_t i, float* slice,
+                            int lane, int lanes, int reals) {
+  if (!a.valid[i]) return;
+  constexpr physics::model_sizes sizes = E::sim::sizes_v;  // a copy: the static member has no device address
+  const physics::data<float> g = a.env(i);
+  const physics::data<float> d = physics::stage_bind(k, sizes, g, slice, lane, lanes, reals);
+  physics::step_stage<E::sim::colliders>(k, p.model, d);
+  physics::stage_unbind(k, sizes, g, d, reals);
+}
+
 // Pass end for environment i: the new qpos and qvel into the state, the task's finish, then finish_one.
 template <class E>
 GMI_HD void staged_end(const env_batch_view<E>& v, const float* actions, const staged_arrays<E>& a,
@@ -102,18 +117,29 @@ GMI_HD void staged_end(const env_batch_view<E>& v, const float* actions, const s
   out.truncated[i] = res.truncated ? 1 : 0;
 }
 
-// The host twin: one env step of every environment of v, pass by pass over all environments, in arrays of its own.
+// The host twin: one env step of every environment of v, pass by pass over all environments, in arrays of its own;
+// with slice_reals > 0 each stage's hot arrays in a slice of that many floats (filled with NaN before each
+// environment's stage, so a value read before it is written shows), as the device's shared slices.
 template <class E>
-void staged_env_step_host(const env_batch_view<E>& v, const float* actions, const physics_step_out& out) {
+void staged_env_step_host(const env_batch_view<E>& v, const float* actions, const physics_step_out& out,
+                          int slice_reals = 0) {
   const std::size_t n = v.num_envs;
   std::vector<float> data(staged_arrays<E>::data_reals(n)), carry(staged_arrays<E>::carry_reals(n));
   std::vector<std::uint8_t> valid(n);
   const staged_arrays<E> a{data.data(), carry.data(), valid.data(), n};
+  std::vector<float> slice(static_cast<std::size_t>(slice_reals > 0 ? slice_reals : 0));
   for (std::size_t i = 0; i < n; ++i) staged_begin<E>(v, actions, a, i);
   const int substeps = E::physics_substeps(v.params);
   for (int s = 0; s < substeps; ++s)
     for (int k = 0; k < physics::step_stages; ++k)
-      for (std::size_t i = 0; i < n; ++i) staged_stage<E>(k, v.params, a, i);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (slice.empty()) {
+          staged_stage<E>(k, v.params, a, i);
+          continue;
+        }
+        for (float& x : slice) x = std::numeric_limits<float>::quiet_NaN();
+        staged_stage_in<E>(k, v.params, a, i, slice.data(), 0, 1, slice_reals);
+      }
   for (std::size_t i = 0; i < n; ++i) staged_end<E>(v, actions, a, out, i);
 }
 

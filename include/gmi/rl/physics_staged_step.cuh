@@ -8,7 +8,8 @@
 // two streams, one after the other; a step that grows the buffer allocates (and waits for the previous step), so
 // the first step of the largest batch must not be under stream capture. Never chosen by
 // the rule: params.step_path or physics::request_step_path("staged") asks for it; env_batch (rl/env_batch.cuh)
-// launches it. Needs nvcc.
+// launches it. physics::request_staged_shared_reals gives stages 0 to 3 slices of shared memory for their hottest
+// arrays (physics/stage_shared.hpp; none by default). Needs nvcc.
 
 #include <cuda_runtime_api.h>
 
@@ -21,6 +22,7 @@
 #include <gmi/core/error.hpp>
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/event.hpp>
+#include <gmi/physics/stage_shared.hpp>
 #include <gmi/physics/step.hpp>
 #include <gmi/physics/step_path.hpp>
 #include <gmi/rl/env_batch.hpp>
@@ -50,6 +52,23 @@ __global__ static void __launch_bounds__(physics_staged_max_block) staged_stage_
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= a.n || !a.valid[i]) return;
   ph::step_stage<E::sim::colliders>(K, m, a.env(i));
+}
+
+// The same with stage K's hot arrays in a slice of the block's dynamic shared memory (physics/stage_shared.hpp):
+// `reals` floats a thread, element-major over the block's threads.
+template <class E, int K>
+__global__ static void __launch_bounds__(physics_staged_max_block)
+    staged_stage_shared_kernel(gmi::physics::model_view<float> m, staged_arrays<E> a, int reals) {
+  extern __shared__ float staged_slice[];
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= a.n || !a.valid[i]) return;
+  namespace ph = gmi::physics;
+  constexpr ph::model_sizes sizes = E::sim::sizes_v;  // a copy: the static member has no device address
+  const ph::data<float> g = a.env(i);
+  const ph::data<float> d =
+      ph::stage_bind(K, sizes, g, staged_slice, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), reals);
+  ph::step_stage<E::sim::colliders>(K, m, d);
+  ph::stage_unbind(K, sizes, g, d, reals);
 }
 
 template <class E>
@@ -97,7 +116,52 @@ static staged_buffers& staged_buffers_for(std::size_t n, cudaStream_t s, std::un
   return *b;
 }
 
+// The current device's shared memory: multiprocessors, bytes an SM, the most a block may have (opt-in) and the
+// bytes the system reserves a block.
+struct staged_device_smem {
+  int sms = 0;
+  std::size_t per_sm = 0, per_block = 0, reserved = 0;
+};
+inline staged_device_smem staged_smem_of_device() {
+  int dev = 0, sms = 0, per_sm = 0, per_block = 0, reserved = 0;
+  GMI_CUDA_TRY(cudaGetDevice(&dev));
+  GMI_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  GMI_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  GMI_CUDA_TRY(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  GMI_CUDA_TRY(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+  return {sms, std::size_t(per_sm), std::size_t(per_block), std::size_t(reserved)};
+}
+
+// Stage K over all environments: with its slice where reals > 0 and the stage places anything in it, else plain.
+template <class E, int K>
+void staged_stage_launch(const gmi::physics::model_view<float>& m, const staged_arrays<E>& a, int reals,
+                         unsigned blocks, unsigned threads, cudaStream_t s) {
+  const int used = reals > 0 ? gmi::physics::stage_shared_used(E::sim::sizes_v, K, reals) : 0;
+  if constexpr (gmi::physics::stage_slot_count(K) == 0) {  // integration: never a slice
+    staged_stage_kernel<E, K><<<blocks, threads, 0, s>>>(m, a);
+    return;
+  }
+  if (used == 0) {
+    staged_stage_kernel<E, K><<<blocks, threads, 0, s>>>(m, a);
+    return;
+  }
+  const std::size_t bytes = std::size_t(used) * threads * sizeof(float);
+  if (bytes > 48 * 1024)
+    GMI_CUDA_TRY(cudaFuncSetAttribute(staged_stage_shared_kernel<E, K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)));
+  staged_stage_shared_kernel<E, K><<<blocks, threads, bytes, s>>>(m, a, used);
+}
+
 }  // namespace detail
+
+// The floats a thread's slice has in the staged kernels for n environments in blocks of `threads` on the current
+// device (physics::request_staged_shared_reals: 0 none, -1 auto; physics::staged_slice_reals).
+inline int staged_slice_reals_for(std::size_t n, int threads) {
+  const int asked = gmi::physics::requested_staged_shared_reals();
+  if (asked == 0) return 0;
+  const detail::staged_device_smem d = detail::staged_smem_of_device();
+  return gmi::physics::staged_slice_reals(asked, n, threads, d.sms, d.per_sm, d.per_block, d.reserved);
+}
 
 // Device memory the staged step of n environments of E keeps (its buffers; the batch's own state aside).
 template <class E>
@@ -118,12 +182,13 @@ void staged_env_step(const env_batch_view<E>& v, const float* actions, const phy
   const gmi::physics::model_view<float>& m = v.params.model;
   d::staged_begin_kernel<E><<<blocks, threads, 0, s>>>(v, actions, a);
   const int substeps = E::physics_substeps(v.params);
+  const int reals = staged_slice_reals_for(v.num_envs, static_cast<int>(threads));
   for (int k = 0; k < substeps; ++k) {
-    d::staged_stage_kernel<E, 0><<<blocks, threads, 0, s>>>(m, a);
-    d::staged_stage_kernel<E, 1><<<blocks, threads, 0, s>>>(m, a);
-    d::staged_stage_kernel<E, 2><<<blocks, threads, 0, s>>>(m, a);
-    d::staged_stage_kernel<E, 3><<<blocks, threads, 0, s>>>(m, a);
-    d::staged_stage_kernel<E, 4><<<blocks, threads, 0, s>>>(m, a);
+    d::staged_stage_launch<E, 0>(m, a, reals, blocks, threads, s);
+    d::staged_stage_launch<E, 1>(m, a, reals, blocks, threads, s);
+    d::staged_stage_launch<E, 2>(m, a, reals, blocks, threads, s);
+    d::staged_stage_launch<E, 3>(m, a, reals, blocks, threads, s);
+    d::staged_stage_launch<E, 4>(m, a, reals, blocks, threads, s);
   }
   d::staged_end_kernel<E><<<blocks, threads, 0, s>>>(v, actions, a, out);
   GMI_CUDA_TRY(cudaGetLastError());
