@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   options o;
   std::string precisions = "tf32,bf16", training_precisions = "fp32,tf32",
               cases = "peak,serving,cartpole,training,threshold", envs_list = "4096,16384", kernels = "cublaslt",
-              wgrad = "0", keep16 = "1", fuse_dz = "1";
+              wgrad = "0", keep16 = "1", fuse_dz = "0";
   app.add_option("--reps", o.reps, "windows per case")->check(CLI::Range(1, 50))->capture_default_str();
   app.add_option("--seconds", o.seconds, "seconds per window")->check(CLI::Range(0.01, 60.0))->capture_default_str();
   app.add_option("--precisions", precisions, "serving precisions: fp32, tf32, bf16")->capture_default_str();

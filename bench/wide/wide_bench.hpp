@@ -25,7 +25,7 @@ struct options {
   std::vector<int> keep_inputs16{1};
   // network_config::fuse_dz_sums of the training and backward cases (1 the dz pass forms the bias gradient's
   // first stage, 0 separate passes).
-  std::vector<int> fuse_dz{1};
+  std::vector<int> fuse_dz{0};
   int training_envs = 4096;
 };
 

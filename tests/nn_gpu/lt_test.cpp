@@ -234,9 +234,10 @@ TEST_SUITE("gpu") {
       const auto params = init<Net>(11);
       const auto x = uniform(n * Net::in, 21, -2, 2);
       const auto g = uniform(n * Net::out, 31, -1, 1);
-      network_config off = on;
+      network_config fused = on, off = on;
+      fused.fuse_dz_sums = true;  // the default is off: both set here
       off.fuse_dz_sums = false;
-      const auto a = nn_gpu::run_lt(net, on, false, params, x, g);
+      const auto a = nn_gpu::run_lt(net, fused, false, params, x, g);
       const auto b = nn_gpu::run_lt(net, off, false, params, x, g);
       MESSAGE(a.path << " n " << n << " chunks cap " << on.weight_grad_chunks << ": " << a.split_products
                      << " chunked products, " << a.bias_sums << " column-sum bias gradients");

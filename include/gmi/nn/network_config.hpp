@@ -79,8 +79,10 @@ struct network_config {
   // The backward's dz pass (dz = dX * Act'(y) below each layer) also forms the first stage of the bias gradient's
   // column sums (nn/detail/lt_column_sums.cuh), so a chunked weight gradient or one without a BGRADB epilogue reads
   // no dz again, and a bf16 cuBLASLt backward stores no fp32 dz (its products read the bf16 copy); the same bits.
-  // false: a dz pass, then a column-sum pass where needed (the path before).
-  bool fuse_dz_sums = true;
+  // false (the default): a dz pass, then a column-sum pass where needed. Fused measured 0.93-1.02x of separate
+  // passes in PPO training on one H200 (bench/results/wide/*-ba47b45-wide2*): the fused pass's column partials
+  // cost more than the pass they save at these widths.
+  bool fuse_dz_sums = false;
 };
 
 // Largest cap of weight_grad_chunks.
