@@ -124,8 +124,16 @@ def main(argv):
                     "reference_runs": best.get("seeds", 1) * 2 if best else None,
                     "reference_wall_s": best.get("wall_s") if best else None, "mean_return": g.get("median"),
                     "run_id": g["run_id"], "device": g["device"], "git": g["git"]}
+            seq = ret.get((t, "gmi"))
+            if mode == "concurrent" and seq and seq.get("per_seed") and g.get("per_seed"):
+                # The same seeds and settings: where the GPU's kernels are deterministic, the same final returns.
+                line["same_returns_as_sequential"] = seq["per_seed"] == g["per_seed"]
             out.append(line)
-            text.append(f"speed: {t}: gmi {mode} ({len(ends)} seeds{' at once' if mode == 'concurrent' else ''}): "
+            same = line.get("same_returns_as_sequential")
+            text.append(("" if same is None else
+                         f"speed: {t}: concurrent seeds' final returns {'equal' if same else 'DIFFER from'} the "
+                         f"sequential runs' ({g['per_seed']} against {seq['per_seed']})\n")
+                        + f"speed: {t}: gmi {mode} ({len(ends)} seeds{' at once' if mode == 'concurrent' else ''}): "
                         f"{fmt(rate_run and rate_run / 1e6)} M env steps/s a run, {fmt(rate_all and rate_all / 1e6)} "
                         f"M/s all seeds, {fmt(wall_all)} s all seeds; {fmt(ms_it)} ms an iteration; first point "
                         f"{fmt(line['first_point_s'])} s (log lines {fmt(line['first_point_s_log_lines'])} s); "
