@@ -12,8 +12,10 @@
 # Prints, per task and mode (speed_summary.py): env steps/s a run and of all seeds together, ms an iteration, the
 # first curve point from the end lines' wall_curve and from the progress lines (one a --log-interval, before), and
 # "sooner" both ways (target 20x); then learn_summary.py's verdicts.
-# Writes under $OUT: speed.jsonl (the suite's result lines, then "learning_speed" and "learning_iteration" lines),
-# speed-summary.txt, work/ (every run's metrics files and logs), probe/, run.log.
+# The GPU test example.cartpole_ppo.gpu.population_member_lines (each member's own end line, seed and wall_curve)
+# runs between 1 and 2. Writes under $OUT: speed.jsonl (the suite's result lines, then "learning_speed" and
+# "learning_iteration" lines), speed-summary.txt, learn-summary.txt, work/ (every run's metrics files and logs),
+# probe/, gpu-test.log, run.log.
 # Environment: SPEED_TASKS (default above, in order of priority), SEEDS (3), BUILD (/tmp/build-speed5), SUITE_JOBS
 #   (16), SPEED_BUDGET_S (330: no run starts after this many seconds since the script began), PYTHON (python3 with
 #   jax).
@@ -27,16 +29,34 @@ budget=${SPEED_BUDGET_S:-330}
 [[ "$budget" =~ ^[1-9][0-9]*$ ]] || { echo "device_speed: SPEED_BUDGET_S: got $budget, need a positive integer"; exit 2; }
 export SUITE_TASKS=${SPEED_TASKS:-"pendulum ant_proxy point_reach quadcopter"}
 export SUITE_JOBS=${SUITE_JOBS:-16} SUITE_CONCURRENT=1 SUITE_WORK="$out/work"
-# run_suite.sh counts its budget from its start, the build included; the reference keeps 45 s of it.
-export SUITE_BUDGET_S=$(( budget - 50 )) SUITE_REFERENCE_S=45
 unset GMI_VARIANTS
 echo "device_speed: gmi's seeds one after another and at once vs the reference on: $SUITE_TASKS; $seeds seeds;" \
   "GPU ${CUDA_VISIBLE_DEVICES:-all visible}; git $GMI_GIT_REVISION"
 rm -rf "$out/speed.jsonl" "$out/work" "$out/probe"
 mkdir -p "$out/work" "$out/probe"
+# The suite's examples and cartpole's (for the GPU test of the members' metrics files) in one parallel build;
+# run_suite.sh's own build step then finds them built.
+targets=(gmi.example.cartpole_ppo)
+for t in $SUITE_TASKS; do targets+=("gmi.example.${t}_ppo"); done
+(timeout 240 cmake --preset gpu -B "$BUILD_DIR" -DGMI_BUILD_ALL_TASK_EXAMPLES=ON > "$out/configure.log" 2>&1 &&
+  timeout 240 cmake --build "$BUILD_DIR" -j"$SUITE_JOBS" --target "${targets[@]}" > "$out/build.log" 2>&1) ||
+  { echo "device_speed: the build failed:"; tail -30 "$out/configure.log" "$out/build.log"; exit 1; }
+echo "device_speed: built ${targets[*]} after $(( $(date +%s) - t0 )) s"
+# run_suite.sh counts its budget from its start; the reference keeps 45 s of it.
+export SUITE_BUDGET_S=$(( budget - ($(date +%s) - t0) - 50 )) SUITE_REFERENCE_S=45
+[ "$SUITE_BUDGET_S" -gt 60 ] || { echo "device_speed: ${SUITE_BUDGET_S} s left for the suite after the build, need > 60"; exit 1; }
 timeout $(( SUITE_BUDGET_S + 45 )) bash bench/learning/run_suite.sh part1 "$out/speed.jsonl" "$seeds"
 status=$?
 [ $status -eq 124 ] && echo "device_speed: run_suite.sh passed $(( SUITE_BUDGET_S + 45 )) s and was stopped"
+
+# The GPU test of the population members' own metrics files (examples/cartpole_ppo/CMakeLists.txt).
+if [ $(( budget - ($(date +%s) - t0) )) -ge 30 ]; then
+  timeout 60 ctest --test-dir "$BUILD_DIR" -R 'example[.]cartpole_ppo[.]gpu[.]population_member_lines' --output-on-failure \
+    > "$out/gpu-test.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed|Failed|Passed" "$out/gpu-test.log" | sed 's/^/device_speed: gpu test: /'
+else
+  echo "device_speed: the GPU test population_member_lines skipped (budget spent)"
+fi
 
 # The per-iteration probe: one seed a configuration, each run cut at 15 s; skipped when the budget is spent.
 probe_env=()  # NAME=value words the probe's binary runs with
