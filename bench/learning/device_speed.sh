@@ -7,8 +7,9 @@
 #      JAX reference (plain and normalized, seeds x 2 configurations in one vmapped program);
 #   2. if time is left, a per-iteration probe: ant_proxy (1024 envs) and pendulum (512 envs), one seed, with the
 #      defaults, with --collection batched, and ant_proxy with CUDA_MODULE_LOADING=EAGER (the first iteration's
-#      module loading before the clock) and with --log-interval 0.01 (100 synchronous loss reads a second):
-#      milliseconds an iteration and the first iteration's seconds.
+#      module loading before the clock), with --log-interval 0.01 (100 synchronous loss reads a second) and with
+#      each of --ppo-gradient warps and tiles (one of them the default): milliseconds an iteration and the first
+#      iteration's seconds.
 # Prints, per task and mode (speed_summary.py): env steps/s a run and of all seeds together, ms an iteration, the
 # first curve point from the end lines' wall_curve and from the progress lines (one a --log-interval, before), and
 # "sooner" both ways (target 20x); then learn_summary.py's verdicts.
@@ -81,8 +82,10 @@ probe_env=()
 probe_log=0.01  # 100 loss reads a second (each waits for the queued iterations): their cost on the warm rate
 probe log10ms ant_proxy 1024 3e6
 probe_log=0.2
-probe defaults pendulum 512 2e6
+probe warps ant_proxy 1024 3e6 --ppo-gradient warps
+probe tiles ant_proxy 1024 3e6 --ppo-gradient tiles
 probe batched pendulum 512 2e6 --collection batched
+probe defaults pendulum 512 2e6
 
 if [ -s "$out/speed.jsonl" ]; then
   timeout 30 python3 bench/learning/learn_summary.py "$out/speed.jsonl" > "$out/learn-summary.txt" || status=1
