@@ -3,7 +3,8 @@
 SUITE_CONCURRENT=1 (result lines, and the runs' metrics files in its SUITE_WORK folder), per task:
   - gmi's seeds one after another (impl gmi) and all at once on the one GPU (impl gmi_concurrent): env steps a second
     a run and of all seeds together, milliseconds an iteration (warm: from the first statistics round on, the end
-    lines' warm_samples_per_s), the wall-clock all seeds took;
+    lines' warm_samples_per_s) and the first iteration's seconds (the first progress line's), the wall-clock all
+    seeds took;
   - "sooner" both ways: the better reference's seconds to reach its target (its final median less 5% of its
     magnitude) over gmi's, with gmi's clock covering one run (sequential) or all seeds (concurrent), the reference's
     covering its seeds x 2 configurations in one vmapped program;
@@ -109,6 +110,8 @@ def main(argv):
             wall_all = (max(walls) if mode == "concurrent" else sum(walls)) if walls else None
             rate_all = sum(e["env_steps"] for e in ends) / wall_all if wall_all else None
             ms_it = med([ms_per_iteration(e) for e in ends])
+            # The first iteration (eager, with lazy module loading) ends at the first progress line's wall_s.
+            first_it = med([next((l["wall_s"] for l in p if l.get("iteration") == 1), None) for _, p in rs])
             # The clock's resolution: the end lines' wall_curve against the progress lines' (one a log interval).
             fine = g.get("wall_curve") or []
             coarse = step_median([[[l["wall_s"], l["mean_return"]] for l in p if l.get("mean_return") is not None]
@@ -118,7 +121,7 @@ def main(argv):
             line = {"bench": "learning_speed", "task": t, "impl": impl, "mode": mode, "seeds": len(ends),
                     "num_envs": ends[0].get("num_envs"), "env_steps": g["env_steps"],
                     "env_steps_per_s_run": rate_run, "env_steps_per_s_all": rate_all, "wall_s_all": wall_all,
-                    "ms_per_iteration": ms_it, "first_point_s": fine[0][0] if fine else None,
+                    "ms_per_iteration": ms_it, "first_iteration_s": first_it, "first_point_s": fine[0][0] if fine else None,
                     "first_point_s_log_lines": coarse[0][0] if coarse else None,
                     "sooner": s_fine, "sooner_log_lines": s_coarse, "reference_impl": best["impl"] if best else None,
                     "reference_runs": best.get("seeds", 1) * 2 if best else None,
@@ -135,7 +138,8 @@ def main(argv):
                          f"sequential runs' ({g['per_seed']} against {seq['per_seed']})\n")
                         + f"speed: {t}: gmi {mode} ({len(ends)} seeds{' at once' if mode == 'concurrent' else ''}): "
                         f"{fmt(rate_run and rate_run / 1e6)} M env steps/s a run, {fmt(rate_all and rate_all / 1e6)} "
-                        f"M/s all seeds, {fmt(wall_all)} s all seeds; {fmt(ms_it)} ms an iteration; first point "
+                        f"M/s all seeds, {fmt(wall_all)} s all seeds; {fmt(ms_it)} ms an iteration, the first "
+                        f"{fmt(first_it, '.3f')} s; first point "
                         f"{fmt(line['first_point_s'])} s (log lines {fmt(line['first_point_s_log_lines'])} s); "
                         f"sooner {s_fine_text} (log lines {s_coarse_text}; target 20x); return "
                         f"{fmt(g.get('median'), '.4g')}")
