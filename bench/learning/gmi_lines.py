@@ -4,9 +4,13 @@ task and gmi configuration, the median, min and max over seeds of the final mean
 final policy's deterministic evaluation (metric eval_return, the end line's eval_return), and for the LQ proxies the
 optimum gap (mean cost / optimal cost) of that evaluation (optimum_gap; reference_ppo.py computes it the same way)
 and of the training episodes (train_optimum_gap); curves of the seeds' median return against env
-steps (the end lines' curves) and against wall-clock seconds (the progress lines), each seed's curve read as a
-step function and the median taken where every seed has a value.
-Usage: gmi_lines.py --run-id ID --device NAME --git REV [--impl gmi] <metrics files of one task and impl>...
+steps (the end lines' curves) and against wall-clock seconds (the end lines' wall_curve: a point at every
+statistics round, when the mean reached the host; the progress lines, one a --log-interval, where an older
+revision's end line has none), each seed's curve read as a step function and the median taken where every seed has
+a value. --concurrent N: the files are the members of one run that trained N seeds at once (run_suite.sh's
+SUITE_CONCURRENT); the lines say so ("concurrent") and give the wall-clock all seeds took ("wall_s_all": the longest
+member's for N > 1, the sum of the runs' for seeds run one after another).
+Usage: gmi_lines.py --run-id ID --device NAME --git REV [--impl gmi] [--concurrent 1] <metrics files of one task and impl>...
 Lines go to stdout; a file without an end line is reported on stderr and counts as a failed seed.
 """
 import argparse, json, math, statistics, sys
@@ -34,8 +38,11 @@ def main():
     p.add_argument("--git", required=True)
     p.add_argument("--impl", default="gmi")
     p.add_argument("--settings", default="", help="the flags this gmi configuration adds to the defaults")
+    p.add_argument("--concurrent", type=int, default=1, help="seeds trained at once (1: one after another)")
     p.add_argument("files", nargs="+")
     a = p.parse_args()
+    if a.concurrent < 1:
+        p.error(f"--concurrent: got {a.concurrent}, need >= 1")
     finals, evals, curves, walls, steps, optimum, task, info, wall_s = [], [], [], [], [], None, None, {}, []
     for f in a.files:
         try:
@@ -57,7 +64,8 @@ def main():
         steps.append(e["env_steps"])
         wall_s.append(e.get("wall_s"))
         curves.append(e.get("curve", []))
-        walls.append([[l["wall_s"], l["mean_return"]] for l in lines
+        walls.append(e["wall_curve"] if e.get("wall_curve") else
+                     [[l["wall_s"], l["mean_return"]] for l in lines
                       if "event" not in l and l.get("mean_return") is not None])
     if task is None:
         sys.exit("gmi_lines: no file had an end line")
@@ -65,7 +73,10 @@ def main():
     base = {"bench": "learning", "task": task, "impl": a.impl, "algo": "ppo", "seeds": len(a.files),
             "env_steps": statistics.median(steps), "run_id": a.run_id, "device": a.device, "git": a.git,
             "settings": a.settings, "wall_s": statistics.median([w for w in wall_s if w is not None]) if any(w is not None for w in wall_s) else None,
-            **info}
+            "concurrent": a.concurrent, **info}
+    done = [w for w in wall_s if w is not None]
+    if done:
+        base["wall_s_all"] = max(done) if a.concurrent > 1 else sum(done)
     stats = lambda v: {"median": statistics.median(v), "min": min(v), "max": max(v)} if v else \
         {"median": None, "min": None, "max": None}
     print(json.dumps(dict(base, metric="mean_return", **stats(ok), per_seed=finals, curve=step_median(curves),

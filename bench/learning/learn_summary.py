@@ -5,7 +5,10 @@ of reference and reference_normalized, less 5% of its magnitude), for the LQ pro
 evaluation is within 1.10x of the Riccati optimum, and the wall-clock terms of "sooner": each run's env steps a
 second, the time of its first curve point, and the better reference's seconds to reach its target over gmi's.
 The reference trains all its seeds of both configurations in one vmapped program, so its clock covers
-seeds x 2 runs at once; gmi's covers one run (its seeds run one after another).
+seeds x 2 runs at once; gmi's (impl gmi) covers one run (its seeds run one after another). impl gmi_concurrent
+(run_suite.sh SUITE_CONCURRENT=1) trains gmi's seeds at once on the one GPU, so its "sooner" compares the
+wall-clock of all of gmi's seeds with that of the reference's vmapped runs (like with like, the reference's
+second configuration aside); each line gives env steps a second a run and of all its runs together.
 Usage: learn_summary.py <result lines.jsonl>...   (one line a task and impl on stdout; exit 1 if none was read)
 """
 import json, sys
@@ -58,14 +61,21 @@ def main(paths):
                 verdict.append("meets" if ok else "NOT met")
                 tr, tg = first_reach(best.get("wall_curve"), target), first_reach(g.get("wall_curve"), target)
                 sooner = f"{tr / tg:.1f}x" if tr is not None and tg else ("never" if tr is not None else "-")
-                parts.append(f"sooner {sooner} (target 20x)")
+                together = g.get("concurrent", 1)
+                clock = (f"{together} seeds at once against the reference's {best.get('seeds', 1)} x 2 vmapped runs"
+                         if together > 1 else "one run against the reference's vmapped runs")
+                parts.append(f"sooner {sooner} ({clock}; target 20x)")
             gap = by.get((t, i, "optimum_gap"))
             if gap and gap.get("median") is not None:
                 parts.append(f"optimum_gap {gap['median']:.3f} ({gap['min']:.3f} to {gap['max']:.3f})")
                 verdict.append("gap <= 1.10" if gap["median"] <= 1.10 else "gap > 1.10")
             if g.get("wall_s"):
                 curve = g.get("wall_curve") or [[float("nan")]]
-                parts.append(f"{g['env_steps'] / g['wall_s'] / 1e6:.2f} M env steps/s a run, first point "
+                together = ""
+                if g.get("wall_s_all"):
+                    together = (f" ({g['env_steps'] * g.get('seeds', 1) / g['wall_s_all'] / 1e6:.2f} M/s all "
+                                f"{g.get('seeds', 1)} seeds together, {g['wall_s_all']:.2f} s)")
+                parts.append(f"{g['env_steps'] / g['wall_s'] / 1e6:.2f} M env steps/s a run{together}, first point "
                              f"{curve[0][0]:.2f} s, {len(g.get('wall_curve') or [])} points")
             print(f"learn: {t}: {i}: {'; '.join(parts)}: {', '.join(verdict) or 'no verdict'}")
     return 0

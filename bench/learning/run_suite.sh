@@ -27,7 +27,12 @@
 #   REFERENCE=0 (gmi only), SUITE_BUDGET_S (default 500: no gmi or reference task starts training after this
 #   many seconds since the script started, the build of part1/part2 included, so a 9-minute device call returns
 #   what is done), SUITE_REFERENCE_S (default 100: of that budget, the seconds kept for the reference's training
-#   after gmi's runs: no gmi task starts after SUITE_BUDGET_S - SUITE_REFERENCE_S).
+#   after gmi's runs: no gmi task starts after SUITE_BUDGET_S - SUITE_REFERENCE_S), SUITE_CONCURRENT (0: gmi's
+#   seeds one after another, as before; 1: also impl "gmi_concurrent", the task's seeds trained at once on the one
+#   GPU as a population, --population --gmis-per-gpu <seeds>: member r has seed 1 + r, the task's env count, its
+#   own metrics file and curves, so its clock covers all seeds as the reference's vmapped program does; only: the
+#   concurrent run alone), SUITE_WORK (the folder for the runs' metrics files and logs; default a new one under
+#   /tmp).
 # Needs the targets gmi.example.cartpole_ppo and gmi.example.<task>_ppo for every other task (configure with
 #   -DGMI_BUILD_ALL_TASK_EXAMPLES=ON).
 set -uo pipefail
@@ -39,6 +44,7 @@ case "${1:-}" in
   part1) part=part1; SUITE_TASKS=${SUITE_TASKS:-"cartpole pendulum ball_balance quadcopter ingenuity ant_proxy anymal_proxy humanoid_proxy franka_cabinet_proxy"} ;;
   part2) part=part2; SUITE_TASKS=${SUITE_TASKS:-"shadow_hand_proxy point_reach sparse_reach long_track spring_chain cartpole_discrete"} ;;
 esac
+case "${SUITE_CONCURRENT:-0}" in 0|1|only) ;; *) echo "run_suite: SUITE_CONCURRENT: got $SUITE_CONCURRENT, need 0, 1 or only" >&2; exit 2 ;; esac
 [[ "${SUITE_JOBS:-1}" =~ ^[1-9][0-9]*$ ]] || { echo "run_suite: SUITE_JOBS: got $SUITE_JOBS, need a positive integer" >&2; exit 2; }
 if [ -n "$part" ]; then
   build=${BUILD_DIR:-/tmp/build}
@@ -108,7 +114,8 @@ device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1
 [ -n "$device" ] || device="host ($(nproc) cores)"
 short=$(tr 'A-Z ' 'a-z-' <<< "$device" | grep -oE 'h100|h200|a100|l40s|host' | head -1)
 run_id="$(date -u +%Y-%m-%dT%H:%M:%SZ)-${short:-gpu}-$(head -c 3 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-work=$(mktemp -d /tmp/gmi-learning-suite.XXXXXX)
+work=${SUITE_WORK:-$(mktemp -d /tmp/gmi-learning-suite.XXXXXX)}
+mkdir -p "$work"
 mkdir -p "$(dirname "$out")"
 echo "run_suite: run $run_id on $device, revision $git, $seeds seeds, scale $scale; work files in $work"
 t_start=$t_script
@@ -133,10 +140,14 @@ fi
 # candidates runs them all, GMI_VARIANTS="candidates;label|flags" them and more.
 candidates="lin|--lr-schedule linear;clip10|--obs-clip 10;win0|--value-normalizer-window 0"
 candidates+=";ent|--entropy-coef 0.01 --entropy-schedule linear;stdfloor|--log-std-min -2.3;stdcap|--log-std-max 0"
-variants=("gmi|")
+variants=()
+[ "${SUITE_CONCURRENT:-0}" = only ] || variants+=("gmi|")
+GMI_VARIANTS=${GMI_VARIANTS:-}
 GMI_VARIANTS=${GMI_VARIANTS//candidates/$candidates}
 IFS=';' read -ra extra <<< "${GMI_VARIANTS:-}"
 for v in "${extra[@]}"; do [ -n "$v" ] && variants+=("gmi_$v"); done
+# The seeds at once: one population run whose members are the seeds (gmi_lines.py reads its members' files).
+[ "${SUITE_CONCURRENT:-0}" = 0 ] || variants+=("gmi_concurrent|--population --gmis-per-gpu $seeds")
 elapsed() { awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b - a}'; }
 for t in $wanted; do
   if [ "$(elapsed)" -gt $(( ${SUITE_BUDGET_S:-500} - ${SUITE_REFERENCE_S:-100} )) ]; then
@@ -153,18 +164,31 @@ for t in $wanted; do
     gmis=$(sed -nE 's/.*--gmis-per-gpu[ =]([0-9]+).*/\1/p' <<< "$flags")
     run_envs=$(( envs / ${gmis:-1} ))
     files=()
-    for seed in $(seq "$seeds"); do
-      f="$work/$impl-$t-$seed.jsonl"
-      # Every run goes to the step limit (no early stop when solved, as the reference), so returns compare at equal
-      # env steps.
+    if [ "$impl" = gmi_concurrent ]; then
+      # One process trains every seed (member r: seed 1 + r) on the GPU at once; each member writes its own lines
+      # to <metrics>.gmi<r>.jsonl.
+      f="$work/$impl-$t.jsonl"
       # shellcheck disable=SC2086  # flags are words
-      timeout 120 "$(binary "$t")" --device "$gmi_device" --seed "$seed" --num-envs "$run_envs" --max-env-steps "$steps" \
-        --target-return nan --log-interval 0.2 --quiet --metrics "$f" $flags > "$work/$impl-$t-$seed.log" 2>&1 ||
-        echo "run_suite: $impl $t seed $seed: exit $? ($(tail -1 "$work/$impl-$t-$seed.log"))" >&2
-      files+=("$f")
-    done
+      timeout 240 "$(binary "$t")" --device "$gmi_device" --seed 1 --num-envs "$envs" --max-env-steps "$steps" \
+        --target-return nan --log-interval 0.2 --quiet --metrics "$f" $flags > "$work/$impl-$t.log" 2>&1 ||
+        echo "run_suite: $impl $t: exit $? ($(tail -1 "$work/$impl-$t.log"))" >&2
+      for r in $(seq 0 $(( seeds - 1 ))); do files+=("$work/$impl-$t.gmi$r.jsonl"); done
+      concurrent=$seeds
+    else
+      for seed in $(seq "$seeds"); do
+        f="$work/$impl-$t-$seed.jsonl"
+        # Every run goes to the step limit (no early stop when solved, as the reference), so returns compare at
+        # equal env steps.
+        # shellcheck disable=SC2086  # flags are words
+        timeout 120 "$(binary "$t")" --device "$gmi_device" --seed "$seed" --num-envs "$run_envs" --max-env-steps "$steps" \
+          --target-return nan --log-interval 0.2 --quiet --metrics "$f" $flags > "$work/$impl-$t-$seed.log" 2>&1 ||
+          echo "run_suite: $impl $t seed $seed: exit $? ($(tail -1 "$work/$impl-$t-$seed.log"))" >&2
+        files+=("$f")
+      done
+      concurrent=1
+    fi
     python3 "$here/gmi_lines.py" --run-id "$run_id" --device "$device" --git "$git" --impl "$impl" \
-      --settings "$flags" "${files[@]}" | tee -a "$out" >> "$work/gmi.jsonl"
+      --settings "$flags" --concurrent "$concurrent" "${files[@]}" | tee -a "$out" >> "$work/gmi.jsonl"
     python3 -c "import json,sys
 for l in open(sys.argv[1]):
     d = json.loads(l)

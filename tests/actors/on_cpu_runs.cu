@@ -185,7 +185,9 @@ host_gmis_run run_host_gmis(long iterations, const std::string& checkpoint, cons
   c.checkpoint_path = checkpoint;
   c.resume_path = resume;
   c.metrics_path = metrics;
+  c.log_interval = 0;  // a progress line at every decision
   std::remove(metrics.c_str());
+  for (int r = 0; r < 2; ++r) std::remove(gmi::detail::member_metrics_path(metrics, r).c_str());
   try {
     const gmi::train_result r = gmi::train<on_cpu_any>(c);
     o.reason = r.reason_text();
@@ -278,7 +280,9 @@ population_run train_population_on_cpu(const std::string& metrics) {
   c.actor_cores_per_gmi = 1;
   c.seed = 7;
   c.metrics_path = metrics;
+  c.log_interval = 0;  // a progress line at every decision
   std::remove(metrics.c_str());
+  for (int r = 0; r < 2; ++r) std::remove(gmi::detail::member_metrics_path(metrics, r).c_str());
   try {
     const gmi::train_result r = gmi::train<on_cpu_any>(c);
     o.exit_code = r.exit_code;
@@ -291,6 +295,19 @@ population_run train_population_on_cpu(const std::string& metrics) {
         p.reason = m.at("reason").get<std::string>();
         p.iterations = m.at("iterations").get<long>();
         p.actor_cores = m.at("actor_cores").get<std::vector<int>>();
+        const int rank = m.at("rank").get<int>();
+        for (const auto& l : read_lines(gmi::detail::member_metrics_path(metrics, rank))) {
+          p.file_seed = l.at("seed").get<std::uint64_t>();
+          p.file_rank = l.at("rank").get<long>();
+          if (l.value("event", "") != "end") {
+            ++p.progress_lines;
+            continue;
+          }
+          ++p.end_lines;
+          p.file_iterations = l.at("iteration").get<long>();
+          p.curve_points = l.at("curve").size();
+          p.wall_points = l.at("wall_curve").size();
+        }
         o.members.push_back(p);
       }
     }

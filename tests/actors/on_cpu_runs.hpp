@@ -69,12 +69,17 @@ struct ratio_plan_run {
 // with_ratio false: the plan has no cpu_actor_ratio (refused on host threads).
 ratio_plan_run train_on_ratio_plan(const std::string& path, const std::string& metrics, bool with_ratio);
 
-// --population with 2 host GMIs of CPU actors (1 actor core each) through gmi::train: the population line's members.
+// --population with 2 host GMIs of CPU actors (1 actor core each) through gmi::train: the population line's members,
+// and each member's own metrics file (<metrics>.gmi<rank>.jsonl): its progress lines and end line.
 struct population_member_run {
   std::uint64_t seed = 0;
   std::string reason;
   long iterations = 0;
   std::vector<int> actor_cores;
+  int progress_lines = 0, end_lines = 0;  // in the member's own file
+  std::uint64_t file_seed = 0;            // the seed its lines carry
+  long file_rank = -1, file_iterations = 0;
+  std::size_t curve_points = 0, wall_points = 0;  // the end line's curves
 };
 struct population_run {
   std::string error;

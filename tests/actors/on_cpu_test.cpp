@@ -118,7 +118,15 @@ TEST_SUITE("cpu") {
       CHECK(m.reason == "step limit");
       CHECK(m.iterations == 4);
       CHECK(m.actor_cores.size() == 1);
+      // Its own file: a progress line at each of its 4 decisions (--log-interval 0) and an end line, with its seed.
+      CHECK(m.file_seed == m.seed);
+      CHECK(m.progress_lines == 4);
+      CHECK(m.end_lines == 1);
+      CHECK(m.file_iterations == 4);
+      CHECK(m.wall_points == m.curve_points);
     }
+    CHECK(o.members[0].file_rank == 0);
+    CHECK(o.members[1].file_rank == 1);
     CHECK(o.members[0].actor_cores != o.members[1].actor_cores);
   }
 }

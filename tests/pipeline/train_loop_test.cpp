@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include <gmi/pipeline/run_lines.hpp>
 #include <gmi/pipeline/train_loop.hpp>
 
 namespace {
@@ -156,4 +157,31 @@ TEST_CASE("pipeline.train_loop.stops_when_the_group_mean_reaches_the_target") {
   CHECK(e.iterations == 10);  // the first round has no statistics yet; the second closes the window
   CHECK(e.mean_return == doctest::Approx(5.0));
   REQUIRE(rec.saves.size() == 1);
+}
+
+// The wall-clock curve: a point (seconds since the loop began, mean return) at every statistics round that gives
+// a mean, beside the env-step curve's, from the loop's own clock (no host read more); the end line carries both.
+TEST_CASE("pipeline.train_loop.wall_curve_has_a_point_at_every_curve_point") {
+  scripted_trainer t;
+  t.episodes_per_iteration = 8;  // the window (8 episodes) fills at the first round
+  recorded rec;
+  const auto e = run<gmi::detail::solo_group>(t, settings(3000), rec);
+  REQUIRE(e.curve.size() >= 3);
+  REQUIRE(e.wall_curve.size() == e.curve.size());
+  for (std::size_t i = 0; i < e.curve.size(); ++i) {
+    CHECK(e.wall_curve[i][1] == e.curve[i][1]);
+    CHECK(e.wall_curve[i][0] >= 0.0);
+    CHECK(e.wall_curve[i][0] <= e.seconds);
+    if (i) CHECK(e.wall_curve[i][0] >= e.wall_curve[i - 1][0]);
+  }
+  const nlohmann::json end = gmi::detail::end_fields(e, "step limit");
+  CHECK(end.at("wall_curve").size() == e.curve.size());
+  CHECK(end.at("curve").size() == e.curve.size());
+  CHECK(end.at("event") == "end");
+}
+
+TEST_CASE("pipeline.run_lines.member_metrics_path_tags_the_rank") {
+  CHECK(gmi::detail::member_metrics_path("/tmp/runs.jsonl", 2) == "/tmp/runs.gmi2.jsonl");
+  CHECK(gmi::detail::member_metrics_path("runs", 0) == "runs.gmi0");
+  CHECK(gmi::detail::member_metrics_path(".jsonl", 1) == ".jsonl.gmi1");
 }

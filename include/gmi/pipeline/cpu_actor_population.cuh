@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include <gmi/pipeline/population.hpp>
 #include <gmi/pipeline/population_gmis.cuh>
 #include <gmi/pipeline/report.hpp>
+#include <gmi/pipeline/run_lines.hpp>
 #include <gmi/pipeline/train_config.hpp>
 #include <gmi/runtime/launcher.hpp>
 #include <gmi/runtime/supervisor.hpp>
@@ -35,6 +37,7 @@ train_result population_on_cpu_gmis(const train_config<Pipeline>& o) {
   const std::vector<population_member> members = population_from(
       o.sweep_path.empty() ? nlohmann::json() : read_sweep_file(o.sweep_path), o.ppo, o.seed, k);
   const char* task = task_name<Env>();
+  const metrics::run_info run = metrics::describe_run();
   std::printf("gmi: %s | population of %d (%s) | partition cpu_cores (threads) | %d host GMIs of CPU actors | %d envs "
               "per GMI\n", task, k, o.sweep_path.empty() ? "seeds from --seed on" : o.sweep_path.c_str(), k, o.num_envs);
   std::fflush(stdout);
@@ -47,13 +50,14 @@ train_result population_on_cpu_gmis(const train_config<Pipeline>& o) {
     engine trainer = actors::make_gmi_engine<engine, Env>(ctx.rank(), k, o.actor_cores_per_gmi, o.num_envs, m.seed,
                                                           m.ppo, o.env, exec::host{.threads = 1});
     cores[static_cast<std::size_t>(ctx.rank())] = trainer.cores();
-    results[static_cast<std::size_t>(ctx.rank())] =
-        train_member(ctx, trainer, m, o.target_return, o.min_episodes, o.max_env_steps, o.max_seconds);
+    // With --metrics, each member's own lines in a file of its own (run_lines.hpp).
+    std::optional<member_log> lines = member_log_of<Pipeline>(o, run, task, m, ctx.rank(), k, "cpu_cores");
+    results[static_cast<std::size_t>(ctx.rank())] = train_member(ctx, trainer, m, o.target_return, o.min_episodes,
+                                                                 o.max_env_steps, o.max_seconds, lines ? &*lines : nullptr);
   });
   (void)group.wait_or_throw();
   print_population(results);
   if (!o.metrics_path.empty()) {
-    const metrics::run_info run = metrics::describe_run();
     nlohmann::json per = nlohmann::json::array();
     for (std::size_t r = 0; r < results.size(); ++r) {
       per.push_back(results[r]);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/population.hpp>
+#include <gmi/pipeline/run_lines.hpp>
 #include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/pipeline/train_loop.hpp>
 #include <gmi/rl/episode_window.hpp>
@@ -62,11 +64,13 @@ inline void from_json(const nlohmann::json& j, population_result& r) {
 }
 
 // Inside a GMI: trains `trainer` in train_loop.hpp's loop as a group of one (its own window, limits and signal;
-// it looks at its loss terms about once a second: non-finite ones end it, the others go on) and returns what to
-// report.
+// it looks at its loss terms at each log time, about once a second without `lines`: non-finite ones end it, the
+// others go on) and returns what to report. With `lines`, it writes its progress and end lines there; `finish`
+// (when set and the run did not diverge) adds fields to the end line after the clock stopped (an evaluation).
 template <class Trainer>
 population_result train_member(runtime::context& ctx, Trainer& trainer, const population_member& m, double target,
-                               int min_episodes, double max_env_steps, double max_seconds) {
+                               int min_episodes, double max_env_steps, double max_seconds, detail::member_log* lines = nullptr,
+                               const std::function<void(nlohmann::json&)>& finish = {}) {
   population_result r;
   r.rank = ctx.rank();
   r.gpu = ctx.gpu();
@@ -77,11 +81,18 @@ population_result train_member(runtime::context& ctx, Trainer& trainer, const po
   s.max_env_steps = max_env_steps;
   s.max_seconds = max_seconds;
   s.target_return = target;
-  s.log_interval = 1.0;
+  s.log_interval = lines ? lines->log_interval : 1.0;
   s.min_episodes = min_episodes;
   sm_activity_window gpm(-1, -1);  // members sample no GPU activity
+  const auto progress = [&](const detail::loop_view& v) {
+    if (!lines) return;
+    nlohmann::json line = lines->base;
+    line.update(detail::progress_fields(v));
+    lines->log.write(line);
+  };
   const detail::loop_end e = detail::train_loop(trainer, detail::solo_group{&ctx}, s, gpm, [&] { ctx.heartbeat(); },
-                                                [](const detail::loop_view&) {}, [] {});
+                                                progress, [] {});
+  const auto ended = std::chrono::steady_clock::now();
   r.reason = stop_reason_text(e.reason, e.signal_number);
   if (e.reason == stop_reason::solved) {
     r.solved_steps = e.steps;
@@ -93,6 +104,17 @@ population_result train_member(runtime::context& ctx, Trainer& trainer, const po
   r.samples = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e.started).count();
   r.mean_return = e.mean_return;
+  if (lines) {
+    nlohmann::json end = lines->base;
+    end.update(detail::end_fields(e, r.reason));
+    end["mean_return"] = std::isfinite(e.mean_return) ? nlohmann::json(e.mean_return) : nlohmann::json();
+    end["train_samples_per_s"] = e.steps / e.seconds;
+    // From the first round on (the first iteration's module loading and the graph capture left out), as one GMI's.
+    const double warm = e.warm_rate(trainer.samples_per_iteration(), ended);
+    if (std::isfinite(warm)) end["warm_samples_per_s"] = warm;
+    if (finish && r.reason != "diverged") finish(end);
+    lines->log.write(end);
+  }
   return r;
 }
 

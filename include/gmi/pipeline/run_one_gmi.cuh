@@ -23,6 +23,7 @@
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/pipeline/cpu_actors.hpp>
 #include <gmi/pipeline/report.hpp>
+#include <gmi/pipeline/run_lines.hpp>
 #include <gmi/pipeline/sm_activity.hpp>
 #include <gmi/pipeline/tiers.hpp>
 #include <gmi/pipeline/train_config.hpp>
@@ -118,19 +119,8 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
       }
       if (v.mean_length) base["mean_length"] = *v.mean_length;
       nlohmann::json line = base;
-      line.update({{"iteration", v.iteration},
-                   {"env_steps", v.steps},
-                   {"wall_s", v.seconds},
-                   {"env_steps_per_s", env_rate},
-                   {"serve_steps_per_s", serve_rate},
-                   {"train_samples_per_s", rate},
-                   {"mean_return", std::isfinite(v.mean_return) ? nlohmann::json(v.mean_return) : nlohmann::json()},
-                   {"policy_loss", v.losses.policy_loss},
-                   {"value_loss", v.losses.value_loss},
-                   {"entropy", v.losses.entropy},
-                   {"approx_kl", v.losses.approx_kl},
-                   {"clip_fraction", v.losses.clip_fraction},
-                   {"learning_rate", v.losses.learning_rate}});
+      line.update(progress_fields(v));
+      line.update({{"env_steps_per_s", env_rate}, {"serve_steps_per_s", serve_rate}});
       log.write(line);
     };
     const loop_end e = train_loop(trainer, solo_group{}, ls, gpm, [] {}, progress, save_checkpoint);
@@ -138,8 +128,7 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
     const double rate = e.steps / e.seconds;
     const std::string reason = stop_reason_text(e.reason, e.signal_number);
     nlohmann::json end = base;
-    end.update({{"event", "end"}, {"reason", reason}, {"iteration", e.iterations}, {"env_steps", e.steps},
-                {"wall_s", e.seconds}, {"curve", e.curve}});
+    end.update(end_fields(e, reason));
     result.reason = e.reason;
     result.signal_number = e.signal_number;
     result.exit_code = exit_code_of(e.reason, e.signal_number);

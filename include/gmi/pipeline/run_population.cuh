@@ -2,6 +2,7 @@
 // The population run: every GMI trains its own policy with its member's seed and settings (a seed list, or a
 // sweep file); the launcher prints the members side by side (population_gmis.cuh does each GMI's part).
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,10 @@
 #include <gmi/pipeline/population.hpp>
 #include <gmi/pipeline/population_gmis.cuh>
 #include <gmi/pipeline/report.hpp>
+#include <gmi/pipeline/run_lines.hpp>
 #include <gmi/pipeline/train_config.hpp>
 #include <gmi/rl/ppo.cuh>
+#include <gmi/rl/ppo_eval.hpp>
 #include <gmi/runtime/gmis.hpp>
 
 namespace gmi::detail {
@@ -43,8 +46,17 @@ train_result population_on_gmis(const train_config<Pipeline>& o, const runtime::
     const int on_host = ctx.id().gpus * ctx.id().gmis_per_gpu, index = ctx.id().gpu_index() * ctx.id().gmis_per_gpu + ctx.slice();
     engine trainer = actors::make_gmi_engine<engine, Env>(index, on_host, o.actor_cores_per_gmi, o.num_envs, m.seed, m.ppo,
                                                           o.env, exec::cuda{.stream = b.stream(), .sm_count = b.sm_count()});
+    // With --metrics, each member's own lines (its curves, seed and settings) in a file of its own.
+    std::optional<member_log> lines = member_log_of<Pipeline>(o, run, task, m, ctx.rank(), cfg.world(), cfg.partition);
+    // The final policy without exploration noise, on host threads after this member's clock stopped.
+    const auto evaluate = [&](nlohmann::json& end) {
+      if constexpr (requires { rl::evaluate_mode(trainer, 1, o.env); }) {
+        const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
+        end.update({{"eval_return", ev.mean_return}, {"eval_episodes", ev.episodes}, {"eval_length", ev.mean_length}});
+      }
+    };
     const population_result r = train_member(ctx, trainer, m, o.target_return, o.min_episodes, o.max_env_steps,
-                                             o.max_seconds);
+                                             o.max_seconds, lines ? &*lines : nullptr, evaluate);
     ctx.report(nlohmann::json(r).dump());
   });
   if (!outcome.report) return ended_elsewhere(outcome.exit_code, false);

@@ -58,6 +58,9 @@ struct group_stop_check {
   bool solved = false;
   bool diverged = false;  // some GMI saw non-finite loss terms
   rl::learning_curve curve{128};  // (group env steps, mean return) whenever the window gives a mean
+  // (seconds since the loop began, mean return) at the same points, kept with the same stride: the wall-clock
+  // curve at the resolution of the statistics (every round), not of the log interval, and no host read more.
+  rl::learning_curve wall_curve{128};
 
   explicit group_stop_check(std::uint64_t min_episodes = 32) : window(min_episodes) {}
 
@@ -65,7 +68,8 @@ struct group_stop_check {
   // steps that the statistics cover (for the curve).
   template <class Group>
   bool operator()(const Group& group, const std::optional<rl::episode_stats>& mine, bool vote, double target,
-                  double steps, bool diverged_here = false) {
+                  double steps, bool diverged_here = false,
+                  double seconds = std::numeric_limits<double>::quiet_NaN()) {
     double v[5] = {mine ? static_cast<double>(mine->episodes) : 0.0, mine ? mine->return_sum : 0.0,
                    mine ? mine->length_sum : 0.0, vote ? 1.0 : 0.0, diverged_here ? 1.0 : 0.0};
     group.sum(std::span<double>(v));
@@ -77,6 +81,7 @@ struct group_stop_check {
       if (const auto mean = window.add(all)) {
         solved = std::isfinite(target) && *mean >= target;
         curve.add(steps, *mean);
+        if (std::isfinite(seconds)) wall_curve.add(seconds, *mean);
       }
     }
     diverged = diverged || v[4] > 0;
@@ -121,6 +126,9 @@ struct loop_end {
   double steps = 0, seconds = 0;
   double mean_return = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::array<double, 2>> curve;  // (env steps, mean return), at most 128 points
+  // (seconds since `started`, mean return) at the same points: when each mean reached the host, which is after
+  // the device had its statistics (so never early)
+  std::vector<std::array<double, 2>> wall_curve;
   std::optional<rl::ppo_losses> losses;  // rank 0's last look (the non-finite ones when diverged)
   // From the first round on (module loading and graph capture left out): when, at which iteration.
   std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> warm;
@@ -183,13 +191,14 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
     if (group.rank() == 0 && (log_due || save_due || vote)) looked = trainer.losses();
     const auto voting = clock::now();
     // the statistics were asked for 5 iterations ago: the curve point is at the steps up to then
-    bool stop_now = stop(group, mine, vote, s.target_return, steps - 5.0 * per_iteration, looked && !looked->finite());
+    bool stop_now = stop(group, mine, vote, s.target_return, steps - 5.0 * per_iteration, looked && !looked->finite(),
+                         elapsed);
     if (stop_now && !stop.solved && !stop.diverged) {
       // The last iterations' episodes too (the pending request, then one for the rest), so the final mean
       // return covers the end of the run rather than lagging it by up to 10 iterations.
       const auto fold = [&](double at) {
         const auto e = trainer.wait_episodes();
-        (void)stop(group, e, false, s.target_return, at);
+        (void)stop(group, e, false, s.target_return, at, false, seconds());
       };
       fold(steps_at(it - it % 5));
       trainer.request_episodes();
@@ -225,6 +234,7 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
       out.seconds = now;
       out.mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
       out.curve = stop.curve.points();
+      out.wall_curve = stop.wall_curve.points();
       out.losses = looked;
       return out;
     }
