@@ -16,6 +16,9 @@ using shadow_hand_net = gmi::agents::gaussian_mlp<nn::layers<512, 512, 512, 256>
 using ant_net = gmi::agents::gaussian_mlp<nn::layers<256, 128, 64>>::network<60, 8>;
 using cartpole_net = gmi::agents::gaussian_mlp<nn::layers<32, 32>>::network<4, 1>;
 using edge_net = gmi::agents::gaussian_mlp<nn::layers<128, 64>>::network<4, 1>;
+// Narrow networks of the suite's proxies: ant_proxy's 60 inputs, franka_cabinet_proxy's 23.
+using narrow60_net = gmi::agents::gaussian_mlp<nn::layers<64, 64>>::network<60, 8>;
+using narrow23_net = gmi::agents::gaussian_mlp<nn::layers<64, 64>>::network<23, 9>;
 
 static_assert(rl::is_wide<shadow_hand_net>() && rl::is_wide<ant_net>());
 static_assert(!rl::is_wide<cartpole_net>() && !rl::is_wide<edge_net>());
@@ -27,9 +30,27 @@ TEST_CASE("rl.wide_rule.default_follows_width") {
   CHECK(rl::chosen_collection_path<shadow_hand_net>() == rl::collection_path::batched);
   CHECK(rl::chosen_collection_path<ant_net>() == rl::collection_path::batched);
   CHECK(rl::chosen_collection_path<cartpole_net>() == rl::collection_path::threads);
-  // The threshold is network_config::lt_min_width: raised above 256, Ant is no longer wide.
-  CHECK(rl::chosen_collection_path<ant_net>(nn::network_config{.lt_min_width = 257}) == rl::collection_path::threads);
+  // The threshold is network_config::lt_min_width: raised above 256, Ant is no longer wide (but collects batched by
+  // its 60 inputs); edge_net (4 inputs) is wide at 128 and not above.
+  CHECK(!rl::is_wide<ant_net>(nn::network_config{.lt_min_width = 257}));
+  CHECK(rl::chosen_collection_path<ant_net>(nn::network_config{.lt_min_width = 257}) == rl::collection_path::batched);
+  CHECK(rl::chosen_collection_path<edge_net>(nn::network_config{.lt_min_width = 128}) == rl::collection_path::batched);
+  CHECK(rl::chosen_collection_path<edge_net>(nn::network_config{.lt_min_width = 129}) == rl::collection_path::threads);
   CHECK(rl::chosen_collection_path<cartpole_net>(nn::network_config{.lt_min_width = 32}) == rl::collection_path::batched);
+}
+
+TEST_CASE("rl.wide_rule.narrow_networks_with_many_inputs_collect_batched") {
+  rl::request_collection_path("");
+  static_assert(!rl::is_wide<narrow60_net>() && !rl::is_wide<narrow23_net>());
+  static_assert(rl::collects_batched_by_default<narrow60_net>() && !rl::collects_batched_by_default<narrow23_net>());
+  CHECK(rl::chosen_collection_path<narrow60_net>() == rl::collection_path::batched);
+  CHECK(rl::chosen_collection_path<narrow23_net>() == rl::collection_path::threads);
+  // the threshold is batched_collection_min_inputs, between the two
+  CHECK(rl::batched_collection_min_inputs > 23);
+  CHECK(rl::batched_collection_min_inputs <= 60);
+  rl::request_collection_path("threads");
+  CHECK(rl::chosen_collection_path<narrow60_net>() == rl::collection_path::threads);
+  rl::request_collection_path("");
 }
 
 TEST_CASE("rl.wide_rule.request_overrides") {

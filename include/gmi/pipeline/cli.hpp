@@ -200,7 +200,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "(a tile of samples a block) or threads (one thread a sample); default: the network's");
   app.add_option("--collection", o.collection,
                  "GPU trainer: collect by threads (one thread an env) or batched (cuBLASLt products over all envs); "
-                 "default: batched for networks with a layer >= 129 units wide, else threads");
+                 "default: batched for networks with a layer >= 129 units wide or >= 32 inputs, else threads");
   app.add_option("--net-precision", o.net_precision,
                  "GPU trainer: the precision of the cuBLASLt products (batched collection, gemm gradients): fp32, "
                  "tf32 or bf16; default fp32");

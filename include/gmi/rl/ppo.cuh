@@ -368,8 +368,8 @@ struct ppo_device_ops {
     // A physics task whose env step takes a warp per environment collects batched by default (the fused
     // thread-per-env collection can not hand its step to a warp); --collection threads still wins.
     const bool env_warp = env_steps_in_warps<E>(t.envs_.params(), t.n_, t.policy_.sm_count);
-    if (parse_collection_path(detail::requested_collection_path(), is_wide<Net>(t.config_.network) || env_warp) ==
-        collection_path::batched)
+    const bool batched_by_default = collects_batched_by_default<Net>(t.config_.network) || env_warp;
+    if (parse_collection_path(detail::requested_collection_path(), batched_by_default) == collection_path::batched)
       batched.emplace(t.n_, t.envs_.view().params, network, t.policy_);
   }
   // PopArt around the return normalizer's update (ppo_trainer::update_value_statistics): its float mean and std

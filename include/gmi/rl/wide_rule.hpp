@@ -2,7 +2,8 @@
 // The wide-network rule: which GPU paths a PPO trainer takes for its network without being told. A network whose
 // widest layer has at least network_config::lt_min_width units is wide: its rollout runs batched (normalize,
 // cuBLASLt forward, sampling, the env step of all envs; rl/batched_rollout.cuh) and its minibatch gradients as
-// cuBLASLt products ("gemm"); a narrower one keeps one thread per env and the per-sample gradient kernels.
+// cuBLASLt products ("gemm"); a narrower one keeps the per-sample gradient kernels, and one thread per env for its
+// rollout unless it has batched_collection_min_inputs inputs or more.
 // request_collection_path / request_gradient_path override the rule process-wide (the gradient path's names live
 // here too, so configuration code needs no nvcc). default_layer_kernels: the layer kernels (network_config::kernels
 // "auto") a serving tier or a PPO trainer takes for a wide network at tf32/bf16, from bench/wide/device_wholenet.sh's
@@ -74,9 +75,27 @@ inline collection_path parse_collection_path(std::string_view want, bool wide) {
 // "batched"); checked when a trainer is built.
 inline void request_collection_path(std::string path) { detail::requested_collection_path() = std::move(path); }
 
+// A narrow network's rollout also runs batched from this many inputs on: the thread-per-env forward does the first
+// layer's inputs x width products one after another in every env's thread, a batched forward as one product. On
+// one H200 (bench/results/learning-suite/2026-11-29-NVIDIA-H200-7e73ea3-batched.jsonl, 64-64 networks, 2 seeds
+// each, the same returns) batched against thread-per-env took 0.44x the seconds a run at 60 inputs (1024 envs),
+// 0.70x at 48 (4000), 0.55x at 108 (4096); 0.97x at 23 (2048) and 0.98x at 3 (512); 1.12x at 21 (8192).
+inline constexpr int batched_collection_min_inputs = 32;
+
+// Whether Net's rollout runs batched unless told otherwise: a wide network, or one with at least
+// batched_collection_min_inputs inputs.
+template <class Net>
+constexpr bool collects_batched_by_default(const nn::network_config& cfg = {}) {
+  constexpr int inputs = [] {
+    if constexpr (requires { Net::obs_dim; }) return Net::obs_dim;
+    else return Net::in;
+  }();
+  return is_wide<Net>(cfg) || inputs >= batched_collection_min_inputs;
+}
+
 template <class Net>
 collection_path chosen_collection_path(const nn::network_config& cfg = {}) {
-  return parse_collection_path(detail::requested_collection_path(), is_wide<Net>(cfg));
+  return parse_collection_path(detail::requested_collection_path(), collects_batched_by_default<Net>(cfg));
 }
 
 // How the GPU trainer collects Net's rollouts ("threads" or "batched"), for result lines; throws config_error
