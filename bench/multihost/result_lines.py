@@ -56,3 +56,74 @@ def fnv(entries, iterations=40):
         if m:
             return m.group(1)
     return None
+
+
+def gradient_sums_per_iteration(r):
+    """A synced PPO iteration's minibatch gradient sums (epochs x minibatches) from an end line, else None."""
+    ppo = r.get("ppo") or {}
+    if not all(k in ppo for k in ("epochs", "horizon", "minibatch")) or "num_envs" not in r:
+        return None
+    samples = ppo["horizon"] * r["num_envs"] * (1 if r.get("minibatch_scope") == "gmi" else r.get("gmis", 1))
+    return ppo["epochs"] * max(1, samples // max(1, ppo["minibatch"]))
+
+
+def phase_lines(common, folder, gph):
+    """The phases runs' result lines and summary texts (phases.jsonl in `folder`: end lines of two-host runs with
+    --comm-clock on; host 0's GMI 0 in its training loop): each cross_host time an iteration, and the gradient sums'
+    device time a sum where the end line gives the sums an iteration."""
+    lines, texts = [], []
+    for r in [r for r in read(os.path.join(folder, "phases.jsonl")) if "train_samples_per_s" in r]:
+        c = r.get("cross_host")
+        if not c:
+            texts.append("phases: no cross_host in the end line")
+            continue
+        it = max(1, r["iteration"])
+        sums = gradient_sums_per_iteration(r)
+        for k in ("sum_seconds", "mpi_seconds", "allreduce_seconds", "wall_seconds"):
+            if k in c:
+                lines.append(result_line(common, "cartpole_ppo_colocated_phases",
+                                         "cross_host_" + k.replace("_seconds", "_s"), [c[k]], hosts=2,
+                                         gpus_per_host=gph, iterations=r["iteration"], per_iteration_ms=1e3 * c[k] / it,
+                                         comm_clock="on", cross_host_sum=r.get("cross_host_sum"),
+                                         gradient_sums_per_iteration=sums))
+        per_sum = ""
+        if sums and "allreduce_seconds" in c:
+            per_sum = f", {1e6 * c['allreduce_seconds'] / (it * sums):.1f} us a sum ({sums} sums an iteration)"
+        texts.append(f"phases ({r.get('cross_host_sum')}): {r['iteration']} iterations, "
+                     f"{1e3 * c['wall_seconds'] / it:.2f} ms each: cross-host sums of statistics "
+                     f"{1e3 * c['sum_seconds'] / it:.3f} ms an iteration, gradient sums "
+                     f"{1e3 * c.get('allreduce_seconds', float('nan')) / it:.3f} ms an iteration (device spans){per_sum}")
+    return lines, texts
+
+
+def gpu_test_line(common, folder, gpus):
+    """The GPU test's result line (multihost_gpu_test.log in `folder` ends with its exit) and whether it passed."""
+    log = os.path.join(folder, "multihost_gpu_test.log")
+    passed = os.path.exists(log) and "gmi.test.multihost_gpu: exit 0" in open(log).read()
+    return result_line(common, "gathered_sum", "multihost_gpu_test_passed", [1.0 if passed else 0.0],
+                       what=f"gmi.test.multihost_gpu on GPUs 0-{gpus - 1}"), passed
+
+
+def variant_medians(common, rows, shapes, gpus, quiet=()):
+    """Each variant's train_samples_per_s line from its runs' end lines `rows` (tagged with "variant"); `shapes`:
+    variant: (case, hosts, what), `gpus` in all. Returns (lines, {variant: line}, summary texts, whether every run
+    kept identical weights); a variant without runs gets a text unless it is in `quiet`."""
+    lines, med, texts, ok = [], {}, [], True
+    for variant, (case, hosts, what) in shapes.items():
+        rs = [r for r in rows if r.get("variant") == variant]
+        if not rs:
+            if variant not in quiet:
+                texts.append(f"{variant:15s} no end line")
+            continue
+        if not all(r.get("weights_identical") for r in rs):
+            texts.append(f"{variant}: weights differ between GMIs")
+            ok = False
+        d = result_line(common, case, "train_samples_per_s", [r["train_samples_per_s"] for r in rs], hosts=hosts,
+                        gpus_per_host=gpus // hosts, gmis_per_gpu=1, num_envs=rs[0]["num_envs"], variant=variant,
+                        cross_host_sum=rs[0].get("cross_host_sum"), update=rs[0].get("synced_update"), what=what,
+                        ms_per_iteration=statistics.median(ms_per_iteration(r) or 0 for r in rs))
+        lines.append(d)
+        med[variant] = d
+        texts.append(f"{variant:15s} {hosts} host(s) x {gpus // hosts} GPU(s): {d['median'] / 1e6:8.2f} M samples/s "
+                     f"(median of {len(rs)}, {d['ms_per_iteration']:.2f} ms an iteration) [{what}]")
+    return lines, med, texts, ok
