@@ -82,7 +82,8 @@ for label, rs in runs.items():
     for k in ("final_return", "eval_return", "env_steps", "wall_s", "env_steps_per_s", "updates_per_s"):
         vs = [r[k] for _, r in rs if r[k] is not None]
         if vs:
-            d = {"bench": "sac_ant", **tag, "metric": k, "median": statistics.median(vs), "min": min(vs), "max": max(vs)}
+            d = {"bench": "sac_ant", **tag, "metric": k, "median": statistics.median(vs), "min": min(vs),
+                 "max": max(vs)}
             if rs[0][0] is not None:
                 d.update(seeds=len(vs), per_seed=vs)
             put(d)
@@ -112,7 +113,8 @@ ppo_reach = [next(((s, w) for s, w, m in r["pts"] if m >= target), None) for r i
 ppo_first = med([p[0] for p in ppo_reach if p])
 ppo_first_wall = med([p[1] for p in ppo_reach if p])
 seeds_note = f" (median of {len(ppo)} seeds)" if len(ppo) > 1 else ""
-print(f"target: PPO's final mean return {target:.1f}{seeds_note} after {ppo_steps:.4g} env steps ({f(ppo_wall, '.0f')} s)"
+print(f"target: PPO's final mean return {target:.1f}{seeds_note} after {ppo_steps:.4g} env steps "
+      f"({f(ppo_wall, '.0f')} s)"
       + (f"; PPO first reached it at {ppo_first:.4g} env steps ({f(ppo_first_wall, '.1f')} s)" if ppo_first else "")
       + (f"; the issue wants SAC there within {ppo_steps / TARGET_RATIO:.4g} env steps ({TARGET_RATIO}x fewer)"
          if TARGET_RATIO else ""))
