@@ -88,12 +88,12 @@ for label, rs in runs.items():
                 d.update(seeds=len(vs), per_seed=vs)
             put(d)
 f = lambda v, spec: format(v, spec) if isinstance(v, (int, float)) else "-"
-print(f"{'run':9} {'envs':>5} {'env steps':>10} {'seconds':>8} {'env steps/s':>12} {'updates/s':>10} "
+print(f"{'run':11} {'envs':>5} {'env steps':>10} {'seconds':>8} {'env steps/s':>12} {'updates/s':>10} "
       f"{'final return':>13} {'eval return':>12} {'env step path':>14}")
 for label, rs in runs.items():
     for seed, r in rs:
         name = label if seed is None else f"{label} s{seed}"
-        print(f"{name:9} {f(r['envs'], '>5')} {f(r['env_steps'], '>10.4g')} {f(r['wall_s'], '>8.1f')} "
+        print(f"{name:11} {f(r['envs'], '>5')} {f(r['env_steps'], '>10.4g')} {f(r['wall_s'], '>8.1f')} "
                   f"{f(r['env_steps_per_s'], '>12.4g')} {f(r['updates_per_s'], '>10.4g')} "
                   f"{f(r['final_return'], '>13.1f')} {f(r['eval_return'], '>12.1f')} {r['path'] or '-':>14}")
 med = lambda vs: statistics.median(vs) if vs else None
@@ -114,7 +114,7 @@ ppo_first = med([p[0] for p in ppo_reach if p])
 ppo_first_wall = med([p[1] for p in ppo_reach if p])
 seeds_note = f" (median of {len(ppo)} seeds)" if len(ppo) > 1 else ""
 print(f"target: PPO's final mean return {target:.1f}{seeds_note} after {ppo_steps:.4g} env steps "
-      f"({f(ppo_wall, '.0f')} s)"
+      f"({f(ppo_wall, '.1f')} s)"
       + (f"; PPO first reached it at {ppo_first:.4g} env steps ({f(ppo_first_wall, '.1f')} s)" if ppo_first else "")
       + (f"; the issue wants SAC there within {ppo_steps / TARGET_RATIO:.4g} env steps ({TARGET_RATIO}x fewer)"
          if TARGET_RATIO else ""))
