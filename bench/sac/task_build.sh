@@ -1,21 +1,21 @@
 # shellcheck shell=bash
-# The build and runs of bench/sac/device_ant.sh, device_sacfast.sh and device_humanoid.sh, sourced after
-# bench/physics/device_common.sh (build, out, JOBS, git_rev, run_id):
+# The build and runs of bench/sac/device_ant.sh, device_sacfast.sh, device_humanoid.sh and device_pendulum.sh,
+# sourced after bench/physics/device_common.sh (build, out, JOBS, git_rev, run_id):
 # - start_task_build SECONDS TAG [TASK] configures $build (all task examples), builds gmi.example.TASK_ppo and
-#   gmi.example.TASK_sac (TASK: ant, the default, or humanoid; sets task) in one ninja call in the background (each
-#   one translation unit, so -j16 runs two compilers) and returns once ninja has logged TASK_ppo as built (a line of
+#   gmi.example.TASK_sac (TASK: ant, the default, humanoid or pendulum; sets task) in one ninja call in the background
+#   (each one translation unit, so -j16 runs two compilers) and returns once ninja has logged TASK_ppo as built (a line of
 #   .ninja_log newer than this call) or the build ended, so PPO can start while TASK_sac may still compile; it sets
 #   device and common (the result lines' device, git and run_id);
 # - task_build_done waits for the whole build once (exits 1 with its errors, TAG naming the script, when it failed);
-# - task_run LABEL BINARY SECONDS GRACE [flags] is one training run (--device gpu, seed 1, its metrics in
-#   $logs/LABEL.jsonl every 2 s, a timeout of SECONDS + GRACE) with its "gmi:" lines on stdout; a failure sets
-#   status=1 with a line.
+# - task_run LABEL BINARY SECONDS GRACE [flags] is one training run (--device gpu, seed $seed or 1, its metrics in
+#   $logs/LABEL.jsonl every $log_interval or 2 s, a timeout of SECONDS + GRACE) with its "gmi:" lines on stdout; a
+#   failure sets status=1 with a line.
 start_task_build() {
   build_seconds=$1
   build_tag=$2
   task=${3:-ant}
-  [[ "$task" == ant || "$task" == humanoid ]] ||
-    { echo "$build_tag: task: got $task, need ant or humanoid" >&2; exit 2; }
+  [[ "$task" == ant || "$task" == humanoid || "$task" == pendulum ]] ||
+    { echo "$build_tag: task: got $task, need ant, humanoid or pendulum" >&2; exit 2; }
   configure_build -DGMI_BUILD_ALL_TASK_EXAMPLES=ON -DGMI_HEADER_CHECK_NVCC=OFF
   build_start=$(date +%s)
   log_lines=$( (wc -l < "$build/.ninja_log") 2>/dev/null || echo 0)
@@ -44,8 +44,9 @@ task_run() {
   local label=$1 bin=$2 secs=$3 grace=$4
   shift 4
   echo "== $label: $secs s of training ($(( deadline_s - $(date +%s) )) s left of the time limit) $*"
-  timeout $((secs + grace)) "$build/examples/$bin" --device gpu --seed 1 --max-seconds "$secs" \
-    --target-return nan --log-interval 2 --quiet --metrics "$logs/$label.jsonl" "$@" > "$logs/$label.log" 2>&1 ||
+  timeout $((secs + grace)) "$build/examples/$bin" --device gpu --seed "${seed:-1}" --max-seconds "$secs" \
+    --target-return nan --log-interval "${log_interval:-2}" --quiet --metrics "$logs/$label.jsonl" "$@" \
+    > "$logs/$label.log" 2>&1 ||
     { echo "$build_tag: $label: exit $? ($(tail -1 "$logs/$label.log"))" >&2; status=1; }
   grep -h "^gmi: " "$logs/$label.log" | sed "s/^/$label: /" | head -8
 }
