@@ -4,13 +4,14 @@
 # host (CUDA_VISIBLE_DEVICES set by the caller), cold, within 5 minutes including the build, from the repository
 # root with .carry/debs (bench/actors/carry_mujoco.sh) and optionally .carry/mujoco-deepmind (carry_mujoco_deepmind.sh):
 #   1. builds gmi.bench.actors_rate and gmi.bench.actors_train in $BUILD (default /tmp/build-actors4, -j$JOBS, 16);
-#   2. round 1, then round 2 where 100 s are left, for each MuJoCo build (Debian's; DeepMind's when carried):
-#      gmi.bench.actors_rate on pairs:ant.xml (the Ant as gmi loads it by default), 128 envs a core, 1 and 8
-#      threads (bare mj_step loop, gmi's sim, the CPU actors with and without stealing, one env step taken apart,
-#      the resets with the 2000-step trajectory_fnv), then (round 1 only) CPU-actor PPO on the Ant at 8 actor cores
-#      (gmi.bench.actors_train, GPU policy and update) with the pairs model and with "dynamic:" (the former load);
+#   2. for each MuJoCo build (Debian's; DeepMind's when carried): gmi.bench.actors_rate on pairs:ant.xml (the Ant
+#      as gmi loads it by default), 128 envs a core, 1 and 8 threads (bare mj_step loop, gmi's sim, the CPU actors
+#      with and without stealing, one env step taken apart, the resets with the 2000-step trajectory_fnv); then
+#      CPU-actor PPO on the Ant at 8 actor cores (gmi.bench.actors_train, GPU policy and update) with the pairs model
+#      and with "dynamic:" (the former load), on Debian's build (DeepMind's where 110 s are left); then a second
+#      round of the rate on each build where 60 s are left (said so when not; not a failure);
 #   3. the summary: each steps_per_cpu_s (median of the bench's reps, then of the rounds) against 20000 env steps
-#      per CPU second (a CPU is a hardware thread, as EnvPool's per-core figures), the profile, whether the
+#      per CPU second (CPU time of the stepping threads), the profile, whether the
 #      trajectory hashes agree across builds and rounds, and actors_train's rates pairs against dynamic.
 # Every step has a timeout cut to what is left of BUDGET_S (default 290 s). Lines (device, git, run_id,
 # mujoco_build, round added): $OUT/actors.jsonl; summary: stdout and $OUT/actors-summary.txt; logs: $OUT/actors/.
@@ -36,19 +37,27 @@ else
   echo "no .carry/mujoco-deepmind/libmujoco.so.2.2.2: DeepMind's build not measured (bench/actors/carry_mujoco_deepmind.sh)"
 fi
 libpath() { if [ "$1" = deepmind ]; then echo "$PWD/.carry/mujoco-deepmind:$LD_LIBRARY_PATH"; else echo "$LD_LIBRARY_PATH"; fi; }
-for round in 1 2; do
-  for lib in "${builds[@]}"; do
-    if ((round == 2 && $(left) < 100)); then echo "round 2 of $lib: left out ($(left) s of the budget left)"; continue; fi
-    LD_LIBRARY_PATH=$(libpath "$lib") step "rate_${lib}_$round" 50 taskset -c "$cpus" "$bench_dir/gmi.bench.actors_rate" \
-      "$logs/rate_${lib}_$round.jsonl" "pairs:$model" 0.4 128 1 8
-    ((round == 1)) || continue
-    for coll in pairs dynamic; do
-      arg=$model
-      [ "$coll" = dynamic ] && arg=dynamic:$model
-      GMI_ACTORS_TRAIN_ANT_ONLY=1 LD_LIBRARY_PATH=$(libpath "$lib") step "train_${lib}_$coll" 45 \
-        taskset -c "$cpus" "$bench_dir/gmi.bench.actors_train" "$logs/train_${lib}_$coll.jsonl" "$arg" 0.4 8
-    done
-  done
+rate() {  # $1: build, $2: round
+  LD_LIBRARY_PATH=$(libpath "$1") step "rate_$1_$2" 50 taskset -c "$cpus" "$bench_dir/gmi.bench.actors_rate" \
+    "$logs/rate_$1_$2.jsonl" "pairs:$model" 0.4 128 1 8
+}
+train() {  # $1: build, $2: pairs | dynamic
+  local arg=$model
+  [ "$2" = dynamic ] && arg=dynamic:$model
+  GMI_ACTORS_TRAIN_ANT_ONLY=1 LD_LIBRARY_PATH=$(libpath "$1") step "train_$1_$2" 45 \
+    taskset -c "$cpus" "$bench_dir/gmi.bench.actors_train" "$logs/train_$1_$2.jsonl" "$arg" 0.4 8
+}
+# The rate on every build first, then actors_train (Debian's; DeepMind's where 110 s are left), then a second
+# round of the rate where 60 s are left for it: a budget cut loses repeats, not a build.
+for lib in "${builds[@]}"; do rate "$lib" 1; done
+for lib in "${builds[@]}"; do
+  if [ "$lib" = deepmind ] && (($(left) < 110)); then echo "actors_train on $lib: left out ($(left) s left)"; continue; fi
+  train "$lib" pairs
+  train "$lib" dynamic
+done
+for lib in "${builds[@]}"; do
+  if (($(left) < 60)); then echo "round 2 of the rate on $lib: left out ($(left) s left)"; continue; fi
+  rate "$lib" 2
 done
 python3 - "$lines" "$device" "$git_rev" "$run_id" "$logs" <<'PY' | tee "$out/actors-summary.txt"
 import glob, json, os, re, statistics, sys
