@@ -9,7 +9,10 @@
 // collect / stepping is the issue's ">= 90% of the cores' stepping rate" (the GPU is never what waits); every line
 // also has busy_fraction, the actor threads' stepping time over their wall time in that phase (cpu_actors::busy_seconds:
 // near 1 in "collect" when the double buffering hides the GPU's inference; "train" adds the update, when they idle).
-//   gmi.bench.actors_train OUT.jsonl [MODEL_XML (MuJoCo Ant; "-" for none)] [seconds per rep] [cores...]
+// The Ant's model is loaded with predefined pairs (actors/mujoco_pairs.hpp: the broadphase off, njmax bounded; the
+// same contacts and steps bit for bit), as plan::mujoco_model_of<envs::ant>() and the placement do; "dynamic:" before
+// the file loads it with MuJoCo's dynamic collision (as before). Lines say "collision": "predefined_pairs"|"dynamic".
+//   gmi.bench.actors_train OUT.jsonl [[dynamic:]MODEL_XML (MuJoCo Ant; "-" for none)] [seconds per rep] [cores...]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -33,6 +36,7 @@
 #include <gmi/metrics/summary.hpp>
 #ifdef GMI_BENCH_MUJOCO
 #include <gmi/actors/mujoco.hpp>
+#include <gmi/actors/mujoco_pairs.hpp>
 #endif
 
 namespace ac = gmi::actors;
@@ -80,7 +84,8 @@ std::vector<double> rates(Work&& work, Wait&& wait, double seconds, int reps, co
 
 template <class Trainer>
 void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstream& out,
-             const gmi::metrics::run_info& run, const std::string& cpu, const std::string& mujoco_library = "") {
+             const gmi::metrics::run_info& run, const std::string& cpu, const std::string& mujoco_library = "",
+             const std::string& collision = "") {
   const int n = t.num_envs(), horizon = t.config().horizon;
   const double per_rollout = double(n) * horizon;
   zero_policy zero;
@@ -112,6 +117,7 @@ void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstr
     line["busy_fraction"] = busy[at++];  // the actor threads' time stepping over theirs on the wall clock
     line["host_cpu"] = cpu;
     if (!mujoco_library.empty()) line["mujoco_library"] = mujoco_library;
+    if (!collision.empty()) line["collision"] = collision;
     out << line.dump() << "\n";
     std::printf("%s\n", line.dump().c_str());
   }
@@ -121,7 +127,7 @@ void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstr
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s OUT.jsonl [MODEL_XML|-] [seconds per rep] [cores...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OUT.jsonl [[dynamic:]MODEL_XML|-] [seconds per rep] [cores...]\n", argv[0]);
     return 2;
   }
   if (!ac::cuda_device_present()) {
@@ -180,8 +186,12 @@ int main(int argc, char** argv) {
       using ant_sim = ac::mujoco::sim<ac::mujoco::ant>;
       using net = gmi::agents::gaussian_mlp<>::network<27, 8>;
       const int n = cores * 128;  // 64 envs per core and group
-      ac::ppo_gpu_actors<ant_sim, net> t(ac::actor_config{actor_cores, 2}, n, 1, c, gpu, model, n, std::uint64_t(1));
-      measure(t, "ant", cores, seconds, out, run, cpu, ac::mujoco::library_path());
+      const bool dynamic = model.rfind("dynamic:", 0) == 0;
+      const ac::mujoco::model_ptr m = dynamic ? ac::mujoco::load(model.substr(8))
+                                              : ac::mujoco::load_with_predefined_pairs(model);
+      ac::ppo_gpu_actors<ant_sim, net> t(ac::actor_config{actor_cores, 2}, n, 1, c, gpu, m, n, std::uint64_t(1));
+      measure(t, "ant", cores, seconds, out, run, cpu, ac::mujoco::library_path(),
+              dynamic ? "dynamic" : "predefined_pairs");
     }
 #endif
   }
