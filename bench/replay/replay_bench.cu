@@ -1,11 +1,13 @@
 // Replay bench (bench-spec.md): sample and collect 8192 windows of 64 steps (obs 108, act 21, reward, done),
 // prioritized draws of 8192 from 10 M items, and insert throughput; gmi's device table against the CPU-staged
 // baseline in the same run; and one global prioritized draw of 8192 over 4 device shards of 2.5 M items each
-// (device_shard_set::sample_global). Every timing is wall-clock around the call plus a wait for its stream, repeated
+// (device_shard_set::sample_global); with --cases global2, the same draw over 2 GPUs' shards (multi_gpu_shard_set)
+// after it. Every timing is wall-clock around the call plus a wait for its stream, repeated
 // `reps` times after warm-up; one JSON line per (case, impl, metric) with min/median/max.
 #include <gmi/replay/cpu_staged.hpp>
 #include <gmi/replay/device_placement.cuh>
 #include <gmi/replay/device_table.cuh>
+#include <gmi/replay/multi_gpu_shards.cuh>
 
 #include <algorithm>
 #include <chrono>
@@ -218,18 +220,16 @@ void bench_prioritized(std::size_t capacity, unsigned threads, int reps) {
   cudaEventDestroy(b);
 }
 
-// 8192 draws over `shards` device tables that hold `capacity` items in all (priorities uniform in [0.01, 10) times
-// the shard's number + 1, so the totals differ), windows of one step, weights with beta 0.4: the whole call with its
-// stream wait, and the kernels alone between CUDA events.
-void bench_global(std::size_t capacity, int shards, int reps) {
-  const std::size_t H = 500, E = 1000, B = 8192, per = capacity / std::size_t(shards);
+// `shards` device tables of `per` items each on the current GPU, priorities uniform in [0.01, 10) times (first + the
+// table's number + 1, so the totals differ).
+std::vector<std::unique_ptr<gmi::replay::device_table>> make_shards(std::size_t per, int shards, int first) {
+  const std::size_t H = 500, E = 1000;
   gmi::replay::table_spec spec;
   spec.columns = {column{"reward", 1}};
   spec.capacity = per;
   const std::vector<std::vector<float>> host = {std::vector<float>(H * E, 1.0f)};
   std::vector<std::unique_ptr<gmi::replay::device_table>> tables;
-  std::vector<gmi::replay::device_table*> ptrs;
-  for (int k = 0; k < shards; ++k) {
+  for (int k = first; k < first + shards; ++k) {
     std::vector<float> p(H * E);
     gmi::rng r(11, std::uint64_t(k));
     for (auto& v : p) v = r.uniform(0.01f, 10.0f) * float(k + 1);
@@ -238,8 +238,18 @@ void bench_global(std::size_t capacity, int shards, int reps) {
     device_rollout dr(host, H, E, p);
     for (std::size_t i = 0; i < per / (H * E); ++i) tables.back()->insert(w, dr.r);
     GMI_CUDA_TRY(cudaStreamSynchronize(tables.back()->stream()));
-    ptrs.push_back(tables.back().get());
   }
+  return tables;
+}
+
+// 8192 draws over `shards` device tables that hold `capacity` items in all (priorities uniform in [0.01, 10) times
+// the shard's number + 1, so the totals differ), windows of one step, weights with beta 0.4: the whole call with its
+// stream wait, and the kernels alone between CUDA events.
+void bench_global(std::size_t capacity, int shards, int reps) {
+  const std::size_t B = 8192;
+  auto tables = make_shards(capacity / std::size_t(shards), shards, 0);
+  std::vector<gmi::replay::device_table*> ptrs;
+  for (auto& t : tables) ptrs.push_back(t.get());
   std::size_t items = 0;
   for (auto* t : ptrs) items += t->size();
   gmi::replay::device_shard_set set(ptrs, gmi::replay::placement_rule{});
@@ -267,6 +277,49 @@ void bench_global(std::size_t capacity, int shards, int reps) {
   emit("global_prioritized_draw_10M", "gmi", "us_kernels", us[us.size() / 2], us.front(), us.back(), extra);
 }
 
+// The same draw over the shards of 2 GPUs (multi_gpu_shard_set): `capacity` items in all, shards_per_gpu tables on
+// each (the same priorities as bench_global's shards of the same number), 8192 draws, windows of one step, beta 0.4;
+// the whole call (the totals' gather, the plan, each GPU's draw, the weights) and a wait for both GPUs' streams.
+void bench_global_2gpu(std::size_t capacity, int shards_per_gpu, int reps) {
+  const std::size_t B = 8192;
+  std::vector<std::unique_ptr<gmi::replay::device_table>> tables;
+  std::vector<gmi::replay::gpu_shards> gpus;
+  for (int g = 0; g < 2; ++g) {
+    GMI_CUDA_TRY(cudaSetDevice(g));
+    auto part = make_shards(capacity / std::size_t(2 * shards_per_gpu), shards_per_gpu, g * shards_per_gpu);
+    gpus.push_back({g, {}});
+    for (auto& t : part) {
+      gpus.back().tables.push_back(t.get());
+      tables.push_back(std::move(t));
+    }
+  }
+  GMI_CUDA_TRY(cudaSetDevice(0));
+  std::size_t items = 0;
+  for (auto& t : tables) items += t->size();
+  gmi::replay::multi_gpu_shard_set set(gpus);
+  std::vector<gmi::replay::global_device_batch> out;
+  int peer = 0;
+  GMI_CUDA_TRY(cudaDeviceCanAccessPeer(&peer, 0, 1));
+  const std::string extra = ", \"batch\": " + std::to_string(B) + ", \"items\": " + std::to_string(items) +
+                            ", \"shards\": " + std::to_string(2 * shards_per_gpu) +
+                            ", \"gpus\": 2, \"peer_access\": " + (peer ? "true" : "false");
+  std::uint64_t seed = 0;
+  std::vector<double> share0;
+  const auto g = time_reps(reps, [&] {
+    const auto plan = set.sample(sampler::prioritized(), B, 1, ++seed, 0.4, out);
+    share0.push_back(double(plan.shares[0]) / double(B));
+    for (std::size_t k = 0; k < 2; ++k) {
+      GMI_CUDA_TRY(cudaSetDevice(set.device(k)));
+      GMI_CUDA_TRY(cudaStreamSynchronize(set.set(k).stream()));
+    }
+    GMI_CUDA_TRY(cudaSetDevice(0));
+  });
+  std::sort(share0.begin(), share0.end());
+  emit("global_prioritized_draw_10M_2gpu", "gmi", "us_call", g.median * 1e6, g.min * 1e6, g.max * 1e6, extra);
+  emit("global_prioritized_draw_10M_2gpu", "gmi", "gpu0_share", share0[share0.size() / 2], share0.front(),
+       share0.back(), extra);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -291,8 +344,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (cases != "all" && cases != "global") {
-    std::fprintf(stderr, "gmi.bench.replay: --cases: got %s, need all or global\n", cases.c_str());
+  if (cases != "all" && cases != "global" && cases != "global2") {
+    std::fprintf(stderr, "gmi.bench.replay: --cases: got %s, need all, global or global2\n", cases.c_str());
+    return 2;
+  }
+  int gpus = 0;
+  if (cases == "global2" && (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2)) {
+    std::fprintf(stderr, "gmi.bench.replay: --cases global2: got %d GPUs, need 2 or more\n", gpus);
     return 2;
   }
   try {
@@ -302,6 +360,7 @@ int main(int argc, char** argv) {
       bench_prioritized(prio_capacity, threads, reps);
     }
     bench_global(prio_capacity, 4, reps);
+    if (cases == "global2") bench_global_2gpu(prio_capacity, 2, reps);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gmi.bench.replay: %s\n", e.what());
     return 1;

@@ -1,7 +1,7 @@
 // Global prioritized sampling over shards (replay/global_sample.hpp): item frequencies against priority / the sum of
 // every shard's total (chi-square, and far off against per-shard-uniform and item-uniform draws), a shard with
 // nothing in it never drawn, importance weights from the global probability, uniform draws over all items, and
-// bad calls refused with one line.
+// bad calls refused with one line; the same shards as two GPUs' groups (gpu_groups.hpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/replay/global_sample.hpp>
+#include <gmi/replay/gpu_groups.hpp>
 #include <gmi/replay/replay.hpp>
 
 #include "replay/support.hpp"
@@ -181,4 +182,76 @@ TEST_CASE("replay.global_sample.refusals") {
   std::vector<host_table*> none{&empty.table};
   CHECK(message([&] { draw_global(none, sampler::prioritized(), 8, 1, 0.5, d); }) ==
         "global prioritized sample: total weight: got 0, need > 0 (an item with priority > 0 in some shard)");
+}
+
+// The same shards as two GPUs' groups (gpu_groups.hpp, the host twin of multi_gpu_shard_set): GPU 0 holds shards 0
+// and 1, GPU 1 shards 2 (empty) and 3. Item frequencies against priority / the sum (chi-square), and far off against
+// an even share per GPU; each round's shares add up to n and GPU 0's share over all rounds against its total / sum
+// (chi-square, one degree of freedom); the weights from the smallest probability of both GPUs' draws.
+TEST_CASE("replay.gpu_groups.prioritized_frequencies_and_shares") {
+  fixture f;
+  const std::vector<std::vector<host_table*>> groups{{f.ptrs[0], f.ptrs[1]}, {f.ptrs[2], f.ptrs[3]}};
+  const auto expected = f.expected();
+  double t0 = 0.0;
+  for (int k : {0, 1})
+    for (float p : priorities_of(k, fixture::items)) t0 += p;
+  std::vector<double> counts(expected.size(), 0.0);
+  double share0 = 0.0;
+  global_draws d;
+  const std::size_t n = 4096, rounds = 40;
+  for (std::uint64_t r = 0; r < rounds; ++r) {
+    const group_plan plan = draw_over_groups(groups, sampler::prioritized(), n, 700 + r, 0.4, d);
+    REQUIRE(plan.shares.size() == 2);
+    REQUIRE(plan.shares[0] + plan.shares[1] == n);
+    REQUIRE(d.shard.size() == n);
+    CHECK(plan.totals[0] == doctest::Approx(t0).epsilon(1e-12));
+    CHECK(plan.sum == doctest::Approx(f.sum).epsilon(1e-12));
+    share0 += double(plan.shares[0]);
+    double p_min = 1.0;
+    for (double p : d.probability) p_min = std::min(p_min, p);
+    for (std::size_t b = 0; b < n; ++b) {
+      REQUIRE(d.shard[b] >= 0);
+      REQUIRE(d.shard[b] != 2);
+      REQUIRE((d.shard[b] < 2) == (b < plan.shares[0]));  // group-major: GPU 0's draws first
+      const std::size_t flat = std::size_t(d.shard[b] * fixture::items + d.keys[b]);
+      counts[flat] += 1;
+      CHECK(d.probability[b] == doctest::Approx(expected[flat]).epsilon(1e-12));
+      CHECK(double(d.weight[b]) == doctest::Approx(std::pow(p_min / d.probability[b], 0.4)).epsilon(1e-6));
+    }
+  }
+  const double df = double(3 * fixture::items - 1);
+  const double x = replay_test::chi2(counts, expected, double(n * rounds));
+  MESSAGE("chi-square " << x << " (critical " << replay_test::chi2_critical(df) << ")");
+  CHECK(x < replay_test::chi2_critical(df));
+  const double total = double(n * rounds), e0 = total * t0 / f.sum, e1 = total - e0;
+  const double xs = (share0 - e0) * (share0 - e0) / e0 + (total - share0 - e1) * (total - share0 - e1) / e1;
+  MESSAGE("GPU 0's share " << share0 / total << " against " << t0 / f.sum << ", chi-square " << xs);
+  CHECK(xs < replay_test::chi2_critical(1));
+  // The test can fail: half the draws to each GPU, drawn there by priority, is far off.
+  std::vector<double> even(expected.size(), 0.0);
+  const double t1 = f.sum - t0;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    even[i] = expected[i] * f.sum / (i < std::size_t(2 * fixture::items) ? t0 : t1) / 2.0;
+  CHECK(replay_test::chi2(counts, even, total) > 10 * replay_test::chi2_critical(df));
+}
+
+TEST_CASE("replay.gpu_groups.refusals") {
+  fixture f;
+  global_draws d;
+  const auto message = [&](auto call) {
+    try {
+      call();
+    } catch (const gmi::config_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::vector<std::vector<host_table*>> with_empty{{f.ptrs[0]}, {}};
+  CHECK(message([&] { draw_over_groups(with_empty, sampler::prioritized(), 8, 1, 0.5, d); }) ==
+        "multi-GPU sample group 1 shards: got 0, need 1 or more");
+  shard_table empty({}, 8);
+  const std::vector<std::vector<host_table*>> nothing{{&empty.table}, {&empty.table}};
+  CHECK(message([&] { draw_over_groups(nothing, sampler::prioritized(), 8, 1, 0.5, d); }) ==
+        "multi-GPU sample: total weight: got 0, need > 0 (an item with priority > 0 on some GPU)");
+  CHECK(message([&] { (void)plan_groups({}, 8, 1); }) == "multi-GPU sample groups: got 0, need 1 .. 256");
 }

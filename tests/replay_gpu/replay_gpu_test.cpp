@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <gmi/replay/global_sample.hpp>
+#include <gmi/replay/gpu_groups.hpp>
 #include <gmi/replay/replay.hpp>
 
 #include "replay_gpu/runs.hpp"
@@ -277,6 +278,86 @@ TEST_CASE("replay_gpu.global_prioritized_over_device_shards") {
   CHECK(x < replay_test::chi2_critical(df));
   CHECK(replay_test::chi2(counts, even, double(n)) > 10 * replay_test::chi2_critical(df));
   for (std::size_t k = 0; k < 3; ++k) CHECK(dev.share[k] == doctest::Approx(shard_draws[k] / double(n)));
+}
+
+// A global prioritized sample over 4 device shards on 2 GPUs (multi_gpu_shard_set; shards 0, 1 on GPU 0, shards 2,
+// 3 on GPU 1): the plan, shards, keys and probabilities the same as the host twin's draw_over_groups from the same
+// tables and seed, the same windows, weights from the smallest probability of both GPUs; each GPU's share against
+// its total / the sum (chi-square over the draws of 16 seeds' plans, one degree of freedom) and the item
+// frequencies against priority / the sum (chi-square, and far off against half the draws to each GPU). Skipped,
+// with a line, with fewer than 2 GPUs.
+TEST_CASE("replay_gpu.multi_gpu_prioritized_over_two_gpus") {
+  const int gpus = replay_gpu::device_count();
+  if (gpus < 2) {
+    MESSAGE("replay_gpu.multi_gpu_prioritized_over_two_gpus skipped: needs 2 GPUs, found " << gpus);
+    return;
+  }
+  const auto spec = replay_test::small_spec(256);
+  std::vector<std::vector<rollout_data>> shards;
+  std::vector<std::unique_ptr<host_table>> host;
+  std::vector<host_table*> ptrs;
+  for (std::size_t k = 0; k < 4; ++k) {
+    shards.push_back(shard_rollouts(k));
+    host.push_back(std::make_unique<host_table>(spec));
+    auto w = host.back()->make_writer(shards.back().at(0).envs);
+    for (const auto& d : shards.back()) {
+      rollout r;
+      for (const auto& c : d.cols) r.columns.push_back(c.data());
+      r.horizon = d.horizon;
+      r.envs = d.envs;
+      r.priorities = d.priorities.data();
+      host.back()->insert(w, r);
+    }
+    ptrs.push_back(host.back().get());
+  }
+  const std::vector<std::vector<host_table*>> groups{{ptrs[0], ptrs[1]}, {ptrs[2], ptrs[3]}};
+  const std::size_t n = 1 << 16, length = 4;
+  const auto dev =
+      replay_gpu::multi_gpu_device(spec, shards, {0, 0, 1, 1}, sampler::prioritized(), n, length, 77, 0.6);
+  global_draws h;
+  const group_plan hp = draw_over_groups(groups, sampler::prioritized(), n, 77, 0.6, h);
+  CHECK(dev.plan.totals == hp.totals);
+  CHECK(dev.plan.shares == hp.shares);
+  CHECK(dev.draws.totals == h.totals);
+  CHECK(dev.draws.shard == h.shard);
+  CHECK(dev.draws.keys == h.keys);
+  CHECK(dev.draws.probability == h.probability);
+  REQUIRE(dev.draws.weight.size() == n);
+  std::size_t off = 0;
+  for (std::size_t b = 0; b < n; ++b) off += std::fabs(dev.draws.weight[b] - h.weight[b]) > 1e-6f * h.weight[b];
+  CHECK(off == 0);
+  std::vector<std::vector<std::uint32_t>> cols;
+  std::vector<float> mask;
+  host_windows(ptrs, spec, h, length, cols, mask);
+  CHECK(dev.draws.columns == cols);
+  CHECK(dev.draws.mask == mask);
+  // The shares: GPU 0's draws over 16 seeds' plans (the plan of the device run among them) against its total / sum.
+  const double sum = hp.sum, p0 = hp.totals[0] / sum;
+  double drawn0 = double(dev.plan.shares[0]);
+  for (std::uint64_t seed = 78; seed < 93; ++seed)
+    drawn0 += double(draw_over_groups(groups, sampler::prioritized(), n, seed, 0.6, h).shares[0]);
+  const double all = 16.0 * double(n), e0 = all * p0, e1 = all - e0;
+  const double xs = (drawn0 - e0) * (drawn0 - e0) / e0 + (all - drawn0 - e1) * (all - drawn0 - e1) / e1;
+  MESSAGE("GPU 0's share " << drawn0 / all << " against " << p0 << ": chi-square " << xs);
+  CHECK(xs < replay_test::chi2_critical(1));
+  // Frequencies of (shard, slot) in the device run against priority / the sum of every shard's total.
+  std::vector<double> counts(4 * 256, 0.0), expected(4 * 256, 0.0), even(4 * 256, 0.0);
+  for (std::size_t b = 0; b < n; ++b)
+    counts[std::size_t(dev.draws.shard[b]) * 256 + std::size_t(dev.draws.keys[b])] += 1;
+  double df = -1;
+  for (std::size_t k = 0; k < 4; ++k) {
+    const detail::table_ref t = ptrs[k]->view();
+    for (std::size_t s = 0; s < 256; ++s) {
+      const double leaf = t.prio_tree[t.leaves + std::int64_t(s)];
+      expected[k * 256 + s] = leaf / sum;
+      even[k * 256 + s] = leaf / hp.totals[k / 2] / 2.0;
+      df += leaf > 0;
+    }
+  }
+  const double x = replay_test::chi2(counts, expected, double(n));
+  MESSAGE("two-GPU chi-square " << x << " over " << df << " degrees of freedom");
+  CHECK(x < replay_test::chi2_critical(df));
+  CHECK(replay_test::chi2(counts, even, double(n)) > 10 * replay_test::chi2_critical(df));
 }
 
 // 4 writer threads inserting device rollouts into one device table at once (half its slots in mapped pinned host

@@ -1,6 +1,7 @@
 // Runs the device table for the GPU tests.
 #include <gmi/replay/device_placement.cuh>
 #include <gmi/replay/device_table.cuh>
+#include <gmi/replay/multi_gpu_shards.cuh>
 
 #include <memory>
 #include <thread>
@@ -132,6 +133,60 @@ global_run global_device(const gmi::replay::table_spec& spec,
   }
   r.totals = set.last_totals();
   r.share = set.place().share;
+  return r;
+}
+
+int device_count() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+multi_gpu_run multi_gpu_device(const gmi::replay::table_spec& spec,
+                               const std::vector<std::vector<replay_test::rollout_data>>& shards,
+                               const std::vector<int>& gpu_of, const gmi::replay::sampler& smp, std::size_t n,
+                               std::size_t length, std::uint64_t seed, double beta) {
+  std::vector<std::unique_ptr<gmi::replay::device_table>> tables;
+  std::vector<gmi::replay::gpu_shards> gpus;
+  std::vector<int> first;  // each GPU's first shard, over all shards
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    GMI_CUDA_TRY(cudaSetDevice(gpu_of[k]));
+    tables.push_back(std::make_unique<gmi::replay::device_table>(spec));
+    fill(*tables.back(), shards[k]);
+    if (gpus.empty() || gpus.back().device != gpu_of[k]) {
+      gpus.push_back({gpu_of[k], {}});
+      first.push_back(static_cast<int>(k));
+    }
+    gpus.back().tables.push_back(tables.back().get());
+  }
+  GMI_CUDA_TRY(cudaSetDevice(gpu_of[0]));
+  gmi::replay::multi_gpu_shard_set set(gpus);
+  std::vector<gmi::replay::global_device_batch> parts;
+  multi_gpu_run r;
+  r.plan = set.sample(smp, n, length, seed, beta, parts);
+  global_run& d = r.draws;
+  d.columns.resize(spec.columns.size());
+  for (std::size_t g = 0; g < parts.size(); ++g) {
+    const std::size_t m = parts[g].batch.batch;
+    if (m == 0) continue;
+    GMI_CUDA_TRY(cudaSetDevice(set.device(g)));
+    GMI_CUDA_TRY(cudaStreamSynchronize(set.set(g).stream()));
+    const auto append = [](auto& v, const auto* src, std::size_t count) {
+      const std::size_t at = v.size();
+      v.resize(at + count);
+      GMI_CUDA_TRY(cudaMemcpy(v.data() + at, src, count * sizeof(*src), cudaMemcpyDeviceToHost));
+    };
+    const std::size_t at = d.shard.size();
+    append(d.shard, parts[g].shard.data(), m);
+    for (std::size_t b = at; b < d.shard.size(); ++b)
+      if (d.shard[b] >= 0) d.shard[b] += first[g];
+    append(d.keys, parts[g].batch.keys.data(), m);
+    append(d.probability, parts[g].batch.probability.data(), m);
+    append(d.weight, parts[g].weight.data(), m);
+    append(d.mask, parts[g].batch.mask.data(), m * length);
+    for (std::size_t c = 0; c < spec.columns.size(); ++c)
+      append(d.columns[c], parts[g].batch.columns[c].data(), m * length * spec.columns[c].width);
+    for (double t : set.set(g).last_totals()) d.totals.push_back(t);
+  }
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <vector>
 
+#include <gmi/replay/gpu_groups.hpp>
 #include <gmi/replay/replay.hpp>
 
 #include "replay/concurrent_writers.hpp"
@@ -59,6 +60,21 @@ global_run global_device(const gmi::replay::table_spec& spec,
                          const std::vector<std::vector<replay_test::rollout_data>>& shards,
                          const gmi::replay::sampler& smp, std::size_t n, std::size_t length, std::uint64_t seed,
                          double beta);
+
+// Device tables, one per entry of `shards`, shard k on GPU gpu_of[k] (created and filled with that device current),
+// as a multi_gpu_shard_set (the shards of each GPU in order, GPUs in order of first appearance in gpu_of); one
+// sample read back from every GPU's part, group-major: shard numbered over all shards (the GPU's first shard plus its
+// index there), keys, global probabilities, weights, windows; and the plan (each GPU's total, share, seed, scale).
+struct multi_gpu_run {
+  global_run draws;
+  gmi::replay::group_plan plan;
+};
+// The GPUs this process sees (0 when CUDA reports none or fails).
+int device_count();
+multi_gpu_run multi_gpu_device(const gmi::replay::table_spec& spec,
+                               const std::vector<std::vector<replay_test::rollout_data>>& shards,
+                               const std::vector<int>& gpu_of, const gmi::replay::sampler& smp, std::size_t n,
+                               std::size_t length, std::uint64_t seed, double beta);
 
 // `writers` threads on GPU 0, each its own writer, inserting `inserts` rollouts [horizon, envs] of
 // replay_writers::rollout_rows from device memory into one device table (half its slots in mapped pinned host

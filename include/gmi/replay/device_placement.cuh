@@ -95,6 +95,23 @@ class device_shard_set {
     done_.record(stream_);
     for (device_table* t : tables_) done_.wait_on(t->stream());
   }
+  // Each shard's total (its sum-tree's root: priorities, or item counts for uniform) copied into host_totals
+  // (shards() doubles, pinned host memory so the copy is asynchronous) on stream(), after the work queued on each
+  // shard's stream; ready once stream() has passed it (multi_gpu_shard_set's gather of the totals).
+  void enqueue_totals(const sampler& s, double* host_totals) {
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (device_table* t : tables_) locks.push_back(t->lock());
+    upload_refs();
+    for (std::size_t k = 0; k < tables_.size(); ++k) {
+      ready_[k].record(tables_[k]->stream());
+      ready_[k].wait_on(stream_);
+    }
+    detail::global_roots_kernel<<<1, 1, 0, stream_>>>(refs_.data(), static_cast<int>(tables_.size()),
+                                                      s.kind == sampler_kind::prioritized, totals_.data(),
+                                                      prefix_.data());
+    GMI_CUDA_TRY(cudaGetLastError());
+    GMI_CUDA_TRY(cudaMemcpyAsync(host_totals, totals_.data(), tables_.size() * 8, cudaMemcpyDeviceToHost, stream_));
+  }
   // The stream global samples run on (their outputs are ready in its order).
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
   // Each shard's total when the last global sample drew (waits for stream()).
