@@ -71,6 +71,17 @@ struct fixture {
   }
 };
 
+// The one-line message a call is refused with ("no error" when it is not).
+template <class F>
+std::string message(F call) {
+  try {
+    call();
+  } catch (const gmi::config_error& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 }  // namespace
 
 TEST_CASE("replay.global_sample.prioritized_frequencies") {
@@ -162,14 +173,6 @@ TEST_CASE("replay.global_sample.uniform_over_all_items") {
 TEST_CASE("replay.global_sample.refusals") {
   fixture f;
   global_draws d;
-  const auto message = [&](auto call) {
-    try {
-      call();
-    } catch (const gmi::config_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   CHECK(message([&] { draw_global(f.ptrs, sampler::fifo(), 8, 1, 0.5, d); }) ==
         "global sample sampler: got \"fifo\", need uniform or prioritized");
   CHECK(message([&] { draw_global(f.ptrs, sampler::prioritized(), 8, 1, 1.5, d); }) ==
@@ -238,14 +241,6 @@ TEST_CASE("replay.gpu_groups.prioritized_frequencies_and_shares") {
 TEST_CASE("replay.gpu_groups.refusals") {
   fixture f;
   global_draws d;
-  const auto message = [&](auto call) {
-    try {
-      call();
-    } catch (const gmi::config_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   const std::vector<std::vector<host_table*>> with_empty{{f.ptrs[0]}, {}};
   CHECK(message([&] { draw_over_groups(with_empty, sampler::prioritized(), 8, 1, 0.5, d); }) ==
         "multi-GPU sample group 1 shards: got 0, need 1 or more");

@@ -182,6 +182,28 @@ std::vector<rollout_data> shard_rollouts(std::size_t k) {
   }
   return v;
 }
+// `count` shards' rollouts (shard_rollouts) and host tables of spec holding them.
+struct host_shards {
+  std::vector<std::vector<rollout_data>> shards;
+  std::vector<std::unique_ptr<host_table>> host;
+  std::vector<host_table*> ptrs;
+  host_shards(const table_spec& spec, std::size_t count) {
+    for (std::size_t k = 0; k < count; ++k) {
+      shards.push_back(shard_rollouts(k));
+      host.push_back(std::make_unique<host_table>(spec));
+      auto w = host.back()->make_writer(shards.back().at(0).envs);
+      for (const auto& d : shards.back()) {
+        rollout r;
+        for (const auto& c : d.cols) r.columns.push_back(c.data());
+        r.horizon = d.horizon;
+        r.envs = d.envs;
+        r.priorities = d.priorities.data();
+        host.back()->insert(w, r);
+      }
+      ptrs.push_back(host.back().get());
+    }
+  }
+};
 // The windows of a global draw gathered on the host from the same tables (the per-item functions of the tables).
 void host_windows(const std::vector<host_table*>& tables, const table_spec& spec, const global_draws& d,
                   std::size_t length, std::vector<std::vector<std::uint32_t>>& cols, std::vector<float>& mask) {
@@ -219,23 +241,9 @@ void host_windows(const std::vector<host_table*>& tables, const table_spec& spec
 // (chi-square, and far off against per-shard-even draws); the placement shares are the draws' shards.
 TEST_CASE("replay_gpu.global_prioritized_over_device_shards") {
   const auto spec = replay_test::small_spec(256);
-  std::vector<std::vector<rollout_data>> shards;
-  std::vector<std::unique_ptr<host_table>> host;
-  std::vector<host_table*> ptrs;
-  for (std::size_t k = 0; k < 3; ++k) {
-    shards.push_back(shard_rollouts(k));
-    host.push_back(std::make_unique<host_table>(spec));
-    auto w = host.back()->make_writer(shards.back().at(0).envs);
-    for (const auto& d : shards.back()) {
-      rollout r;
-      for (const auto& c : d.cols) r.columns.push_back(c.data());
-      r.horizon = d.horizon;
-      r.envs = d.envs;
-      r.priorities = d.priorities.data();
-      host.back()->insert(w, r);
-    }
-    ptrs.push_back(host.back().get());
-  }
+  host_shards hs(spec, 3);
+  const auto& shards = hs.shards;
+  const auto& ptrs = hs.ptrs;
   const std::size_t n = 1 << 16, length = 4;
   const auto dev = replay_gpu::global_device(spec, shards, sampler::prioritized(), n, length, 4242, 0.6);
   global_draws h;
@@ -293,23 +301,9 @@ TEST_CASE("replay_gpu.multi_gpu_prioritized_over_two_gpus") {
     return;
   }
   const auto spec = replay_test::small_spec(256);
-  std::vector<std::vector<rollout_data>> shards;
-  std::vector<std::unique_ptr<host_table>> host;
-  std::vector<host_table*> ptrs;
-  for (std::size_t k = 0; k < 4; ++k) {
-    shards.push_back(shard_rollouts(k));
-    host.push_back(std::make_unique<host_table>(spec));
-    auto w = host.back()->make_writer(shards.back().at(0).envs);
-    for (const auto& d : shards.back()) {
-      rollout r;
-      for (const auto& c : d.cols) r.columns.push_back(c.data());
-      r.horizon = d.horizon;
-      r.envs = d.envs;
-      r.priorities = d.priorities.data();
-      host.back()->insert(w, r);
-    }
-    ptrs.push_back(host.back().get());
-  }
+  host_shards hs(spec, 4);
+  const auto& shards = hs.shards;
+  const auto& ptrs = hs.ptrs;
   const std::vector<std::vector<host_table*>> groups{{ptrs[0], ptrs[1]}, {ptrs[2], ptrs[3]}};
   const std::size_t n = 1 << 16, length = 4;
   const auto dev =

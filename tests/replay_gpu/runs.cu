@@ -187,6 +187,11 @@ multi_gpu_run multi_gpu_device(const gmi::replay::table_spec& spec,
       append(d.columns[c], parts[g].batch.columns[c].data(), m * length * spec.columns[c].width);
     for (double t : set.set(g).last_totals()) d.totals.push_back(t);
   }
+  for (std::size_t k = 0; k < tables.size(); ++k) {  // each table freed with its device current
+    GMI_CUDA_TRY(cudaSetDevice(gpu_of[k]));
+    tables[k].reset();
+  }
+  GMI_CUDA_TRY(cudaSetDevice(gpu_of[0]));
   return r;
 }
 

@@ -67,13 +67,7 @@ class device_shard_set {
               "the same column widths on every shard");
     }
     shape_global(out, n, length, first);
-    std::vector<std::unique_lock<std::mutex>> locks;
-    for (device_table* t : tables_) locks.push_back(t->lock());
-    upload_refs();
-    for (std::size_t k = 0; k < tables_.size(); ++k) {
-      ready_[k].record(tables_[k]->stream());
-      ready_[k].wait_on(stream_);
-    }
+    const auto locks = after_shards();
     const int count = static_cast<int>(tables_.size());
     const bool prio = s.kind == sampler_kind::prioritized;
     const auto N = static_cast<std::int64_t>(n);
@@ -99,13 +93,7 @@ class device_shard_set {
   // (shards() doubles, pinned host memory so the copy is asynchronous) on stream(), after the work queued on each
   // shard's stream; ready once stream() has passed it (multi_gpu_shard_set's gather of the totals).
   void enqueue_totals(const sampler& s, double* host_totals) {
-    std::vector<std::unique_lock<std::mutex>> locks;
-    for (device_table* t : tables_) locks.push_back(t->lock());
-    upload_refs();
-    for (std::size_t k = 0; k < tables_.size(); ++k) {
-      ready_[k].record(tables_[k]->stream());
-      ready_[k].wait_on(stream_);
-    }
+    const auto locks = after_shards();
     detail::global_roots_kernel<<<1, 1, 0, stream_>>>(refs_.data(), static_cast<int>(tables_.size()),
                                                       s.kind == sampler_kind::prioritized, totals_.data(),
                                                       prefix_.data());
@@ -154,6 +142,18 @@ class device_shard_set {
     gmi::require(n >= 1 && n <= max_global_shards, "device_shard_set tables", n,
                  "1 .. " + std::to_string(max_global_shards));
     return n;
+  }
+  // Every table locked (shard order), their views current on the device, and stream() after the work queued on each
+  // table's stream; the locks held until the caller has enqueued what reads the tables.
+  std::vector<std::unique_lock<std::mutex>> after_shards() {
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (device_table* t : tables_) locks.push_back(t->lock());
+    upload_refs();
+    for (std::size_t k = 0; k < tables_.size(); ++k) {
+      ready_[k].record(tables_[k]->stream());
+      ready_[k].wait_on(stream_);
+    }
+    return locks;
   }
   // The tables' views in device memory, uploaded again when a table moved (its column pointers changed).
   void upload_refs() {

@@ -36,14 +36,8 @@ __global__ static void scale_min_kernel(double* prob, std::int64_t n, double sca
     prob[b] = product(prob[b], scale);
     if (prob[b] > 0.0 && prob[b] < m) m = prob[b];
   }
-  low[threadIdx.x] = m;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w /= 2) {
-    if (static_cast<int>(threadIdx.x) < w && low[threadIdx.x + w] < low[threadIdx.x])
-      low[threadIdx.x] = low[threadIdx.x + w];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) *low_out = low[0];
+  const double p_min = block_min(m, low);
+  if (threadIdx.x == 0) *low_out = p_min;
 }
 __global__ static void weights_of_kernel(const double* prob, std::int64_t n, double p_min, double beta,
                                          float* weight) {
@@ -76,6 +70,20 @@ class multi_gpu_shard_set {
     }
     GMI_CUDA_TRY(cudaSetDevice(prev));
   }
+
+  // Each GPU's set and buffers freed with its device current.
+  ~multi_gpu_shard_set() {
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess) return;
+    for (std::size_t g = 0; g < sets_.size(); ++g) {
+      if (cudaSetDevice(gpus_[g].device) != cudaSuccess) continue;
+      sets_[g].reset();
+      low_dev_[g] = {};
+    }
+    (void)cudaSetDevice(prev);
+  }
+  multi_gpu_shard_set(const multi_gpu_shard_set&) = delete;
+  multi_gpu_shard_set& operator=(const multi_gpu_shard_set&) = delete;
 
   // n draws over every shard of every GPU (prioritized by total priority, or uniform over all items); outs[g]: GPU
   // g's part (its share of draws, on its device: windows of `length` steps, keys, global probabilities, shard index

@@ -38,13 +38,9 @@ __global__ static void global_draw_kernel(const table_ref* shards, int count, bo
   if (counts && p.shard >= 0) atomicAdd(counts + p.shard, 1ull);
 }
 
-// weight[b] = (p_min / prob[b])^beta, p_min the smallest positive probability of the batch (1 if none): one block
-// of global_weight_block threads. The minimum is exact in any order, so the host's loop gives the same p_min.
-__global__ static void global_weights_kernel(const double* prob, std::int64_t n, double beta, float* weight) {
-  __shared__ double low[global_weight_block];
-  double m = 1.0;
-  for (std::int64_t b = threadIdx.x; b < n; b += blockDim.x)
-    if (prob[b] > 0.0 && prob[b] < m) m = prob[b];
+// The smallest of every thread's m in a block of global_weight_block threads (every thread gets it); low: that many
+// doubles of shared memory.
+__device__ inline double block_min(double m, double* low) {
   low[threadIdx.x] = m;
   __syncthreads();
   for (int w = blockDim.x / 2; w > 0; w /= 2) {
@@ -52,7 +48,17 @@ __global__ static void global_weights_kernel(const double* prob, std::int64_t n,
       low[threadIdx.x] = low[threadIdx.x + w];
     __syncthreads();
   }
-  const double p_min = low[0];
+  return low[0];
+}
+
+// weight[b] = (p_min / prob[b])^beta, p_min the smallest positive probability of the batch (1 if none): one block
+// of global_weight_block threads. The minimum is exact in any order, so the host's loop gives the same p_min.
+__global__ static void global_weights_kernel(const double* prob, std::int64_t n, double beta, float* weight) {
+  __shared__ double low[global_weight_block];
+  double m = 1.0;
+  for (std::int64_t b = threadIdx.x; b < n; b += blockDim.x)
+    if (prob[b] > 0.0 && prob[b] < m) m = prob[b];
+  const double p_min = block_min(m, low);
   for (std::int64_t b = threadIdx.x; b < n; b += blockDim.x) weight[b] = importance_weight(prob[b], p_min, beta);
 }
 
