@@ -67,7 +67,6 @@ declare -A how=(
   [one_host]="one_host 4 --num-envs 8192"
   [allgather]="two_hosts 4 --num-envs 8192 --cross-host-sum allgather"
   [two_level]="two_hosts 4 --num-envs 8192 --cross-host-sum two_level"
-  [direct]="two_hosts 4 --num-envs 8192 --cross-host-sum direct"
   [ant_one_host]="one_host 6 --num-envs 4096"
   [ant_two_level]="two_hosts 6 --num-envs 4096 --cross-host-sum two_level"
   [ant_allgather]="two_hosts 6 --num-envs 4096 --cross-host-sum allgather")
@@ -84,9 +83,9 @@ echo "== 1. gmi.test.multihost_gpu on $total GPUs (the two-level sum's bits with
 env "$visible" timeout 90 "$build/tests/multihost_gpu/gmi.test.multihost_gpu" > "$dir/multihost_gpu_test.log" 2>&1
 echo "gmi.test.multihost_gpu: exit $?" | tee -a "$dir/multihost_gpu_test.log"
 
-echo "== 2. bits: 2 hosts x $gph GPU(s) x 2 GMIs, 40 iterations, allgather against two_level and direct"
+echo "== 2. bits: 2 hosts x $gph GPU(s) x 2 GMIs, 40 iterations, allgather against two_level"
 bin=$build/examples/cartpole_ppo/gmi.example.cartpole_ppo
-for sum in allgather two_level direct; do
+for sum in allgather two_level; do
   common=(--partition none --gmis-per-gpu 2 --num-envs 2048 --target-return nan --log-interval 100
           --max-env-steps $((40 * 16 * 2048 * 2 * total)))
   two_hosts 60 --cross-host-sum "$sum" 2>&1 | stamp > "$dir/bits_$sum.log"
@@ -97,15 +96,13 @@ common=("${steady[@]}")
 # then the throughput runs take the old path only.
 new=two_level
 variants=(one_host allgather two_level)
-# direct (every leader's row straight to every leader) joins the throughput runs when its bit run ended.
-grep -q "FNV-1a" "$dir/bits_direct.log" && variants+=(direct)
 grep -q "FNV-1a" "$dir/bits_two_level.log" || {
   new=allgather variants=(one_host allgather)
   echo "two_level did not end its 40 iterations (bits_two_level.log): the runs below use allgather"
 }
 
 reps=${CARTPOLE_REPS:-3}
-echo "== 3. Cartpole, 8192 envs a GMI: one host x $total against two hosts x $gph (old path allgather, new two_level, direct), $reps runs each"
+echo "== 3. Cartpole, 8192 envs a GMI: one host x $total against two hosts x $gph (old path allgather, new two_level), $reps runs each"
 for rep in $(seq 1 "$reps"); do
   for v in "${variants[@]}"; do
     echo "-- $v, run $rep ($(left) s left)"

@@ -103,9 +103,4 @@ train_outcome serve_cartpole() {
   return outcome_of(gmi::serve<cartpole_serving>(c));
 }
 
-std::string cross_host_sum_for(const std::string& choice, int hosts, int gpus_per_host) {
-  return gmi::cross_host_sum_used(gmi::parse_choice("--cross-host-sum", choice, gmi::cross_sum_choice_names), hosts,
-                                  gpus_per_host);
-}
-
 }  // namespace gmi_test

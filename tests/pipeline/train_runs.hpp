@@ -24,10 +24,6 @@ train_outcome train_constant_reward(float reward, int max_steps, double max_env_
 train_outcome train_cartpole(double max_env_steps, unsigned long long seed);
 // A config that can not run: population on host threads, or --target-optimum-gap for a task without an optimum.
 train_outcome train_refused(const std::string& which);
-
-// Across hosts, the leaders' sum gmi::run takes for --cross-host-sum `choice` with `hosts` x `gpus_per_host` GPUs
-// (pipeline::cross_host_sum_used; the choice parsed as the CLI parses it).
-std::string cross_host_sum_for(const std::string& choice, int hosts, int gpus_per_host);
 // The serving layout measured on host threads.
 train_outcome serve_cartpole();
 

@@ -14,20 +14,6 @@ bool has(const std::vector<std::string>& names, const std::string& prefix) {
 }  // namespace
 
 TEST_SUITE("cpu") {
-  TEST_CASE("pipeline.train.cross_host_sum_choice") {
-    // auto: two levels with several GPUs a host, the allgather with 2 leaders, else NCCL's allreduce
-    CHECK(gmi_test::cross_host_sum_for("auto", 2, 2) == "two_level");
-    CHECK(gmi_test::cross_host_sum_for("auto", 2, 1) == "allgather");
-    CHECK(gmi_test::cross_host_sum_for("auto", 3, 1) == "allreduce");
-    // direct only when asked, up to 64 leaders (comm::max_gathered_ranks); beyond, NCCL's allreduce
-    CHECK(gmi_test::cross_host_sum_for("direct", 2, 2) == "direct");
-    CHECK(gmi_test::cross_host_sum_for("direct", 4, 16) == "direct");
-    CHECK(gmi_test::cross_host_sum_for("direct", 5, 16) == "allreduce");
-    CHECK(gmi_test::cross_host_sum_for("allgather", 2, 2) == "allgather");
-    CHECK(gmi_test::cross_host_sum_for("allreduce", 2, 1) == "allreduce");
-    CHECK_THROWS(gmi_test::cross_host_sum_for("ring", 2, 2));
-  }
-
   TEST_CASE("pipeline.train.env_params_reach_the_environments" * doctest::timeout(120)) {
     // 10 steps of reward 7 an episode: every finished episode returns exactly 70; the default params give 10.
     const auto seven = gmi_test::train_constant_reward(7.0f, 10, 20'000, NAN);

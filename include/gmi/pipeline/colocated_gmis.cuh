@@ -67,15 +67,12 @@ namespace gmi {
 // gpu_hosts::sum, ranks are global, and only the device path between the steps is used (no row exchange, no
 // CPU-staged sum: both live in one host's memory). `cross` picks how the leaders sum across hosts
 // (run_options::cross_host_sum: NCCL's allreduce, an allgather and a sum of the rows in rank order, or two levels).
-// Across hosts, how the GPUs' leaders sum: "two_level", "direct", "allgather" or "allreduce". Every GMI of every
-// host decides the same: auto takes two levels with several GPUs a host (each host's GPUs sum among themselves,
-// then one hop between the hosts: comm/two_level_sum.cuh), the allgather with 2 leaders (each sends its whole row
-// once either way, in one hop instead of two), else NCCL's allreduce (with more leaders the allgather sends more
-// bytes a rank). "direct" only when asked (up to max_gathered_ranks leaders): every leader's row to every leader in
-// one group of sends and receives, the rows summed as the allgather's.
+// Across hosts, how the GPUs' leaders sum: "two_level", "allgather" or "allreduce". Every GMI of every host decides
+// the same: auto takes two levels with several GPUs a host (each host's GPUs sum among themselves, then one hop
+// between the hosts: comm/two_level_sum.cuh), the allgather with 2 leaders (each sends its whole row once either
+// way, in one hop instead of two), else NCCL's allreduce (with more leaders the allgather sends more bytes a rank).
 [[nodiscard]] inline std::string cross_host_sum_used(cross_sum_choice c, int hosts, int gpus_per_host) {
   const int leaders = hosts * gpus_per_host;
-  if (c == cross_sum_choice::direct && leaders <= comm::max_gathered_ranks) return "direct";
   const bool fits = hosts <= comm::max_gathered_ranks && gpus_per_host <= comm::max_gathered_ranks;
   if (fits && (c == cross_sum_choice::two_level || (c == cross_sum_choice::automatic && gpus_per_host > 1))) {
     return "two_level";
@@ -155,8 +152,7 @@ class gmi_gradient_sync {
   }
   // The path in use ("hierarchical" or "cpu_staged"), with the measured times when it was chosen automatically.
   [[nodiscard]] const std::string& description() const noexcept { return chosen_; }
-  // Across hosts, how this GMI's GPU leader sums with the other GPUs: "allreduce", "allgather", "two_level" or
-  // "direct"; "" elsewhere.
+  // Across hosts, how this GMI's GPU leader sums with the other GPUs: "allreduce" or "allgather"; "" elsewhere.
   [[nodiscard]] const std::string& cross_host_sum() const noexcept { return cross_used_; }
   // With a clock: seconds in the gradient sums so far, once the work on `stream` is done (waits for it): the
   // device's spans from each sum's start to its end on the stream (comm::comm_clock) or, fused, the step kernels'
@@ -195,9 +191,7 @@ class gmi_gradient_sync {
     if (hosts_ && leader) {  // NCCL among the leaders of every host's GPUs; host 0's id came through MPI
       leaders_ = std::make_unique<comm::nccl_communicator>(hosts_->global_gpus(), hosts_->leaders_id(),
                                                            hosts_->global_gpu(gpu_index), comm::nccl_options{timeout});
-      if (cross_used_ == "allgather" || cross_used_ == "direct") {  // before any capture: it allocates
-        gathered_.emplace(*leaders_, count_, cross_used_ == "direct");
-      }
+      if (cross_used_ == "allgather") gathered_.emplace(*leaders_, count_);  // before any capture: it allocates
       if (levels) two_level_.emplace(*leaders_, shape, hosts_->host().host, gpu_index, *levels, count_,
                                      comm::nccl_options{timeout});
       binding_.reassert();
