@@ -53,22 +53,23 @@ two_hosts() {
     -np 1 "$bin" --gpus all --host-id sim1 "${common[@]}" --max-seconds "$s" "$@"
 }
 stamp() { while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done; }
-# tag_end_line METRICS VARIANT OUT: the end line in METRICS (a run's --metrics file: its last line with
-# train_samples_per_s) with "variant" added, appended to OUT; METRICS is removed.
+# tag_end_line METRICS VARIANT OUT [NCCL_ENV]: the end line in METRICS (a run's --metrics file: its last line with
+# train_samples_per_s) with "variant" (and "nccl_env", the NCCL settings the run had beside $net) added, appended to
+# OUT; METRICS is removed.
 tag_end_line() {
   if [ -s "$1" ]; then
     python3 -c '
 import json, sys
 ends = [r for r in map(json.loads, filter(str.strip, open(sys.argv[1]))) if "train_samples_per_s" in r]
 if ends:
-    print(json.dumps(dict(ends[-1], variant=sys.argv[2])))' "$1" "$2" >> "$3"
+    print(json.dumps(dict(ends[-1], variant=sys.argv[2], nccl_env=sys.argv[3])))' "$1" "$2" "${4:-}" >> "$3"
   fi
   rm -f "$1"
 }
-# ended VARIANT LOG RC: after a measured run (its end line in $dir/m.jsonl, its output in $dir/LOG, its exit RC):
-# the end line tagged into $train, the log's end and gradient lines, the exit when not 0; returns RC.
+# ended VARIANT LOG RC [NCCL_ENV]: after a measured run (its end line in $dir/m.jsonl, its output in $dir/LOG, its
+# exit RC): the end line tagged into $train, the log's end and gradient lines, the exit when not 0; returns RC.
 ended() {
-  tag_end_line "$dir/m.jsonl" "$1" "$train"
+  tag_end_line "$dir/m.jsonl" "$1" "$train" "${4:-}"
   grep -E "^gmi: (time|step) limit|^gmi: [0-9]+ hosts|gradients " "$dir/$2" | head -3 | cut -c1-240
   [ "$3" -eq 0 ] || { echo "$1: exit $3"; tail -5 "$dir/$2"; }
   return "$3"

@@ -98,6 +98,9 @@ two_rank_sums two_rank_sums_of(const std::vector<float> (&first)[2], const std::
     gmi::comm::gathered_sum_rows rows(comm, first[r].size());
     out.gathered[r] = v.summed(first[r]);
     out.replayed[r] = v.replayed(second[r]);
+    gmi::comm::gathered_sum_rows direct(comm, first[r].size(), true);  // the rows through sends and receives
+    out.direct[r] = v.summed(first[r]);
+    out.direct_replayed[r] = v.replayed(second[r]);
   });
   return out;
 }
@@ -117,6 +120,9 @@ four_rank_sums four_rank_sums_of(const std::vector<float> (&first)[4], const std
     gmi::comm::gathered_sum_rows rows(all, first[r].size());  // the one-level allgather over all 4
     rank_vector v(all, first[r].size());
     out.gathered[r] = v.summed(first[r]);
+    gmi::comm::gathered_sum_rows direct(all, first[r].size(), true);  // every row straight from its rank
+    out.direct[r] = v.summed(first[r]);
+    out.direct_replayed[r] = v.replayed(second[r]);
     // Installed in `all`, the two levels take its float sums from here on (as in gmi::run across hosts).
     gmi::comm::two_level_sum levels(all, gmi::comm::two_level_shape{2, 2}, host, gpu, ids[host][gpu],
                                     first[r].size(), gmi::comm::nccl_options{});

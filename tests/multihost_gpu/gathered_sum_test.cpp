@@ -1,7 +1,8 @@
 // comm/gathered_sum.cuh on 2 GPUs: the rows' sum in rank order is the host's pairwise tree, bit for bit; two
 // ranks summing through the allgather get the same bits as each other and as NCCL's allreduce (a + b), eagerly
-// and replayed in a CUDA graph (how a cross-host run's update uses it, --cross-host-sum allgather). On 4 GPUs
-// comm/two_level_sum.cuh too (--cross-host-sum two_level).
+// and replayed in a CUDA graph (how a cross-host run's update uses it, --cross-host-sum allgather), and so do the
+// rows gathered by sends and receives (--cross-host-sum direct). On 4 GPUs comm/two_level_sum.cuh and the direct
+// gather over 4 ranks too (--cross-host-sum two_level, direct).
 #include <doctest/doctest.h>
 
 #include <cuda_runtime_api.h>
@@ -52,9 +53,9 @@ TEST_CASE("multihost_gpu.gathered_sum.kernel_is_the_host_tree") {
   }
 }
 
-// 2 hosts x 2 GPUs on 4 GPUs of one process: the two-level sum gives every rank the bits of the one-level allgather
-// over all 4 ((r0 + r1) + (r2 + r3)), eagerly and replayed in a CUDA graph. Fewer than 4 GPUs: says so and checks
-// nothing (bench/multihost/device_hosts.sh runs it on 4).
+// 2 hosts x 2 GPUs on 4 GPUs of one process: the direct gather and the two-level sum give every rank the bits of
+// the one-level allgather over all 4 ((r0 + r1) + (r2 + r3)), eagerly and replayed in a CUDA graph. Fewer than 4
+// GPUs: says so and checks nothing (bench/multihost/device_hosts.sh runs it on 4).
 TEST_CASE("multihost_gpu.two_level.matches_the_one_level_allgather" * doctest::timeout(60)) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 4) {
@@ -78,6 +79,8 @@ TEST_CASE("multihost_gpu.two_level.matches_the_one_level_allgather" * doctest::t
     for (int r = 0; r < 4; ++r) {
       CAPTURE(r);
       CHECK(same_bits(s.gathered[r], want));
+      CHECK(same_bits(s.direct[r], want));
+      CHECK(same_bits(s.direct_replayed[r], want_second));
       CHECK(same_bits(s.two_level[r], want));
       CHECK(same_bits(s.replayed[r], want_second));
     }
@@ -101,6 +104,8 @@ TEST_CASE("multihost_gpu.gathered_sum.two_ranks_match_nccl_allreduce" * doctest:
       CHECK(same_bits(s.gathered[r], want));
       CHECK(same_bits(s.allreduce[r], s.gathered[r]));  // a + b: NCCL's allreduce of two ranks, the same bits
       CHECK(same_bits(s.replayed[r], want_second));     // the captured allgather and sum, replayed on new values
+      CHECK(same_bits(s.direct[r], want));              // the rows through sends and receives (--cross-host-sum direct)
+      CHECK(same_bits(s.direct_replayed[r], want_second));
     }
   }
 }

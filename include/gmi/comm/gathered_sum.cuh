@@ -49,15 +49,16 @@ inline void launch_gathered_sum(const float* rows, int n, std::size_t count, flo
 
 // The rows an allgather sum needs on one communicator (ranks x capacity floats on the current device), and the
 // communicator switched to it: its float sums of at most `capacity` floats then go through one allgather into
-// these rows and the tree sum. Build it after the communicator, on its device, before any capture; it must live
-// as long as the communicator sums (the communicator keeps only the pointer).
+// these rows and the tree sum. `direct`: the rows through a send to and a receive from every rank (one group)
+// instead of ncclAllGather (--cross-host-sum direct). Build it after the communicator, on its device, before any
+// capture; it must live as long as the communicator sums (the communicator keeps only the pointer).
 class gathered_sum_rows {
  public:
-  gathered_sum_rows(nccl_communicator& comm, std::size_t capacity)
+  gathered_sum_rows(nccl_communicator& comm, std::size_t capacity, bool direct = false)
       : rows_(static_cast<std::size_t>(comm.size()) * capacity) {
     require(comm.size() >= 1 && comm.size() <= max_gathered_ranks, "ranks of an allgather sum", comm.size(),
             "1.." + std::to_string(max_gathered_ranks) + " (more ranks: NCCL's allreduce)");
-    comm.sum_through_allgather(gathered_sum{rows_.data(), capacity, &detail::launch_gathered_sum});
+    comm.sum_through_allgather(gathered_sum{rows_.data(), capacity, &detail::launch_gathered_sum, direct});
   }
   gathered_sum_rows(const gathered_sum_rows&) = delete;
   gathered_sum_rows& operator=(const gathered_sum_rows&) = delete;

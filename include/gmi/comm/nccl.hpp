@@ -27,6 +27,7 @@
 #include <tuple>
 #include <utility>
 
+#include <gmi/comm/gathered_ranks.hpp>
 #include <gmi/comm/none.hpp>
 #include <gmi/comm/shm_segment.hpp>
 #include <gmi/comm/wait.hpp>
@@ -340,11 +341,13 @@ inline int lane_max_ctas(int gmis_per_gpu) { return std::max(2, 32 / std::max(1,
 
 // A communicator's float sums through one allgather into `rows` (ranks x capacity floats on the device) and a
 // local sum of the rows in rank order (`sum_rows`, comm/gathered_sum.cuh's kernel; the same bits on every rank).
-inline constexpr int max_gathered_ranks = 64;
+// `direct`: the rows come straight from their ranks (grouped sends and receives, self included) instead of
+// ncclAllGather's ring, so every row is one dependent hop from its rank (the same rows, the same bits).
 struct gathered_sum {
   float* rows = nullptr;
   std::size_t capacity = 0;  // floats a rank: larger sums go through ncclAllReduce
   void (*sum_rows)(const float* rows, int ranks, std::size_t count, float* out, cudaStream_t stream) = nullptr;
+  bool direct = false;
 };
 // A communicator's float sums through steps on communicators of their own (comm/two_level_sum.cuh: the host's
 // GPUs, then the same GPU of every host), whose errors this one's waits watch and whose aborts follow its own.
@@ -412,7 +415,17 @@ class nccl_communicator {
       return;
     }
     check_usable();
-    call(ncclAllGather(send, gathered_.rows, count, ncclFloat32, comm_, stream), "ncclAllGather");
+    if (gathered_.direct) {  // one group: a send to and a receive from every rank
+      call(ncclGroupStart(), "ncclGroupStart");
+      for (int r = 0; r < size_; ++r) {
+        call(ncclSend(send, count, ncclFloat32, r, comm_, stream), "ncclSend");
+        call(ncclRecv(gathered_.rows + static_cast<std::size_t>(r) * count, count, ncclFloat32, r, comm_, stream),
+             "ncclRecv");
+      }
+      call(ncclGroupEnd(), "ncclGroupEnd (the rows from every rank)");
+    } else {
+      call(ncclAllGather(send, gathered_.rows, count, ncclFloat32, comm_, stream), "ncclAllGather");
+    }
     gathered_.sum_rows(gathered_.rows, size_, count, recv, stream);
   }
   // Float sums of at most g.capacity floats go through an allgather from now on (gathered_sum_rows sets this).

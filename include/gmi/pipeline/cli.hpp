@@ -233,8 +233,10 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   add_choice(app, after, "--cross-host-sum", o.cross_host_sum, cross_sum_choice_names,
              "across hosts (mpirun/srun): the GPUs' leaders sum each minibatch's gradients with NCCL's allreduce, "
              "with one allgather and a sum of the rows in rank order (half the hops between hosts), or in two "
-             "levels (two_level: each host's GPUs, then GPU k of every host; one hop between hosts); auto: "
-             "two_level with several GPUs a host, the allgather with 2 leaders, else the allreduce");
+             "levels (two_level: each host's GPUs, then GPU k of every host; one hop between hosts), or each "
+             "leader's row straight to every leader (direct: one group of sends and receives, one hop in all, the "
+             "allgather's bits); auto: two_level with several GPUs a host, the allgather with 2 leaders, else the "
+             "allreduce");
   add_choice(app, after, "--inbox-memory", o.inbox_memory, comm::inbox_memory_names,
              "synchronous training over the GPUs of one host: where the row exchange's inboxes live (automatic: "
              "peer device memory where every GMI reaches every GPU or, MPS GMIs seeing only their own GPU, where "

@@ -39,6 +39,7 @@
 #include <gmi/comm/comm_clock.cuh>
 #include <gmi/cuda/graph.hpp>
 #include <gmi/metrics/progress.hpp>
+#include <gmi/pipeline/cross_host_sum.hpp>
 #include <gmi/pipeline/training_totals.hpp>
 #include <gmi/pipeline/run_options.hpp>
 #include <gmi/rl/episode_window.hpp>
@@ -66,22 +67,7 @@ namespace gmi {
 // launcher) the leaders' communicator spans every GPU of every host (host 0's NCCL id), the statistics go through
 // gpu_hosts::sum, ranks are global, and only the device path between the steps is used (no row exchange, no
 // CPU-staged sum: both live in one host's memory). `cross` picks how the leaders sum across hosts
-// (run_options::cross_host_sum: NCCL's allreduce, an allgather and a sum of the rows in rank order, or two levels).
-// Across hosts, how the GPUs' leaders sum: "two_level", "allgather" or "allreduce". Every GMI of every host decides
-// the same: auto takes two levels with several GPUs a host (each host's GPUs sum among themselves, then one hop
-// between the hosts: comm/two_level_sum.cuh), the allgather with 2 leaders (each sends its whole row once either
-// way, in one hop instead of two), else NCCL's allreduce (with more leaders the allgather sends more bytes a rank).
-[[nodiscard]] inline std::string cross_host_sum_used(cross_sum_choice c, int hosts, int gpus_per_host) {
-  const int leaders = hosts * gpus_per_host;
-  const bool fits = hosts <= comm::max_gathered_ranks && gpus_per_host <= comm::max_gathered_ranks;
-  if (fits && (c == cross_sum_choice::two_level || (c == cross_sum_choice::automatic && gpus_per_host > 1))) {
-    return "two_level";
-  }
-  const bool gather = leaders <= comm::max_gathered_ranks &&
-                      (c == cross_sum_choice::allgather || (c == cross_sum_choice::automatic && leaders == 2));
-  return gather ? "allgather" : "allreduce";
-}
-
+// (run_options::cross_host_sum, chosen by cross_host_sum_used in pipeline/cross_host_sum.hpp).
 class gmi_gradient_sync {
  public:
   gmi_gradient_sync(runtime::context& ctx, const runtime::binding& b, const runtime::gmis_config& cfg, float* grads,
@@ -152,7 +138,8 @@ class gmi_gradient_sync {
   }
   // The path in use ("hierarchical" or "cpu_staged"), with the measured times when it was chosen automatically.
   [[nodiscard]] const std::string& description() const noexcept { return chosen_; }
-  // Across hosts, how this GMI's GPU leader sums with the other GPUs: "allreduce" or "allgather"; "" elsewhere.
+  // Across hosts, how this GMI's GPU leader sums with the other GPUs: "allreduce", "allgather", "two_level" or
+  // "direct"; "" elsewhere.
   [[nodiscard]] const std::string& cross_host_sum() const noexcept { return cross_used_; }
   // With a clock: seconds in the gradient sums so far, once the work on `stream` is done (waits for it): the
   // device's spans from each sum's start to its end on the stream (comm::comm_clock) or, fused, the step kernels'
@@ -191,7 +178,9 @@ class gmi_gradient_sync {
     if (hosts_ && leader) {  // NCCL among the leaders of every host's GPUs; host 0's id came through MPI
       leaders_ = std::make_unique<comm::nccl_communicator>(hosts_->global_gpus(), hosts_->leaders_id(),
                                                            hosts_->global_gpu(gpu_index), comm::nccl_options{timeout});
-      if (cross_used_ == "allgather") gathered_.emplace(*leaders_, count_);  // before any capture: it allocates
+      if (cross_used_ == "allgather" || cross_used_ == "direct") {  // before any capture: it allocates
+        gathered_.emplace(*leaders_, count_, cross_used_ == "direct");
+      }
       if (levels) two_level_.emplace(*leaders_, shape, hosts_->host().host, gpu_index, *levels, count_,
                                      comm::nccl_options{timeout});
       binding_.reassert();

@@ -48,10 +48,11 @@ enum class update_choice { fused, graph, eager };
 inline constexpr choice_table<update_choice, 3> update_choice_names{
     {{"fused", update_choice::fused}, {"graph", update_choice::graph}, {"eager", update_choice::eager}}};
 // Across hosts: how the GPUs' leaders sum a minibatch's gradients (gmi_gradient_sync).
-enum class cross_sum_choice { automatic, allreduce, allgather, two_level };
-inline constexpr choice_table<cross_sum_choice, 4> cross_sum_choice_names{
+enum class cross_sum_choice { automatic, allreduce, allgather, two_level, direct };
+inline constexpr choice_table<cross_sum_choice, 5> cross_sum_choice_names{
     {{"auto", cross_sum_choice::automatic}, {"allreduce", cross_sum_choice::allreduce},
-     {"allgather", cross_sum_choice::allgather}, {"two_level", cross_sum_choice::two_level}}};
+     {"allgather", cross_sum_choice::allgather}, {"two_level", cross_sum_choice::two_level},
+     {"direct", cross_sum_choice::direct}}};
 // Whose --minibatch it is: the group's (split over its GMIs) or each GMI's.
 enum class scope_choice { group, gmi };
 inline constexpr choice_table<scope_choice, 2> scope_choice_names{{{"group", scope_choice::group}, {"gmi", scope_choice::gmi}}};
@@ -138,7 +139,9 @@ struct run_options {
   // Across hosts: the GPUs' leaders sum each minibatch's gradients with NCCL's allreduce, with one allgather and
   // a sum of the rows in rank order (comm/gathered_sum.cuh: half the dependent hops, the same bits on every GMI),
   // or in two levels (comm/two_level_sum.cuh: each host's GPUs, then GPU k of every host: one hop between the
-  // hosts); auto: two levels with several GPUs a host, the allgather with 2 leaders, else the allreduce.
+  // hosts), or direct (each leader's row straight to every leader in one group of NCCL sends and receives, then
+  // the allgather's sum: one hop in all, NVLink and the network at once); auto: two levels with several GPUs a
+  // host, the allgather with 2 leaders, else the allreduce.
   cross_sum_choice cross_host_sum = cross_sum_choice::automatic;
   // Synchronous training over GMIs: how the gradients are summed every minibatch. "hierarchical": on the device
   // (comm::hierarchical_allreduce, NCCL among the GPUs); "cpu_staged": the paper's IP baseline, every GMI's
