@@ -10,6 +10,8 @@
 // also has busy_fraction, the actor threads' stepping time over their wall time in that phase (cpu_actors::busy_seconds:
 // near 1 in "collect" when the double buffering hides the GPU's inference; "train" adds the update, when they idle).
 //   gmi.bench.actors_train OUT.jsonl [MODEL_XML (MuJoCo Ant; "-" for none)] [seconds per rep] [cores...]
+// The Ant is loaded with its contacts as predefined pairs (mujoco_pairs.hpp) and stepped with one mjData per actor
+// thread (data_layout::per_thread): its lines say "collision": "predefined_pairs", "data_layout": "per_thread".
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -33,6 +35,7 @@
 #include <gmi/metrics/summary.hpp>
 #ifdef GMI_BENCH_MUJOCO
 #include <gmi/actors/mujoco.hpp>
+#include <gmi/actors/mujoco_pairs.hpp>
 #endif
 
 namespace ac = gmi::actors;
@@ -80,7 +83,7 @@ std::vector<double> rates(Work&& work, Wait&& wait, double seconds, int reps, co
 
 template <class Trainer>
 void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstream& out,
-             const gmi::metrics::run_info& run, const std::string& cpu, const std::string& mujoco_library = "") {
+             const gmi::metrics::run_info& run, const std::string& cpu, const nlohmann::json& extra = nlohmann::json::object()) {
   const int n = t.num_envs(), horizon = t.config().horizon;
   const double per_rollout = double(n) * horizon;
   zero_policy zero;
@@ -111,7 +114,7 @@ void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstr
     line["steal"] = std::string(phase) != "collect_static";
     line["busy_fraction"] = busy[at++];  // the actor threads' time stepping over theirs on the wall clock
     line["host_cpu"] = cpu;
-    if (!mujoco_library.empty()) line["mujoco_library"] = mujoco_library;
+    line.update(extra);  // the MuJoCo Ant's library, collision and data layout
     out << line.dump() << "\n";
     std::printf("%s\n", line.dump().c_str());
   }
@@ -180,8 +183,15 @@ int main(int argc, char** argv) {
       using ant_sim = ac::mujoco::sim<ac::mujoco::ant>;
       using net = gmi::agents::gaussian_mlp<>::network<27, 8>;
       const int n = cores * 128;  // 64 envs per core and group
-      ac::ppo_gpu_actors<ant_sim, net> t(ac::actor_config{actor_cores, 2}, n, 1, c, gpu, model, n, std::uint64_t(1));
-      measure(t, "ant", cores, seconds, out, run, cpu, ac::mujoco::library_path());
+      // The Ant as gmi's MuJoCo Ant runs by default elsewhere (placement, the rate bench's "pairs:"): its contacts as
+      // predefined pairs (mujoco_pairs.hpp), and one mjData per actor thread (mujoco_thread_data.hpp); both step as
+      // the plain model does, bit for bit.
+      ac::ppo_gpu_actors<ant_sim, net> t(ac::actor_config{actor_cores, 2}, n, 1, c, gpu,
+                                         ac::mujoco::load_with_predefined_pairs(model), n, std::uint64_t(1),
+                                         ac::mujoco::ant::params{}, ac::mujoco::data_layout::per_thread);
+      measure(t, "ant", cores, seconds, out, run, cpu,
+              {{"mujoco_library", ac::mujoco::library_path()}, {"collision", "predefined_pairs"},
+               {"data_layout", "per_thread"}});
     }
 #endif
   }
