@@ -13,7 +13,8 @@
 // Then one thread's env step taken apart (us_per_env_step_profile): mujoco::sim<ant>::step_one's time against the
 // time MuJoCo's own timers (mjcb_time) give mj_step and its stages; the rest is gmi's task code (controls,
 // observation, reward, flags, resets with their mj_forward).
-//   gmi.bench.actors_rate OUT.jsonl [[pairs:][per_thread:]MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]
+//   gmi.bench.actors_rate OUT.jsonl [[pairs:][per_thread:]MODEL_XML|builtin] [seconds per rep] [envs per core]
+//                         [threads...]
 // ("pairs:" first: the model's contacts as predefined pairs with MuJoCo's broadphase off, mujoco_pairs.hpp; lines
 // say "collision": "predefined_pairs", else "dynamic". "per_thread:": gmi's sim and actors keep one mjData per
 // thread and each environment's state rows apart, mujoco_thread_data.hpp; lines say "data_layout": "per_thread",
@@ -442,7 +443,8 @@ int main(int argc, char** argv) {
     const rate s = wanted("gmi.sim") ? sim_only(model, cores, envs, seconds, reps, table, layout) : rate{};
     double busy_static = 0, stolen = 0, stolen_static = 0;
     const rate a =
-        wanted("gmi.cpu_actors") ? actors(model, cores, envs, seconds, reps, table, true, busy, stolen, layout) : rate{};
+        wanted("gmi.cpu_actors") ? actors(model, cores, envs, seconds, reps, table, true, busy, stolen, layout)
+                                 : rate{};
     const rate f = wanted("gmi.cpu_actors_static")
                        ? actors(model, cores, envs, seconds, reps, table, false, busy_static, stolen_static, layout)
                        : rate{};
@@ -455,7 +457,8 @@ int main(int argc, char** argv) {
       line.update({{"task", "ant"}, {"model", model_name}, {"threads", T}, {"envs_per_core", envs},
                    {"frame_skip", mj::ant::params{}.frame_skip}, {"timestep", model->opt.timestep},
                    {"solver_iterations", model->opt.iterations}, {"collision", collision},
-                   {"data_layout", r == &b ? "per_env" : mj::layout_name(layout)}, {"ratio_to_bare", bare_median > 0 ? sm.median / bare_median : 0.0},
+                   {"data_layout", r == &b ? "per_env" : mj::layout_name(layout)},
+                   {"ratio_to_bare", bare_median > 0 ? sm.median / bare_median : 0.0},
                    {"mean_episode_length", r->episode_length},
                    {"steps_per_cpu_s", r->per_cpu_second}, {"host_cpu", cpu}, {"mujoco", mj_versionString()},
                    {"mujoco_library", mj::library_path()}, {"target", 20000}});
@@ -475,7 +478,8 @@ int main(int argc, char** argv) {
                                           gmi::metrics::summarize({pr.per_step_us}));
     nlohmann::json parts = nlohmann::json::object();
     for (const auto& [part, us] : pr.parts) parts[part] = us;
-    line.update({{"task", "ant"}, {"model", model_name}, {"collision", collision}, {"data_layout", "per_env"}, {"threads", 1}, {"envs_per_core", envs},
+    line.update({{"task", "ant"}, {"model", model_name}, {"collision", collision}, {"data_layout", "per_env"},
+                 {"threads", 1}, {"envs_per_core", envs},
                  {"us_parts", parts}, {"share_mj_step", pr.parts.front().second / pr.per_step_us},
                  {"share_task_code", pr.parts[1].second / pr.per_step_us}, {"contacts_per_substep", pr.ncon},
                  {"constraint_rows_per_substep", pr.nefc}, {"solver_iterations_per_substep", pr.solver_iter},

@@ -41,16 +41,19 @@ for lib in ("debian", "deepmind"):
         if impl != "bare_mj_step" or before == "dynamic":
             best = max(best, b)
         met = "MET" if b >= 20000 else "not met"
+        # bare_mj_step has one mjData an environment whatever the layout: its ratio there is the run's noise
+        note = " (bare loop: per_env in both)" if impl == "bare_mj_step" and before == "per_env" else ""
         print(f"  {impl:22s} threads {threads}: {before} {a:7.0f}, {after} {b:7.0f} env steps per CPU s "
-              f"(x{b / a if a else 0:.3f}; rounds {len(rate[(impl, threads, before)])}) [{after} {met} vs 20000]")
+              f"(x{b / a if a else 0:.3f}; rounds {len(rate[(impl, threads, before)])}) [{after} {met} vs 20000]{note}")
     for d in mine:
         if d.get("metric") == "us_per_env_step_profile" and d["round"] == 1:
             p = d["us_parts"]
-            stages = ", ".join(f"{k.replace('mj_', '')} {v:.1f}" for k, v in p.items() if k not in ("total", "task_code"))
+            stages = ", ".join(f"{k.replace('mj_', '')} {v:.1f}" for k, v in p.items()
+                               if k not in ("total", "task_code"))
             print(f"  profile ({d['variant']}, {d['collision']}, {d.get('data_layout', 'per_env')}): "
                   f"{d['median']:.1f} us an env step; {stages}; contacts {d['contacts_per_substep']:.2f} a substep")
     fnv = {d.get("trajectory_fnv") for d in mine if d.get("impl") == "gmi.reset_data"}
-    print(f"  trajectory_fnv (2000 steps) the same in every run of this build: {'yes' if len(fnv) == 1 else 'NO'} "
-          f"{sorted(fnv)}")
+    same = "no reset lines (a run failed?)" if not fnv else ("yes" if len(fnv) == 1 else "NO")
+    print(f"  trajectory_fnv (2000 steps) the same in every run of this build: {same} {sorted(fnv)}")
 print(f"best {after} rate: {best:.0f} env steps per CPU s: 20000 {'MET' if best >= 20000 else 'not met'}")
 print(f"result lines: {len(rows)} in {out}")

@@ -4,7 +4,8 @@
 // model, observation qpos and qvel, action the controls; ant, humanoid, anymal: mujoco_<task>.hpp) and
 // mujoco::sim<Task>, a host_sim with one mjData per environment, made by the thread that owns the environment (NUMA
 // first touch), or one per stepping thread with each environment's state rows apart (data_layout::per_thread,
-// mujoco_thread_data.hpp: the same steps, a core's working memory one mjData), plus the task's own per-environment floats where it has them (anymal's command, last action).
+// mujoco_thread_data.hpp: the same steps, a core's working memory one mjData), plus the task's own
+// per-environment floats where it has them (anymal's command, last action).
 // Built without MuJoCo, load() says so in one line and the rest of this header is absent.
 
 #include <cstdint>
