@@ -10,7 +10,7 @@
 #   2. for each MuJoCo build (Debian's; DeepMind's when carried), in turn "per_env" then "per_thread":
 #      gmi.bench.actors_rate on pairs:include/gmi/physics/builtin/ant.xml (per_thread: pairs:per_thread:...), 128
 #      envs a core, at 1 and 8 threads (bare mj_step loop, gmi's sim, the CPU actors with and without stealing; the
-#      profile and resets, with trajectory_fnv); round 2 of everything where 110 s are left (said so when not);
+#      profile and resets, with trajectory_fnv); round 2 of everything where 95 s are left (a round of 4 runs takes about 80 s) (said so when not);
 #   3. the summary: each impl's steps_per_cpu_s (median over the bench's reps, then the median of the rounds),
 #      per_env against per_thread of the same build, impl and thread count, and each against 20000 env steps per CPU
 #      second (bare_mj_step has one mjData per environment in both: its ratio shows the noise of the run).
@@ -27,7 +27,7 @@ targets=(gmi.bench.actors_rate)
 build_targets 170
 mujoco_builds
 bench=$build/bench/actors/gmi.bench.actors_rate
-rate_rounds 110 50 per_env "pairs:$model" per_thread "pairs:per_thread:$model"
+rate_rounds 95 50 per_env "pairs:$model" per_thread "pairs:per_thread:$model"
 python3 bench/actors/rate_summary.py "$lines" "$device" "$git_rev" "$run_id" "$logs" per_env per_thread actors3 | tee "$out/actors-summary.txt"
 echo "total $(( $(date +%s) - start_s )) s (budget $budget_s s)"
 exit "$status"
