@@ -10,7 +10,8 @@
 #   2. for each MuJoCo build (Debian's; DeepMind's when carried), in turn "per_env" then "per_thread":
 #      gmi.bench.actors_rate on pairs:include/gmi/physics/builtin/ant.xml (per_thread: pairs:per_thread:...), 128
 #      envs a core, at 1 and 8 threads (bare mj_step loop, gmi's sim, the CPU actors with and without stealing; the
-#      profile and resets, with trajectory_fnv); round 2 of everything where 95 s are left (a round of 4 runs takes about 80 s) (said so when not);
+#      profile and resets, with trajectory_fnv); round 2 of everything where 95 s are left (a round of 4 runs
+#      takes about 80 s; said so when left out);
 #   3. the summary: each impl's steps_per_cpu_s (median over the bench's reps, then the median of the rounds),
 #      per_env against per_thread of the same build, impl and thread count, and each against 20000 env steps per CPU
 #      second (bare_mj_step has one mjData per environment in both: its ratio shows the noise of the run).
