@@ -23,71 +23,9 @@ source "$(dirname "$0")/device_actors_common.sh"
 cpus=${GMI_RATE_CPUS:-0-8}
 targets=(gmi.bench.actors_rate)
 build_targets 200
-echo "cores: $cpus of $(nproc --all); host CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
-
+mujoco_builds
 bench=$build/bench/actors/gmi.bench.actors_rate
-builds=(debian)
-if [ -f .carry/mujoco-deepmind/libmujoco.so.2.2.2 ]; then
-  builds+=(deepmind)
-else
-  echo "no .carry/mujoco-deepmind/libmujoco.so.2.2.2: DeepMind's build not measured (bench/actors/carry_mujoco_deepmind.sh)"
-fi
-deepmind_path="$PWD/.carry/mujoco-deepmind:$LD_LIBRARY_PATH"
-# Round 1 of every build first, then round 2 (so a budget cut loses repeats, not a build).
-for round in 1 2; do
-  for lib in "${builds[@]}"; do
-    if ((round == 2 && $(left) < 130)); then echo "round 2 of $lib: left out ($(left) s of the budget left)"; continue; fi
-    for coll in dynamic pairs; do
-      arg=$model
-      [ "$coll" = pairs ] && arg=pairs:$model
-      path=$LD_LIBRARY_PATH
-      [ "$lib" = deepmind ] && path=$deepmind_path
-      LD_LIBRARY_PATH=$path step "rate_${lib}_${coll}_$round" 60 taskset -c "$cpus" "$bench" \
-        "$logs/rate_${lib}_${coll}_$round.jsonl" "$arg" 0.5 128 1 8
-    done
-  done
-done
-python3 - "$lines" "$device" "$git_rev" "$run_id" "$logs" <<'PY' | tee "$out/actors-summary.txt"
-import glob, json, os, re, statistics, sys
-out, device, git, run_id, logs = sys.argv[1:]
-rows = []
-for p in sorted(glob.glob(os.path.join(logs, "rate_*_*_*.jsonl"))):
-    lib, coll, rnd = re.match(r"rate_(\w+?)_(dynamic|pairs)_(\d)\.jsonl", os.path.basename(p)).groups()
-    for l in open(p):
-        if l.strip():
-            d = json.loads(l)
-            d.update({"device": device, "git": git, "run_id": run_id, "mujoco_build": lib, "round": int(rnd)})
-            rows.append(d)
-with open(out, "w") as f:
-    for d in rows:
-        f.write(json.dumps(d) + "\n")
-print(f"== actors2 at {git} on {device} (run {run_id}): MuJoCo Ant per-core rate, dynamic collision against "
-      "predefined pairs; target 20000 env steps per CPU second")
-for lib in ("debian", "deepmind"):
-    mine = [d for d in rows if d["mujoco_build"] == lib]
-    if not mine:
-        continue
-    print(f"-- MuJoCo build: {lib} ({mine[0].get('mujoco_library', '?')})")
-    rate = {}
-    for d in mine:
-        if d.get("metric") == "steps_per_s_per_core":
-            rate.setdefault((d["impl"], d["threads"], d["collision"]), []).append(d["steps_per_cpu_s"])
-    for (impl, threads, coll) in sorted(k for k in rate if k[2] == "dynamic"):
-        a = statistics.median(rate[(impl, threads, "dynamic")])
-        b = statistics.median(rate.get((impl, threads, "predefined_pairs"), [0]))
-        met = "MET" if b >= 20000 else "not met"
-        print(f"  {impl:22s} threads {threads}: dynamic {a:7.0f}, pairs {b:7.0f} env steps per CPU s "
-              f"(x{b / a if a else 0:.3f}; rounds {len(rate[(impl, threads, 'dynamic')])}) [pairs {met} vs 20000]")
-    for d in mine:
-        if d.get("metric") == "us_per_env_step_profile" and d["round"] == 1:
-            p = d["us_parts"]
-            stages = ", ".join(f"{k.replace('mj_', '')} {v:.1f}" for k, v in p.items() if k not in ("total", "task_code"))
-            print(f"  profile {d['collision']:16s}: {d['median']:.1f} us an env step; {stages}; "
-                  f"contacts {d['contacts_per_substep']:.2f} a substep")
-    fnv = {(d["collision"], d["round"]): d.get("trajectory_fnv") for d in mine if d.get("impl") == "gmi.reset_data"}
-    same = len(set(fnv.values())) == 1
-    print(f"  trajectory_fnv (2000 steps) equal for both collisions: {'yes' if same else 'NO'} {sorted(set(fnv.values()))}")
-print(f"result lines: {len(rows)} in {out}")
-PY
+rate_rounds 130 60 dynamic "$model" pairs "pairs:$model"
+python3 bench/actors/rate_summary.py "$lines" "$device" "$git_rev" "$run_id" "$logs" dynamic pairs actors2 | tee "$out/actors-summary.txt"
 echo "total $(( $(date +%s) - start_s )) s (budget $budget_s s)"
 exit "$status"

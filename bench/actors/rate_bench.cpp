@@ -13,9 +13,12 @@
 // Then one thread's env step taken apart (us_per_env_step_profile): mujoco::sim<ant>::step_one's time against the
 // time MuJoCo's own timers (mjcb_time) give mj_step and its stages; the rest is gmi's task code (controls,
 // observation, reward, flags, resets with their mj_forward).
-//   gmi.bench.actors_rate OUT.jsonl [[pairs:]MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]
+//   gmi.bench.actors_rate OUT.jsonl [[pairs:][per_thread:]MODEL_XML|builtin] [seconds per rep] [envs per core]
+//                         [threads...]
 // ("pairs:" first: the model's contacts as predefined pairs with MuJoCo's broadphase off, mujoco_pairs.hpp; lines
-// say "collision": "predefined_pairs", else "dynamic").
+// say "collision": "predefined_pairs", else "dynamic". "per_thread:": gmi's sim and actors keep one mjData per
+// thread and each environment's state rows apart, mujoco_thread_data.hpp; lines say "data_layout": "per_thread",
+// else "per_env"; bare_mj_step always has one mjData per environment.)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -171,7 +174,7 @@ rate bare(const mj::model_ptr& model, const std::vector<int>& cores, int envs, d
 
 // gmi's sim alone: step_one over the envs in turn, on `cores` threads at once (each its own sim).
 rate sim_only(const mj::model_ptr& model, const std::vector<int>& cores, int envs, double seconds, int reps,
-              const std::vector<float>& table) {
+              const std::vector<float>& table, mj::data_layout layout) {
   const int T = int(cores.size());
   rate out;
   std::vector<std::vector<double>> per_thread(static_cast<std::size_t>(T));
@@ -181,7 +184,7 @@ rate sim_only(const mj::model_ptr& model, const std::vector<int>& cores, int env
   for (int t = 0; t < T; ++t) {
     threads.emplace_back([&, t] {
       ac::pin_this_thread(cores[std::size_t(t)]);
-      mj::sim<mj::ant> s(model, envs, std::uint64_t(1 + t));
+      mj::sim<mj::ant> s(model, envs, std::uint64_t(1 + t), {}, layout);
       std::vector<float> obs(std::size_t(envs) * 27), fin(27);
       for (int i = 0; i < envs; ++i) s.reset_one(std::size_t(i), obs.data() + i * 27);
       long k = 0;
@@ -294,12 +297,13 @@ struct table_policy {
 };
 
 rate actors(const mj::model_ptr& model, const std::vector<int>& cores, int envs, double seconds, int reps,
-            const std::vector<float>& table, bool steal, double& busy_fraction, double& stolen_fraction) {
+            const std::vector<float>& table, bool steal, double& busy_fraction, double& stolen_fraction,
+            mj::data_layout layout) {
   const int T = int(cores.size());
   const int n = envs * T;
   ac::actor_config config{cores, 2};
   config.steal = steal;
-  ac::cpu_actors<mj::sim<mj::ant>> a(config, model, n, std::uint64_t(1));
+  ac::cpu_actors<mj::sim<mj::ant>> a(config, model, n, std::uint64_t(1), mj::ant::params{}, layout);
   table_policy pol{&table, std::vector<long>(std::size_t(n), 0)};
   constexpr int steps = 16;  // the PPO horizon
   rate out;
@@ -417,7 +421,10 @@ int main(int argc, char** argv) {
   if (thread_counts.empty()) thread_counts = {1};
   // "pairs:" before the model: its contacts as predefined pairs, the broadphase off (mujoco_pairs.hpp).
   const bool pairs = model_arg.rfind("pairs:", 0) == 0;
-  const std::string model_file = pairs ? model_arg.substr(6) : model_arg;
+  std::string model_file = pairs ? model_arg.substr(6) : model_arg;
+  const bool per_thread = model_file.rfind("per_thread:", 0) == 0;
+  if (per_thread) model_file = model_file.substr(11);
+  const mj::data_layout layout = per_thread ? mj::data_layout::per_thread : mj::data_layout::per_env;
   const mj::model_ptr model = model_file == "builtin"
                                   ? gmi::plan::mujoco_model_of<gmi::envs::ant>(pairs)
                                   : (pairs ? mj::load_with_predefined_pairs(model_file) : mj::load(model_file));
@@ -433,12 +440,13 @@ int main(int argc, char** argv) {
     const auto cores = ac::choose_cores(T);
     double busy = 0;
     const rate b = wanted("bare_mj_step") ? bare(model, cores, envs, seconds, reps, table) : rate{};
-    const rate s = wanted("gmi.sim") ? sim_only(model, cores, envs, seconds, reps, table) : rate{};
+    const rate s = wanted("gmi.sim") ? sim_only(model, cores, envs, seconds, reps, table, layout) : rate{};
     double busy_static = 0, stolen = 0, stolen_static = 0;
     const rate a =
-        wanted("gmi.cpu_actors") ? actors(model, cores, envs, seconds, reps, table, true, busy, stolen) : rate{};
+        wanted("gmi.cpu_actors") ? actors(model, cores, envs, seconds, reps, table, true, busy, stolen, layout)
+                                 : rate{};
     const rate f = wanted("gmi.cpu_actors_static")
-                       ? actors(model, cores, envs, seconds, reps, table, false, busy_static, stolen_static)
+                       ? actors(model, cores, envs, seconds, reps, table, false, busy_static, stolen_static, layout)
                        : rate{};
     const double bare_median = b.per_core.empty() ? 0.0 : gmi::metrics::summarize(b.per_core).median;
     for (const auto& [impl, r] : {std::pair<const char*, const rate*>{"bare_mj_step", &b}, {"gmi.sim", &s},
@@ -448,7 +456,9 @@ int main(int argc, char** argv) {
       auto line = gmi::metrics::result_line(run, "actors_rate", impl, "steps_per_s_per_core", sm);
       line.update({{"task", "ant"}, {"model", model_name}, {"threads", T}, {"envs_per_core", envs},
                    {"frame_skip", mj::ant::params{}.frame_skip}, {"timestep", model->opt.timestep},
-                   {"solver_iterations", model->opt.iterations}, {"collision", collision}, {"ratio_to_bare", bare_median > 0 ? sm.median / bare_median : 0.0},
+                   {"solver_iterations", model->opt.iterations}, {"collision", collision},
+                   {"data_layout", r == &b ? "per_env" : mj::layout_name(layout)},
+                   {"ratio_to_bare", bare_median > 0 ? sm.median / bare_median : 0.0},
                    {"mean_episode_length", r->episode_length},
                    {"steps_per_cpu_s", r->per_cpu_second}, {"host_cpu", cpu}, {"mujoco", mj_versionString()},
                    {"mujoco_library", mj::library_path()}, {"target", 20000}});
@@ -468,7 +478,8 @@ int main(int argc, char** argv) {
                                           gmi::metrics::summarize({pr.per_step_us}));
     nlohmann::json parts = nlohmann::json::object();
     for (const auto& [part, us] : pr.parts) parts[part] = us;
-    line.update({{"task", "ant"}, {"model", model_name}, {"collision", collision}, {"threads", 1}, {"envs_per_core", envs},
+    line.update({{"task", "ant"}, {"model", model_name}, {"collision", collision}, {"data_layout", "per_env"},
+                 {"threads", 1}, {"envs_per_core", envs},
                  {"us_parts", parts}, {"share_mj_step", pr.parts.front().second / pr.per_step_us},
                  {"share_task_code", pr.parts[1].second / pr.per_step_us}, {"contacts_per_substep", pr.ncon},
                  {"constraint_rows_per_substep", pr.nefc}, {"solver_iterations_per_substep", pr.solver_iter},

@@ -10,8 +10,10 @@
 // also has busy_fraction, the actor threads' stepping time over their wall time in that phase (cpu_actors::busy_seconds:
 // near 1 in "collect" when the double buffering hides the GPU's inference; "train" adds the update, when they idle).
 // The Ant's model is loaded with predefined pairs (actors/mujoco_pairs.hpp: the broadphase off, njmax bounded; the
-// same contacts and steps bit for bit), as plan::mujoco_model_of<envs::ant>() and the placement do; "dynamic:" before
-// the file loads it with MuJoCo's dynamic collision (as before). Lines say "collision": "predefined_pairs"|"dynamic".
+// same contacts and steps bit for bit), as plan::mujoco_model_of<envs::ant>() and the placement do, and stepped with
+// one mjData per actor thread (data_layout::per_thread, mujoco_thread_data.hpp; the same steps bit for bit);
+// "dynamic:" before the file loads it with MuJoCo's dynamic collision (as before). Lines say "collision":
+// "predefined_pairs"|"dynamic" and "data_layout": "per_thread".
 //   gmi.bench.actors_train OUT.jsonl [[dynamic:]MODEL_XML (MuJoCo Ant; "-" for none)] [seconds per rep] [cores...]
 #include <cuda_runtime.h>
 
@@ -84,8 +86,7 @@ std::vector<double> rates(Work&& work, Wait&& wait, double seconds, int reps, co
 
 template <class Trainer>
 void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstream& out,
-             const gmi::metrics::run_info& run, const std::string& cpu, const std::string& mujoco_library = "",
-             const std::string& collision = "") {
+             const gmi::metrics::run_info& run, const std::string& cpu, const nlohmann::json& extra = nlohmann::json::object()) {
   const int n = t.num_envs(), horizon = t.config().horizon;
   const double per_rollout = double(n) * horizon;
   zero_policy zero;
@@ -116,8 +117,7 @@ void measure(Trainer& t, const char* task, int cores, double seconds, std::ofstr
     line["steal"] = std::string(phase) != "collect_static";
     line["busy_fraction"] = busy[at++];  // the actor threads' time stepping over theirs on the wall clock
     line["host_cpu"] = cpu;
-    if (!mujoco_library.empty()) line["mujoco_library"] = mujoco_library;
-    if (!collision.empty()) line["collision"] = collision;
+    line.update(extra);  // the MuJoCo Ant's library, collision and data layout
     out << line.dump() << "\n";
     std::printf("%s\n", line.dump().c_str());
   }
@@ -189,9 +189,11 @@ int main(int argc, char** argv) {
       const bool dynamic = model.rfind("dynamic:", 0) == 0;
       const ac::mujoco::model_ptr m = dynamic ? ac::mujoco::load(model.substr(8))
                                               : ac::mujoco::load_with_predefined_pairs(model);
-      ac::ppo_gpu_actors<ant_sim, net> t(ac::actor_config{actor_cores, 2}, n, 1, c, gpu, m, n, std::uint64_t(1));
-      measure(t, "ant", cores, seconds, out, run, cpu, ac::mujoco::library_path(),
-              dynamic ? "dynamic" : "predefined_pairs");
+      ac::ppo_gpu_actors<ant_sim, net> t(ac::actor_config{actor_cores, 2}, n, 1, c, gpu, m, n, std::uint64_t(1),
+                                         ac::mujoco::ant::params{}, ac::mujoco::data_layout::per_thread);
+      measure(t, "ant", cores, seconds, out, run, cpu,
+              {{"mujoco_library", ac::mujoco::library_path()},
+               {"collision", dynamic ? "dynamic" : "predefined_pairs"}, {"data_layout", "per_thread"}});
     }
 #endif
   }

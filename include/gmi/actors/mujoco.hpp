@@ -3,7 +3,9 @@
 // loaded from any MJCF file (refused in one line when MuJoCo can not compile it), a task on it (mjcf_task: any
 // model, observation qpos and qvel, action the controls; ant, humanoid, anymal: mujoco_<task>.hpp) and
 // mujoco::sim<Task>, a host_sim with one mjData per environment, made by the thread that owns the environment (NUMA
-// first touch), plus the task's own per-environment floats where it has them (anymal's command, last action).
+// first touch), or one per stepping thread with each environment's state rows apart (data_layout::per_thread,
+// mujoco_thread_data.hpp: the same steps, a core's working memory one mjData), plus the task's own
+// per-environment floats where it has them (anymal's command, last action).
 // Built without MuJoCo, load() says so in one line and the rest of this header is absent.
 
 #include <cstdint>
@@ -27,6 +29,7 @@
 #include <gmi/actors/mujoco_humanoid.hpp>
 #include <gmi/actors/mujoco_state.hpp>
 #include <gmi/actors/mujoco_task_parts.hpp>
+#include <gmi/actors/mujoco_thread_data.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/io/checkpoint.hpp>
 #include <gmi/rl/env_batch.hpp>
@@ -138,22 +141,25 @@ inline constexpr int task_state_size<T> = T::task_state_size;
 // num_envs copies of Task on one compiled model. Environment i draws from gmi::rng(seed, i, ...); episodes,
 // time limits (Task::max_steps), auto-reset, final observations and invalid actions (a NaN or infinite
 // component: not applied, the env is reset and the step reports terminated, as in rl::env_batch) per env.
+// `layout` (data_layout::per_env by default) says where the mjData live (mujoco_thread_data.hpp).
 template <class Task>
 class sim : public detail::sizes<Task> {
  public:
   using host_sim_concept = host_sim_tag;
   using task_type = Task;
 
-  sim(model_ptr model, int num_envs, std::uint64_t seed, typename Task::params params = {})
-      : model_(std::move(model)), task_(model_.get(), params), seed_(seed) {
+  sim(model_ptr model, int num_envs, std::uint64_t seed, typename Task::params params = {},
+      data_layout layout = data_layout::per_env)
+      : model_(std::move(model)), task_(model_.get(), params), seed_(seed), layout_(layout), rows_(model_.get()) {
     require(num_envs >= 1, "num_envs", num_envs, ">= 1");
     require(task_.max_steps() >= 1 && task_.max_steps() < uncounted_bit, "max_steps", task_.max_steps(),
             ">= 1 and below 2^30 (bit 30 marks a random start's first episode)");
     envs_ = std::vector<env>(std::size_t(num_envs));
     for (env& e : envs_) e.task_state.assign(std::size_t(extra), 0.0f);
   }
-  sim(const std::string& mjcf_path, int num_envs, std::uint64_t seed, typename Task::params params = {})
-      : sim(load(mjcf_path), num_envs, seed, params) {}
+  sim(const std::string& mjcf_path, int num_envs, std::uint64_t seed, typename Task::params params = {},
+      data_layout layout = data_layout::per_env)
+      : sim(load(mjcf_path), num_envs, seed, params, layout) {}
   sim(const sim&) = delete;
   sim& operator=(const sim&) = delete;
 
@@ -162,14 +168,17 @@ class sim : public detail::sizes<Task> {
   [[nodiscard]] int act_dim() const noexcept { return task_.act_dim(); }
   [[nodiscard]] const mjModel* model() const noexcept { return model_.get(); }
   [[nodiscard]] const Task& task() const noexcept { return task_; }
-  // Environment i's MuJoCo data (made on first use if prepare did not make it).
-  [[nodiscard]] mjData* data(std::size_t i) { return made(i); }
+  [[nodiscard]] data_layout layout() const noexcept { return layout_; }
+  // Environment i's MuJoCo data (made on first use if prepare did not make it). per_thread: the calling thread's
+  // mjData with environment i's state rows loaded (its other fields from this thread's last step; writes not kept).
+  [[nodiscard]] mjData* data(std::size_t i) { return checkout(i); }
   // Environment i's task floats (Task::task_state_size of them; none for tasks without).
   [[nodiscard]] const float* task_state(std::size_t i) const noexcept { return envs_[i].task_state.data(); }
 
-  // Called by cpu_actors on the thread that owns [first, last): the mjData are allocated and touched there.
+  // Called by cpu_actors on the thread that owns [first, last): the mjData (per_thread: the thread's one and the
+  // environments' state rows) are allocated and touched there.
   void prepare(std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) (void)made(i);
+    for (std::size_t i = first; i < last; ++i) (void)checkout(i);
   }
 
   // A new episode in environment i; episode_start::random_step then starts its step counter at a draw in
@@ -177,12 +186,14 @@ class sim : public detail::sizes<Task> {
   void reset_one(std::size_t i, float* obs, rl::episode_start start = rl::episode_start::first_step) {
     env& e = envs_[i];
     gmi::rng r(seed_, i, e.rng_block);
+    mjData* d = checkout(i);
     if constexpr (extra > 0) {
-      task_.reset(made(i), e.task_state.data(), r);
+      task_.reset(d, e.task_state.data(), r);
     } else {
-      task_.reset(made(i), r);
+      task_.reset(d, r);
     }
-    observe(e, obs);
+    observe(d, e, obs);
+    checkin(i, d);
     int length = 0;
     if (start == rl::episode_start::random_step) {
       const std::uint64_t m = static_cast<std::uint64_t>(task_.max_steps());
@@ -195,7 +206,7 @@ class sim : public detail::sizes<Task> {
 
   rl::step_result step_one(std::size_t i, const float* action, float* obs, float* final_obs) {
     env& e = envs_[i];
-    mjData* d = made(i);
+    mjData* d = checkout(i);
     bool valid = true;
     for (int k = 0; k < task_.act_dim(); ++k) valid = valid && std::isfinite(action[k]);
     const int uncounted = e.length & uncounted_bit;
@@ -220,10 +231,12 @@ class sim : public detail::sizes<Task> {
         e.return_sum += double(e.ret);
         e.length_sum += double(length);
       }
-      if (final_obs) observe(e, final_obs);
+      if (final_obs) observe(d, e, final_obs);
+      checkin(i, d);
       reset_one(i, obs);
     } else {
-      observe(e, obs);
+      observe(d, e, obs);
+      checkin(i, d);
     }
     return out;
   }
@@ -233,7 +246,7 @@ class sim : public detail::sizes<Task> {
   // names them) and the task's own floats (prefix + "env.task_state", [environments, task_state_size]), so a
   // resumed run continues the same episodes. Call between runs (no actor is stepping).
   void save_state(io::checkpoint& ck, const std::string& prefix) {
-    save_mujoco_state(ck, prefix, model_.get(), envs_.size(), [&](std::size_t i) { return made(i); });
+    save_mujoco_state(ck, prefix, model_.get(), envs_.size(), [&](std::size_t i) { return checkout(i); });
     std::vector<std::uint64_t> blocks;
     std::vector<std::int32_t> lengths;
     std::vector<float> returns;
@@ -272,7 +285,15 @@ class sim : public detail::sizes<Task> {
                 task_state[k], "a finite value");
       }
     }
-    load_mujoco_state(ck, prefix, model_.get(), n, [&](std::size_t i) { return made(i); });
+    // One environment at a time (load_mujoco_state's order): each stored back before the next is loaded.
+    std::size_t held = n;
+    mjData* d = nullptr;
+    load_mujoco_state(ck, prefix, model_.get(), n, [&](std::size_t i) {
+      if (d) checkin(held, d);
+      held = i;
+      return d = checkout(i);
+    });
+    if (d) checkin(held, d);
     for (std::size_t i = 0; i < n; ++i) {
       envs_[i].rng_block = blocks[i];
       envs_[i].length = lengths[i];
@@ -302,7 +323,8 @@ class sim : public detail::sizes<Task> {
   static constexpr int extra = detail::task_state_size<Task>;
   static constexpr int uncounted_bit = 1 << 30;  // in env::length during a random start's first episode
   struct env {
-    std::unique_ptr<mjData, data_deleter> data;
+    std::unique_ptr<mjData, data_deleter> data;  // per_env
+    std::vector<mjtNum> rows;                    // per_thread: the state rows (rows_)
     std::vector<float> task_state;  // detail::task_state_size<Task> floats
     std::uint64_t rng_block = 0;
     int length = 0;
@@ -311,12 +333,32 @@ class sim : public detail::sizes<Task> {
     double return_sum = 0, length_sum = 0;
   };
 
-  void observe(const env& e, float* obs) const {
+  void observe(const mjData* d, const env& e, float* obs) const {
     if constexpr (extra > 0) {
-      task_.observe(e.data.get(), e.task_state.data(), obs);
+      task_.observe(d, e.task_state.data(), obs);
     } else {
-      task_.observe(e.data.get(), obs);
+      task_.observe(d, obs);
     }
+  }
+
+  // Environment i's mjData to step: its own (per_env), or the calling thread's with environment i's rows loaded
+  // (per_thread; an environment never stepped gets mj_resetData's state, as a new mjData has).
+  mjData* checkout(std::size_t i) {
+    if (layout_ == data_layout::per_env) return made(i);
+    mjData* d = thread_data(model_);
+    env& e = envs_[i];
+    if (e.rows.empty()) {
+      mj_resetData(model_.get(), d);
+      e.rows.resize(rows_.width);
+      rows_.store(d, e.rows.data());
+    } else {
+      rows_.load(e.rows.data(), d);
+    }
+    return d;
+  }
+  // After a change to checkout(i)'s mjData: per_thread stores environment i's rows back.
+  void checkin(std::size_t i, mjData* d) {
+    if (layout_ == data_layout::per_thread) rows_.store(d, envs_[i].rows.data());
   }
 
   mjData* made(std::size_t i) {
@@ -331,6 +373,8 @@ class sim : public detail::sizes<Task> {
   model_ptr model_;
   Task task_;
   std::uint64_t seed_;
+  data_layout layout_;
+  state_rows rows_;
   std::vector<env> envs_;
 };
 
