@@ -135,6 +135,7 @@ fi
 candidates="lin|--lr-schedule linear;clip10|--obs-clip 10;win0|--value-normalizer-window 0"
 candidates+=";ent|--entropy-coef 0.01 --entropy-schedule linear;stdfloor|--log-std-min -2.3;stdcap|--log-std-max 0"
 variants=("gmi|")
+GMI_VARIANTS=${GMI_VARIANTS:-}  # unset: the defaults alone
 GMI_VARIANTS=${GMI_VARIANTS//candidates/$candidates}
 IFS=';' read -ra extra <<< "${GMI_VARIANTS:-}"
 for v in "${extra[@]}"; do [ -n "$v" ] && variants+=("gmi_$v"); done
