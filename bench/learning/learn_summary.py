@@ -3,7 +3,8 @@
 configuration (impl gmi, gmi_<label>), whether it meets the better reference (median mean return at least the better
 of reference and reference_normalized, less 5% of its magnitude), for the LQ proxies whether the deterministic
 evaluation is within 1.10x of the Riccati optimum, and the wall-clock terms of "sooner": each run's env steps a
-second, the time of its first curve point, and the better reference's seconds to reach its target over gmi's.
+second, the time of its first curve point, and the better reference's seconds to reach its target over gmi's, and for each variant
+(impl gmi_<label>) its change against the defaults' median of the same lines ((variant - gmi) / |gmi|).
 The reference trains all its seeds of both configurations in one vmapped program, so its clock covers
 seeds x 2 runs at once; gmi's (impl gmi) covers one run (its seeds run one after another). impl gmi_concurrent
 (run_suite.sh SUITE_CONCURRENT=1) trains gmi's seeds at once on the one GPU, so its "sooner" compares the
@@ -65,6 +66,10 @@ def main(paths):
                 clock = (f"{together} seeds at once against the reference's {best.get('seeds', 1)} x 2 vmapped runs"
                          if together > 1 else "one run against the reference's vmapped runs")
                 parts.append(f"sooner {sooner} ({clock}; target 20x)")
+            base = by.get((t, "gmi", "mean_return"))
+            if i != "gmi" and base and base.get("median"):
+                # The change of defaults a variant would make, as docs/learning.md's variant table: positive = learned more.
+                parts.append(f"vs gmi {(g['median'] - base['median']) / abs(base['median']):+.1%}")
             gap = by.get((t, i, "optimum_gap"))
             if gap and gap.get("median") is not None:
                 parts.append(f"optimum_gap {gap['median']:.3f} ({gap['min']:.3f} to {gap['max']:.3f})")

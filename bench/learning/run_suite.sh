@@ -24,7 +24,8 @@
 #   them),
 #   SUITE_JOBS (build jobs for part1/part2, and twice the reference's compile threads; default nproc: set it when
 #   another script shares the machine's cores), SUITE_NUM_ENVS (one env count for every task instead of the table's, for a quick check on a small machine),
-#   REFERENCE=0 (gmi only), SUITE_BUDGET_S (default 500: no gmi or reference task starts training after this
+#   SUITE_PARALLEL_RUNS=1 (a task's runs, every configuration and seed, train at once on the GPU: per-sample returns
+#   as before, wall-clock shared, so its "sooner" terms are not gmi's alone), REFERENCE=0 (gmi only), SUITE_BUDGET_S (default 500: no gmi or reference task starts training after this
 #   many seconds since the script started, the build of part1/part2 included, so a 9-minute device call returns
 #   what is done), SUITE_REFERENCE_S (default 100: of that budget, the seconds kept for the reference's training
 #   after gmi's runs: no gmi task starts after SUITE_BUDGET_S - SUITE_REFERENCE_S), SUITE_CONCURRENT (0: gmi's
@@ -157,34 +158,53 @@ for t in $wanted; do
   read -r _ envs _ _ <<< "$(grep "^$t " <<< "$table")"
   envs=${SUITE_NUM_ENVS:-$envs}
   steps=$(steps_of "$t")
+  # SUITE_PARALLEL_RUNS=1: every configuration's seeds of the task start at once on the GPU (returns per env step are
+  # unchanged; each run's wall-clock then shares the GPU with the others'); else one run after another.
+  pids=()
   for v in "${variants[@]}"; do
     impl=${v%%|*}
     flags=${v#*|}
     # A variant with --gmis-per-gpu K splits the task's envs over its K GMIs (the same total envs and env steps).
     gmis=$(sed -nE 's/.*--gmis-per-gpu[ =]([0-9]+).*/\1/p' <<< "$flags")
     run_envs=$(( envs / ${gmis:-1} ))
-    files=()
     if [ "$impl" = gmi_concurrent ]; then
       # One process trains every seed (member r: seed 1 + r) on the GPU at once; each member writes its own lines
       # to <metrics>.gmi<r>.jsonl.
       f="$work/$impl-$t.jsonl"
       # shellcheck disable=SC2086  # flags are words
-      timeout 240 "$(binary "$t")" --device "$gmi_device" --seed 1 --num-envs "$envs" --max-env-steps "$steps" \
-        --target-return nan --log-interval 0.2 --quiet --metrics "$f" $flags > "$work/$impl-$t.log" 2>&1 ||
-        echo "run_suite: $impl $t: exit $? ($(tail -1 "$work/$impl-$t.log"))" >&2
-      for r in $(seq 0 $(( seeds - 1 ))); do files+=("$work/$impl-$t.gmi$r.jsonl"); done
-      concurrent=$seeds
-    else
-      for seed in $(seq "$seeds"); do
-        f="$work/$impl-$t-$seed.jsonl"
-        # Every run goes to the step limit (no early stop when solved, as the reference), so returns compare at
-        # equal env steps.
-        # shellcheck disable=SC2086  # flags are words
+      {
+        timeout 240 "$(binary "$t")" --device "$gmi_device" --seed 1 --num-envs "$envs" --max-env-steps "$steps" \
+          --target-return nan --log-interval 0.2 --quiet --metrics "$f" $flags > "$work/$impl-$t.log" 2>&1 ||
+          echo "run_suite: $impl $t: exit $? ($(tail -1 "$work/$impl-$t.log"))" >&2
+      } &
+      pids+=($!)
+      [ "${SUITE_PARALLEL_RUNS:-0}" = 1 ] || wait $!
+      continue
+    fi
+    for seed in $(seq "$seeds"); do
+      f="$work/$impl-$t-$seed.jsonl"
+      # Every run goes to the step limit (no early stop when solved, as the reference), so returns compare at equal
+      # env steps.
+      # shellcheck disable=SC2086  # flags are words
+      {
         timeout 120 "$(binary "$t")" --device "$gmi_device" --seed "$seed" --num-envs "$run_envs" --max-env-steps "$steps" \
           --target-return nan --log-interval 0.2 --quiet --metrics "$f" $flags > "$work/$impl-$t-$seed.log" 2>&1 ||
           echo "run_suite: $impl $t seed $seed: exit $? ($(tail -1 "$work/$impl-$t-$seed.log"))" >&2
-        files+=("$f")
-      done
+      } &
+      pids+=($!)
+      [ "${SUITE_PARALLEL_RUNS:-0}" = 1 ] || wait $!
+    done
+  done
+  wait "${pids[@]}"  # these runs only (the reference trains in the background)
+  for v in "${variants[@]}"; do
+    impl=${v%%|*}
+    flags=${v#*|}
+    files=()
+    if [ "$impl" = gmi_concurrent ]; then
+      for r in $(seq 0 $(( seeds - 1 ))); do files+=("$work/$impl-$t.gmi$r.jsonl"); done
+      concurrent=$seeds
+    else
+      for seed in $(seq "$seeds"); do files+=("$work/$impl-$t-$seed.jsonl"); done
       concurrent=1
     fi
     python3 "$here/gmi_lines.py" --run-id "$run_id" --device "$device" --git "$git" --impl "$impl" \
