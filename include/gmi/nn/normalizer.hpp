@@ -26,6 +26,9 @@ struct normalizer_config {
   float clip = 5.0f;       // normalised values are clamped to [-clip, clip] (rl_games default)
   double epsilon = 1e-5;   // added to the variance before the square root
   double window = 0;       // samples the statistics weigh at most after a merge; 0: every sample ever seen
+  // true: the view maps through symlog instead (normalize(x) = sign(x) ln(1 + |x|), denormalize its inverse), the
+  // statistics left unused: one scale for small and large returns alike (the PPO value head's value_symlog).
+  bool symlog = false;
 
   void validate() const {
     gmi::require(std::isfinite(clip) && clip > 0, "normalizer clip", clip, "> 0");
@@ -41,13 +44,20 @@ struct normalizer_view {
   const float* std = nullptr;
   int dim = 0;
   float clip = 5.0f;
+  bool symlog = false;  // normalizer_config::symlog
 
-  GMI_HD float normalize(int i, float x) const { return detail::clamp_((x - mean[i]) / std[i], -clip, clip); }
+  GMI_HD float normalize(int i, float x) const {
+    if (symlog) return copysignf(log1pf(fabsf(x)), x);
+    return detail::clamp_((x - mean[i]) / std[i], -clip, clip);
+  }
   GMI_HD void normalize(const float* x, float* y) const {
     for (int i = 0; i < dim; ++i) y[i] = normalize(i, x[i]);
   }
   // The inverse (without the clipping), e.g. to turn a normalised value prediction into a return.
-  GMI_HD float denormalize(int i, float y) const { return y * std[i] + mean[i]; }
+  GMI_HD float denormalize(int i, float y) const {
+    if (symlog) return copysignf(expm1f(fminf(fabsf(y), 80.0f)), y);
+    return y * std[i] + mean[i];
+  }
   GMI_HD void denormalize(const float* y, float* x) const {
     for (int i = 0; i < dim; ++i) x[i] = denormalize(i, y[i]);
   }
@@ -188,7 +198,7 @@ class running_mean_std<exec::host> {
     refresh();
   }
 
-  [[nodiscard]] normalizer_view view() const noexcept { return {mean_f_.data(), std_f_.data(), dim_, config_.clip}; }
+  [[nodiscard]] normalizer_view view() const noexcept { return {mean_f_.data(), std_f_.data(), dim_, config_.clip, config_.symlog}; }
 
   // y[n][dim] = clamp((x - mean) / std, -clip, clip).
   void normalize(host_span<const float> x, host_span<float> y) const {

@@ -158,12 +158,13 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "samples the return normalizer weighs at most (older ones fade); 0: every sample")
       ->capture_default_str();
   // The PPO config's switches, spelled true/false (anything else: one line naming the flag).
-  std::array<std::pair<bool*, std::string>, 6> normalize{{{&o.ppo.normalize_obs, "true"},
+  std::array<std::pair<bool*, std::string>, 7> normalize{{{&o.ppo.normalize_obs, "true"},
                                                           {&o.ppo.normalize_value, "true"},
                                                           {&o.ppo.normalize_advantage, "true"},
                                                           {&o.ppo.clip_value, "false"},
                                                           {&o.ppo.popart, "false"},
-                                                          {&o.ppo.random_episode_start, "true"}}};
+                                                          {&o.ppo.random_episode_start, "true"},
+                                                          {&o.ppo.value_symlog, "false"}}};
   for (auto& [flag, text] : normalize) text = *flag ? "true" : "false";
   app.add_option("--normalize-obs", normalize[0].second, "running mean/std of observations")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
@@ -182,6 +183,10 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--random-episode-start", normalize[5].second,
                  "PPO trainer: the first reset starts each env's step counter at a uniform draw in [0, max_steps) so "
                  "time limits fall out of phase; those first episodes are left out of the mean return")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  app.add_option("--value-symlog", normalize[6].second,
+                 "PPO trainer, with --normalize-value true and --popart false: the value head predicts "
+                 "sign(R) ln(1 + |R|) of the return R instead of the standardized return")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
   std::string schedule = rl::lr_schedule_name(o.ppo.schedule);
   app.add_option("--lr-schedule", schedule,

@@ -84,6 +84,7 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"normalize_obs", c.normalize_obs},
           {"normalize_value", c.normalize_value},
           {"popart", c.popart},
+          {"value_symlog", c.value_symlog},
           {"normalize_advantage", c.normalize_advantage},
           {"clip_value", c.clip_value},
           {"max_grad_norm", c.max_grad_norm},

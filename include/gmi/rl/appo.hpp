@@ -64,6 +64,7 @@ struct appo_config {
                  std::string(entropy_schedule_name(ppo.entropy_decay)), "constant (the split layout has no schedule)");
     gmi::require(!bounds_log_std(ppo), "appo: --log-std-min/--log-std-max", ppo.log_std_min,
                  "-inf and inf (the split layout bounds no log-std)");
+    gmi::require(!ppo.value_symlog, "appo: --value-symlog", ppo.value_symlog, "false (the PPO trainer's only)");
     gmi::require(rollouts >= 1 && rollouts <= 4096, "appo.rollouts", rollouts, "1..4096");
   }
 };

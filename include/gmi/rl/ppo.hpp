@@ -127,7 +127,7 @@ class ppo_trainer {
         minibatch_(std::min<std::size_t>(static_cast<std::size_t>(config.minibatch), total_)),
         minibatches_((total_ + minibatch_ - 1) / minibatch_),
         obs_norm_(obs_dim, nn::normalizer_config{.clip = config.obs_clip, .window = config.obs_normalizer_window}, policy),
-        value_norm_(1, nn::normalizer_config{1e6f, 1e-5f, config.value_normalizer_window}, policy),
+        value_norm_(1, nn::normalizer_config{1e6f, 1e-5f, config.value_normalizer_window, config.value_symlog}, policy),
         adam_(nn::adam_config{config.learning_rate, 0.9f, 0.999f, 1e-8f,
                               config.max_grad_norm > 0 ? std::optional<float>(config.max_grad_norm) : std::nullopt},
               Net::param_count, policy) {

@@ -78,6 +78,11 @@ struct ppo_config {
   // denormalized predictions stay as they were (PopArt, rl/popart.hpp). Off by default: on the learning suite it
   // learned worse than the plain rl_games normalizer on every task it was tried on (docs/learning.md).
   bool popart = false;
+  // With normalize_value: the value head predicts symlog(return) = sign(R) ln(1 + |R|) instead of the standardized
+  // return (nn::normalizer_config::symlog): one relative precision for returns of every size, e.g. the LQ proxies'
+  // costs that span orders of magnitude along an episode, where a standardized head fits the large early returns
+  // and leaves the small late ones inside its error. Off by default (a candidate of issue 34, docs/learning.md).
+  bool value_symlog = false;
   // Samples each normalizer weighs at most (nn::normalizer_config::window): 0 keeps every sample ever seen
   // (rl_games). Returns shrink (or grow) as a policy learns, often 10-100x, and a return normalizer that remembers
   // the early scale leaves the critic fitting late targets squeezed into a sliver of normalized space: the return
@@ -134,6 +139,8 @@ struct ppo_config {
       gmi::require(entropy_decay_env_steps >= 1, "ppo.entropy_decay_env_steps", entropy_decay_env_steps,
                    ">= 1 env steps and finite with the linear entropy schedule");
     }
+    gmi::require(!value_symlog || (normalize_value && !popart), "ppo.value_symlog", value_symlog,
+                 "false, or true with normalize_value true and popart false (symlog replaces the statistics)");
     gmi::require(!std::isnan(log_std_min) && log_std_min < std::numeric_limits<float>::infinity(), "ppo.log_std_min",
                  log_std_min, "a number below +inf (-inf: no floor)");
     gmi::require(!std::isnan(log_std_max) && log_std_max > -std::numeric_limits<float>::infinity(), "ppo.log_std_max",
