@@ -26,20 +26,12 @@ set -uo pipefail
 start_s=$(date +%s)
 total_seconds=${1:-360}
 ppo_seconds=${2:-60}
-[[ "$total_seconds" =~ ^[0-9]+$ && "$total_seconds" -ge 240 && "$total_seconds" -le 1200 ]] ||
-  { echo "device_humanoid: total seconds: got $total_seconds, need an integer in 240..1200" >&2; exit 2; }
-[[ "$ppo_seconds" =~ ^[0-9]+$ && "$ppo_seconds" -ge 10 && "$ppo_seconds" -le 200 ]] ||
-  { echo "device_humanoid: PPO seconds: got $ppo_seconds, need an integer in 10..200" >&2; exit 2; }
+source "$(dirname "$0")/script_start.sh"
+need_int device_humanoid "total seconds" "$total_seconds" 240 1200
+need_int device_humanoid "PPO seconds" "$ppo_seconds" 10 200
 deadline_s=$((start_s + total_seconds))
-name=sac
-export BUILD=${BUILD:-/tmp/build-sac2}
-source "$(dirname "$0")/../physics/device_common.sh"
-logs="$out/sac"
-mkdir -p "$logs"
-rm -f "$lines" "$logs"/*.jsonl
-export JOBS=${JOBS:-16}
+sac_script_start /tmp/build-sac2
 
-source "$root/bench/sac/task_build.sh"
 # The build may take what the time limit leaves PPO and a 20 s SAC run, their starts and evaluations.
 start_task_build $((total_seconds - ppo_seconds - 110)) device_humanoid humanoid
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}; device: $device"

@@ -31,22 +31,13 @@ start_s=$(date +%s)
 total_seconds=${1:-240}
 env_steps=${2:-3000000}
 seeds=${3:-3}
-[[ "$total_seconds" =~ ^[0-9]+$ && "$total_seconds" -ge 180 && "$total_seconds" -le 1200 ]] ||
-  { echo "device_pendulum: total seconds: got $total_seconds, need an integer in 180..1200" >&2; exit 2; }
-[[ "$env_steps" =~ ^[0-9]+$ && "$env_steps" -ge 500000 && "$env_steps" -le 20000000 ]] ||
-  { echo "device_pendulum: env steps: got $env_steps, need an integer in 500000..20000000" >&2; exit 2; }
-[[ "$seeds" =~ ^[0-9]+$ && "$seeds" -ge 1 && "$seeds" -le 5 ]] ||
-  { echo "device_pendulum: seeds: got $seeds, need an integer in 1..5" >&2; exit 2; }
+source "$(dirname "$0")/script_start.sh"
+need_int device_pendulum "total seconds" "$total_seconds" 180 1200
+need_int device_pendulum "env steps" "$env_steps" 500000 20000000
+need_int device_pendulum seeds "$seeds" 1 5
 deadline_s=$((start_s + total_seconds))
-name=sac
-export BUILD=${BUILD:-/tmp/build-sac4}
-source "$(dirname "$0")/../physics/device_common.sh"
-logs="$out/sac"
-mkdir -p "$logs"
-rm -f "$lines" "$logs"/*.jsonl
-export JOBS=${JOBS:-16}
+sac_script_start /tmp/build-sac4
 
-source "$root/bench/sac/task_build.sh"
 # The build may take what the time limit leaves one SAC run of 20 s with its start and evaluation (35 s) and the
 # configure step (some seconds).
 start_task_build $((total_seconds - 60)) device_pendulum pendulum
