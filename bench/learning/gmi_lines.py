@@ -10,7 +10,7 @@ revision's end line has none), each seed's curve read as a step function and the
 a value. --concurrent N: the files are the members of one run that trained N seeds at once (run_suite.sh's
 SUITE_CONCURRENT); the lines say so ("concurrent") and give the wall-clock all seeds took ("wall_s_all": the longest
 member's for N > 1, the sum of the runs' for seeds run one after another).
-Usage: gmi_lines.py --run-id ID --device NAME --git REV [--impl gmi] [--concurrent 1] <metrics files of one task and impl>...
+Usage: gmi_lines.py --run-id ID --device NAME --git REV [--impl gmi] [--concurrent 1] [--runs-at-once 1] <metrics files of one task and impl>...
 Lines go to stdout; a file without an end line is reported on stderr and counts as a failed seed.
 """
 import argparse, json, math, statistics, sys
@@ -39,8 +39,13 @@ def main():
     p.add_argument("--impl", default="gmi")
     p.add_argument("--settings", default="", help="the flags this gmi configuration adds to the defaults")
     p.add_argument("--concurrent", type=int, default=1, help="seeds trained at once (1: one after another)")
+    p.add_argument("--runs-at-once", type=int, default=1,
+                   help="gmi runs sharing the GPU at the time (run_suite.sh's SUITE_PARALLEL_RUNS: every configuration and "
+                        "seed of the task); above 1 the lines say so and their wall-clock is not one run's")
     p.add_argument("files", nargs="+")
     a = p.parse_args()
+    if a.runs_at_once < 1:
+        p.error(f"--runs-at-once: got {a.runs_at_once}, need >= 1")
     if a.concurrent < 1:
         p.error(f"--concurrent: got {a.concurrent}, need >= 1")
     finals, evals, curves, walls, steps, optimum, task, info, wall_s = [], [], [], [], [], None, None, {}, []
@@ -74,6 +79,8 @@ def main():
             "env_steps": statistics.median(steps), "run_id": a.run_id, "device": a.device, "git": a.git,
             "settings": a.settings, "wall_s": statistics.median([w for w in wall_s if w is not None]) if any(w is not None for w in wall_s) else None,
             "concurrent": a.concurrent, **info}
+    if a.runs_at_once > 1:
+        base["runs_at_once"] = a.runs_at_once
     done = [w for w in wall_s if w is not None]
     if done:
         base["wall_s_all"] = max(done) if a.concurrent > 1 else sum(done)

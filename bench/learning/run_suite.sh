@@ -196,6 +196,8 @@ for t in $wanted; do
     done
   done
   wait "${pids[@]}"  # these runs only (the reference trains in the background)
+  at_once=1
+  [ "${SUITE_PARALLEL_RUNS:-0}" = 1 ] && at_once=${#pids[@]}
   for v in "${variants[@]}"; do
     impl=${v%%|*}
     flags=${v#*|}
@@ -208,7 +210,7 @@ for t in $wanted; do
       concurrent=1
     fi
     python3 "$here/gmi_lines.py" --run-id "$run_id" --device "$device" --git "$git" --impl "$impl" \
-      --settings "$flags" --concurrent "$concurrent" "${files[@]}" | tee -a "$out" >> "$work/gmi.jsonl"
+      --settings "$flags" --concurrent "$concurrent" --runs-at-once "$at_once" "${files[@]}" | tee -a "$out" >> "$work/gmi.jsonl"
     python3 -c "import json,sys
 for l in open(sys.argv[1]):
     d = json.loads(l)
