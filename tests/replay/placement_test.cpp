@@ -46,6 +46,12 @@ TEST_CASE("replay.placement_brings_hot_shards_back_hottest_first_within_the_budg
   r.device_shards = 1;
   CHECK(place_shards(std::vector<std::uint64_t>{3000, 3000}, all(2, host), r).where ==
         std::vector<shard_memory>{dev, host});
+  // The budget binding: a device shard keeps its place against a host one drawing up to 1 / (1 - 0.25) times as
+  // much, and gives it up beyond.
+  const std::vector<shard_memory> first_in{dev, host};
+  CHECK(place_shards(std::vector<std::uint64_t>{3000, 3500}, first_in, r).where == first_in);
+  CHECK(place_shards(std::vector<std::uint64_t>{3000, 3900}, first_in, r).where == first_in);
+  CHECK(place_shards(std::vector<std::uint64_t>{3000, 4100}, first_in, r).where == std::vector<shard_memory>{host, dev});
 }
 
 TEST_CASE("replay.placement_hysteresis_and_evidence_floor") {
