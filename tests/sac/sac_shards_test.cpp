@@ -15,6 +15,7 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/envs/pendulum.hpp>
+#include <gmi/pipeline/offpolicy_loop.hpp>
 #include <gmi/replay/global_sample.hpp>
 #include <gmi/replay/placement.hpp>
 #include <gmi/replay/replay.hpp>
@@ -196,4 +197,30 @@ TEST_CASE("sac.shards.twin_cold_shard_leaves_device_memory") {
   for (int s = 0; s < 20; ++s) zero.vector_step(sharded(2, 10, 0.0), 256, 2);
   CHECK(zero.where == std::vector<shard_memory>(2, shard_memory::pinned_host));
   CHECK(zero.moves == 0);
+}
+
+// What a metrics line and a progress line say about the shards (pipeline/offpolicy_loop.hpp).
+TEST_CASE("sac.shards.report_in_metrics_lines") {
+  gmi::rl::sac_shard_report r;
+  r.envs = {3, 3, 2};
+  r.memory = {shard_memory::pinned_host, shard_memory::device, shard_memory::pinned_host};
+  r.drawn = {3000, 3000, 2000};
+  r.placement_steps = 15;
+  r.decided_steps = 13;
+  r.moves = 1;
+  r.device_shards = 1;
+  const auto j = gmi::detail::shard_report_json(r);
+  REQUIRE(j["shards"].size() == 3);
+  CHECK(j["shards"][1]["memory"] == "device");
+  CHECK(j["shards"][2]["memory"] == "pinned_host");
+  CHECK(j["shards"][2]["envs"] == 2);
+  CHECK(j["shards"][0]["drawn"] == 3000);
+  CHECK(j["shards"][2]["drawn_share"].get<double>() == doctest::Approx(0.25));
+  CHECK(j["placement_steps"] == 15);
+  CHECK(j["decided_steps"] == 13);
+  CHECK(j["moves"] == 1);
+  CHECK(j["device_shards"] == 1);
+  r.device_shards = std::numeric_limits<std::size_t>::max();
+  CHECK(gmi::detail::shard_report_json(r)["device_shards"].is_null());
+  CHECK(gmi::detail::shard_report_text(r) == "shards host 3.0k, dev 3.0k, host 2.0k");
 }

@@ -247,7 +247,7 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
                   o.sac_eval_episodes);
     }
     if constexpr (requires { eng.graph_updates(); }) {
-      if (o.sac.cuda_graph && solo)
+      if (o.sac.cuda_graph && solo && o.sac.replay_shards == 1)
         std::printf("gmi: %llu of %llu updates replayed as one CUDA graph each\n",
                     static_cast<unsigned long long>(eng.graph_updates()), static_cast<unsigned long long>(eng.updates()));
     }
