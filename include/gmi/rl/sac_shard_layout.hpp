@@ -28,7 +28,8 @@ struct sac_shard_layout {
 
   [[nodiscard]] std::size_t group_envs(std::size_t k) const { return first[k + 1] - first[k]; }
 
-  // Refuses (one line) more shards than environments and shards too small for their group's vector step.
+  // Refuses (one line) more shards than environments and, with 2 or more, shards too small for their group's
+  // vector step (one shard keeps the table's own rules).
   static sac_shard_layout make(const sac_config& c, std::size_t num_envs, std::size_t row_floats) {
     c.validate();
     sac_shard_layout l;
@@ -41,7 +42,7 @@ struct sac_shard_layout {
     const std::size_t base = num_envs / l.shards, extra = num_envs % l.shards;
     for (std::size_t k = 0; k < l.shards; ++k) l.first[k + 1] = l.first[k] + base + (k < extra ? 1 : 0);
     l.capacity = c.replay_capacity / l.shards;
-    gmi::require(l.capacity >= l.group_envs(0), "sac.replay_capacity", c.replay_capacity,
+    gmi::require(l.shards == 1 || l.capacity >= l.group_envs(0), "sac.replay_capacity", c.replay_capacity,
                  ">= " + std::to_string(l.group_envs(0) * l.shards) + " (each of " + std::to_string(l.shards) +
                      " shards holds a vector step of its " + std::to_string(l.group_envs(0)) + " environments)");
     l.shard_bytes = l.capacity * row_floats * 4;
