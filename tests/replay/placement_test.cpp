@@ -1,5 +1,6 @@
 // Shard placement by access probability (replay/placement.hpp): the rule's threshold, budget, hysteresis and
-// evidence floor, the counters, the overrides, and bad rules refused with one line.
+// evidence floor, the counters, the overrides, and bad rules refused with one line; the replica rule
+// (replay/replication.hpp): copy cost against read cost, its margin and hysteresis, the floor, the refusals.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include <gmi/replay/placement.hpp>
+#include <gmi/replay/replication.hpp>
 
 using gmi::replay::access_counts;
 using gmi::replay::place_shards;
@@ -46,6 +48,12 @@ TEST_CASE("replay.placement_brings_hot_shards_back_hottest_first_within_the_budg
   r.device_shards = 1;
   CHECK(place_shards(std::vector<std::uint64_t>{3000, 3000}, all(2, host), r).where ==
         std::vector<shard_memory>{dev, host});
+  // The budget binding: a device shard keeps its place against a host one drawing up to 1 / (1 - 0.25) times as
+  // much, and gives it up beyond.
+  const std::vector<shard_memory> first_in{dev, host};
+  CHECK(place_shards(std::vector<std::uint64_t>{3000, 3500}, first_in, r).where == first_in);
+  CHECK(place_shards(std::vector<std::uint64_t>{3000, 3900}, first_in, r).where == first_in);
+  CHECK(place_shards(std::vector<std::uint64_t>{3000, 4100}, first_in, r).where == std::vector<shard_memory>{host, dev});
 }
 
 TEST_CASE("replay.placement_hysteresis_and_evidence_floor") {
@@ -88,4 +96,54 @@ TEST_CASE("replay.placement_refuses_bad_rules") {
                        gmi::config_error);
   CHECK_THROWS_WITH_AS((void)place_shards(std::vector<std::uint64_t>{1, 2}, all(3, dev), placement_rule{}),
                        doctest::Contains("got 2, need 3"), gmi::config_error);
+}
+
+// A shard of 1 M rows of 256 bytes; copies at 100 GB/s (2.56 ms the whole shard), reads at 20 GB/s.
+TEST_CASE("replay.replication_copies_only_where_cheaper") {
+  using gmi::replay::decide_replica;
+  const gmi::replay::replica_link link{100.0, 20.0};
+  const gmi::replay::replica_rule rule;  // margin 2
+  gmi::replay::replica_window w;
+  w.shard_rows = 1000000;
+  w.row_bytes = 256;
+  w.inserted_rows = 100000;
+  w.draws = 1000000;  // 12.8 ms of reads > 2 x 2.56 ms: replicate
+  auto d = decide_replica(w, link, rule);
+  CHECK(d.decided);
+  CHECK(d.replicate);
+  CHECK(d.read_s == doctest::Approx(12.8e-3));
+  CHECK(d.copy_s == doctest::Approx(2.56e-3));
+  w.draws = 300000;  // 3.84 ms: above the copy, under twice the copy: no new replica
+  CHECK_FALSE(decide_replica(w, link, rule).replicate);
+  w.replicated = true;  // an existing one keeps up by copying the 100 k new rows (0.256 ms): kept
+  d = decide_replica(w, link, rule);
+  CHECK(d.replicate);
+  CHECK(d.copy_s == doctest::Approx(0.256e-3));
+  w.inserted_rows = 1000000;  // the whole shard rewritten in the window (2.56 ms < 3.84 ms): still kept
+  CHECK(decide_replica(w, link, rule).replicate);
+  w.draws = 5000;  // 0.064 ms of reads against 2.56 ms of copies: dropped
+  CHECK_FALSE(decide_replica(w, link, rule).replicate);
+  w.draws = 4000;  // under the floor: as it is
+  d = decide_replica(w, link, rule);
+  CHECK_FALSE(d.decided);
+  CHECK(d.replicate);
+  w.replicated = false;
+  CHECK_FALSE(decide_replica(w, link, rule).replicate);
+}
+
+TEST_CASE("replay.replication_refuses_unmeasured_links_and_bad_rules") {
+  gmi::replay::replica_window w;
+  w.row_bytes = 4;
+  CHECK_THROWS_WITH_AS((void)gmi::replay::decide_replica(w, {}, {}),
+                       doctest::Contains("replica_link.copy_gbps: got 0, need (0, 1e5] GB/s, measured on this machine"),
+                       gmi::config_error);
+  CHECK_THROWS_WITH_AS((void)gmi::replay::decide_replica(w, {10.0, -1.0}, {}),
+                       doctest::Contains("replica_link.read_gbps: got -1"), gmi::config_error);
+  gmi::replay::replica_rule r;
+  r.margin = 0.5;
+  CHECK_THROWS_WITH_AS((void)gmi::replay::decide_replica(w, {10.0, 10.0}, r),
+                       doctest::Contains("replica_rule.margin: got 0.5, need 1 .. 100"), gmi::config_error);
+  w.row_bytes = 0;
+  CHECK_THROWS_WITH_AS((void)gmi::replay::decide_replica(w, {10.0, 10.0}, {}),
+                       doctest::Contains("replica_window.row_bytes: got 0, need >= 1"), gmi::config_error);
 }

@@ -117,7 +117,7 @@ agreement device_matches_host(std::size_t n, int hidden) {
   return hidden == 32 ? device_matches_host_with<32>(n) : device_matches_host_with<256>(n);
 }
 
-learn_result learn_pendulum(int num_envs, std::size_t env_steps) {
+learn_result learn_pendulum(int num_envs, std::size_t env_steps, shard_settings replay) {
   using nets = gmi::rl::sac_networks<3, 1, 64>;
   gmi::rl::sac_config c;
   c.batch = 128;
@@ -126,6 +126,9 @@ learn_result learn_pendulum(int num_envs, std::size_t env_steps) {
   c.actor_lr = 1e-3f;
   c.critic_lr = 1e-3f;
   c.alpha_lr = 1e-3f;
+  c.replay_shards = replay.shards;
+  c.placement_every = replay.every;
+  if (replay.mib >= 0) c.replay_device_mib = replay.mib;
   learn_result out;
   {
     gmi::rl::env_batch<gmi::envs::pendulum> e(16, 99);
@@ -154,6 +157,14 @@ learn_result learn_pendulum(int num_envs, std::size_t env_steps) {
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.env_steps = t.env_steps();
   out.updates = t.updates();
+  if (const auto r = t.replay_shards()) {
+    out.shard_envs = r->envs;
+    for (const auto m : r->memory) out.shard_memory.emplace_back(gmi::replay::name_of(m));
+    out.shard_drawn.assign(r->drawn.begin(), r->drawn.end());
+    out.placement_steps = r->placement_steps;
+    out.decided_steps = r->decided_steps;
+    out.moves = r->moves;
+  }
   return out;
 }
 

@@ -12,6 +12,18 @@ struct learn_result {
   double random_return = 0, final_return = 0, seconds = 0;
   std::size_t env_steps = 0, updates = 0;
   std::vector<std::string> log;  // one line per 1000 env steps
+  // With replay shards (sac_config::replay_shards > 1): per shard its environments, memory ("device" or
+  // "pinned_host"), draws; the placement steps, those decided, the moves.
+  std::vector<std::size_t> shard_envs;
+  std::vector<std::string> shard_memory;
+  std::vector<double> shard_drawn;
+  std::uint64_t placement_steps = 0, decided_steps = 0, moves = 0;
+};
+// The replay settings of a run (sac_config's replay_shards, placement_every, replay_device_mib; mib < 0: none).
+struct shard_settings {
+  int shards = 1;
+  std::size_t every = 0;
+  double mib = -1;
 };
 
 // One batch through the device kernels and through the host sac_gradients, same inputs: the soft targets, the
@@ -25,7 +37,7 @@ struct agreement {
 agreement device_matches_host(std::size_t batch, int hidden);
 
 // SAC on the device on Pendulum with the settings of tests/sac's learning test, num_envs environments.
-learn_result learn_pendulum(int num_envs, std::size_t env_steps);
+learn_result learn_pendulum(int num_envs, std::size_t env_steps, shard_settings replay = {});
 
 // `gmis` device learners as threads on GPU 0 (runtime::thread_group), each with its own environments (seed 100 +
 // rank) and replay table, synced (rl::sac_sync) for `env_steps` each: through the context's allreduce on the host,

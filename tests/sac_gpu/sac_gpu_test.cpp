@@ -39,6 +39,49 @@ TEST_CASE("sac_gpu.learns_pendulum") {
   }
 }
 
+// The replay as 3 device shards (groups of 3, 3 and 2 of the 8 environments, 33333 transitions each), drawn as one
+// table, with a placement step every 50 vector steps under a budget of 1.5 shards' columns: every shard starts in
+// pinned host memory, the first decided step (150: the warm-up ends at 125) brings the hotter of shards 0 and 1 (3
+// environments each) into device memory and nothing moves after (a host shard's draws count 0.75 against it); each shard's draws against its items' share (3/8, 3/8,
+// 2/8: chi-square, 2 degrees of freedom, tail 1e-4: 18.4) and far off against even shares; Pendulum learned to the
+// level of the one-table test.
+TEST_CASE("sac_gpu.sharded_replay_placed_learns_pendulum") {
+  sac_gpu::shard_settings replay;
+  replay.shards = 3;
+  replay.every = 50;
+  replay.mib = 1.5 * 33333.0 * 9 * 4 / (1024.0 * 1024.0);
+  const auto r = sac_gpu::learn_pendulum(8, 6000, replay);
+  for (const auto& l : r.log) std::printf("sac_gpu sharded pendulum: %s\n", l.c_str());
+  REQUIRE(r.shard_drawn.size() == 3);
+  double all = 0, x = 0, x_even = 0;
+  for (double d : r.shard_drawn) all += d;
+  for (std::size_t k = 0; k < 3; ++k) {
+    const double e = all * double(r.shard_envs[k]) / 8.0, even = all / 3.0;
+    x += (r.shard_drawn[k] - e) * (r.shard_drawn[k] - e) / e;
+    x_even += (r.shard_drawn[k] - even) * (r.shard_drawn[k] - even) / even;
+    std::printf("sac_gpu sharded pendulum: shard %zu, %zu envs, %s, %.0f draws (%.4f; items %.4f)\n", k,
+                r.shard_envs[k], r.shard_memory[k].c_str(), r.shard_drawn[k], r.shard_drawn[k] / all,
+                double(r.shard_envs[k]) / 8.0);
+  }
+  std::printf("sac_gpu sharded pendulum: random %.1f, trained %.1f after %zu env steps, %zu updates, %.1f s; "
+              "placement steps %llu (decided %llu), moves %llu; chi-square %.2f (even shares %.0f)\n",
+              r.random_return, r.final_return, r.env_steps, r.updates, r.seconds,
+              static_cast<unsigned long long>(r.placement_steps), static_cast<unsigned long long>(r.decided_steps),
+              static_cast<unsigned long long>(r.moves), x, x_even);
+  CHECK(r.shard_envs == std::vector<std::size_t>{3, 3, 2});
+  REQUIRE(r.shard_memory.size() == 3);
+  CHECK((r.shard_memory[0] == "device") != (r.shard_memory[1] == "device"));  // the incumbent keeps its place
+  CHECK(r.shard_memory[2] == "pinned_host");
+  CHECK(r.placement_steps == 15);
+  CHECK(r.decided_steps == 13);
+  CHECK(r.moves == 1);
+  CHECK(all == doctest::Approx(double(r.updates) * 128.0));
+  CHECK(x < 18.4);
+  CHECK(x_even > 184.0);
+  CHECK(r.final_return > -400.0);
+  CHECK(r.final_return > r.random_return + 600.0);
+}
+
 // Two device learners on one GPU, each its own environments and replay table, gradients averaged through the
 // host: after thousands of updates the weights are the same bits on both.
 TEST_CASE("sac_gpu.data_parallel_weights_equal") {

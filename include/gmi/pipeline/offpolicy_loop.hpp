@@ -28,6 +28,7 @@
 #include <gmi/pipeline/train_loop.hpp>
 #include <gmi/rl/episode_window.hpp>
 #include <gmi/rl/sac_config.hpp>
+#include <gmi/rl/sac_shard_layout.hpp>
 
 namespace gmi::detail {
 
@@ -48,8 +49,39 @@ inline nlohmann::json sac_settings_json(const rl::sac_config& c, int hidden, int
           {"replay_ratio", c.replay_ratio(std::size_t(num_envs))},
           {"cuda_graph", c.cuda_graph},
           {"n_step", c.n_step},
+          {"replay_shards", c.replay_shards},
+          {"placement_every", c.placement_every},
+          {"replay_device_mib", c.replay_device_mib ? nlohmann::json(*c.replay_device_mib) : nlohmann::json()},
           {"target_entropy", c.target_entropy ? nlohmann::json(*c.target_entropy) : nlohmann::json()},
           {"hidden", hidden}};
+}
+
+// A sharded replay's state for a metrics line: per shard its environments, memory, draws and share of all draws;
+// the placement steps, moves and the budget in shards (null: none).
+inline nlohmann::json shard_report_json(const rl::sac_shard_report& r) {
+  std::uint64_t all = 0;
+  for (const std::uint64_t d : r.drawn) all += d;
+  nlohmann::json shards = nlohmann::json::array();
+  for (std::size_t k = 0; k < r.memory.size(); ++k)
+    shards.push_back({{"shard", k},
+                      {"envs", r.envs[k]},
+                      {"memory", replay::name_of(r.memory[k])},
+                      {"drawn", r.drawn[k]},
+                      {"drawn_share", all ? double(r.drawn[k]) / double(all) : 0.0}});
+  return {{"shards", shards},
+          {"placement_steps", r.placement_steps},
+          {"decided_steps", r.decided_steps},
+          {"moves", r.moves},
+          {"device_shards", r.device_shards == std::numeric_limits<std::size_t>::max() ? nlohmann::json()
+                                                                                       : nlohmann::json(r.device_shards)}};
+}
+// The same as a few words for the progress line: "shards device 412k, pinned_host 380k".
+inline std::string shard_report_text(const rl::sac_shard_report& r) {
+  std::string t = "shards";
+  for (std::size_t k = 0; k < r.memory.size(); ++k)
+    t += std::string(k ? ", " : " ") + (r.memory[k] == replay::shard_memory::device ? "dev " : "host ") +
+         metrics::si(double(r.drawn[k]));
+  return t;
 }
 
 // Alone, episodes are read at most this often: a read on the device waits for the stream.
@@ -77,10 +109,21 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
                 "env step, replay ratio %g%s%s) | %s | %d envs%s | seed %llu\n",
                 task, o.sac.replay_capacity, solo ? "" : " per GMI", o.sac.batch, solo ? "" : " per GMI, gradients averaged",
                 o.sac.updates_for(n, n), o.sac.updates_for(n, n) / double(n), o.sac.replay_ratio(n),
-                o.sac.cuda_graph && solo && graphs ? ", update as a CUDA graph" : "",
+                o.sac.cuda_graph && solo && graphs && o.sac.replay_shards == 1 ? ", update as a CUDA graph" : "",
                 o.sac.n_step > 1 ? (", " + std::to_string(o.sac.n_step) + "-step returns").c_str() : "", who.c_str(),
                 o.num_envs,
                 solo ? "" : " per GMI", static_cast<unsigned long long>(o.seed));
+    if (o.sac.replay_shards > 1) {
+      char budget[160] = "";
+      if (o.sac.replay_device_mib)
+        std::snprintf(budget, sizeof budget, ", device budget %g MiB (every shard in pinned host memory until the "
+                      "first step)", *o.sac.replay_device_mib);
+      std::printf("gmi: replay in %d shards (one a group of environments) sampled as one table; placement %s%s\n",
+                  o.sac.replay_shards,
+                  o.sac.placement_every ? ("every " + std::to_string(o.sac.placement_every) + " vector steps").c_str()
+                                        : "off",
+                  budget);
+    }
     std::fflush(stdout);
   }
   nlohmann::json base = {{"run_id", run.run_id}, {"task", task},           {"impl", impl},
@@ -130,12 +173,15 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
     const double updates = static_cast<double>(eng.updates());
     const auto mean_json = [](double m) { return std::isfinite(m) ? nlohmann::json(m) : nlohmann::json(); };
     if (lead) {
+      std::optional<rl::sac_shard_report> shards;
+      if constexpr (requires { eng.replay_shards(); }) shards = eng.replay_shards();
       if (!o.quiet) {
         std::printf("step %6llu | steps %s | updates %s | env %s steps/s | return %s | critic %.4g | actor %.4g | "
-                    "alpha %.3g | %s\n",
+                    "alpha %.3g%s%s | %s\n",
                     static_cast<unsigned long long>(steps_taken), metrics::si(steps).c_str(), metrics::si(updates).c_str(),
                     metrics::si(steps / now).c_str(), std::isfinite(last_mean) ? metrics::si(last_mean).c_str() : "-",
-                    u->critic_loss, u->actor_loss, u->alpha, metrics::clock_text(now).c_str());
+                    u->critic_loss, u->actor_loss, u->alpha, shards ? " | " : "",
+                    shards ? shard_report_text(*shards).c_str() : "", metrics::clock_text(now).c_str());
         std::fflush(stdout);
       }
       nlohmann::json line = base;
@@ -144,6 +190,7 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
                    {"critic_loss", u->critic_loss}, {"actor_loss", u->actor_loss},
                    {"alpha", u->alpha},            {"env_steps_per_s", steps / now},
                    {"updates_per_s", updates / now}});
+      if (shards) line["replay"] = shard_report_json(*shards);
       log.write(line);
       last_log = now;
     }
@@ -189,6 +236,8 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
                 {"eval_return", mean_json(eval)}, {"eval_episodes", o.sac_eval_episodes},
                 {"curve", stop.curve.points()}});
     if constexpr (requires { eng.graph_updates(); }) end["graph_updates"] = eng.graph_updates();
+    if constexpr (requires { eng.replay_shards(); })
+      if (const auto shards = eng.replay_shards()) end["replay"] = shard_report_json(*shards);
     log.write(end);
     std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", reason.c_str(),
                 metrics::si(steps).c_str(), now, return_text(last_mean, o).c_str(),
@@ -198,7 +247,7 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
                   o.sac_eval_episodes);
     }
     if constexpr (requires { eng.graph_updates(); }) {
-      if (o.sac.cuda_graph && solo)
+      if (o.sac.cuda_graph && solo && o.sac.replay_shards == 1)
         std::printf("gmi: %llu of %llu updates replayed as one CUDA graph each\n",
                     static_cast<unsigned long long>(eng.graph_updates()), static_cast<unsigned long long>(eng.updates()));
     }

@@ -185,6 +185,14 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
   app.add_flag("--sac-cuda-graph,!--no-sac-cuda-graph", s.cuda_graph,
                "one GPU GMI: replay each update as a captured CUDA graph (same results; not with gradients averaged "
                "over GMIs; on by default); --no-sac-cuda-graph launches every kernel");
+  app.add_option("--sac-replay-shards", s.replay_shards, "GPU trainer: the replay as this many device tables, one a "
+                 "group of environments, sampled as one table (above 1: the update launches, no CUDA graph)")
+      ->capture_default_str();
+  app.add_option("--sac-placement-every", s.placement_every, "GPU trainer: a placement step every this many vector "
+                 "steps (shards by their draws: hot ones in device memory, cold ones in pinned host memory); 0: none")
+      ->capture_default_str();
+  app.add_option("--sac-replay-device-mib", s.replay_device_mib, "GPU trainer: device memory for the shards' columns, "
+                 "MiB (whole shards, hottest first; every shard starts in pinned host memory); default: no budget");
   app.footer(std::string("The defaults above are the host trainer's (a few environments, the paper's settings). With the "
                          "learners on a GPU, what no flag sets takes rl::sac_gpu_scale: --num-envs ") +
              std::to_string(rl::sac_gpu_scale::num_envs) + ", --sac-batch " + std::to_string(rl::sac_gpu_scale::batch) +

@@ -114,10 +114,13 @@ class device_shard_set {
   void sample(std::size_t k, const sampler& s, std::size_t n, std::size_t length, std::uint64_t seed, device_batch& out) {
     gmi::require(k < tables_.size(), "device_shard_set shard", k, "< " + std::to_string(tables_.size()));
     tables_[k]->sample(s, n, length, seed, out);
-    counts_.count(k, n);
+    count(k, n);
   }
   // Draws counted elsewhere (a sampler that calls the table directly).
-  void count(std::size_t k, std::uint64_t n) { counts_.count(k, n); }
+  void count(std::size_t k, std::uint64_t n) {
+    counts_.count(k, n);
+    drawn_[k] += n;
+  }
 
   // One placement step: the window's counts through the rule, then the moves. Returns the plan.
   placement_plan place() {
@@ -132,6 +135,12 @@ class device_shard_set {
       ++moves_;
     }
     return p;
+  }
+  // Each shard's draws since the set was made, global samples' and sample()'s (waits for stream(); the placement
+  // window keeps them).
+  [[nodiscard]] std::vector<std::uint64_t> drawn() {
+    pull_device_counts();
+    return drawn_;
   }
   [[nodiscard]] std::size_t shards() const noexcept { return tables_.size(); }
   [[nodiscard]] std::uint64_t moves() const noexcept { return moves_; }
@@ -196,12 +205,13 @@ class device_shard_set {
     GMI_CUDA_TRY(cudaMemsetAsync(device_counts_.data(), 0, c.size() * 8, stream_));
     GMI_CUDA_TRY(cudaStreamSynchronize(stream_));
     for (std::size_t k = 0; k < c.size(); ++k)
-      if (c[k]) counts_.count(k, c[k]);
+      if (c[k]) count(k, c[k]);
   }
   std::vector<device_table*> tables_;
   placement_rule rule_;
   access_counts counts_;
   std::uint64_t moves_ = 0;
+  std::vector<std::uint64_t> drawn_ = std::vector<std::uint64_t>(tables_.size(), 0);
   gmi::cuda::stream stream_;
   std::vector<gmi::cuda::event> ready_ = std::vector<gmi::cuda::event>(tables_.size());
   gmi::cuda::event done_;

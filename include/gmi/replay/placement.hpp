@@ -8,7 +8,10 @@
 // hot_share / shards (hot_share 1: an even share; the default 0.5: half of one). Hot shards get device memory,
 // hottest first (ties: the lower index), up to device_shards of them; every other shard goes to pinned host memory.
 // A shard already in device memory keeps it while its share is at least hot_share * (1 - hysteresis) / shards and
-// the budget holds it, so a shard near the line does not move back and forth. With fewer than min_samples draws in
+// the budget holds it, so a shard near the line does not move back and forth; where the budget binds, the shards are
+// ranked by their draws with a host shard's discounted by (1 - hysteresis), so a shard in device memory keeps its
+// place against one that draws about as much (equal groups would otherwise swap at random from window to window),
+// and gives it up to one that draws more than 1 / (1 - hysteresis) times as much. With fewer than min_samples draws in
 // the window nothing moves (too little evidence). Every field can be overridden by the code that builds the rule
 // (validate() refuses a bad value in one line).
 
@@ -99,7 +102,10 @@ struct placement_plan {
   const double enter = rule.hot_share * even, stay = rule.hot_share * (1.0 - rule.hysteresis) * even;
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return counts[a] > counts[b]; });
+  const auto rank = [&](std::size_t i) {
+    return double(counts[i]) * (now[i] == shard_memory::device ? 1.0 : 1.0 - rule.hysteresis);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rank(a) > rank(b); });
   std::size_t kept = 0;
   for (const std::size_t i : order) {
     const double line = now[i] == shard_memory::device ? stay : enter;

@@ -38,6 +38,7 @@
 #include <gmi/rl/sac_kernels.cuh>
 #include <gmi/rl/sac_loss.hpp>
 #include <gmi/rl/sac_nstep.hpp>
+#include <gmi/rl/sac_shards.cuh>
 #include <gmi/rl/sac_sync.hpp>
 
 namespace gmi::rl {
@@ -70,7 +71,9 @@ class sac_device_trainer {
       : cfg_((config.validate(), config)),
         seed_(seed),
         n_(std::size_t(checked_envs(num_envs))),
-        table_(table_spec_of(cfg_), replay::rate_limiter::min_size(std::size_t(cfg_.batch))),
+        layout_(sac_shard_layout::make(cfg_, n_, 2 * O + A + 2)),
+        table_(sac_replay_shards::shard_spec(table_spec_of(cfg_), layout_),
+               replay::rate_limiter::min_size(cfg_.replay_shards > 1 ? 1 : std::size_t(cfg_.batch))),
         pol_{table_.stream()},
         envs_(num_envs, seed, params, pol_),
         writer_(table_.make_writer(n_)),
@@ -115,6 +118,10 @@ class sac_device_trainer {
     g_critic_.fill_bytes(0, pol_.stream);
     g_actor_ = buf<float>(actor_.size() + 1);  // the actor's gradient, then the mean log-prob (summed with it)
     envs_.reset(current_.span(), pol_.stream);
+    if (layout_.shards > 1) {
+      shards_.emplace(layout_, table_, sac_replay_shards::shard_spec(table_spec_of(cfg_), layout_));
+      shards_->set_placement_every(cfg_.placement_every);
+    }
   }
 
   // As sac_trainer::step: with n_step > 1 the transitions pass through the n-step ring (sac_nstep.hpp) on the device.
@@ -126,11 +133,16 @@ class sac_device_trainer {
     r.envs = n_;
     r.columns = {ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(), ro_term_.data()};
     if (cfg_.n_step == 1 || fold_nstep(r)) {
-      table_.insert(writer_, r);
+      static constexpr std::size_t widths[5] = {std::size_t(O), std::size_t(A), 1, std::size_t(O), 1};
+      if (shards_)
+        shards_->insert(r, widths);
+      else
+        table_.insert(writer_, r);
       inserted_ += n_;
     }
     env_steps_ += n_;
     ++batch_steps_;
+    if (shards_) shards_->after_vector_step();
     if (inserted_ < cfg_.warmup_steps) return;
     owed_updates_ += cfg_.updates_for(n_, n_);
     while (owed_updates_ >= 1.0) {
@@ -175,6 +187,8 @@ class sac_device_trainer {
     gmi::require(rows.size() == n * packed_width, "sac_device_trainer::insert_packed rows", rows.size(),
                  std::to_string(n * packed_width) + " (" + std::to_string(n) + " transitions)");
     gmi::require(actor >= 0, "sac_device_trainer::insert_packed actor", actor, ">= 0");
+    gmi::require(!shards_, "sac_device_trainer::insert_packed with sac.replay_shards", cfg_.replay_shards,
+                 "1 (split roles feed one table)");
     while (writers_.size() <= std::size_t(actor)) writers_.emplace_back();
     auto& w = writers_[std::size_t(actor)];
     if (!w) w.emplace(table_.make_writer(envs));
@@ -209,6 +223,10 @@ class sac_device_trainer {
   }
   [[nodiscard]] const sac_config& config() const noexcept { return cfg_; }
   [[nodiscard]] replay::device_table& table() noexcept { return table_; }
+  // With sac.replay_shards > 1: where each shard lives and its draws (waits for the shards' sampling stream).
+  [[nodiscard]] std::optional<sac_shard_report> replay_shards() {
+    return shards_ ? std::optional<sac_shard_report>(shards_->report()) : std::nullopt;
+  }
 
   // One gradient step. With config().cuda_graph and no group sums, the first step runs as launches and the
   // second captures its kernels in a CUDA graph that every later step replays (one launch); the random streams
@@ -216,7 +234,7 @@ class sac_device_trainer {
   // A capture that fails (a call inside that cannot be captured) is dropped with one line on stderr, and the
   // updates launch from then on: graph_updates() stays 0.
   void update() {
-    if (cfg_.cuda_graph && !sync_.active() && updates_ >= 1 && !graph_failed_) {
+    if (cfg_.cuda_graph && !sync_.active() && !shards_ && updates_ >= 1 && !graph_failed_) {
       if (!graph_) {
         try {
           graph_ = cuda::instantiate(cuda::capture(pol_.stream, [&](cudaStream_t) { enqueue_update(); }));
@@ -398,13 +416,15 @@ class sac_device_trainer {
     const auto B = std::size_t(cfg_.batch);
     const cudaStream_t s = pol_.stream;
     settle("the work queued before it (collection, inserts)");
-    table_.sample(replay::sampler::uniform(), B, 1, seed_ * 0x9E3779B97F4A7C15ull, batch_, update_count_.data());
+    const std::uint64_t draw_seed = seed_ * 0x9E3779B97F4A7C15ull;
+    if (!shards_) table_.sample(replay::sampler::uniform(), B, 1, draw_seed, batch_, update_count_.data());
+    const replay::device_batch& b = shards_ ? shards_->sample(B, draw_seed, update_count_.data()) : batch_;
     settle("replay sample (draw, gather)");
-    const float* obs = batch_.template column<float>(0);
-    const float* act = batch_.template column<float>(1);
-    const float* rew = batch_.template column<float>(2);
-    const float* nxt = batch_.template column<float>(3);
-    const float* term = batch_.template column<float>(4);
+    const float* obs = b.template column<float>(0);
+    const float* act = b.template column<float>(1);
+    const float* rew = b.template column<float>(2);
+    const float* nxt = b.template column<float>(3);
+    const float* term = b.template column<float>(4);
     const unsigned nb = sac_kernels::blocks(B), eb = sac_kernels::blocks(B * A);
     sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, update_count_.data(), 0, B * A, eps_.data());
     sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, update_count_.data(), 1, B * A, eps_next_.data());
@@ -502,7 +522,8 @@ class sac_device_trainer {
   sac_config cfg_;
   std::uint64_t seed_;
   std::size_t n_;
-  replay::device_table table_;
+  sac_shard_layout layout_;  // sac.replay_shards' environment groups, shard capacity and budget
+  replay::device_table table_;  // shard 0 with sac.replay_shards > 1
   exec::cuda pol_;
   env_batch<E, exec::cuda> envs_;
   replay::device_table::writer writer_;
@@ -527,6 +548,7 @@ class sac_device_trainer {
   buf<float> ring_, folded_;  // n-step: the ring (sac_nstep::ring_layout) and the folded transitions' columns
   std::size_t inserted_ = 0;  // transitions put into the table
   std::vector<std::optional<replay::device_table::writer>> writers_;  // a learner's, one per actor
+  std::optional<sac_replay_shards> shards_;  // sac.replay_shards > 1: all shards, sampled globally, placed
 };
 
 }  // namespace gmi::rl

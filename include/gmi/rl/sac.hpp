@@ -72,6 +72,8 @@ class sac_trainer {
         critic2_opt_(adam_of(cfg_.critic_lr), critic2_.size(), policy),
         alpha_opt_(nn::adam_config{cfg_.alpha_lr, 0.9f, 0.999f, 1e-8f, std::nullopt}, 1, policy),
         log_alpha_{std::log(cfg_.initial_alpha)} {
+    gmi::require(cfg_.replay_shards == 1, "sac.replay_shards", cfg_.replay_shards,
+                 "1 on the host trainer (sharded replay and its placement are the GPU trainer's)");
     const auto n = std::size_t(num_envs);
     obs_.resize(n * O);
     next_obs_.resize(n * O);

@@ -39,6 +39,16 @@ struct sac_config {
   // launching its kernels one by one (tests/sac_gpu's graph_update_matches_launches), fewer launches. Not with
   // data-parallel sums (those updates launch as before); the host trainer ignores it.
   bool cuda_graph = true;
+  // The GPU trainer's replay as replay_shards device tables, one per group of its environments, sampled as one
+  // table (replay::device_shard_set::sample_global; sac_shards.cuh). Above 1 the update launches (no CUDA graph).
+  int replay_shards = 1;
+  // A placement step (replay/placement.hpp's rule on the draws since the last step) every this many vector steps;
+  // 0: none. Needs replay_shards >= 2.
+  std::size_t placement_every = 0;
+  // The shards' columns device memory may hold, MiB: whole shards, hottest first; the rest in pinned host memory.
+  // With a budget every shard starts in pinned host memory (cold: nothing drawn yet) until the first placement
+  // step. nullopt: no budget. Needs placement_every > 0.
+  std::optional<double> replay_device_mib;
 
   // Gradient steps owed for n collected transitions by a learner stepping num_envs environments at a time (a whole
   // vector step, n == num_envs, owes exactly updates_per_vector_step).
@@ -79,6 +89,15 @@ struct sac_config {
                        *updates_per_vector_step <= 4096.0f,
                    "sac.updates_per_vector_step", *updates_per_vector_step, "in (0, 4096] (or nullopt: updates_per_step)");
     gmi::require(n_step >= 1 && n_step <= 32, "sac.n_step", n_step, "1..32");
+    gmi::require(replay_shards >= 1 && replay_shards <= 64, "sac.replay_shards", replay_shards, "1..64");
+    gmi::require(placement_every <= 1000000 && (placement_every == 0 || replay_shards >= 2), "sac.placement_every",
+                 placement_every, replay_shards >= 2 ? "0..1000000 vector steps"
+                                                    : "0 with sac.replay_shards 1 (one shard: nothing to place)");
+    if (replay_device_mib)
+      gmi::require(std::isfinite(*replay_device_mib) && *replay_device_mib >= 0.0 && *replay_device_mib <= 1e7 &&
+                       placement_every > 0,
+                   "sac.replay_device_mib", *replay_device_mib,
+                   placement_every > 0 ? "0..1e7 MiB" : "none without sac.placement_every > 0 (placement applies it)");
     if (max_grad_norm)
       gmi::require(std::isfinite(*max_grad_norm) && *max_grad_norm > 0.0f, "sac.max_grad_norm", *max_grad_norm,
                    "> 0 (or nullopt for no clipping)");
