@@ -13,12 +13,13 @@
 // Then one thread's env step taken apart (us_per_env_step_profile): mujoco::sim<ant>::step_one's time against the
 // time MuJoCo's own timers (mjcb_time) give mj_step and its stages; the rest is gmi's task code (controls,
 // observation, reward, flags, resets with their mj_forward).
-//   gmi.bench.actors_rate OUT.jsonl [[pairs:][per_thread:]MODEL_XML|builtin] [seconds per rep] [envs per core]
+//   gmi.bench.actors_rate OUT.jsonl [[pairs:][per_thread:|per_env:]MODEL_XML|builtin] [seconds per rep] [envs per core]
 //                         [threads...]
 // ("pairs:" first: the model's contacts as predefined pairs with MuJoCo's broadphase off, mujoco_pairs.hpp; lines
-// say "collision": "predefined_pairs", else "dynamic". "per_thread:": gmi's sim and actors keep one mjData per
-// thread and each environment's state rows apart, mujoco_thread_data.hpp; lines say "data_layout": "per_thread",
-// else "per_env"; bare_mj_step always has one mjData per environment.)
+// say "collision": "predefined_pairs", else "dynamic". Then "per_thread:" (one mjData per thread and each
+// environment's state rows apart, mujoco_thread_data.hpp) or "per_env:" (one mjData per environment) for gmi's sim
+// and actors; neither: mujoco::default_layout (per_thread). Lines say "data_layout"; bare_mj_step always has one
+// mjData per environment, and the profile reads each environment's own mjData, so it is per_env.)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -111,8 +112,8 @@ rate bare(const mj::model_ptr& model, const std::vector<int>& cores, int envs, d
       gmi::rng r(3, std::uint64_t(t));
       auto reset = [&](mjData* x) {
         mj_resetData(m, x);
-        for (int i = 0; i < m->nq; ++i) x->qpos[i] = m->qpos0[i] + double(r.uniform(float(-p.reset_noise_scale), float(p.reset_noise_scale)));
-        for (int i = 0; i < m->nv; ++i) x->qvel[i] = p.reset_noise_scale * double(r.normal());
+        for (int i = 0; i < m->nq; ++i) x->qpos[i] = m->qpos0[i] + double(r.uniform(-p.reset_noise, p.reset_noise));
+        for (int i = 0; i < m->nv; ++i) x->qvel[i] = double(p.reset_noise * r.normal());
         mj_forward(m, x);
       };
       for (auto& x : d) {
@@ -349,7 +350,7 @@ step_profile profile(const mj::model_ptr& model, int core, int envs, double seco
   step_profile out;
   std::thread([&] {
     ac::pin_this_thread(core);
-    mj::sim<mj::ant> s(model, envs, 7);
+    mj::sim<mj::ant> s(model, envs, 7, {}, mj::data_layout::per_env);  // data(i): env i's own timers and contacts
     std::vector<float> obs(std::size_t(envs) * 27), fin(27);
     for (int i = 0; i < envs; ++i) s.reset_one(std::size_t(i), obs.data() + i * 27);
     mjcb_time = steady_us;
@@ -409,7 +410,7 @@ step_profile profile(const mj::model_ptr& model, int core, int envs, double seco
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s OUT.jsonl [[pairs:]MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OUT.jsonl [[pairs:][per_thread:|per_env:]MODEL_XML|builtin] [seconds per rep] [envs per core] [threads...]\n", argv[0]);
     return 2;
   }
   const std::string out_file = argv[1], model_arg = argc > 2 ? argv[2] : "builtin";
@@ -422,9 +423,15 @@ int main(int argc, char** argv) {
   // "pairs:" before the model: its contacts as predefined pairs, the broadphase off (mujoco_pairs.hpp).
   const bool pairs = model_arg.rfind("pairs:", 0) == 0;
   std::string model_file = pairs ? model_arg.substr(6) : model_arg;
-  const bool per_thread = model_file.rfind("per_thread:", 0) == 0;
-  if (per_thread) model_file = model_file.substr(11);
-  const mj::data_layout layout = per_thread ? mj::data_layout::per_thread : mj::data_layout::per_env;
+  // "per_thread:" or "per_env:" next: the sim's data layout; neither: mujoco::default_layout.
+  mj::data_layout layout = mj::default_layout;
+  for (const mj::data_layout l : {mj::data_layout::per_thread, mj::data_layout::per_env}) {
+    const std::string prefix = std::string(mj::layout_name(l)) + ":";
+    if (model_file.rfind(prefix, 0) == 0) {
+      layout = l;
+      model_file = model_file.substr(prefix.size());
+    }
+  }
   const mj::model_ptr model = model_file == "builtin"
                                   ? gmi::plan::mujoco_model_of<gmi::envs::ant>(pairs)
                                   : (pairs ? mj::load_with_predefined_pairs(model_file) : mj::load(model_file));

@@ -10,11 +10,13 @@
 // also has busy_fraction, the actor threads' stepping time over their wall time in that phase (cpu_actors::busy_seconds:
 // near 1 in "collect" when the double buffering hides the GPU's inference; "train" adds the update, when they idle).
 // The Ant's model is loaded with predefined pairs (actors/mujoco_pairs.hpp: the broadphase off, njmax bounded; the
-// same contacts and steps bit for bit), as plan::mujoco_model_of<envs::ant>() and the placement do, and stepped with
-// one mjData per actor thread (data_layout::per_thread, mujoco_thread_data.hpp; the same steps bit for bit);
-// "dynamic:" before the file loads it with MuJoCo's dynamic collision (as before). Lines say "collision":
-// "predefined_pairs"|"dynamic" and "data_layout": "per_thread".
-//   gmi.bench.actors_train OUT.jsonl [[dynamic:]MODEL_XML (MuJoCo Ant; "-" for none)] [seconds per rep] [cores...]
+// same contacts and steps bit for bit), as plan::mujoco_model_of<envs::ant>() and the placement do, and stepped in
+// mujoco::sim's default layout (one mjData per actor thread, data_layout::per_thread, mujoco_thread_data.hpp; the
+// same steps bit for bit). "dynamic:" before the file loads it with MuJoCo's dynamic collision (as before);
+// "per_env:" or "per_thread:" next picks the layout (per_env: one mjData an environment, the layout before).
+// Lines say "collision": "predefined_pairs"|"dynamic" and "data_layout": "per_thread"|"per_env".
+//   gmi.bench.actors_train OUT.jsonl [[dynamic:][per_env:|per_thread:]MODEL_XML (MuJoCo Ant; "-" for none)]
+//                          [seconds per rep] [cores...]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -187,13 +189,22 @@ int main(int argc, char** argv) {
       using net = gmi::agents::gaussian_mlp<>::network<27, 8>;
       const int n = cores * 128;  // 64 envs per core and group
       const bool dynamic = model.rfind("dynamic:", 0) == 0;
-      const ac::mujoco::model_ptr m = dynamic ? ac::mujoco::load(model.substr(8))
-                                              : ac::mujoco::load_with_predefined_pairs(model);
+      std::string file = dynamic ? model.substr(8) : model;
+      ac::mujoco::data_layout layout = ac::mujoco::default_layout;
+      for (const auto l : {ac::mujoco::data_layout::per_env, ac::mujoco::data_layout::per_thread}) {
+        const std::string prefix = std::string(ac::mujoco::layout_name(l)) + ":";
+        if (file.rfind(prefix, 0) == 0) {
+          layout = l;
+          file = file.substr(prefix.size());
+        }
+      }
+      const ac::mujoco::model_ptr m = dynamic ? ac::mujoco::load(file) : ac::mujoco::load_with_predefined_pairs(file);
       ac::ppo_gpu_actors<ant_sim, net> t(ac::actor_config{actor_cores, 2}, n, 1, c, gpu, m, n, std::uint64_t(1),
-                                         ac::mujoco::ant::params{}, ac::mujoco::data_layout::per_thread);
+                                         ac::mujoco::ant::params{}, layout);
       measure(t, "ant", cores, seconds, out, run, cpu,
               {{"mujoco_library", ac::mujoco::library_path()},
-               {"collision", dynamic ? "dynamic" : "predefined_pairs"}, {"data_layout", "per_thread"}});
+               {"collision", dynamic ? "dynamic" : "predefined_pairs"},
+               {"data_layout", ac::mujoco::layout_name(layout)}});
     }
 #endif
   }

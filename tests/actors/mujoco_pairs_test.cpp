@@ -32,7 +32,8 @@ TEST_CASE("actors.mujoco.pairs_step_as_dynamic_collision") {
   CHECK(pairs->njmax == 20 * 4 + 8);  // nconmax 20 contacts of condim 3 (4 pyramid rows) and 8 limited hinges
   CHECK(pairs->nstack < dynamic->nstack / 10);
   constexpr int envs = 8, steps = 400;
-  mj::sim<mj::ant> a(dynamic, envs, 5u), b(pairs, envs, 5u);
+  // per_env: b.data(i) is environment i's own step (its contacts)
+  mj::sim<mj::ant> a(dynamic, envs, 5u, {}, mj::data_layout::per_env), b(pairs, envs, 5u, {}, mj::data_layout::per_env);
   std::vector<float> oa(envs * 27), ob(envs * 27), act(8), fa(27), fb(27);
   for (int i = 0; i < envs; ++i) {
     a.reset_one(std::size_t(i), oa.data() + i * 27);

@@ -1,12 +1,12 @@
-// The Humanoid and Anymal tasks on MuJoCo against gmi::physics's (gmi::envs::humanoid, gmi::envs::anymal), on the
-// same model files (include/gmi/physics/builtin/*.xml):
+// The Ant, Humanoid and Anymal tasks on MuJoCo against gmi::physics's (gmi::envs::ant, gmi::envs::humanoid,
+// gmi::envs::anymal), on the same model files (include/gmi/physics/builtin/*.xml):
 //  - the same reset state for the same seed and environment, and the same observation on it (exactly);
-//  - the reward on MuJoCo's states equals gmi's reward formula evaluated on them (anymal exactly; humanoid to the
-//    float round-off of the centre of mass, which gmi computes with its own float kinematics);
+//  - the reward on MuJoCo's states equals gmi's reward formula evaluated on them (ant and anymal exactly; humanoid
+//    to the float round-off of the centre of mass, which gmi computes with its own float kinematics);
 //  - 50 env steps under a fixed action sequence from the same state: gmi's host step (float, its solver
 //    tolerance 1e-7, as tests/physics/tasks_mujoco_test.cpp's tight case) and MuJoCo's follow each other within
-//    the tolerances below (qpos in m or rad: humanoid 1e-4 until it falls, 1e-3 over all 50 steps, reward 1e-4;
-//    anymal 1e-5 and reward 1e-6) and end at the same step;
+//    the tolerances below (qpos in m or rad: ant and humanoid 1e-4 until the episode ends, 1e-3 over all 50
+//    steps, reward 1e-4; anymal 1e-5 and reward 1e-6) and end at the same step;
 //  - models of other tasks refused in one line;
 //  - a save, a fresh sim loaded from the file and more steps equal the steps of a sim that never stopped (MuJoCo
 //    state and the task's own floats: anymal's command and last action); without the task floats they do not;
@@ -157,6 +157,31 @@ TEST_CASE("actors.mujoco.tasks_refuse_other_models_in_one_line") {
   refused([] { mj::sim<mj::ant>(builtin("anymal.xml"), 1, 1u); }, "Ant model sizes");
 }
 
+TEST_CASE("actors.mujoco.ant_defined_as_gmi_physics") {
+  using Def = gmi::envs::ant;
+  mj::sim<mj::ant> sim(builtin("ant.xml"), 3, 5u);
+  bound<Def> g;
+  std::vector<float> obs(27), act(8);
+  check_resets(sim, g);
+  // gmi's control and finish on MuJoCo's states before and after each step: the same reward and end, exactly.
+  int steps = 0;
+  for (int t = 0; t < 40; ++t, ++steps) {
+    for (int u = 0; u < 8; ++u) act[std::size_t(u)] = 1.5f * action_at(t, u);  // beyond ctrlrange at times
+    const Def::state before = state_of(sim, 0);
+    float ctrl[8], carry[Def::carry_dim];
+    Def::control(before, act.data(), g.p, ctrl, carry, nullptr);
+    const auto a = sim.step_one(0, act.data(), obs.data(), nullptr);
+    if (a.terminated) break;  // obs and data are the next episode's
+    for (int u = 0; u < 8; ++u) REQUIRE(sim.data(0)->ctrl[u] == double(ctrl[u]));
+    Def::state after = state_of(sim, 0);
+    const gmi::transition b = Def::finish(after, act.data(), carry, gmi::physics::data<float>{}, g.p, nullptr);
+    REQUIRE(obs == observe<Def>(after, g.p));
+    REQUIRE(a.terminated == b.terminated);
+    REQUIRE(a.reward == b.reward);
+  }
+  CHECK(steps >= 10);
+}
+
 TEST_CASE("actors.mujoco.humanoid_defined_as_gmi_physics") {
   using Def = gmi::envs::humanoid;
   mj::sim<mj::humanoid> sim(builtin("humanoid.xml"), 3, 5u);
@@ -188,7 +213,8 @@ TEST_CASE("actors.mujoco.humanoid_defined_as_gmi_physics") {
 
 TEST_CASE("actors.mujoco.anymal_defined_as_gmi_physics") {
   using Def = gmi::envs::anymal;
-  mj::sim<mj::anymal> sim(builtin("anymal.xml"), 3, 5u);
+  // per_env: data(0) is environment 0's own last step (its actuator forces and contacts)
+  mj::sim<mj::anymal> sim(builtin("anymal.xml"), 3, 5u, {}, mj::data_layout::per_env);
   bound<Def> g;
   std::vector<float> obs(48), act(12);
   check_resets(sim, g);
@@ -220,6 +246,15 @@ TEST_CASE("actors.mujoco.anymal_defined_as_gmi_physics") {
 TEST_CASE("actors.mujoco.tasks_follow_gmi_physics_for_50_steps") {
   // Float against double and a chaotic system once a foot lands hard (docs/physics.md): the bounds are those of
   // the first 50 env steps from the reset state, with gmi's solver tolerance 1e-7.
+  SUBCASE("ant") {
+    const trajectory_diff d = follow<mj::ant>("ant.xml", 50, 1.0f);
+    CHECK(d.end_gmi == d.end_mujoco);
+    CHECK(d.end_gmi >= 10);  // the torso leaves the healthy range: the end is compared too
+    CHECK(d.qpos < 1e-4);
+    CHECK(d.reward < 1e-4);
+    CHECK(d.qpos_all < 1e-3);
+    CHECK(d.mismatched_ends == 0);
+  }
   SUBCASE("humanoid") {
     const trajectory_diff d = follow<mj::humanoid>("humanoid.xml", 50, 1.0f);
     CHECK(d.end_gmi == d.end_mujoco);

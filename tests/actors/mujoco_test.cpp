@@ -1,6 +1,7 @@
-// MuJoCo tasks on the CPU actors: the Ant task's steps equal MuJoCo stepped directly with the Ant-v4 formulas
-// written out here, a run on two pinned threads equals a serial run for the same seed, any MJCF loads, and bad
-// MJCF files or non-ant models are refused in one line.
+// MuJoCo tasks on the CPU actors: the Ant task's steps equal MuJoCo stepped directly with gmi::envs::ant's formulas
+// written out here, a run on two pinned threads (one mjData per thread, the default) equals a serial run for the
+// same seed (one mjData per environment), any MJCF loads, and bad MJCF files or non-ant models are refused in one
+// line.
 #include <doctest/doctest.h>
 #include <mujoco/mujoco.h>
 
@@ -59,25 +60,27 @@ TEST_CASE("actors.mujoco.ant_equals_mujoco_stepped_directly") {
   for (int i = 0; i < m->nq; ++i) d->qpos[i] = sim.data(0)->qpos[i];
   for (int i = 0; i < m->nv; ++i) d->qvel[i] = sim.data(0)->qvel[i];
   mj_forward(m, d);
-  const int torso = mj_name2id(m, mjOBJ_BODY, "torso");
-  const double dt = 5 * m->opt.timestep;
+  // gmi::envs::ant's formulas in float: the root's (torso's) x from qpos, the cost of the clamped controls.
+  const float dt = float(m->opt.timestep) * 5.0f;
   int steps_done = 0, terminated_at = -1;
   double total_forward = 0;
   for (int k = 0; k < 300 && terminated_at < 0; ++k, ++steps_done) {
     for (int u = 0; u < 8; ++u) act[std::size_t(u)] = action_at(k, 0, u);
     std::vector<float> final_obs(27, -99.0f);
     const auto r = sim.step_one(0, act.data(), obs.data(), final_obs.data());
-    const double x0 = d->xpos[3 * torso];
-    double ctrl_cost = 0;
+    const float x0 = float(d->qpos[0]);
+    float ctrl_cost = 0;
     for (int u = 0; u < 8; ++u) {
-      d->ctrl[u] = act[std::size_t(u)];
-      ctrl_cost += double(act[std::size_t(u)]) * act[std::size_t(u)];
+      const float c = std::fmin(std::fmax(act[std::size_t(u)], -1.0f), 1.0f);
+      d->ctrl[u] = double(c);
+      ctrl_cost += c * c;
     }
     for (int s = 0; s < 5; ++s) mj_step(m, d);
-    const double forward = (d->xpos[3 * torso] - x0) / dt;
+    const float forward = (float(d->qpos[0]) - x0) / dt;
     total_forward += forward;
-    const bool healthy = d->qpos[2] >= 0.2 && d->qpos[2] <= 1.0;
-    const float reward = float(forward + 1.0 - 0.5 * ctrl_cost);
+    const float z = float(d->qpos[2]);
+    const bool healthy = z >= 0.2f && z <= 1.0f;
+    const float reward = 1.0f * forward + 1.0f - 0.5f * ctrl_cost;
     REQUIRE(r.reward == doctest::Approx(reward).epsilon(1e-6));
     REQUIRE(r.terminated == !healthy);
     std::vector<float> expect;
@@ -101,7 +104,7 @@ TEST_CASE("actors.mujoco.actors_equal_serial_run") {
   p.max_steps = 25;  // time limits inside the run
   ac::cpu_actors<mj::sim<mj::ant>> actors({cores, 2}, model, n, 21u, p);
   static_assert(gmi::batch_env<ac::cpu_actors<mj::sim<mj::ant>>>);
-  mj::sim<mj::ant> serial(model, n, 21u, p);
+  mj::sim<mj::ant> serial(model, n, 21u, p, mj::data_layout::per_env);  // the actors: per_thread (default)
   std::vector<float> oa(n * 27), ob(n * 27), act(n * 8), ra(n), rb(n);
   std::vector<std::uint8_t> ta(n), tb(n), ua(n), ub(n);
   actors.reset({oa.data(), oa.size()});

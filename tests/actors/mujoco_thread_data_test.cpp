@@ -58,9 +58,9 @@ TEST_CASE("actors.mujoco.per_thread_data_steps_as_per_env") {
     CAPTURE(pairs);
     const mj::model_ptr m = pairs ? mj::load_with_predefined_pairs(builtin("ant.xml")) : mj::load(builtin("ant.xml"));
     constexpr int envs = 6;
-    mj::sim<mj::ant> a(m, envs, 5u), b(m, envs, 5u, {}, mj::data_layout::per_thread);
+    mj::sim<mj::ant> a(m, envs, 5u, {}, mj::data_layout::per_env), b(m, envs, 5u);
     CHECK(a.layout() == mj::data_layout::per_env);
-    CHECK(b.layout() == mj::data_layout::per_thread);
+    CHECK(b.layout() == mj::data_layout::per_thread);  // the default (mujoco::default_layout)
     std::vector<float> oa(27), ob(27);
     long differences = 0, ends = 0;
     for (int i = 0; i < envs; ++i) {
@@ -78,7 +78,7 @@ TEST_CASE("actors.mujoco.per_thread_data_steps_as_per_env") {
       const std::string name = std::string("x.mujoco.") + f;
       CHECK(ca.get<double>(name) == cb.get<double>(name));
     }
-    mj::sim<mj::ant> c(m, envs, 5u, {}, mj::data_layout::per_thread), d(m, envs, 5u);
+    mj::sim<mj::ant> c(m, envs, 5u, {}, mj::data_layout::per_thread), d(m, envs, 5u, {}, mj::data_layout::per_env);
     c.load_state(ca, "x.");
     d.load_state(cb, "x.");
     differences += step_both(a, c, 300, 60, ends);  // per_env on, and per_thread from per_env's checkpoint

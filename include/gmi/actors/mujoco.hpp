@@ -2,9 +2,10 @@
 // MuJoCo tasks for the CPU actors (MuJoCo's C library, Debian's libmujoco-dev; link gmi::mujoco): a model
 // loaded from any MJCF file (refused in one line when MuJoCo can not compile it), a task on it (mjcf_task: any
 // model, observation qpos and qvel, action the controls; ant, humanoid, anymal: mujoco_<task>.hpp) and
-// mujoco::sim<Task>, a host_sim with one mjData per environment, made by the thread that owns the environment (NUMA
-// first touch), or one per stepping thread with each environment's state rows apart (data_layout::per_thread,
-// mujoco_thread_data.hpp: the same steps, a core's working memory one mjData), plus the task's own
+// mujoco::sim<Task>, a host_sim with one mjData per stepping thread and each environment's state rows apart
+// (data_layout::per_thread, the default: mujoco_thread_data.hpp; the same steps, a core's working memory one
+// mjData), or one mjData per environment made by the thread that owns it (per_env: NUMA first touch; for tools
+// that read a step's contacts or solver statistics through data(i)), plus the task's own
 // per-environment floats where it has them (anymal's command, last action).
 // Built without MuJoCo, load() says so in one line and the rest of this header is absent.
 
@@ -141,7 +142,7 @@ inline constexpr int task_state_size<T> = T::task_state_size;
 // num_envs copies of Task on one compiled model. Environment i draws from gmi::rng(seed, i, ...); episodes,
 // time limits (Task::max_steps), auto-reset, final observations and invalid actions (a NaN or infinite
 // component: not applied, the env is reset and the step reports terminated, as in rl::env_batch) per env.
-// `layout` (data_layout::per_env by default) says where the mjData live (mujoco_thread_data.hpp).
+// `layout` (default_layout, per_thread, by default) says where the mjData live (mujoco_thread_data.hpp).
 template <class Task>
 class sim : public detail::sizes<Task> {
  public:
@@ -149,7 +150,7 @@ class sim : public detail::sizes<Task> {
   using task_type = Task;
 
   sim(model_ptr model, int num_envs, std::uint64_t seed, typename Task::params params = {},
-      data_layout layout = data_layout::per_env)
+      data_layout layout = default_layout)
       : model_(std::move(model)), task_(model_.get(), params), seed_(seed), layout_(layout), rows_(model_.get()) {
     require(num_envs >= 1, "num_envs", num_envs, ">= 1");
     require(task_.max_steps() >= 1 && task_.max_steps() < uncounted_bit, "max_steps", task_.max_steps(),
@@ -158,7 +159,7 @@ class sim : public detail::sizes<Task> {
     for (env& e : envs_) e.task_state.assign(std::size_t(extra), 0.0f);
   }
   sim(const std::string& mjcf_path, int num_envs, std::uint64_t seed, typename Task::params params = {},
-      data_layout layout = data_layout::per_env)
+      data_layout layout = default_layout)
       : sim(load(mjcf_path), num_envs, seed, params, layout) {}
   sim(const sim&) = delete;
   sim& operator=(const sim&) = delete;

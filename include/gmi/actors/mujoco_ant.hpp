@@ -1,83 +1,81 @@
 #pragma once
-// The Ant task on MuJoCo, after Gymnasium's Ant-v4 (its defaults; contact forces left out of the observation):
-// observation qpos[2:] (13) and qvel (14); reward forward velocity of the torso + healthy reward - 0.5 |a|^2;
-// terminated when the state is not finite or the torso height leaves [0.2, 1.0]; 5 MuJoCo steps per env step;
-// reset qpos0 + U(-0.1, 0.1), qvel 0.1 N(0, 1). Kept in this one header so gmi::physics's Ant can match it.
+// The Ant task on MuJoCo, defined as gmi::physics's gmi::envs::ant (include/gmi/envs/ant.hpp) on the same model
+// file (include/gmi/physics/builtin/ant.xml; any model of its sizes with a body "torso"): its params, reset (qpos0
+// + U(-0.1, 0.1) and qvel 0.1 N(0, 1) drawn in the same order from the env's gmi::rng, root quaternion
+// normalized), observation qpos[2:] and qvel (27), termination (torso height outside [0.2, 1] or a state that is
+// not finite) and reward forward velocity of the root (qpos[0], the torso) + 1 - 0.5 |clamp(a, -1, 1)|^2, with
+// frame_skip (5) MuJoCo steps per env step. gmi::envs::ant's own control, finish and observation run on MuJoCo's
+// state in float. (Before, this was Gymnasium's Ant-v4: the torso's xpos, one substep behind, and no
+// renormalized quaternion at reset.)
 
 #if __has_include(<mujoco/mujoco.h>)
 #include <mujoco/mujoco.h>
 
-#include <cmath>
-#include <string>
+#include <array>
 
 #include <gmi/actors/mujoco_task_parts.hpp>
 #include <gmi/concepts/env.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/rng.hpp>
+#include <gmi/envs/ant.hpp>
 
 namespace gmi::actors::mujoco {
 
 class ant {
  public:
-  static constexpr int obs_size = 27, act_size = 8;
-  struct params {
-    int frame_skip = 5;
-    double forward_reward_weight = 1.0;
-    double ctrl_cost_weight = 0.5;
-    double healthy_reward = 1.0;
-    double healthy_z_min = 0.2, healthy_z_max = 1.0;
-    double reset_noise_scale = 0.1;
-    int max_steps = 1000;
-  };
+  using definition = gmi::envs::ant;
+  static constexpr int nq = definition::sim::nq, nv = definition::sim::nv;
+  static constexpr int obs_size = definition::obs_dim, act_size = definition::act_dim;
+  // gmi::envs::ant's params; its solver, step_path and model fields are gmi::physics's and unused here.
+  using params = definition::params;
 
-  // Refuses a model that is not an ant (free torso and 8 hinge actuators), in one line.
+  // Refuses a model that is not an ant (sizes 15, 14, 8 and a body named "torso"), in one line.
   ant(const mjModel* m, params p) : m_(m), p_(p) {
-    parts::require_sizes(m, "Ant", 15, 14, 8);
-    torso_ = parts::require_named(m, "Ant", mjOBJ_BODY, "body", "torso");
+    parts::require_sizes(m, "Ant", nq, nv, act_size);
+    (void)parts::require_named(m, "Ant", mjOBJ_BODY, "body", "torso");
     require(p.frame_skip >= 1, "ant frame_skip", p.frame_skip, ">= 1");
+    for (int i = 0; i < nq; ++i) qpos0_[std::size_t(i)] = float(m->qpos0[i]);
+    p_.model.qpos0 = qpos0_.data();  // what definition::reset and dt read of the model
+    p_.model.timestep = float(m->opt.timestep);
   }
+  ant(const ant&) = delete;  // p_.model points into this object
+  ant& operator=(const ant&) = delete;
 
   [[nodiscard]] int obs_dim() const noexcept { return obs_size; }
   [[nodiscard]] int act_dim() const noexcept { return act_size; }
   [[nodiscard]] int max_steps() const noexcept { return p_.max_steps; }
   [[nodiscard]] const params& config() const noexcept { return p_; }
-  [[nodiscard]] double dt() const noexcept { return m_->opt.timestep * p_.frame_skip; }
+  [[nodiscard]] float dt() const noexcept { return definition::dt(p_); }
 
   void reset(mjData* d, gmi::rng& r) const {
-    parts::reset_data(m_, d);  // mj_resetData's state without clearing the whole buffer
-    const double s = p_.reset_noise_scale;
-    for (int i = 0; i < m_->nq; ++i) d->qpos[i] = m_->qpos0[i] + double(r.uniform(float(-s), float(s)));
-    for (int i = 0; i < m_->nv; ++i) d->qvel[i] = s * double(r.normal());
-    mj_forward(m_, d);
+    definition::state s;
+    definition::reset(s, r, p_);
+    parts::start_from(m_, d, s);
   }
 
   [[nodiscard]] gmi::transition step(mjData* d, const float* action) const {
-    const double x_before = d->xpos[3 * torso_];
-    double ctrl_cost = 0;
-    for (int u = 0; u < act_size; ++u) {
-      d->ctrl[u] = double(action[u]);  // MuJoCo clamps to ctrlrange (ctrllimited)
-      ctrl_cost += double(action[u]) * double(action[u]);
-    }
+    float ctrl[act_size], carry[definition::carry_dim];
+    definition::control(state_of(d), action, p_, ctrl, carry, nullptr);
+    for (int u = 0; u < act_size; ++u) d->ctrl[u] = double(ctrl[u]);
     parts::substeps(m_, d, p_.frame_skip);
-    const double forward = (d->xpos[3 * torso_] - x_before) / dt();
-    const bool healthy = is_healthy(d);
-    const double reward = p_.forward_reward_weight * forward + p_.healthy_reward - p_.ctrl_cost_weight * ctrl_cost;
-    return {float(reward), !healthy};
+    definition::state after = state_of(d);
+    return definition::finish(after, action, carry, gmi::physics::data<float>{}, p_, nullptr);
   }
 
-  void observe(const mjData* d, float* obs) const {
-    for (int i = 2; i < m_->nq; ++i) *obs++ = float(d->qpos[i]);
-    for (int i = 0; i < m_->nv; ++i) *obs++ = float(d->qvel[i]);
-  }
+  void observe(const mjData* d, float* obs) const { definition::observe(state_of(d), obs, p_); }
 
-  [[nodiscard]] bool is_healthy(const mjData* d) const noexcept {
-    return parts::state_finite(m_, d) && d->qpos[2] >= p_.healthy_z_min && d->qpos[2] <= p_.healthy_z_max;
+  [[nodiscard]] bool is_healthy(const mjData* d) const noexcept { return definition::healthy(state_of(d), p_); }
+
+  [[nodiscard]] definition::state state_of(const mjData* d) const noexcept {
+    definition::state s;
+    parts::to_float(m_, d, s);
+    return s;
   }
 
  private:
   const mjModel* m_;
   params p_;
-  int torso_ = -1;
+  std::array<float, nq> qpos0_{};
 };
 
 }  // namespace gmi::actors::mujoco

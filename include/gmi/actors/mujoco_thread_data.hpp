@@ -24,6 +24,10 @@ namespace gmi::actors::mujoco {
 // whole), or one per stepping thread with each environment's state rows apart (per_thread: data(i) is the calling
 // thread's mjData with environment i's rows loaded; its other fields are from that thread's last step).
 enum class data_layout { per_env, per_thread };
+// The layout of a sim made without one: per_thread (faster at the same bits; what the CPU actors, the GPU trainer
+// on actors, the placement profile and gmi.bench.actors_train step). Tools that read a step's contacts, solver
+// statistics or timers through data(i) ask for per_env.
+inline constexpr data_layout default_layout = data_layout::per_thread;
 
 [[nodiscard]] inline const char* layout_name(data_layout l) noexcept {
   return l == data_layout::per_env ? "per_env" : "per_thread";
