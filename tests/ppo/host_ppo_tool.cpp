@@ -11,7 +11,8 @@
 // Tasks: the suite's small ones (cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain, quadcopter) and the
 // LQ proxies (ant_proxy, anymal_proxy, humanoid_proxy, franka_cabinet_proxy, shadow_hand_proxy). The last line
 // also gives the deterministic evaluation's mean return (rl/ppo_eval.hpp) and, for the proxies, both returns over
-// the Riccati optimum's.
+// the Riccati optimum's and rest_cost / rest_gap: the mean policy's cost over one episode started at rest (x0 = 0,
+// where the optimal controller costs 0), the part of the evaluation's cost that the settled states' actions add.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -82,6 +83,13 @@ int train(const options& o) {
   if constexpr (requires { Task::optimal_mean_return(typename Task::params{}); }) {
     const double opt = Task::optimal_mean_return(typename Task::params{});
     std::printf(" optimum %.6g gap %.4g eval_gap %.4g", opt, last / opt, ev.mean_return / opt);
+    // The mean policy from rest (x0 = 0, where the optimal controller costs 0): what its action at the settled
+    // states costs over a whole episode, the part of eval_gap that the transient does not explain.
+    typename Task::params rest{};
+    rest.init_std = 0.0f;
+    const gmi::rl::eval_result at_rest =
+        gmi::rl::evaluate_mode(t, 1, rest, gmi::exec::host{.threads = static_cast<unsigned>(o.threads)});
+    std::printf(" rest_cost %.4g rest_gap %.4g", -at_rest.mean_return, at_rest.mean_return / opt);
   }
   std::printf("\n");
   return 0;

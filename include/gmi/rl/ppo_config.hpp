@@ -94,8 +94,9 @@ struct ppo_config {
   bool bootstrap_truncation = true; // reward += gamma * V(final state) when the time limit cuts an episode
   // true: the first reset starts each environment's step counter at a uniform draw in [0, max_steps) (env_batch's
   // episode_start::random_step), so time limits fall out of phase. Off by default: on tasks whose per-step costs
-  // span orders of magnitude along an episode (the LQ proxies) the mixed phases left the policy drifting late
-  // (docs/learning.md, "Out-of-phase episode starts").
+  // span orders of magnitude along an episode (the LQ proxies) the mixed phases left the policy drifting late,
+  // under a return normalizer window of few rollouts (value_normalizer_window at the suite's env counts; docs/
+  // learning.md, "Out-of-phase episode starts" and "Out-of-phase starts and the return normalizer's window").
   bool random_episode_start = false;
   // Constant by default. lr_schedule::adaptive_kl is rl_games' rule for Isaac Gym tasks: the step size follows
   // the policy's KL (/1.5 above 2x kl_target, *1.5 below kl_target/2, within [min, max]_learning_rate). On
