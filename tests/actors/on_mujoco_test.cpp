@@ -2,10 +2,11 @@
 // (ppo_sim_on_actors over mujoco::sim<Task> on host threads), built as gmi::train builds it (make_gmi_engine), and
 // it trains MuJoCo's Ant: equal bit for bit to ppo_sim_on_actors on the benches' model with the same seed, its
 // checkpoint holding every environment's MuJoCo state, and unequal to on_cpu<envs::ant> (gmi::physics's host code
-// on the actors), so the check can fail.
+// on the actors), so the check can fail; the end line's evaluation steps MuJoCo too.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <gmi/agents/gaussian_mlp.hpp>
 #include <gmi/envs/ant.hpp>
 #include <gmi/pipeline/mujoco_actors.hpp>
+#include <gmi/rl/ppo_eval.hpp>
 
 namespace {
 namespace ac = gmi::actors;
@@ -61,6 +63,19 @@ TEST_CASE("actors.on_mujoco.engine_is_mujoco_sim_on_actors") {
     CHECK(ck.meta["actors_env_state"] == "saved");
     CHECK(ck.contains("actors.mujoco.qpos"));
     piped = params_of(e);
+
+    // The end line's evaluation (rl::evaluate_mode over the engine) steps MuJoCo (eval_sim), not gmi::physics's Ant
+    // (the trainer's env type): the same weights and streams give another return.
+    const auto on_mujoco = gmi::rl::evaluate_mode(e, 8, p);
+    const auto w = ck.get<float>("policy.params", std::size_t(net::param_count));
+    const auto stats = ck.get<double>("obs_norm.stats", 1 + 2 * std::size_t(27));
+    const auto on_physics = gmi::rl::evaluate_mode<ant_env, net>(gmi::host_span<const float>(w.data(), w.size()),
+                                                                 gmi::host_span<const double>(stats.data(), stats.size()),
+                                                                 8, e.seed(), p, {}, e.config().obs_clip);
+    CHECK(on_mujoco.episodes == 8);
+    CHECK(on_mujoco.mean_length <= 20);
+    CHECK(std::isfinite(on_mujoco.mean_return));
+    CHECK(on_mujoco.mean_return != on_physics.mean_return);
   }
   {
     // The engine the benches train, on the model they load, with the same seed: the same weights bit for bit.

@@ -11,9 +11,9 @@
 // actors: refusals, host GMIs, checkpoints, --resume), with another engine: ppo_sim_on_actors over
 // mujoco::sim<Task> on host threads, ppo_gpu_actors over it on a GPU (this header under nvcc). The model is the
 // one the benches step: gmi::physics's own MJCF of Env compiled by MuJoCo (plan::mujoco_model_of: the Ant's
-// contacts as predefined pairs), in the default data layout (one mjData per stepping thread). Env's params are
-// the task's (mujoco::ant::params is envs::ant::params). Link gmi::mujoco; without MuJoCo's headers this header
-// declares nothing.
+// contacts as predefined pairs), in the default data layout (one mjData per stepping thread); so is the end line's
+// deterministic evaluation. Env's params are the task's (mujoco::ant::params is envs::ant::params). Link
+// gmi::mujoco; without MuJoCo's headers this header declares nothing.
 
 #include <gmi/pipeline/cpu_actors.hpp>
 #include <gmi/plan/mujoco_placement.hpp>
@@ -43,10 +43,19 @@ class on_mujoco_engine {
 template <class Env, int Cores>
 using mujoco_sim_of = mujoco::sim<typename on_mujoco<Env, Cores>::mujoco_task>;
 
+// The end line's deterministic evaluation (rl::evaluate_mode) steps the engine's MuJoCo task on the same model, not
+// Env's gmi::physics code (the trainer's env type).
+template <class Env>
+struct mujoco_evaluation {
+  [[nodiscard]] static mujoco_sim_of<Env, 0> eval_sim(int episodes, std::uint64_t seed, const typename Env::params& p) {
+    return {plan::mujoco_model_of<Env>(), episodes, seed, p};
+  }
+};
+
 // Host placement: the policy on the driver thread, the update on the trainer's host path.
 template <class Env, int Cores, class Net>
 class on_mujoco_engine<Env, Cores, Net, exec::host>
-    : public ppo_sim_on_actors<mujoco_sim_of<Env, Cores>, Net, on_mujoco<Env, Cores>> {
+    : public ppo_sim_on_actors<mujoco_sim_of<Env, Cores>, Net, on_mujoco<Env, Cores>>, public mujoco_evaluation<Env> {
   using base = ppo_sim_on_actors<mujoco_sim_of<Env, Cores>, Net, on_mujoco<Env, Cores>>;
 
  public:
@@ -64,7 +73,7 @@ class on_mujoco_engine<Env, Cores, Net, exec::host>
 // GPU placement: inference per env group and the update on the GPU's stream.
 template <class Env, int Cores, class Net>
 class on_mujoco_engine<Env, Cores, Net, exec::cuda>
-    : public ppo_gpu_actors<mujoco_sim_of<Env, Cores>, Net, on_mujoco<Env, Cores>> {
+    : public ppo_gpu_actors<mujoco_sim_of<Env, Cores>, Net, on_mujoco<Env, Cores>>, public mujoco_evaluation<Env> {
   using base = ppo_gpu_actors<mujoco_sim_of<Env, Cores>, Net, on_mujoco<Env, Cores>>;
 
  public:
