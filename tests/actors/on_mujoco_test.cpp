@@ -69,9 +69,10 @@ TEST_CASE("actors.on_mujoco.engine_is_mujoco_sim_on_actors") {
     const auto on_mujoco = gmi::rl::evaluate_mode(e, 8, p);
     const auto w = ck.get<float>("policy.params", std::size_t(net::param_count));
     const auto stats = ck.get<double>("obs_norm.stats", 1 + 2 * std::size_t(27));
-    const auto on_physics = gmi::rl::evaluate_mode<ant_env, net>(gmi::host_span<const float>(w.data(), w.size()),
-                                                                 gmi::host_span<const double>(stats.data(), stats.size()),
-                                                                 8, e.seed(), p, {}, e.config().obs_clip);
+    const gmi::host_span<const float> weights(w.data(), w.size());
+    const gmi::host_span<const double> moments(stats.data(), stats.size());
+    const auto on_physics = gmi::rl::evaluate_mode<ant_env, net>(weights, moments, 8, e.seed(), p, {},
+                                                                 e.config().obs_clip);
     CHECK(on_mujoco.episodes == 8);
     CHECK(on_mujoco.mean_length <= 20);
     CHECK(std::isfinite(on_mujoco.mean_return));
@@ -79,9 +80,9 @@ TEST_CASE("actors.on_mujoco.engine_is_mujoco_sim_on_actors") {
   }
   {
     // The engine the benches train, on the model they load, with the same seed: the same weights bit for bit.
-    ac::ppo_sim_on_actors<mj::sim<mj::ant>, net, ant_env> d(ac::actor_config{ac::on_cpu_cores<1>(), 2}, envs, seed,
-                                                            small_config(), p, gmi::exec::host{.threads = 1},
-                                                            gmi::plan::mujoco_model_of<gmi::envs::ant>(), envs, seed, p);
+    ac::ppo_sim_on_actors<mj::sim<mj::ant>, net, ant_env> d(
+        ac::actor_config{ac::on_cpu_cores<1>(), 2}, envs, seed, small_config(), p, gmi::exec::host{.threads = 1},
+        gmi::plan::mujoco_model_of<gmi::envs::ant>(), envs, seed, p);
     for (int k = 0; k < iterations; ++k) d.iterate();
     direct = params_of(d);
   }
