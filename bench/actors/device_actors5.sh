@@ -5,14 +5,16 @@
 # MuJoCo Ant now defined as gmi::envs::ant. From the repository root with .carry/debs (bench/actors/carry_mujoco.sh)
 # and optionally .carry/mujoco-deepmind (carry_mujoco_deepmind.sh):
 #   1. builds gmi.bench.actors_rate, gmi.bench.actors_train, gmi.bench.actors_check_threshold, gmi.test.actors_gpu,
-#      gmi.test.actors_mujoco and gmi.example.cartpole_on_cpu in $BUILD (default /tmp/build-actors5, -j$JOBS, 16);
+#      gmi.test.actors_mujoco, gmi.example.cartpole_on_cpu and gmi.example.ant_on_cpu in $BUILD (default
+#      /tmp/build-actors5, -j$JOBS, 16);
 #   2. in this order, each step cut to the time left and skipped (said so) when too little is left:
 #      a. rate round 1 on each MuJoCo build: gmi.bench.actors_rate on pairs:ant.xml in the default layout, 128 envs a
 #         core, 1 and 8 threads (bare mj_step loop, gmi's sim, the CPU actors with and without stealing, the
 #         profile, the resets with the 2000-step trajectory_fnv);
 #      b. CPU-actor PPO on the Ant at 8 actor cores (gmi.bench.actors_train, GPU policy and update, pairs), the
 #         default layout against "per_env:" (one mjData an environment, the layout before), Debian's build;
-#      c. the GPU tests of actors and the host MuJoCo tests (ctest -R '^(actors_gpu\.|actors\.mujoco\.)');
+#      c. the GPU tests of actors, the host MuJoCo tests and examples/ant_on_cpu's, its GPU engine through gmi::run
+#         among them (ctest -R '^(actors_gpu\.|actors\.mujoco\.|example\.ant_on_cpu\.)');
 #      d. rate round 2 on each build; e. b on DeepMind's build; f. rate round 3 on each build;
 #      g. gmi.bench.actors_train on Cartpole at 1 and 8 actor cores (CPU actors against GPU simulation and the
 #         placement line at each), then gmi.bench.actors_check_threshold at threshold 1 on those lines;
@@ -32,7 +34,7 @@ export BUILD=${BUILD:-/tmp/build-actors5}
 source "$(dirname "$0")/device_actors_common.sh"
 cpus=${GMI_RATE_CPUS:-0-8}
 targets=(gmi.bench.actors_rate gmi.bench.actors_train gmi.bench.actors_check_threshold gmi.test.actors_gpu
-         gmi.test.actors_mujoco gmi.example.cartpole_on_cpu)
+         gmi.test.actors_mujoco gmi.example.cartpole_on_cpu gmi.example.ant_on_cpu)
 build_targets 270
 mujoco_builds
 lscpu -e=CPU,CORE,SOCKET,NODE > "$logs/topology.txt" 2>&1 || true
@@ -63,7 +65,7 @@ ant_train() {  # $1: build; the default layout, then per_env
 rate_round 1
 ant_train debian
 if skip_unless "GPU and MuJoCo tests" 40; then
-  step tests 90 ctest --test-dir "$build" -R '^(actors_gpu\.|actors\.mujoco\.)' --output-on-failure --timeout 80
+  step tests 90 ctest --test-dir "$build" -R '^(actors_gpu\.|actors\.mujoco\.|example\.ant_on_cpu\.)' --output-on-failure --timeout 80
   tail -3 "$logs/tests.log"
 fi
 rate_round 2
