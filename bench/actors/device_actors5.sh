@@ -73,7 +73,7 @@ for lib in "${builds[@]}"; do [ "$lib" = deepmind ] && ant_train deepmind; done
 rate_round 3
 if skip_unless "actors_train cartpole and the threshold check" 30; then
   step train_cartpole 40 taskset -c "$cpus" "$bench_dir/gmi.bench.actors_train" "$logs/train_debian_cartpole.jsonl" - 0.4 1 8 &&
-    step threshold 10 "$bench_dir/gmi.bench.actors_check_threshold" "$logs/train_debian_cartpole.jsonl" \
+    step threshold 25 "$bench_dir/gmi.bench.actors_check_threshold" "$logs/train_debian_cartpole.jsonl" \
       "$logs/threshold_debian_1.jsonl" 1
 fi
 if ! command -v nvidia-cuda-mps-control > /dev/null; then
