@@ -1,7 +1,7 @@
 // gmi.bench.actors_check_threshold: the placement threshold against training (actors/threshold_check.hpp). Reads
-// gmi.bench.actors_train's lines and writes, per task, one line per actor core count (the rule's ratio, which side
-// trained faster, whether threshold T decides it right) and a summary with the thresholds that decide every point
-// right (consistent_low < T <= consistent_high) and a suggested one:
+// gmi.bench.actors_train's or actors_place's lines and writes, per task, one line per point (actor core count and
+// batch: the rule's ratio, which side trained faster, whether threshold T decides it right) and a summary with the
+// thresholds that decide every point right (consistent_low < T <= consistent_high) and a suggested one:
 //   gmi.bench.actors_check_threshold TRAIN.jsonl OUT.jsonl [threshold (default 1)]
 // Exit code 0 when T decides every point right, 1 when not, 2 on bad input.
 #include <cmath>
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     const double threshold = argc > 3 ? std::stod(argv[3]) : 1.0;
     const auto points = gmi::actors::threshold_points_from_lines(in, argv[1]);
     gmi::require(!points.empty(), std::string("points in ") + argv[1], 0,
-                 ">= 1 (train lines of both impls and a placement line at one actor core count)");
+                 ">= 1 (train lines of both impls and a placement line at one actor core count and batch)");
     std::ofstream out(argv[2], std::ios::app);
     const char* git = std::getenv("GMI_GIT_REVISION");
     auto emit = [&](const nlohmann::json& line) {
@@ -37,8 +37,8 @@ int main(int argc, char** argv) {
     for (const auto& [task, task_points, v] : gmi::actors::check_threshold_by_task(points, threshold)) {
       for (const auto& p : task_points) {
         emit({{"bench", "placement_threshold_point"}, {"task", task}, {"actor_cores", p.actor_cores},
-              {"cpu_sim_steps_per_s", p.cpu_sim}, {"gpu_sim_steps_per_s", p.gpu_sim}, {"ratio", p.ratio()},
-              {"cpu_train_steps_per_s", p.cpu_train}, {"gpu_train_steps_per_s", p.gpu_train},
+              {"batch", p.batch}, {"cpu_sim_steps_per_s", p.cpu_sim}, {"gpu_sim_steps_per_s", p.gpu_sim},
+              {"ratio", p.ratio()}, {"cpu_train_steps_per_s", p.cpu_train}, {"gpu_train_steps_per_s", p.gpu_train},
               {"faster_training", p.gpu_trains_faster() ? "gpu" : "cpu"},
               {"chosen", p.ratio() >= threshold ? "gpu" : "cpu"}, {"right", p.right_at(threshold)},
               {"threshold", threshold}, {"git", git ? git : ""}});

@@ -1,11 +1,11 @@
-# Sourced by bench/actors/device_actors*.sh from their own folder, after start_s and budget_s are set: name=actors,
-# device_common.sh's set-up with BUILD (default /tmp/build-actors), logs in $out/actors/, $lines emptied, JOBS
+# Sourced by bench/actors/device_actors*.sh from their own folder, after start_s and budget_s are set: name (default
+# actors), device_common.sh's set-up with BUILD (default /tmp/build-actors), logs in $out/$name/, $lines emptied, JOBS
 # (default 16), model (gmi::physics's Ant MJCF), MuJoCo's carried .debs unpacked and $build configured (exit 2 when
 # CMake did not find MuJoCo); left (seconds of the budget left) and step (a command under the time left).
-name=actors
+name=${name:-actors}
 export BUILD=${BUILD:-/tmp/build-actors}
 source "$(dirname "${BASH_SOURCE[0]}")/../physics/device_common.sh"
-logs=$out/actors
+logs=$out/$name
 mkdir -p "$logs"
 : > "$lines"
 export JOBS=${JOBS:-16}

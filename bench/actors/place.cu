@@ -1,6 +1,6 @@
 // gmi.bench.actors_place: the placement threshold's points for the tasks that exist both in gmi::physics and on
-// MuJoCo (ant, humanoid, anymal). For each actor core count, with 64 envs per core and env group (as
-// gmi.bench.actors_train's points):
+// MuJoCo (ant, humanoid, anymal). For each actor core count, with ENVS envs per core and env group (default 64, as
+// gmi.bench.actors_train's points; batch = cores x 2 x ENVS, both recorded as envs_per_group and batch):
 //   train on CPU actors:   PPO env steps/s with the task's MuJoCo counterpart (plan/mujoco_placement.hpp, on
 //                          gmi::physics's own model of it) on the actors and the trainer on the GPU (impl gmi),
 //   train on the GPU:      the same PPO over gmi::envs::<task> (gmi::physics on the GPU) at the same env count
@@ -8,22 +8,58 @@
 //   placement:             plan::choose_placement with the CPU side timed as one MuJoCo env step on one pinned
 //                          core (the simulator the actors run) and the GPU side as gmi::physics's batched step.
 // Lines in gmi.bench.actors_train's shape, so gmi.bench.actors_check_threshold reads both files.
-//   gmi.bench.actors_place OUT.jsonl TASK [seconds per rep] [cores...]      (TASK: ant, humanoid or anymal)
+//   gmi.bench.actors_place OUT.jsonl TASK[:ENVS] [seconds per rep] [cores...]  (TASK: ant, humanoid or anymal)
+// Bad arguments are refused in one line with exit code 2 before any device work.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "place.cuh"
 
+namespace {
+// A number in [lo, hi] from an argument's whole text; else config_error "<what>: got <text>, need <range>".
+template <class T>
+T parse_number(const std::string& text, const std::string& what, T lo, T hi, const std::string& need) {
+  std::size_t used = 0;
+  double v = std::nan("");
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const bool whole = std::is_floating_point_v<T> || v == std::floor(v);
+  gmi::require(used == text.size() && whole && v >= double(lo) && v <= double(hi), what, text, need);
+  return T(v);
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s OUT.jsonl TASK(ant|humanoid|anymal) [seconds per rep] [cores...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OUT.jsonl TASK[:ENVS](ant|humanoid|anymal) [seconds per rep] [cores...]\n",
+                 argv[0]);
     return 2;
   }
-  const std::string task = argv[2];
-  if (task != "ant" && task != "humanoid" && task != "anymal") {
-    std::fprintf(stderr, "gmi.bench.actors_place: task: got %s, need ant, humanoid or anymal\n", task.c_str());
+  std::string task = argv[2];
+  int envs_per_group = 64;
+  std::vector<int> core_counts;
+  double seconds = 0.5;
+  try {
+    if (const auto colon = task.find(':'); colon != std::string::npos) {
+      envs_per_group = parse_number(task.substr(colon + 1), "gmi.bench.actors_place TASK:ENVS envs per core and group",
+                                    1, 4096, "an integer in 1..4096");
+      task.resize(colon);
+    }
+    gmi::require(task == "ant" || task == "humanoid" || task == "anymal", "gmi.bench.actors_place task", task,
+                 "ant, humanoid or anymal");
+    if (argc > 3) seconds = parse_number(argv[3], "gmi.bench.actors_place seconds per rep", 0.01, 600.0, "0.01..600");
+    for (int i = 4; i < argc; ++i)
+      core_counts.push_back(parse_number(argv[i], "gmi.bench.actors_place actor cores", 1, 4096,
+                                         "an integer in 1..4096"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
     return 2;
   }
   if (!ac::cuda_device_present()) {
@@ -31,14 +67,11 @@ int main(int argc, char** argv) {
     return 77;
   }
   try {
-    const double seconds = argc > 3 ? std::stod(argv[3]) : 0.5;
-    std::vector<int> core_counts;
-    for (int i = 4; i < argc; ++i) core_counts.push_back(std::stoi(argv[i]));
     if (core_counts.empty()) core_counts = {1, 4, std::max(1, int(ac::available_cores().size()) - 1)};
     std::ofstream out(argv[1], std::ios::app);
-    if (task == "ant") place_bench::place_ant(out, core_counts, seconds);
-    if (task == "humanoid") place_bench::place_humanoid(out, core_counts, seconds);
-    if (task == "anymal") place_bench::place_anymal(out, core_counts, seconds);
+    if (task == "ant") place_bench::place_ant(out, core_counts, seconds, envs_per_group);
+    if (task == "humanoid") place_bench::place_humanoid(out, core_counts, seconds, envs_per_group);
+    if (task == "anymal") place_bench::place_anymal(out, core_counts, seconds, envs_per_group);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gmi.bench.actors_place: %s\n", e.what());
     return 2;

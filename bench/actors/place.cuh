@@ -1,7 +1,8 @@
 #pragma once
 // gmi.bench.actors_place's per-task part (place.cu has main): place<Env> writes the three lines of every actor core
-// count for one task. Each task is instantiated in a file of its own (place_<task>.cu), so the build compiles the
-// three tasks' GPU code in parallel.
+// count for one task at `envs_per_group` envs per core and env group (batch = cores x 2 x envs_per_group). Each
+// task is instantiated in a file of its own (place_<task>.cu), so the build compiles the three tasks' GPU code in
+// parallel.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -58,7 +59,7 @@ inline void emit(std::ofstream& out, const nlohmann::json& line) {
 
 // The three lines of every core count for Env (a gmi::envs task with a MuJoCo counterpart).
 template <class Env>
-void place(std::ofstream& out, const std::vector<int>& core_counts, double seconds) {
+void place(std::ofstream& out, const std::vector<int>& core_counts, double seconds, int envs_per_group) {
   using task = typename gmi::plan::mujoco_counterpart<Env>::task;
   using net = gmi::agents::gaussian_mlp<>::network<Env::obs_dim, Env::act_dim>;
   const std::string name = Env::name;
@@ -71,8 +72,13 @@ void place(std::ofstream& out, const std::vector<int>& core_counts, double secon
   const double core_seconds = gmi::plan::mujoco_seconds_per_step<task>(model, ac::available_cores().back());
   gmi::rl::ppo_config c;  // the defaults: horizon 16
   for (int cores : core_counts) {
-    if (cores + 1 > available) continue;  // one core is left to the driver
-    const int n = cores * 128;             // 64 envs per core and group
+    if (cores + 1 > available) {  // one core is left to the driver
+      std::fprintf(stderr, "%s at %d actor cores: skipped, %d cores available (one is the driver's)\n", name.c_str(),
+                   cores, available);
+      continue;
+    }
+    const int n = cores * 2 * envs_per_group;  // two env groups
+    const nlohmann::json size = {{"envs_per_group", envs_per_group}, {"batch", n}};
     const double per_iteration = double(n) * c.horizon;
     {
       ac::ppo_gpu_actors<mj::sim<task>, net> t(ac::actor_config{ac::choose_cores(cores), 2}, n, 1, c, gpu, model, n,
@@ -81,6 +87,7 @@ void place(std::ofstream& out, const std::vector<int>& core_counts, double secon
                                             gmi::metrics::summarize(train_rates(t, per_iteration, seconds, 3)));
       line.update({{"task", name}, {"phase", "train"}, {"actor_cores", cores}, {"num_envs", n},
                    {"horizon", c.horizon}, {"simulator", "mujoco"}, {"host_cpu", cpu}});
+      line.update(size);
       emit(out, line);
     }
     {
@@ -89,6 +96,7 @@ void place(std::ofstream& out, const std::vector<int>& core_counts, double secon
                                             gmi::metrics::summarize(train_rates(g, per_iteration, seconds, 3)));
       line.update({{"task", name}, {"phase", "train"}, {"actor_cores", 0}, {"for_actor_cores", cores},
                    {"num_envs", n}, {"horizon", c.horizon}, {"simulator", "gmi::physics"}, {"host_cpu", cpu}});
+      line.update(size);
       emit(out, line);
     }
     gmi::plan::placement_profile prof = gmi::profile_placement<Env>({}, n, 0, 1);
@@ -98,6 +106,7 @@ void place(std::ofstream& out, const std::vector<int>& core_counts, double secon
     auto placed = gmi::plan::choose_placement(prof).line();
     placed.update({{"actor_cores", cores}, {"cpu_simulator", "mujoco"}, {"gpu_simulator", "gmi::physics"},
                    {"device", run.device}, {"git", run.git}, {"run_id", run.run_id}, {"host_cpu", cpu}});
+    placed.update(size);
     emit(out, placed);
   }
 }
@@ -105,7 +114,7 @@ void place(std::ofstream& out, const std::vector<int>& core_counts, double secon
 
 
 namespace place_bench {
-void place_ant(std::ofstream& out, const std::vector<int>& core_counts, double seconds);
-void place_humanoid(std::ofstream& out, const std::vector<int>& core_counts, double seconds);
-void place_anymal(std::ofstream& out, const std::vector<int>& core_counts, double seconds);
+void place_ant(std::ofstream& out, const std::vector<int>& core_counts, double seconds, int envs_per_group);
+void place_humanoid(std::ofstream& out, const std::vector<int>& core_counts, double seconds, int envs_per_group);
+void place_anymal(std::ofstream& out, const std::vector<int>& core_counts, double seconds, int envs_per_group);
 }  // namespace place_bench

@@ -1,6 +1,7 @@
 // Placement by metric: the faster side wins at the default threshold, the threshold overrides it, bad profiles
 // are refused in one line, and a real CPU step is timed. The threshold checked against training lines
-// (threshold_check.hpp): right and wrong points, the range of right thresholds, refusals.
+// (threshold_check.hpp): right and wrong points, the range of right thresholds, refusals, points keyed by task,
+// actor cores and batch.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -57,19 +58,24 @@ TEST_CASE("plan.placement.times_a_real_cpu_step") {
 }
 
 namespace {
-// actors_train's three lines for one point: CPU-actor training, GPU-simulation training beside it, placement.
+// actors_train's three lines for one point: CPU-actor training, GPU-simulation training beside it, placement. With
+// batch > 0 every line says it (`size` names the training lines' field: actors_place's "batch", actors_train's
+// "num_envs"; placement lines always say "batch"); without, the lines of older benches.
 std::string train_lines(int cores, double cpu_sim, double gpu_sim, double cpu_train, double gpu_train,
-                        const std::string& task = "cartpole") {
+                        const std::string& task = "cartpole", int batch = 0, const std::string& size = "batch") {
   const std::string c = std::to_string(cores);
   const auto quoted = [](const std::string& t) { return "\"" + t + "\""; };
+  const std::string train_size = batch > 0 ? ",\"" + size + "\":" + std::to_string(batch) : "";
+  const std::string placement_size = batch > 0 ? ",\"batch\":" + std::to_string(batch) : "";
   return R"({"bench":"cpu_actors_ppo","impl":"gmi","task":)" + quoted(task) + R"(,"phase":"stepping","actor_cores":)" + c +
          R"(,"median":1e9})" "\n" +
          R"({"bench":"cpu_actors_ppo","impl":"gmi","task":)" + quoted(task) + R"(,"phase":"train","actor_cores":)" + c +
-         R"(,"median":)" + std::to_string(cpu_train) + "}\n" +
+         train_size + R"(,"median":)" + std::to_string(cpu_train) + "}\n" +
          R"({"bench":"cpu_actors_ppo","impl":"gmi.gpu_simulation","task":)" + quoted(task) + R"(,"phase":"train","actor_cores":0,)"
-         R"("for_actor_cores":)" + c + R"(,"median":)" + std::to_string(gpu_train) + "}\n" +
-         R"({"bench":"placement","task":)" + quoted(task) + R"(,"chosen":"x","actor_cores":)" + c + R"(,"cpu_steps_per_s":)" +
-         std::to_string(cpu_sim) + R"(,"gpu_steps_per_s":)" + std::to_string(gpu_sim) + "}\n";
+         R"("for_actor_cores":)" + c + train_size + R"(,"median":)" + std::to_string(gpu_train) + "}\n" +
+         R"({"bench":"placement","task":)" + quoted(task) + R"(,"chosen":"x","actor_cores":)" + c + placement_size +
+         R"(,"cpu_steps_per_s":)" + std::to_string(cpu_sim) + R"(,"gpu_steps_per_s":)" + std::to_string(gpu_sim) +
+         "}\n";
 }
 }  // namespace
 
@@ -153,4 +159,70 @@ TEST_CASE("actors.placement.threshold_checked_per_task") {
   CHECK(*by_task[0].verdict.suggested() == doctest::Approx(3));
   CHECK(by_task[1].verdict.right == 1);
   CHECK_THROWS_WITH_AS((void)ac::check_threshold_by_task({}, 1.0), doctest::Contains("points: got 0"), gmi::config_error);
+}
+
+TEST_CASE("actors.placement.threshold_points_keyed_by_batch") {
+  namespace ac = gmi::actors;
+  // Ant at 14 actor cores and two batches (actors_place's lines, "batch" on each): at 56 envs (2 per core and group)
+  // the GPU simulates 28 K env steps/s against 210 K on the cores (ratio 0.13) and CPU actors train faster; at 1792
+  // (64 per core and group) the GPU simulates 3x the cores and trains faster. Two points at one core count.
+  std::istringstream in(train_lines(14, 2.1e5, 2.8e4, 1.5e5, 2.5e4, "ant", 56) +
+                        train_lines(14, 2.1e5, 6.3e5, 1.9e5, 3.1e5, "ant", 1792));
+  const auto points = ac::threshold_points_from_lines(in, "place.jsonl");
+  REQUIRE(points.size() == 2);
+  CHECK(points[0].actor_cores == 14);
+  CHECK(points[1].actor_cores == 14);
+  CHECK(points[0].batch == 56);
+  CHECK(points[1].batch == 1792);
+  CHECK_FALSE(points[0].gpu_trains_faster());
+  CHECK(points[1].gpu_trains_faster());
+  // The CPU-wins point bounds the range from below (consistent_low > 0), the GPU-wins point from above: T = 1 is
+  // inside and decides both right.
+  const auto v = ac::check_threshold(points, 1.0);
+  CHECK(v.right == 2);
+  CHECK(v.low == doctest::Approx(2.8e4 / 2.1e5));
+  CHECK(v.high == doctest::Approx(3));
+  CHECK(*v.suggested() == 1.0);
+  // The CPU-wins point alone: bounded below only (high infinite), suggested a factor 2 above low.
+  const auto cpu_only = ac::check_threshold({points[0]}, 0.1);
+  CHECK(cpu_only.right == 0);  // T = 0.1 calls it GPU (0.13 >= 0.1)
+  CHECK(std::isinf(cpu_only.high));
+  CHECK(*cpu_only.suggested() == doctest::Approx(2 * 2.8e4 / 2.1e5));
+}
+
+TEST_CASE("actors.placement.threshold_points_mixed_and_old_lines") {
+  namespace ac = gmi::actors;
+  // actors_train's lines (the batch as "num_envs" on the training lines) beside actors_place's ("batch"), one task:
+  // the two shapes join at equal batches, and a third point comes from older lines without any batch (key 0).
+  // Lines of one core count whose batches differ are not one point: the 7-core point's placement is at another
+  // batch than its training lines, so it is left out.
+  std::istringstream in(train_lines(3, 4.5e4, 2e5, 4e4, 9e4, "ant", 384, "num_envs") +
+                        train_lines(3, 4.5e4, 1.2e4, 4.2e4, 1.1e4, "ant", 12) +
+                        train_lines(1, 1.5e4, 8e4, 1.3e4, 5.2e4, "ant") +
+                        R"({"bench":"cpu_actors_ppo","impl":"gmi","task":"ant","phase":"train","actor_cores":7,)"
+                        R"("batch":896,"median":1})" "\n"
+                        R"({"bench":"cpu_actors_ppo","impl":"gmi.gpu_simulation","task":"ant","phase":"train",)"
+                        R"("actor_cores":0,"for_actor_cores":7,"batch":896,"median":2})" "\n"
+                        R"({"bench":"placement","task":"ant","actor_cores":7,"batch":28,)"
+                        R"("cpu_steps_per_s":1,"gpu_steps_per_s":2})" "\n");
+  const auto points = ac::threshold_points_from_lines(in, "mixed.jsonl");
+  REQUIRE(points.size() == 3);
+  CHECK(points[0].actor_cores == 1);
+  CHECK(points[0].batch == 0);
+  CHECK(points[0].ratio() == doctest::Approx(8e4 / 1.5e4));
+  CHECK(points[1].batch == 12);
+  CHECK(points[2].batch == 384);
+  CHECK(points[2].cpu_train == doctest::Approx(4e4));
+  const auto by_task = ac::check_threshold_by_task(points, 1.0);
+  REQUIRE(by_task.size() == 1);
+  const auto& v = by_task[0].verdict;
+  CHECK(v.points == 3);
+  CHECK(v.right == 3);
+  CHECK(v.low == doctest::Approx(1.2e4 / 4.5e4));     // the small batch, CPU actors faster
+  CHECK(v.high == doctest::Approx(2e5 / 4.5e4));      // the smallest GPU-wins ratio (384 envs at 3 cores)
+  // A rate of 0 names the point's batch in its one line.
+  auto bad = points;
+  bad[1].gpu_train = 0;
+  CHECK_THROWS_WITH_AS((void)ac::check_threshold(bad, 1.0), doctest::Contains("ant at 3 actor cores and batch 12"),
+                       gmi::config_error);
 }

@@ -6,6 +6,8 @@
 // gpu_sim >= T x cpu_sim, so a point is decided right when (ratio >= T) matches which side trained faster
 // (ratio = gpu_sim / cpu_sim). Over all points, the thresholds that decide every point right form (low, high]:
 // low = the largest ratio where CPU actors trained faster, high = the smallest ratio where GPU simulation did.
+// A point is a task at an actor core count and a batch (the env count both trainers step and the placement line
+// profiled), so two batches at one core count are two points; lines without a batch are one point per core count.
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,10 +26,12 @@
 
 namespace gmi::actors {
 
-// One task at one actor core count: the simulation rates the rule compares and the training rates it should follow.
+// One task at one actor core count and batch: the simulation rates the rule compares and the training rates it
+// should follow.
 struct threshold_point {
   std::string task;
   int actor_cores = 0;
+  int batch = 0;  // environments of the point (0: the lines do not say)
   double cpu_sim = 0, gpu_sim = 0;      // env steps/s of simulation alone (the placement line)
   double cpu_train = 0, gpu_train = 0;  // PPO env steps/s, CPU actors against GPU simulation
   [[nodiscard]] double ratio() const { return gpu_sim / cpu_sim; }
@@ -60,7 +65,8 @@ struct threshold_verdict {
   for (const threshold_point& p : points) {
     for (double r : {p.cpu_sim, p.gpu_sim, p.cpu_train, p.gpu_train}) {
       require(std::isfinite(r) && r > 0, "placement threshold check rates of " + p.task + " at " +
-                                             std::to_string(p.actor_cores) + " actor cores", r, "finite rates > 0");
+                                             std::to_string(p.actor_cores) + " actor cores and batch " +
+                                             std::to_string(p.batch), r, "finite rates > 0");
     }
     ++v.points;
     v.right += p.right_at(threshold) ? 1 : 0;
@@ -92,13 +98,31 @@ struct task_verdict {
   return out;
 }
 
-// Joins actors_train's lines (cpu_actors_ppo phase "train" of impl "gmi" by actor_cores and "gmi.gpu_simulation"
-// by for_actor_cores, and placement lines by actor_cores) by task and actor core count; a point missing one of its
-// three lines is left out, a line that is not JSON or lacks a field is refused in one line naming source:line.
+// A line's batch: "batch" (actors_place's lines and every placement line), else the training lines' "num_envs",
+// else 0 (older lines: one point per task and core count).
+[[nodiscard]] inline int threshold_line_batch(const nlohmann::json& j) {
+  if (j.contains("batch")) return j.at("batch").get<int>();
+  if (j.contains("num_envs")) return j.at("num_envs").get<int>();
+  return 0;
+}
+
+// Joins actors_train's and actors_place's lines (cpu_actors_ppo phase "train" of impl "gmi" by actor_cores and
+// "gmi.gpu_simulation" by for_actor_cores, and placement lines by actor_cores) by task, actor core count and batch
+// (threshold_line_batch); a point missing one of its three lines is left out, a line that is not JSON or lacks a
+// field is refused in one line naming source:line.
 [[nodiscard]] inline std::vector<threshold_point> threshold_points_from_lines(std::istream& in,
                                                                             const std::string& source) {
-  std::map<std::tuple<std::string, int>, threshold_point> by_key;
-  std::map<std::tuple<std::string, int>, int> seen;  // bit 1: cpu train, 2: gpu train, 4: placement
+  using key_type = std::tuple<std::string, int, int>;  // task, actor cores, batch
+  std::map<key_type, threshold_point> by_key;
+  std::map<key_type, int> seen;  // bit 1: cpu train, 2: gpu train, 4: placement
+  const auto point_of = [&](const nlohmann::json& j, int cores) -> std::pair<threshold_point&, int&> {
+    const key_type key{j.at("task").get<std::string>(), cores, threshold_line_batch(j)};
+    threshold_point& p = by_key[key];
+    p.task = std::get<0>(key);
+    p.actor_cores = cores;
+    p.batch = std::get<2>(key);
+    return {p, seen[key]};
+  };
   std::string text;
   for (int line = 1; std::getline(in, text); ++line) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -111,21 +135,14 @@ struct task_verdict {
         const std::string impl = j.at("impl").get<std::string>();
         if (impl != "gmi" && impl != "gmi.gpu_simulation") continue;
         // GPU simulation lines carry actor_cores 0 and, in for_actor_cores, the point they are measured beside.
-        const int cores = j.at(impl == "gmi" ? "actor_cores" : "for_actor_cores").get<int>();
-        const auto key = std::make_tuple(j.at("task").get<std::string>(), cores);
-        threshold_point& p = by_key[key];
-        p.task = std::get<0>(key);
-        p.actor_cores = cores;
+        auto [p, bits] = point_of(j, j.at(impl == "gmi" ? "actor_cores" : "for_actor_cores").get<int>());
         (impl == "gmi" ? p.cpu_train : p.gpu_train) = j.at("median").get<double>();
-        seen[key] |= impl == "gmi" ? 1 : 2;
+        bits |= impl == "gmi" ? 1 : 2;
       } else if (bench == "placement" && j.contains("actor_cores")) {
-        const auto key = std::make_tuple(j.at("task").get<std::string>(), j.at("actor_cores").get<int>());
-        threshold_point& p = by_key[key];
-        p.task = std::get<0>(key);
-        p.actor_cores = std::get<1>(key);
+        auto [p, bits] = point_of(j, j.at("actor_cores").get<int>());
         p.cpu_sim = j.at("cpu_steps_per_s").get<double>();
         p.gpu_sim = j.at("gpu_steps_per_s").get<double>();
-        seen[key] |= 4;
+        bits |= 4;
       }
     } catch (const nlohmann::json::exception& e) {
       throw config_error(where + ": not an actors_train line (" + e.what() + ")");
