@@ -4,6 +4,7 @@
 #include <string>
 
 #include <gmi/actors/cores.hpp>
+#include <gmi/plan/placement.hpp>
 
 #include "on_cpu_runs.hpp"
 
@@ -43,10 +44,10 @@ TEST_SUITE("cpu") {
     CHECK(cores.find('\n') == std::string::npos);
   }
 
-  // The placement threshold: the command line overrides the default (1), and a value that is not a finite
-  // number > 0 is refused in one line, on the command line (exit code 2) and from a config.
+  // The placement threshold: the command line overrides the default (plan::default_placement_threshold), and a
+  // value that is not a finite number > 0 is refused in one line, on the command line (exit code 2) and from a config.
   TEST_CASE("actors.on_cpu.placement_threshold_override_and_refusal") {
-    CHECK(parse_on_cpu_cli({}).placement_threshold == 1.0);
+    CHECK(parse_on_cpu_cli({}).placement_threshold == gmi::plan::default_placement_threshold);
     const auto set = parse_on_cpu_cli({"--autotune-placement-threshold", "2.5", "--actor-cores-per-gmi", "3"});
     CHECK(set.exit_code == -1);
     CHECK(set.placement_threshold == 2.5);

@@ -1,4 +1,4 @@
-// Placement by metric: the faster side wins at the default threshold, the threshold overrides it, bad profiles
+// Placement by metric: the GPU wins at the default threshold when clearly faster, the threshold overrides it, bad profiles
 // are refused in one line, and a real CPU step is timed. The threshold checked against training lines
 // (threshold_check.hpp): right and wrong points, the range of right thresholds, refusals, points keyed by task,
 // actor cores and batch.
@@ -36,6 +36,19 @@ TEST_CASE("plan.placement.threshold_overrides") {
   const plan::placement_profile p{"ant", 4096, 8, 50e-6, 10e-3};  // gpu 2.56x cpu
   CHECK(plan::choose_placement(p, {2.0}).chosen == plan::placement::gpu_simulation);
   CHECK(plan::choose_placement(p, {3.0}).chosen == plan::placement::cpu_actors);
+}
+
+TEST_CASE("plan.placement.default_threshold_decides_the_measured_extremes") {
+  // The two points nearest the threshold at b864026 (bench/results/actors/*-b864026-actors7.jsonl, 14 actor cores):
+  // Humanoid at batch 224, the GPU's step 1.035x the actors' but CPU actors trained faster (88.1 K against 74.8 K env
+  // steps/s); Ant at batch 1792, the GPU's step 1.957x and GPU simulation trained faster (461.7 K against 197.3 K).
+  // The former default of 1 took the GPU for both.
+  const auto choose = [](double ratio, plan::placement_rule rule = {}) {  // CPU side: 10 cores at 100 us a step
+    return plan::choose_placement({"task", 1000, 10, 1e-4, 1000.0 / (ratio * 10.0 / 1e-4)}, rule).chosen;
+  };
+  CHECK(choose(1.035) == plan::placement::cpu_actors);
+  CHECK(choose(1.957) == plan::placement::gpu_simulation);
+  CHECK(choose(1.035, {1.0}) == plan::placement::gpu_simulation);
 }
 
 TEST_CASE("plan.placement.bad_profiles_refused_in_one_line") {

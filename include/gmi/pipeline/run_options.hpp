@@ -13,6 +13,7 @@
 
 #include <gmi/comm/row_exchange_across_gpus.hpp>
 #include <gmi/core/choice.hpp>
+#include <gmi/plan/placement.hpp>
 #include <gmi/rl/ppo_config.hpp>
 #include <gmi/rl/sac_config.hpp>
 #include <gmi/runtime/gmis.hpp>
@@ -29,7 +30,7 @@ struct autotune_flags {
   std::string plan_path;         // --plan: serve with this saved plan (checked against the machine)
   std::string save_path;         // --save-plan
   bool mapping = true;           // colocated: also measure the split layout and keep the faster (--autotune-no-mapping)
-  double placement_threshold = 1.0;  // GPU simulation when its env steps/s >= this x CPU actors' (plan/placement.hpp)
+  double placement_threshold = plan::default_placement_threshold;  // GPU simulation at >= this x CPU actors' env steps/s
   std::string ratio_sweep;            // CPU/GPU ratio sweep lines (gmi.bench.actors_ratio) to choose the ratio from
 };
 
