@@ -2,7 +2,7 @@
 // gmi.bench.actors_train's or actors_place's lines and writes, per task, one line per point (actor core count and
 // batch: the rule's ratio, which side trained faster, whether threshold T decides it right) and a summary with the
 // thresholds that decide every point right (consistent_low < T <= consistent_high) and a suggested one:
-//   gmi.bench.actors_check_threshold TRAIN.jsonl OUT.jsonl [threshold (default 1)]
+//   gmi.bench.actors_check_threshold TRAIN.jsonl OUT.jsonl [threshold (default plan::default_placement_threshold)]
 // Exit code 0 when T decides every point right, 1 when not, 2 on bad input.
 #include <cmath>
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <gmi/actors/threshold_check.hpp>
+#include <gmi/plan/placement.hpp>
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
   try {
     std::ifstream in(argv[1]);
     gmi::require(bool(in), "actors_train file", std::string(argv[1]), "a readable file");
-    const double threshold = argc > 3 ? std::stod(argv[3]) : 1.0;
+    const double threshold = argc > 3 ? std::stod(argv[3]) : gmi::plan::default_placement_threshold;
     const auto points = gmi::actors::threshold_points_from_lines(in, argv[1]);
     gmi::require(!points.empty(), std::string("points in ") + argv[1], 0,
                  ">= 1 (train lines of both impls and a placement line at one actor core count and batch)");
