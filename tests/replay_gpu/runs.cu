@@ -196,7 +196,7 @@ multi_gpu_run group_device(const gmi::replay::table_spec& spec,
     threads.emplace_back([&, g] {
       try {
         GMI_CUDA_TRY(cudaSetDevice(0));
-        gmi::replay::device_shard_set set(groups[g]);
+        gmi::replay::device_shard_set set(groups[g], gmi::replay::placement_rule{});
         gmi::replay::device_group_participant me(board, static_cast<int>(g), set);
         shares[g] = me.sample(smp, n, length, seed, beta, parts[g]);
         GMI_CUDA_TRY(cudaStreamSynchronize(set.stream()));
