@@ -45,6 +45,7 @@ common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git_rev" 
 # One GPU test case within its share of the time left; a result line for it.
 run_test() {
   local tc=$1 secs=$2 passed=0
+  local log="$logs/${tc//\*/all}.log"
   local room=$(( $(left) - 70 ))
   ((room < secs)) && secs=$room
   if ((secs < 10)); then
@@ -53,19 +54,19 @@ run_test() {
     return
   fi
   echo "== $tc (at most $secs s; $(left) s left)"
-  if timeout "$secs" "$build/tests/sac_gpu/gmi.test.sac_gpu" -tc="$tc" > "$logs/$tc.log" 2>&1; then
+  if timeout "$secs" "$build/tests/sac_gpu/gmi.test.sac_gpu" -tc="$tc" > "$log" 2>&1; then
     passed=1
   else
-    echo "device_global: $tc: exit $? ($logs/$tc.log)" >&2
+    echo "device_global: $tc: exit $? ($log)" >&2
     status=1
   fi
-  grep -E "^sac_gpu|test cases|ERROR|skipped" "$logs/$tc.log" | head -8
+  grep -E "^sac_gpu|test cases|ERROR|SKIPPED" "$log" | head -8
   printf '{"bench":"sac_global","case":"gpu_tests","test":"%s","impl":"gmi","algo":"sac","metric":"passed","median":%d,"reps":1,"device":"%s","git":"%s","run_id":"%s"}\n' \
     "$tc" "$passed" "$device" "$git_rev" "$run_id" >> "$lines"
 }
 run_test sac_gpu.global_sampling_two_learners 90
-run_test sac_gpu.data_parallel_weights_equal 40
-run_test "sac_gpu.device_sum_*" 60
+run_test sac_gpu.data_parallel_weights_equal 30
+run_test "sac_gpu.device_sum_*" 40
 
 # One run: CASE SECONDS [flags]; cut to what is left (MPS start-up, the evaluation and the end take some seconds).
 run_case() {
