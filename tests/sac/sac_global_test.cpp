@@ -4,6 +4,7 @@
 // items (chi-square), the weights the same bits on every learner, a share of 0 contributing nothing.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -111,6 +112,54 @@ TEST_SUITE("cpu") {
     CHECK(r[1].draws.empty_updates < r[0].draws.empty_updates);
     CHECK(x < replay_test::chi2_critical(1));
     CHECK(r[0].weights == r[1].weights);
+  }
+
+  // The weighting is the union's mean: a group of 2 whose plan always gives learner 0 every one of the 2 x 32
+  // draws (seeded as a lone learner seeds its batches) and learner 1 none takes, update for update, the steps of a
+  // lone learner of batch 64 with learner 0's seed: the same bits (x 64 / 32, a sum with zeros and / 2 are exact).
+  TEST_CASE("sac.global_sampling.all_draws_on_one_learner_equal_a_lone_learner") {
+    rl::sac_config c;
+    c.batch = 32;
+    c.warmup_steps = 64;
+    c.replay_capacity = 2000;
+    std::vector<float> group_weights;
+    std::uint64_t group_updates = 0;
+    runtime::thread_group g(runtime::launch_spec::uniform(0, 2), [&](runtime::context& ctx) {
+      trainer t(c, 2, ctx.rank() == 0 ? 100 : 200, {}, exec::host{1});
+      rl::sac_sync s;
+      s.rank = ctx.rank();
+      s.world = ctx.world();
+      s.sum = [&ctx](std::span<float> v) { ctx.allreduce(v, ctx.all()); };
+      std::uint64_t update = 0;
+      const bool first = ctx.rank() == 0;
+      s.share = [&update, first](std::size_t, std::size_t draws) {
+        return rl::sac_share{first ? draws : 0, 100 * 0x9E3779B97F4A7C15ull + update++, first ? 1.0 : 0.0};
+      };
+      t.set_sync(s);
+      t.train(600);
+      if (first) {
+        const auto add = [&](auto p) { group_weights.insert(group_weights.end(), p.data(), p.data() + p.size()); };
+        add(t.actor_params());
+        add(t.critic_params(0));
+        add(t.critic_params(1));
+        group_updates = t.updates();
+      }
+    });
+    (void)g.wait_or_throw();
+    rl::sac_config lone_config = c;
+    lone_config.batch = 64;
+    trainer lone(lone_config, 2, 100, {}, exec::host{1});
+    const std::vector<float> initial(lone.actor_params().begin(), lone.actor_params().end());
+    lone.train(600);
+    std::vector<float> lone_weights;
+    const auto add = [&](auto p) { lone_weights.insert(lone_weights.end(), p.data(), p.data() + p.size()); };
+    add(lone.actor_params());
+    add(lone.critic_params(0));
+    add(lone.critic_params(1));
+    CHECK(group_updates == lone.updates());
+    CHECK(group_updates >= 500);
+    CHECK(!std::equal(initial.begin(), initial.end(), lone_weights.begin()));
+    CHECK(group_weights == lone_weights);
   }
 
   TEST_CASE("sac.global_sampling.refusals") {
