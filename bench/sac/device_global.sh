@@ -5,8 +5,9 @@
 #   1. builds gmi.test.sac_gpu and gmi.example.pendulum_sac only (-j$JOBS, default 16) in $BUILD (default
 #      /tmp/build-sac6);
 #   2. GPU tests: sac_gpu.global_sampling_two_learners (2 learners on the GPU with tables of up to 100000 and 2000
-#      transitions: the draws against the tables' shares by chi-square, the weights the same bits, Pendulum learned)
-#      and the existing data-parallel cases (sac_gpu.data_parallel_weights_equal, sac_gpu.device_sum_*);
+#      transitions: the draws against the tables' shares by chi-square, the weights the same bits, Pendulum learned),
+#      sac_gpu.global_sampling_weighting_matches_lone_learner (all draws on learner 0: a lone learner's bits) and the
+#      existing data-parallel cases (sac_gpu.data_parallel_weights_equal, sac_gpu.device_sum_*);
 #   3. Pendulum through gmi::run with 2 MPS learners (--partition mps --gmis-per-gpu 2, 16 envs each, batch 256, one
 #      update per env step, gradients summed on the device), RUN_SECONDS (default 15) each, cut to the time left:
 #        pendulum_2mps         each learner samples its own table (the reference),
@@ -65,6 +66,7 @@ run_test() {
     "$tc" "$passed" "$device" "$git_rev" "$run_id" >> "$lines"
 }
 run_test sac_gpu.global_sampling_two_learners 90
+run_test sac_gpu.global_sampling_weighting_matches_lone_learner 60
 run_test sac_gpu.data_parallel_weights_equal 30
 run_test "sac_gpu.device_sum_*" 40
 

@@ -188,6 +188,9 @@ struct learners_setup {
   std::optional<gmi::rl::sac_config> config;
   std::vector<std::size_t> capacity;  // per learner (empty: the config's)
   bool global = false, evaluate = false;
+  // Instead of the board: a plan giving learner 0 every draw, seeded as a lone learner of seed 100 seeds its
+  // update's draw (seed x 0x9E3779B97F4A7C15 + the update's index), and the others none.
+  bool all_to_first = false;
 };
 learners_run run_learners(int gmis, std::size_t env_steps, bool on_device, const learners_setup& setup = {}) {
   using trainer = gmi::rl::sac_device_trainer<gmi::envs::pendulum, gmi::rl::sac_networks<3, 1, 64>>;
@@ -233,6 +236,13 @@ learners_run run_learners(int gmis, std::size_t env_steps, bool on_device, const
     if (setup.global) {
       board.emplace(tag + "-global", ctx.rank(), ctx.world(), 11, std::chrono::seconds(30));
       s = board->hook(s);
+    }
+    std::uint64_t update = 0;
+    if (setup.all_to_first) {
+      const bool first = ctx.rank() == 0;
+      s.share = [&update, first](std::size_t, std::size_t draws) {
+        return gmi::rl::sac_share{first ? draws : 0, 100 * 0x9E3779B97F4A7C15ull + update++, first ? 1.0 : 0.0};
+      };
     }
     t.set_sync(s);
     const auto r = static_cast<std::size_t>(ctx.rank());
@@ -308,6 +318,38 @@ global_result global_learners(std::size_t env_steps) {
   out.weights_equal = all_equal(r.weights);
   out.weights_moved = !std::equal(r.initial.begin(), r.initial.end(), r.weights[0].begin());
   out.final_return = r.final_return;
+  return out;
+}
+
+lone_match global_against_lone(std::size_t env_steps) {
+  gmi::rl::sac_config c;
+  c.batch = 128;
+  c.warmup_steps = 512;
+  c.replay_capacity = 20000;
+  c.cuda_graph = false;
+  learners_setup setup;
+  setup.config = c;
+  setup.all_to_first = true;
+  const learners_run r = run_learners(2, env_steps, true, setup);
+  using trainer = gmi::rl::sac_device_trainer<gmi::envs::pendulum, gmi::rl::sac_networks<3, 1, 64>>;
+  gmi::rl::sac_config lone_config = c;
+  lone_config.batch = 256;
+  GMI_CUDA_TRY(cudaSetDevice(0));
+  trainer lone(lone_config, 8, 100);
+  lone.train(env_steps);
+  std::vector<float> w = lone.actor_params();
+  for (int k = 0; k < 2; ++k) {
+    const auto cp = lone.critic_params(k);
+    w.insert(w.end(), cp.begin(), cp.end());
+  }
+  lone_match out;
+  out.updates = r.updates;
+  out.lone_updates = lone.updates();
+  out.empty_updates_second = r.draws[1].empty_updates;
+  out.device_sums = r.device_sums;
+  out.weights_equal = all_equal(r.weights);
+  out.weights_moved = !std::equal(r.initial.begin(), r.initial.end(), r.weights[0].begin());
+  out.equals_lone = r.weights[0] == w;
   return out;
 }
 

@@ -64,6 +64,17 @@ struct global_result {
 };
 global_result global_learners(std::size_t env_steps);
 
+// The weighting on the device: 2 learners (8 environments each, batch 128, gradients summed on the device) whose plan
+// gives learner 0 all 256 draws of every update, seeded as a lone learner's (seed 100), and learner 1 none (its
+// update without draws), against a lone device learner of batch 256 and seed 100 (both launched kernel by kernel).
+struct lone_match {
+  bool equals_lone = false;   // learner 0's weights the lone learner's, bit for bit
+  bool weights_equal = false, weights_moved = false;
+  std::size_t updates = 0, lone_updates = 0;
+  std::uint64_t empty_updates_second = 0, device_sums = 0;
+};
+lone_match global_against_lone(std::size_t env_steps);
+
 // The same group twice from the same seeds, gradients averaged on the device and through the host.
 struct sum_paths {
   bool weights_equal = false;    // the device run: every learner's weights the same bits

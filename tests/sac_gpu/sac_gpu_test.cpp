@@ -157,6 +157,25 @@ TEST_CASE("sac_gpu.global_sampling_two_learners") {
   CHECK(r.final_return > -400.0);
 }
 
+// Global sampling's weighting on the device: a plan that gives learner 0 every one of the 2 x 128 draws (seeded as a
+// lone learner's) and learner 1 none gives, after thousands of updates, the weights of a lone learner of batch 256,
+// bit for bit (x 256 / 128, a sum with learner 1's zeros and / 2 are exact); learner 1 took the no-draw path every
+// update and the weights are the same bits on both.
+TEST_CASE("sac_gpu.global_sampling_weighting_matches_lone_learner") {
+  const auto r = sac_gpu::global_against_lone(3000);
+  std::printf("sac_gpu global sampling weighting: %zu updates (lone %zu), learner 1 without draws in %llu, weights %s, "
+              "%s the lone learner's\n",
+              r.updates, r.lone_updates, static_cast<unsigned long long>(r.empty_updates_second),
+              r.weights_equal ? "equal" : "DIFFER", r.equals_lone ? "equal to" : "DIFFERENT from");
+  CHECK(r.updates >= 2000);
+  CHECK(r.updates == r.lone_updates);
+  CHECK(r.empty_updates_second == r.updates);
+  CHECK(r.device_sums == 2 * r.updates);
+  CHECK(r.weights_moved);
+  CHECK(r.weights_equal);
+  CHECK(r.equals_lone);
+}
+
 // Split roles on GPU GMIs: an actor's transitions land in the learner's device table row for row; then 3 thread
 // GMIs, GMI 0 learning from the 2 actors' transitions on its device table: every transition it holds came from
 // the actors (it steps no environment), it made the gradient steps due, the actors none.
