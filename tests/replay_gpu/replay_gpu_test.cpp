@@ -288,6 +288,44 @@ TEST_CASE("replay_gpu.global_prioritized_over_device_shards") {
   for (std::size_t k = 0; k < 3; ++k) CHECK(dev.share[k] == doctest::Approx(shard_draws[k] / double(n)));
 }
 
+// A device group sample's parts (dev) against draw_over_groups over the same shards as host tables, same seed: plan,
+// totals, shards, keys and probabilities bit for bit, weights within 1e-6, the windows.
+namespace {
+void check_against_groups(const replay_gpu::multi_gpu_run& dev, const std::vector<std::vector<host_table*>>& groups,
+                          const std::vector<host_table*>& ptrs, const table_spec& spec, std::size_t n,
+                          std::size_t length, std::uint64_t seed, double beta) {
+  global_draws h;
+  const group_plan hp = draw_over_groups(groups, sampler::prioritized(), n, seed, beta, h);
+  CHECK(dev.plan.totals == hp.totals);
+  CHECK(dev.plan.shares == hp.shares);
+  CHECK(dev.draws.totals == h.totals);
+  CHECK(dev.draws.shard == h.shard);
+  CHECK(dev.draws.keys == h.keys);
+  CHECK(dev.draws.probability == h.probability);
+  REQUIRE(dev.draws.weight.size() == n);
+  std::size_t off = 0;
+  for (std::size_t b = 0; b < n; ++b) off += std::fabs(dev.draws.weight[b] - h.weight[b]) > 1e-6f * h.weight[b];
+  CHECK(off == 0);
+  std::vector<std::vector<std::uint32_t>> cols;
+  std::vector<float> mask;
+  host_windows(ptrs, spec, h, length, cols, mask);
+  CHECK(dev.draws.columns == cols);
+  CHECK(dev.draws.mask == mask);
+}
+}  // namespace
+
+// 4 device shards on GPU 0 as 3 participants of a group sample (group_sample.cuh; threads, one board: shards 0 | 1, 2
+// | 3), each drawing its share on the device: the same draws as draw_over_groups with those groups, bit for bit.
+TEST_CASE("replay_gpu.group_participants_draw_as_one_table") {
+  const auto spec = replay_test::small_spec(256);
+  host_shards hs(spec, 4);
+  const std::vector<std::vector<host_table*>> groups{{hs.ptrs[0]}, {hs.ptrs[1], hs.ptrs[2]}, {hs.ptrs[3]}};
+  const std::size_t n = 1 << 15, length = 4;
+  const auto dev = replay_gpu::group_device(spec, hs.shards, {0, 1, 1, 2}, sampler::prioritized(), n, length, 91, 0.6);
+  MESSAGE("shares " << dev.plan.shares[0] << " " << dev.plan.shares[1] << " " << dev.plan.shares[2]);
+  check_against_groups(dev, groups, hs.ptrs, spec, n, length, 91, 0.6);
+}
+
 // A global prioritized sample over 4 device shards on 2 GPUs (multi_gpu_shard_set; shards 0, 1 on GPU 0, shards 2,
 // 3 on GPU 1): the plan, shards, keys and probabilities the same as the host twin's draw_over_groups from the same
 // tables and seed, the same windows, weights from the smallest probability of both GPUs; each GPU's share against
@@ -308,23 +346,9 @@ TEST_CASE("replay_gpu.multi_gpu_prioritized_over_two_gpus") {
   const std::size_t n = 1 << 16, length = 4;
   const auto dev =
       replay_gpu::multi_gpu_device(spec, shards, {0, 0, 1, 1}, sampler::prioritized(), n, length, 77, 0.6);
+  check_against_groups(dev, groups, ptrs, spec, n, length, 77, 0.6);
   global_draws h;
   const group_plan hp = draw_over_groups(groups, sampler::prioritized(), n, 77, 0.6, h);
-  CHECK(dev.plan.totals == hp.totals);
-  CHECK(dev.plan.shares == hp.shares);
-  CHECK(dev.draws.totals == h.totals);
-  CHECK(dev.draws.shard == h.shard);
-  CHECK(dev.draws.keys == h.keys);
-  CHECK(dev.draws.probability == h.probability);
-  REQUIRE(dev.draws.weight.size() == n);
-  std::size_t off = 0;
-  for (std::size_t b = 0; b < n; ++b) off += std::fabs(dev.draws.weight[b] - h.weight[b]) > 1e-6f * h.weight[b];
-  CHECK(off == 0);
-  std::vector<std::vector<std::uint32_t>> cols;
-  std::vector<float> mask;
-  host_windows(ptrs, spec, h, length, cols, mask);
-  CHECK(dev.draws.columns == cols);
-  CHECK(dev.draws.mask == mask);
   // The shares: GPU 0's draws over 16 seeds' plans (the plan of the device run among them) against its total / sum.
   const double sum = hp.sum, p0 = hp.totals[0] / sum;
   double drawn0 = double(dev.plan.shares[0]);

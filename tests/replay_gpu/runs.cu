@@ -1,9 +1,13 @@
 // Runs the device table for the GPU tests.
 #include <gmi/replay/device_placement.cuh>
 #include <gmi/replay/device_table.cuh>
+#include <gmi/replay/group_sample.cuh>
 #include <gmi/replay/multi_gpu_shards.cuh>
 
+#include <chrono>
+#include <exception>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "replay_gpu/runs.hpp"
@@ -141,6 +145,80 @@ int device_count() {
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
+namespace {
+// One group's part (m draws, on the current device, its set's stream passed) appended to d, group-major: shard
+// numbered from `first`.
+void append_part(global_run& d, const gmi::replay::global_device_batch& part, std::size_t m, int first,
+                 const gmi::replay::table_spec& spec, std::size_t length) {
+  const auto append = [](auto& v, const auto* src, std::size_t count) {
+    const std::size_t at = v.size();
+    v.resize(at + count);
+    GMI_CUDA_TRY(cudaMemcpy(v.data() + at, src, count * sizeof(*src), cudaMemcpyDeviceToHost));
+  };
+  d.columns.resize(spec.columns.size());
+  const std::size_t at = d.shard.size();
+  append(d.shard, part.shard.data(), m);
+  for (std::size_t b = at; b < d.shard.size(); ++b)
+    if (d.shard[b] >= 0) d.shard[b] += first;
+  append(d.keys, part.batch.keys.data(), m);
+  append(d.probability, part.batch.probability.data(), m);
+  append(d.weight, part.weight.data(), m);
+  append(d.mask, part.batch.mask.data(), m * length);
+  for (std::size_t c = 0; c < spec.columns.size(); ++c)
+    append(d.columns[c], part.batch.columns[c].data(), m * length * spec.columns[c].width);
+}
+}  // namespace
+
+multi_gpu_run group_device(const gmi::replay::table_spec& spec,
+                           const std::vector<std::vector<replay_test::rollout_data>>& shards,
+                           const std::vector<int>& group_of, const gmi::replay::sampler& smp, std::size_t n,
+                           std::size_t length, std::uint64_t seed, double beta) {
+  GMI_CUDA_TRY(cudaSetDevice(0));
+  std::vector<std::unique_ptr<gmi::replay::device_table>> tables;
+  std::vector<std::vector<gmi::replay::device_table*>> groups;
+  std::vector<int> first;  // each group's first shard, over all shards
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    tables.push_back(std::make_unique<gmi::replay::device_table>(spec));
+    fill(*tables.back(), shards[k]);
+    if (groups.size() <= std::size_t(group_of[k])) {
+      groups.emplace_back();
+      first.push_back(static_cast<int>(k));
+    }
+    groups[std::size_t(group_of[k])].push_back(tables.back().get());
+  }
+  gmi::replay::group_board board(static_cast<int>(groups.size()), std::chrono::seconds(30));
+  std::vector<gmi::replay::global_device_batch> parts(groups.size());
+  std::vector<gmi::replay::group_share> shares(groups.size());
+  std::vector<std::vector<double>> totals(groups.size());
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(groups.size());
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    threads.emplace_back([&, g] {
+      try {
+        GMI_CUDA_TRY(cudaSetDevice(0));
+        gmi::replay::device_shard_set set(groups[g], gmi::replay::placement_rule{});
+        gmi::replay::device_group_participant me(board, static_cast<int>(g), set);
+        shares[g] = me.sample(smp, n, length, seed, beta, parts[g]);
+        GMI_CUDA_TRY(cudaStreamSynchronize(set.stream()));
+        totals[g] = set.last_totals();
+      } catch (const std::exception& e) {
+        errors[g] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors)
+    if (!e.empty()) throw gmi::error("group_device participant: " + e);
+  multi_gpu_run r;
+  r.plan = shares[0].plan;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (shares[g].plan.shares != r.plan.shares) throw gmi::error("group_device: participants' plans differ");
+    if (shares[g].draws > 0) append_part(r.draws, parts[g], shares[g].draws, first[g], spec, length);
+    for (double t : totals[g]) r.draws.totals.push_back(t);
+  }
+  return r;
+}
+
 multi_gpu_run multi_gpu_device(const gmi::replay::table_spec& spec,
                                const std::vector<std::vector<replay_test::rollout_data>>& shards,
                                const std::vector<int>& gpu_of, const gmi::replay::sampler& smp, std::size_t n,
@@ -170,21 +248,7 @@ multi_gpu_run multi_gpu_device(const gmi::replay::table_spec& spec,
     if (m == 0) continue;
     GMI_CUDA_TRY(cudaSetDevice(set.device(g)));
     GMI_CUDA_TRY(cudaStreamSynchronize(set.set(g).stream()));
-    const auto append = [](auto& v, const auto* src, std::size_t count) {
-      const std::size_t at = v.size();
-      v.resize(at + count);
-      GMI_CUDA_TRY(cudaMemcpy(v.data() + at, src, count * sizeof(*src), cudaMemcpyDeviceToHost));
-    };
-    const std::size_t at = d.shard.size();
-    append(d.shard, parts[g].shard.data(), m);
-    for (std::size_t b = at; b < d.shard.size(); ++b)
-      if (d.shard[b] >= 0) d.shard[b] += first[g];
-    append(d.keys, parts[g].batch.keys.data(), m);
-    append(d.probability, parts[g].batch.probability.data(), m);
-    append(d.weight, parts[g].weight.data(), m);
-    append(d.mask, parts[g].batch.mask.data(), m * length);
-    for (std::size_t c = 0; c < spec.columns.size(); ++c)
-      append(d.columns[c], parts[g].batch.columns[c].data(), m * length * spec.columns[c].width);
+    append_part(d, parts[g], m, first[g], spec, length);
     for (double t : set.set(g).last_totals()) d.totals.push_back(t);
   }
   for (std::size_t k = 0; k < tables.size(); ++k) {  // each table freed with its device current

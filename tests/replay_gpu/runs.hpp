@@ -76,6 +76,15 @@ multi_gpu_run multi_gpu_device(const gmi::replay::table_spec& spec,
                                const std::vector<int>& gpu_of, const gmi::replay::sampler& smp, std::size_t n,
                                std::size_t length, std::uint64_t seed, double beta);
 
+// The same with the shards in groups (group_of[k]: shard k's, groups numbered from 0 in order of first appearance),
+// every group a participant of a group sample (group_sample.cuh: a thread on GPU 0 with its own device_shard_set and
+// a device_group_participant on one board): each participant's part read back, group-major as above, and the plan
+// (every participant's the same, else a throw).
+multi_gpu_run group_device(const gmi::replay::table_spec& spec,
+                           const std::vector<std::vector<replay_test::rollout_data>>& shards,
+                           const std::vector<int>& group_of, const gmi::replay::sampler& smp, std::size_t n,
+                           std::size_t length, std::uint64_t seed, double beta);
+
 // `writers` threads on GPU 0, each its own writer, inserting `inserts` rollouts [horizon, envs] of
 // replay_writers::rollout_rows from device memory into one device table (half its slots in mapped pinned host
 // memory) at once; the table's snapshot checked (tests/replay/concurrent_writers.hpp).

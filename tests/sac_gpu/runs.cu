@@ -16,7 +16,9 @@
 #include <gmi/envs/pendulum.hpp>
 #include <gmi/pipeline/offpolicy_split.hpp>
 #include <gmi/rl/env_batch.hpp>
+#include <gmi/comm/shm_segment.hpp>
 #include <gmi/rl/sac.cuh>
+#include <gmi/rl/sac_global.hpp>
 #include <gmi/rl/sac_sync.hpp>
 #include <gmi/runtime/launcher.hpp>
 #include <gmi/runtime/supervisor.hpp>
@@ -177,20 +179,38 @@ struct learners_run {
   std::vector<float> initial;
   std::size_t updates = 0;
   std::uint64_t device_sums = 0, host_sums = 0;  // rank 0's
+  std::vector<gmi::rl::sac_global_counts> draws;  // with global sampling: each learner's
+  std::vector<std::size_t> tables;                // each learner's table at the end
+  double final_return = 0;                        // rank 0's deterministic return at the end (with `evaluate`)
 };
-learners_run run_learners(int gmis, std::size_t env_steps, bool on_device) {
+// What differs from the defaults below: the settings, each learner's capacity, global sampling, an evaluation.
+struct learners_setup {
+  std::optional<gmi::rl::sac_config> config;
+  std::vector<std::size_t> capacity;  // per learner (empty: the config's)
+  bool global = false, evaluate = false;
+  // Instead of the board: a plan giving learner 0 every draw, seeded as a lone learner of seed 100 seeds its
+  // update's draw (seed x 0x9E3779B97F4A7C15 + the update's index), and the others none.
+  bool all_to_first = false;
+};
+learners_run run_learners(int gmis, std::size_t env_steps, bool on_device, const learners_setup& setup = {}) {
   using trainer = gmi::rl::sac_device_trainer<gmi::envs::pendulum, gmi::rl::sac_networks<3, 1, 64>>;
   gmi::rl::sac_config c;
   c.batch = 128;
   c.warmup_steps = 512;
   c.replay_capacity = 20000;
+  if (setup.config) c = *setup.config;
   learners_run out;
   out.weights.resize(static_cast<std::size_t>(gmis));
+  out.draws.resize(static_cast<std::size_t>(gmis));
+  out.tables.resize(static_cast<std::size_t>(gmis));
   static int runs = 0;
   const std::string tag = "sacgpu-" + std::to_string(::getpid()) + "-" + std::to_string(runs++);
   gmi::runtime::thread_group g(gmi::runtime::launch_spec::uniform(1, gmis), [&](gmi::runtime::context& ctx) {
     GMI_CUDA_TRY(cudaSetDevice(0));
-    trainer t(c, 8, 100 + static_cast<std::uint64_t>(ctx.rank()));
+    gmi::rl::sac_config mine = c;
+    if (!setup.capacity.empty()) mine.replay_capacity = setup.capacity[static_cast<std::size_t>(ctx.rank())];
+    trainer t(mine, 8, 100 + static_cast<std::uint64_t>(ctx.rank()));
+    std::optional<gmi::rl::sac_global_board> board;
     std::array<std::optional<gmi::comm::hierarchical_allreduce>, 2> reduce;
     gmi::rl::sac_sync s;
     s.rank = ctx.rank();
@@ -213,6 +233,17 @@ learners_run run_learners(int gmis, std::size_t env_steps, bool on_device) {
         for (auto& r : reduce) r->wait(stream);
       };
     }
+    if (setup.global) {
+      board.emplace(tag + "-global", ctx.rank(), ctx.world(), 11, std::chrono::seconds(30));
+      s = board->hook(s);
+    }
+    std::uint64_t update = 0;
+    if (setup.all_to_first) {
+      const bool first = ctx.rank() == 0;
+      s.share = [&update, first](std::size_t, std::size_t draws) {
+        return gmi::rl::sac_share{first ? draws : 0, 100 * 0x9E3779B97F4A7C15ull + update++, first ? 1.0 : 0.0};
+      };
+    }
     t.set_sync(s);
     const auto r = static_cast<std::size_t>(ctx.rank());
     if (r == 0) out.initial = t.actor_params();
@@ -227,6 +258,9 @@ learners_run run_learners(int gmis, std::size_t env_steps, bool on_device) {
       w.insert(w.end(), cp.begin(), cp.end());
     }
     out.weights[r] = std::move(w);
+    out.draws[r] = t.global_draws();
+    out.tables[r] = t.table().size();
+    if (r == 0 && setup.evaluate) out.final_return = t.evaluate(16, 4242);
     if (r == 0) {
       out.updates = t.updates();
       out.device_sums = t.device_sums();
@@ -253,6 +287,69 @@ data_parallel device_learners(int gmis, std::size_t env_steps, bool on_device) {
   out.host_sums = r.host_sums;
   out.weights_equal = all_equal(r.weights);
   out.weights_moved = !std::equal(r.initial.begin(), r.initial.end(), r.weights[0].begin());
+  return out;
+}
+
+global_result global_learners(std::size_t env_steps) {
+  gmi::rl::sac_config c;  // learn_pendulum's settings
+  c.batch = 128;
+  c.warmup_steps = 1000;
+  c.actor_lr = 1e-3f;
+  c.critic_lr = 1e-3f;
+  c.alpha_lr = 1e-3f;
+  learners_setup setup;
+  setup.config = c;
+  setup.capacity = {100000, 2000};
+  setup.global = true;
+  setup.evaluate = true;
+  const auto start = std::chrono::steady_clock::now();
+  const learners_run r = run_learners(2, env_steps, true, setup);
+  global_result out;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto& d : r.draws) {
+    out.drawn.push_back(d.drawn);
+    out.expected.push_back(d.expected);
+    out.empty.push_back(d.empty_updates);
+    out.global_updates.push_back(d.updates);
+  }
+  out.tables = r.tables;
+  out.updates = r.updates;
+  out.device_sums = r.device_sums;
+  out.weights_equal = all_equal(r.weights);
+  out.weights_moved = !std::equal(r.initial.begin(), r.initial.end(), r.weights[0].begin());
+  out.final_return = r.final_return;
+  return out;
+}
+
+lone_match global_against_lone(std::size_t env_steps) {
+  gmi::rl::sac_config c;
+  c.batch = 128;
+  c.warmup_steps = 512;
+  c.replay_capacity = 20000;
+  c.cuda_graph = false;
+  learners_setup setup;
+  setup.config = c;
+  setup.all_to_first = true;
+  const learners_run r = run_learners(2, env_steps, true, setup);
+  using trainer = gmi::rl::sac_device_trainer<gmi::envs::pendulum, gmi::rl::sac_networks<3, 1, 64>>;
+  gmi::rl::sac_config lone_config = c;
+  lone_config.batch = 256;
+  GMI_CUDA_TRY(cudaSetDevice(0));
+  trainer lone(lone_config, 8, 100);
+  lone.train(env_steps);
+  std::vector<float> w = lone.actor_params();
+  for (int k = 0; k < 2; ++k) {
+    const auto cp = lone.critic_params(k);
+    w.insert(w.end(), cp.begin(), cp.end());
+  }
+  lone_match out;
+  out.updates = r.updates;
+  out.lone_updates = lone.updates();
+  out.empty_updates_second = r.draws[1].empty_updates;
+  out.device_sums = r.device_sums;
+  out.weights_equal = all_equal(r.weights);
+  out.weights_moved = !std::equal(r.initial.begin(), r.initial.end(), r.weights[0].begin());
+  out.equals_lone = r.weights[0] == w;
   return out;
 }
 

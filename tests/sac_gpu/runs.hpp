@@ -50,6 +50,31 @@ struct data_parallel {
 };
 data_parallel device_learners(int gmis, std::size_t env_steps, bool on_device = false);
 
+// Global sampling (rl/sac_global.hpp): 2 device learners as threads on GPU 0 (8 environments each, learn_pendulum's
+// settings), learner 0 keeping up to 100000 transitions and learner 1 up to 2000, gradients summed on the device,
+// each update one sample of 2 x 128 over both tables; `env_steps` each, then rank 0's deterministic return.
+struct global_result {
+  std::vector<double> drawn, expected;  // per learner: its draws, and its tables' share of the draws summed
+  std::vector<std::uint64_t> empty, global_updates;  // per learner: updates with no draws, with a global sample
+  std::vector<std::size_t> tables;      // per learner: its table's items at the end
+  std::size_t updates = 0;
+  std::uint64_t device_sums = 0;
+  bool weights_equal = false, weights_moved = false;
+  double final_return = 0, seconds = 0;
+};
+global_result global_learners(std::size_t env_steps);
+
+// The weighting on the device: 2 learners (8 environments each, batch 128, gradients summed on the device) whose plan
+// gives learner 0 all 256 draws of every update, seeded as a lone learner's (seed 100), and learner 1 none (its
+// update without draws), against a lone device learner of batch 256 and seed 100 (both launched kernel by kernel).
+struct lone_match {
+  bool equals_lone = false;   // learner 0's weights the lone learner's, bit for bit
+  bool weights_equal = false, weights_moved = false;
+  std::size_t updates = 0, lone_updates = 0;
+  std::uint64_t empty_updates_second = 0, device_sums = 0;
+};
+lone_match global_against_lone(std::size_t env_steps);
+
 // The same group twice from the same seeds, gradients averaged on the device and through the host.
 struct sum_paths {
   bool weights_equal = false;    // the device run: every learner's weights the same bits

@@ -123,6 +123,59 @@ TEST_CASE("sac_gpu.device_sum_weights_equal") {
   CHECK(r.weights_equal);
 }
 
+// Global sampling over 2 device learners on one GPU whose tables differ (up to 100000 and 2000 transitions; 6000 and
+// 2000 at the end): each update's 2 x 128 draws split by the tables' items (chi-square of both learners' draws
+// against their expected draws, 1 degree of freedom, tail 1e-4: 15.1), far off against even shares; every update's
+// draws add up to 256; the weights the same bits on both after thousands of updates (the device sums); Pendulum's
+// deterministic return above -400 after 6000 env steps a learner, as in sac_gpu.learns_pendulum.
+TEST_CASE("sac_gpu.global_sampling_two_learners") {
+  const auto r = sac_gpu::global_learners(6000);
+  double x = 0, even = 0;
+  const double total = r.drawn[0] + r.drawn[1];
+  for (std::size_t k = 0; k < 2; ++k) {
+    x += (r.drawn[k] - r.expected[k]) * (r.drawn[k] - r.expected[k]) / r.expected[k];
+    even += (r.drawn[k] - total / 2) * (r.drawn[k] - total / 2) / (total / 2);
+    std::printf("sac_gpu global sampling: learner %zu, table %zu, draws %.0f (expected %.1f, share %.4f), %llu "
+                "updates without draws\n", k, r.tables[k], r.drawn[k], r.expected[k], r.drawn[k] / total,
+                static_cast<unsigned long long>(r.empty[k]));
+  }
+  std::printf("sac_gpu global sampling: %zu updates, %llu device sums, weights %s, chi-square %.2f (even shares "
+              "%.0f), trained %.1f after %.1f s\n",
+              r.updates, static_cast<unsigned long long>(r.device_sums), r.weights_equal ? "equal" : "DIFFER", x, even,
+              r.final_return, r.seconds);
+  CHECK(r.tables[0] == 6000);
+  CHECK(r.tables[1] == 2000);
+  CHECK(r.updates >= 4000);
+  CHECK(r.global_updates[0] == r.updates);
+  CHECK(r.global_updates[1] == r.updates);
+  CHECK(total == doctest::Approx(double(r.updates) * 256.0));
+  CHECK(r.device_sums == 2 * r.updates);
+  CHECK(x < 15.1);
+  CHECK(even > 151.0);
+  CHECK(r.weights_moved);
+  CHECK(r.weights_equal);
+  CHECK(r.final_return > -400.0);
+}
+
+// Global sampling's weighting on the device: a plan that gives learner 0 every one of the 2 x 128 draws (seeded as a
+// lone learner's) and learner 1 none gives, after thousands of updates, the weights of a lone learner of batch 256,
+// bit for bit (x 256 / 128, a sum with learner 1's zeros and / 2 are exact); learner 1 took the no-draw path every
+// update and the weights are the same bits on both.
+TEST_CASE("sac_gpu.global_sampling_weighting_matches_lone_learner") {
+  const auto r = sac_gpu::global_against_lone(3000);
+  std::printf("sac_gpu global sampling weighting: %zu updates (lone %zu), learner 1 without draws in %llu, weights %s, "
+              "%s the lone learner's\n",
+              r.updates, r.lone_updates, static_cast<unsigned long long>(r.empty_updates_second),
+              r.weights_equal ? "equal" : "DIFFER", r.equals_lone ? "equal to" : "DIFFERENT from");
+  CHECK(r.updates >= 2000);
+  CHECK(r.updates == r.lone_updates);
+  CHECK(r.empty_updates_second == r.updates);
+  CHECK(r.device_sums == 2 * r.updates);
+  CHECK(r.weights_moved);
+  CHECK(r.weights_equal);
+  CHECK(r.equals_lone);
+}
+
 // Split roles on GPU GMIs: an actor's transitions land in the learner's device table row for row; then 3 thread
 // GMIs, GMI 0 learning from the 2 actors' transitions on its device table: every transition it holds came from
 // the actors (it steps no environment), it made the gradient steps due, the actors none.

@@ -34,6 +34,7 @@
 #include <gmi/pipeline/train_loop.hpp>
 #include <gmi/rl/sac.cuh>
 #include <gmi/rl/sac.hpp>
+#include <gmi/rl/sac_global.hpp>
 #include <gmi/rl/sac_sync.hpp>
 #include <gmi/runtime/context.hpp>
 #include <gmi/runtime/gmis.hpp>
@@ -153,10 +154,17 @@ void report_gmi(runtime::context& ctx, const train_result& r, const Engine& eng,
   ctx.report(j.dump());
 }
 
-// One data-parallel learner's run (`sync`: the group's sums, learner_sync's or with the device path).
+// One data-parallel learner's run (`sync`: the group's sums, learner_sync's or with the device path). With
+// --sac-global-sampling the learners share one board (rl/sac_global.hpp) in a segment of the run.
 template <class Pipeline, class Engine>
-void learner_run(Engine& eng, runtime::context& ctx, const train_config<Pipeline>& o, const std::string& where,
+void learner_run(Engine& eng, runtime::context& ctx, const train_config<Pipeline>& o, std::string where,
                  const char* impl, rl::sac_sync sync) {
+  std::optional<rl::sac_global_board> board;
+  if (o.sac_global_sampling && ctx.world() > 1) {
+    board.emplace(ctx.id().run_id + "-sac-global", ctx.rank(), ctx.world(), o.seed, ctx.timeout());
+    sync = board->hook(std::move(sync));
+    where += ", global sampling over the learners' tables";
+  }
   eng.set_sync(std::move(sync));
   const train_result r = offpolicy_loop<Pipeline>(eng, o, where, impl, learner_group{{ctx}});
   report_gmi(ctx, r, eng, where, "learner");

@@ -238,6 +238,16 @@ train_result offpolicy_loop(Engine& eng, const train_config<Pipeline>& o, const 
     if constexpr (requires { eng.graph_updates(); }) end["graph_updates"] = eng.graph_updates();
     if constexpr (requires { eng.replay_shards(); })
       if (const auto shards = eng.replay_shards()) end["replay"] = shard_report_json(*shards);
+    if constexpr (requires { eng.global_draws(); }) {
+      if (eng.sync().global()) {
+        const auto& g = eng.global_draws();
+        end["global_sampling"] = {{"drawn", g.drawn}, {"expected", g.expected}, {"updates", g.updates},
+                                  {"empty_updates", g.empty_updates}};
+        std::printf("gmi: global sampling: learner 0 drew %.0f of the group's draws (its tables' share: %.1f), "
+                    "no draws in %llu of %llu updates\n", g.drawn, g.expected,
+                    static_cast<unsigned long long>(g.empty_updates), static_cast<unsigned long long>(g.updates));
+      }
+    }
     log.write(end);
     std::printf("gmi: %s after %s env steps in %.2f s (mean return %s, target %s)\n", reason.c_str(),
                 metrics::si(steps).c_str(), now, return_text(last_mean, o).c_str(),

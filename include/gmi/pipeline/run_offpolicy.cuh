@@ -55,6 +55,9 @@ void validate_offpolicy(train_config<Pipeline>& o) {
   }
   gmi::require(!o.split_roles || o.sac.n_step == 1, "--sac-n-step with --split-roles", o.sac.n_step,
                "1 (the actors send one-step transitions)");
+  gmi::require(!o.sac_global_sampling || (!o.split_roles && o.sac.replay_shards == 1),
+               "--sac-global-sampling with", o.split_roles ? "--split-roles" : "--sac-replay-shards > 1",
+               "data-parallel learners with one table each (neither --split-roles nor --sac-replay-shards > 1)");
   gmi::require(o.gradient_allreduce != allreduce_choice::automatic, "--gradient-allreduce with trainer sac", "automatic",
                "hierarchical (GPU GMIs sum on the device) or cpu_staged (through the host)");
   gmi::require(!o.autotune.on && o.autotune.plan_path.empty(), "--autotune/--plan with trainer", "sac",
@@ -142,6 +145,9 @@ train_result train_offpolicy(train_config<Pipeline> o) {
   }
   int host_gmis = 1;
   const placement where = place_offpolicy(o, host_gmis);
+  gmi::require(!o.sac_global_sampling || host_gmis > 1 || where.at == placement::where::gmis,
+               "--sac-global-sampling on", "one learner",
+               "2 or more data-parallel learners (--gmis-per-gpu >= 2 or several --gpus)");
   if (where.at == placement::where::host && host_gmis > 1) return offpolicy_on_host_gmis<Pipeline>(o, host_gmis);
   if (where.at == placement::where::gmis) return offpolicy_on_gpu_gmis<Pipeline>(o, where.cfg);
   if (where.at == placement::where::host) {
@@ -200,6 +206,10 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
              ", --sac-warmup-steps " + std::to_string(rl::sac_gpu_scale::warmup_steps) + ", --sac-replay-capacity " +
              std::to_string(rl::sac_gpu_scale::replay_capacity) + ", --sac-n-step " +
              std::to_string(rl::sac_gpu_scale::n_step) + " (1 with --split-roles).");
+  app.add_flag("--sac-global-sampling", o.sac_global_sampling,
+               "data-parallel learners: each update's batch (learners x --sac-batch) one uniform sample over the union "
+               "of their tables, each learner drawing its share from its own and weighting its gradient by it; off: "
+               "each learner samples --sac-batch from its own table");
   app.add_flag("--split-roles", o.split_roles,
                "host or GPU GMIs: GMI 0 learns from the transitions the other GMIs collect (they only act, with the "
                "learner's weights one message behind; on a GPU its device table takes them)");

@@ -196,6 +196,9 @@ struct run_options {
   // Set by a plan whose measured mapping is split, or by --split-roles: a colocated pipeline's roles run as layout
   // split, a trainer GMI fed by serving GMIs on every GPU.
   bool split_roles = false;
+  // Off-policy (SAC) data-parallel learners: each update's batch one uniform sample over the union of the learners'
+  // tables, each learner drawing its share (rl/sac_global.hpp; --sac-global-sampling). Off: each samples its own.
+  bool sac_global_sampling = false;
   autotune_flags autotune;
 };
 

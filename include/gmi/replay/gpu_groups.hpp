@@ -9,6 +9,7 @@
 // This is the host version (groups of host_tables; the reference of tests/replay_gpu's two-GPU case); the device
 // version is multi_gpu_shard_set (multi_gpu_shards.cuh), which calls plan_groups with the gathered totals.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -53,6 +54,37 @@ struct group_plan {
   return p;
 }
 
+namespace detail {
+// Each table's total (its sum-tree's root: priorities, or items for uniform), each read under its lock.
+inline std::vector<double> table_totals(std::span<host_table* const> tables, bool prioritized, const std::string& what) {
+  std::vector<double> totals;
+  for (host_table* t : tables) {
+    require(t != nullptr, what, "null", "a table");
+    auto lock = t->lock();
+    const table_ref r = t->view();
+    totals.push_back((prioritized ? r.prio_tree : r.size_tree)[1]);
+  }
+  return totals;
+}
+// A group's own draws (draw_global over its tables, weights not yet set) into out: shard numbered from first_shard,
+// probabilities scaled to global ones (one rounding, as on the device). Returns the smallest positive (1 if none).
+inline double append_scaled_part(const global_draws& part, double scale, std::size_t first_shard, global_draws& out) {
+  double p_min = 1.0;
+  for (std::size_t b = 0; b < part.keys.size(); ++b) {
+    out.shard.push_back(part.shard[b] < 0 ? -1 : static_cast<std::int32_t>(first_shard) + part.shard[b]);
+    out.keys.push_back(part.keys[b]);
+    out.probability.push_back(product(part.probability[b], scale));
+    if (out.probability.back() > 0.0 && out.probability.back() < p_min) p_min = out.probability.back();
+  }
+  return p_min;
+}
+// out.weight from out.probability and the smallest probability of every group's draws.
+inline void set_weights(global_draws& out, double p_min, double beta) {
+  out.weight.clear();
+  for (double p : out.probability) out.weight.push_back(importance_weight(p, p_min, beta));
+}
+}  // namespace detail
+
 // Host groups: every group's draws (global_draws: shard numbered over all groups, group 0's first), group-major in
 // group order; shares: each group's count. Each group's tables are locked while it draws (draw_global); the plan
 // uses the totals read just before.
@@ -65,34 +97,22 @@ inline group_plan draw_over_groups(const std::vector<std::vector<host_table*>>& 
   std::vector<std::vector<double>> totals;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     require(!groups[g].empty(), "multi-GPU sample group " + std::to_string(g) + " shards", 0, "1 or more");
-    totals.emplace_back();
-    for (host_table* t : groups[g]) {
-      require(t != nullptr, "multi-GPU sample group " + std::to_string(g) + " shard", "null", "a table");
-      auto lock = t->lock();
-      const detail::table_ref r = t->view();
-      totals.back().push_back((prio ? r.prio_tree : r.size_tree)[1]);
-    }
+    totals.push_back(detail::table_totals(groups[g], prio, "multi-GPU sample group " + std::to_string(g) + " shard"));
   }
   group_plan plan = plan_groups(totals, n, seed);
   out = {};
   std::size_t first_shard = 0;
+  double p_min = 1.0;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     for (double t : totals[g]) out.totals.push_back(t);
     if (plan.shares[g] > 0) {
       global_draws part;
       draw_global(std::span<host_table* const>(groups[g]), s, plan.shares[g], plan.seeds[g], 0.0, part);
-      for (std::size_t b = 0; b < part.keys.size(); ++b) {
-        out.shard.push_back(part.shard[b] < 0 ? -1 : static_cast<std::int32_t>(first_shard) + part.shard[b]);
-        out.keys.push_back(part.keys[b]);
-        out.probability.push_back(detail::product(part.probability[b], plan.scale[g]));
-      }
+      p_min = std::min(p_min, detail::append_scaled_part(part, plan.scale[g], first_shard, out));
     }
     first_shard += groups[g].size();
   }
-  double p_min = 1.0;
-  for (double p : out.probability)
-    if (p > 0.0 && p < p_min) p_min = p;
-  for (double p : out.probability) out.weight.push_back(detail::importance_weight(p, p_min, beta));
+  detail::set_weights(out, p_min, beta);
   return plan;
 }
 

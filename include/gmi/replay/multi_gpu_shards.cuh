@@ -44,6 +44,28 @@ __global__ static void weights_of_kernel(const double* prob, std::int64_t n, dou
   const std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   if (b < n) weight[b] = importance_weight(prob[b], p_min, beta);
 }
+
+// One group's share on its device (the device current): its draws over its set's shards (sample_global with the
+// group's seed, into out), their probabilities scaled to global ones and the smallest copied to low_host (pinned),
+// all on the set's stream; the caller waits for that stream before reading low_host.
+inline void draw_scaled_share(device_shard_set& set, const sampler& s, std::size_t share, std::size_t length,
+                              std::uint64_t seed, double scale, global_device_batch& out, double* low_dev,
+                              double* low_host) {
+  set.sample_global(s, share, length, seed, 0.0, out);
+  const cudaStream_t st = set.stream();
+  scale_min_kernel<<<1, global_weight_block, 0, st>>>(out.batch.probability.data(), static_cast<std::int64_t>(share),
+                                                       scale, low_dev);
+  GMI_CUDA_TRY(cudaGetLastError());
+  GMI_CUDA_TRY(cudaMemcpyAsync(low_host, low_dev, 8, cudaMemcpyDeviceToHost, st));
+}
+// The group's importance weights with the smallest probability of every group's draws, on the set's stream.
+inline void enqueue_weights(device_shard_set& set, std::size_t share, double p_min, double beta,
+                            global_device_batch& out) {
+  const auto m = static_cast<std::int64_t>(share);
+  weights_of_kernel<<<blocks_for(m), 256, 0, set.stream()>>>(out.batch.probability.data(), m, p_min, beta,
+                                                             out.weight.data());
+  GMI_CUDA_TRY(cudaGetLastError());
+}
 }  // namespace detail
 
 // One GPU's tables: the device they live on (and were created on) and the tables.
@@ -113,13 +135,8 @@ class multi_gpu_shard_set {
       low_[g].data()[0] = 1.0;
       if (plan.shares[g] == 0) continue;
       GMI_CUDA_TRY(cudaSetDevice(gpus_[g].device));
-      sets_[g]->sample_global(s, plan.shares[g], length, plan.seeds[g], 0.0, outs[g]);
-      const cudaStream_t st = sets_[g]->stream();
-      detail::scale_min_kernel<<<1, detail::global_weight_block, 0, st>>>(
-          outs[g].batch.probability.data(), static_cast<std::int64_t>(plan.shares[g]), plan.scale[g],
-          low_dev_[g].data());
-      GMI_CUDA_TRY(cudaGetLastError());
-      GMI_CUDA_TRY(cudaMemcpyAsync(low_[g].data(), low_dev_[g].data(), 8, cudaMemcpyDeviceToHost, st));
+      detail::draw_scaled_share(*sets_[g], s, plan.shares[g], length, plan.seeds[g], plan.scale[g], outs[g],
+                                low_dev_[g].data(), low_[g].data());
     }
     double p_min = 1.0;
     for (std::size_t g = 0; g < G; ++g) {
@@ -130,10 +147,7 @@ class multi_gpu_shard_set {
     for (std::size_t g = 0; g < G; ++g) {  // the weights with every GPU's smallest probability
       if (plan.shares[g] == 0) continue;
       GMI_CUDA_TRY(cudaSetDevice(gpus_[g].device));
-      const auto m = static_cast<std::int64_t>(plan.shares[g]);
-      detail::weights_of_kernel<<<detail::blocks_for(m), 256, 0, sets_[g]->stream()>>>(
-          outs[g].batch.probability.data(), m, p_min, beta, outs[g].weight.data());
-      GMI_CUDA_TRY(cudaGetLastError());
+      detail::enqueue_weights(*sets_[g], plan.shares[g], p_min, beta, outs[g]);
     }
     GMI_CUDA_TRY(cudaSetDevice(prev));
     return plan;

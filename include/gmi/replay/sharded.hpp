@@ -57,9 +57,10 @@ class shard_board {
         owned_(std::make_unique<slot[]>(std::size_t(shards))), slots_(owned_.get()) {}
 
   // A board in memory the shards' processes share (a MAP_SHARED mapping made before fork, or a shared segment) of
-  // bytes_for(shards) bytes, 64-byte aligned; the slots are constructed there, so only one process makes it.
+  // bytes_for(shards) bytes, 64-byte aligned; the slots are constructed there, so only one process makes it (the
+  // others attach: construct false).
   shard_board(void* shared, std::size_t bytes, int shards, std::chrono::milliseconds timeout,
-              on_lost_shard policy = on_lost_shard::fail)
+              on_lost_shard policy = on_lost_shard::fail, bool construct = true)
       : n_(checked(shards, timeout)), timeout_(timeout), policy_(policy) {
     require(shared != nullptr && reinterpret_cast<std::uintptr_t>(shared) % alignof(slot) == 0,
             "shard_board shared memory", shared ? "misaligned" : "null", "64-byte aligned memory");
@@ -67,7 +68,8 @@ class shard_board {
     static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<double>::is_always_lock_free,
                   "gmi::replay::shard_board: shared slots need lock-free 64-bit atomics");
     slots_ = static_cast<slot*>(shared);
-    for (int k = 0; k < shards; ++k) new (&slots_[k]) slot{};
+    if (construct)
+      for (int k = 0; k < shards; ++k) new (&slots_[k]) slot{};
   }
   [[nodiscard]] static constexpr std::size_t bytes_for(int shards) { return sizeof(slot) * std::size_t(shards); }
   shard_board(const shard_board&) = delete;
@@ -79,8 +81,8 @@ class shard_board {
   // Publishes `total` for round `round` (rounds start at 1 and go up by one) and waits, at most the timeout, for
   // every other shard's; returns the totals (0 for shards gone). Throws shard_lost_error naming a shard that did not
   // publish in time (policy fail; also when an earlier round dropped it), or naming this shard if the others
-  // declared it lost first.
-  std::vector<double> all_gather(int shard, std::uint64_t round, double total) {
+  // declared it lost first. `gather` names the all-gather in those errors.
+  std::vector<double> all_gather(int shard, std::uint64_t round, double total, const char* gather = "shard-total") {
     require(shard >= 0 && shard < n_, "shard_board shard", shard, "0 .. " + std::to_string(n_ - 1));
     require(round >= 1 && round < (std::uint64_t{1} << 61), "shard_board round", round, ">= 1");
     require(total >= 0.0, "shard_board total", total, ">= 0");
@@ -88,8 +90,8 @@ class shard_board {
     me.total[round & 1].store(total, std::memory_order_relaxed);
     std::uint64_t expect = word(round - 1, published);
     if (!me.word.compare_exchange_strong(expect, word(round, published), std::memory_order_acq_rel)) {
-      throw shard_lost_error(message_for(shard, expect, round, "this shard was declared lost by the others"), shard,
-                             round);
+      throw shard_lost_error(message_for(shard, expect, round, "this shard was declared lost by the others", gather),
+                             shard, round);
     }
     std::vector<double> totals(std::size_t(n_), 0.0);
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
@@ -104,7 +106,7 @@ class shard_board {
         if (state_of(w) == left) break;  // gone cleanly before this round: its total is 0
         if (state_of(w) == lost) {
           if (policy_ == on_lost_shard::fail) {
-            throw shard_lost_error(message_for(k, w, round, "declared lost"), k, round);
+            throw shard_lost_error(message_for(k, w, round, "declared lost", gather), k, round);
           }
           break;
         }
@@ -112,7 +114,7 @@ class shard_board {
           // Declare it lost at this round, unless it publishes in the same instant (then its total counts).
           if (s.word.compare_exchange_strong(w, word(round, lost), std::memory_order_acq_rel)) {
             if (policy_ == on_lost_shard::fail) {
-              throw shard_lost_error(message_for(k, word(round, lost), round, "did not publish"), k, round);
+              throw shard_lost_error(message_for(k, word(round, lost), round, "did not publish", gather), k, round);
             }
             break;
           }
@@ -151,10 +153,10 @@ class shard_board {
   static constexpr std::uint64_t last_published(std::uint64_t w) {
     return state_of(w) == lost ? round_of(w) - 1 : round_of(w);
   }
-  std::string message_for(int k, std::uint64_t w, std::uint64_t round, const char* what) const {
-    char tail[160];
-    std::snprintf(tail, sizeof tail, ": round %llu of the shard-total all-gather, its last round %llu, timeout %.3g s",
-                  static_cast<unsigned long long>(round), static_cast<unsigned long long>(last_published(w)),
+  std::string message_for(int k, std::uint64_t w, std::uint64_t round, const char* what, const char* gather) const {
+    char tail[200];
+    std::snprintf(tail, sizeof tail, ": round %llu of the %s all-gather, its last round %llu, timeout %.3g s",
+                  static_cast<unsigned long long>(round), gather, static_cast<unsigned long long>(last_published(w)),
                   double(timeout_.count()) / 1e3);
     return "replay shard " + std::to_string(k) + " (GMI " + std::to_string(k) + ") " + what + tail +
            " (its GMI was killed or hangs; on_lost_shard::continue_without samples from the others)";

@@ -7,7 +7,9 @@
 // copy and no wait; the losses are summed in a fixed order, so launched and graph-replayed updates give the same
 // bits. As one of data-parallel learners (set_sync) each update averages two buffers over the group: on the device
 // when the sync has sum_device (comm::hierarchical_allreduce, stream-ordered: no stream wait), else through the
-// host (two waits). Alone, with sac_config::cuda_graph, each update after the first replays one captured CUDA graph.
+// host (two waits); with global sampling (sac_sync::share, sac_global.hpp) it draws its share of the group's batch
+// and weights its gradients by that share. Alone, with sac_config::cuda_graph, each update after the first replays
+// one captured CUDA graph.
 
 #include <cmath>
 #include <cstddef>
@@ -35,6 +37,7 @@
 #include <gmi/rl/sac_batched.cuh>
 #include <gmi/rl/sac.hpp>
 #include <gmi/rl/sac_config.hpp>
+#include <gmi/rl/sac_eval.hpp>
 #include <gmi/rl/sac_kernels.cuh>
 #include <gmi/rl/sac_loss.hpp>
 #include <gmi/rl/sac_nstep.hpp>
@@ -77,7 +80,7 @@ class sac_device_trainer {
         pol_{table_.stream()},
         envs_(num_envs, seed, params, pol_),
         writer_(table_.make_writer(n_)),
-        grads_(pol_, std::size_t(cfg_.batch)),
+        grads_(std::in_place, pol_, std::size_t(cfg_.batch)),
         env_actor_bm_(pol_, n_),
         actor_(upload(sac_initial_params<actor_net>(seed, 0))),
         critic1_(upload(sac_initial_params<critic_net>(seed, 1))),
@@ -254,37 +257,16 @@ class sac_device_trainer {
     enqueue_update();
     ++updates_;
   }
+  // Global draws of this learner so far (sync().global()).
+  [[nodiscard]] const sac_global_counts& global_draws() const noexcept { return global_; }
   // Updates that ran as a replay of the captured graph.
   [[nodiscard]] std::uint64_t graph_updates() const noexcept { return graph_updates_; }
 
   // The deterministic policy's mean return over one episode in each of `envs` fresh environments, stepped on the
   // host (tasks whose params bind device tables are not supported here).
   double evaluate(int envs, std::uint64_t seed) {
-    const auto n = std::size_t(envs);
-    const std::vector<float> p = download(actor_);
-    env_batch<E> eval(envs, seed, envs_.params());
-    std::vector<float> o(n * O), a(n * A), rew(n);
-    std::vector<std::uint8_t> te(n), tr(n), done(n, 0);
-    std::vector<double> ret(n, 0.0);
-    eval.reset({o.data(), o.size()});
-    for (int t = 0; t < envs_.params().max_steps; ++t) {
-      for (std::size_t i = 0; i < n; ++i) {
-        float head[2 * A], eps[A] = {};
-        actor_net::forward(p.data(), &o[i * O], head);
-        squashed_draw<float, A> d;
-        d.compute(head, eps, cfg_.log_std_min, cfg_.log_std_max);
-        for (int k = 0; k < A; ++k) a[i * A + k] = d.action[k];
-      }
-      eval.step({a.data(), a.size()}, {o.data(), o.size()}, {rew.data(), n}, {te.data(), n}, {tr.data(), n});
-      for (std::size_t i = 0; i < n; ++i) {
-        if (done[i]) continue;
-        ret[i] += rew[i];
-        done[i] = te[i] || tr[i];
-      }
-    }
-    double sum = 0;
-    for (double r : ret) sum += r;
-    return sum / double(n);
+    return sac_deterministic_return<E, actor_net>(download(actor_), envs, seed, envs_.params(), cfg_.log_std_min,
+                                                  cfg_.log_std_max);
   }
 
   // Means of the last update (waits for the stream).
@@ -324,6 +306,15 @@ class sac_device_trainer {
     s.validate();
     gmi::require(updates_ == 0, "sac_device_trainer::set_sync after updates", updates_, "0 (join the group first)");
     sync_ = std::move(s);
+    if (sync_.global()) {  // a share may be up to the group's whole batch
+      gmi::require(!shards_, "sac global sampling with sac.replay_shards", cfg_.replay_shards, "1 (one table a learner)");
+      const std::size_t most = std::size_t(cfg_.batch) * std::size_t(sync_.world);
+      grads_.reset();
+      grads_.emplace(pol_, most);
+      for (buf<float>* b : {&eps_, &eps_next_}) *b = buf<float>(most * A);
+      y_ = buf<float>(most);
+      x_ = buf<float>(most * X);
+    }
     for (buf<float>* b : {&actor_, &critic1_, &critic2_}) {
       std::vector<float> v = download(*b);
       sync_.broadcast_from_first(v);
@@ -412,12 +403,23 @@ class sac_device_trainer {
     return v;
   }
   // The kernels of one update, on the stream (captured or launched).
+  // With global sampling (sync_.global()) this learner's share of the group's batch, its gradients weighted by it.
   void enqueue_update() {
-    const auto B = std::size_t(cfg_.batch);
+    auto B = std::size_t(cfg_.batch);
     const cudaStream_t s = pol_.stream;
     settle("the work queued before it (collection, inserts)");
     const std::uint64_t draw_seed = seed_ * 0x9E3779B97F4A7C15ull;
-    if (!shards_) table_.sample(replay::sampler::uniform(), B, 1, draw_seed, batch_, update_count_.data());
+    float weight = 1.0f;
+    if (sync_.global()) {
+      const sac_share sh = sync_.share_of(table_.size(), cfg_.batch);
+      global_.add(sh, std::size_t(sync_.world) * B);
+      weight = float(sh.draws) / float(B);
+      B = sh.draws;
+      if (B == 0) return update_without_draws();
+      table_.sample(replay::sampler::uniform(), B, 1, sh.seed, batch_);
+    } else if (!shards_) {
+      table_.sample(replay::sampler::uniform(), B, 1, draw_seed, batch_, update_count_.data());
+    }
     const replay::device_batch& b = shards_ ? shards_->sample(B, draw_seed, update_count_.data()) : batch_;
     settle("replay sample (draw, gather)");
     const float* obs = b.template column<float>(0);
@@ -429,36 +431,64 @@ class sac_device_trainer {
     sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, update_count_.data(), 0, B * A, eps_.data());
     sac_kernels::normals<<<eb, 256, 0, s>>>(seed_ ^ 0xE95ull, update_count_.data(), 1, B * A, eps_next_.data());
     settle("normals");
-    grads_.critic_targets(actor_.data(), target1_.data(), target2_.data(), nxt, rew, term, eps_next_.data(), B,
+    grads_->critic_targets(actor_.data(), target1_.data(), target2_.data(), nxt, rew, term, eps_next_.data(), B,
                           log_alpha_.data(), cfg_.gamma, cfg_.log_std_min, cfg_.log_std_max, y_.data());
     settle("critic targets (actor and target critics' forwards)");
     sac_kernels::concat<<<nb, 256, 0, s>>>(obs, O, act, A, B, x_.data());
     settle("concat");
     const std::size_t C = critic1_.size(), C2 = sac_second_critic_offset(C);
-    float* terms = grads_.terms();
-    grads_.critic_gradient(critic1_.data(), x_.data(), y_.data(), B, g_critic_.data(), terms);
+    float* terms = grads_->terms();
+    grads_->critic_gradient(critic1_.data(), x_.data(), y_.data(), B, g_critic_.data(), terms);
     settle("critic 1 gradient");
-    grads_.critic_gradient(critic2_.data(), x_.data(), y_.data(), B, g_critic_.data() + C2, terms + B);
+    grads_->critic_gradient(critic2_.data(), x_.data(), y_.data(), B, g_critic_.data() + C2, terms + B);
     settle("critic 2 gradient");
-    grads_.sum(terms, 2 * B, 1.0f / float(B), sums_.data() + sac_sum_critic);
+    grads_->sum(terms, 2 * B, 1.0f / float(B), sums_.data() + sac_sum_critic);
+    if (weight != 1.0f) scale(g_critic_.data(), g_critic_.size(), weight);
     if (sync_.active()) average(0);
-    critic1_opt_.step(critic1_.span(), device_span<const float>(g_critic_.data(), C));
-    critic2_opt_.step(critic2_.span(), device_span<const float>(g_critic_.data() + C2, C));
+    critic_steps();
     settle("critic sums and Adam steps");
     const std::size_t P = actor_.size();
-    grads_.actor_gradient(actor_.data(), critic1_.data(), critic2_.data(), obs, eps_.data(), B, log_alpha_.data(),
-                          cfg_.log_std_min, cfg_.log_std_max, g_actor_.data(), terms, grads_.terms2());
+    grads_->actor_gradient(actor_.data(), critic1_.data(), critic2_.data(), obs, eps_.data(), B, log_alpha_.data(),
+                          cfg_.log_std_min, cfg_.log_std_max, g_actor_.data(), terms, grads_->terms2());
     settle("actor gradient");
-    grads_.sum(terms, B, 1.0f / float(B), sums_.data() + sac_sum_actor);
-    grads_.sum(grads_.terms2(), B, 1.0f / float(B), sums_.data() + sac_sum_log_prob);
+    grads_->sum(terms, B, 1.0f / float(B), sums_.data() + sac_sum_actor);
+    grads_->sum(grads_->terms2(), B, 1.0f / float(B), sums_.data() + sac_sum_log_prob);
     // The temperature's gradient is a function of the mean log-prob: averaging that averages the gradient.
     if (sync_.active()) {
       GMI_CUDA_TRY(cudaMemcpyAsync(g_actor_.data() + P, sums_.data() + sac_sum_log_prob, sizeof(float),
                                    cudaMemcpyDeviceToDevice, s));
+      if (weight != 1.0f) scale(g_actor_.data(), g_actor_.size(), weight);
       average(1);
       GMI_CUDA_TRY(cudaMemcpyAsync(sums_.data() + sac_sum_log_prob, g_actor_.data() + P, sizeof(float),
                                    cudaMemcpyDeviceToDevice, s));
     }
+    finish_update();
+  }
+  // A global sample gave this learner no draws: its gradients (and mean log-prob) count 0 in the group's means; it
+  // still joins both sums and steps with the group's mean.
+  void update_without_draws() {
+    g_critic_.fill_bytes(0, pol_.stream);
+    average(0);
+    critic_steps();
+    g_actor_.fill_bytes(0, pol_.stream);
+    average(1);
+    GMI_CUDA_TRY(cudaMemcpyAsync(sums_.data() + sac_sum_log_prob, g_actor_.data() + actor_.size(), sizeof(float),
+                                 cudaMemcpyDeviceToDevice, pol_.stream));
+    finish_update();
+  }
+  void critic_steps() {
+    const std::size_t C = critic1_.size();
+    critic1_opt_.step(critic1_.span(), device_span<const float>(g_critic_.data(), C));
+    critic2_opt_.step(critic2_.span(), device_span<const float>(g_critic_.data() + sac_second_critic_offset(C), C));
+  }
+  void scale(float* v, std::size_t n, float by) {
+    sac_kernels::scale<<<sac_kernels::blocks(n), 256, 0, pol_.stream>>>(v, n, by);
+    GMI_CUDA_TRY(cudaGetLastError());
+  }
+  // The actor's Adam step, the temperature's, the targets' Polyak averages, the device's update count.
+  void finish_update() {
+    const cudaStream_t s = pol_.stream;
+    const std::size_t P = actor_.size();
     actor_opt_.step(actor_.span(), device_span<const float>(g_actor_.data(), P));
     if (cfg_.tune_alpha)
       sac_kernels::alpha_step<<<1, 1, 0, s>>>(log_alpha_.data(), alpha_state_.data(), sums_.data(),
@@ -495,9 +525,7 @@ class sac_device_trainer {
       return;
     }
     sync_.sum_device(part, pol_.stream);
-    sac_kernels::scale<<<sac_kernels::blocks(v.size()), 256, 0, pol_.stream>>>(v.data(), v.size(),
-                                                                               1.0f / float(sync_.world));
-    GMI_CUDA_TRY(cudaGetLastError());
+    scale(v.data(), v.size(), 1.0f / float(sync_.world));
     ++device_sums_;
   }
   // Device arrays replaced by the group's mean: copied to the host (a wait on the stream), summed, copied back.
@@ -527,7 +555,7 @@ class sac_device_trainer {
   exec::cuda pol_;
   env_batch<E, exec::cuda> envs_;
   replay::device_table::writer writer_;
-  sac_device_gradients<Nets> grads_;                 // the update's batched network passes and their scratch
+  std::optional<sac_device_gradients<Nets>> grads_;  // the update's batched network passes and their scratch
   nn::batch_mlp<actor_net, exec::cuda> env_actor_bm_;  // the actor's forward over the environments (collect)
   buf<float> actor_, critic1_, critic2_, target1_, target2_;
   nn::adam<exec::cuda> actor_opt_, critic1_opt_, critic2_opt_;
@@ -543,6 +571,7 @@ class sac_device_trainer {
   bool graph_failed_ = false;
   double owed_updates_ = 0;
   sac_sync sync_;
+  sac_global_counts global_;  // this learner's global draws (sync_.global())
   std::vector<float> staged_;
   buf<float> uploaded_;                                             // a learner's upload of an actor's rows
   buf<float> ring_, folded_;  // n-step: the ring (sac_nstep::ring_layout) and the folded transitions' columns

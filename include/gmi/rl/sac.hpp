@@ -244,9 +244,20 @@ class sac_trainer {
 
   // One gradient step: both critics on soft TD targets, the actor on the updated critics, the temperature,
   // then the Polyak update of the targets.
+  // With global sampling (sync().global()) this learner's share of the group's batch, its gradients weighted by it.
   void update() {
-    const auto B = std::size_t(cfg_.batch);
-    table_.sample(replay::sampler::uniform(), B, 1, seed_ * 0x9E3779B97F4A7C15ull + updates_, batch_);
+    auto B = std::size_t(cfg_.batch);
+    std::uint64_t draw_seed = seed_ * 0x9E3779B97F4A7C15ull + updates_;
+    float weight = 1.0f;
+    if (sync_.global()) {
+      const sac_share sh = sync_.share_of(table_.size(), cfg_.batch);
+      global_.add(sh, std::size_t(sync_.world) * B);
+      weight = float(sh.draws) / float(B);
+      B = sh.draws;
+      draw_seed = sh.seed;
+      if (B == 0) return update_without_draws();
+    }
+    table_.sample(replay::sampler::uniform(), B, 1, draw_seed, batch_);
     const float* obs = batch_.template column<float>(0);
     const float* act = batch_.template column<float>(1);
     const float* rew = batch_.template column<float>(2);
@@ -271,6 +282,8 @@ class sac_trainer {
     g_critic_.resize(2 * C);
     last_.critic_loss = 0.5 * grads_.critic_loss(critic1_.data(), x_.data(), y_.data(), B, g_critic_.data());
     last_.critic_loss += 0.5 * grads_.critic_loss(critic2_.data(), x_.data(), y_.data(), B, g_critic_.data() + C);
+    if (weight != 1.0f)
+      for (float& g : g_critic_) g *= weight;
     sync_.average(g_critic_);
     critic1_opt_.step({critic1_.data(), C}, {g_critic_.data(), C});
     critic2_opt_.step({critic2_.data(), C}, {g_critic_.data() + C, C});
@@ -279,16 +292,16 @@ class sac_trainer {
     const auto a = grads_.actor_loss(actor_.data(), critic1_.data(), critic2_.data(), obs, eps_.data(), B, alpha,
                                      cfg_.log_std_min, cfg_.log_std_max, g_actor_.data());
     g_actor_[P] = -float(a.log_prob + double(cfg_.entropy_target(A)));
+    if (weight != 1.0f)
+      for (float& g : g_actor_) g *= weight;
     sync_.average(g_actor_);
-    actor_opt_.step({actor_.data(), P}, {g_actor_.data(), P});
-    if (cfg_.tune_alpha) alpha_opt_.step({log_alpha_, 1}, {g_actor_.data() + P, 1});
-    polyak_update<float>({target1_.data(), target1_.size()}, {critic1_.data(), critic1_.size()}, cfg_.tau);
-    polyak_update<float>({target2_.data(), target2_.size()}, {critic2_.data(), critic2_.size()}, cfg_.tau);
     last_.actor_loss = a.loss;
     last_.log_prob = a.log_prob;
     last_.alpha = alpha;
-    ++updates_;
+    finish_update();
   }
+  // Global draws of this learner so far (sync().global()).
+  [[nodiscard]] const sac_global_counts& global_draws() const noexcept { return global_; }
 
  private:
   static replay::table_spec table_spec_of(const sac_config& c) {
@@ -321,6 +334,7 @@ class sac_trainer {
   double owed_updates_ = 0;
   sac_update_stats last_;
   sac_sync sync_;
+  sac_global_counts global_;
   std::vector<float> stored_next_, cols_;
   std::vector<float> ended_f_, ring_, folded_;  // n-step: the ring (sac_nstep::ring_layout), the folded columns
   std::size_t inserted_ = 0;
@@ -375,6 +389,28 @@ class sac_trainer {
     for (std::size_t i = 0; i < n; ++i) sac_nstep::fold<O, A>(v, i, oldest, cfg_.gamma, fo, fa, fr, fn, ft);
     r.columns = {fo, fa, fr, fn, ft};
     return true;
+  }
+
+  // The steps after the actor's gradient: the actor's and the temperature's, the targets' Polyak averages.
+  void finish_update() {
+    const std::size_t P = actor_.size();
+    actor_opt_.step({actor_.data(), P}, {g_actor_.data(), P});
+    if (cfg_.tune_alpha) alpha_opt_.step({log_alpha_, 1}, {g_actor_.data() + P, 1});
+    polyak_update<float>({target1_.data(), target1_.size()}, {critic1_.data(), critic1_.size()}, cfg_.tau);
+    polyak_update<float>({target2_.data(), target2_.size()}, {critic2_.data(), critic2_.size()}, cfg_.tau);
+    ++updates_;
+  }
+  // A global sample gave this learner no draws: its gradients count 0 in the group's means (it still joins both,
+  // and steps with the group's mean like every learner).
+  void update_without_draws() {
+    const std::size_t C = critic1_.size(), P = actor_.size();
+    g_critic_.assign(2 * C, 0.0f);
+    sync_.average(g_critic_);
+    critic1_opt_.step({critic1_.data(), C}, {g_critic_.data(), C});
+    critic2_opt_.step({critic2_.data(), C}, {g_critic_.data() + C, C});
+    g_actor_.assign(P + 1, 0.0f);
+    sync_.average(g_actor_);
+    finish_update();
   }
 
   // The gradient steps owed for `n` new transitions (none while warming up).
