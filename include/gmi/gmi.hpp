@@ -1,6 +1,6 @@
 #pragma once
 // gmi: the umbrella header. Every layer's host headers; under nvcc also the kernel headers (.cuh) and the
-// launcher gmi::run, which instantiates the CUDA paths.
+// launcher gmi::run, which instantiates the CUDA paths (under a host compiler gmi::run fails with a sentence).
 #include <gmi/agents/categorical_mlp.hpp>
 #include <gmi/agents/gaussian_mlp.hpp>
 #include <gmi/comm/channel.hpp>
@@ -45,4 +45,7 @@
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/policy_server.cuh>
 #include <gmi/rl/ppo.cuh>
+#else
+#include <gmi/comm/hierarchical_options.hpp>  // the Comm a pipeline names (its CUDA half is hierarchical.cuh)
+#include <gmi/pipeline/run_needs_nvcc.hpp>    // gmi::run: a sentence saying it needs nvcc
 #endif

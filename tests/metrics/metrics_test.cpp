@@ -46,6 +46,13 @@ TEST_SUITE("cpu") {
     CHECK(gmi::metrics::eta_seconds(25, 100, 10) == doctest::Approx(30));
   }
 
+  TEST_CASE("metrics.progress.eta_stops_at_the_time_limit") {
+    // 25 of 100 steps in 10 s: 30 s more by steps, but a 20 s time limit leaves 10 s
+    CHECK(gmi::metrics::eta_seconds(25, 100, 10, 20) == doctest::Approx(10));
+    CHECK(gmi::metrics::eta_seconds(25, 100, 10, 3600) == doctest::Approx(30));
+    CHECK(gmi::metrics::eta_seconds(25, 100, 30, 20) == doctest::Approx(0));
+  }
+
   TEST_CASE("metrics.run_info.identity_fields") {
     const auto run = gmi::metrics::describe_run();
     CHECK(run.run_id.size() > 20);

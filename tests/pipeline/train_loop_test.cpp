@@ -76,8 +76,8 @@ struct recorded {
   std::vector<std::uint64_t> saves, lines;
 };
 
-template <class Group>
-gmi::detail::loop_end run(scripted_trainer& t, const gmi::detail::loop_settings& s, recorded& rec) {
+template <class Group, class Trainer>
+gmi::detail::loop_end run(Trainer& t, const gmi::detail::loop_settings& s, recorded& rec) {
   gmi::sm_activity_window gpm(0, -1);
   return gmi::detail::train_loop(
       t, Group{}, s, gpm, [] {}, [&](const gmi::detail::loop_view& v) { rec.lines.push_back(v.iteration); },
@@ -130,6 +130,40 @@ TEST_CASE("pipeline.train_loop.saves_at_multiples_and_never_after_divergence") {
   REQUIRE(e.losses.has_value());
   CHECK_FALSE(e.losses->finite());
   CHECK(gmi::exit_code_of(e.reason, e.signal_number) == 1);
+}
+
+// A task whose step() returned a nan reward: the loss terms turn nan and the end names the environment, not the lr.
+struct nan_reward_trainer : scripted_trainer {
+  gmi::io::checkpoint save_state() const {
+    gmi::io::checkpoint ck;
+    std::vector<float> returns(4, -1.0f);
+    if (nan_from && it >= nan_from) returns[2] = std::numeric_limits<float>::quiet_NaN();
+    ck.add("env.returns", returns);
+    return ck;
+  }
+};
+
+TEST_CASE("pipeline.train_loop.divergence_from_a_non_finite_reward_names_the_environment") {
+  nan_reward_trainer t;
+  t.nan_from = 3;
+  recorded rec;
+  const auto e = run<gmi::detail::solo_group>(t, settings(700), rec);
+  CHECK(e.reason == gmi::stop_reason::diverged);
+  CHECK(e.diverged_cause.find("non-finite reward") != std::string::npos);
+  CHECK(e.diverged_cause.find("environment 2's episode return is nan") != std::string::npos);
+  scripted_trainer plain;  // loss terms nan, rewards fine (nothing to look at): no cause, the lr hint stays
+  plain.nan_from = 3;
+  const auto p = run<gmi::detail::solo_group>(plain, settings(700), rec);
+  CHECK(p.reason == gmi::stop_reason::diverged);
+  CHECK(p.diverged_cause.empty());
+  // Finished episodes with a nan return (the statistics of the round at 10, asked for at 5): they point at the
+  // environment when its running returns no longer do (a diverged policy's invalid actions reset every episode).
+  scripted_trainer finished;
+  finished.nan_from = 12;
+  finished.ret = std::numeric_limits<double>::quiet_NaN();
+  const auto f = run<gmi::detail::solo_group>(finished, settings(1500), rec);
+  CHECK(f.reason == gmi::stop_reason::diverged);
+  CHECK(f.diverged_cause.find("a finished episode's return is not finite") != std::string::npos);
 }
 
 // A run with no log time or save due before its limit (a population member): the loss terms are looked at when

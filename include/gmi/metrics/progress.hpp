@@ -34,4 +34,11 @@ inline double eta_seconds(double done, double goal, double elapsed) {
   return (goal - done) * elapsed / done;
 }
 
+// Seconds left until the run stops at the first of its two limits: `goal` steps at the current rate, or
+// `max_seconds` of elapsed time (a run with --max-seconds 120 does not show an ETA of an hour).
+inline double eta_seconds(double done, double goal, double elapsed, double max_seconds) {
+  const double by_time = max_seconds > elapsed ? max_seconds - elapsed : 0;
+  return std::fmin(eta_seconds(done, goal, elapsed), by_time);
+}
+
 }  // namespace gmi::metrics

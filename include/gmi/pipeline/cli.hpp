@@ -4,6 +4,7 @@
 // means is train_config's business (run_options.hpp, rl::ppo_config); the checks that need every flag at once
 // are validate's (resolve.cuh), so a program that fills a config in code gets them too.
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -99,6 +101,30 @@ inline std::optional<int> check_target_flags(const CLI::App& app, const CLI::Opt
     return 2;
   }
   return std::nullopt;
+}
+
+// A config check's line names the train_config field ("ppo.learning_rate: got -1, need in (0, 1)"); under
+// gmi::run the flag that set it is the name to show ("--lr: got -1, need in (0, 1)"). Other lines stay.
+inline std::string with_flag_name(const std::string& line) {
+  static constexpr std::pair<std::string_view, std::string_view> renamed[] = {
+      {"learning_rate", "lr"}, {"max_learning_rate", "max-lr"}};
+  static constexpr std::string_view same[] = {  // ppo fields whose flag is the field's name with dashes
+      "horizon", "minibatch", "epochs", "clip", "dual_clip", "gamma", "lambda", "max_grad_norm", "value_coef",
+      "entropy_coef", "bounds_loss_coef", "min_entropy_coef", "entropy_decay_env_steps", "value_symlog",
+      "log_std_min", "log_std_max", "obs_clip", "obs_normalizer_window", "value_normalizer_window",
+      "lr_decay_env_steps", "kl_target"};
+  constexpr std::string_view prefix = "ppo.";
+  const std::size_t colon = line.find(':');
+  if (colon == std::string::npos || !line.starts_with(prefix)) return line;
+  const std::string_view field = std::string_view(line).substr(prefix.size(), colon - prefix.size());
+  std::string flag;
+  for (const auto& [from, to] : renamed)
+    if (field == from) flag = to;
+  for (const std::string_view f : same)
+    if (field == f) flag = f;
+  if (flag.empty()) return line;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return "--" + flag + line.substr(colon);
 }
 }  // namespace detail
 

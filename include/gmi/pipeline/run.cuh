@@ -29,7 +29,7 @@ int run(int argc, char** argv) {
     if constexpr (Pipeline::layout_type::trains) return train<Pipeline>(config).exit_code;
     else return serve<Pipeline>(config).exit_code;
   } catch (const gmi::config_error& e) {
-    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    std::fprintf(stderr, "%s: %s\n", program, detail::with_flag_name(e.what()).c_str());
     return 2;
   } catch (const runtime::gmi_failed& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());

@@ -114,7 +114,7 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
                     metrics::si(env_rate).c_str(), metrics::si(serve_rate).c_str(), metrics::si(rate).c_str(),
                     std::isfinite(v.mean_return) ? metrics::si(v.mean_return).c_str() : "-", v.losses.approx_kl,
                     v.losses.learning_rate, metrics::clock_text(v.seconds).c_str(),
-                    metrics::clock_text(metrics::eta_seconds(v.steps, o.max_env_steps, v.seconds)).c_str());
+                    metrics::clock_text(metrics::eta_seconds(v.steps, o.max_env_steps, v.seconds, o.max_seconds)).c_str());
         std::fflush(stdout);
       }
       if (v.mean_length) base["mean_length"] = *v.mean_length;

@@ -19,9 +19,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include <gmi/io/checkpoint.hpp>
 #include <gmi/metrics/progress.hpp>
 #include <gmi/pipeline/run_options.hpp>
 #include <gmi/pipeline/sm_activity.hpp>
@@ -57,6 +59,7 @@ struct group_stop_check {
   rl::episode_window window;
   bool solved = false;
   bool diverged = false;  // some GMI saw non-finite loss terms
+  bool returns_not_finite = false;  // a window of finished episodes summed to a non-finite return
   rl::learning_curve curve{128};  // (group env steps, mean return) whenever the window gives a mean
   // (seconds since the loop began, mean return) at the same points, kept with the same stride: the wall-clock
   // curve at the resolution of the statistics (every round), not of the log interval, and no host read more.
@@ -78,6 +81,7 @@ struct group_stop_check {
     all.return_sum = v[1];
     all.length_sum = v[2];
     if (all.episodes > 0) {
+      returns_not_finite = returns_not_finite || !std::isfinite(all.return_sum);
       if (const auto mean = window.add(all)) {
         solved = std::isfinite(target) && *mean >= target;
         curve.add(steps, *mean);
@@ -88,6 +92,29 @@ struct group_stop_check {
     return solved || v[3] > 0 || diverged;
   }
 };
+
+// Why a diverged run's loss terms may have turned non-finite when the trainer can tell: the environment's own
+// rewards (an episode's running return, `*env.returns` in the trainer's state, or a finished episode's) are not
+// finite, so the task's step() returned a nan or infinite reward; "" when nothing points at the environment.
+inline std::string env_reward_not_finite(const io::checkpoint* state, bool finished_returns_not_finite) {
+  if (state) {
+    for (const auto& t : state->tensors()) {
+      const std::string_view name = t.name;
+      if (!name.ends_with("env.returns") || t.type != io::dtype::f32) continue;
+      const std::vector<float> v = state->get<float>(t.name);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!std::isfinite(v[i])) {
+          return "the environment returned a non-finite reward (environment " + std::to_string(i) +
+                 "'s episode return is " + (std::isnan(v[i]) ? "nan" : "inf") + ": check the task's step())";
+        }
+      }
+    }
+  }
+  if (finished_returns_not_finite)
+    return "the environment returned a non-finite reward (a finished episode's return is not finite: check the "
+           "task's step())";
+  return "";
+}
 
 struct loop_settings {
   double max_env_steps = 0, max_seconds = 0, target_return = 0, log_interval = 1;
@@ -130,6 +157,7 @@ struct loop_end {
   // the device had its statistics (so never early)
   std::vector<std::array<double, 2>> wall_curve;
   std::optional<rl::ppo_losses> losses;  // rank 0's last look (the non-finite ones when diverged)
+  std::string diverged_cause;  // rank 0, diverged: env_reward_not_finite's sentence ("" when it cannot tell)
   // From the first round on (module loading and graph capture left out): when, at which iteration.
   std::optional<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> warm;
   std::chrono::steady_clock::time_point started;  // when the loop began
@@ -215,11 +243,15 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
       last_log = now;
     }
     if (stop.diverged && group.rank() == 0) {
-      std::fprintf(stderr, "gmi: training diverged by iteration %llu (%s env steps): %s; %s without saving (try a "
-                           "smaller --lr or --max-grad-norm)\n",
-                   static_cast<unsigned long long>(it), metrics::si(steps).c_str(),
+      std::optional<io::checkpoint> state;  // the environments' running returns, read once, only here
+      if constexpr (requires { trainer.save_state(); }) state.emplace(trainer.save_state());
+      out.diverged_cause = env_reward_not_finite(state ? &*state : nullptr, stop.returns_not_finite);
+      std::fprintf(stderr, "gmi: training diverged by iteration %llu (%s env steps): %s%s%s; %s without saving%s\n",
+                   static_cast<unsigned long long>(it), metrics::si(steps).c_str(), out.diverged_cause.c_str(),
+                   out.diverged_cause.empty() ? "" : "; ",
                    looked && !looked->finite() ? looked->not_finite().c_str() : "loss terms not finite",
-                   group.world() == 1 ? "stopped" : "the group stops");
+                   group.world() == 1 ? "stopped" : "the group stops",
+                   out.diverged_cause.empty() ? " (try a smaller --lr or --max-grad-norm)" : "");
     }
     if (!stop.diverged && (stop_now || save_due)) {
       save();
