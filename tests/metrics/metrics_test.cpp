@@ -44,6 +44,9 @@ TEST_SUITE("cpu") {
     CHECK(gmi::metrics::clock_text(65) == "1:05");
     CHECK(gmi::metrics::clock_text(3725) == "1:02:05");
     CHECK(gmi::metrics::eta_seconds(25, 100, 10) == doctest::Approx(30));
+    // resumed at 50 of 100: 25 more in 10 s, so the 25 left take 10 s more (not 25 * 10 / 75)
+    CHECK(gmi::metrics::eta_seconds(75, 100, 10, 50) == doctest::Approx(10));
+    CHECK(gmi::metrics::eta_seconds(50, 100, 10, 50) == 0);  // nothing done yet: unknown, 0
   }
 
   TEST_CASE("metrics.run_info.identity_fields") {

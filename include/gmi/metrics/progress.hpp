@@ -28,10 +28,11 @@ inline std::string clock_text(double seconds) {
   return buf;
 }
 
-// Seconds left to reach `goal` at the current average rate since the start.
-inline double eta_seconds(double done, double goal, double elapsed) {
-  if (done <= 0 || elapsed <= 0 || goal <= done) return 0;
-  return (goal - done) * elapsed / done;
+// Seconds left to reach `goal` at the average rate since the start, where `elapsed` began at `from` (a resumed
+// run: the checkpoint's count, which took none of this run's time).
+inline double eta_seconds(double done, double goal, double elapsed, double from = 0) {
+  if (done <= from || elapsed <= 0 || goal <= done) return 0;
+  return (goal - done) * elapsed / (done - from);
 }
 
 }  // namespace gmi::metrics
