@@ -134,6 +134,7 @@ TEST_CASE("pipeline.train_loop.a_resumed_run_counts_env_steps_since_training_beg
   CHECK(e.iterations == 7);
   CHECK(e.steps == doctest::Approx(700));
   CHECK(e.run_steps == doctest::Approx(300));
+  CHECK(e.trained());
   REQUIRE(run_steps.size() == 2);
   CHECK(run_steps.front() == doctest::Approx(100));  // the first line at iteration 5
   CHECK(run_steps.back() == doctest::Approx(300));
@@ -168,6 +169,7 @@ TEST_CASE("pipeline.train_loop.resumed_at_the_limit_ends_before_its_first_iterat
     CHECK(e.run_steps == 0);
     CHECK(e.seconds == 0);
     CHECK(e.rate() == 0);
+    CHECK_FALSE(e.trained());  // so no evaluation either
     CHECK(rec.saves.empty());
     CHECK(rec.lines.empty());
     CHECK(t.losses_looks == 0);

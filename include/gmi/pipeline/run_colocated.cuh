@@ -341,9 +341,9 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     GMI_CUDA_TRY(cudaStreamSynchronize(b.stream()));
     r.weights_hash = gmi::fnv1a(host.data(), host.size() * sizeof(float));
     // Rank 0: the final policy without exploration noise, on host threads after the clock stopped (the weights
-    // are the group's, identical on every GMI). Not for autotune trials or a diverged run.
+    // are the group's, identical on every GMI). Not for autotune trials, a diverged run or one that trained nothing.
     if constexpr (requires { rl::evaluate_mode(trainer, 1, o.env); }) {
-      if (rank0 && !trial && e.reason != stop_reason::diverged) {
+      if (rank0 && !trial && e.reason != stop_reason::diverged && e.trained()) {
         const runtime::heartbeat_during beats(ctx);  // a physics task's evaluation outlasts the hang timeout
         const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
         r.eval_return = ev.mean_return;

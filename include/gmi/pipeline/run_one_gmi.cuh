@@ -139,11 +139,13 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
     }
     end.update({{"mean_return", std::isfinite(e.mean_return) ? nlohmann::json(e.mean_return) : nlohmann::json()},
                 {"train_samples_per_s", rate}});
-    // The final policy without exploration noise, on host threads after the clock stopped.
+    // The final policy without exploration noise, on host threads after the clock stopped (when it trained).
     if constexpr (requires { rl::evaluate_mode(trainer, 1, o.env); }) {
-      const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
-      result.eval_return = ev.mean_return;
-      end.update({{"eval_return", ev.mean_return}, {"eval_episodes", ev.episodes}, {"eval_length", ev.mean_length}});
+      if (e.trained()) {
+        const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
+        result.eval_return = ev.mean_return;
+        end.update({{"eval_return", ev.mean_return}, {"eval_episodes", ev.episodes}, {"eval_length", ev.mean_length}});
+      }
     }
     if (const double warm = e.warm_rate(trainer.samples_per_iteration(), ended); std::isfinite(warm)) {
       end["warm_samples_per_s"] = warm;

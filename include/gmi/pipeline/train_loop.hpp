@@ -137,6 +137,8 @@ struct loop_end {
   std::chrono::steady_clock::time_point started;  // when the loop began
   double decide_seconds = 0;  // spent in the group's stop decisions (host syncs between GMIs)
 
+  // Whether this run trained (false: resumed at or past its step limit, nothing to train or evaluate).
+  [[nodiscard]] bool trained() const noexcept { return iterations > resumed_at; }
   // This run's samples per second (0 when it took no time: a run resumed at its limit).
   [[nodiscard]] double rate() const noexcept { return seconds > 0 ? run_steps / seconds : 0.0; }
   // Samples per second from the first round on (NaN when the run ended before it); `per_iteration`: samples.
