@@ -181,10 +181,10 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
   const auto seconds = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
   double last_log = -std::numeric_limits<double>::infinity();  // the first line at the first decision
   const auto steps_at = [&](std::uint64_t it) { return static_cast<double>(it) * per_iteration; };
-  const std::uint64_t began = trainer.iteration();
-  out.resumed_at = began;
-  out.iterations = began;
-  out.steps = steps_at(began);
+  const std::uint64_t began = trainer.iteration();  // 0, or where a resumed run's checkpoint was
+  const double began_steps = steps_at(began);
+  out.resumed_at = out.iterations = began;
+  out.steps = began_steps;
   if (resumed_past_limit(out, s, group.rank())) return out;
   for (;;) {
     trainer.iterate();
@@ -233,7 +233,7 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
     if (group.rank() == 0 && (log_due || stop_now)) {
       if (!looked) looked = trainer.losses();
       now = seconds();
-      progress(loop_view{.iteration = it, .steps = steps, .run_steps = steps - out.steps, .seconds = now,
+      progress(loop_view{.iteration = it, .steps = steps, .run_steps = steps - began_steps, .seconds = now,
                          .mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN()),
                          .mean_length = stop.window.last_length(), .losses = *looked});
       last_log = now;
@@ -254,7 +254,7 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
                                       .time_up = time_up, .steps_up = steps_up});
       out.signal_number = sig;
       out.iterations = it;
-      out.run_steps = steps - out.steps;
+      out.run_steps = steps - began_steps;
       out.steps = steps;
       out.seconds = now;
       out.mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());
