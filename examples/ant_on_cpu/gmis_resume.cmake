@@ -6,6 +6,8 @@
 #      MuJoCo state (actors.mujoco.qpos);
 #   2. --resume from it to 8 iterations: resumed at iteration 4 with 2 GMIs, ends at 8, identical weights;
 #   3. 8 iterations without a stop: the same weights as 2 (FNV-1a of the end lines), so the round trip is exact.
+#   4. --resume from it with the limit it is at (--max-env-steps 8192, which counts env steps since training
+#      began): nothing to train, one line, the step limit at iteration 4 with the checkpoint's weights.
 # Each failure is one FATAL_ERROR line naming the step; every run is bounded by a timeout.
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
@@ -63,5 +65,11 @@ end_line(resumed "${DIR}/resumed.jsonl" 8 4)
 run(straight "step limit after 8 iterations" --max-env-steps 16384)
 if(NOT resumed_hash STREQUAL straight_hash)
   message(FATAL_ERROR "resumed weights: got FNV-1a ${resumed_hash}, need ${straight_hash} (8 iterations without a stop)")
+endif()
+run(at_limit "nothing to train: resumed at iteration 4, 8192 env steps, at or past --max-env-steps 8192.*step limit after 4 iterations"
+    --max-env-steps 8192 --resume "${DIR}/ck" --metrics "${DIR}/at_limit.jsonl")
+end_line(at_limit "${DIR}/at_limit.jsonl" 4 4)
+if(NOT at_limit_hash STREQUAL saved_hash)
+  message(FATAL_ERROR "resumed at its limit: weights FNV-1a ${at_limit_hash}, need the checkpoint's ${saved_hash}")
 endif()
 message("2 host GMIs on MuJoCo: saved at 4, resumed to 8, weights ${resumed_hash} equal to a run without a stop")

@@ -139,4 +139,46 @@ TEST_SUITE("cpu") {
     const auto other = run_host_gmis(10, "", dir + "/nonexistent.ckpt", dir + "/other.jsonl");
     CHECK(other.error.find("nonexistent.ckpt") != std::string::npos);
   }
+
+  // --max-env-steps is the training's budget in total env steps, a resumed checkpoint's included, for one GMI as for
+  // a group: one host GMI of 128 envs and 2 of 64 (2048 env steps an iteration either way) save at iteration 5,
+  // resume with the same flags (--max-env-steps 20480) and both end at iteration 10 with 20480 env steps (one GMI
+  // used to count from the resume and run to 15). Resumed with the limit the checkpoint is at, both end at once:
+  // iteration 5, exit 0, step limit, no time trained.
+  TEST_CASE("actors.gmis.resume_counts_env_steps_since_training_began_for_one_gmi_and_a_group" * doctest::timeout(400)) {
+    if (ac::available_cores().size() < 2) {
+      MESSAGE("[gmi] SKIPPED: two GMIs of one actor core each need 2 cores");
+      return;
+    }
+    const std::string dir = "/tmp/gmi-test-resume-budget";
+    for (const int gmis : {1, 2}) {
+      CAPTURE(gmis);
+      const std::string ck = dir + "/five" + std::to_string(gmis) + ".ckpt";
+      const auto saved = run_resumable(gmis, 5 * 2048, ck, "", dir + "/saved.jsonl");
+      CAPTURE(saved.error);
+      REQUIRE(saved.error.empty());
+      CHECK(saved.iterations == 5);
+      CHECK(saved.resumed_at == 0);
+      const auto resumed = run_resumable(gmis, 10 * 2048, "", ck, dir + "/resumed.jsonl");
+      CAPTURE(resumed.error);
+      REQUIRE(resumed.error.empty());
+      CHECK(resumed.reason == "step limit");
+      CHECK(resumed.exit_code == 0);
+      CHECK(resumed.iterations == 10);
+      CHECK(resumed.env_steps == 10 * 2048);
+      CHECK(resumed.end_iteration == 10);
+      CHECK(resumed.end_env_steps == 10 * 2048);
+      CHECK(resumed.resumed_at == 5);
+      const auto at_limit = run_resumable(gmis, 5 * 2048, "", ck, dir + "/at_limit.jsonl");
+      CAPTURE(at_limit.error);
+      REQUIRE(at_limit.error.empty());
+      CHECK(at_limit.reason == "step limit");
+      CHECK(at_limit.exit_code == 0);
+      CHECK(at_limit.iterations == 5);
+      CHECK(at_limit.env_steps == 5 * 2048);
+      CHECK(at_limit.end_iteration == 5);
+      CHECK(at_limit.resumed_at == 5);
+      CHECK(at_limit.end_wall_s == 0);
+    }
+  }
 }

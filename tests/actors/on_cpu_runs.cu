@@ -209,6 +209,37 @@ host_gmis_run run_host_gmis(long iterations, const std::string& checkpoint, cons
   return o;
 }
 
+resumable_run run_resumable(int gmis, double max_env_steps, const std::string& checkpoint, const std::string& resume,
+                            const std::string& metrics) {
+  resumable_run o;
+  auto c = small_host_config<on_cpu_any>(max_env_steps);
+  c.gmis_per_gpu = gmis;
+  c.num_envs = 128 / gmis;
+  c.actor_cores_per_gmi = 1;
+  if (gmis > 1) c.partition = "cpu_cores";
+  c.checkpoint_path = checkpoint;
+  c.resume_path = resume;
+  c.metrics_path = metrics;
+  std::remove(metrics.c_str());
+  try {
+    const gmi::train_result r = gmi::train<on_cpu_any>(c);
+    o.reason = r.reason_text();
+    o.exit_code = r.exit_code;
+    o.iterations = long(r.iterations);
+    o.env_steps = r.env_steps;
+    for (const auto& j : read_lines(metrics)) {
+      if (j.value("event", "") != "end") continue;
+      o.end_iteration = j.at("iteration").get<long>();
+      o.resumed_at = j.at("resumed_at").get<long>();
+      o.end_env_steps = j.at("env_steps").get<double>();
+      o.end_wall_s = j.at("wall_s").get<double>();
+    }
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
 namespace {
 // --plan needs a communicator that reduces (checked for every layout that trains); host GMIs sum on the host.
 using on_cpu_planned = gmi::pipeline<ac::on_cpu<cart, 0>, gmi::agents::gaussian_mlp<>, gmi::trainers::ppo<>,

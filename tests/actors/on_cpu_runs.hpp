@@ -57,6 +57,18 @@ struct host_gmis_run {
 host_gmis_run run_host_gmis(long iterations, const std::string& checkpoint, const std::string& resume,
                             const std::string& metrics);
 
+// `gmis` host GMIs of CPU actors, 1 actor core each, 128 / gmis envs a GMI (2048 env steps an iteration of the group
+// for 1 or 2 GMIs), through gmi::train with --max-env-steps `max_env_steps`, --metrics `metrics` and --checkpoint /
+// --resume where given: the result and the metrics end line's iteration, resumed_at and wall_s.
+struct resumable_run {
+  std::string error, reason;
+  int exit_code = -1;
+  long iterations = 0, end_iteration = -1, resumed_at = -1;
+  double env_steps = 0, end_env_steps = -1, end_wall_s = -1;
+};
+resumable_run run_resumable(int gmis, double max_env_steps, const std::string& checkpoint, const std::string& resume,
+                            const std::string& metrics);
+
 // A plan whose CPU/GPU ratio (chosen from a sweep of three points) is 1 actor core per GMI, 16 envs per core and 2
 // GMIs per GPU, saved at `path` and trained with on host threads (gmi::run --device host --plan PATH): the end
 // line's shape.

@@ -44,13 +44,18 @@ TEST_SUITE("cpu") {
     CHECK(gmi::metrics::clock_text(65) == "1:05");
     CHECK(gmi::metrics::clock_text(3725) == "1:02:05");
     CHECK(gmi::metrics::eta_seconds(25, 100, 10) == doctest::Approx(30));
+    // resumed at 50 of 100: 25 more in 10 s, so the 25 left take 10 s more (not 25 * 10 / 75)
+    CHECK(gmi::metrics::eta_seconds(75, 100, 10, 50) == doctest::Approx(10));
+    CHECK(gmi::metrics::eta_seconds(50, 100, 10, 50) == 0);  // nothing done yet: unknown, 0
   }
 
   TEST_CASE("metrics.progress.eta_stops_at_the_time_limit") {
     // 25 of 100 steps in 10 s: 30 s more by steps, but a 20 s time limit leaves 10 s
-    CHECK(gmi::metrics::eta_seconds(25, 100, 10, 20) == doctest::Approx(10));
-    CHECK(gmi::metrics::eta_seconds(25, 100, 10, 3600) == doctest::Approx(30));
-    CHECK(gmi::metrics::eta_seconds(25, 100, 30, 20) == doctest::Approx(0));
+    CHECK(gmi::metrics::eta_seconds(25, 100, 10, 0, 20) == doctest::Approx(10));
+    CHECK(gmi::metrics::eta_seconds(25, 100, 10, 0, 3600) == doctest::Approx(30));
+    CHECK(gmi::metrics::eta_seconds(25, 100, 30, 0, 20) == doctest::Approx(0));
+    // resumed at 50: nothing done in this run yet, so only the time limit says when it ends
+    CHECK(gmi::metrics::eta_seconds(50, 100, 10, 50, 20) == doctest::Approx(10));
   }
 
   TEST_CASE("metrics.run_info.identity_fields") {

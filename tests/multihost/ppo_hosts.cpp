@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", checkpoint, "after the last iteration: every GMI's state, host manifests, job manifest");
   app.add_option("--checkpoint-every", checkpoint_every, "... and after every this many iterations (0: the last only)")
       ->check(CLI::Range(0, 100000));
-  app.add_option("--resume", resume, "a job manifest to start from (then --iterations counts from its iteration)");
+  app.add_option("--resume", resume, "a job manifest to start from (--iterations is the total: it runs on from the manifest's iteration)");
   app.add_option("--restart-on-failure", o.restarts,
                  "restarts of every host from the last checkpoint after a GMI fails; an existing checkpoint is resumed")
       ->check(CLI::Range(0, 63));

@@ -117,6 +117,73 @@ TEST_CASE("pipeline.train_loop.a_group_decides_at_rounds_over_the_group_steps") 
   CHECK(e.curve.front()[0] == doctest::Approx(1000.0));  // the round at 10 folds in what was asked for at 5
 }
 
+// A resumed run counts env steps from iteration 0, the checkpoint's included, as a fresh one does: a group of one
+// resumed at 4 (400 steps) with a limit of 700 ends at 7, not at 11; its progress lines' run_steps (the rate's) are
+// this run's only. A group resumed at 5 (1000 of the pair's steps) with a limit of 1400 ends at the round at 10.
+TEST_CASE("pipeline.train_loop.a_resumed_run_counts_env_steps_since_training_began") {
+  scripted_trainer t;
+  t.it = t.asked_at = t.folded_to = 4;
+  recorded rec;
+  std::vector<double> run_steps;
+  gmi::sm_activity_window gpm(0, -1);
+  const auto e = gmi::detail::train_loop(
+      t, gmi::detail::solo_group{}, settings(700), gpm, [] {},
+      [&](const gmi::detail::loop_view& v) { run_steps.push_back(v.run_steps); }, [&] { rec.saves.push_back(t.iteration()); });
+  CHECK(e.reason == gmi::stop_reason::step_limit);
+  CHECK(e.resumed_at == 4);
+  CHECK(e.iterations == 7);
+  CHECK(e.steps == doctest::Approx(700));
+  CHECK(e.run_steps == doctest::Approx(300));
+  CHECK(e.trained());
+  REQUIRE(run_steps.size() == 2);
+  CHECK(run_steps.front() == doctest::Approx(100));  // the first line at iteration 5
+  CHECK(run_steps.back() == doctest::Approx(300));
+  CHECK(rec.saves == std::vector<std::uint64_t>{7});
+  CHECK(gmi::detail::end_fields(e, "step limit").at("resumed_at") == 4);
+
+  scripted_trainer pair;
+  pair.it = pair.asked_at = pair.folded_to = 5;
+  recorded group_rec;
+  const auto g = run<twin_group>(pair, settings(1400), group_rec);
+  CHECK(g.reason == gmi::stop_reason::step_limit);
+  CHECK(g.iterations == 10);
+  CHECK(g.steps == doctest::Approx(2000));
+  CHECK(g.run_steps == doctest::Approx(1000));
+}
+
+// A run resumed at or past its limit ends before its first iteration: the step limit, exit 0, nothing saved (the
+// checkpoint is the state), no progress line, no time; a group of one and a group alike.
+TEST_CASE("pipeline.train_loop.resumed_at_the_limit_ends_before_its_first_iteration") {
+  for (const std::uint64_t at : {7u, 9u}) {
+    CAPTURE(at);
+    scripted_trainer t;
+    t.it = at;
+    recorded rec;
+    const auto e = run<gmi::detail::solo_group>(t, settings(700), rec);
+    CHECK(e.reason == gmi::stop_reason::step_limit);
+    CHECK(gmi::exit_code_of(e.reason, e.signal_number) == 0);
+    CHECK(t.it == at);
+    CHECK(e.iterations == at);
+    CHECK(e.resumed_at == at);
+    CHECK(e.steps == doctest::Approx(100.0 * static_cast<double>(at)));
+    CHECK(e.run_steps == 0);
+    CHECK(e.seconds == 0);
+    CHECK(e.rate() == 0);
+    CHECK_FALSE(e.trained());  // so no evaluation either
+    CHECK(rec.saves.empty());
+    CHECK(rec.lines.empty());
+    CHECK(t.losses_looks == 0);
+  }
+  scripted_trainer pair;
+  pair.it = 7;  // 1400 of the pair's steps
+  recorded rec;
+  const auto g = run<twin_group>(pair, settings(1400), rec);
+  CHECK(g.reason == gmi::stop_reason::step_limit);
+  CHECK(pair.it == 7);
+  CHECK(g.iterations == 7);
+  CHECK(rec.saves.empty());
+}
+
 TEST_CASE("pipeline.train_loop.saves_at_multiples_and_never_after_divergence") {
   scripted_trainer t;
   t.nan_from = 9;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 namespace gmi::metrics {
@@ -28,17 +29,14 @@ inline std::string clock_text(double seconds) {
   return buf;
 }
 
-// Seconds left to reach `goal` at the current average rate since the start.
-inline double eta_seconds(double done, double goal, double elapsed) {
-  if (done <= 0 || elapsed <= 0 || goal <= done) return 0;
-  return (goal - done) * elapsed / done;
-}
-
-// Seconds left until the run stops at the first of its two limits: `goal` steps at the current rate, or
-// `max_seconds` of elapsed time (a run with --max-seconds 120 does not show an ETA of an hour).
-inline double eta_seconds(double done, double goal, double elapsed, double max_seconds) {
+// Seconds left until the run stops at the first of its two limits: `goal` steps at the average rate since the
+// start, where `elapsed` began at `from` (a resumed run: the checkpoint's count, which took none of this run's time),
+// or `max_seconds` of elapsed time (a run with --max-seconds 120 does not show an ETA of an hour). 0: unknown or none.
+inline double eta_seconds(double done, double goal, double elapsed, double from = 0,
+                          double max_seconds = std::numeric_limits<double>::infinity()) {
   const double by_time = max_seconds > elapsed ? max_seconds - elapsed : 0;
-  return std::fmin(eta_seconds(done, goal, elapsed), by_time);
+  if (done <= from || elapsed <= 0 || goal <= done) return std::isfinite(by_time) ? by_time : 0;
+  return std::fmin((goal - done) * elapsed / (done - from), by_time);
 }
 
 }  // namespace gmi::metrics

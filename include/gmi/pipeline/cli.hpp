@@ -78,7 +78,10 @@ CLI::Option* add_run_flags(CLI::App& app, std::vector<std::function<void()>>& af
       ->check(CLI::Range(1, 100));
   app.add_option("--sms-per-gmi", o.sms_per_gmi, "green_context: SMs per GMI (0: the largest equal slice)")
       ->check(non_negative_number())->capture_default_str();
-  app.add_option("--max-env-steps", o.max_env_steps, "stop after this many environment steps")->check(positive_number())->capture_default_str();
+  app.add_option("--max-env-steps", o.max_env_steps,
+                 "stop after this many environment steps in all (since training began: a resumed checkpoint's count in)")
+      ->check(positive_number())
+      ->capture_default_str();
   app.add_option("--max-seconds", o.max_seconds, "stop after this many seconds of training")->check(positive_number())->capture_default_str();
   auto* target_return_flag =
       app.add_option("--target-return", o.target_return, "stop when the mean episode return reaches this (nan: never)");

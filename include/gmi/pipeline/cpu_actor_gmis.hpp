@@ -100,7 +100,7 @@ std::vector<cpu_gmi_outcome> run_cpu_actor_gmis(const train_config<Pipeline>& o,
       if (!o.quiet) {
         std::printf("iter %6llu | steps %s | train %s samples/s (all GMIs) | return %s | kl %.4f | %s\n",
                     static_cast<unsigned long long>(v.iteration), metrics::si(v.steps).c_str(),
-                    metrics::si(v.steps / v.seconds).c_str(),
+                    metrics::si(v.run_steps / v.seconds).c_str(),
                     std::isfinite(v.mean_return) ? metrics::si(v.mean_return).c_str() : "-", v.losses.approx_kl,
                     metrics::clock_text(v.seconds).c_str());
         std::fflush(stdout);
@@ -108,7 +108,7 @@ std::vector<cpu_gmi_outcome> run_cpu_actor_gmis(const train_config<Pipeline>& o,
       if (!a.log) return;
       nlohmann::json line = a.base;
       line.update({{"iteration", v.iteration}, {"env_steps", v.steps}, {"wall_s", v.seconds},
-                   {"train_samples_per_s", v.steps / v.seconds},
+                   {"train_samples_per_s", v.run_steps / v.seconds},
                    {"mean_return", std::isfinite(v.mean_return) ? nlohmann::json(v.mean_return) : nlohmann::json()},
                    {"policy_loss", v.losses.policy_loss}, {"value_loss", v.losses.value_loss},
                    {"entropy", v.losses.entropy}, {"approx_kl", v.losses.approx_kl},
@@ -218,7 +218,7 @@ train_result train_on_cpu_gmis(const train_config<Pipeline>& o) {
   r.wall_seconds = e.seconds;
   r.mean_return = e.mean_return;
   r.curve = e.curve;
-  r.rates.train_samples_per_s = e.steps / e.seconds;
+  r.rates.train_samples_per_s = e.rate();  // this run's steps: a resumed checkpoint's took none of its time
   std::printf("gmi: %s after %llu iterations over %d GMIs (actor cores %s) | mean return %s | weights %s (FNV-1a "
               "%016llx)\n",
               stop_reason_text(e.reason, e.signal_number).c_str(), static_cast<unsigned long long>(e.iterations), k,

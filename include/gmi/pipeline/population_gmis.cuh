@@ -108,7 +108,7 @@ population_result train_member(runtime::context& ctx, Trainer& trainer, const po
     nlohmann::json end = lines->base;
     end.update(detail::end_fields(e, r.reason));
     end["mean_return"] = std::isfinite(e.mean_return) ? nlohmann::json(e.mean_return) : nlohmann::json();
-    end["train_samples_per_s"] = e.steps / e.seconds;
+    end["train_samples_per_s"] = e.rate();
     // From the first round on (the first iteration's module loading and the graph capture left out), as one GMI's.
     const double warm = e.warm_rate(trainer.samples_per_iteration(), ended);
     if (std::isfinite(warm)) end["warm_samples_per_s"] = warm;

@@ -125,6 +125,15 @@ void validate(train_config<Pipeline>& o) {
                  o.population ? std::string("--population") : std::string("layout ") + Pipeline::layout_type::name,
                  "synchronous training (layout colocated, no --population)");
   }
+  // Only synchronous training (one GMI or a group) saves and resumes: population members and the split layout would
+  // ignore the checkpoint and start from scratch, counting env steps from 0.
+  if (!o.checkpoint_path.empty() || !o.resume_path.empty()) {
+    const bool split = o.split_roles || std::string_view(Pipeline::layout_type::name) == "split";
+    gmi::require(!o.population && !split, "--checkpoint/--resume with",
+                 o.population ? std::string("--population") : std::string("the split layout"),
+                 "synchronous training (layout colocated without --population or --split-roles): population members and "
+                 "the split layout save and resume nothing");
+  }
   if constexpr (actors::is_on_cpu<Env>) {
     // CPU actors (actors::on_cpu): one GMI, a synchronous group of GMIs or a population, each GMI with its own
     // actor cores; their checkpoints hold the actors' environments, so --resume and --restart-on-failure work. What

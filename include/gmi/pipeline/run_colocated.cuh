@@ -292,7 +292,7 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
       if (o.quiet) return;
       std::printf("iter %6llu | steps %s | train %s samples/s (all GMIs) | return %s | kl %.4f | lr %.1e | %s\n",
                   static_cast<unsigned long long>(v.iteration), metrics::si(v.steps).c_str(),
-                  metrics::si(v.steps / v.seconds).c_str(),
+                  metrics::si(v.run_steps / v.seconds).c_str(),
                   std::isfinite(v.mean_return) ? metrics::si(v.mean_return).c_str() : "-", v.losses.approx_kl,
                   v.losses.learning_rate, metrics::clock_text(v.seconds).c_str());
       std::fflush(stdout);
@@ -314,7 +314,8 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     r.slice = ctx.slice();
     r.num_envs = trainer.num_envs();
     r.iterations = trainer.iteration();
-    r.samples = static_cast<double>(trainer.iteration()) * trainer.samples_per_iteration();
+    // this run's (the rate's): a resumed checkpoint's steps took none of its time
+    r.samples = static_cast<double>(trainer.iteration() - start_iteration) * trainer.samples_per_iteration();
     const auto end = std::chrono::steady_clock::now();
     r.seconds = std::chrono::duration<double>(end - e.started).count();  // the drain after the loop included
     if (e.warm && trainer.iteration() > e.warm->second) {
@@ -340,9 +341,9 @@ train_result train_on_gmis(const train_config<Pipeline>& o, const runtime::gmis_
     GMI_CUDA_TRY(cudaStreamSynchronize(b.stream()));
     r.weights_hash = gmi::fnv1a(host.data(), host.size() * sizeof(float));
     // Rank 0: the final policy without exploration noise, on host threads after the clock stopped (the weights
-    // are the group's, identical on every GMI). Not for autotune trials or a diverged run.
+    // are the group's, identical on every GMI). Not for autotune trials, a diverged run or one that trained nothing.
     if constexpr (requires { rl::evaluate_mode(trainer, 1, o.env); }) {
-      if (rank0 && !trial && e.reason != stop_reason::diverged) {
+      if (rank0 && !trial && e.reason != stop_reason::diverged && e.trained()) {
         const runtime::heartbeat_during beats(ctx);  // a physics task's evaluation outlasts the hang timeout
         const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
         r.eval_return = ev.mean_return;

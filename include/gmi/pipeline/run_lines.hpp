@@ -22,7 +22,7 @@ inline nlohmann::json progress_fields(const loop_view& v) {
   return {{"iteration", v.iteration},
           {"env_steps", v.steps},
           {"wall_s", v.seconds},
-          {"train_samples_per_s", v.steps / v.seconds},
+          {"train_samples_per_s", v.run_steps / v.seconds},
           {"mean_return", std::isfinite(v.mean_return) ? nlohmann::json(v.mean_return) : nlohmann::json()},
           {"policy_loss", v.losses.policy_loss},
           {"value_loss", v.losses.value_loss},
@@ -32,11 +32,12 @@ inline nlohmann::json progress_fields(const loop_view& v) {
           {"learning_rate", v.losses.learning_rate}};
 }
 
-// The end line's fields from the loop's end: the reason, the counts, and the curves (env steps or seconds since
-// the loop began, mean return), whose points are the same statistics rounds.
+// The end line's fields from the loop's end: the reason, the counts (env steps since training began, the
+// iteration it resumed at: 0 for a fresh run), and the curves (those env steps, or seconds since the loop began,
+// against the mean return), whose points are the same statistics rounds.
 inline nlohmann::json end_fields(const loop_end& e, const std::string& reason) {
-  return {{"event", "end"},        {"reason", reason}, {"iteration", e.iterations}, {"env_steps", e.steps},
-          {"wall_s", e.seconds},   {"curve", e.curve}, {"wall_curve", e.wall_curve}};
+  return {{"event", "end"},  {"reason", reason},   {"iteration", e.iterations}, {"resumed_at", e.resumed_at},
+          {"env_steps", e.steps}, {"wall_s", e.seconds}, {"curve", e.curve},    {"wall_curve", e.wall_curve}};
 }
 
 // A population member's metrics file: `path` with ".gmi<rank>" before its ".jsonl" ending, or after it when it

@@ -79,12 +79,10 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
   } else {
     engine trainer = actors::make_gmi_engine<engine, Env>(0, 1, o.actor_cores_per_gmi, o.num_envs, o.seed, o.ppo, o.env, policy);
     if constexpr (Policy::on_device && requires { trainer.collection_name(); }) base["collection"] = trainer.collection_name();
-    std::uint64_t resumed_at = 0;
-    if (!o.resume_path.empty()) {
+    if (!o.resume_path.empty()) {  // env steps count on from the checkpoint's (train_loop.hpp)
       trainer.load_state(io::load(o.resume_path));
-      resumed_at = trainer.iteration();
       std::printf("gmi: resumed from %s at iteration %llu\n", o.resume_path.c_str(),
-                  static_cast<unsigned long long>(resumed_at));
+                  static_cast<unsigned long long>(trainer.iteration()));
     }
     auto save_checkpoint = [&] {
       if (o.checkpoint_path.empty()) return;
@@ -98,8 +96,7 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
                     static_cast<unsigned long long>(trainer.iteration()));
       }
     };
-    loop_settings ls = loop_settings::of(o);
-    ls.counted_from = resumed_at;
+    const loop_settings ls = loop_settings::of(o);
     int nvml_index = -1;
     if constexpr (Policy::on_device) {
       if (auto idx = cuda::nvml::index_of_cuda_device(o.gpu)) nvml_index = *idx;
@@ -107,14 +104,15 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
     sm_activity_window gpm(0, nvml_index);  // GPU utilization from the first round on
     // A progress line and a JSON line at each log time (the first at the first iteration).
     const auto progress = [&](const loop_view& v) {
-      const double rate = v.steps / v.seconds;
+      const double rate = v.run_steps / v.seconds;  // this run's: a resumed checkpoint's steps took none of it
       if (!o.quiet) {
         std::printf("iter %6llu | steps %s | env %s/s | serve %s/s | train %s samples/s | return %s | kl %.4f | lr %.1e | %s | ETA %s\n",
                     static_cast<unsigned long long>(v.iteration), metrics::si(v.steps).c_str(),
                     metrics::si(env_rate).c_str(), metrics::si(serve_rate).c_str(), metrics::si(rate).c_str(),
                     std::isfinite(v.mean_return) ? metrics::si(v.mean_return).c_str() : "-", v.losses.approx_kl,
                     v.losses.learning_rate, metrics::clock_text(v.seconds).c_str(),
-                    metrics::clock_text(metrics::eta_seconds(v.steps, o.max_env_steps, v.seconds, o.max_seconds)).c_str());
+                    metrics::clock_text(metrics::eta_seconds(v.steps, o.max_env_steps, v.seconds, v.steps - v.run_steps,
+                                                             o.max_seconds)).c_str());
         std::fflush(stdout);
       }
       if (v.mean_length) base["mean_length"] = *v.mean_length;
@@ -125,7 +123,7 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
     };
     const loop_end e = train_loop(trainer, solo_group{}, ls, gpm, [] {}, progress, save_checkpoint);
     const auto ended = std::chrono::steady_clock::now();
-    const double rate = e.steps / e.seconds;
+    const double rate = e.rate();
     const std::string reason = stop_reason_text(e.reason, e.signal_number);
     nlohmann::json end = base;
     end.update(end_fields(e, reason));
@@ -142,11 +140,13 @@ train_result train_one_gmi(const train_config<Pipeline>& o, const Policy& policy
     }
     end.update({{"mean_return", std::isfinite(e.mean_return) ? nlohmann::json(e.mean_return) : nlohmann::json()},
                 {"train_samples_per_s", rate}});
-    // The final policy without exploration noise, on host threads after the clock stopped.
+    // The final policy without exploration noise, on host threads after the clock stopped (when it trained).
     if constexpr (requires { rl::evaluate_mode(trainer, 1, o.env); }) {
-      const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
-      result.eval_return = ev.mean_return;
-      end.update({{"eval_return", ev.mean_return}, {"eval_episodes", ev.episodes}, {"eval_length", ev.mean_length}});
+      if (e.trained()) {
+        const rl::eval_result ev = rl::evaluate_mode(trainer, rl::default_eval_episodes, o.env);
+        result.eval_return = ev.mean_return;
+        end.update({{"eval_return", ev.mean_return}, {"eval_episodes", ev.episodes}, {"eval_length", ev.mean_length}});
+      }
     }
     if (const double warm = e.warm_rate(trainer.samples_per_iteration(), ended); std::isfinite(warm)) {
       end["warm_samples_per_s"] = warm;

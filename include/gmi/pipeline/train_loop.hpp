@@ -8,6 +8,8 @@
 // (rank 0 looks at them at each log time, before each save and when it votes to stop). Saves happen at decisions, the first at or after
 // each multiple of checkpoint_every, and at the stop, never with non-finite loss terms. Host syncs: the round's
 // statistics wait, rank 0's look at the loss terms at log times, and one synchronize at the first round.
+// Env steps count from iteration 0 in every layout, a resumed checkpoint's included: --max-env-steps is the
+// training's budget in total, and a run resumed at or past it ends before its first iteration (resumed_past_limit).
 
 #include <algorithm>
 #include <array>
@@ -120,8 +122,6 @@ struct loop_settings {
   double max_env_steps = 0, max_seconds = 0, target_return = 0, log_interval = 1;
   int checkpoint_every = 0;  // 0: saves only at the stop
   int min_episodes = 32;
-  // The iteration env steps count from: a resumed one-GMI run counts from where it resumed, a group from 0.
-  std::uint64_t counted_from = 0;
   // A group decides (and logs) every iteration, as a GMI alone does: host GMIs, whose sum is a host allreduce.
   bool decide_every_iteration = false;
 
@@ -141,7 +141,9 @@ struct loop_settings {
 // What the progress hook sees (rank 0, at each log time and at the stop).
 struct loop_view {
   std::uint64_t iteration = 0;
-  double steps = 0, seconds = 0, mean_return = 0;
+  // steps: the group's env steps since training began (a resumed checkpoint's included); run_steps: those of this
+  // run (since the loop began), which `seconds` took
+  double steps = 0, run_steps = 0, seconds = 0, mean_return = 0;
   std::optional<double> mean_length;
   rl::ppo_losses losses;
 };
@@ -149,8 +151,8 @@ struct loop_view {
 struct loop_end {
   stop_reason reason = stop_reason::stopped;
   int signal_number = 0;
-  std::uint64_t iterations = 0;
-  double steps = 0, seconds = 0;
+  std::uint64_t iterations = 0, resumed_at = 0;  // the last iteration; the one the loop began at
+  double steps = 0, run_steps = 0, seconds = 0;  // as loop_view's
   double mean_return = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::array<double, 2>> curve;  // (env steps, mean return), at most 128 points
   // (seconds since `started`, mean return) at the same points: when each mean reached the host, which is after
@@ -163,6 +165,10 @@ struct loop_end {
   std::chrono::steady_clock::time_point started;  // when the loop began
   double decide_seconds = 0;  // spent in the group's stop decisions (host syncs between GMIs)
 
+  // Whether this run trained (false: resumed at or past its step limit, nothing to train or evaluate).
+  [[nodiscard]] bool trained() const noexcept { return iterations > resumed_at; }
+  // This run's samples per second (0 when it took no time: a run resumed at its limit).
+  [[nodiscard]] double rate() const noexcept { return seconds > 0 ? run_steps / seconds : 0.0; }
   // Samples per second from the first round on (NaN when the run ended before it); `per_iteration`: samples.
   [[nodiscard]] double warm_rate(double per_iteration, std::chrono::steady_clock::time_point end) const {
     if (!warm || iterations <= warm->second) return std::numeric_limits<double>::quiet_NaN();
@@ -170,6 +176,21 @@ struct loop_end {
            std::chrono::duration<double>(end - warm->first).count();
   }
 };
+
+// A run resumed at or past its step limit (`e`: where it resumed) has nothing to train: true, with the stop reason
+// set and one line from rank 0, and the loop ends before its first iteration (no save: the checkpoint is the state).
+// Every GMI of a group resumed at the same iteration, so all decide the same without a collective.
+inline bool resumed_past_limit(loop_end& e, const loop_settings& s, int rank) {
+  if (e.resumed_at == 0 || e.steps < s.max_env_steps) return false;
+  e.reason = stop_reason::step_limit;
+  if (rank == 0) {
+    std::printf("gmi: nothing to train: resumed at iteration %llu, %.0f env steps, at or past --max-env-steps %.0f "
+                "(need a limit above %.0f: it counts env steps since training began, the checkpoint's included)\n",
+                static_cast<unsigned long long>(e.resumed_at), e.steps, s.max_env_steps, e.steps);
+    std::fflush(stdout);
+  }
+  return true;
+}
 
 // Runs `trainer` until the group stops. after_iterate(): after every iteration (heartbeats, hooks);
 // progress(const loop_view&): rank 0 at each log time and at the stop; save(): at due decisions and the stop.
@@ -187,9 +208,12 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
   out.started = t0;
   const auto seconds = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
   double last_log = -std::numeric_limits<double>::infinity();  // the first line at the first decision
-  const auto steps_at = [&](std::uint64_t it) {
-    return static_cast<double>(it > s.counted_from ? it - s.counted_from : 0) * per_iteration;
-  };
+  const auto steps_at = [&](std::uint64_t it) { return static_cast<double>(it) * per_iteration; };
+  const std::uint64_t began = trainer.iteration();  // 0, or where a resumed run's checkpoint was
+  const double began_steps = steps_at(began);
+  out.resumed_at = out.iterations = began;
+  out.steps = began_steps;
+  if (resumed_past_limit(out, s, group.rank())) return out;
   for (;;) {
     trainer.iterate();
     after_iterate();
@@ -237,7 +261,7 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
     if (group.rank() == 0 && (log_due || stop_now)) {
       if (!looked) looked = trainer.losses();
       now = seconds();
-      progress(loop_view{.iteration = it, .steps = steps, .seconds = now,
+      progress(loop_view{.iteration = it, .steps = steps, .run_steps = steps - began_steps, .seconds = now,
                          .mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN()),
                          .mean_length = stop.window.last_length(), .losses = *looked});
       last_log = now;
@@ -262,6 +286,7 @@ loop_end train_loop(Trainer& trainer, const Group& group, const loop_settings& s
                                       .time_up = time_up, .steps_up = steps_up});
       out.signal_number = sig;
       out.iterations = it;
+      out.run_steps = steps - began_steps;
       out.steps = steps;
       out.seconds = now;
       out.mean_return = stop.window.last_mean().value_or(std::numeric_limits<double>::quiet_NaN());

@@ -26,7 +26,7 @@ namespace gmi {
 struct gmi_training_result {
   int rank = 0, gpu = 0, slice = 0, num_envs = 0;
   std::uint64_t iterations = 0;
-  double samples = 0;        // this GMI's environment steps
+  double samples = 0;        // this GMI's environment steps in this run (a resumed checkpoint's left out)
   double seconds = 0;        // from the first iteration to the end (every GMI ends after the same iteration)
   double mean_return = std::numeric_limits<double>::quiet_NaN();  // the group's last window (same on every GMI)
   std::uint64_t weights_hash = 0;  // FNV-1a of the final weights' bytes
