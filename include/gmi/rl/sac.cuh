@@ -411,12 +411,11 @@ class sac_device_trainer {
     const std::uint64_t draw_seed = seed_ * 0x9E3779B97F4A7C15ull;
     float weight = 1.0f;
     if (sync_.global()) {
-      const sac_share sh = sync_.share_of(table_.size(), cfg_.batch);
-      global_.add(sh, std::size_t(sync_.world) * B);
-      weight = float(sh.draws) / float(B);
-      B = sh.draws;
+      const auto d = sync_.draw_globally(table_.size(), cfg_.batch, global_);
+      weight = d.weight;
+      B = d.draws;
       if (B == 0) return update_without_draws();
-      table_.sample(replay::sampler::uniform(), B, 1, sh.seed, batch_);
+      table_.sample(replay::sampler::uniform(), B, 1, d.seed, batch_);
     } else if (!shards_) {
       table_.sample(replay::sampler::uniform(), B, 1, draw_seed, batch_, update_count_.data());
     }

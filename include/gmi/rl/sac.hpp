@@ -250,11 +250,10 @@ class sac_trainer {
     std::uint64_t draw_seed = seed_ * 0x9E3779B97F4A7C15ull + updates_;
     float weight = 1.0f;
     if (sync_.global()) {
-      const sac_share sh = sync_.share_of(table_.size(), cfg_.batch);
-      global_.add(sh, std::size_t(sync_.world) * B);
-      weight = float(sh.draws) / float(B);
-      B = sh.draws;
-      draw_seed = sh.seed;
+      const auto d = sync_.draw_globally(table_.size(), cfg_.batch, global_);
+      weight = d.weight;
+      B = d.draws;
+      draw_seed = d.seed;
       if (B == 0) return update_without_draws();
     }
     table_.sample(replay::sampler::uniform(), B, 1, draw_seed, batch_);

@@ -73,6 +73,19 @@ struct sac_sync {
     return s;
   }
 
+  // One update's draws with global sampling: this learner's share (counted in `counts`) and the factor on its mean
+  // gradient, draws / batch.
+  struct global_draw {
+    std::size_t draws = 0;
+    std::uint64_t seed = 0;
+    float weight = 0.0f;
+  };
+  [[nodiscard]] global_draw draw_globally(std::size_t items, int batch, sac_global_counts& counts) const {
+    const sac_share s = share_of(items, batch);
+    counts.add(s, std::size_t(world) * std::size_t(batch));
+    return {s.draws, s.seed, float(s.draws) / float(batch)};
+  }
+
   void validate() const {
     gmi::require(world >= 1, "sac_sync.world", world, ">= 1");
     gmi::require(rank >= 0 && rank < world, "sac_sync.rank", rank, "0.." + std::to_string(world - 1));
