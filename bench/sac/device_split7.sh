@@ -4,12 +4,14 @@
 #   1. builds gmi.example.pendulum_sac, gmi.test.sac_gpu and gmi.test.split_actor_worker (-j$JOBS, default 16) in
 #      $BUILD (default /tmp/build-sac7);
 #   2. the GPU tests of the device transport (sac_gpu.split_transport_*: the same learner weights bit for bit over
-#      both transports; a lost actor process named within the timeout), sac_gpu.split_roles_on_gpu and the example's
-#      split-roles GPU cases (MPS with device and host transports, threads with device): $OUT/split7/tests.log;
-#   3. Pendulum SAC with split roles, 1 learner + 3 actor GMIs (gmi::run's GPU defaults, --num-envs ENVS a GMI),
+#      both transports; a lost actor process named within the timeout) and sac_gpu.split_roles_on_gpu:
+#      $OUT/split7/tests.log (the example's split-roles GPU cases, example.pendulum_sac.gpu.split_roles_*, are left to
+#      a full GPU test run: the runs below cover gmi::run with both transports);
+#   3. Pendulum SAC with split roles, 1 learner + 3 actor GMIs (gmi::run's GPU defaults, --num-envs ENVS a GMI;
+#      SPLIT_FLAGS in the environment adds flags, e.g. SPLIT_FLAGS="--sac-updates-per-vector-step 4"),
 #      --split-transport host against device, REPS runs of SECONDS each, alternating host and device, with the GMIs
 #      as MPS processes and then as threads of one process; runs that no longer fit the 6 minutes are skipped with a
-#      line.
+#      line (the MPS runs come first).
 # Writes $OUT/split7.jsonl:
 #   {"bench":"replay","case":"split_transport","impl":"gmi","algo":"sac","task":"pendulum","launch":"mps"|"threads",
 #    "transport":"host"|"device","metric":"env_steps_per_s"|"updates_per_s"|"eval_return"|"mean_return",
@@ -17,7 +19,7 @@
 #   updates/s: the learner's gradient steps per second; eval_return: the deterministic policy, 8 fresh episodes);
 #   {"bench":"replay","case":"split_transport",...,"transport":"device_over_host","metric":
 #    "env_steps_per_s_ratio"|"updates_per_s_ratio","median",...} (device's median over host's, same run);
-# every line with device, git, run_id, gmis 4, num_envs. $OUT/split7-summary.txt (and stdout): the tests' outcome,
+# every line with device, git, run_id, gmis 4, num_envs, flags (SPLIT_FLAGS). $OUT/split7-summary.txt (and stdout): the tests' outcome,
 # a table of the medians, the ratios. Logs and metrics files under $OUT/split7/.
 # Arguments (optional): SECONDS per run (5..60, default 12), REPS (1..5, default 3), ENVS per GMI (default 1024).
 set -uo pipefail
@@ -55,7 +57,7 @@ left=$((deadline_s - $(date +%s) - 60))
 ((left > 100)) && left=100
 if ((left >= 20)); then
   timeout "$left" ctest --test-dir "$build" \
-    -R '^(sac_gpu[.]split_transport|sac_gpu[.]split_roles_on_gpu|example[.]pendulum_sac[.]gpu[.]split_roles)' \
+    -R '^sac_gpu[.](split_transport|split_roles_on_gpu)' \
     --output-on-failure --timeout "$left" > "$logs/tests.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|Failed|\(Timeout\)|\*\*\*|lost actor|split transport:" "$logs/tests.log" |
     tail -n 20 | tee -a "$summary"
@@ -66,6 +68,7 @@ fi
 
 # 3. The runs: host and device alternating, MPS processes first, then threads.
 bin="$build/examples/pendulum_sac/gmi.example.pendulum_sac"
+read -r -a extra <<< "${SPLIT_FLAGS:-}"
 for launch in mps threads; do
   part=(--partition mps)
   [[ $launch == threads ]] && part=(--partition none --launch threads)
@@ -79,16 +82,16 @@ for launch in mps threads; do
       timeout $((seconds + 60)) "$bin" --device gpu --seed 1 --num-envs "$envs" "${part[@]}" --gmis-per-gpu 4 \
         --split-roles --split-transport "$transport" --max-env-steps 1e9 --max-seconds "$seconds" \
         --target-return nan --log-interval 2 --sac-eval-episodes 8 --quiet --metrics "$logs/$label.jsonl" \
-        > "$logs/$label.log" 2>&1 ||
+        "${extra[@]}" > "$logs/$label.log" 2>&1 ||
         { echo "device_split7: $label: exit $? ($(tail -1 "$logs/$label.log"))" | tee -a "$summary" >&2; status=1; }
       grep -h "split roles\|deterministic policy" "$logs/$label.log" | head -2 | sed "s/^/$label: /"
     done
   done
 done
 
-python3 - "$logs" "$lines" "$common" "$envs" <<'PY' | tee -a "$summary" || status=1
+python3 - "$logs" "$lines" "$common" "$envs" "${SPLIT_FLAGS:-}" <<'PY' | tee -a "$summary" || status=1
 import glob, json, os, statistics, sys
-logs, dest, common, envs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+logs, dest, common, envs, flags = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 runs = {}
 for path in sorted(glob.glob(f"{logs}/*_*_*.jsonl")):
     launch, transport, _ = os.path.basename(path)[:-6].split("_")
@@ -101,7 +104,7 @@ for path in sorted(glob.glob(f"{logs}/*_*_*.jsonl")):
     runs.setdefault((launch, transport), []).append(m)
 out = open(dest, "a")
 tag = {"bench": "replay", "case": "split_transport", "impl": "gmi", "algo": "sac", "task": "pendulum", "gmis": 4,
-       "num_envs": envs}
+       "num_envs": envs, "flags": flags}
 med = {}
 print(f"{'launch':8} {'transport':9} {'reps':>4} {'env steps/s':>12} {'updates/s':>10} {'eval return':>12}")
 for (launch, transport), ms in sorted(runs.items()):

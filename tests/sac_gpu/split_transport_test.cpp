@@ -47,7 +47,7 @@ TEST_CASE("sac_gpu.split_transport_device_matches_host") {
 
 // The actor a process of its own (CUDA IPC into the learner's slots and weights board): 2 rounds and their weights
 // arrive whole, then it is SIGKILLed halfway through writing round 2; the learner waiting for round 2 gets one error
-// naming actor GMI 1, its round and the dead process within the 3 s timeout plus slack, not a hang.
+// naming actor GMI 1, its round and the dead process within the 10 s timeout plus slack, not a hang.
 TEST_CASE("sac_gpu.split_transport_lost_actor") {
   GMI_CUDA_TRY(cudaSetDevice(0));
   const std::string tag = gmi::comm::unique_tag("sac-gpu-split-lost");
@@ -94,5 +94,5 @@ TEST_CASE("sac_gpu.split_transport_lost_actor") {
   CHECK((WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL));
   CHECK(what.find("split roles (device transport): actor GMI 1 (waiting for its round 2)") != std::string::npos);
   CHECK(what.find("died") != std::string::npos);
-  CHECK(waited < 3.0 + 2.0);
+  CHECK(waited < 10.0 + 2.0);
 }
