@@ -11,8 +11,11 @@
 // With the device transport (split_channels.hpp, --split-transport device) the transitions and the weights go through
 // channels into the learner's device memory instead, in the same order: the messages carry only the answer's header.
 
+#include <signal.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <span>
 #include <string>
@@ -20,6 +23,7 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/pipeline/offpolicy_loop.hpp>
+#include <gmi/pipeline/restart.hpp>
 #include <gmi/pipeline/split_channels.hpp>
 #include <gmi/pipeline/train_config.hpp>
 #include <gmi/pipeline/train_loop.hpp>
@@ -78,9 +82,7 @@ class split_learner {
       split_actor_note n;
       std::memcpy(&n, m.data(), sizeof n);
       arriving += std::size_t(n.envs) * n.horizon;
-      stats_.episodes += static_cast<std::uint64_t>(n.episodes);
-      stats_.return_sum += n.return_sum;
-      stats_.length_sum += n.length_sum;
+      add_episodes(n.episodes, n.return_sum, n.length_sum);
     }
     // The answer before the updates: the actors collect the next round meanwhile.
     answer(false, eng_.env_steps() + arriving < eng_.config().warmup_steps);
@@ -128,9 +130,7 @@ class split_learner {
     for (int a = 1; a < ctx_.world(); ++a) {
       const split_round_note n = ch_->take(a, round_);
       arriving += std::size_t(s.envs) * s.steps;
-      stats_.episodes += static_cast<std::uint64_t>(n.episodes);
-      stats_.return_sum += n.return_sum;
-      stats_.length_sum += n.length_sum;
+      add_episodes(n.episodes, n.return_sum, n.length_sum);
     }
     answer(false, eng_.env_steps() + arriving < eng_.config().warmup_steps);
     for (int a = 1; a < ctx_.world(); ++a) {
@@ -138,6 +138,12 @@ class split_learner {
       ch_->release(a);
     }
     ++round_;
+  }
+
+  void add_episodes(double episodes, double return_sum, double length_sum) {
+    stats_.episodes += static_cast<std::uint64_t>(episodes);
+    stats_.return_sum += return_sum;
+    stats_.length_sum += length_sum;
   }
 
   void answer(bool stop, bool random) {
@@ -190,7 +196,8 @@ inline split_learner_note split_read_answer(const std::vector<std::byte>& reply)
 }
 
 // GMIs 1..'s part: collect, send, take the learner's weights, until it says stop. `ch`: the device transport's
-// actor end (split_channels.hpp), or null for the messages.
+// actor end (split_channels.hpp), or null for the messages. The test hook GMI_TEST_KILL_AT=rank:round (restart.hpp):
+// that actor collects half of that round, then SIGKILLs itself (lost mid-write; GMIs as processes).
 template <class Engine>
 void split_actor_run(Engine& eng, runtime::context& ctx, split_channels_actor* ch = nullptr,
                      std::size_t envs = 0) {
@@ -198,7 +205,16 @@ void split_actor_run(Engine& eng, runtime::context& ctx, split_channels_actor* c
   std::vector<float> rows, p;
   std::vector<std::byte> msg;
   split_round_buffer<Engine> round_rows;
+  const std::optional<kill_at> kill = test_kill_from_env();
   for (std::uint64_t round = 0;; ++round) {
+    if (kill && kill->rank == ctx.rank() && kill->iteration == round) {
+      (void)round_rows.collect(eng, random, envs, offpolicy_split_steps / 2, [&] { ctx.heartbeat(); });
+      std::fprintf(stderr, "gmi: %s killed by the test hook %s=%s halfway through round %llu\n",
+                   ctx.id().describe().c_str(), test_kill_var, std::getenv(test_kill_var),
+                   static_cast<unsigned long long>(round));
+      std::fflush(stderr);
+      ::raise(SIGKILL);
+    }
     if (ch) {
       const float* payload = round_rows.collect(eng, random, envs, offpolicy_split_steps, [&] { ctx.heartbeat(); });
       ch->send(payload, eng.read_stats(), round);

@@ -164,23 +164,17 @@ class sac_device_trainer {
   // An actor's step: every environment one step on the device (uniform random actions when `random`), the
   // transitions copied back and appended to `rows` (packed_width floats each, environment after environment).
   void collect_packed(bool random, std::vector<float>& rows) {
-    require_one_step("sac_device_trainer::collect_packed");
-    collect(random);
+    const std::array<const float*, 5> cols = collect_on_device(random);
     staged_.resize(n_ * packed_width);
-    float* obs = staged_.data();
-    float* act = obs + n_ * O;
-    float* rew = act + n_ * A;
-    float* nxt = rew + n_;
-    float* term = nxt + n_ * O;
-    cuda::copy(host_span<float>(obs, n_ * O), ro_obs_.span(), pol_.stream);
-    cuda::copy(host_span<float>(act, n_ * A), ro_act_.span(), pol_.stream);
-    cuda::copy(host_span<float>(rew, n_), ro_rew_.span(), pol_.stream);
-    cuda::copy(host_span<float>(nxt, n_ * O), ro_next_.span(), pol_.stream);
-    cuda::copy(host_span<float>(term, n_), ro_term_.span(), pol_.stream);
+    const auto off = sac_packed::column_offsets(n_, O, A);
+    for (int k = 0; k < 5; ++k) {
+      const std::size_t w = n_ * sac_packed::column_width(k, O, A);
+      cuda::copy(host_span<float>(staged_.data() + off[std::size_t(k)], w), device_span<const float>(cols[std::size_t(k)], w),
+                 pol_.stream);
+    }
     GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));
-    sac_packed::append_rows(n_, O, A, obs, act, rew, nxt, term, rows);
-    env_steps_ += n_;
-    ++batch_steps_;
+    const float* c = staged_.data();
+    sac_packed::append_rows(n_, O, A, c + off[0], c + off[1], c + off[2], c + off[3], c + off[4], rows);
   }
 
   // A learner's insert of an actor's packed rows ([horizon][envs]) into its device table through that actor's own
