@@ -275,7 +275,7 @@ train_result offpolicy_on_gpu_gmis(const train_config<Pipeline>& o, const runtim
     if (o.split_roles) {  // GMI 0 learns on its device table, the others step their envs on their devices
       std::optional<split_channel_spec> spec;  // the device transport: the actors write into GMI 0's memory
       if (split_transport_on_device(o.split_transport, true, int(cfg.gpus.size())))
-        spec = split_spec_of<engine>(ctx, o.num_envs, cfg.processes());
+        spec = split_spec_of<engine>(ctx, o.num_envs, runtime::this_gmi().has_value());  // GMI processes, or threads
       if (offpolicy_role_of(ctx.rank(), ctx.world(), true) == offpolicy_role::learner) {
         engine eng(o.sac, o.num_envs, seed, o.env);
         std::optional<split_channels_learner> ch;
