@@ -7,7 +7,8 @@
 // runtime context's allreduce; the group decides together when to stop (offpolicy_loop.hpp with train_loop.hpp).
 // Host GMIs are threads on disjoint core sets (partition::cpu_cores), GPU GMIs come from runtime::run_gmis (none or
 // MPS). The launcher compares the GMIs' weight hashes and returns rank 0's result. With --split-roles (host or GPU
-// GMIs) GMI 0 learns from the others' transitions instead (offpolicy_split.hpp).
+// GMIs) GMI 0 learns from the others' transitions instead (offpolicy_split.hpp; on GPU GMIs of one GPU through the
+// device transport by default, split_channels.hpp).
 
 #include <array>
 #include <chrono>
@@ -120,6 +121,22 @@ class learner_device_sums {
   std::array<std::unique_ptr<comm::nccl_communicator>, 2> leaders_;  // before reduce_: destroyed after it
   std::array<std::optional<comm::hierarchical_allreduce>, 2> reduce_;
 };
+
+// The device transport of a split run on GPU GMIs (split_channels.hpp): named after the run, one channel an actor.
+template <class Engine>
+[[nodiscard]] split_channel_spec split_spec_of(runtime::context& ctx, int envs, bool processes) {
+  split_channel_spec s;
+  s.tag = ctx.id().run_id + "-sac-split";
+  s.actors = ctx.world() - 1;
+  s.envs = std::uint32_t(envs);
+  s.steps = std::uint32_t(offpolicy_split_steps);
+  s.row_floats = std::uint32_t(Engine::packed_width);
+  s.weight_floats = Engine::actor_net::param_count;
+  s.placement = comm::payload_placement::device;
+  s.across_processes = processes;
+  s.timeout = ctx.timeout();
+  return s;
+}
 
 // The environments' seed of GMI `rank` (the initial weights are rank 0's).
 [[nodiscard]] inline std::uint64_t learner_seed(std::uint64_t seed, int rank) {
@@ -256,13 +273,20 @@ train_result offpolicy_on_gpu_gmis(const train_config<Pipeline>& o, const runtim
     const std::uint64_t seed = learner_seed(o.seed, ctx.rank());
     std::string where = cfg.partition + " over " + std::to_string(cfg.gpus.size()) + " GPU(s), " + b.describe();
     if (o.split_roles) {  // GMI 0 learns on its device table, the others step their envs on their devices
+      std::optional<split_channel_spec> spec;  // the device transport: the actors write into GMI 0's memory
+      if (split_transport_on_device(o.split_transport, true, int(cfg.gpus.size())))
+        spec = split_spec_of<engine>(ctx, o.num_envs, runtime::this_gmi().has_value());  // GMI processes, or threads
       if (offpolicy_role_of(ctx.rank(), ctx.world(), true) == offpolicy_role::learner) {
         engine eng(o.sac, o.num_envs, seed, o.env);
-        const train_result r = split_learner_run<Pipeline>(eng, ctx, o, where, "gmi_device");
+        std::optional<split_channels_learner> ch;
+        if (spec) ch.emplace(*spec, eng.stream());
+        const train_result r = split_learner_run<Pipeline>(eng, ctx, o, where, "gmi_device", ch ? &*ch : nullptr);
         report_gmi(ctx, r, eng, where, "learner");
       } else {
         engine eng(split_actor_config(o.sac), o.num_envs, seed, o.env);
-        split_actor_run(eng, ctx);
+        std::optional<split_channels_actor> ch;
+        if (spec) ch.emplace(*spec, ctx.rank(), eng.stream());
+        split_actor_run(eng, ctx, ch ? &*ch : nullptr, std::size_t(o.num_envs));
         report_gmi(ctx, train_result{}, eng, where, "actor");
       }
       return;

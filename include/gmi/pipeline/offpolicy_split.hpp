@@ -8,9 +8,14 @@
 // current actor weights (or stop) before it inserts and updates, so the actors collect the next round while it
 // learns (the transitions are one round behind the weights). The learner runs offpolicy_loop.hpp's loop over a
 // round-per-step adapter; its stop decision reaches the actors in the reply after the round in flight.
+// With the device transport (split_channels.hpp, --split-transport device) the transitions and the weights go through
+// channels into the learner's device memory instead, in the same order: the messages carry only the answer's header.
+
+#include <signal.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <span>
 #include <string>
@@ -18,6 +23,8 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/pipeline/offpolicy_loop.hpp>
+#include <gmi/pipeline/restart.hpp>
+#include <gmi/pipeline/split_channels.hpp>
 #include <gmi/pipeline/train_config.hpp>
 #include <gmi/pipeline/train_loop.hpp>
 #include <gmi/rl/env_batch.hpp>
@@ -59,10 +66,12 @@ struct split_learner_note {  // the learner's answer header, then the actor weig
 template <class Engine>
 class split_learner {
  public:
-  split_learner(Engine& eng, runtime::context& ctx) : eng_(eng), ctx_(ctx) {}
+  // `ch`: the device transport's learner end (split_channels.hpp), or null for the messages.
+  split_learner(Engine& eng, runtime::context& ctx, split_channels_learner* ch = nullptr) : eng_(eng), ctx_(ctx), ch_(ch) {}
 
   void step() {
     ctx_.heartbeat();
+    if (ch_) return step_over_channels();
     inbox_.clear();
     std::size_t arriving = 0;
     for (int a = 1; a < ctx_.world(); ++a) {
@@ -73,9 +82,7 @@ class split_learner {
       split_actor_note n;
       std::memcpy(&n, m.data(), sizeof n);
       arriving += std::size_t(n.envs) * n.horizon;
-      stats_.episodes += static_cast<std::uint64_t>(n.episodes);
-      stats_.return_sum += n.return_sum;
-      stats_.length_sum += n.length_sum;
+      add_episodes(n.episodes, n.return_sum, n.length_sum);
     }
     // The answer before the updates: the actors collect the next round meanwhile.
     answer(false, eng_.env_steps() + arriving < eng_.config().warmup_steps);
@@ -92,8 +99,16 @@ class split_learner {
 
   // After the loop: the round in flight is read and every actor told to stop.
   void finish() {
-    for (int a = 1; a < ctx_.world(); ++a) (void)ctx_.recv(a);
+    for (int a = 1; a < ctx_.world(); ++a) {
+      if (!ch_) {
+        (void)ctx_.recv(a);
+        continue;
+      }
+      (void)ch_->take(a, round_);
+      ch_->release(a);
+    }
     answer(true, false);
+    if (ch_) ch_->drain();
   }
 
   rl::episode_stats read_stats() {
@@ -107,7 +122,38 @@ class split_learner {
   double evaluate(int envs, std::uint64_t seed) { return eng_.evaluate(envs, seed); }
 
  private:
+  // The device transport's round: every actor's slot taken (its note read on the host), the answer, then each slot
+  // inserted where the actor wrote it and given back after the insert.
+  void step_over_channels() {
+    const split_channel_spec& s = ch_->spec();
+    std::size_t arriving = 0;
+    for (int a = 1; a < ctx_.world(); ++a) {
+      const split_round_note n = ch_->take(a, round_);
+      arriving += std::size_t(s.envs) * s.steps;
+      add_episodes(n.episodes, n.return_sum, n.length_sum);
+    }
+    answer(false, eng_.env_steps() + arriving < eng_.config().warmup_steps);
+    for (int a = 1; a < ctx_.world(); ++a) {
+      split_insert_round(eng_, a, ch_->payload(a), s.envs, s.steps);
+      ch_->release(a);
+    }
+    ++round_;
+  }
+
+  void add_episodes(double episodes, double return_sum, double length_sum) {
+    stats_.episodes += static_cast<std::uint64_t>(episodes);
+    stats_.return_sum += return_sum;
+    stats_.length_sum += length_sum;
+  }
+
   void answer(bool stop, bool random) {
+    if (ch_) {  // the weights on the board, the header alone through the host
+      if (!stop) (void)ch_->publish(split_weights_source(eng_));
+      const split_learner_note note{stop ? 1u : 0u, random ? 1u : 0u};
+      for (int a = 1; a < ctx_.world(); ++a)
+        ctx_.send(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&note), sizeof note), a);
+      return;
+    }
     const auto p = eng_.actor_params();
     const split_learner_note note{stop ? 1u : 0u, random ? 1u : 0u};
     out_.assign(sizeof note + (stop ? 0 : p.size() * sizeof(float)), std::byte{0});
@@ -118,6 +164,8 @@ class split_learner {
 
   Engine& eng_;
   runtime::context& ctx_;
+  split_channels_learner* ch_;
+  std::uint64_t round_ = 0;
   std::vector<std::vector<std::byte>> inbox_;
   std::vector<float> rows_;
   std::vector<std::byte> out_;
@@ -127,47 +175,78 @@ class split_learner {
 // GMI 0's part: the loop over the learner adapter, then the actors stopped.
 template <class Pipeline, class Engine>
 train_result split_learner_run(Engine& eng, runtime::context& ctx, const train_config<Pipeline>& o,
-                               const std::string& where, const char* impl) {
-  split_learner<Engine> learner(eng, ctx);
+                               const std::string& where, const char* impl, split_channels_learner* ch = nullptr) {
+  split_learner<Engine> learner(eng, ctx, ch);
   const std::string who = "split roles: GMI 0 learns, " + std::to_string(ctx.world() - 1) + " actor GMI" +
                           (ctx.world() > 2 ? "s" : "") + " (the envs below each, " +
-                          std::to_string(offpolicy_split_steps) + " steps a message) on " + where;
+                          std::to_string(offpolicy_split_steps) + " steps a message; transport " +
+                          (ch ? ch->spec().name() : "host messages") + ") on " + where;
   const train_result r = offpolicy_loop<Pipeline>(learner, o, where, impl, solo_group{&ctx}, who, "off_policy_split");
   learner.finish();
   return r;
 }
 
-// GMIs 1..'s part: collect, send, take the learner's weights, until it says stop.
+// The learner's answer to an actor: the header (stop, random actions), then the weights unless stop (messages).
+inline split_learner_note split_read_answer(const std::vector<std::byte>& reply) {
+  gmi::require(reply.size() >= sizeof(split_learner_note), "split-roles answer bytes", reply.size(),
+               ">= " + std::to_string(sizeof(split_learner_note)));
+  split_learner_note n;
+  std::memcpy(&n, reply.data(), sizeof n);
+  return n;
+}
+
+// GMIs 1..'s part: collect, send, take the learner's weights, until it says stop. `ch`: the device transport's
+// actor end (split_channels.hpp), or null for the messages. The test hook GMI_TEST_KILL_AT=rank:round (restart.hpp):
+// that actor collects half of that round, then SIGKILLs itself (lost mid-write; GMIs as processes).
 template <class Engine>
-void split_actor_run(Engine& eng, runtime::context& ctx) {
+void split_actor_run(Engine& eng, runtime::context& ctx, split_channels_actor* ch = nullptr,
+                     std::size_t envs = 0) {
   bool random = true;
-  std::vector<float> rows;
+  std::vector<float> rows, p;
   std::vector<std::byte> msg;
-  for (;;) {
-    rows.clear();
-    for (int t = 0; t < offpolicy_split_steps; ++t) {
-      eng.collect_packed(random, rows);
-      ctx.heartbeat();
+  split_round_buffer<Engine> round_rows;
+  const std::optional<kill_at> kill = test_kill_from_env();
+  for (std::uint64_t round = 0;; ++round) {
+    if (kill && kill->rank == ctx.rank() && kill->iteration == round) {
+      (void)round_rows.collect(eng, random, envs, offpolicy_split_steps / 2, [&] { ctx.heartbeat(); });
+      std::fprintf(stderr, "gmi: %s killed by the test hook %s=%s halfway through round %llu\n",
+                   ctx.id().describe().c_str(), test_kill_var, std::getenv(test_kill_var),
+                   static_cast<unsigned long long>(round));
+      std::fflush(stderr);
+      ::raise(SIGKILL);
     }
-    const rl::episode_stats s = eng.read_stats();
-    split_actor_note note{double(s.episodes), s.return_sum, s.length_sum, std::uint32_t(rows.size() / Engine::packed_width / offpolicy_split_steps),
-                          std::uint32_t(offpolicy_split_steps)};
-    msg.assign(sizeof note + rows.size() * sizeof(float), std::byte{0});
-    std::memcpy(msg.data(), &note, sizeof note);
-    std::memcpy(msg.data() + sizeof note, rows.data(), rows.size() * sizeof(float));
-    ctx.send(std::span<const std::byte>(msg), 0);
+    if (ch) {
+      const float* payload = round_rows.collect(eng, random, envs, offpolicy_split_steps, [&] { ctx.heartbeat(); });
+      ch->send(payload, eng.read_stats(), round);
+    } else {
+      rows.clear();
+      for (int t = 0; t < offpolicy_split_steps; ++t) {
+        eng.collect_packed(random, rows);
+        ctx.heartbeat();
+      }
+      const rl::episode_stats s = eng.read_stats();
+      split_actor_note note{double(s.episodes), s.return_sum, s.length_sum,
+                            std::uint32_t(rows.size() / Engine::packed_width / offpolicy_split_steps),
+                            std::uint32_t(offpolicy_split_steps)};
+      msg.assign(sizeof note + rows.size() * sizeof(float), std::byte{0});
+      std::memcpy(msg.data(), &note, sizeof note);
+      std::memcpy(msg.data() + sizeof note, rows.data(), rows.size() * sizeof(float));
+      ctx.send(std::span<const std::byte>(msg), 0);
+    }
     const std::vector<std::byte> reply = ctx.recv(0);
-    gmi::require(reply.size() >= sizeof(split_learner_note), "split-roles answer bytes", reply.size(),
-                 ">= " + std::to_string(sizeof(split_learner_note)));
-    split_learner_note n;
-    std::memcpy(&n, reply.data(), sizeof n);
+    const split_learner_note n = split_read_answer(reply);
     if (n.stop) break;
     random = n.random != 0;
+    if (ch) {
+      split_read_weights(eng, *ch, round + 1, p);
+      continue;
+    }
     const std::size_t floats = (reply.size() - sizeof n) / sizeof(float);
-    std::vector<float> p(floats);
+    p.resize(floats);
     std::memcpy(p.data(), reply.data() + sizeof n, floats * sizeof(float));
     eng.set_actor_params(p);
   }
+  if (ch) ch->close();
   ctx.flush(ctx.timeout());
 }
 

@@ -148,6 +148,10 @@ train_result train_offpolicy(train_config<Pipeline> o) {
   gmi::require(!o.sac_global_sampling || host_gmis > 1 || where.at == placement::where::gmis,
                "--sac-global-sampling on", "one learner",
                "2 or more data-parallel learners (--gmis-per-gpu >= 2 or several --gpus)");
+  if (o.split_roles) {  // refuses --split-transport device where it cannot run (host GMIs, several GPUs)
+    const bool gmis = where.at == placement::where::gmis;
+    (void)split_transport_on_device(o.split_transport, gmis, gmis ? int(where.cfg.gpus.size()) : 1);
+  }
   if (where.at == placement::where::host && host_gmis > 1) return offpolicy_on_host_gmis<Pipeline>(o, host_gmis);
   if (where.at == placement::where::gmis) return offpolicy_on_gpu_gmis<Pipeline>(o, where.cfg);
   if (where.at == placement::where::host) {
@@ -212,7 +216,11 @@ std::optional<int> parse_offpolicy_cli(int argc, char** argv, train_config<Pipel
                "each learner samples --sac-batch from its own table");
   app.add_flag("--split-roles", o.split_roles,
                "host or GPU GMIs: GMI 0 learns from the transitions the other GMIs collect (they only act, with the "
-               "learner's weights one message behind; on a GPU its device table takes them)");
+               "learner's weights one message behind; on a GPU its device table takes them; --split-transport)");
+  add_choice(app, after, "--split-transport", o.split_transport, split_transport_names,
+             "--split-roles: how the actors' transitions reach the learner and its weights come back: device (GPU GMIs "
+             "of one GPU: the actors write into the learner's device memory through channels, no host copy), host "
+             "(messages through the host, one upload a message), auto (device where it runs, else host)");
   add_choice(app, after, "--gradient-allreduce", o.gradient_allreduce, allreduce_choice_names,
              "GPU GMIs: average each update's gradients on the device (hierarchical: the GPU's GMIs, then NCCL "
              "between GPUs; no stream wait) or through the host (cpu_staged: two stream waits an update); host GMIs "

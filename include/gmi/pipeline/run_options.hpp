@@ -69,6 +69,12 @@ inline constexpr choice_table<advantages_choice, 2> advantages_choice_names{
 enum class clip_choice { behaviour, learner };
 inline constexpr choice_table<clip_choice, 2> clip_choice_names{
     {{"behaviour", clip_choice::behaviour}, {"learner", clip_choice::learner}}};
+// Off-policy split roles: how the actors' transitions reach the learner and its weights come back (messages through
+// the host, or channels into the learner's device memory: pipeline/split_channels.hpp); auto picks device where it runs.
+enum class split_transport_choice { automatic, host, device };
+inline constexpr choice_table<split_transport_choice, 3> split_transport_names{
+    {{"auto", split_transport_choice::automatic}, {"host", split_transport_choice::host},
+     {"device", split_transport_choice::device}}};
 
 // The PPO settings a result line records (what a learning curve depends on).
 inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
@@ -196,6 +202,7 @@ struct run_options {
   // Set by a plan whose measured mapping is split, or by --split-roles: a colocated pipeline's roles run as layout
   // split, a trainer GMI fed by serving GMIs on every GPU.
   bool split_roles = false;
+  split_transport_choice split_transport = split_transport_choice::automatic;  // off-policy split roles (--split-transport)
   // Off-policy (SAC) data-parallel learners: each update's batch one uniform sample over the union of the learners'
   // tables, each learner drawing its share (rl/sac_global.hpp; --sac-global-sampling). Off: each samples its own.
   bool sac_global_sampling = false;

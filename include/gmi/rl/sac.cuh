@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <algorithm>
+#include <array>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -163,50 +164,49 @@ class sac_device_trainer {
   // An actor's step: every environment one step on the device (uniform random actions when `random`), the
   // transitions copied back and appended to `rows` (packed_width floats each, environment after environment).
   void collect_packed(bool random, std::vector<float>& rows) {
-    require_one_step("sac_device_trainer::collect_packed");
-    collect(random);
+    const std::array<const float*, 5> cols = collect_on_device(random);
     staged_.resize(n_ * packed_width);
-    float* obs = staged_.data();
-    float* act = obs + n_ * O;
-    float* rew = act + n_ * A;
-    float* nxt = rew + n_;
-    float* term = nxt + n_ * O;
-    cuda::copy(host_span<float>(obs, n_ * O), ro_obs_.span(), pol_.stream);
-    cuda::copy(host_span<float>(act, n_ * A), ro_act_.span(), pol_.stream);
-    cuda::copy(host_span<float>(rew, n_), ro_rew_.span(), pol_.stream);
-    cuda::copy(host_span<float>(nxt, n_ * O), ro_next_.span(), pol_.stream);
-    cuda::copy(host_span<float>(term, n_), ro_term_.span(), pol_.stream);
+    const auto off = sac_packed::column_offsets(n_, O, A);
+    for (int k = 0; k < 5; ++k) {
+      const std::size_t w = n_ * sac_packed::column_width(k, O, A);
+      cuda::copy(host_span<float>(staged_.data() + off[std::size_t(k)], w), device_span<const float>(cols[std::size_t(k)], w),
+                 pol_.stream);
+    }
     GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));
-    sac_packed::append_rows(n_, O, A, obs, act, rew, nxt, term, rows);
-    env_steps_ += n_;
-    ++batch_steps_;
+    const float* c = staged_.data();
+    sac_packed::append_rows(n_, O, A, c + off[0], c + off[1], c + off[2], c + off[3], c + off[4], rows);
   }
 
   // A learner's insert of an actor's packed rows ([horizon][envs]) into its device table through that actor's own
   // writer (one upload, one insert kernel); then the gradient steps now due, sampled on the device.
   void insert_packed(int actor, std::span<const float> rows, std::size_t envs, std::size_t horizon) {
-    require_one_step("sac_device_trainer::insert_packed");
     const std::size_t n = envs * horizon;
     gmi::require(rows.size() == n * packed_width, "sac_device_trainer::insert_packed rows", rows.size(),
                  std::to_string(n * packed_width) + " (" + std::to_string(n) + " transitions)");
-    gmi::require(actor >= 0, "sac_device_trainer::insert_packed actor", actor, ">= 0");
-    gmi::require(!shards_, "sac_device_trainer::insert_packed with sac.replay_shards", cfg_.replay_shards,
-                 "1 (split roles feed one table)");
-    while (writers_.size() <= std::size_t(actor)) writers_.emplace_back();
-    auto& w = writers_[std::size_t(actor)];
-    if (!w) w.emplace(table_.make_writer(envs));
     staged_.resize(n * packed_width);
     sac_packed::rows_to_columns(n, O, A, rows.data(), staged_.data());
     if (uploaded_.size() < staged_.size()) uploaded_ = buf<float>(staged_.size());
     cuda::copy(device_span<float>(uploaded_.data(), staged_.size()), host_span<const float>(staged_.data(), staged_.size()),
                pol_.stream);
-    float* d = uploaded_.data();
+    insert_columns(actor, uploaded_.data(), envs, horizon, true);  // staged_ and uploaded_ are reused next call
+  }
+  // The same from columns already in device memory (sac_packed::column_offsets; split roles' device transport,
+  // pipeline/split_channels.hpp: the actor wrote them there). `wait`: the host waits for the insert.
+  void insert_columns(int actor, const float* d, std::size_t envs, std::size_t horizon, bool wait = false) {
+    require_one_step("sac_device_trainer::insert_columns");
+    gmi::require(actor >= 0 && !shards_, "sac_device_trainer::insert_columns actor (with sac.replay_shards)",
+                 std::to_string(actor) + " (" + std::to_string(cfg_.replay_shards) + ")", ">= 0 (1: split roles feed one table)");
+    while (writers_.size() <= std::size_t(actor)) writers_.emplace_back();
+    auto& w = writers_[std::size_t(actor)];
+    if (!w) w.emplace(table_.make_writer(envs));
+    const std::size_t n = envs * horizon;
+    const auto off = sac_packed::column_offsets(n, O, A);
     replay::rollout ro;
     ro.horizon = horizon;
     ro.envs = envs;
-    ro.columns = {d, d + n * O, d + n * (O + A), d + n * (O + A + 1), d + n * (2 * O + A + 1)};
+    ro.columns = {d + off[0], d + off[1], d + off[2], d + off[3], d + off[4]};
     table_.insert(*w, ro);
-    GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));  // staged_ and uploaded_ are reused by the next call
+    if (wait) GMI_CUDA_TRY(cudaStreamSynchronize(pol_.stream));
     env_steps_ += n;
     inserted_ += n;
     if (inserted_ < cfg_.warmup_steps) return;
@@ -216,6 +216,17 @@ class sac_device_trainer {
       owed_updates_ -= 1.0;
     }
   }
+  // An actor's step for the device transport: collect_packed's step, the columns (obs, act, rew, next, term) left
+  // in device memory, valid until the next step on stream().
+  std::array<const float*, 5> collect_on_device(bool random) {
+    require_one_step("sac_device_trainer::collect_on_device");
+    collect(random);
+    env_steps_ += n_;
+    ++batch_steps_;
+    return {ro_obs_.data(), ro_act_.data(), ro_rew_.data(), ro_next_.data(), ro_term_.data()};
+  }
+  // The actor's weights in device memory (the device transport publishes and reads them there, on stream()).
+  [[nodiscard]] device_span<float> actor_weights() noexcept { return actor_.span(); }
 
   // An actor's copy of the learner's actor weights.
   void set_actor_params(std::span<const float> p) {
