@@ -56,6 +56,10 @@ TEST_SUITE("cpu") {
     CHECK(gmi::metrics::eta_seconds(25, 100, 30, 0, 20) == doctest::Approx(0));
     // resumed at 50: nothing done in this run yet, so only the time limit says when it ends
     CHECK(gmi::metrics::eta_seconds(50, 100, 10, 50, 20) == doctest::Approx(10));
+    // the step limit passed within the last iteration (1.11 M of --max-env-steps 1.1e6, 325 s into a 3600 s
+    // limit): the run ends now, not in 54:35
+    CHECK(gmi::metrics::eta_seconds(1.11e6, 1.1e6, 325, 0, 3600) == 0);
+    CHECK(gmi::metrics::eta_seconds(100, 100, 10, 0, 20) == 0);
   }
 
   TEST_CASE("metrics.run_info.identity_fields") {

@@ -8,8 +8,12 @@
 #include <gmi/rl/appo.hpp>
 #include <gmi/rl/appo_actor.hpp>
 #include <gmi/rl/ppo.hpp>
+#include <gmi/rl/ppo_eval.hpp>
+
+#include "grid_walk.hpp"  // examples/grid_walk: five actions
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -26,6 +30,10 @@ gmi::rl::ppo_config small_config() {
   c.epochs = 4;
   return c;
 }
+
+using walk_net = gmi::agent_network<gmi::agents::categorical_mlp<gmi::nn::layers<64, 64>>, grid_walk>;
+using walk_trainer = gmi::rl::ppo_trainer<grid_walk, walk_net, gmi::exec::host>;
+static_assert(walk_net::discrete && walk_net::dist_dim == 5 && walk_net::act_dim == 1);
 }  // namespace
 
 TEST_SUITE("cpu") {
@@ -94,5 +102,48 @@ TEST_SUITE("cpu") {
     CHECK(std::isfinite(losses.value_loss));
     CHECK(losses.entropy == doctest::Approx(0.693).epsilon(0.02));
     CHECK(std::vector<float>(l.snapshot().begin(), l.snapshot().end()) != before);
+  }
+
+  // More than two actions, end to end: every index 0..4 is drawn and stored as itself, the stored log-probability
+  // is that of the stored index under the logits the rollout's weights give, the first entropy is ln 5, and PPO
+  // climbs from the random policy's ~-29 to near a greedy walker's ~-3.1 in 60 iterations of 256 envs x 16 steps
+  // (246 k env steps), training return and deterministic evaluation (the mode: the largest logit) alike. A head that
+  // mixed up indices, dropped the last logit or took the mode of the wrong row stays far from the walker.
+  TEST_CASE("ppo.discrete.categorical_ppo_learns_a_five_action_walk" * doctest::timeout(300)) {
+    const double greedy = grid_walk::mean_return([](const float* o, gmi::rng&) { return grid_walk::greedy(o); });
+    const double random = grid_walk::mean_return([](const float*, gmi::rng& r) { return grid_walk::cell(r, 5); });
+    REQUIRE(greedy > -3.5);
+    REQUIRE(random < -20);
+    walk_trainer t(256, 3, small_config());
+    const std::vector<float> first_params(t.params().begin(), t.params().end());
+    t.iterate();
+    CHECK(t.losses().entropy == doctest::Approx(std::log(5.0)).epsilon(0.01));
+    const auto v = t.rollout_view();
+    std::array<int, 5> hits{};
+    const int n = 256 * t.config().horizon;
+    for (int k = 0; k < n; ++k) {
+      const float a = v.actions[k];
+      REQUIRE(a == std::floor(a));
+      REQUIRE(a >= 0.0f);
+      REQUIRE(a <= 4.0f);
+      ++hits[static_cast<std::size_t>(a)];
+      if (k % 97 == 0) {  // the log-probability stored is the index's under the collecting weights (raw obs: the
+                          // first rollout's normalizer is still the identity)
+        float logits[5], value;
+        walk_net::forward(first_params.data(), v.obs + std::size_t(k) * 4, logits, &value);
+        CHECK(v.log_probs[k] == doctest::Approx(walk_net::log_prob(nullptr, logits, &a)).epsilon(1e-4));
+      }
+    }
+    for (int h : hits) CHECK(h > n / 10);  // near-uniform at the start: about n / 5 each
+    double last = -1e9;
+    for (int it = 1; it < 60; ++it) {
+      t.iterate();
+      if (it % 10 == 9) last = t.episodes().mean_return();
+    }
+    const auto e = gmi::rl::evaluate_mode(t, 256);
+    MESSAGE("five-action walk: greedy " << greedy << ", random " << random << ", PPO training " << last
+                                        << ", deterministic " << e.mean_return << " after " << t.iteration());
+    CHECK(last > -6.0);
+    CHECK(e.mean_return > -4.5);
   }
 }

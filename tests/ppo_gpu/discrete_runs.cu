@@ -6,10 +6,12 @@
 #include <gmi/rl/ppo.cuh>
 
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "grid_walk.hpp"  // examples/grid_walk: five actions
 
 namespace {
-using task = gmi::envs::cartpole_discrete;
-using net = gmi::agent_network<gmi::agents::categorical_mlp<>, task>;
 
 template <class T, class ToHost>
 void finish(T& t, int iterations, ToHost to_host, discrete_run& r) {
@@ -30,9 +32,10 @@ void finish(T& t, int iterations, ToHost to_host, discrete_run& r) {
   r.value_loss = l.value_loss;
   r.entropy = l.entropy;
 }
-}  // namespace
 
-discrete_run discrete_iterations(const std::string& path, int iterations) {
+template <class task>
+discrete_run iterations_of(const std::string& path, int iterations) {
+  using net = gmi::agent_network<gmi::agents::categorical_mlp<>, task>;
   gmi::rl::ppo_config c;
   c.minibatch = 1024;
   c.epochs = 2;
@@ -58,4 +61,11 @@ discrete_run discrete_iterations(const std::string& path, int iterations) {
   }
   gmi::rl::request_gradient_path("");
   return r;
+}
+}  // namespace
+
+discrete_run discrete_iterations(const std::string& path, int iterations, int actions) {
+  if (actions == 5) return iterations_of<grid_walk>(path, iterations);
+  if (actions != 2) throw std::invalid_argument("discrete_iterations: actions: got " + std::to_string(actions) + ", need 2 or 5");
+  return iterations_of<gmi::envs::cartpole_discrete>(path, iterations);
 }

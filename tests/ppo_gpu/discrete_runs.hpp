@@ -1,5 +1,6 @@
 #pragma once
-// Host-callable runs of categorical PPO on cartpole_discrete for the doctest file (compiled by g++).
+// Host-callable runs of categorical PPO for the doctest file (compiled by g++): cartpole_discrete (two actions) or
+// the grid_walk example's task (five actions).
 #include <string>
 #include <vector>
 
@@ -12,5 +13,6 @@ struct discrete_run {
 };
 
 // `iterations` PPO iterations from seed 11 (256 envs, minibatch 1024, 2 epochs) with the minibatch gradient formed
-// the way rl::request_gradient_path(path) asks (warps, tiles, threads); "" runs the host trainer.
-discrete_run discrete_iterations(const std::string& path, int iterations);
+// the way rl::request_gradient_path(path) asks (warps, tiles, threads); "" runs the host trainer. `actions`: 2 for
+// cartpole_discrete, 5 for grid_walk.
+discrete_run discrete_iterations(const std::string& path, int iterations, int actions = 2);

@@ -31,11 +31,13 @@ inline std::string clock_text(double seconds) {
 
 // Seconds left until the run stops at the first of its two limits: `goal` steps at the average rate since the
 // start, where `elapsed` began at `from` (a resumed run: the checkpoint's count, which took none of this run's time),
-// or `max_seconds` of elapsed time (a run with --max-seconds 120 does not show an ETA of an hour). 0: unknown or none.
+// or `max_seconds` of elapsed time (a run with --max-seconds 120 does not show an ETA of an hour). 0: unknown or none,
+// or the step goal reached (the last line of a run that passed --max-env-steps within its final iteration).
 inline double eta_seconds(double done, double goal, double elapsed, double from = 0,
                           double max_seconds = std::numeric_limits<double>::infinity()) {
+  if (goal <= done) return 0;
   const double by_time = max_seconds > elapsed ? max_seconds - elapsed : 0;
-  if (done <= from || elapsed <= 0 || goal <= done) return std::isfinite(by_time) ? by_time : 0;
+  if (done <= from || elapsed <= 0) return std::isfinite(by_time) ? by_time : 0;
   return std::fmin((goal - done) * elapsed / (done - from), by_time);
 }
 
