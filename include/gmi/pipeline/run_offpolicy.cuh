@@ -12,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
@@ -28,6 +29,7 @@
 #include <gmi/pipeline/offpolicy_gmis.cuh>
 #include <gmi/pipeline/offpolicy_loop.hpp>
 #include <gmi/pipeline/resolve.cuh>
+#include <gmi/pipeline/restart.hpp>
 #include <gmi/pipeline/sac_defaults.hpp>
 #include <gmi/pipeline/train_config.hpp>
 #include <gmi/rl/sac.cuh>
@@ -126,6 +128,8 @@ placement place_offpolicy(const train_config<Pipeline>& o, int& host_gmis) {
       o.launch == runtime::launch_mode::processes) {
     runtime::gmis_config cfg = gmis_config_of(o, chosen);
     cfg.heartbeat_timeout = std::chrono::milliseconds(30000);
+    // GMI processes get no GMI_* of ours from the launcher: the test hook (split roles' lost actor) goes explicitly.
+    if (const char* v = std::getenv(test_kill_var)) cfg.env.emplace_back(test_kill_var, v);
     return placement::on_gmis(std::move(cfg));
   }
   const auto info = cuda::describe_device(o.gpu);
