@@ -1,5 +1,5 @@
-// gmi.bench.physics_tasks: env steps per second of the physics tasks (ant, humanoid, anymal, isaac_ant) through the gmi::env
-// driver on one GPU (gmi::rl::env_batch over exec::cuda: a thread per environment, state word-major, the
+// gmi.bench.physics_tasks: env steps per second of the physics tasks (ant, humanoid, anymal, isaac_ant) through the
+// gmi::env driver on one GPU (gmi::rl::env_batch over exec::cuda: a thread per environment, state word-major, the
 // pipeline's scratch in per-thread local memory), physics + observation + reward + auto-reset, random actions
 // drawn on the device every step. Writes bench-spec result lines (bench "physics", metric steps_per_s,
 // median/min/max of the reps) to stdout and --out. With --physics-only: physics steps per second of the same

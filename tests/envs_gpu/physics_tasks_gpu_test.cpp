@@ -1,5 +1,5 @@
-// The physics tasks (ant, humanoid, anymal, isaac_ant) on the device against the host, through the same env_batch driver
-// and actions. The device compiles the same stages with FMA contraction and its own sinf/cosf/expf/logf, and
+// The physics tasks (ant, humanoid, anymal, isaac_ant) on the device against the host, through the same env_batch
+// driver and actions. The device compiles the same stages with FMA contraction and its own sinf/cosf/expf/logf, and
 // contact-rich dynamics amplify such rounding differences: free-running host trajectories whose states start
 // one ulp apart part by more than 1e-3 within 20 env steps in the ant (tests/envs/physics_tasks_test.cpp,
 // docs/physics.md). So the device is checked where rounding can not grow: the first observations (the resets

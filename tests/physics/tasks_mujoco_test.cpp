@@ -275,7 +275,8 @@ TEST_SUITE("cpu") {
           double ft[6 * I::nfeet];
           mujoco_foot_forces(ref, ft);
           for (int f = 0; f < I::nfeet; ++f) {
-            for (int k = 0; k < 3; ++k) early_force = std::max(early_force, std::fabs(s.foot_ft[6 * f + k] - ft[6 * f + k]));
+            for (int k = 0; k < 3; ++k)
+              early_force = std::max(early_force, std::fabs(s.foot_ft[6 * f + k] - ft[6 * f + k]));
           }
         }
       }

@@ -44,7 +44,8 @@ struct isaac_ant {
     float death_cost = -2.0f, termination_height = 0.31f;
     float dof_vel_scale = 0.2f, angular_velocity_scale = 1.0f, contact_force_scale = 0.1f;
     float target_x = 1000.0f, target_y = 0.0f;
-    float reset_dof_noise = 0.2f, reset_vel_noise = 0.1f;  // joints U(-0.2, 0.2) about the start pose, U(-0.1, 0.1) rad/s
+    // Reset noise: joints U(-0.2, 0.2) rad about the start pose, joint velocities U(-0.1, 0.1) rad/s.
+    float reset_dof_noise = 0.2f, reset_vel_noise = 0.1f;
     // Reset joints are clamped this far inside their range (rad), not onto a limit as Isaac Gym's: a joint exactly
     // at its limit makes the first step's limit row appear or not under a rounding-sized difference (docs/envs.md).
     float reset_limit_margin = 1e-3f;
@@ -182,7 +183,8 @@ struct isaac_ant {
         const float sign = side == 0 ? 1.0f : -1.0f;  // the normal points from geom1 to geom2: geom2 is pushed along it
         float force[3], r[3];
         for (int k = 0; k < 3; ++k) {
-          force[k] = sign * (d.con_force[3 * c] * d.con_frame[9 * c + k] + d.con_force[3 * c + 1] * d.con_frame[9 * c + 3 + k] +
+          force[k] = sign * (d.con_force[3 * c] * d.con_frame[9 * c + k] +
+                             d.con_force[3 * c + 1] * d.con_frame[9 * c + 3 + k] +
                              d.con_force[3 * c + 2] * d.con_frame[9 * c + 6 + k]);
           r[k] = d.con_pos[3 * c + k] - d.xpos[3 * body + k];
         }
