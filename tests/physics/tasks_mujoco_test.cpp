@@ -79,6 +79,15 @@ std::pair<double, double> double_run(const char* file, int frame_skip, int steps
   return {dq / sq, dv / sv};
 }
 
+// The solver settings a task is checked with, a subcase each: the default, tolerance 1e-7, sweep caps 30 and 20.
+template <class Params>
+void solver_subcases(Params& p) {
+  SUBCASE("default solver tolerance") {}
+  SUBCASE("solver tolerance 1e-7") { p.solver_tolerance = 1e-7f; }
+  SUBCASE("sweep cap 30") { p.solver_iterations = 30; }
+  SUBCASE("sweep cap 20") { p.solver_iterations = 20; }
+}
+
 // Paired return differences (gmi - MuJoCo) over runs: their mean and its standard error.
 struct paired {
   double mean = 0, stderr_ = 0;
@@ -162,10 +171,7 @@ TEST_SUITE("cpu") {
     // end at the same step must mostly agree.
     using A = gmi::envs::ant;
     A::params p;
-    SUBCASE("default solver tolerance") {}
-    SUBCASE("solver tolerance 1e-7") { p.solver_tolerance = 1e-7f; }
-    SUBCASE("sweep cap 30") { p.solver_iterations = 30; }
-    SUBCASE("sweep cap 20") { p.solver_iterations = 20; }
+    solver_subcases(p);
     const bool tight = p.solver_tolerance < 1e-6f;
     const std::vector<float> table = A::make_table(p);
     A::bind_table(p, table.data());
@@ -231,12 +237,9 @@ TEST_SUITE("cpu") {
     using I = gmi::envs::isaac_ant;
     I::params p;
     p.reset_dof_noise = p.reset_vel_noise = 0.0f;
-    SUBCASE("default solver tolerance") {}
-    SUBCASE("solver tolerance 1e-7") { p.solver_tolerance = 1e-7f; }
-    // Lower sweep caps (the ant's test passes with them): the first steps' bounds do not hold (checked, so that a
-    // faster solve that meets them shows), the returns' checks do.
-    SUBCASE("sweep cap 30") { p.solver_iterations = 30; }
-    SUBCASE("sweep cap 20") { p.solver_iterations = 20; }
+    // With the lower sweep caps (the ant's test passes with them) the first steps' bounds do not hold (checked, so
+    // that a faster solve that meets them shows); the returns' checks do.
+    solver_subcases(p);
     const bool tight = p.solver_tolerance < 1e-6f;
     const std::vector<float> table = I::make_table(p);
     I::bind_table(p, table.data());
