@@ -267,7 +267,7 @@ TEST_SUITE("cpu") {
         if (end_ref < 0) {
           I::state m{};
           for (int k = 0; k < I::sim::nq; ++k) m.qpos[k] = static_cast<float>(ref.d->qpos[k]);
-          const float before = I::potential(m.qpos, p);
+          const float before[2] = {m.qpos[0], m.qpos[1]};
           for (int k = 0; k < p.substeps; ++k) mj_step(ref.m, ref.d);
           for (int k = 0; k < I::sim::nq; ++k) m.qpos[k] = static_cast<float>(ref.d->qpos[k]);
           for (int k = 0; k < I::sim::nv; ++k) m.qvel[k] = static_cast<float>(ref.d->qvel[k]);

@@ -92,10 +92,17 @@ struct isaac_ant {
     for (float& a : s.last_action) a = 0.0f;
   }
 
-  // -(horizontal distance to the target) / dt: the progress reward is its change over a step.
-  GMI_HD static float potential(const float* qpos, const params& p) {
-    const float dx = p.target_x - qpos[0], dy = p.target_y - qpos[1];
-    return -sqrtf(dx * dx + dy * dy) / dt(p);
+  // Isaac Gym's progress reward: the change of the potential -(horizontal distance to the target) / dt over a step,
+  // from the torso's (x, y) before and after. Computed as (d_before^2 - d_after^2) / (d_before + d_after) / dt
+  // with the squares' difference factored through the small displacement: float potentials of about -6e4 would
+  // round it to 4e-3 a step.
+  GMI_HD static float progress(const float* xy_before, const float* qpos, const params& p) {
+    const float bx = p.target_x - xy_before[0], by = p.target_y - xy_before[1];
+    const float ax = p.target_x - qpos[0], ay = p.target_y - qpos[1];
+    const float db = sqrtf(bx * bx + by * by), da = sqrtf(ax * ax + ay * ay);
+    const float sum = db + da;
+    if (!(sum > 0.0f)) return 0.0f;
+    return ((qpos[0] - xy_before[0]) * (bx + ax) + (qpos[1] - xy_before[1]) * (by + ay)) / sum / dt(p);
   }
 
   // v in the torso frame: the conjugate of the torso quaternion q (w, x, y, z) applied to a world vector.
@@ -140,16 +147,16 @@ struct isaac_ant {
   }
 
   // The reward's terms (their sum is the reward of a step that did not end the episode); progress from the
-  // potential before the step, the others from the new state and the step's clipped actions.
+  // torso's (x, y) before the step, the others from the new state and the step's clipped actions.
   struct reward_terms {
     float progress, alive, up, heading, actions, energy, joints_at_limit;
     GMI_HD float sum() const { return progress + alive + up + heading - actions - energy - joints_at_limit; }
   };
-  GMI_HD static reward_terms terms(const state& s, float potential_before, const float* clipped, const params& p) {
+  GMI_HD static reward_terms terms(const state& s, const float* xy_before, const float* clipped, const params& p) {
     float o[12];
     observe_torso(s, o, p);
     reward_terms t;
-    t.progress = potential(s.qpos, p) - potential_before;
+    t.progress = progress(xy_before, s.qpos, p);
     t.alive = p.alive_reward;
     t.up = o[obs_up] > 0.93f ? p.up_weight : 0.0f;
     t.heading = o[obs_heading] > 0.8f ? p.heading_weight : p.heading_weight * o[obs_heading] / 0.8f;
@@ -198,13 +205,14 @@ struct isaac_ant {
   }
 
   // The step in three parts, so that a driver can run the physics between them on any path
-  // (rl/physics_env_step.cuh, rl/physics_staged.hpp): control (the motors' controls and the potential before),
+  // (rl/physics_env_step.cuh, rl/physics_staged.hpp): control (the motors' controls and the torso's x, y before),
   // the physics (physics_substeps(p) steps of sim), finish (contact forces, reward and termination).
-  static constexpr int carry_dim = 1;  // the potential before the step
+  static constexpr int carry_dim = 2;  // the torso's x, y before the step
   GMI_HD static int physics_substeps(const params& p) { return p.substeps; }
   GMI_HD static void control(const state& s, const float* action, const params& p, float* ctrl, float* carry, float*) {
     for (int j = 0; j < nj; ++j) ctrl[j] = p.power_scale * clip(action[j]);
-    carry[0] = potential(s.qpos, p);
+    carry[0] = s.qpos[0];
+    carry[1] = s.qpos[1];
   }
   GMI_HD static gmi::transition finish(state& s, const float* action, const float* carry,
                                        const gmi::physics::data<float>& d, const params& p, float*) {
@@ -217,7 +225,7 @@ struct isaac_ant {
     }
     foot_forces(d, p, s.foot_ft);
     if (s.qpos[2] < p.termination_height) return {p.death_cost, true};
-    return {terms(s, carry[0], clipped, p).sum(), false};
+    return {terms(s, carry, clipped, p).sum(), false};
   }
 
   GMI_HD static gmi::transition step(state& s, const float* action, gmi::rng&, const params& p) {
