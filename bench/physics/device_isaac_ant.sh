@@ -27,8 +27,8 @@ summary=$out/isaac_ant-summary.txt
 num_envs=${NUM_ENVS:-16384}
 [[ "$num_envs" =~ ^[1-9][0-9]*$ ]] || { echo "device_isaac_ant.sh: NUM_ENVS: got '$num_envs', need a positive integer"; exit 2; }
 left() { echo $(( ${BUDGET_S:-340} - ($(date +%s) - start_all) )); }  # BUDGET_S: the whole script's seconds
-# A timeout of at most $1 seconds, cut to the time left (at least 10).
-cap() { local l; l=$(left); echo $(( l > $1 ? $1 : (l > 10 ? l : 10) )); }
+# A timeout of at most $1 seconds that leaves $2 seconds (default 0) for the later steps (at least 15).
+cap() { local l; l=$(( $(left) - ${2:-0} )); echo $(( l > $1 ? $1 : (l > 15 ? l : 15) )); }
 
 configure_build -DGMI_BUILD_ALL_TASK_EXAMPLES=ON
 targets=(gmi.test.physics_tasks_gpu gmi.bench.physics_tasks gmi.example.isaac_ant_ppo)
@@ -36,14 +36,16 @@ build_targets 230
 bench=$build/bench/physics/gmi.bench.physics_tasks
 
 echo "== gmi.test.physics_tasks_gpu, the isaac_ant cases ($(left) s left)"
-timeout "$(cap 90)" "$build/tests/envs_gpu/gmi.test.physics_tasks_gpu" -s -tc='*isaac_ant*' \
+# At most 90 s, keeping 120 s for the bench and PPO.
+timeout "$(cap 90 120)" "$build/tests/envs_gpu/gmi.test.physics_tasks_gpu" -s -tc='*isaac_ant*' \
   > "$out/isaac_ant-test_gpu.log" 2>&1 || { status=1; echo "gmi.test.physics_tasks_gpu (isaac_ant) failed or ran out of time"; }
 grep -E "MESSAGE" "$out/isaac_ant-test_gpu.log" | sed 's/^.*MESSAGE: //' | head -30
 grep -E "ERROR|FAILED" "$out/isaac_ant-test_gpu.log" | head -10
 tail -3 "$out/isaac_ant-test_gpu.log"
 
 echo "== bench: isaac_ant and ant at 16384 and 65536 environments, default path ($(left) s left)"
-timeout "$(cap 70)" "$bench" --tasks isaac_ant,ant --envs 16384 65536 --steps 50 --warmup 10 --reps 3 \
+# At most 60 s, keeping 80 s for PPO.
+timeout "$(cap 60 80)" "$bench" --tasks isaac_ant,ant --envs 16384 65536 --steps 40 --warmup 5 --reps 3 \
   --run-id "$run_id" --git "$git_rev" --out "$lines" > "$out/isaac_ant-bench.log" 2>&1 ||
   { status=1; echo "bench failed or ran out of time:"; tail -5 "$out/isaac_ant-bench.log"; }
 
