@@ -98,11 +98,7 @@ struct options {
 template <class T>
 int substeps_of() {
   const typename T::params p{};
-  if constexpr (requires { p.frame_skip; }) {
-    return p.frame_skip;
-  } else {
-    return p.decimation;
-  }
+  return T::physics_substeps(p);
 }
 
 template <class T>

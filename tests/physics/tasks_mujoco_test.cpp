@@ -13,6 +13,7 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmi/envs/ant.hpp>
@@ -88,19 +89,26 @@ void solver_subcases(Params& p) {
   SUBCASE("sweep cap 20") { p.solver_iterations = 20; }
 }
 
-// Paired return differences (gmi - MuJoCo) over runs: their mean and its standard error.
-struct paired {
-  double mean = 0, stderr_ = 0;
+// Returns of paired runs (gmi, MuJoCo) and how many pairs ended at the same step; the paired differences'
+// mean and its standard error.
+struct paired_runs {
+  std::vector<double> diffs;
+  double total = 0, total_ref = 0;
+  int same_end = 0;
+  void add(double ret, double ret_ref, bool same) {
+    diffs.push_back(ret - ret_ref);
+    total += ret;
+    total_ref += ret_ref;
+    same_end += same ? 1 : 0;
+  }
+  [[nodiscard]] double n() const { return double(diffs.size()); }
+  [[nodiscard]] std::pair<double, double> mean_and_stderr() const {
+    double mean = 0, var = 0;
+    for (double d : diffs) mean += d / n();
+    for (double d : diffs) var += (d - mean) * (d - mean) / (n() - 1);
+    return {mean, std::sqrt(var / n())};
+  }
 };
-paired paired_stats(const std::vector<double>& diffs) {
-  const double n = double(diffs.size());
-  paired r;
-  double var = 0;
-  for (double d : diffs) r.mean += d / n;
-  for (double d : diffs) var += (d - r.mean) * (d - r.mean) / (n - 1);
-  r.stderr_ = std::sqrt(var / n);
-  return r;
-}
 
 // MuJoCo's contact forces on the isaac_ant's feet, as isaac_ant::foot_forces sums gmi's: per foot the force on its
 // geom (world frame) and the torque about the foot body's origin, from the contacts of the last mj_step.
@@ -177,9 +185,8 @@ TEST_SUITE("cpu") {
     A::bind_table(p, table.data());
     mujoco_sim ref(builtin_path("ant.xml"));
     const double dt = 0.05;
-    double total = 0, total_ref = 0, early = 0;
-    int same_end = 0;
-    std::vector<double> diffs;
+    double early = 0;
+    paired_runs runs;
     for (int run = 0; run < 48; ++run) {
       A::state s;
       for (int k = 0; k < A::sim::nq; ++k) s.qpos[k] = p.model.qpos0[k];
@@ -212,13 +219,11 @@ TEST_SUITE("cpu") {
           for (int k = 0; k < A::sim::nq; ++k) early = std::max(early, std::fabs(double(s.qpos[k]) - ref.d->qpos[k]));
         }
       }
-      diffs.push_back(ret - ret_ref);
-      total += ret;
-      total_ref += ret_ref;
-      same_end += end == end_ref ? 1 : 0;
+      runs.add(ret, ret_ref, end == end_ref);
     }
-    const double n = double(diffs.size());
-    const auto [mean, stderr_] = paired_stats(diffs);
+    const double n = runs.n(), total = runs.total, total_ref = runs.total_ref;
+    const int same_end = runs.same_end;
+    const auto [mean, stderr_] = runs.mean_and_stderr();
     MESSAGE("solver tolerance " << p.solver_tolerance << ", sweep cap " << p.solver_iterations << ": first 10 env steps, qpos max |diff| " << early << "; mean return " << total / n << " (MuJoCo "
                                                              << total_ref / n << "), paired difference " << mean
                                                              << " +- " << stderr_ << " (standard error); same end in "
@@ -246,9 +251,8 @@ TEST_SUITE("cpu") {
     mujoco_sim ref(builtin_path("isaac_ant.xml"));
     double mass = 0;
     for (int b = 1; b < ref.m->nbody; ++b) mass += ref.m->body_mass[b];
-    double early = 0, early_force = 0, total = 0, total_ref = 0;
-    int same_end = 0;
-    std::vector<double> diffs;
+    double early = 0, early_force = 0;
+    paired_runs runs;
     for (int run = 0; run < 48; ++run) {
       I::state s;
       gmi::rng r(1, 0);
@@ -290,13 +294,11 @@ TEST_SUITE("cpu") {
           }
         }
       }
-      diffs.push_back(ret - ret_ref);
-      total += ret;
-      total_ref += ret_ref;
-      same_end += end == end_ref ? 1 : 0;
+      runs.add(ret, ret_ref, end == end_ref);
     }
-    const double n = double(diffs.size());
-    const auto [mean, stderr_] = paired_stats(diffs);
+    const double n = runs.n(), total = runs.total, total_ref = runs.total_ref;
+    const int same_end = runs.same_end;
+    const auto [mean, stderr_] = runs.mean_and_stderr();
     const double weight = mass * 9.81;
     MESSAGE("isaac_ant, solver tolerance " << p.solver_tolerance << ", sweep cap " << p.solver_iterations
                                            << ": first 50 env steps, qpos max |diff| " << early
