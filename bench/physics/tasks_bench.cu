@@ -1,5 +1,5 @@
-// gmi.bench.physics_tasks: env steps per second of the physics tasks (ant, humanoid, anymal) through the gmi::env
-// driver on one GPU (gmi::rl::env_batch over exec::cuda: a thread per environment, state word-major, the
+// gmi.bench.physics_tasks: env steps per second of the physics tasks (ant, humanoid, anymal, isaac_ant) through the
+// gmi::env driver on one GPU (gmi::rl::env_batch over exec::cuda: a thread per environment, state word-major, the
 // pipeline's scratch in per-thread local memory), physics + observation + reward + auto-reset, random actions
 // drawn on the device every step. Writes bench-spec result lines (bench "physics", metric steps_per_s,
 // median/min/max of the reps) to stdout and --out. With --physics-only: physics steps per second of the same
@@ -37,6 +37,7 @@
 #include <gmi/envs/ant.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
+#include <gmi/envs/isaac_ant.hpp>
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/metrics/summary.hpp>
 #include <gmi/physics/batch_local.cuh>
@@ -48,6 +49,15 @@
 #include <gmi/rl/physics_env_step.cuh>
 
 namespace {
+// Calls f.template operator()<T>() for the physics task named `name` (main checks the names first).
+template <class F>
+void with_task(const std::string& name, F&& f) {
+  if (name == "ant") f.template operator()<gmi::envs::ant>();
+  if (name == "humanoid") f.template operator()<gmi::envs::humanoid>();
+  if (name == "anymal") f.template operator()<gmi::envs::anymal>();
+  if (name == "isaac_ant") f.template operator()<gmi::envs::isaac_ant>();
+}
+
 template <class T>
 struct random_actions {
   float* act;
@@ -88,11 +98,7 @@ struct options {
 template <class T>
 int substeps_of() {
   const typename T::params p{};
-  if constexpr (requires { p.frame_skip; }) {
-    return p.frame_skip;
-  } else {
-    return p.decimation;
-  }
+  return T::physics_substeps(p);
 }
 
 template <class T>
@@ -235,6 +241,9 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
                    {"chosen", gmi::rl::env_step_path_name<T>(typename T::params{}, std::size_t(n))},
                    {"asked", gmi::physics::step_path_name(path)},
                    {"solver_iterations", p.solver_iterations}, {"solver_tolerance", p.solver_tolerance},
+                   {"physics_dt", T::sim::model_type::options().timestep},
+                   {"physics_substeps", T::physics_substeps(p)},
+                   {"control_dt", T::sim::model_type::options().timestep * T::physics_substeps(p)},
                    {"state_bytes_per_env", sizeof(typename T::state)},
                    {"scratch_bytes_per_env", T::sim::scratch_reals * sizeof(float)},
                    {"episodes_finished", stats.episodes}, {"mean_episode_length", stats.mean_length()}});
@@ -274,12 +283,12 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"gmi.bench.physics_tasks: env steps per second of ant, humanoid and anymal on one GPU"};
+  CLI::App app{"gmi.bench.physics_tasks: env steps per second of ant, humanoid, anymal and isaac_ant on one GPU"};
   options o;
   app.add_option("--out", o.out, "append result lines to this file");
   app.add_option("--run-id", o.run_id, "run id (default: time, device and a random tag)");
   app.add_option("--git", o.git, "git revision to record (default: GMI_GIT_REVISION or the build's)");
-  app.add_option("--tasks", o.tasks, "comma-separated: ant, humanoid, anymal");
+  app.add_option("--tasks", o.tasks, "comma-separated: ant, humanoid, anymal, isaac_ant");
   app.add_option("--envs", o.envs, "environment counts")->check(CLI::Range(1, 1 << 24));
   app.add_option("--reps", o.reps, "timed repetitions")->check(CLI::Range(1, 1000));
   app.add_option("--steps", o.steps, "env steps per repetition")->check(CLI::Range(1, 1000000));
@@ -323,8 +332,8 @@ int main(int argc, char** argv) {
       at = comma + 1;
     }
     for (const auto& name : names)
-      gmi::require(name == "ant" || name == "humanoid" || name == "anymal", "--tasks", name,
-                   "a comma-separated list of ant, humanoid, anymal");
+      gmi::require(name == "ant" || name == "humanoid" || name == "anymal" || name == "isaac_ant", "--tasks", name,
+                   "a comma-separated list of ant, humanoid, anymal, isaac_ant");
     gmi::physics::request_step_path(o.physics_step, "--physics-step");
     gmi::metrics::run_info run = gmi::metrics::describe_run();
     if (!o.run_id.empty()) run.run_id = o.run_id;
@@ -333,9 +342,7 @@ int main(int argc, char** argv) {
     if (!o.out.empty()) file.open(o.out, std::ios::app);
     for (const auto& name : names) {
       if (o.compare_paths) {
-        if (name == "ant") compare_paths<gmi::envs::ant>(o, run, file);
-        if (name == "humanoid") compare_paths<gmi::envs::humanoid>(o, run, file);
-        if (name == "anymal") compare_paths<gmi::envs::anymal>(o, run, file);
+        with_task(name, [&]<class T>() { compare_paths<T>(o, run, file); });
         continue;
       }
       if (o.driver_paths) {
@@ -352,17 +359,13 @@ int main(int argc, char** argv) {
           if (pass >= 0)
             gmi::physics::request_tile_layout(o.tile_lanes[pass / o.solver_rows.size()],
                                               o.solver_rows[pass % o.solver_rows.size()]);
-          if (name == "ant") bench_task<gmi::envs::ant>(o, run, file, paths);
-          if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file, paths);
-          if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file, paths);
+          with_task(name, [&]<class T>() { bench_task<T>(o, run, file, paths); });
         }
         gmi::physics::request_tile_layout(0, "global");  // the default layout again, for the next task's rule
         continue;
       }
       if (o.physics_only) {
-        if (name == "ant") bench_physics<gmi::envs::ant>(o, run, file);
-        if (name == "humanoid") bench_physics<gmi::envs::humanoid>(o, run, file);
-        if (name == "anymal") bench_physics<gmi::envs::anymal>(o, run, file);
+        with_task(name, [&]<class T>() { bench_physics<T>(o, run, file); });
         continue;
       }
       for (const int block : o.staged_blocks)  // only the staged path reads these two: one pass each
@@ -372,9 +375,7 @@ int main(int argc, char** argv) {
           for (const auto& [reals, l1] : o.thread_passes()) {
             gmi::physics::request_thread_shared_reals(reals);
             gmi::physics::request_thread_max_l1(l1);
-            if (name == "ant") bench_task<gmi::envs::ant>(o, run, file);
-            if (name == "humanoid") bench_task<gmi::envs::humanoid>(o, run, file);
-            if (name == "anymal") bench_task<gmi::envs::anymal>(o, run, file);
+            with_task(name, [&]<class T>() { bench_task<T>(o, run, file); });
           }
         }
       gmi::physics::request_staged_block(0);

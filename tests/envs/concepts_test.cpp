@@ -46,7 +46,8 @@ TEST_SUITE("cpu") {
                            {"anymal_proxy", 48, 12},    {"humanoid_proxy", 108, 21}, {"franka_cabinet_proxy", 23, 9},
                            {"shadow_hand_proxy", 211, 20}, {"point_reach", 6, 2},         {"sparse_reach", 4, 2},
                            {"long_track", 5, 1},        {"spring_chain", 8, 4},      {"cartpole_discrete", 4, 1},
-                           {"ant", 27, 8},              {"humanoid", 45, 17},        {"anymal", 48, 12}};
+                           {"ant", 27, 8},              {"humanoid", 45, 17},        {"anymal", 48, 12},
+                           {"isaac_ant", 60, 8}};
     CHECK(gmi::envs::task_names.size() == std::size(table));
     for (const auto& t : table) {
       CAPTURE(t.name);

@@ -1,4 +1,4 @@
-// The device side of physics_tasks_gpu_test.cpp: env_batch<task, exec::cuda> for ant, humanoid and anymal.
+// The device side of physics_tasks_gpu_test.cpp: env_batch<task, exec::cuda> for ant, humanoid, anymal and isaac_ant.
 #include "physics_tasks_runs.hpp"
 
 #include <stdexcept>
@@ -11,12 +11,24 @@
 #include <gmi/envs/ant.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
+#include <gmi/envs/isaac_ant.hpp>
 #include <gmi/physics/batch_local.cuh>
 #include <gmi/physics/batch_warp.cuh>
 #include <gmi/rl/batched_dynamics.cuh>
 #include <gmi/rl/env_batch.cuh>
 
 namespace {
+// Calls f.template operator()<T>() for the physics task named `task`; another name: invalid_argument naming `what`.
+template <class F>
+decltype(auto) with_physics_task(std::string_view task, const char* what, F&& f) {
+  if (task == "ant") return f.template operator()<gmi::envs::ant>();
+  if (task == "humanoid") return f.template operator()<gmi::envs::humanoid>();
+  if (task == "anymal") return f.template operator()<gmi::envs::anymal>();
+  if (task == "isaac_ant") return f.template operator()<gmi::envs::isaac_ant>();
+  throw std::invalid_argument(std::string(what) + ": task: got " + std::string(task) +
+                              ", need ant, humanoid, anymal or isaac_ant");
+}
+
 template <class T>
 struct physics_action_fn {
   float* act;
@@ -87,11 +99,8 @@ trajectory run_from(int n, std::uint64_t seed, std::uint64_t action_seed, const 
 
 trajectory step_physics_task_gpu_from(std::string_view task, int n, std::uint64_t seed, std::uint64_t action_seed,
                                       const std::vector<batch_snapshot>& before) {
-  if (task == "ant") return run_from<gmi::envs::ant>(n, seed, action_seed, before);
-  if (task == "humanoid") return run_from<gmi::envs::humanoid>(n, seed, action_seed, before);
-  if (task == "anymal") return run_from<gmi::envs::anymal>(n, seed, action_seed, before);
-  throw std::invalid_argument("step_physics_task_gpu_from: task: got " + std::string(task) +
-                              ", need ant, humanoid or anymal");
+  return with_physics_task(task, "step_physics_task_gpu_from",
+                           [&]<class T>() { return run_from<T>(n, seed, action_seed, before); });
 }
 
 namespace {
@@ -104,18 +113,13 @@ std::string path_of(int n) {
 }  // namespace
 
 std::string physics_task_path_gpu(std::string_view task, int n) {
-  if (task == "ant") return path_of<gmi::envs::ant>(n);
-  if (task == "humanoid") return path_of<gmi::envs::humanoid>(n);
-  if (task == "anymal") return path_of<gmi::envs::anymal>(n);
-  throw std::invalid_argument("physics_task_path_gpu: task: got " + std::string(task) + ", need ant, humanoid or anymal");
+  return with_physics_task(task, "physics_task_path_gpu", [&]<class T>() { return path_of<T>(n); });
 }
 
 trajectory run_physics_task_gpu(std::string_view task, int n, int steps, std::uint64_t seed,
                                 std::uint64_t action_seed) {
-  if (task == "ant") return run<gmi::envs::ant>(n, steps, seed, action_seed);
-  if (task == "humanoid") return run<gmi::envs::humanoid>(n, steps, seed, action_seed);
-  if (task == "anymal") return run<gmi::envs::anymal>(n, steps, seed, action_seed);
-  throw std::invalid_argument("run_physics_task_gpu: task: got " + std::string(task) + ", need ant, humanoid or anymal");
+  return with_physics_task(task, "run_physics_task_gpu",
+                           [&]<class T>() { return run<T>(n, steps, seed, action_seed); });
 }
 
 std::vector<float> run_local_batch_ant(int n, const std::vector<float>& ctrl, int launches, int substeps) {
@@ -189,26 +193,16 @@ std::pair<std::vector<float>, std::vector<float>> run_physics_layouts_stepwise(s
                                                                                int launches, int substeps,
                                                                                gmi::physics::tile_layout layout,
                                                                                int max_blocks) {
-  if (task == "ant")
-    return run_stepwise<gmi::envs::ant::sim::model_type>(n, ctrl, launches, substeps, layout, max_blocks);
-  if (task == "humanoid")
-    return run_stepwise<gmi::envs::humanoid::sim::model_type>(n, ctrl, launches, substeps, layout, max_blocks);
-  if (task == "anymal")
-    return run_stepwise<gmi::envs::anymal::sim::model_type>(n, ctrl, launches, substeps, layout, max_blocks);
-  throw std::invalid_argument("run_physics_layouts_stepwise: task: got " + std::string(task) +
-                              ", need ant, humanoid or anymal");
+  return with_physics_task(task, "run_physics_layouts_stepwise", [&]<class T>() {
+    return run_stepwise<typename T::sim::model_type>(n, ctrl, launches, substeps, layout, max_blocks);
+  });
 }
 
 std::vector<float> run_physics_layout(std::string_view task, bool warp_per_env, int n, const std::vector<float>& ctrl,
                                       int launches, int substeps, gmi::physics::tile_layout layout, int max_blocks) {
-  using gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal;
-  if (task == "ant")
-    return run_layout<ant::sim::model_type>(warp_per_env, n, ctrl, launches, substeps, layout, max_blocks);
-  if (task == "humanoid")
-    return run_layout<humanoid::sim::model_type>(warp_per_env, n, ctrl, launches, substeps, layout, max_blocks);
-  if (task == "anymal")
-    return run_layout<anymal::sim::model_type>(warp_per_env, n, ctrl, launches, substeps, layout, max_blocks);
-  throw std::invalid_argument("run_physics_layout: task: got " + std::string(task) + ", need ant, humanoid or anymal");
+  return with_physics_task(task, "run_physics_layout", [&]<class T>() {
+    return run_layout<typename T::sim::model_type>(warp_per_env, n, ctrl, launches, substeps, layout, max_blocks);
+  });
 }
 
 namespace {
@@ -284,11 +278,8 @@ paired_paths step_physics_task_both_paths(std::string_view task, int n, int step
     ~layout_guard() { gmi::physics::request_tile_layout(0, "shared"); }
   } guard;
   gmi::physics::request_tile_layout(lanes, spill_rows ? "global" : "shared");
-  if (task == "ant") return both_paths<gmi::envs::ant>(n, steps, seed, action_seed, via_dynamics);
-  if (task == "humanoid") return both_paths<gmi::envs::humanoid>(n, steps, seed, action_seed, via_dynamics);
-  if (task == "anymal") return both_paths<gmi::envs::anymal>(n, steps, seed, action_seed, via_dynamics);
-  throw std::invalid_argument("step_physics_task_both_paths: task: got " + std::string(task) +
-                              ", need ant, humanoid or anymal");
+  return with_physics_task(task, "step_physics_task_both_paths",
+                           [&]<class T>() { return both_paths<T>(n, steps, seed, action_seed, via_dynamics); });
 }
 
 namespace {
@@ -315,8 +306,5 @@ rule_probe probe_physics_rule(std::string_view task, int lanes, bool spill_rows)
     ~layout_guard() { gmi::physics::request_tile_layout(0, "shared"); }
   } guard;
   gmi::physics::request_tile_layout(lanes, spill_rows ? "global" : "shared");
-  if (task == "ant") return probe_rule<gmi::envs::ant>();
-  if (task == "humanoid") return probe_rule<gmi::envs::humanoid>();
-  if (task == "anymal") return probe_rule<gmi::envs::anymal>();
-  throw std::invalid_argument("probe_physics_rule: task: got " + std::string(task) + ", need ant, humanoid or anymal");
+  return with_physics_task(task, "probe_physics_rule", []<class T>() { return probe_rule<T>(); });
 }

@@ -2,7 +2,7 @@
 // `steps` env steps (64 environments, seed 2024, the GPU test's actions) and each step's outputs; `replay`
 // (possibly another build, e.g. with FMA contraction) steps once from every recorded state and prints the
 // test's statistic (|a - b| / (1 + |b|)) against the recorded outputs. nudge 1: the replayed qvel +1 ulp.
-// Usage: one_step record|replay ant|humanoid|anymal steps nudge file
+// Usage: one_step record|replay ant|humanoid|anymal|isaac_ant steps nudge file
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +13,7 @@
 #include <gmi/envs/ant.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/anymal.hpp>
+#include <gmi/envs/isaac_ant.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include "envs/batch_snapshot.hpp"
 #include "envs_gpu/gpu_runs.hpp"
@@ -101,13 +102,15 @@ void run(bool record, int steps, int nudge, const char* path) {
 int main(int argc, char** argv) {
   const std::string mode = argc == 6 ? argv[1] : "", task = argc == 6 ? argv[2] : "";
   const int steps = argc == 6 ? std::atoi(argv[3]) : 0, nudge = argc == 6 ? std::atoi(argv[4]) : 0;
-  if ((mode != "record" && mode != "replay") || (task != "ant" && task != "humanoid" && task != "anymal") ||
-      steps < 1) {
-    std::fprintf(stderr, "one_step: arguments: got %d, need record|replay ant|humanoid|anymal steps>=1 nudge file\n",
+  if ((mode != "record" && mode != "replay") ||
+      (task != "ant" && task != "humanoid" && task != "anymal" && task != "isaac_ant") || steps < 1) {
+    std::fprintf(stderr,
+                 "one_step: arguments: got %d, need record|replay ant|humanoid|anymal|isaac_ant steps>=1 nudge file\n",
                  argc - 1);
     return 2;
   }
   if (task == "ant") run<gmi::envs::ant>(mode == "record", steps, nudge, argv[5]);
   if (task == "humanoid") run<gmi::envs::humanoid>(mode == "record", steps, nudge, argv[5]);
   if (task == "anymal") run<gmi::envs::anymal>(mode == "record", steps, nudge, argv[5]);
+  if (task == "isaac_ant") run<gmi::envs::isaac_ant>(mode == "record", steps, nudge, argv[5]);
 }

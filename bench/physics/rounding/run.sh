@@ -38,3 +38,9 @@ for t in ant humanoid anymal; do
   "$w/one_step_plain" replay $t 100 1 "$w/$t.tf"
   "$w/one_step_plain" replay $t 100 0 "$w/$t.tf"
 done
+# isaac_ant (no free_run build): one step at a time only.
+"$w/one_step_plain" record isaac_ant 100 0 "$w/isaac_ant.tf"
+echo "== isaac_ant one step at a time over 100 steps: FMA build / 1-ulp qvel / the same build, against plain:"
+"$w/one_step_fma" replay isaac_ant 100 0 "$w/isaac_ant.tf"
+"$w/one_step_plain" replay isaac_ant 100 1 "$w/isaac_ant.tf"
+"$w/one_step_plain" replay isaac_ant 100 0 "$w/isaac_ant.tf"

@@ -1,0 +1,238 @@
+#pragma once
+// Isaac Gym's Ant (IsaacGymEnvs' Ant task) simulated by gmi::physics on include/gmi/physics/builtin/isaac_ant.xml:
+// one env step is one control step of 1/60 s in 2 physics steps of 1/120 s; the action (8, clipped to [-1, 1]) times
+// the power scale is each motor's control (gear 15); the 60-dim observation is Isaac Gym's layout (torso height,
+// torso-frame linear and angular velocity, yaw, roll and angle to the target, up and heading projections, joint
+// positions scaled to [-1, 1] by their limits, scaled joint velocities, each foot's contact force and torque, the
+// last actions) and the reward is Isaac Gym's (progress toward a target 1000 m away on +x as a potential
+// difference, alive bonus, up and heading rewards, action, energy and joints-at-limit costs); the episode ends
+// with the death cost when the torso is below the termination height. Equations and what differs from Isaac
+// Gym's task: docs/envs.md ("isaac_ant").
+
+#include <vector>
+
+#include <gmi/concepts/env.hpp>
+#include <gmi/core/hd.hpp>
+#include <gmi/core/rng.hpp>
+#include <gmi/envs/split_step.hpp>
+#include <gmi/physics/builtin/isaac_ant_model.hpp>
+#include <gmi/physics/builtin_task.hpp>
+#include <gmi/physics/step_path.hpp>
+
+namespace gmi::envs {
+
+struct isaac_ant {
+  using env_concept = gmi::env_tag;
+  using sim = gmi::physics::builtin_sim<gmi::physics::builtin::isaac_ant_model>;
+  static constexpr const char* name = "isaac_ant";
+  static constexpr int nj = sim::nu;  // hinge joints, in tree order (qpos 7 + j, qvel 6 + j), motor j drives joint j
+  static constexpr int nfeet = 4;
+  static constexpr int obs_dim = 12 + 3 * nj + 6 * nfeet, act_dim = nj;
+  // The foot bodies (front_left_foot, front_right_foot, left_back_foot, right_back_foot: the bodies below the
+  // ankles), in the order of the observation's force-torque blocks.
+  static constexpr int first_foot_body = 3, foot_body_stride = 2;
+  // Where the observation's parts start.
+  static constexpr int obs_height = 0, obs_vel = 1, obs_angvel = 4, obs_yaw = 7, obs_roll = 8, obs_angle = 9,
+                       obs_up = 10, obs_heading = 11, obs_dof_pos = 12, obs_dof_vel = 12 + nj,
+                       obs_foot = 12 + 2 * nj, obs_action = 12 + 2 * nj + 6 * nfeet;
+
+  struct params {
+    int substeps = 2;  // physics steps of the model's 1/120 s per env step (Isaac Gym: dt 1/60, 2 substeps)
+    float power_scale = 1.0f;
+    float heading_weight = 0.5f, up_weight = 0.1f, alive_reward = 0.5f;
+    float actions_cost = 0.005f, energy_cost = 0.05f, joints_at_limit_cost = 0.1f;
+    float death_cost = -2.0f, termination_height = 0.31f;
+    float dof_vel_scale = 0.2f, angular_velocity_scale = 1.0f, contact_force_scale = 0.1f;
+    float target_x = 1000.0f, target_y = 0.0f;
+    // Reset noise: joints U(-0.2, 0.2) rad about the start pose, joint velocities U(-0.1, 0.1) rad/s.
+    float reset_dof_noise = 0.2f, reset_vel_noise = 0.1f;
+    // Reset joints are clamped this far inside their range (rad), not onto a limit as Isaac Gym's: a joint exactly
+    // at its limit makes the first step's limit row appear or not under a rounding-sized difference (docs/envs.md).
+    float reset_limit_margin = 1e-3f;
+    int max_steps = 1000;
+    // Constraint solve: Gauss-Seidel sweeps at most, and the stop, as the other physics tasks (envs/ant.hpp).
+    int solver_iterations = 100;
+    float solver_tolerance = 1e-6f;
+    gmi::physics::step_path step_path = gmi::physics::step_path::automatic;
+    gmi::physics::model_view<float> model{};  // points into the driver's table (bind_table)
+  };
+
+  struct state {
+    float qpos[sim::nq];
+    float qvel[sim::nv];
+    float foot_ft[6 * nfeet];  // per foot: contact force then torque (world frame), unscaled; see finish
+    float last_action[nj];     // the clipped actions of the last step
+  };
+
+  static std::vector<float> make_table(const params&) { return sim::table(); }
+  static void bind_table(params& p, const float* t) {
+    p.model = sim::view(t);
+    p.model.iterations = p.solver_iterations;
+    p.model.tolerance = p.solver_tolerance;
+  }
+
+  GMI_HD static float dt(const params& p) { return p.model.timestep * float(p.substeps); }
+  GMI_HD static float lower(int j, const params& p) { return p.model.jnt_range[2 * (1 + j)]; }
+  GMI_HD static float upper(int j, const params& p) { return p.model.jnt_range[2 * (1 + j) + 1]; }
+  GMI_HD static float clip(float a) { return fminf(fmaxf(a, -1.0f), 1.0f); }
+
+  // Isaac Gym's start: the torso at the model's pose at rest, each joint at 0 or, where 0 is outside its range,
+  // the nearer limit, plus U(-noise, noise) clamped to the range (reset_limit_margin inside it); joint velocities
+  // U(-noise, noise).
+  GMI_HD static void reset(state& s, gmi::rng& r, const params& p) {
+    for (int k = 0; k < 7; ++k) s.qpos[k] = p.model.qpos0[k];
+    for (int k = 0; k < 6; ++k) s.qvel[k] = 0.0f;
+    for (int j = 0; j < nj; ++j) {
+      const float lo = lower(j, p) + p.reset_limit_margin, hi = upper(j, p) - p.reset_limit_margin;
+      const float start = lo > 0.0f ? lo : (hi < 0.0f ? hi : 0.0f);
+      s.qpos[7 + j] = fminf(fmaxf(start + r.uniform(-p.reset_dof_noise, p.reset_dof_noise), lo), hi);
+      s.qvel[6 + j] = r.uniform(-p.reset_vel_noise, p.reset_vel_noise);
+    }
+    for (float& f : s.foot_ft) f = 0.0f;
+    for (float& a : s.last_action) a = 0.0f;
+  }
+
+  // Isaac Gym's progress reward: the change of the potential -(horizontal distance to the target) / dt over a step,
+  // from the torso's (x, y) before and after. Computed as (d_before^2 - d_after^2) / (d_before + d_after) / dt
+  // with the squares' difference factored through the small displacement: float potentials of about -6e4 would
+  // round it to 4e-3 a step.
+  GMI_HD static float progress(const float* xy_before, const float* qpos, const params& p) {
+    const float bx = p.target_x - xy_before[0], by = p.target_y - xy_before[1];
+    const float ax = p.target_x - qpos[0], ay = p.target_y - qpos[1];
+    const float db = sqrtf(bx * bx + by * by), da = sqrtf(ax * ax + ay * ay);
+    const float sum = db + da;
+    if (!(sum > 0.0f)) return 0.0f;
+    return ((qpos[0] - xy_before[0]) * (bx + ax) + (qpos[1] - xy_before[1]) * (by + ay)) / sum / dt(p);
+  }
+
+  // v in the torso frame: the conjugate of the torso quaternion q (w, x, y, z) applied to a world vector.
+  GMI_HD static void to_torso(const float* q, const float* v, float* out) {
+    const float w = q[0], ux = -q[1], uy = -q[2], uz = -q[3];
+    const float tx = 2.0f * (uy * v[2] - uz * v[1]), ty = 2.0f * (uz * v[0] - ux * v[2]),
+                tz = 2.0f * (ux * v[1] - uy * v[0]);
+    out[0] = v[0] + w * tx + (uy * tz - uz * ty);
+    out[1] = v[1] + w * ty + (uz * tx - ux * tz);
+    out[2] = v[2] + w * tz + (ux * ty - uy * tx);
+  }
+
+  // The observation's first 12 entries; the rest need no work beyond a scale.
+  GMI_HD static void observe_torso(const state& s, float* obs, const params& p) {
+    const float* q = s.qpos + 3;
+    const float w = q[0], x = q[1], y = q[2], z = q[3];
+    obs[obs_height] = s.qpos[2];
+    to_torso(q, s.qvel, obs + obs_vel);  // the free joint's linear velocity is in the world frame
+    for (int k = 0; k < 3; ++k) obs[obs_angvel + k] = p.angular_velocity_scale * s.qvel[3 + k];  // torso frame
+    const float yaw = atan2f(2.0f * (w * z + x * y), w * w + x * x - y * y - z * z);
+    const float roll = atan2f(2.0f * (w * x + y * z), w * w - x * x - y * y + z * z);
+    const float dx = p.target_x - s.qpos[0], dy = p.target_y - s.qpos[1];
+    const float to_target = atan2f(dy, dx) - yaw;
+    obs[obs_yaw] = yaw;
+    obs[obs_roll] = roll;
+    obs[obs_angle] = atan2f(sinf(to_target), cosf(to_target));
+    obs[obs_up] = 1.0f - 2.0f * (x * x + y * y);  // z of the torso's up axis
+    const float hx = 1.0f - 2.0f * (y * y + z * z), hy = 2.0f * (x * y + w * z);  // the torso's x axis (world x, y)
+    const float n = sqrtf(dx * dx + dy * dy);
+    obs[obs_heading] = n > 0.0f ? (hx * dx + hy * dy) / n : 0.0f;
+  }
+
+  GMI_HD static void observe(const state& s, float* obs, const params& p) {
+    observe_torso(s, obs, p);
+    for (int j = 0; j < nj; ++j) {
+      const float lo = lower(j, p), hi = upper(j, p);
+      obs[obs_dof_pos + j] = (2.0f * s.qpos[7 + j] - hi - lo) / (hi - lo);
+      obs[obs_dof_vel + j] = p.dof_vel_scale * s.qvel[6 + j];
+      obs[obs_action + j] = s.last_action[j];
+    }
+    for (int k = 0; k < 6 * nfeet; ++k) obs[obs_foot + k] = p.contact_force_scale * s.foot_ft[k];
+  }
+
+  // The reward's terms (their sum is the reward of a step that did not end the episode); progress from the
+  // torso's (x, y) before the step, the others from the new state and the step's clipped actions.
+  struct reward_terms {
+    float progress, alive, up, heading, actions, energy, joints_at_limit;
+    GMI_HD float sum() const { return progress + alive + up + heading - actions - energy - joints_at_limit; }
+  };
+  GMI_HD static reward_terms terms(const state& s, const float* xy_before, const float* clipped, const params& p) {
+    float o[12];
+    observe_torso(s, o, p);
+    reward_terms t;
+    t.progress = progress(xy_before, s.qpos, p);
+    t.alive = p.alive_reward;
+    t.up = o[obs_up] > 0.93f ? p.up_weight : 0.0f;
+    t.heading = o[obs_heading] > 0.8f ? p.heading_weight : p.heading_weight * o[obs_heading] / 0.8f;
+    float a2 = 0.0f, energy = 0.0f;
+    int at_limit = 0;
+    for (int j = 0; j < nj; ++j) {
+      a2 += clipped[j] * clipped[j];
+      energy += fabsf(clipped[j] * p.dof_vel_scale * s.qvel[6 + j]);
+      const float lo = lower(j, p), hi = upper(j, p);
+      at_limit += (2.0f * s.qpos[7 + j] - hi - lo) / (hi - lo) > 0.99f ? 1 : 0;  // the upper limit only, as Isaac Gym
+    }
+    t.actions = p.actions_cost * a2;
+    t.energy = p.energy_cost * energy;
+    t.joints_at_limit = p.joints_at_limit_cost * float(at_limit);
+    return t;
+  }
+
+  // Each foot's contact force and torque from the contacts of the last physics step (d): the force on the foot's
+  // geom (normal and friction, contact frame to world), summed over its contacts, and the torque of each about
+  // the foot body's origin (the ankle), world frame, at the positions that step's contacts were found at.
+  GMI_HD static void foot_forces(const gmi::physics::data<float>& d, const params& p, float* ft) {
+    for (int k = 0; k < 6 * nfeet; ++k) ft[k] = 0.0f;
+    const int ncon = static_cast<int>(d.ncon[0]);
+    for (int c = 0; c < ncon; ++c) {
+      const int pair = static_cast<int>(d.con_pair[c]);
+      for (int side = 0; side < 2; ++side) {
+        const int geom = side == 0 ? p.model.pair_geom2[pair] : p.model.pair_geom1[pair];
+        const int b = p.model.geom_bodyid[geom] - first_foot_body;
+        if (b < 0 || b % foot_body_stride != 0 || b / foot_body_stride >= nfeet) continue;
+        const int body = first_foot_body + b, f = b / foot_body_stride;
+        const float sign = side == 0 ? 1.0f : -1.0f;  // the normal points from geom1 to geom2: geom2 is pushed along it
+        float force[3], r[3];
+        for (int k = 0; k < 3; ++k) {
+          force[k] = sign * (d.con_force[3 * c] * d.con_frame[9 * c + k] +
+                             d.con_force[3 * c + 1] * d.con_frame[9 * c + 3 + k] +
+                             d.con_force[3 * c + 2] * d.con_frame[9 * c + 6 + k]);
+          r[k] = d.con_pos[3 * c + k] - d.xpos[3 * body + k];
+        }
+        float* out = ft + 6 * f;
+        for (int k = 0; k < 3; ++k) out[k] += force[k];
+        out[3] += r[1] * force[2] - r[2] * force[1];
+        out[4] += r[2] * force[0] - r[0] * force[2];
+        out[5] += r[0] * force[1] - r[1] * force[0];
+      }
+    }
+  }
+
+  // The step in three parts, so that a driver can run the physics between them on any path
+  // (rl/physics_env_step.cuh, rl/physics_staged.hpp): control (the motors' controls and the torso's x, y before),
+  // the physics (physics_substeps(p) steps of sim), finish (contact forces, reward and termination).
+  static constexpr int carry_dim = 2;  // the torso's x, y before the step
+  GMI_HD static int physics_substeps(const params& p) { return p.substeps; }
+  GMI_HD static void control(const state& s, const float* action, const params& p, float* ctrl, float* carry, float*) {
+    for (int j = 0; j < nj; ++j) ctrl[j] = p.power_scale * clip(action[j]);
+    carry[0] = s.qpos[0];
+    carry[1] = s.qpos[1];
+  }
+  GMI_HD static gmi::transition finish(state& s, const float* action, const float* carry,
+                                       const gmi::physics::data<float>& d, const params& p, float*) {
+    float clipped[nj];
+    for (int j = 0; j < nj; ++j) s.last_action[j] = clipped[j] = clip(action[j]);
+    const bool finite = sim::finite(s.qpos, sim::nq) && sim::finite(s.qvel, sim::nv);
+    if (!finite) {
+      for (float& f : s.foot_ft) f = 0.0f;
+      return {0.0f, true};
+    }
+    foot_forces(d, p, s.foot_ft);
+    if (s.qpos[2] < p.termination_height) return {p.death_cost, true};
+    return {terms(s, carry, clipped, p).sum(), false};
+  }
+
+  GMI_HD static gmi::transition step(state& s, const float* action, gmi::rng&, const params& p) {
+    return split_step<isaac_ant>(s, action, p);
+  }
+};
+
+static_assert(gmi::env<isaac_ant>);
+
+}  // namespace gmi::envs
