@@ -87,12 +87,18 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE("ppo.reward_scaling.scaled_rewards_reach_gae") {
-    // Two trainers from one checkpoint (three iterations with reward scaling): one scales, one does not. Their
+    // Two trainers from one checkpoint (three iterations with reward scaling, the first of them without an update):
+    // one scales, one does not. Their
     // next rollouts play the same actions in the same states; the scaling one's rewards are the other's divided by
     // the std of R the checkpoint held (steps that ended an episode carry a bootstrap in value units: left out),
     // and its advantages and returns are GAE over those scaled rewards.
     trainer first(64, 5, small(true), {}, gmi::exec::host{.threads = 1});
-    for (int i = 0; i < 3; ++i) first.iterate();
+    const std::vector<float> p0 = copy(first.params().data(), first.params().size());
+    first.iterate();  // a fresh trainer's first rollout only fills the statistics of R: no update
+    CHECK(copy(first.params().data(), first.params().size()) == p0);
+    CHECK(first.reward_normalizer().count() == 64.0 * 16);
+    for (int i = 1; i < 3; ++i) first.iterate();
+    CHECK(copy(first.params().data(), first.params().size()) != p0);
     REQUIRE(first.reward_normalizer().count() == 3.0 * 64 * 16);
     const auto ck = first.save_state();
     trainer scaled(64, 5, small(true), {}, gmi::exec::host{.threads = 1});

@@ -9,8 +9,9 @@ using gmi_test::rel_diff;
 
 TEST_SUITE("gpu") {
   // Reward scaling on the GPU against host threads, both collection paths: after one iteration (std 1: the raw
-  // rewards, clamped) and after three (rewards divided by the std of two rollouts' R, the graph replayed) the
-  // rollout's rewards, every environment's R, the std's statistics and the weights agree.
+  // rewards, clamped; no update, the weights the initial ones) and after three (rewards divided by the std of two
+  // rollouts' R, two updates, the graph replayed) the rollout's rewards, every environment's R, the std's
+  // statistics and the weights agree.
   TEST_CASE("ppo_gpu.reward_scaling.matches_host" * doctest::timeout(240)) {
     for (int iterations : {1, 3}) {
       const auto host = reward_scaling_iterations("", iterations);

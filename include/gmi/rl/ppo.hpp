@@ -463,7 +463,7 @@ class ppo_trainer {
       entropy_coef_[0] = linear_entropy_coef(config_.entropy_coef, config_.min_entropy_coef,
                                              static_cast<double>(iteration_), decay_span(config_.entropy_decay_env_steps));
     }
-    for (int e = 0; e < config_.epochs; ++e) {
+    for (int e = 0; e < update_epochs(); ++e) {
       for (std::size_t b = 0; b < minibatches_; ++b) {
         const auto mb = minibatch_view(iteration_, e, b);
         const std::size_t chunks = (mb.count + host_chunk - 1) / host_chunk;
@@ -497,6 +497,11 @@ class ppo_trainer {
     }
     update_statistics();
   }
+
+  // Epochs of this iteration's update. reward_scaling: none in a fresh trainer's first iteration, whose rollout only
+  // fills the statistics of R (its rewards met std 1, unscaled: training on them would fit the critic to the raw
+  // scale and fill Adam's moments with its gradients).
+  [[nodiscard]] int update_epochs() const noexcept { return config_.reward_scaling && iteration_ == 0 ? 0 : config_.epochs; }
 
   // record = [count | mean | M2] of this rollout's advantages (host), summed in order in double.
   void advantage_moments(double* record) const {

@@ -94,8 +94,8 @@ struct ppo_config {
   // Reward scaling (rl/reward_scaling.hpp): rewards divided by the running std of each environment's discounted
   // return (no mean subtracted), clamped to [-reward_clip, reward_clip] (SB3's and CleanRL's 10); the value head
   // then predicts returns of the scaled rewards, so it needs normalize_value false. reward_scaling_window: the
-  // samples of R the std weighs at most (0: every sample, as SB3 and CleanRL). Off by default (a candidate of
-  // issue 34, docs/learning.md "Reward scaling").
+  // samples of R the std weighs at most (0: every sample, as SB3 and CleanRL). A fresh trainer's first rollout only
+  // fills the statistics (no update). Off by default (a candidate of issue 34, docs/learning.md "Reward scaling").
   bool reward_scaling = false;
   float reward_clip = 10.0f;
   double reward_scaling_window = 0;

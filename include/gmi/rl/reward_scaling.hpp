@@ -6,7 +6,8 @@
 // by a clip to [-10, 10], and "Implementation Matters in Deep RL" (Engstrom et al. 2020), section "reward
 // scaling". The statistics of R are frozen during an iteration (those of the rollouts before it) and take in the
 // rollout's R after the update, as the observation statistics do: the libraries update them at every step before
-// scaling, a lag of one rollout here, so the first rollout's rewards are only clamped (std 1 before any data).
+// scaling, a lag of one rollout here. A fresh trainer's first rollout meets std 1 (no data yet: its rewards only
+// clamped), so it trains nothing and only fills the statistics (ppo_trainer::update_epochs).
 
 #include <cmath>
 #include <cstddef>
