@@ -74,6 +74,11 @@ def main(paths):
             if gap and gap.get("median") is not None:
                 parts.append(f"optimum_gap {gap['median']:.3f} ({gap['min']:.3f} to {gap['max']:.3f})")
                 verdict.append("gap <= 1.10" if gap["median"] <= 1.10 else "gap > 1.10")
+                base_gap = by.get((t, "gmi", "optimum_gap"))
+                if i != "gmi" and base_gap and base_gap.get("median") is not None:
+                    # A default changes only if no proxy's gap grows: the variant's against the same run's defaults.
+                    worse = gap["median"] > base_gap["median"]
+                    verdict.append(f"gap {'above' if worse else 'at or below'} gmi's {base_gap['median']:.3f}")
             if g.get("wall_s"):
                 curve = g.get("wall_curve") or [[float("nan")]]
                 together = ""

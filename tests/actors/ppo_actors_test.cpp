@@ -118,6 +118,31 @@ TEST_SUITE("cpu") {
     CHECK(on_return == ref_return);
   }
 
+  TEST_CASE("actors.ppo.reward_scaling_equals_host_trainer") {
+    // Reward scaling (ppo_config::reward_scaling): the actors' hand-off scales each reward with the environment's
+    // R as the host trainer's collection does, R carried across the 200-step truncation; the weights and the
+    // statistics of R stay equal bit for bit, and differ from an unscaled run's (the check can fail).
+    constexpr int n = 32, iterations = 4;
+    auto cfg = small_config(64);
+    cfg.normalize_value = false;
+    cfg.reward_scaling = true;
+    gmi::rl::ppo_trainer<pend, pend_net, gmi::exec::host> ref(n, 9, cfg, {}, gmi::exec::host{.threads = 1});
+    ac::ppo_on_actors<pend, pend_net> on(ac::actor_config{ac::choose_cores(std::min(2, cores_here())), 2}, n, 9, cfg);
+    auto unscaled_cfg = cfg;
+    unscaled_cfg.reward_scaling = false;
+    gmi::rl::ppo_trainer<pend, pend_net, gmi::exec::host> unscaled(n, 9, unscaled_cfg, {}, gmi::exec::host{.threads = 1});
+    for (int it = 0; it < iterations; ++it) {
+      ref.iterate();
+      on.iterate();
+      unscaled.iterate();
+      CHECK(params_of(on.trainer()) == params_of(ref));
+    }
+    const auto a = ref.reward_normalizer().stats(), b = on.trainer().reward_normalizer().stats();
+    CHECK(std::vector<double>(a.begin(), a.end()) == std::vector<double>(b.begin(), b.end()));
+    CHECK(a[0] == double(n) * 64 * iterations);
+    CHECK(params_of(on.trainer()) != params_of(unscaled));
+  }
+
   TEST_CASE("actors.ppo.refuses_envs_the_groups_cannot_split") {
     CHECK_THROWS_AS((ac::ppo_on_actors<pend, pend_net>(ac::actor_config{ac::choose_cores(1), 2}, 33, 1, small_config(8))),
                     gmi::config_error);

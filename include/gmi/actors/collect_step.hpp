@@ -32,7 +32,7 @@ GMI_HD void collect_step(const rl::ppo_rollout_view<E, Net>& v, const float* par
   float on[obs_dim], mu[dist_dim], value;
   if (step > 0) {
     const std::size_t at = static_cast<std::size_t>(step - 1) * n + i;
-    float reward = in.reward;
+    float reward = v.reward_scale.scale(i, at, in.reward, in.terminated || in.truncated);
     if (in.truncated && v.bootstrap_truncation) {
       v.obs_norm.normalize(in.final_obs, on);
       Net::forward(params, on, mu, &value);

@@ -115,6 +115,7 @@ inline std::string with_flag_name(const std::string& line) {
       "horizon", "minibatch", "epochs", "clip", "dual_clip", "gamma", "lambda", "max_grad_norm", "value_coef",
       "entropy_coef", "bounds_loss_coef", "min_entropy_coef", "entropy_decay_env_steps", "value_symlog",
       "log_std_min", "log_std_max", "obs_clip", "obs_normalizer_window", "value_normalizer_window",
+      "reward_scaling", "reward_clip", "reward_scaling_window",
       "lr_decay_env_steps", "kl_target"};
   constexpr std::string_view prefix = "ppo.";
   const std::size_t colon = line.find(':');
@@ -187,13 +188,14 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "samples the return normalizer weighs at most (older ones fade); 0: every sample")
       ->capture_default_str();
   // The PPO config's switches, spelled true/false (anything else: one line naming the flag).
-  std::array<std::pair<bool*, std::string>, 7> normalize{{{&o.ppo.normalize_obs, "true"},
+  std::array<std::pair<bool*, std::string>, 8> normalize{{{&o.ppo.normalize_obs, "true"},
                                                           {&o.ppo.normalize_value, "true"},
                                                           {&o.ppo.normalize_advantage, "true"},
                                                           {&o.ppo.clip_value, "false"},
                                                           {&o.ppo.popart, "false"},
                                                           {&o.ppo.random_episode_start, "true"},
-                                                          {&o.ppo.value_symlog, "false"}}};
+                                                          {&o.ppo.value_symlog, "false"},
+                                                          {&o.ppo.reward_scaling, "false"}}};
   for (auto& [flag, text] : normalize) text = *flag ? "true" : "false";
   app.add_option("--normalize-obs", normalize[0].second, "running mean/std of observations")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
@@ -217,6 +219,16 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "PPO trainer, with --normalize-value true and --popart false: the value head predicts "
                  "sign(R) ln(1 + |R|) of the return R instead of the standardized return")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  app.add_option("--reward-scaling", normalize[7].second,
+                 "PPO trainer, with --normalize-value false: rewards divided by the running std of each env's "
+                 "discounted return (no mean subtracted), clamped to +-(--reward-clip); SB3's and CleanRL's reward "
+                 "normalization")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  app.add_option("--reward-clip", o.ppo.reward_clip, "--reward-scaling: scaled rewards are clamped to +-this")
+      ->capture_default_str();
+  app.add_option("--reward-scaling-window", o.ppo.reward_scaling_window,
+                 "--reward-scaling: samples of the discounted return its std weighs at most; 0: every sample")
+      ->capture_default_str();
   std::string schedule = rl::lr_schedule_name(o.ppo.schedule);
   app.add_option("--lr-schedule", schedule,
                  "learning-rate schedule: constant, adaptive (rl_games' KL rule, up to --max-lr), kl_capped (the KL rule "

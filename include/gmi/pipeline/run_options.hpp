@@ -100,9 +100,14 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"random_episode_start", c.random_episode_start},
           {"obs_normalizer_window", c.obs_normalizer_window},
           {"value_normalizer_window", c.value_normalizer_window},
+          {"reward_scaling", c.reward_scaling},
           {"net_precision", nn::precision_name(c.network.precision)},
           {"net_kernels", nn::layer_kernels_name(c.network.kernels)}};
   if (c.schedule == rl::lr_schedule::linear) j["lr_decay_env_steps"] = c.lr_decay_env_steps;
+  if (c.reward_scaling) {
+    j["reward_clip"] = c.reward_clip;
+    j["reward_scaling_window"] = c.reward_scaling_window;
+  }
   if (c.entropy_decay == rl::entropy_schedule::linear) {
     j["entropy_schedule"] = "linear";
     j["min_entropy_coef"] = c.min_entropy_coef;

@@ -27,6 +27,7 @@
 #include <gmi/rl/env_batch.cuh>
 #include <gmi/rl/gae.hpp>
 #include <gmi/rl/ppo_steps.hpp>
+#include <gmi/rl/reward_scaling.hpp>
 #include <gmi/rl/wide_rule.hpp>
 
 namespace gmi::rl {
@@ -53,16 +54,19 @@ __global__ static void batch_sample_kernel(batch_sample_args a) {
   batch_sample_row<Net>(a, i, a.outputs + i * (Net::dist_dim + 1));
 }
 
-// After the env step: ends = terminated or truncated; a truncated step's reward takes gamma V(final obs) when
-// final_outputs is given (the forward of the normalized final observations).
+// After the env step (row `at` of the rollout): ends = terminated or truncated; the reward scaled (reward_scale,
+// ppo_config::reward_scaling); a truncated step's reward takes gamma V(final obs) when final_outputs is given (the
+// forward of the normalized final observations).
 template <class Net>
 __global__ static void batch_ends_kernel(std::size_t n, const std::uint8_t* __restrict__ terminated,
                                          const std::uint8_t* __restrict__ truncated, const float* final_outputs,
                                          nn::normalizer_view value_norm, bool normalize_value, float gamma,
-                                         float* __restrict__ rewards, std::uint8_t* __restrict__ ends) {
+                                         float* __restrict__ rewards, std::uint8_t* __restrict__ ends,
+                                         reward_scaling_view reward_scale, std::size_t at) {
   constexpr int D = Net::dist_dim;
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
+  rewards[i] = reward_scale.scale(i, at + i, rewards[i], terminated[i] || truncated[i]);
   if (truncated[i] && final_outputs) {
     const float v = final_outputs[i * (D + 1) + D];
     rewards[i] += gamma * (normalize_value ? value_norm.denormalize(0, v) : v);
@@ -218,7 +222,7 @@ class batched_rollout {
       const float* final_outputs = final_obs ? outputs_.data() + n * (D + 1) : nullptr;
       detail::batch_ends_kernel<Net><<<grid(), threads(), 0, policy_.stream>>>(
           n, terminated_.data(), truncated_.data(), final_outputs, v.value_norm, v.normalize_value, v.gamma,
-          v.rewards + at, v.ends + at);
+          v.rewards + at, v.ends + at, v.reward_scale, at);
       GMI_CUDA_TRY(cudaGetLastError());
     }
     last_values(v);

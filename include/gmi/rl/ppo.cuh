@@ -485,7 +485,7 @@ struct ppo_device_ops {
     t.update_value_statistics();
     enqueue_ppo_schedules(t.config_, iteration.data(), t.adam_.lr_device(), t.lr_decay_span(), t.entropy_coef_.data(),
                           t.decay_span(t.config_.entropy_decay_env_steps), s);
-    for (int e = 0; e < t.config_.epochs; ++e) {
+    for (int e = 0; e < t.update_epochs(); ++e) {
       for (std::size_t b = 0; b < t.minibatches_; ++b) {
         float* terms = t.term_log_.data() + (e * t.minibatches_ + b) * term_count;
         if (one_kernel) {

@@ -34,36 +34,13 @@
 #include <gmi/rl/detail/stats_words.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/popart.hpp>
+#include <gmi/rl/reward_scaling.hpp>
 #include <gmi/rl/ppo_config.hpp>
+#include <gmi/rl/ppo_losses.hpp>
 #include <gmi/rl/ppo_steps.hpp>
 #include <gmi/rl/ppo_sync.hpp>
 
 namespace gmi::rl {
-
-// Means over every minibatch of the last iteration.
-struct ppo_losses {
-  double policy_loss = 0, value_loss = 0, entropy = 0, approx_kl = 0, clip_fraction = 0, bounds_loss = 0;
-  double learning_rate = 0;
-  // False once training has diverged: a loss term (or the lr) is nan or infinite.
-  [[nodiscard]] bool finite() const noexcept {
-    for (const double x : {policy_loss, value_loss, entropy, approx_kl, clip_fraction, bounds_loss, learning_rate})
-      if (!std::isfinite(x)) return false;
-    return true;
-  }
-  // "policy_loss nan, value_loss inf, ...": the terms that are not finite.
-  [[nodiscard]] std::string not_finite() const {
-    std::string out;
-    const std::pair<const char*, double> terms[] = {{"policy_loss", policy_loss}, {"value_loss", value_loss},
-                                                    {"entropy", entropy},         {"approx_kl", approx_kl},
-                                                    {"clip_fraction", clip_fraction}, {"bounds_loss", bounds_loss},
-                                                    {"learning_rate", learning_rate}};
-    for (const auto& [name, x] : terms) {
-      if (std::isfinite(x)) continue;
-      out += (out.empty() ? "" : ", ") + std::string(name) + (std::isnan(x) ? " nan" : x > 0 ? " inf" : " -inf");
-    }
-    return out;
-  }
-};
 
 namespace detail {
 // The CUDA half of the trainer, defined in ppo.cuh (a trainer on exec::cuda without that header fails to compile
@@ -128,6 +105,7 @@ class ppo_trainer {
         minibatches_((total_ + minibatch_ - 1) / minibatch_),
         obs_norm_(obs_dim, nn::normalizer_config{.clip = config.obs_clip, .window = config.obs_normalizer_window}, policy),
         value_norm_(1, nn::normalizer_config{1e6f, 1e-5f, config.value_normalizer_window, config.value_symlog}, policy),
+        reward_norm_(1, nn::normalizer_config{config.reward_clip, 1e-8, config.reward_scaling_window}, policy),
         adam_(nn::adam_config{config.learning_rate, 0.9f, 0.999f, 1e-8f,
                               config.max_grad_norm > 0 ? std::optional<float>(config.max_grad_norm) : std::nullopt},
               Net::param_count, policy) {
@@ -144,6 +122,11 @@ class ppo_trainer {
     ends_ = array<std::uint8_t>(total_);
     advantages_ = array<float>(total_);
     returns_ = array<float>(total_);
+    if (config_.reward_scaling) {  // every environment's R starts at 0
+      reward_running_ = array<float>(n_);
+      reward_seen_ = array<float>(total_);
+      if constexpr (P::on_device) reward_running_.fill_bytes(0, policy_.stream);
+    }
     policy_rng_ = array<std::uint64_t>(n_);
     advantage_stats_ = array<float>(2);
     grads_ = array<float>(row);
@@ -289,6 +272,7 @@ class ppo_trainer {
   [[nodiscard]] memory_span<float, memory_space> params() noexcept { return {params_.data(), params_.size()}; }
   [[nodiscard]] normalizer_type& obs_normalizer() noexcept { return obs_norm_; }
   [[nodiscard]] normalizer_type& value_normalizer() noexcept { return value_norm_; }
+  [[nodiscard]] normalizer_type& reward_normalizer() noexcept { return reward_norm_; }  // reward_scaling's std of R
   [[nodiscard]] adam_type& optimizer() noexcept { return adam_; }
   [[nodiscard]] env_batch<E, P>& envs() noexcept { return envs_; }
 
@@ -302,6 +286,8 @@ class ppo_trainer {
   // numbers as no sync).
   void set_sync(ppo_sync sync) {
     sync.validate(P::on_device);
+    gmi::require(!config_.reward_scaling, "ppo.reward_scaling with a synced group", "true",
+                 "false (each replica's std of R would differ: not merged yet)");
     gmi::require(!sync_, "ppo_trainer::set_sync calls", 2, "1 per trainer");
     synchronize();
     check_group_schedule(sync);
@@ -369,7 +355,9 @@ class ppo_trainer {
             self->actions_.data(), self->log_probs_.data(), self->values_.data(),    self->rewards_.data(),
             self->ends_.data(),  self->advantages_.data(),  self->returns_.data(),   self->policy_rng_.data(),
             detail::policy_stream_seed(seed_), static_cast<int>(n_), config_.horizon, config_.gamma, config_.lambda,
-            config_.bootstrap_truncation};
+            config_.bootstrap_truncation,
+            {config_.reward_scaling ? self->reward_running_.data() : nullptr, self->reward_seen_.data(),
+             reward_norm_.view(), config_.gamma}};
   }
 
   // Minibatch b of epoch e in the update of iteration `it`.
@@ -475,7 +463,7 @@ class ppo_trainer {
       entropy_coef_[0] = linear_entropy_coef(config_.entropy_coef, config_.min_entropy_coef,
                                              static_cast<double>(iteration_), decay_span(config_.entropy_decay_env_steps));
     }
-    for (int e = 0; e < config_.epochs; ++e) {
+    for (int e = 0; e < update_epochs(); ++e) {
       for (std::size_t b = 0; b < minibatches_; ++b) {
         const auto mb = minibatch_view(iteration_, e, b);
         const std::size_t chunks = (mb.count + host_chunk - 1) / host_chunk;
@@ -510,6 +498,11 @@ class ppo_trainer {
     update_statistics();
   }
 
+  // Epochs of this iteration's update. reward_scaling: none in a fresh trainer's first iteration, whose rollout only
+  // fills the statistics of R (its rewards met std 1, unscaled: training on them would fit the critic to the raw
+  // scale and fill Adam's moments with its gradients).
+  [[nodiscard]] int update_epochs() const noexcept { return config_.reward_scaling && iteration_ == 0 ? 0 : config_.epochs; }
+
   // record = [count | mean | M2] of this rollout's advantages (host), summed in order in double.
   void advantage_moments(double* record) const {
     double sum = 0, sumsq = 0;
@@ -536,9 +529,10 @@ class ppo_trainer {
   // set_sync: rank 0's weights to every trainer, summed through the gradient buffer with zeros elsewhere.
   void broadcast_params();
 
-  // After the update: the observation statistics take in this rollout (frozen during it, so collection and update
-  // saw the same normalization); synced, the whole group's rollouts.
+  // After the update: the observation statistics (and reward_scaling's of R) take in this rollout (frozen during
+  // it, so collection and update saw the same normalization); synced, the whole group's rollouts.
   void update_statistics() {
+    if (config_.reward_scaling) reward_norm_.update(memory_span<const float, memory_space>(reward_seen_.data(), total_));
     if (!config_.normalize_obs) return;
     if (sync_) {
       using record = memory_span<const double, memory_space>;
@@ -578,11 +572,13 @@ class ppo_trainer {
   std::size_t n_, total_, minibatch_, minibatches_;
   normalizer_type obs_norm_;
   normalizer_type value_norm_;
+  normalizer_type reward_norm_;  // reward_scaling: the statistics of every environment's R (rl/reward_scaling.hpp)
   adam_type adam_;
   array<float> params_, current_obs_, obs_, actions_, log_probs_, values_, rewards_, advantages_, returns_;
   array<std::uint8_t> ends_;
   array<std::uint64_t> policy_rng_;
   array<float> advantage_stats_, grads_, term_log_;
+  array<float> reward_running_, reward_seen_;  // reward_scaling: R of each environment, R after each step
   array<float> entropy_coef_;  // the entropy weight of the current update (one float; a schedule moves it)
   std::vector<float> chunk_rows_;  // host path: one gradient row per chunk of a minibatch
   std::optional<ppo_sync> sync_;   // set: one replica of a data-parallel group

@@ -91,6 +91,14 @@ struct ppo_config {
   // (docs/learning.md has the table).
   double obs_normalizer_window = 0;
   double value_normalizer_window = 1048576;
+  // Reward scaling (rl/reward_scaling.hpp): rewards divided by the running std of each environment's discounted
+  // return (no mean subtracted), clamped to [-reward_clip, reward_clip] (SB3's and CleanRL's 10); the value head
+  // then predicts returns of the scaled rewards, so it needs normalize_value false. reward_scaling_window: the
+  // samples of R the std weighs at most (0: every sample, as SB3 and CleanRL). A fresh trainer's first rollout only
+  // fills the statistics (no update). Off by default (a candidate of issue 34, docs/learning.md "Reward scaling").
+  bool reward_scaling = false;
+  float reward_clip = 10.0f;
+  double reward_scaling_window = 0;
   bool bootstrap_truncation = true; // reward += gamma * V(final state) when the time limit cuts an episode
   // true: the first reset starts each environment's step counter at a uniform draw in [0, max_steps) (env_batch's
   // episode_start::random_step), so time limits fall out of phase. Off by default: on tasks whose per-step costs
@@ -148,6 +156,11 @@ struct ppo_config {
                  log_std_max, "a number above -inf (inf: no ceiling)");
     gmi::require(log_std_min <= log_std_max, "ppo.log_std_min", log_std_min,
                  "<= log_std_max (" + std::to_string(log_std_max) + ")");
+    gmi::require(!reward_scaling || !normalize_value, "ppo.reward_scaling", reward_scaling,
+                 "false, or true with normalize_value false (the value head predicts returns of the scaled rewards)");
+    gmi::require(finite_positive(reward_clip), "ppo.reward_clip", reward_clip, "> 0 and finite");
+    gmi::require(std::isfinite(reward_scaling_window) && reward_scaling_window >= 0, "ppo.reward_scaling_window",
+                 reward_scaling_window, ">= 0 samples and finite (0: every sample)");
     gmi::require(finite_positive(value_clip), "ppo.value_clip", value_clip, "> 0");
     gmi::require(finite_positive(obs_clip), "ppo.obs_clip", obs_clip, "> 0 and finite");
     gmi::require(std::isfinite(obs_normalizer_window) && obs_normalizer_window >= 0, "ppo.obs_normalizer_window",

@@ -23,6 +23,10 @@ inline io::checkpoint ppo_trainer<E, Net, P>::save_state() {
   ck.add_scalar<float>("adam.lr", a.lr);
   ck.add("obs_norm.stats", to_host(obs_norm_.stats().data(), obs_norm_.stats().size()));
   ck.add("value_norm.stats", to_host(value_norm_.stats().data(), value_norm_.stats().size()));
+  if (config_.reward_scaling) {  // the std of R and every environment's R
+    ck.add("reward_norm.stats", to_host(reward_norm_.stats().data(), reward_norm_.stats().size()));
+    ck.add("reward_norm.running", to_host(reward_running_.data(), reward_running_.size()));
+  }
   envs_.visit_state([&](const char* name, auto span) { ck.add(name, to_host(span.data(), span.size())); });
   ck.add("policy.rng_blocks", to_host(policy_rng_.data(), policy_rng_.size()));
   ck.add("policy.current_obs", to_host(current_obs_.data(), current_obs_.size()));
@@ -49,6 +53,10 @@ inline void ppo_trainer<E, Net, P>::load_state(const io::checkpoint& ck) {
                       ck.get_scalar<std::int64_t>("adam.step"), ck.get_scalar<float>("adam.lr")});
   assign_stats(obs_norm_, ck.get<double>("obs_norm.stats", obs_norm_.stats().size()));
   assign_stats(value_norm_, ck.get<double>("value_norm.stats", value_norm_.stats().size()));
+  if (config_.reward_scaling) {
+    assign_stats(reward_norm_, ck.get<double>("reward_norm.stats", reward_norm_.stats().size(), "a run with reward scaling"));
+    from_host(reward_running_.data(), ck.get<float>("reward_norm.running", n_, "a run with reward scaling"));
+  }
   envs_.visit_state([&](const char* name, auto span) {
     using T = std::remove_cv_t<typename decltype(span)::element_type>;
     from_host(span.data(), ck.get<T>(name, span.size(), "this run's number of environments"));

@@ -15,6 +15,7 @@
 #include <gmi/rl/gae.hpp>
 #include <gmi/rl/ppo_config.hpp>
 #include <gmi/rl/ppo_loss.hpp>
+#include <gmi/rl/reward_scaling.hpp>
 #include <gmi/rl/shuffle.hpp>
 
 namespace gmi::rl {
@@ -40,7 +41,7 @@ struct ppo_rollout_view {
   float* actions;      // [horizon][num_envs][act_dim]
   float* log_probs;    // [horizon][num_envs]
   float* values;       // [horizon + 1][num_envs]
-  float* rewards;      // [horizon][num_envs], truncation bootstrap included
+  float* rewards;      // [horizon][num_envs], scaled (reward_scale), truncation bootstrap included
   std::uint8_t* ends;  // [horizon][num_envs], terminated or truncated
   float* advantages;   // [horizon][num_envs]
   float* returns;      // [horizon][num_envs]
@@ -51,6 +52,7 @@ struct ppo_rollout_view {
   float gamma;
   float lambda;
   bool bootstrap_truncation;
+  reward_scaling_view reward_scale{};  // off unless ppo_config::reward_scaling (running null)
 
   // The value in return units.
   GMI_HD float value_of(float head) const { return normalize_value ? value_norm.denormalize(0, head) : head; }
@@ -71,7 +73,7 @@ struct ppo_rollout_view {
       log_probs[at] = logp;
       values[at] = value_of(v);
       const step_result s = env.step_one(i, a, o, final_obs);
-      float reward = s.reward;
+      float reward = reward_scale.scale(i, at, s.reward, s.terminated || s.truncated);
       if (s.truncated && bootstrap_truncation) {
         float fn[obs_dim], fmu[dist_dim], fv;
         obs_norm.normalize(final_obs, fn);
