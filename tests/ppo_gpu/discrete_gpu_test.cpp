@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <initializer_list>
 #include <string>
 
@@ -27,6 +28,13 @@ TEST_SUITE("gpu") {
           REQUIRE(gpu.params.size() == host.params.size());
           CHECK(gpu.first_actions == host.first_actions);
           CHECK(rel_diff(gpu.first_log_probs, host.first_log_probs) < 1e-5);
+          {
+            std::string where;
+            std::size_t n = 0;
+            for (std::size_t k = 0; k < gpu.params.size(); ++k)
+              if (std::fabs(double(gpu.params[k]) - double(host.params[k])) > 1e-4 && n++ < 80) where += " " + std::to_string(k);
+            MESSAGE(actions << " actions, " << iterations << " it, " << path << ": " << n << " of " << gpu.params.size() << ":" << where);
+          }
           CHECK(rel_diff(gpu.params, host.params) < (iterations == 1 ? 1e-4 : 1e-3));
           CHECK(gpu.value_loss == doctest::Approx(host.value_loss).epsilon(iterations == 1 ? 1e-3 : 1e-2));
           CHECK(gpu.entropy == doctest::Approx(host.entropy).epsilon(1e-3));
