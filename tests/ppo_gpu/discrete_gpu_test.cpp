@@ -28,12 +28,16 @@ TEST_SUITE("gpu") {
           REQUIRE(gpu.params.size() == host.params.size());
           CHECK(gpu.first_actions == host.first_actions);
           CHECK(rel_diff(gpu.first_log_probs, host.first_log_probs) < 1e-5);
-          {
+          {  // which weights depart (the lead's diagnosis of the 5-action fault: the head's last-logit row)
             std::string where;
             std::size_t n = 0;
-            for (std::size_t k = 0; k < gpu.params.size(); ++k)
-              if (std::fabs(double(gpu.params[k]) - double(host.params[k])) > 1e-4 && n++ < 80) where += " " + std::to_string(k);
-            MESSAGE(actions << " actions, " << iterations << " it, " << path << ": " << n << " of " << gpu.params.size() << ":" << where);
+            for (std::size_t k = 0; k < gpu.params.size(); ++k) {
+              if (std::fabs(double(gpu.params[k]) - double(host.params[k])) > 1e-4 && n++ < 80) {
+                where += " " + std::to_string(k);
+              }
+            }
+            MESSAGE(actions << " actions, " << iterations << " it, " << std::string(path) << ": " << n << " of "
+                            << gpu.params.size() << " weights differ by more than 1e-4:" << where);
           }
           CHECK(rel_diff(gpu.params, host.params) < (iterations == 1 ? 1e-4 : 1e-3));
           CHECK(gpu.value_loss == doctest::Approx(host.value_loss).epsilon(iterations == 1 ? 1e-3 : 1e-2));
