@@ -5,16 +5,19 @@
 #include <gmi/envs/cartpole_discrete.hpp>
 #include <gmi/rl/ppo.cuh>
 
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "grid_walk.hpp"  // examples/grid_walk: five actions
+#include "pick_env.hpp"
 
 namespace {
 
-template <class T, class ToHost>
-void finish(T& t, int iterations, ToHost to_host, discrete_run& r) {
+template <class T, class ToHost, class ToHostBytes>
+void finish(T& t, int iterations, ToHost to_host, ToHostBytes to_host_bytes, discrete_run& r) {
   const std::size_t n = static_cast<std::size_t>(t.num_envs()) * t.config().horizon;
   for (int i = 0; i < iterations; ++i) {
     t.iterate();
@@ -23,6 +26,13 @@ void finish(T& t, int iterations, ToHost to_host, discrete_run& r) {
       const auto v = t.rollout_view();
       r.first_actions = to_host(v.actions, n);
       r.first_log_probs = to_host(v.log_probs, n);
+      r.first_obs = to_host(v.obs, n * std::remove_cvref_t<decltype(v)>::obs_dim);
+      r.first_values = to_host(v.values, n + t.num_envs());
+      r.first_rewards = to_host(v.rewards, n);
+      r.first_advantages = to_host(v.advantages, n);
+      r.first_returns = to_host(v.returns, n);
+      const auto ends = to_host_bytes(v.ends, n);
+      r.first_ends.assign(ends.begin(), ends.end());
     }
   }
   t.synchronize();
@@ -42,7 +52,9 @@ discrete_run iterations_of(const std::string& path, int iterations) {
   discrete_run r;
   if (path.empty()) {
     gmi::rl::ppo_trainer<task, net, gmi::exec::host> t(256, 11, c, {}, gmi::exec::host{});
-    finish(t, iterations, [](const float* p, std::size_t n) { return std::vector<float>(p, p + n); }, r);
+    finish(
+        t, iterations, [](const float* p, std::size_t n) { return std::vector<float>(p, p + n); },
+        [](const std::uint8_t* p, std::size_t n) { return std::vector<std::uint8_t>(p, p + n); }, r);
     r.path = "host";
     return r;
   }
@@ -56,6 +68,11 @@ discrete_run iterations_of(const std::string& path, int iterations) {
              GMI_CUDA_TRY(cudaMemcpy(out.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
              return out;
            },
+           [](const std::uint8_t* p, std::size_t n) {
+             std::vector<std::uint8_t> out(n);
+             GMI_CUDA_TRY(cudaMemcpy(out.data(), p, n, cudaMemcpyDeviceToHost));
+             return out;
+           },
            r);
     r.path = gmi::rl::detail::gradient_path_name(gmi::rl::detail::minibatch_gradient<net>::chosen_path());
   }
@@ -64,8 +81,13 @@ discrete_run iterations_of(const std::string& path, int iterations) {
 }
 }  // namespace
 
-discrete_run discrete_iterations(const std::string& path, int iterations, int actions) {
-  if (actions == 5) return iterations_of<grid_walk>(path, iterations);
-  if (actions != 2) throw std::invalid_argument("discrete_iterations: actions: got " + std::to_string(actions) + ", need 2 or 5");
-  return iterations_of<gmi::envs::cartpole_discrete>(path, iterations);
+discrete_run discrete_iterations(const std::string& path, int iterations, const std::string& task) {
+  if (task == "cartpole_discrete") return iterations_of<gmi::envs::cartpole_discrete>(path, iterations);
+  if (task == "grid_walk") return iterations_of<grid_walk>(path, iterations);
+  if (task == "pick2") return iterations_of<pick_env<2>>(path, iterations);
+  if (task == "pick3") return iterations_of<pick_env<3>>(path, iterations);
+  if (task == "pick4") return iterations_of<pick_env<4>>(path, iterations);
+  if (task == "pick5") return iterations_of<pick_env<5>>(path, iterations);
+  throw std::invalid_argument("discrete_iterations: task: got " + task +
+                              ", need cartpole_discrete, grid_walk or pick2..pick5");
 }

@@ -8,11 +8,14 @@ struct discrete_run {
   std::vector<float> params;         // after the iterations
   std::vector<float> first_actions;  // the first rollout's actions (indices as floats)
   std::vector<float> first_log_probs;
+  // The first rollout's other arrays (as the update read them): observations, values, rewards, ends (0/1 as
+  // floats), advantages and returns.
+  std::vector<float> first_obs, first_values, first_rewards, first_ends, first_advantages, first_returns;
   double policy_loss = 0, value_loss = 0, entropy = 0;
   std::string path;  // the gradient path taken ("host" for the host trainer)
 };
 
 // `iterations` PPO iterations from seed 11 (256 envs, minibatch 1024, 2 epochs) with the minibatch gradient formed
-// the way rl::request_gradient_path(path) asks (warps, tiles, threads); "" runs the host trainer. `actions`: 2 for
-// cartpole_discrete, 5 for grid_walk.
-discrete_run discrete_iterations(const std::string& path, int iterations, int actions = 2);
+// the way rl::request_gradient_path(path) asks (warps, tiles, threads); "" runs the host trainer. `task`:
+// "cartpole_discrete" (2 actions), "grid_walk" (5), "pick2" .. "pick5" (tests/ppo_gpu/pick_env.hpp).
+discrete_run discrete_iterations(const std::string& path, int iterations, const std::string& task);
