@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <initializer_list>
@@ -30,14 +31,42 @@ TEST_SUITE("gpu") {
   // arrays, and after one and after three iterations the weights agree on every gradient path (warps, tiles,
   // threads). Three iterations allow a little more: a logit rounded differently can flip a draw that sits on a CDF
   // boundary.
+  // One minibatch of the whole first rollout at the initial weights: the gradient rows agree.
+  TEST_CASE("ppo_gpu.discrete.first_gradient_matches_host" * doctest::timeout(300)) {
+    for (const char* task : {"pick2", "pick3", "pick5", "grid_walk"}) {
+      const auto host = discrete_iterations("", 1, task, true);
+      for (const char* path : {"warps", "threads"}) {
+        const std::string task_name = task, path_name = path;
+        CAPTURE(task_name);
+        CAPTURE(path_name);
+        const auto gpu = discrete_iterations(path, 1, task, true);
+        double gmax = 0;
+        for (float g : host.grads) gmax = std::max(gmax, std::fabs(double(g)));
+        std::string where;
+        std::size_t n = 0;
+        for (std::size_t k = 0; k < gpu.grads.size(); ++k) {
+          const double d = std::fabs(double(gpu.grads[k]) - double(host.grads[k]));
+          if (d > 1e-4 * gmax && n++ < 24)
+            where += " " + std::to_string(k) + "(" + std::to_string(gpu.grads[k]) + " vs " +
+                     std::to_string(host.grads[k]) + ")";
+        }
+        MESSAGE(task << " " << path << ": max |g| " << gmax << ", " << n << " of " << gpu.grads.size()
+                     << " gradients differ by more than 1e-4 of it:" << where << " | params "
+                     << worst(gpu.params, host.params));
+        CHECK(n == 0);
+      }
+    }
+  }
+
   TEST_CASE("ppo_gpu.discrete.matches_host" * doctest::timeout(600)) {
     for (const char* task : {"pick2", "pick3", "pick4", "pick5", "cartpole_discrete", "grid_walk"}) {
       for (int iterations : {1, 3}) {
         const auto host = discrete_iterations("", iterations, task);
         for (const char* path : {"warps", "tiles", "threads"}) {
-          CAPTURE(task);
+          const std::string task_name = task, path_name = path;
+          CAPTURE(task_name);
           CAPTURE(iterations);
-          CAPTURE(path);
+          CAPTURE(path_name);
           const auto gpu = discrete_iterations(path, iterations, task);
           CHECK(gpu.path == path);
           REQUIRE(gpu.params.size() == host.params.size());

@@ -37,6 +37,7 @@ void finish(T& t, int iterations, ToHost to_host, ToHostBytes to_host_bytes, dis
   }
   t.synchronize();
   r.params = to_host(t.params().data(), t.params().size());
+  r.grads = to_host(t.gradient_buffer().data(), t.params().size());
   const auto l = t.losses();
   r.policy_loss = l.policy_loss;
   r.value_loss = l.value_loss;
@@ -44,11 +45,11 @@ void finish(T& t, int iterations, ToHost to_host, ToHostBytes to_host_bytes, dis
 }
 
 template <class task>
-discrete_run iterations_of(const std::string& path, int iterations) {
+discrete_run iterations_of(const std::string& path, int iterations, bool one_minibatch) {
   using net = gmi::agent_network<gmi::agents::categorical_mlp<>, task>;
   gmi::rl::ppo_config c;
-  c.minibatch = 1024;
-  c.epochs = 2;
+  c.minibatch = one_minibatch ? 256 * c.horizon : 1024;
+  c.epochs = one_minibatch ? 1 : 2;
   discrete_run r;
   if (path.empty()) {
     gmi::rl::ppo_trainer<task, net, gmi::exec::host> t(256, 11, c, {}, gmi::exec::host{});
@@ -81,13 +82,14 @@ discrete_run iterations_of(const std::string& path, int iterations) {
 }
 }  // namespace
 
-discrete_run discrete_iterations(const std::string& path, int iterations, const std::string& task) {
-  if (task == "cartpole_discrete") return iterations_of<gmi::envs::cartpole_discrete>(path, iterations);
-  if (task == "grid_walk") return iterations_of<grid_walk>(path, iterations);
-  if (task == "pick2") return iterations_of<pick_env<2>>(path, iterations);
-  if (task == "pick3") return iterations_of<pick_env<3>>(path, iterations);
-  if (task == "pick4") return iterations_of<pick_env<4>>(path, iterations);
-  if (task == "pick5") return iterations_of<pick_env<5>>(path, iterations);
+discrete_run discrete_iterations(const std::string& path, int iterations, const std::string& task,
+                                 bool one_minibatch) {
+  if (task == "cartpole_discrete") return iterations_of<gmi::envs::cartpole_discrete>(path, iterations, one_minibatch);
+  if (task == "grid_walk") return iterations_of<grid_walk>(path, iterations, one_minibatch);
+  if (task == "pick2") return iterations_of<pick_env<2>>(path, iterations, one_minibatch);
+  if (task == "pick3") return iterations_of<pick_env<3>>(path, iterations, one_minibatch);
+  if (task == "pick4") return iterations_of<pick_env<4>>(path, iterations, one_minibatch);
+  if (task == "pick5") return iterations_of<pick_env<5>>(path, iterations, one_minibatch);
   throw std::invalid_argument("discrete_iterations: task: got " + task +
                               ", need cartpole_discrete, grid_walk or pick2..pick5");
 }

@@ -12,10 +12,13 @@ struct discrete_run {
   // floats), advantages and returns.
   std::vector<float> first_obs, first_values, first_rewards, first_ends, first_advantages, first_returns;
   double policy_loss = 0, value_loss = 0, entropy = 0;
+  std::vector<float> grads;          // the last minibatch's gradient row (param_count values)
   std::string path;  // the gradient path taken ("host" for the host trainer)
 };
 
 // `iterations` PPO iterations from seed 11 (256 envs, minibatch 1024, 2 epochs) with the minibatch gradient formed
 // the way rl::request_gradient_path(path) asks (warps, tiles, threads); "" runs the host trainer. `task`:
 // "cartpole_discrete" (2 actions), "grid_walk" (5), "pick2" .. "pick5" (tests/ppo_gpu/pick_env.hpp).
-discrete_run discrete_iterations(const std::string& path, int iterations, const std::string& task);
+// one_minibatch: one epoch of one minibatch (the whole rollout), so `grads` is the gradient at the initial weights.
+discrete_run discrete_iterations(const std::string& path, int iterations, const std::string& task,
+                                 bool one_minibatch = false);
