@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   options o;
   std::string precisions = "tf32,bf16", training_precisions = "fp32,tf32",
               cases = "peak,serving,cartpole,training,threshold", envs_list = "4096,16384", kernels = "cublaslt",
-              wgrad = "0", keep16 = "1", fuse_dz = "0";
+              wgrad = "0", keep16 = "1", fuse_dz = "0", training_nets = "shadow_hand,humanoid,ant";
   app.add_option("--reps", o.reps, "windows per case")->check(CLI::Range(1, 50))->capture_default_str();
   app.add_option("--seconds", o.seconds, "seconds per window")->check(CLI::Range(0.01, 60.0))->capture_default_str();
   app.add_option("--precisions", precisions, "serving precisions: fp32, tf32, bf16")->capture_default_str();
@@ -86,6 +86,8 @@ int main(int argc, char** argv) {
                  "training and backward: 1 the dz pass also forms the bias gradient's column partials, 0 separate "
                  "passes (network_config::fuse_dz_sums); a list runs each")
       ->capture_default_str();
+  app.add_option("--training-networks", training_nets, "networks of the training case: shadow_hand, humanoid, ant")
+      ->capture_default_str();
   app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold, layer_gemm, adam, backward")
       ->capture_default_str();
   app.add_option("--kernels", kernels,
@@ -99,6 +101,9 @@ int main(int argc, char** argv) {
     o.precisions = split(precisions);
     for (const auto& p : o.precisions) (void)nn::parse_precision(p, "--precisions");
     o.training_precisions = split(training_precisions);
+    for (const auto& n : split(training_nets))
+      gmi::require(n == "shadow_hand" || n == "humanoid" || n == "ant", "--training-networks", n,
+                   "shadow_hand, humanoid, ant");
     for (const auto& p : o.training_precisions) (void)nn::parse_precision(p, "--training-precisions");
     o.kernels = split(kernels);
     for (const auto& k : o.kernels) (void)nn::parse_layer_kernels(k, "--kernels");
@@ -152,9 +157,11 @@ int main(int argc, char** argv) {
   if (has("training"))
     for (const auto& p : o.training_precisions)
       for (const auto& k : o.kernels) {
-        training_shadow_hand(o, p, k);
-        training_humanoid(o, p, k);
-        training_ant(o, p, k);
+        const auto nets = split(training_nets);
+        const auto wants = [&](const char* n) { return std::find(nets.begin(), nets.end(), n) != nets.end(); };
+        if (wants("shadow_hand")) training_shadow_hand(o, p, k);
+        if (wants("humanoid")) training_humanoid(o, p, k);
+        if (wants("ant")) training_ant(o, p, k);
       }
   if (has("threshold"))  // the wide-network rule's crossover: each width with both paths, fp32
     for (const char* rule : {"narrow", "wide"}) {
