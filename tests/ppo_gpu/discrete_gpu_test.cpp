@@ -33,7 +33,7 @@ TEST_SUITE("gpu") {
   // boundary.
   // One minibatch of the whole first rollout at the initial weights: the gradient rows agree.
   TEST_CASE("ppo_gpu.discrete.first_gradient_matches_host" * doctest::timeout(300)) {
-    for (const char* task : {"pick2", "pick3", "pick5", "grid_walk"}) {
+    for (const char* task : {"pick2", "pick3", "pick5", "grid_walk", "pendulum", "point_reach", "quadcopter"}) {
       const auto host = discrete_iterations("", 1, task, true);
       for (const char* path : {"warps", "threads"}) {
         const std::string task_name = task, path_name = path;
@@ -50,9 +50,14 @@ TEST_SUITE("gpu") {
             where += " " + std::to_string(k) + "(" + std::to_string(gpu.grads[k]) + " vs " +
                      std::to_string(host.grads[k]) + ")";
         }
+        std::string stats;
+        for (std::size_t k = 0; k < gpu.stats.size() && k < host.stats.size(); ++k)
+          stats += " " + std::to_string(gpu.stats[k]) + "/" + std::to_string(host.stats[k]);
         MESSAGE(task << " " << path << ": max |g| " << gmax << ", " << n << " of " << gpu.grads.size()
                      << " gradients differ by more than 1e-4 of it:" << where << " | params "
-                     << worst(gpu.params, host.params));
+                     << worst(gpu.params, host.params) << " | gpu vs its data recomputed on host "
+                     << worst(gpu.grads, gpu.recomputed_grads) << " | host vs recomputed "
+                     << worst(host.grads, host.recomputed_grads) << " | stats gpu/host" << stats);
         CHECK(n == 0);
       }
     }

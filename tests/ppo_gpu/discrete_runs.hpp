@@ -13,6 +13,10 @@ struct discrete_run {
   std::vector<float> first_obs, first_values, first_rewards, first_ends, first_advantages, first_returns;
   double policy_loss = 0, value_loss = 0, entropy = 0;
   std::vector<float> grads;          // the last minibatch's gradient row (param_count values)
+  // The first minibatch's gradient recomputed serially on the host from copies of the trainer's own arrays and
+  // statistics (meaningful with one_minibatch), and those statistics: advantage mean and 1/std, the observation
+  // normalizer's means and stds, the value normalizer's mean and std.
+  std::vector<float> recomputed_grads, stats;
   std::string path;  // the gradient path taken ("host" for the host trainer)
 };
 
