@@ -130,10 +130,14 @@ struct categorical {
     return h;
   }
 
-  // d_logits += scale * (onehot(action) - p).
+  // d_logits += scale * (onehot(action) - p). The one-hot part is one indexed add after the loop: written as
+  // `(k == action ? 1 : 0)` inside the unrolled loop, nvcc 13 (-O2, sm_90) set the last logit's one-hot term for
+  // actions other than the last too, for N >= 3 (a GPU-only fault: categorical PPO over 3+ actions did not learn
+  // on a GPU; tests/ppo_gpu/discrete_gpu_test.cpp compares every gradient path with the host's).
   GMI_HD static void log_prob_grad(const T* logits, int action, T scale, T* d_logits) {
     const T lse = log_sum_exp(logits);
-    for (int k = 0; k < N; ++k) d_logits[k] += scale * ((k == action ? T(1) : T(0)) - detail::exp_(logits[k] - lse));
+    for (int k = 0; k < N; ++k) d_logits[k] -= scale * detail::exp_(logits[k] - lse);
+    d_logits[action] += scale;
   }
 
   // d_logits += scale * dH/dlogits, dH/dz_k = -p_k (log p_k + H).

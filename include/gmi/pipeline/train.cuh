@@ -72,20 +72,6 @@ train_result run_placed(const train_config<Pipeline>& o, const placement& where)
   }
 }
 
-// A categorical policy over more than two actions trains wrongly on the GPU (a known fault under repair: in
-// ppo_gpu.discrete.matches_host the head's row of the last logit departs from the host's after one iteration, and
-// examples/grid_walk does not learn there while it does on host threads): refused on a GPU in one line.
-template <class Pipeline>
-void refuse_gpu_categorical_beyond_two(const placement& where) {
-  using Env = typename Pipeline::env;
-  if constexpr (requires { Env::num_actions; }) {
-    if (where.at != placement::where::host && where.at != placement::where::host_gmis && Env::num_actions > 2) {
-      throw config_error(got_need("--device gpu with a categorical policy over num_actions", int(Env::num_actions),
-                                  "2 (more actions train wrongly on the GPU, a known fault: use --device host)"));
-    }
-  }
-}
-
 template <class Pipeline>
 train_result validate_place_run(train_config<Pipeline> o) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);
@@ -98,7 +84,6 @@ train_result validate_place_run(train_config<Pipeline> o) {
   }
   try {
     const placement where = place(o);
-    refuse_gpu_categorical_beyond_two<Pipeline>(where);
     return run_placed(o, where);
   } catch (const runtime::gmi_failed&) {
     // GMI processes ended by the teardown leave the segments they owned (the hierarchical allreduce's, channels'):
