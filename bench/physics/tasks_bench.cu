@@ -1,25 +1,25 @@
-// gmi.bench.physics_tasks: env steps per second of the physics tasks (ant, humanoid, anymal, isaac_ant) through the
-// gmi::env driver on one GPU (gmi::rl::env_batch over exec::cuda: a thread per environment, state word-major, the
-// pipeline's scratch in per-thread local memory), physics + observation + reward + auto-reset, random actions
-// drawn on the device every step. Writes bench-spec result lines (bench "physics", metric steps_per_s,
-// median/min/max of the reps) to stdout and --out. With --physics-only: physics steps per second of the same
-// models in physics/batch_local.cuh (the tasks' layout without the env driver: fixed controls, the task's
-// substeps per launch), to set beside gmi.bench.physics (batch.cuh) on the same models. With --compare-paths:
-// physics-only env steps per second (an env step = the task's substeps) of the thread-per-env layout
-// (batch_local.cuh) and the warp-per-env layout (batch_warp.cuh), side by side under the same controls. With
-// --driver-paths: env steps per second through the env driver that training and serving use (env_batch over
-// exec::cuda: physics + observation + reward + auto-reset) with params.step_path threads, then warp, each line
-// carrying the path that ran and the path the rule picks for that task and count ("chosen"). --tile-lanes and
-// --solver-rows list the warp path's layouts to measure in both modes (lanes per environment 8, 16, 32 or 0 for the
-// model's default; the constraint rows in shared memory or global slots); each warp line carries its layout, its
-// environments per block and how many environments an SM holds at once. --thread-shared-reals lists shared slices
-// (floats a thread, physics/thread_shared.hpp) for the thread path: a pass each, in the default mode and before the
-// warp layouts with --driver-paths; each thread line carries the slice and the kernel that ran; --thread-max-l1 adds
-// a pass of the plain kernel with its carveout at the largest L1. --physics-step staged measures the staged path (a
-// kernel per stage, rl/physics_staged_step.cuh) in the default mode, a pass for each --staged-block; its lines carry
-// the block and its kernels per env step; --staged-shared-reals lists the stage kernels' shared slices to measure
-// (floats a thread for each stage's hottest arrays, physics/stage_shared.hpp; -1: auto), a pass each, each line
-// carrying the slice asked, the slice a thread got and the floats each of stages 0-3 placed in it.
+// gmi.bench.physics_tasks: env steps per second of the physics tasks (ant, humanoid, anymal, isaac_ant, isaac_humanoid)
+// through the gmi::env driver on one GPU (gmi::rl::env_batch over exec::cuda: a thread per environment, state word-
+// major, the pipeline's scratch in per-thread local memory), physics + observation + reward + auto-reset, random
+// actions drawn on the device every step. Writes bench-spec result lines (bench "physics", metric steps_per_s,
+// median/min/max of the reps) to stdout and --out. With --physics-only: physics steps per second of the same models in
+// physics/batch_local.cuh (the tasks' layout without the env driver: fixed controls, the task's substeps per launch),
+// to set beside gmi.bench.physics (batch.cuh) on the same models. With --compare-paths: physics-only env steps per
+// second (an env step = the task's substeps) of the thread-per-env layout (batch_local.cuh) and the warp-per-env layout
+// (batch_warp.cuh), side by side under the same controls. With --driver-paths: env steps per second through the env
+// driver that training and serving use (env_batch over exec::cuda: physics + observation + reward + auto-reset) with
+// params.step_path threads, then warp, each line carrying the path that ran and the path the rule picks for that task
+// and count ("chosen"). --tile-lanes and --solver-rows list the warp path's layouts to measure in both modes (lanes per
+// environment 8, 16, 32 or 0 for the model's default; the constraint rows in shared memory or global slots); each warp
+// line carries its layout, its environments per block and how many environments an SM holds at once. --thread-shared-
+// reals lists shared slices (floats a thread, physics/thread_shared.hpp) for the thread path: a pass each, in the
+// default mode and before the warp layouts with --driver-paths; each thread line carries the slice and the kernel that
+// ran; --thread-max-l1 adds a pass of the plain kernel with its carveout at the largest L1. --physics-step staged
+// measures the staged path (a kernel per stage, rl/physics_staged_step.cuh) in the default mode, a pass for each
+// --staged-block; its lines carry the block and its kernels per env step; --staged-shared-reals lists the stage
+// kernels' shared slices to measure (floats a thread for each stage's hottest arrays, physics/stage_shared.hpp; -1:
+// auto), a pass each, each line carrying the slice asked, the slice a thread got and the floats each of stages 0-3
+// placed in it.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -38,6 +38,7 @@
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/metrics/summary.hpp>
 #include <gmi/physics/batch_local.cuh>
@@ -56,6 +57,7 @@ void with_task(const std::string& name, F&& f) {
   if (name == "humanoid") f.template operator()<gmi::envs::humanoid>();
   if (name == "anymal") f.template operator()<gmi::envs::anymal>();
   if (name == "isaac_ant") f.template operator()<gmi::envs::isaac_ant>();
+  if (name == "isaac_humanoid") f.template operator()<gmi::envs::isaac_humanoid>();
 }
 
 template <class T>
@@ -283,12 +285,12 @@ void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstre
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"gmi.bench.physics_tasks: env steps per second of ant, humanoid, anymal and isaac_ant on one GPU"};
+  CLI::App app{"gmi.bench.physics_tasks: env steps per second of ant, humanoid, anymal, isaac_ant and isaac_humanoid on one GPU"};
   options o;
   app.add_option("--out", o.out, "append result lines to this file");
   app.add_option("--run-id", o.run_id, "run id (default: time, device and a random tag)");
   app.add_option("--git", o.git, "git revision to record (default: GMI_GIT_REVISION or the build's)");
-  app.add_option("--tasks", o.tasks, "comma-separated: ant, humanoid, anymal, isaac_ant");
+  app.add_option("--tasks", o.tasks, "comma-separated: ant, humanoid, anymal, isaac_ant, isaac_humanoid");
   app.add_option("--envs", o.envs, "environment counts")->check(CLI::Range(1, 1 << 24));
   app.add_option("--reps", o.reps, "timed repetitions")->check(CLI::Range(1, 1000));
   app.add_option("--steps", o.steps, "env steps per repetition")->check(CLI::Range(1, 1000000));
@@ -332,8 +334,9 @@ int main(int argc, char** argv) {
       at = comma + 1;
     }
     for (const auto& name : names)
-      gmi::require(name == "ant" || name == "humanoid" || name == "anymal" || name == "isaac_ant", "--tasks", name,
-                   "a comma-separated list of ant, humanoid, anymal, isaac_ant");
+      gmi::require(name == "ant" || name == "humanoid" || name == "anymal" || name == "isaac_ant" ||
+                       name == "isaac_humanoid",
+                   "--tasks", name, "a comma-separated list of ant, humanoid, anymal, isaac_ant, isaac_humanoid");
     gmi::physics::request_step_path(o.physics_step, "--physics-step");
     gmi::metrics::run_info run = gmi::metrics::describe_run();
     if (!o.run_id.empty()) run.run_id = o.run_id;

@@ -1,10 +1,9 @@
-// PPO on one task besides Cartpole (which has examples/cartpole_ppo): Pendulum, BallBalance, Quadcopter, Ingenuity,
-// the learning suite's point_reach, sparse_reach, long_track, spring_chain, cartpole_discrete (discrete actions: a
-// categorical agent), the physics tasks ant, humanoid, anymal, isaac_ant (gmi::physics, docs/envs.md), or a
-// workload proxy of an articulated
-// task (a seeded linear-quadratic task with its observation and action sizes, docs/envs.md). On a proxy the best
-// reachable mean return is known, -trace(P) of the Riccati solution for resets x0 ~ N(0, I): gmi::run prints it,
-// reports every return beside it, and stops at --target-optimum-gap.
+// PPO on one task besides Cartpole (which has examples/cartpole_ppo): Pendulum, BallBalance, Quadcopter, Ingenuity, the
+// learning suite's point_reach, sparse_reach, long_track, spring_chain, cartpole_discrete (discrete actions: a
+// categorical agent), the physics tasks ant, humanoid, anymal, isaac_ant, isaac_humanoid (gmi::physics, docs/envs.md),
+// or a workload proxy of an articulated task (a seeded linear-quadratic task with its observation and action sizes,
+// docs/envs.md). On a proxy the best reachable mean return is known, -trace(P) of the Riccati solution for resets x0 ~
+// N(0, I): gmi::run prints it, reports every return beside it, and stops at --target-optimum-gap.
 // The task is chosen when building (GMI_TASK, default franka_cabinet_proxy). Try --help.
 #include <gmi/gmi.hpp>
 

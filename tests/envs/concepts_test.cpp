@@ -47,7 +47,7 @@ TEST_SUITE("cpu") {
                            {"shadow_hand_proxy", 211, 20}, {"point_reach", 6, 2},         {"sparse_reach", 4, 2},
                            {"long_track", 5, 1},        {"spring_chain", 8, 4},      {"cartpole_discrete", 4, 1},
                            {"ant", 27, 8},              {"humanoid", 45, 17},        {"anymal", 48, 12},
-                           {"isaac_ant", 60, 8}};
+                           {"isaac_ant", 60, 8},        {"isaac_humanoid", 108, 21}};
     CHECK(gmi::envs::task_names.size() == std::size(table));
     for (const auto& t : table) {
       CAPTURE(t.name);

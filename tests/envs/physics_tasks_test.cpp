@@ -13,6 +13,7 @@
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/envs/registry.hpp>
 #include <gmi/rl/env_batch.hpp>
 
@@ -123,7 +124,7 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE_TEMPLATE("envs.physics_tasks.reset_is_valid_and_observe_fills_obs_dim", T, gmi::envs::ant,
-                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant) {
+                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
     bound<T> b;
     for (int i = 0; i < 20; ++i) {
       gmi::rng r(5, i);
@@ -246,7 +247,7 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE_TEMPLATE("envs.physics_tasks.scratch_contents_do_not_matter", T, gmi::envs::ant, gmi::envs::humanoid,
-                     gmi::envs::anymal, gmi::envs::isaac_ant) {
+                     gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
     // Every value the pipeline reads from the scratch is written first in that control step (the device's
     // per-thread scratch starts with whatever local memory held): the resets and random actions of the GPU
     // test, 64 environments, 10 control steps of 5 physics steps, with the scratch filled before each control
@@ -283,7 +284,7 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE_TEMPLATE("envs.physics_tasks.random_rollouts_stay_finite_and_are_deterministic", T, gmi::envs::ant,
-                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant) {
+                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
     const std::vector<float> a = driver_run<T>(8, 11, 150);
     CHECK(all_finite<T>(a.data(), int(a.size())));
     CHECK(a == driver_run<T>(8, 11, 150));
@@ -291,7 +292,7 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE_TEMPLATE("envs.physics_tasks.one_step_is_well_conditioned_under_rounding", T, gmi::envs::ant,
-                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant) {
+                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
     // What tests/envs_gpu/physics_tasks_gpu_test.cpp may ask of the device: from the same states, one env step
     // under rounding-sized differences (every qpos and qvel word one ulp apart) stays within 1e-3 (1 + |x|),
     // for the 64 environments and random actions of that test over 30 steps (contacts start and end, episodes

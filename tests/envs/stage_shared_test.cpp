@@ -15,6 +15,7 @@
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/physics/stage_shared.hpp>
 #include <gmi/physics/step.hpp>
 
@@ -37,7 +38,7 @@ bool stage_scratch(ph::data_field f) {
 }
 
 TEST_CASE_TEMPLATE("physics.stage_shared.stages_are_bit_identical_for_every_slice", T, gmi::envs::ant,
-                   gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant) {
+                   gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
   // 6 environments from the tasks' resets, 24 control steps of random controls each (every substep's five stages):
   // step_stage on plain arrays against step_stage over stage_bind (lane 1 of 3 of a slice filled with NaN before
   // each stage, so a value read before it is written shows) then stage_unbind, the scratch slots' global copies set

@@ -13,6 +13,7 @@
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/physics/step.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/physics_staged.hpp>
@@ -22,7 +23,7 @@
 namespace {
 
 TEST_CASE_TEMPLATE("rl.physics_staged.host_twin_equals_the_one_call_step", T, gmi::envs::ant, gmi::envs::humanoid,
-                   gmi::envs::anymal, gmi::envs::isaac_ant) {
+                   gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
   // Two host batches of 48 environments from one seed, 40 env steps of the GPU test's actions (contacts, limits,
   // episode ends and auto-resets), one action with a NaN (not applied: reset, counted invalid): env_batch::step
   // against staged_env_step_host on the other batch's view. Observations, rewards, flags, final observations and

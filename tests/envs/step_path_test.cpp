@@ -12,6 +12,7 @@
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/physics/step_path.hpp>
 
 #include "envs_gpu/gpu_runs.hpp"  // test_action
@@ -88,7 +89,8 @@ TEST_CASE("envs.step_path.rule_by_task_size_and_env_count") {
 TEST_CASE("envs.step_path.the_tasks_under_the_rule") {
   // The tasks' arrays are all above the small-model bound and fit a block with their model.
   for (const std::size_t s : {scratch_bytes<gmi::envs::ant>(), scratch_bytes<gmi::envs::humanoid>(),
-                              scratch_bytes<gmi::envs::anymal>(), scratch_bytes<gmi::envs::isaac_ant>()}) {
+                              scratch_bytes<gmi::envs::anymal>(), scratch_bytes<gmi::envs::isaac_ant>(),
+                              scratch_bytes<gmi::envs::isaac_humanoid>()}) {
     CHECK(s >= ph::warp_min_scratch_bytes);
     CHECK(ph::choose_step_path(A, A, inputs(s, 4096)).path == W);
     CHECK(ph::choose_step_path(A, A, inputs(s, 65536)).path == T);  // 496 per SM: the thread path's count
@@ -196,7 +198,7 @@ TEST_CASE("envs.step_path.tile_lanes_per_model_and_request") {
 }
 
 TEST_CASE_TEMPLATE("envs.step_path.split_step_is_the_step", E, gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                   gmi::envs::isaac_ant) {
+                   gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
   // What the warp path's lane 0 does around the physics (rl/physics_env_step.cuh), on the host with the serial
   // stages: control, the state and controls into the pipeline's arrays, substeps physics steps there, the state
   // back, finish. It must give the task's step bit for bit, over steps where the model falls and lands.

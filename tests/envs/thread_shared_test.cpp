@@ -13,6 +13,7 @@
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/physics/thread_shared.hpp>
 
 #include "envs_gpu/gpu_runs.hpp"  // test_action: the GPU test's actions
@@ -21,7 +22,7 @@ namespace {
 namespace ph = gmi::physics;
 
 TEST_CASE_TEMPLATE("physics.thread_shared.steps_are_bit_identical_for_every_slice", T, gmi::envs::ant,
-                   gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant) {
+                   gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
   // 32 environments from the GPU test's resets, 12 env steps of its random actions (contacts, limits, episode
   // ends): split_step (plain scratch) against split_step_in over bind_shared with slices from none to the longest,
   // the slice and the scratch filled with NaN before each step (every value read must be written first there too).

@@ -1,10 +1,10 @@
-// The physics tasks (ant, humanoid, anymal, isaac_ant) on the device against the host, through the same env_batch
-// driver and actions. The device compiles the same stages with FMA contraction and its own sinf/cosf/expf/logf, and
-// contact-rich dynamics amplify such rounding differences: free-running host trajectories whose states start
-// one ulp apart part by more than 1e-3 within 20 env steps in the ant (tests/envs/physics_tasks_test.cpp,
-// docs/physics.md). So the device is checked where rounding can not grow: the first observations (the resets
-// draw the same numbers; within 1e-5 (1 + |gpu|)) and one env step at a time from the host's own states
-// (teacher forcing; within 1e-3 (1 + |gpu|), flags equal) over 30 steps in which contacts start and end and
+// The physics tasks (ant, humanoid, anymal, isaac_ant, isaac_humanoid) on the device against the host, through the same
+// env_batch driver and actions. The device compiles the same stages with FMA contraction and its own
+// sinf/cosf/expf/logf, and contact-rich dynamics amplify such rounding differences: free-running host trajectories
+// whose states start one ulp apart part by more than 1e-3 within 20 env steps in the ant
+// (tests/envs/physics_tasks_test.cpp, docs/physics.md). So the device is checked where rounding can not grow: the first
+// observations (the resets draw the same numbers; within 1e-5 (1 + |gpu|)) and one env step at a time from the host's
+// own states (teacher forcing; within 1e-3 (1 + |gpu|), flags equal) over 30 steps in which contacts start and end and
 // episodes end. The free-running difference is reported, not checked.
 #include <doctest/doctest.h>
 
@@ -17,6 +17,7 @@
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/physics/stage_shared.hpp>
 #include <gmi/physics/step_path.hpp>
 #include <gmi/physics/thread_shared.hpp>
@@ -68,7 +69,7 @@ std::pair<long, double> outside(const std::vector<float>& h, const std::vector<f
 TEST_SUITE("gpu") {
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.host_and_gpu_agree_step_by_step" * doctest::timeout(300), T,
                      gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant) {
+                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
     const int n = 64, steps = 30;
     const std::size_t rows = std::size_t(n) * T::obs_dim;
     std::vector<batch_snapshot> before;
@@ -135,7 +136,7 @@ TEST_SUITE("gpu") {
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.warp_per_env_follows_thread_per_env" * doctest::timeout(300), T,
                      gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant) {
+                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
     // physics/batch_warp.cuh against the host stages (4 control steps free-running from qpos0) and against the
     // thread-per-env device layout, batch_local.cuh, one control step at a time from its states (20 steps, in
     // which the models fall, land and push: free-running, contact-rich runs part under rounding alone, see above),
@@ -195,7 +196,7 @@ TEST_SUITE("gpu") {
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.thread_shared_slices_follow_the_plain_thread_kernel" *
                          doctest::timeout(300),
                      T, gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant) {
+                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
     // The thread path with the hottest arrays in shared memory (physics/thread_shared.hpp, rl/physics_thread_step.cuh)
     // against the plain thread kernel: 300 environments (3 blocks of 128), 30 env steps, each from the host's own
     // states (as above), slices of 31, 111 and 255 floats. The arithmetic is the same (the host twin,
@@ -244,7 +245,7 @@ TEST_SUITE("gpu") {
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.staged_path_follows_the_thread_path" * doctest::timeout(300), T,
                      gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant) {
+                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
     // The staged path (a kernel per stage, the arrays between them in global memory; rl/physics_staged_step.cuh)
     // against the plain thread kernel and the host: 300 environments, 30 env steps, each from the host's own states
     // (as above). The arithmetic is the host's (its host twin, rl.physics_staged.*, is bit-identical to the one-call
@@ -303,7 +304,7 @@ TEST_SUITE("gpu") {
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.staged_shared_slices_follow_the_staged_path" * doctest::timeout(300), T,
                      gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant) {
+                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
     // The staged path with each stage's hottest arrays in a slice of shared memory (physics/stage_shared.hpp:
     // only where they live changes; the host twin with slices is bit-identical, physics.stage_shared.*) against the
     // staged path without: 300 environments, 30 env steps from the host's states, slices of 111 floats, auto (-1:
@@ -347,7 +348,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.rule_follows_the_resident_count" * doctest::timeout(60), T, gmi::envs::ant,
-                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant) {
+                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
     // On this device: the occupancy calculator's resident count for each layout, the rule's bound at
     // warp_max_waves times it (warp at the bound, threads one past), and the rows in global slots holding more
     // environments per SM than the rows in shared memory at the same width.
@@ -371,7 +372,7 @@ TEST_SUITE("gpu") {
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.env_driver_warp_path_follows_thread_path" * doctest::timeout(300), T,
                      gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant) {
+                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
     // The env driver (env_batch over exec::cuda) with a warp per environment (rl/physics_env_step.cuh) against the
     // same driver with a thread per environment: each of 30 env steps from the thread path's own states (driver
     // state copied over before each step: free-running contact-rich runs part under rounding alone, see above),

@@ -1,4 +1,5 @@
-// The device side of physics_tasks_gpu_test.cpp: env_batch<task, exec::cuda> for ant, humanoid, anymal and isaac_ant.
+// The device side of physics_tasks_gpu_test.cpp: env_batch<task, exec::cuda> for ant, humanoid, anymal, isaac_ant and
+// isaac_humanoid.
 #include "physics_tasks_runs.hpp"
 
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/physics/batch_local.cuh>
 #include <gmi/physics/batch_warp.cuh>
 #include <gmi/rl/batched_dynamics.cuh>
@@ -25,8 +27,9 @@ decltype(auto) with_physics_task(std::string_view task, const char* what, F&& f)
   if (task == "humanoid") return f.template operator()<gmi::envs::humanoid>();
   if (task == "anymal") return f.template operator()<gmi::envs::anymal>();
   if (task == "isaac_ant") return f.template operator()<gmi::envs::isaac_ant>();
+  if (task == "isaac_humanoid") return f.template operator()<gmi::envs::isaac_humanoid>();
   throw std::invalid_argument(std::string(what) + ": task: got " + std::string(task) +
-                              ", need ant, humanoid, anymal or isaac_ant");
+                              ", need ant, humanoid, anymal, isaac_ant or isaac_humanoid");
 }
 
 template <class T>

@@ -15,6 +15,7 @@
 #include <gmi/physics/builtin/anymal_model.hpp>
 #include <gmi/physics/builtin/humanoid_model.hpp>
 #include <gmi/physics/builtin/isaac_ant_model.hpp>
+#include <gmi/physics/builtin/isaac_humanoid_model.hpp>
 #include <gmi/physics/builtin_task.hpp>
 #include <gmi/physics/mjcf.hpp>
 #include <gmi/physics/step.hpp>
@@ -32,7 +33,7 @@ std::string read(const std::string& path) {
 TEST_SUITE("cpu") {
   TEST_CASE_TEMPLATE("physics.builtin.headers_match_their_mjcf", M, gmi::physics::builtin::ant_model,
                      gmi::physics::builtin::humanoid_model, gmi::physics::builtin::anymal_model,
-                     gmi::physics::builtin::isaac_ant_model) {
+                     gmi::physics::builtin::isaac_ant_model, gmi::physics::builtin::isaac_humanoid_model) {
     namespace ph = gmi::physics;
     const std::string file = std::string(GMI_SOURCE_DIR) + "/" + M::source;
     CAPTURE(file);
@@ -61,7 +62,7 @@ TEST_SUITE("cpu") {
 
   TEST_CASE_TEMPLATE("physics.builtin.colliders_are_the_pairs_types", M, gmi::physics::builtin::ant_model,
                      gmi::physics::builtin::humanoid_model, gmi::physics::builtin::anymal_model,
-                     gmi::physics::builtin::isaac_ant_model) {
+                     gmi::physics::builtin::isaac_ant_model, gmi::physics::builtin::isaac_humanoid_model) {
     namespace ph = gmi::physics;
     using sim = ph::builtin_sim<M>;
     const std::vector<float> t = sim::table();

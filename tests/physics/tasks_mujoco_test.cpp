@@ -4,7 +4,8 @@
 //  - double, solver iterated to convergence: the models and the pipeline agree to round-off (1e-6 relative);
 //  - the shipped task itself (gmi::envs::ant: float, 100 sweeps) against MuJoCo in double: the first 10 env
 //    steps, and the returns of 48 runs of up to 300 env steps (no significant mean difference); the same for
-//    gmi::envs::isaac_ant over its first 50 env steps (2 physics steps each), its feet's contact forces included;
+//    gmi::envs::isaac_ant and gmi::envs::isaac_humanoid over their first 50 env steps (2 physics steps each), their
+//    feet's contact forces included;
 //    both also with Gauss-Seidel sweep caps of 30 and 20 instead of 100.
 #include <doctest/doctest.h>
 #include <mujoco/mujoco.h>
@@ -20,6 +21,7 @@
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/physics/physics.hpp>
 
 namespace {
@@ -110,31 +112,118 @@ struct paired_runs {
   }
 };
 
-// MuJoCo's contact forces on the isaac_ant's feet, as isaac_ant::foot_forces sums gmi's: per foot the force on its
-// geom (world frame) and the torque about the foot body's origin, from the contacts of the last mj_step.
+// MuJoCo's contact forces on an Isaac Gym task's feet (isaac_ant, isaac_humanoid), as isaac_gym::foot_forces sums
+// gmi's: per foot the force on its geoms (world frame) and the torque about the foot body's origin, from the
+// contacts of the last mj_step.
+template <class I>
 void mujoco_foot_forces(const mujoco_sim& ref, double* ft) {
-  using I = gmi::envs::isaac_ant;
   for (int k = 0; k < 6 * I::nfeet; ++k) ft[k] = 0;
   for (int c = 0; c < ref.d->ncon; ++c) {
     const mjContact& con = ref.d->contact[c];
     mjtNum f6[6];
     mj_contactForce(ref.m, ref.d, c, f6);
     for (int side = 0; side < 2; ++side) {
-      const int b = ref.m->geom_bodyid[side == 0 ? con.geom2 : con.geom1] - I::first_foot_body;
-      if (b < 0 || b % I::foot_body_stride != 0 || b / I::foot_body_stride >= I::nfeet) continue;
-      const int body = I::first_foot_body + b;
+      const int body = ref.m->geom_bodyid[side == 0 ? con.geom2 : con.geom1];
+      const int foot = I::foot_of(body);
+      if (foot < 0) continue;
       double f[3], r[3];
       for (int k = 0; k < 3; ++k) {
         f[k] = (side == 0 ? 1 : -1) * (f6[0] * con.frame[k] + f6[1] * con.frame[3 + k] + f6[2] * con.frame[6 + k]);
         r[k] = con.pos[k] - ref.d->xpos[3 * body + k];
       }
-      double* out = ft + 6 * (b / I::foot_body_stride);
+      double* out = ft + 6 * foot;
       for (int k = 0; k < 3; ++k) out[k] += f[k];
       out[3] += r[1] * f[2] - r[2] * f[1];
       out[4] += r[2] * f[0] - r[0] * f[2];
       out[5] += r[0] * f[1] - r[1] * f[0];
     }
   }
+}
+
+// The shipped Isaac Gym task I (float, its solver settings, its physics steps of 1/120 s per env step) from its
+// start pose without noise against MuJoCo in double on the same file, with the same clipped actions and the task's
+// reward formula (I::terms, death cost below the termination height) on MuJoCo's states; 48 action sequences
+// (`amplitude` times the ant's) of up to 300 env steps. The first 50 env steps: qpos (m or rad) and the feet's
+// contact forces against MuJoCo's (mj_contactForce, summed as the task sums gmi's); returns over all runs as the
+// ant's above; early_bounds false: the first steps' differences reported, not checked.
+template <class I>
+void isaac_task_follows_mujoco(const char* file, double amplitude, bool early_bounds = true) {
+  typename I::params p;
+  p.reset_dof_noise = p.reset_vel_noise = 0.0f;
+  // With the lower sweep caps (the ant's test passes with them) the first steps' bounds do not hold (checked, so
+  // that a faster solve that meets them shows); the returns' checks do.
+  solver_subcases(p);
+  const bool tight = p.solver_tolerance < 1e-6f;
+  const std::vector<float> table = I::make_table(p);
+  I::bind_table(p, table.data());
+  mujoco_sim ref(builtin_path(file));
+  double mass = 0;
+  for (int b = 1; b < ref.m->nbody; ++b) mass += ref.m->body_mass[b];
+  double early = 0, early_force = 0;
+  paired_runs runs;
+  for (int run = 0; run < 48; ++run) {
+    typename I::state s;
+    gmi::rng r(1, 0);
+    I::reset(s, r, p);
+    mj_resetData(ref.m, ref.d);
+    for (int k = 0; k < I::sim::nq; ++k) ref.d->qpos[k] = s.qpos[k];
+    for (int k = 0; k < I::sim::nv; ++k) ref.d->qvel[k] = s.qvel[k];
+    double ret = 0, ret_ref = 0;
+    int end = -1, end_ref = -1;
+    for (int t = 0; t < 300 && (end < 0 || end_ref < 0); ++t) {
+      float a[I::act_dim];
+      for (int u = 0; u < I::act_dim; ++u) {
+        a[u] = static_cast<float>(amplitude * action_at(t + 7 * run, u));
+        ref.d->ctrl[u] = p.power_scale * a[u];
+      }
+      if (end_ref < 0) {
+        typename I::state m{};
+        for (int k = 0; k < I::sim::nq; ++k) m.qpos[k] = static_cast<float>(ref.d->qpos[k]);
+        const float before[2] = {m.qpos[0], m.qpos[1]};
+        for (int k = 0; k < p.substeps; ++k) mj_step(ref.m, ref.d);
+        for (int k = 0; k < I::sim::nq; ++k) m.qpos[k] = static_cast<float>(ref.d->qpos[k]);
+        for (int k = 0; k < I::sim::nv; ++k) m.qvel[k] = static_cast<float>(ref.d->qvel[k]);
+        const bool dead = ref.d->qpos[2] < p.termination_height;
+        ret_ref += dead ? p.death_cost : I::terms(m, before, a, p).sum();
+        if (dead) end_ref = t;
+      }
+      if (end < 0) {
+        const gmi::transition tr = I::step(s, a, r, p);
+        ret += tr.reward;
+        if (tr.terminated) end = t;
+      }
+      if (t < 50 && end < 0 && end_ref < 0) {
+        for (int k = 0; k < I::sim::nq; ++k) early = std::max(early, std::fabs(double(s.qpos[k]) - ref.d->qpos[k]));
+        double ft[6 * I::nfeet];
+        mujoco_foot_forces<I>(ref, ft);
+        for (int f = 0; f < I::nfeet; ++f) {
+          for (int k = 0; k < 3; ++k)
+            early_force = std::max(early_force, std::fabs(s.foot_ft[6 * f + k] - ft[6 * f + k]));
+        }
+      }
+    }
+    runs.add(ret, ret_ref, end == end_ref);
+  }
+  const double n = runs.n(), total = runs.total, total_ref = runs.total_ref;
+  const int same_end = runs.same_end;
+  const auto [mean, stderr_] = runs.mean_and_stderr();
+  const double weight = mass * 9.81;
+  MESSAGE(std::string(I::name) << ", solver tolerance " << p.solver_tolerance << ", sweep cap " << p.solver_iterations
+                                         << ": first 50 env steps, qpos max |diff| " << early
+                                         << ", foot force max |diff| " << early_force << " N (weight " << weight
+                                         << " N); mean return " << total / n << " (MuJoCo " << total_ref / n
+                                         << "), paired difference " << mean << " +- " << stderr_
+                                         << " (standard error); same end in " << same_end << " of " << n);
+  if (!early_bounds) {
+    // Reported only (the returns' checks below still hold).
+  } else if (p.solver_iterations >= 100) {
+    CHECK(early < (tight ? 1e-4 : 2e-2));
+    CHECK(early_force < (tight ? 0.01 : 0.1) * weight);
+  } else {
+    CHECK_FALSE((early < 2e-2 && early_force < 0.1 * weight));
+  }
+  CHECK(std::fabs(mean) <= 3 * stderr_);
+  CHECK(same_end >= 0.6 * n);
 }
 }  // namespace
 
@@ -155,6 +244,11 @@ TEST_SUITE("cpu") {
     }
     SUBCASE("isaac_ant") {  // 250 env steps of 2 physics steps of 1/120 s
       const auto [q, v] = double_run("isaac_ant.xml", 2, 250, [](int t, int u) { return action_at(t, u); });
+      CHECK(q < 1e-6);
+      CHECK(v < 1e-6);
+    }
+    SUBCASE("isaac_humanoid") {  // 250 env steps of 2 physics steps of 1/120 s
+      const auto [q, v] = double_run("isaac_humanoid.xml", 2, 250, [](int t, int u) { return action_at(t, u); });
       CHECK(q < 1e-6);
       CHECK(v < 1e-6);
     }
@@ -234,85 +328,19 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE("physics.sim2sim.isaac_ant_task_follows_mujoco") {
-    // The shipped isaac_ant (float, its solver settings, 2 physics steps of 1/120 s per env step) from its start
-    // pose without noise against MuJoCo in double on the same file, with the same clipped actions and the task's
-    // reward formula (isaac_ant::terms, death cost below the termination height) on MuJoCo's states; 48 action
-    // sequences of up to 300 env steps. The first 50 env steps: qpos (m or rad) and the feet's contact forces
-    // against MuJoCo's (mj_contactForce, summed as the task sums gmi's); returns over all runs as the ant's above.
-    using I = gmi::envs::isaac_ant;
-    I::params p;
-    p.reset_dof_noise = p.reset_vel_noise = 0.0f;
-    // With the lower sweep caps (the ant's test passes with them) the first steps' bounds do not hold (checked, so
-    // that a faster solve that meets them shows); the returns' checks do.
-    solver_subcases(p);
-    const bool tight = p.solver_tolerance < 1e-6f;
-    const std::vector<float> table = I::make_table(p);
-    I::bind_table(p, table.data());
-    mujoco_sim ref(builtin_path("isaac_ant.xml"));
-    double mass = 0;
-    for (int b = 1; b < ref.m->nbody; ++b) mass += ref.m->body_mass[b];
-    double early = 0, early_force = 0;
-    paired_runs runs;
-    for (int run = 0; run < 48; ++run) {
-      I::state s;
-      gmi::rng r(1, 0);
-      I::reset(s, r, p);
-      mj_resetData(ref.m, ref.d);
-      for (int k = 0; k < I::sim::nq; ++k) ref.d->qpos[k] = s.qpos[k];
-      for (int k = 0; k < I::sim::nv; ++k) ref.d->qvel[k] = s.qvel[k];
-      double ret = 0, ret_ref = 0;
-      int end = -1, end_ref = -1;
-      for (int t = 0; t < 300 && (end < 0 || end_ref < 0); ++t) {
-        float a[I::act_dim];
-        for (int u = 0; u < I::act_dim; ++u) {
-          a[u] = static_cast<float>(action_at(t + 7 * run, u));
-          ref.d->ctrl[u] = p.power_scale * a[u];
-        }
-        if (end_ref < 0) {
-          I::state m{};
-          for (int k = 0; k < I::sim::nq; ++k) m.qpos[k] = static_cast<float>(ref.d->qpos[k]);
-          const float before[2] = {m.qpos[0], m.qpos[1]};
-          for (int k = 0; k < p.substeps; ++k) mj_step(ref.m, ref.d);
-          for (int k = 0; k < I::sim::nq; ++k) m.qpos[k] = static_cast<float>(ref.d->qpos[k]);
-          for (int k = 0; k < I::sim::nv; ++k) m.qvel[k] = static_cast<float>(ref.d->qvel[k]);
-          const bool dead = ref.d->qpos[2] < p.termination_height;
-          ret_ref += dead ? p.death_cost : I::terms(m, before, a, p).sum();
-          if (dead) end_ref = t;
-        }
-        if (end < 0) {
-          const gmi::transition tr = I::step(s, a, r, p);
-          ret += tr.reward;
-          if (tr.terminated) end = t;
-        }
-        if (t < 50 && end < 0 && end_ref < 0) {
-          for (int k = 0; k < I::sim::nq; ++k) early = std::max(early, std::fabs(double(s.qpos[k]) - ref.d->qpos[k]));
-          double ft[6 * I::nfeet];
-          mujoco_foot_forces(ref, ft);
-          for (int f = 0; f < I::nfeet; ++f) {
-            for (int k = 0; k < 3; ++k)
-              early_force = std::max(early_force, std::fabs(s.foot_ft[6 * f + k] - ft[6 * f + k]));
-          }
-        }
-      }
-      runs.add(ret, ret_ref, end == end_ref);
-    }
-    const double n = runs.n(), total = runs.total, total_ref = runs.total_ref;
-    const int same_end = runs.same_end;
-    const auto [mean, stderr_] = runs.mean_and_stderr();
-    const double weight = mass * 9.81;
-    MESSAGE("isaac_ant, solver tolerance " << p.solver_tolerance << ", sweep cap " << p.solver_iterations
-                                           << ": first 50 env steps, qpos max |diff| " << early
-                                           << ", foot force max |diff| " << early_force << " N (weight " << weight
-                                           << " N); mean return " << total / n << " (MuJoCo " << total_ref / n
-                                           << "), paired difference " << mean << " +- " << stderr_
-                                           << " (standard error); same end in " << same_end << " of " << n);
-    if (p.solver_iterations >= 100) {
-      CHECK(early < (tight ? 1e-4 : 2e-2));
-      CHECK(early_force < (tight ? 0.01 : 0.1) * weight);
-    } else {
-      CHECK_FALSE((early < 2e-2 && early_force < 0.1 * weight));
-    }
-    CHECK(std::fabs(mean) <= 3 * stderr_);
-    CHECK(same_end >= 0.6 * n);
+    isaac_task_follows_mujoco<gmi::envs::isaac_ant>("isaac_ant.xml", 1.0);
+  }
+
+  TEST_CASE("physics.sim2sim.isaac_humanoid_task_follows_mujoco") {
+    // The ant's action sequences at half amplitude. At full amplitude (the next case) one run of the 48 departs
+    // from MuJoCo by 0.06 rad as it falls: its legs cross (thigh and shin self-contacts, a knee past its limit),
+    // where one ulp decides which contacts a step finds (docs/envs.md, "isaac_humanoid").
+    isaac_task_follows_mujoco<gmi::envs::isaac_humanoid>("isaac_humanoid.xml", 0.5);
+  }
+
+  TEST_CASE("physics.sim2sim.isaac_humanoid_task_at_full_amplitude_follows_mujoco_in_returns") {
+    // The ant's action sequences at full amplitude: the first 50 env steps' differences reported (the run whose
+    // legs cross departs), the returns and ends checked.
+    isaac_task_follows_mujoco<gmi::envs::isaac_humanoid>("isaac_humanoid.xml", 1.0, false);
   }
 }

@@ -2,7 +2,7 @@
 // `steps` env steps (64 environments, seed 2024, the GPU test's actions) and each step's outputs; `replay`
 // (possibly another build, e.g. with FMA contraction) steps once from every recorded state and prints the
 // test's statistic (|a - b| / (1 + |b|)) against the recorded outputs. nudge 1: the replayed qvel +1 ulp.
-// Usage: one_step record|replay ant|humanoid|anymal|isaac_ant steps nudge file
+// Usage: one_step record|replay ant|humanoid|anymal|isaac_ant|isaac_humanoid steps nudge file
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include "envs/batch_snapshot.hpp"
 #include "envs_gpu/gpu_runs.hpp"
@@ -103,9 +104,11 @@ int main(int argc, char** argv) {
   const std::string mode = argc == 6 ? argv[1] : "", task = argc == 6 ? argv[2] : "";
   const int steps = argc == 6 ? std::atoi(argv[3]) : 0, nudge = argc == 6 ? std::atoi(argv[4]) : 0;
   if ((mode != "record" && mode != "replay") ||
-      (task != "ant" && task != "humanoid" && task != "anymal" && task != "isaac_ant") || steps < 1) {
+      (task != "ant" && task != "humanoid" && task != "anymal" && task != "isaac_ant" && task != "isaac_humanoid") ||
+      steps < 1) {
     std::fprintf(stderr,
-                 "one_step: arguments: got %d, need record|replay ant|humanoid|anymal|isaac_ant steps>=1 nudge file\n",
+                 "one_step: arguments: got %d, need record|replay ant|humanoid|anymal|isaac_ant|isaac_humanoid "
+                 "steps>=1 nudge file\n",
                  argc - 1);
     return 2;
   }
@@ -113,4 +116,5 @@ int main(int argc, char** argv) {
   if (task == "humanoid") run<gmi::envs::humanoid>(mode == "record", steps, nudge, argv[5]);
   if (task == "anymal") run<gmi::envs::anymal>(mode == "record", steps, nudge, argv[5]);
   if (task == "isaac_ant") run<gmi::envs::isaac_ant>(mode == "record", steps, nudge, argv[5]);
+  if (task == "isaac_humanoid") run<gmi::envs::isaac_humanoid>(mode == "record", steps, nudge, argv[5]);
 }

@@ -14,6 +14,14 @@ for tool in free_run one_step; do
   g++ -O3 -DNDEBUG -std=gnu++20 "${inc[@]}" "$here/$tool.cpp" -o "$w/${tool}_plain" -lpthread
   g++ -O3 -DNDEBUG -std=gnu++20 -mfma -ffp-contract=fast "${inc[@]}" "$here/$tool.cpp" -o "$w/${tool}_fma" -lpthread
 done
+# One env step at a time over 100 steps of task $1: the FMA build, 1 ulp on qvel and the same build against plain.
+one_step_report() {
+  "$w/one_step_plain" record "$1" 100 0 "$w/$1.tf"
+  echo "== $1 one step at a time over 100 steps: FMA build / 1-ulp qvel / the same build, against plain:"
+  "$w/one_step_fma" replay "$1" 100 0 "$w/$1.tf"
+  "$w/one_step_plain" replay "$1" 100 1 "$w/$1.tf"
+  "$w/one_step_plain" replay "$1" 100 0 "$w/$1.tf"
+}
 declare -A dim=([ant]=27 [humanoid]=45 [anymal]=48)
 for t in ant humanoid anymal; do
   for steps in 10 20; do
@@ -32,15 +40,9 @@ for t in ant humanoid anymal; do
     echo "== $t free-running 10 steps, solver tolerance $1 ($2 sweeps at most), FMA build against plain:"
     python3 "$here/compare.py" "$w/$t.tight.plain" "$w/$t.tight.fma" ${dim[$t]} 10
   done
-  "$w/one_step_plain" record $t 100 0 "$w/$t.tf"
-  echo "== $t one step at a time over 100 steps: FMA build / 1-ulp qvel / the same build, against plain:"
-  "$w/one_step_fma" replay $t 100 0 "$w/$t.tf"
-  "$w/one_step_plain" replay $t 100 1 "$w/$t.tf"
-  "$w/one_step_plain" replay $t 100 0 "$w/$t.tf"
+  one_step_report $t
 done
-# isaac_ant (no free_run build): one step at a time only.
-"$w/one_step_plain" record isaac_ant 100 0 "$w/isaac_ant.tf"
-echo "== isaac_ant one step at a time over 100 steps: FMA build / 1-ulp qvel / the same build, against plain:"
-"$w/one_step_fma" replay isaac_ant 100 0 "$w/isaac_ant.tf"
-"$w/one_step_plain" replay isaac_ant 100 1 "$w/isaac_ant.tf"
-"$w/one_step_plain" replay isaac_ant 100 0 "$w/isaac_ant.tf"
+# isaac_ant and isaac_humanoid (no free_run build): one step at a time only.
+for t in isaac_ant isaac_humanoid; do
+  one_step_report $t
+done

@@ -14,6 +14,7 @@
 #include <gmi/concepts/env.hpp>
 #include <gmi/core/hd.hpp>
 #include <gmi/core/rng.hpp>
+#include <gmi/envs/isaac_gym_common.hpp>
 #include <gmi/envs/split_step.hpp>
 #include <gmi/physics/builtin/isaac_ant_model.hpp>
 #include <gmi/physics/builtin_task.hpp>
@@ -32,8 +33,10 @@ struct isaac_ant {
   // ankles), in the order of the observation's force-torque blocks.
   static constexpr int first_foot_body = 3, foot_body_stride = 2;
   // Where the observation's parts start.
-  static constexpr int obs_height = 0, obs_vel = 1, obs_angvel = 4, obs_yaw = 7, obs_roll = 8, obs_angle = 9,
-                       obs_up = 10, obs_heading = 11, obs_dof_pos = 12, obs_dof_vel = 12 + nj,
+  static constexpr int obs_height = isaac_gym::obs_height, obs_vel = isaac_gym::obs_vel,
+                       obs_angvel = isaac_gym::obs_angvel, obs_yaw = isaac_gym::obs_yaw, obs_roll = isaac_gym::obs_roll,
+                       obs_angle = isaac_gym::obs_angle, obs_up = isaac_gym::obs_up,
+                       obs_heading = isaac_gym::obs_heading, obs_dof_pos = 12, obs_dof_vel = 12 + nj,
                        obs_foot = 12 + 2 * nj, obs_action = 12 + 2 * nj + 6 * nfeet;
 
   struct params {
@@ -74,7 +77,7 @@ struct isaac_ant {
   GMI_HD static float dt(const params& p) { return p.model.timestep * float(p.substeps); }
   GMI_HD static float lower(int j, const params& p) { return p.model.jnt_range[2 * (1 + j)]; }
   GMI_HD static float upper(int j, const params& p) { return p.model.jnt_range[2 * (1 + j) + 1]; }
-  GMI_HD static float clip(float a) { return fminf(fmaxf(a, -1.0f), 1.0f); }
+  GMI_HD static float clip(float a) { return isaac_gym::clip(a); }
 
   // Isaac Gym's start: the torso at the model's pose at rest, each joint at 0 or, where 0 is outside its range,
   // the nearer limit, plus U(-noise, noise) clamped to the range (reset_limit_margin inside it); joint velocities
@@ -92,47 +95,11 @@ struct isaac_ant {
     for (float& a : s.last_action) a = 0.0f;
   }
 
-  // Isaac Gym's progress reward: the change of the potential -(horizontal distance to the target) / dt over a step,
-  // from the torso's (x, y) before and after. Computed as (d_before^2 - d_after^2) / (d_before + d_after) / dt
-  // with the squares' difference factored through the small displacement: float potentials of about -6e4 would
-  // round it to 4e-3 a step.
   GMI_HD static float progress(const float* xy_before, const float* qpos, const params& p) {
-    const float bx = p.target_x - xy_before[0], by = p.target_y - xy_before[1];
-    const float ax = p.target_x - qpos[0], ay = p.target_y - qpos[1];
-    const float db = sqrtf(bx * bx + by * by), da = sqrtf(ax * ax + ay * ay);
-    const float sum = db + da;
-    if (!(sum > 0.0f)) return 0.0f;
-    return ((qpos[0] - xy_before[0]) * (bx + ax) + (qpos[1] - xy_before[1]) * (by + ay)) / sum / dt(p);
+    return isaac_gym::progress(xy_before, qpos, p.target_x, p.target_y, dt(p));
   }
-
-  // v in the torso frame: the conjugate of the torso quaternion q (w, x, y, z) applied to a world vector.
-  GMI_HD static void to_torso(const float* q, const float* v, float* out) {
-    const float w = q[0], ux = -q[1], uy = -q[2], uz = -q[3];
-    const float tx = 2.0f * (uy * v[2] - uz * v[1]), ty = 2.0f * (uz * v[0] - ux * v[2]),
-                tz = 2.0f * (ux * v[1] - uy * v[0]);
-    out[0] = v[0] + w * tx + (uy * tz - uz * ty);
-    out[1] = v[1] + w * ty + (uz * tx - ux * tz);
-    out[2] = v[2] + w * tz + (ux * ty - uy * tx);
-  }
-
-  // The observation's first 12 entries; the rest need no work beyond a scale.
   GMI_HD static void observe_torso(const state& s, float* obs, const params& p) {
-    const float* q = s.qpos + 3;
-    const float w = q[0], x = q[1], y = q[2], z = q[3];
-    obs[obs_height] = s.qpos[2];
-    to_torso(q, s.qvel, obs + obs_vel);  // the free joint's linear velocity is in the world frame
-    for (int k = 0; k < 3; ++k) obs[obs_angvel + k] = p.angular_velocity_scale * s.qvel[3 + k];  // torso frame
-    const float yaw = atan2f(2.0f * (w * z + x * y), w * w + x * x - y * y - z * z);
-    const float roll = atan2f(2.0f * (w * x + y * z), w * w - x * x - y * y + z * z);
-    const float dx = p.target_x - s.qpos[0], dy = p.target_y - s.qpos[1];
-    const float to_target = atan2f(dy, dx) - yaw;
-    obs[obs_yaw] = yaw;
-    obs[obs_roll] = roll;
-    obs[obs_angle] = atan2f(sinf(to_target), cosf(to_target));
-    obs[obs_up] = 1.0f - 2.0f * (x * x + y * y);  // z of the torso's up axis
-    const float hx = 1.0f - 2.0f * (y * y + z * z), hy = 2.0f * (x * y + w * z);  // the torso's x axis (world x, y)
-    const float n = sqrtf(dx * dx + dy * dy);
-    obs[obs_heading] = n > 0.0f ? (hx * dx + hy * dy) / n : 0.0f;
+    isaac_gym::observe_torso(s.qpos, s.qvel, p.angular_velocity_scale, p.target_x, p.target_y, obs);
   }
 
   GMI_HD static void observe(const state& s, float* obs, const params& p) {
@@ -158,8 +125,8 @@ struct isaac_ant {
     reward_terms t;
     t.progress = progress(xy_before, s.qpos, p);
     t.alive = p.alive_reward;
-    t.up = o[obs_up] > 0.93f ? p.up_weight : 0.0f;
-    t.heading = o[obs_heading] > 0.8f ? p.heading_weight : p.heading_weight * o[obs_heading] / 0.8f;
+    t.up = isaac_gym::up_reward(o, p.up_weight);
+    t.heading = isaac_gym::heading_reward(o, p.heading_weight);
     float a2 = 0.0f, energy = 0.0f;
     int at_limit = 0;
     for (int j = 0; j < nj; ++j) {
@@ -174,34 +141,13 @@ struct isaac_ant {
     return t;
   }
 
-  // Each foot's contact force and torque from the contacts of the last physics step (d): the force on the foot's
-  // geom (normal and friction, contact frame to world), summed over its contacts, and the torque of each about
-  // the foot body's origin (the ankle), world frame, at the positions that step's contacts were found at.
+  // The foot of a body (-1: none), for isaac_gym::foot_forces.
+  GMI_HD static int foot_of(int body) {
+    const int b = body - first_foot_body;
+    return b < 0 || b % foot_body_stride != 0 || b / foot_body_stride >= nfeet ? -1 : b / foot_body_stride;
+  }
   GMI_HD static void foot_forces(const gmi::physics::data<float>& d, const params& p, float* ft) {
-    for (int k = 0; k < 6 * nfeet; ++k) ft[k] = 0.0f;
-    const int ncon = static_cast<int>(d.ncon[0]);
-    for (int c = 0; c < ncon; ++c) {
-      const int pair = static_cast<int>(d.con_pair[c]);
-      for (int side = 0; side < 2; ++side) {
-        const int geom = side == 0 ? p.model.pair_geom2[pair] : p.model.pair_geom1[pair];
-        const int b = p.model.geom_bodyid[geom] - first_foot_body;
-        if (b < 0 || b % foot_body_stride != 0 || b / foot_body_stride >= nfeet) continue;
-        const int body = first_foot_body + b, f = b / foot_body_stride;
-        const float sign = side == 0 ? 1.0f : -1.0f;  // the normal points from geom1 to geom2: geom2 is pushed along it
-        float force[3], r[3];
-        for (int k = 0; k < 3; ++k) {
-          force[k] = sign * (d.con_force[3 * c] * d.con_frame[9 * c + k] +
-                             d.con_force[3 * c + 1] * d.con_frame[9 * c + 3 + k] +
-                             d.con_force[3 * c + 2] * d.con_frame[9 * c + 6 + k]);
-          r[k] = d.con_pos[3 * c + k] - d.xpos[3 * body + k];
-        }
-        float* out = ft + 6 * f;
-        for (int k = 0; k < 3; ++k) out[k] += force[k];
-        out[3] += r[1] * force[2] - r[2] * force[1];
-        out[4] += r[2] * force[0] - r[0] * force[2];
-        out[5] += r[0] * force[1] - r[1] * force[0];
-      }
-    }
+    isaac_gym::foot_forces<isaac_ant>(d, p.model, ft);
   }
 
   // The step in three parts, so that a driver can run the physics between them on any path

@@ -19,6 +19,7 @@
 #include <gmi/envs/ingenuity.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/envs/long_track.hpp>
 #include <gmi/envs/lq_proxy.hpp>
 #include <gmi/envs/pendulum.hpp>
@@ -31,10 +32,11 @@ namespace gmi::envs {
 
 // The paper's tasks (and the pendulum), then the learning suite's tasks of other reward shapes and scales
 // (bench/learning/run_suite.sh, docs/learning.md), then the tasks simulated by gmi::physics (ant, humanoid,
-// anymal, isaac_ant; docs/envs.md).
+// anymal, isaac_ant, isaac_humanoid; docs/envs.md).
 using all_tasks = std::tuple<cartpole, pendulum, ball_balance, quadcopter, ingenuity, ant_proxy, anymal_proxy,
                              humanoid_proxy, franka_cabinet_proxy, shadow_hand_proxy, point_reach, sparse_reach,
-                             long_track, spring_chain, cartpole_discrete, ant, humanoid, anymal, isaac_ant>;
+                             long_track, spring_chain, cartpole_discrete, ant, humanoid, anymal, isaac_ant,
+                             isaac_humanoid>;
 
 // Whether a task runs gmi::physics (a rigid-body simulation per step: far slower on the host than the others).
 template <class Task>
@@ -57,7 +59,8 @@ constexpr int paper_num_envs() {
   if (n == "anymal_proxy") return 4000;
   if (n == "franka_cabinet_proxy") return 2048;
   if (n == "quadcopter") return 8192;
-  return 4096;  // ball_balance, humanoid_proxy, ingenuity, shadow_hand_proxy, ant, humanoid, anymal, isaac_ant
+  return 4096;  // ball_balance, humanoid_proxy, ingenuity, shadow_hand_proxy, ant, humanoid, anymal, isaac_ant,
+               // isaac_humanoid
 }
 
 namespace detail {
