@@ -14,7 +14,7 @@
 # Environment: LEARN_TASKS (default below, by value: the three tasks that miss the reference, the proxies above
 #   1.10 with the cheaper ones first, and the tasks where earlier value changes broke learning; run_suite.sh skips
 #   what does not fit from the end), LEARN_VARIANTS ("label|flags;..." replace the two above), SEEDS (3), BUILD
-#   (/tmp/build-learn9), SUITE_JOBS (16), LEARN_BUDGET_S (530: no gmi task starts after LEARN_BUDGET_S -
+#   (/tmp/build-learn9), SUITE_JOBS (16), LEARN_BUDGET_S (520: no gmi task starts after LEARN_BUDGET_S -
 #   SUITE_REFERENCE_S seconds from the script's start, the build included), SUITE_REFERENCE_S (60), PYTHON
 #   (python3 with jax).
 export BUILD=${BUILD:-/tmp/build-learn9}
@@ -24,7 +24,7 @@ t0=$(date +%s)
 tasks=${LEARN_TASKS:-"quadcopter point_reach spring_chain franka_cabinet_proxy cartpole pendulum humanoid_proxy shadow_hand_proxy"}
 variants=${LEARN_VARIANTS:-"vc2|--value-coef 2;vc2_cv|--value-coef 2 --clip-value true"}
 seeds=${SEEDS:-3}
-budget=${LEARN_BUDGET_S:-530}
+budget=${LEARN_BUDGET_S:-520}
 jobs=${SUITE_JOBS:-16}
 for v in seeds budget jobs; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "device_learn9: $v: got ${!v}, need a positive integer"; exit 2; }

@@ -87,7 +87,7 @@ struct ppo_config {
   // With normalize_value: the value head predicts R / std of the returns (rl_games' norm_only): the return
   // statistics' std scales the targets, their mean is not subtracted, so a dense reward's offset stays in the
   // targets instead of being re-centred at every change of the window's mean. Off by default (a candidate of
-  // issue 34, docs/learning.md "Value targets scaled by the std only").
+  // issue 34, docs/learning.md "The value loss's weight under value normalization").
   bool value_scale_only = false;
   // Samples each normalizer weighs at most (nn::normalizer_config::window): 0 keeps every sample ever seen
   // (rl_games). Returns shrink (or grow) as a policy learns, often 10-100x, and a return normalizer that remembers
