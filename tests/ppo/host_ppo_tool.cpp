@@ -8,6 +8,7 @@
 //        [--eval-episodes 256] [--entropy-schedule constant|linear] [--min-entropy 0] [--log-std-min -inf]
 //        [--log-std-max inf] [--max-steps N (the proxies' training episode length; the evaluation keeps 1000)]
 //        [--value-coef 0.5] [--clip 0.2] [--max-grad-norm 1] [--clip-value 0|1] [--value-symlog 0|1]
+//        [--value-scale-only 0|1]
 //        [--reward-scaling 0|1 (with --normalize-value 0)] [--reward-clip 10] [--reward-window N]
 // Tasks: the suite's small ones (cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain, quadcopter) and the
 // LQ proxies (ant_proxy, anymal_proxy, humanoid_proxy, franka_cabinet_proxy, shadow_hand_proxy). The last line
@@ -130,6 +131,7 @@ int main(int argc, char** argv) {
     else if (flag == "--max-grad-norm") o.ppo.max_grad_norm = float(std::atof(v.c_str()));
     else if (flag == "--clip-value") flag01(o.ppo.clip_value);
     else if (flag == "--value-symlog") flag01(o.ppo.value_symlog);
+    else if (flag == "--value-scale-only") flag01(o.ppo.value_scale_only);
     else if (flag == "--reward-scaling") flag01(o.ppo.reward_scaling);
     else if (flag == "--reward-clip") o.ppo.reward_clip = float(std::atof(v.c_str()));
     else if (flag == "--reward-window") o.ppo.reward_scaling_window = std::atof(v.c_str());

@@ -235,7 +235,7 @@ class running_mean_std<exec::cuda> {
 
   // Device pointers: pass by value to a kernel and call normalize(i, x) per element.
   [[nodiscard]] normalizer_view view() const noexcept {
-    return {cache_.data(), cache_.data() + dim_, dim_, config_.clip, config_.symlog};
+    return {cache_.data(), cache_.data() + dim_, dim_, config_.clip, config_.symlog, config_.center};
   }
 
   void normalize(device_span<const float> x, device_span<float> y) const {

@@ -29,6 +29,9 @@ struct normalizer_config {
   // true: the view maps through symlog instead (normalize(x) = sign(x) ln(1 + |x|), denormalize its inverse), the
   // statistics left unused: one scale for small and large returns alike (the PPO value head's value_symlog).
   bool symlog = false;
+  // false: the view scales by the std only, normalize(x) = x / std and denormalize(y) = y * std, the mean kept in
+  // the values (rl_games' norm_only; the PPO value head's value_scale_only).
+  bool center = true;
 
   void validate() const {
     gmi::require(std::isfinite(clip) && clip > 0, "normalizer clip", clip, "> 0");
@@ -45,10 +48,11 @@ struct normalizer_view {
   int dim = 0;
   float clip = 5.0f;
   bool symlog = false;  // normalizer_config::symlog
+  bool center = true;   // normalizer_config::center
 
   GMI_HD float normalize(int i, float x) const {
     if (symlog) return copysignf(log1pf(fabsf(x)), x);
-    return detail::clamp_((x - mean[i]) / std[i], -clip, clip);
+    return detail::clamp_((center ? x - mean[i] : x) / std[i], -clip, clip);
   }
   GMI_HD void normalize(const float* x, float* y) const {
     for (int i = 0; i < dim; ++i) y[i] = normalize(i, x[i]);
@@ -56,7 +60,7 @@ struct normalizer_view {
   // The inverse (without the clipping), e.g. to turn a normalised value prediction into a return.
   GMI_HD float denormalize(int i, float y) const {
     if (symlog) return copysignf(expm1f(fminf(fabsf(y), 80.0f)), y);
-    return y * std[i] + mean[i];
+    return center ? y * std[i] + mean[i] : y * std[i];
   }
   GMI_HD void denormalize(const float* y, float* x) const {
     for (int i = 0; i < dim; ++i) x[i] = denormalize(i, y[i]);
@@ -198,7 +202,9 @@ class running_mean_std<exec::host> {
     refresh();
   }
 
-  [[nodiscard]] normalizer_view view() const noexcept { return {mean_f_.data(), std_f_.data(), dim_, config_.clip, config_.symlog}; }
+  [[nodiscard]] normalizer_view view() const noexcept {
+    return {mean_f_.data(), std_f_.data(), dim_, config_.clip, config_.symlog, config_.center};
+  }
 
   // y[n][dim] = clamp((x - mean) / std, -clip, clip).
   void normalize(host_span<const float> x, host_span<float> y) const {

@@ -114,6 +114,7 @@ inline std::string with_flag_name(const std::string& line) {
   static constexpr std::string_view same[] = {  // ppo fields whose flag is the field's name with dashes
       "horizon", "minibatch", "epochs", "clip", "dual_clip", "gamma", "lambda", "max_grad_norm", "value_coef",
       "entropy_coef", "bounds_loss_coef", "min_entropy_coef", "entropy_decay_env_steps", "value_symlog",
+      "value_scale_only",
       "log_std_min", "log_std_max", "obs_clip", "obs_normalizer_window", "value_normalizer_window",
       "reward_scaling", "reward_clip", "reward_scaling_window",
       "lr_decay_env_steps", "kl_target"};
@@ -188,14 +189,15 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "samples the return normalizer weighs at most (older ones fade); 0: every sample")
       ->capture_default_str();
   // The PPO config's switches, spelled true/false (anything else: one line naming the flag).
-  std::array<std::pair<bool*, std::string>, 8> normalize{{{&o.ppo.normalize_obs, "true"},
+  std::array<std::pair<bool*, std::string>, 9> normalize{{{&o.ppo.normalize_obs, "true"},
                                                           {&o.ppo.normalize_value, "true"},
                                                           {&o.ppo.normalize_advantage, "true"},
                                                           {&o.ppo.clip_value, "false"},
                                                           {&o.ppo.popart, "false"},
                                                           {&o.ppo.random_episode_start, "true"},
                                                           {&o.ppo.value_symlog, "false"},
-                                                          {&o.ppo.reward_scaling, "false"}}};
+                                                          {&o.ppo.reward_scaling, "false"},
+                                                          {&o.ppo.value_scale_only, "false"}}};
   for (auto& [flag, text] : normalize) text = *flag ? "true" : "false";
   app.add_option("--normalize-obs", normalize[0].second, "running mean/std of observations")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
@@ -223,6 +225,10 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "PPO trainer, with --normalize-value false: rewards divided by the running std of each env's "
                  "discounted return (no mean subtracted), clamped to +-(--reward-clip); SB3's and CleanRL's reward "
                  "normalization")
+      ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
+  app.add_option("--value-scale-only", normalize[8].second,
+                 "PPO trainer, with --normalize-value true: the value head predicts returns divided by their running "
+                 "std, the mean not subtracted (rl_games' norm_only)")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
   app.add_option("--reward-clip", o.ppo.reward_clip, "--reward-scaling: scaled rewards are clamped to +-this")
       ->capture_default_str();

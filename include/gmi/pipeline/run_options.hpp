@@ -104,6 +104,7 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"net_precision", nn::precision_name(c.network.precision)},
           {"net_kernels", nn::layer_kernels_name(c.network.kernels)}};
   if (c.schedule == rl::lr_schedule::linear) j["lr_decay_env_steps"] = c.lr_decay_env_steps;
+  if (c.value_scale_only) j["value_scale_only"] = true;
   if (c.reward_scaling) {
     j["reward_clip"] = c.reward_clip;
     j["reward_scaling_window"] = c.reward_scaling_window;

@@ -65,6 +65,7 @@ struct appo_config {
     gmi::require(!bounds_log_std(ppo), "appo: --log-std-min/--log-std-max", ppo.log_std_min,
                  "-inf and inf (the split layout bounds no log-std)");
     gmi::require(!ppo.value_symlog, "appo: --value-symlog", ppo.value_symlog, "false (the PPO trainer's only)");
+    gmi::require(!ppo.value_scale_only, "appo: --value-scale-only", ppo.value_scale_only, "false (the PPO trainer's only)");
     gmi::require(!ppo.reward_scaling, "appo: --reward-scaling", ppo.reward_scaling, "false (the PPO trainer's only)");
     gmi::require(rollouts >= 1 && rollouts <= 4096, "appo.rollouts", rollouts, "1..4096");
   }

@@ -104,7 +104,7 @@ class ppo_trainer {
         minibatch_(std::min<std::size_t>(static_cast<std::size_t>(config.minibatch), total_)),
         minibatches_((total_ + minibatch_ - 1) / minibatch_),
         obs_norm_(obs_dim, nn::normalizer_config{.clip = config.obs_clip, .window = config.obs_normalizer_window}, policy),
-        value_norm_(1, nn::normalizer_config{1e6f, 1e-5f, config.value_normalizer_window, config.value_symlog}, policy),
+        value_norm_(1, value_normalizer_config(config), policy),
         reward_norm_(1, nn::normalizer_config{config.reward_clip, 1e-8, config.reward_scaling_window}, policy),
         adam_(nn::adam_config{config.learning_rate, 0.9f, 0.999f, 1e-8f,
                               config.max_grad_norm > 0 ? std::optional<float>(config.max_grad_norm) : std::nullopt},

@@ -10,6 +10,7 @@
 #include <gmi/core/error.hpp>
 #include <gmi/core/hd.hpp>
 #include <gmi/nn/network_config.hpp>
+#include <gmi/nn/normalizer.hpp>
 
 namespace gmi::rl {
 
@@ -83,6 +84,11 @@ struct ppo_config {
   // costs that span orders of magnitude along an episode, where a standardized head fits the large early returns
   // and leaves the small late ones inside its error. Off by default (a candidate of issue 34, docs/learning.md).
   bool value_symlog = false;
+  // With normalize_value: the value head predicts R / std of the returns (rl_games' norm_only): the return
+  // statistics' std scales the targets, their mean is not subtracted, so a dense reward's offset stays in the
+  // targets instead of being re-centred at every change of the window's mean. Off by default (a candidate of
+  // issue 34, docs/learning.md "The value loss's weight under value normalization").
+  bool value_scale_only = false;
   // Samples each normalizer weighs at most (nn::normalizer_config::window): 0 keeps every sample ever seen
   // (rl_games). Returns shrink (or grow) as a policy learns, often 10-100x, and a return normalizer that remembers
   // the early scale leaves the critic fitting late targets squeezed into a sliver of normalized space: the return
@@ -150,6 +156,8 @@ struct ppo_config {
     }
     gmi::require(!value_symlog || (normalize_value && !popart), "ppo.value_symlog", value_symlog,
                  "false, or true with normalize_value true and popart false (symlog replaces the statistics)");
+    gmi::require(!value_scale_only || (normalize_value && !popart && !value_symlog), "ppo.value_scale_only",
+                 value_scale_only, "false, or true with normalize_value true, popart false and value_symlog false");
     gmi::require(!std::isnan(log_std_min) && log_std_min < std::numeric_limits<float>::infinity(), "ppo.log_std_min",
                  log_std_min, "a number below +inf (-inf: no floor)");
     gmi::require(!std::isnan(log_std_max) && log_std_max > -std::numeric_limits<float>::infinity(), "ppo.log_std_max",
@@ -181,6 +189,13 @@ struct ppo_config {
     nn::validate(network);
   }
 };
+
+// The return normalizer's settings: no clip (targets of any size), epsilon 1e-5f (a float, as it always was), its
+// window, and the value head's mode (standardized, symlog, or scaled by the std only).
+inline nn::normalizer_config value_normalizer_config(const ppo_config& c) {
+  return {.clip = 1e6f, .epsilon = 1e-5f, .window = c.value_normalizer_window, .symlog = c.value_symlog,
+          .center = !c.value_scale_only};
+}
 
 // lr_schedule::linear: the lr of the update that follows `done` updates when the decay spans `span` updates
 // (lr_decay_env_steps / env steps per update): from lr0 down to lr_min in a straight line, then flat. Host and
