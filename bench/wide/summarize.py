@@ -157,6 +157,29 @@ if fused and apart:
                         vs = f"; best / JAX {top / j['median']:.2f} (target >= 2: {'met' if top >= 2 * j['median'] else 'NOT met'})"
                     print(f"  {label:6s} {case:8s} {net:16s}: bf16 / tf32 {q:.2f} "
                           f"(target >= 1: {'met' if q >= 1 else 'NOT met'}){vs}")
+# device_wide10.sh: the backward's input-gradient chain as one kernel (backward wholenet) against today's default
+# (backward auto: cuBLASLt dX products and dz passes), same case, net, envs, precision and kernels; then each
+# against JAX's best training in the same run (target >= 2).
+whole_b = [l for l in lines if l["impl"] == "gmi" and l.get("backward") == "wholenet"]
+auto_b = [l for l in lines if l["impl"] == "gmi" and l.get("backward") == "auto"]
+if whole_b and auto_b:
+    print("backward chain in one kernel (wholenet) against today's default (auto = cublaslt), same run:")
+    for m in whole_b:
+        c = [l for l in auto_b if all(l.get(k) == m.get(k) for k in ("case", "net", "num_envs", "precision", "kernels"))]
+        if not c:
+            continue
+        if m["case"] == "backward":
+            print(f"  backward {m['net']:16s} {m['precision']:5s}: wholenet {m['us_per_pass']:8.1f} auto "
+                  f"{c[0]['us_per_pass']:8.1f} us a forward + backward ({m['forward_us']:.1f} us of it the forward): "
+                  f"{c[0]['us_per_pass'] / m['us_per_pass']:.2f}x")
+            continue
+        j = best("jax_reference", "training", m["net"], m.get("num_envs"))
+        vs = ""
+        if j:
+            vs = (f"; / JAX {m['median'] / j['median']:.2f} (wholenet) {c[0]['median'] / j['median']:.2f} (auto), "
+                  f"target >= 2: {'met' if m['median'] >= 2 * j['median'] else 'NOT met'}")
+        print(f"  training {m['net']:16s} {m['precision']:5s}: wholenet {m['median'] / 1e6:7.3f} auto "
+              f"{c[0]['median'] / 1e6:7.3f} M samples/s: {m['median'] / c[0]['median']:.2f}x{vs}")
 lg = [l for l in lines if l.get("case") == "layer_gemm"]
 if lg:
     print("one layer, 8192 x 512 x 512 (TFLOP/s of the product):")
