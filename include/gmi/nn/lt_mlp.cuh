@@ -370,7 +370,11 @@ class lt_mlp {
     for (int l = last; l >= 0; --l) {
       const int I = L::width(l), O = L::width(l + 1);
       const float* in = l == 0 ? x : acts + n * L::activation_offset(l - 1);
-      if (whole_back_) {  // this layer's dz from the chain kernel
+      // The chain kernel's dz of this layer (TF32: fp32; bf16: bf16 and its tiles' column sums, tiles in order).
+      const float* tile_sums = whole_back_ ? whole_back_->tile_sums(l, n) : nullptr;
+      const float* sums = tile_sums ? tile_sums : partial_.data();
+      const std::size_t sum_chunks = tile_sums ? whole_back_->tiles(n) : detail::lt_sum_chunks(n);
+      if (whole_back_) {
         dz = whole_back_->dz(l, n);
         dz16 = const_cast<__nv_bfloat16*>(whole_back_->dz16(l, n));
       }
@@ -398,17 +402,24 @@ class lt_mlp {
       if (chunks > 1 && gemm_.can_implement(c, A, B, wpart_.data())) {
         // The bias gradient's column partials (unless the dz pass formed them), the product, then one launch
         // sums both.
-        if (!sums_ready) detail::lt_column_partial(dz, n, O, partial_.data(), policy_.stream);
+        if (!sums_ready && !tile_sums) detail::lt_column_partial(dz, n, O, partial_.data(), policy_.stream);
         gemm_.run(c, A, B, wpart_.data(), nullptr, policy_.stream);
         detail::lt_chunk_sum_kernel<<<detail::lt_blocks(count + O, 256), 256, 0, policy_.stream>>>(
-            wpart_.data(), chunks, stride, count, dW, partial_.data(), detail::lt_sum_chunks(n), O, db);
+            wpart_.data(), chunks, stride, count, dW, sums, sum_chunks, O, db);
         GMI_CUDA_TRY(cudaGetLastError());
         ++split_products_;
       } else if (!gemm_.run(s, A, B, dW, db, policy_.stream)) {
         s.epilogue = lt_epilogue::none;
         gemm_.run(s, A, B, dW, nullptr, policy_.stream);
-        if (sums_ready) detail::lt_column_finish(partial_.data(), n, O, db, policy_.stream);
-        else detail::lt_column_sum(dz, n, O, partial_.data(), db, policy_.stream);
+        if (tile_sums) {  // the bias gradient alone: the tiles' sums in order
+          detail::lt_chunk_sum_kernel<<<detail::lt_blocks(O, 256), 256, 0, policy_.stream>>>(
+              nullptr, 0, 0, 0, nullptr, tile_sums, sum_chunks, O, db);
+          GMI_CUDA_TRY(cudaGetLastError());
+        } else if (sums_ready) {
+          detail::lt_column_finish(partial_.data(), n, O, db, policy_.stream);
+        } else {
+          detail::lt_column_sum(dz, n, O, partial_.data(), db, policy_.stream);
+        }
         ++bias_sums_;
       }
       sums_ready = false;

@@ -3,8 +3,10 @@
 // tile of 32 rows, forms the output layer's dz = d_out * OutAct'(y) and then, layer by layer from the top, dX = dz W
 // with mma.sync (the whole-network forward's fragments, wholenet.cuh) and the layer below's dz = dX * Act'(y) in
 // registers, keeping each dz on chip (bf16, or fp32 rounded to TF32) as the next product's input; every layer's dz
-// is also stored (fp32, and bf16 at bf16) for the weight gradients, which stay cuBLASLt products (lt_mlp.cuh: long-K
-// GEMMs over the batch, with the bias gradient in their epilogue or the column sums). Per backward that is one pack
+// is also stored (fp32 at TF32, bf16 at bf16) for the weight gradients, which stay cuBLASLt products (lt_mlp.cuh:
+// long-K GEMMs over the batch, with the bias gradient in their epilogue); at bf16 the kernel also sums each tile's
+// dz per column (a fixed shuffle tree), so the bias gradients are those sums in tile order, finished in the chunked
+// weight gradients' summing launch, and no fp32 dz is stored or read again. Per backward that is one pack
 // of the transposed weights and one kernel instead of L - 1 dX products and L - 1 dz passes (or L with d_x). The
 // rows are independent, so the results do not depend on the grid: the same bits on every run. Every launch is
 // capturable.
@@ -64,13 +66,15 @@ __global__ static void wholenet_pack_t_kernel(const float* __restrict__ params, 
 }
 
 // The chain over rows [0, n): acts is the forward's activation record (lt_mlp's layout), d_out ([n][out]) the
-// gradient of the outputs. dz (fp32, the activation record's layout) receives every layer's dz, dz16 (or null) the
-// same in bf16 (wn_dz16_offset), d_x (or null) the input gradient dz_0 W_0 ([n][in]).
+// gradient of the outputs. dz (or null; fp32, the activation record's layout) receives every layer's dz, dz16 (or
+// null) the same in bf16 (wn_dz16_offset), d_x (or null) the input gradient dz_0 W_0 ([n][in]), part (or null)
+// each tile's column sums of every layer's dz (the bias gradients' first stage: layer l's at part + tiles *
+// activation_offset(l), [tiles][width], each the sum of the tile's rows in a fixed order).
 template <class L, class Act, class OutAct, class T>
 __global__ static void __launch_bounds__(wn_threads, 2)
     wholenet_backward_kernel(const unsigned char* __restrict__ packed, int n, const float* __restrict__ acts,
                              const float* __restrict__ d_out, float* __restrict__ dz, __nv_bfloat16* __restrict__ dz16,
-                             float* __restrict__ d_x) {
+                             float* __restrict__ d_x, float* __restrict__ part) {
   using R = wn_reversed<L>;
   using lay = wholenet_layout<R, T>;
   extern __shared__ __align__(128) unsigned char wn_smem[];
@@ -82,7 +86,7 @@ __global__ static void __launch_bounds__(wn_threads, 2)
   const std::size_t N = static_cast<std::size_t>(n);
   // Layer l's dz of row r, column c: stored fp32 (and bf16), returned for the tile.
   auto store = [&](int l, int w, std::size_t r, int c, float v) {
-    dz[N * L::activation_offset(l) + r * w + c] = v;
+    if (dz) dz[N * L::activation_offset(l) + r * w + c] = v;
     if (dz16) dz16[N * wn_dz16_offset<L>(l) + r * bf16_ld(w) + c] = __float2bfloat16_rn(v);
   };
   constexpr auto layers = std::make_integer_sequence<int, L::count>{};
@@ -102,6 +106,17 @@ __global__ static void __launch_bounds__(wn_threads, 2)
         }
         wn_put<T>(act0 + r * lay::row_bytes, c, v);
       }
+      if (part) {  // the output layer's column sums over the tile's rows, in row order
+        const float* const y = acts + N * L::activation_offset(L::count - 1);
+        for (int c = tid; c < O; c += wn_threads) {
+          float t = 0.0f;
+          for (int r = 0; r < rows; ++r) {
+            const std::size_t at = static_cast<std::size_t>(row0 + r) * O + c;
+            t += d_out[at] * OutAct::grad_from_output(y[at]);
+          }
+          part[static_cast<std::size_t>(tiles) * L::activation_offset(L::count - 1) + static_cast<std::size_t>(tile) * O + c] = t;
+        }
+      }
     }
     __syncthreads();
 
@@ -120,12 +135,14 @@ __global__ static void __launch_bounds__(wn_threads, 2)
                 a_col, acc);
             // c0, c1 at (row g, columns 2t, 2t + 1), c2, c3 at row g + 8.
 #pragma unroll
-            for (int i = 0; i < 2; ++i)
+            for (int q = 0; q < 4; ++q) {
+              const int c = nc * 32 + q * 8 + tq * 2;
+              float s[2] = {0.0f, 0.0f};  // the tile's column sums of dz: this lane's rows, then over the warp
 #pragma unroll
-              for (int q = 0; q < 4; ++q)
+              for (int i = 0; i < 2; ++i)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                  const int r = i * 16 + gq + h * 8, c = nc * 32 + q * 8 + tq * 2;
+                  const int r = i * 16 + gq + h * 8;
                   const std::size_t row = static_cast<std::size_t>(row0 + r);
                   float v[2] = {acc[i][q][2 * h], acc[i][q][2 * h + 1]};
 #pragma unroll
@@ -138,9 +155,23 @@ __global__ static void __launch_bounds__(wn_threads, 2)
                       v[e] *= Act::grad_from_output(y[row * W + c + e]);
                       store(l - 1, W, row, c + e, v[e]);
                     }
+                    s[e] += v[e];
                   }
                   if constexpr (l > 0) wn_put2<T>(out_buf + r * lay::row_bytes, c, v[0], v[1]);
                 }
+              if constexpr (l > 0) {
+                if (part) {  // uniform over the block; the 8 lanes of a column pair (lane bits 2 to 4) in a fixed tree
+#pragma unroll
+                  for (int m = 4; m < 32; m *= 2)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) s[e] += __shfl_xor_sync(0xffffffffu, s[e], m);
+                  float* const p = part + static_cast<std::size_t>(tiles) * L::activation_offset(l - 1) +
+                                   static_cast<std::size_t>(tile) * W;
+                  if (gq == 0 && c < W) p[c] = s[0];
+                  if (gq == 0 && c + 1 < W) p[c + 1] = s[1];
+                }
+              }
+            }
           }
           __syncthreads();  // this layer's dz complete before the next product reads it
         },
@@ -180,8 +211,13 @@ class wholenet_backward {
                  need, "<= " + std::to_string(optin) + " bytes (the device's per-block limit)");
     packed_ = cuda::device_buffer<unsigned>(packed_bytes() / 4);
     packed_.fill_bytes(0, policy_.stream);
-    dz_ = cuda::device_buffer<float>(max_batch * Net::activation_size);
-    if (p == precision::bf16) dz16_ = cuda::device_buffer<__nv_bfloat16>(max_batch * detail::wn_dz16_offset<L>(L::count));
+    max_batch_ = max_batch;
+    if (p == precision::bf16) {  // the weight gradients read dz16; the bias gradients finish from the tiles' sums
+      dz16_ = cuda::device_buffer<__nv_bfloat16>(max_batch * detail::wn_dz16_offset<L>(L::count));
+      part_ = cuda::device_buffer<float>(tiles(max_batch) * Net::activation_size);
+    } else {
+      dz_ = cuda::device_buffer<float>(max_batch * Net::activation_size);
+    }
   }
 
   [[nodiscard]] const char* path() const noexcept { return prec_ == precision::tf32 ? "whole_tf32" : "whole_bf16"; }
@@ -197,18 +233,24 @@ class wholenet_backward {
   // [n][out], d_x: null or [n][in]); afterwards dz(l, n) and dz16(l, n) hold each layer's dz.
   void run(const float* params, const float* acts, const float* d_out, float* d_x, std::size_t n) {
     if (n == 0) return;
-    gmi::require(n <= dz_.size() / Net::activation_size, "wholenet backward rows", n,
-                 "<= " + std::to_string(dz_.size() / Net::activation_size) + " (max_batch)");
+    gmi::require(n <= max_batch_, "wholenet backward rows", n, "<= " + std::to_string(max_batch_) + " (max_batch)");
     if (prec_ == precision::bf16) launch<__nv_bfloat16>(params, acts, d_out, d_x, static_cast<int>(n));
     else launch<float>(params, acts, d_out, d_x, static_cast<int>(n));
   }
-  // Layer l's dz of the last run ([n][width(l + 1)] fp32; bf16 at bf16 with rows of bf16_ld(width(l + 1)), else null).
+  // Layer l's dz of the last run: fp32 [n][width(l + 1)] at TF32 (else null), bf16 with rows of
+  // bf16_ld(width(l + 1)) at bf16 (else null).
   [[nodiscard]] const float* dz(int l, std::size_t n) const {
-    return dz_.data() + n * static_cast<std::size_t>(L::activation_offset(l));
+    return prec_ == precision::bf16 ? nullptr : dz_.data() + n * static_cast<std::size_t>(L::activation_offset(l));
   }
   [[nodiscard]] const __nv_bfloat16* dz16(int l, std::size_t n) const {
     return prec_ == precision::bf16 ? dz16_.data() + n * detail::wn_dz16_offset<L>(l) : nullptr;
   }
+  // At bf16: layer l's dz summed per tile of 32 rows ([tiles(n)][width(l + 1)]; the bias gradient is their sum in
+  // tile order), else null.
+  [[nodiscard]] const float* tile_sums(int l, std::size_t n) const {
+    return prec_ == precision::bf16 ? part_.data() + tiles(n) * static_cast<std::size_t>(L::activation_offset(l)) : nullptr;
+  }
+  static constexpr std::size_t tiles(std::size_t n) { return (n + detail::wn_rows - 1) / detail::wn_rows; }
 
  private:
   template <class T>
@@ -223,10 +265,10 @@ class wholenet_backward {
       GMI_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_, kernel, detail::wn_threads, bytes));
       gmi::require(per_sm_ >= 1, "wholenet backward blocks per SM", per_sm_, ">= 1 at " + std::to_string(bytes) + " bytes");
     }
-    const int tiles = (n + detail::wn_rows - 1) / detail::wn_rows;
-    const int grid = std::max(1, std::min(tiles, sms_ * per_sm_));
+    const int grid = std::max(1, std::min(static_cast<int>(tiles(static_cast<std::size_t>(n))), sms_ * per_sm_));
     kernel<<<grid, detail::wn_threads, bytes, policy_.stream>>>(reinterpret_cast<const unsigned char*>(packed_.data()),
-                                                                 n, acts, d_out, dz_.data(), dz16_.data(), d_x);
+                                                                 n, acts, d_out, dz_.data(), dz16_.data(), d_x,
+                                                                 part_.data());
     GMI_CUDA_TRY(cudaGetLastError());
   }
 
@@ -234,7 +276,8 @@ class wholenet_backward {
   precision prec_;
   int sms_ = 1, per_sm_ = 0;
   cuda::device_buffer<unsigned> packed_;
-  cuda::device_buffer<float> dz_;
+  std::size_t max_batch_ = 0;
+  cuda::device_buffer<float> dz_, part_;  // part_: bf16's per-tile column sums
   cuda::device_buffer<__nv_bfloat16> dz16_;
 };
 
