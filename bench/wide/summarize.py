@@ -17,9 +17,9 @@ print("peak dense GEMM TFLOP/s:", {k: round(v, 1) for k, v in peak.items()})
 
 
 def best(impl, case, net, n):
-    # fuse_dz_sums 0 is device_wide2.sh's "before" (separate dz and bias-sum passes): not this revision's figure
+    # fuse_dz_sums 1 is device_wide2.sh's other setting (off by default since ba47b45): not the default's figure
     c = [l for l in lines if l["impl"] == impl and l.get("case") == case and l.get("net") == net and l.get("num_envs") == n
-         and l.get("fuse_dz_sums", 1) == 1]
+         and l.get("fuse_dz_sums", 0) == 0]
     return max(c, key=lambda l: l["median"]) if c else None
 
 
@@ -42,6 +42,8 @@ for case, ns in (("serving", (4096, 16384)), ("training", (4096,))):
             path = g.get("path") or f"{g.get('collection')}+{g.get('gradient_path')}"
             if g.get("kernels"):
                 path += f", kernels {g['kernels']}"
+            if g.get("backward"):
+                path += f", backward {g['backward']}"
             if "wgrad_chunks" in g:
                 path += f", wgrad chunks {g['wgrad_chunks']}"
             print(f"{case:8s} {net:16s} {n:6d}: gmi {g['median'] / 1e6:8.2f} M ({g['precision']}, {path}, {of_peak(g)}) "
