@@ -17,9 +17,9 @@ print("peak dense GEMM TFLOP/s:", {k: round(v, 1) for k, v in peak.items()})
 
 
 def best(impl, case, net, n):
-    # fuse_dz_sums 0 is device_wide2.sh's "before" (separate dz and bias-sum passes): not this revision's figure
+    # fuse_dz_sums 1 is device_wide2.sh's other setting (off by default since ba47b45): not the default's figure
     c = [l for l in lines if l["impl"] == impl and l.get("case") == case and l.get("net") == net and l.get("num_envs") == n
-         and l.get("fuse_dz_sums", 1) == 1]
+         and l.get("fuse_dz_sums", 0) == 0]
     return max(c, key=lambda l: l["median"]) if c else None
 
 
@@ -42,6 +42,8 @@ for case, ns in (("serving", (4096, 16384)), ("training", (4096,))):
             path = g.get("path") or f"{g.get('collection')}+{g.get('gradient_path')}"
             if g.get("kernels"):
                 path += f", kernels {g['kernels']}"
+            if g.get("backward"):
+                path += f", backward {g['backward']}"
             if "wgrad_chunks" in g:
                 path += f", wgrad chunks {g['wgrad_chunks']}"
             print(f"{case:8s} {net:16s} {n:6d}: gmi {g['median'] / 1e6:8.2f} M ({g['precision']}, {path}, {of_peak(g)}) "
@@ -157,6 +159,29 @@ if fused and apart:
                         vs = f"; best / JAX {top / j['median']:.2f} (target >= 2: {'met' if top >= 2 * j['median'] else 'NOT met'})"
                     print(f"  {label:6s} {case:8s} {net:16s}: bf16 / tf32 {q:.2f} "
                           f"(target >= 1: {'met' if q >= 1 else 'NOT met'}){vs}")
+# device_wide10.sh: the backward's input-gradient chain as one kernel (backward wholenet) against today's default
+# (backward auto: cuBLASLt dX products and dz passes), same case, net, envs, precision and kernels; then each
+# against JAX's best training in the same run (target >= 2).
+whole_b = [l for l in lines if l["impl"] == "gmi" and l.get("backward") == "wholenet"]
+auto_b = [l for l in lines if l["impl"] == "gmi" and l.get("backward") == "auto"]
+if whole_b and auto_b:
+    print("backward chain in one kernel (wholenet) against today's default (auto = cublaslt), same run:")
+    for m in whole_b:
+        c = [l for l in auto_b if all(l.get(k) == m.get(k) for k in ("case", "net", "num_envs", "precision", "kernels"))]
+        if not c:
+            continue
+        if m["case"] == "backward":
+            print(f"  backward {m['net']:16s} {m['precision']:5s}: wholenet {m['us_per_pass']:8.1f} auto "
+                  f"{c[0]['us_per_pass']:8.1f} us a forward + backward ({m['forward_us']:.1f} us of it the forward): "
+                  f"{c[0]['us_per_pass'] / m['us_per_pass']:.2f}x")
+            continue
+        j = best("jax_reference", "training", m["net"], m.get("num_envs"))
+        vs = ""
+        if j:
+            vs = (f"; / JAX {m['median'] / j['median']:.2f} (wholenet) {c[0]['median'] / j['median']:.2f} (auto), "
+                  f"target >= 2: {'met' if m['median'] >= 2 * j['median'] else 'NOT met'}")
+        print(f"  training {m['net']:16s} {m['precision']:5s}: wholenet {m['median'] / 1e6:7.3f} auto "
+              f"{c[0]['median'] / 1e6:7.3f} M samples/s: {m['median'] / c[0]['median']:.2f}x{vs}")
 lg = [l for l in lines if l.get("case") == "layer_gemm"]
 if lg:
     print("one layer, 8192 x 512 x 512 (TFLOP/s of the product):")

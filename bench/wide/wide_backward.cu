@@ -29,11 +29,14 @@ void backward_case(const options& o, const char* net_name) {
   for (const auto& pname : o.training_precisions)
     for (const int wgrad : o.wgrad_chunks)
     for (const int keep16 : o.keep_inputs16)
-    for (const int fuse : o.fuse_dz) {
+    for (const int fuse : o.fuse_dz)
+    for (const auto& bname : o.backward) {
       if (repeats_kept_run(o, keep16, pname)) continue;
       const nn::network_config cfg{.precision = nn::parse_precision(pname, "--training-precisions"),
                                    .kernels = nn::layer_kernels::cublaslt, .weight_grad_chunks = wgrad,
-                                   .keep_bf16_inputs = keep16 != 0, .fuse_dz_sums = fuse != 0};
+                                   .keep_bf16_inputs = keep16 != 0, .fuse_dz_sums = fuse != 0,
+                                   .backward = nn::parse_backward_kernels(bname, "--network-backward")};
+      if (cfg.precision == nn::precision::fp32 && cfg.backward == nn::backward_kernels::wholenet) continue;
       nn::lt_mlp<Mlp> m(gmi::exec::cuda{.stream = s.get()}, n, cfg);
       const double flops = 3.0 * 2.0 * static_cast<double>(Mlp::layers::forward_macs) * n;
       const auto st = measure(o, 1.0, [&](int k) {
@@ -49,7 +52,8 @@ void backward_case(const options& o, const char* net_name) {
       });
       emit(o,
            {{"case", "backward"}, {"net", net_name}, {"precision", pname}, {"rows", n}, {"wgrad_chunks", wgrad},
-            {"keep_inputs16", keep16}, {"fuse_dz_sums", fuse}, {"wgrad_chunks_taken", chunks_taken<Mlp>(cfg, n)}, {"split_products", m.split_products()},
+            {"keep_inputs16", keep16}, {"fuse_dz_sums", fuse}, {"backward", bname},
+            {"backward_path", m.backward_path()}, {"wgrad_chunks_taken", chunks_taken<Mlp>(cfg, n)}, {"split_products", m.split_products()},
             {"bias_sums", m.bias_sums()}, {"metric", "passes_per_s"}, {"us_per_pass", 1e6 / st.median},
             {"forward_us", 1e6 / fw.median},
             {"tflops", flops * st.median / 1e12}},

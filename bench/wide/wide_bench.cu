@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
   options o;
   std::string precisions = "tf32,bf16", training_precisions = "fp32,tf32",
               cases = "peak,serving,cartpole,training,threshold", envs_list = "4096,16384", kernels = "cublaslt",
-              wgrad = "0", keep16 = "1", fuse_dz = "0", training_nets = "shadow_hand,humanoid,ant";
+              wgrad = "0", keep16 = "1", fuse_dz = "0", training_nets = "shadow_hand,humanoid,ant",
+              backward = "auto";
   app.add_option("--reps", o.reps, "windows per case")->check(CLI::Range(1, 50))->capture_default_str();
   app.add_option("--seconds", o.seconds, "seconds per window")->check(CLI::Range(0.01, 60.0))->capture_default_str();
   app.add_option("--precisions", precisions, "serving precisions: fp32, tf32, bf16")->capture_default_str();
@@ -87,6 +88,10 @@ int main(int argc, char** argv) {
                  "passes (network_config::fuse_dz_sums); a list runs each")
       ->capture_default_str();
   app.add_option("--training-networks", training_nets, "networks of the training case: shadow_hand, humanoid, ant")
+      ->capture_default_str();
+  app.add_option("--network-backward", backward,
+                 "training and backward: the backward's input-gradient chain, cublaslt, wholenet (one kernel, "
+                 "tf32 / bf16 only) or auto (network_config::backward); a list runs each")
       ->capture_default_str();
   app.add_option("--cases", cases, "peak, serving, cartpole, training, threshold, layer_gemm, adam, backward")
       ->capture_default_str();
@@ -124,6 +129,8 @@ int main(int argc, char** argv) {
       gmi::require(k == "0" || k == "1", "--fuse-dz-sums", k, "0 or 1");
       o.fuse_dz.push_back(k == "1" ? 1 : 0);
     }
+    o.backward = split(backward);
+    for (const auto& b : o.backward) (void)nn::parse_backward_kernels(b, "--network-backward");
     o.serving_envs.clear();
     for (const auto& e : split(envs_list)) {
       const int n = std::atoi(e.c_str());

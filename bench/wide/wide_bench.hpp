@@ -26,6 +26,8 @@ struct options {
   // network_config::fuse_dz_sums of the training and backward cases (1 the dz pass forms the bias gradient's
   // first stage, 0 separate passes).
   std::vector<int> fuse_dz{0};
+  // network_config::backward of the training and backward cases (cublaslt, wholenet, auto); fp32 skips wholenet.
+  std::vector<std::string> backward{"auto"};
   int training_envs = 4096;
 };
 

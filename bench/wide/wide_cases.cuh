@@ -78,7 +78,8 @@ void training(const options& o, const char* net_name, const std::string& pname, 
               const std::string& kname = "cublaslt") {
   for (const int wgrad : o.wgrad_chunks)
   for (const int keep16 : o.keep_inputs16)
-  for (const int fuse : o.fuse_dz) {
+  for (const int fuse : o.fuse_dz)
+  for (const auto& bname : o.backward) {
     if (repeats_kept_run(o, keep16, pname)) continue;
     gmi::cuda::stream s;
     gmi::rl::ppo_config c;  // defaults: horizon 16, minibatch 8192, 8 epochs
@@ -87,6 +88,8 @@ void training(const options& o, const char* net_name, const std::string& pname, 
     c.network.weight_grad_chunks = wgrad;
     c.network.keep_bf16_inputs = keep16 != 0;
     c.network.fuse_dz_sums = fuse != 0;
+    c.network.backward = nn::parse_backward_kernels(bname, "--network-backward");
+    if (c.network.precision == nn::precision::fp32 && c.network.backward == nn::backward_kernels::wholenet) continue;
     if (c.network.precision == nn::precision::fp32 && c.network.kernels != nn::layer_kernels::cublaslt) return;
     if (std::string(rule) == "wide") c.network.lt_min_width = 1;
     if (std::string(rule) == "narrow") c.network.lt_min_width = 1 << 20;
@@ -114,7 +117,7 @@ void training(const options& o, const char* net_name, const std::string& pname, 
           {"gradient_path", gmi::rl::minibatch_gradient_name<Net>(c.network)},
           {"collection", gmi::rl::collection_path_name<Net>(c.network)},
           {"wgrad_chunks", wgrad}, {"wgrad_chunks_taken", chunks_taken<typename Net::net>(c.network, c.minibatch)},
-          {"keep_inputs16", keep16}, {"fuse_dz_sums", fuse},
+          {"keep_inputs16", keep16}, {"fuse_dz_sums", fuse}, {"backward", bname},
           {"tflops", flops_per_sample * st.median / 1e12},
           {"total_tflops", (flops_per_sample + 2.0 * env_macs) * st.median / 1e12}},
          st);

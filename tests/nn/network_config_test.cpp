@@ -79,6 +79,24 @@ TEST_CASE("nn.network_config.layer_kernels") {
   CHECK_NOTHROW(validate(network_config{.precision = precision::tf32, .kernels = layer_kernels::mma}));
 }
 
+TEST_CASE("nn.network_config.backward_kernels") {
+  CHECK(network_config{}.backward == backward_kernels::automatic);  // auto: cublaslt until measured faster
+  for (const backward_kernels k : {backward_kernels::cublaslt, backward_kernels::wholenet, backward_kernels::automatic})
+    CHECK(parse_backward_kernels(backward_kernels_name(k)) == k);
+  CHECK(parse_backward_kernels("wholenet") == backward_kernels::wholenet);
+  try {
+    parse_backward_kernels("mma", "--net-backward");
+    FAIL("mma was accepted");
+  } catch (const gmi::config_error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("--net-backward") != std::string::npos);
+    CHECK(m.find("mma") != std::string::npos);
+    CHECK(m.find("cublaslt, wholenet or auto") != std::string::npos);
+  }
+  CHECK_THROWS_AS(validate(network_config{.backward = static_cast<backward_kernels>(3)}), gmi::config_error);
+  CHECK_NOTHROW(validate(network_config{.precision = precision::bf16, .backward = backward_kernels::wholenet}));
+}
+
 TEST_CASE("nn.network_config.weight_grad_chunks") {
   constexpr int sms = 132;  // H100 / H200
   const network_config tf32{.precision = precision::tf32}, bf16{.precision = precision::bf16};

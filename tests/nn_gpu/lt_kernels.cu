@@ -39,6 +39,7 @@ lt_run run_with(Impl& b, cudaStream_t s, const std::vector<float>& params, const
   b.backward(p, xd, acts, g, d_params, d_x);
   lt_run r;
   r.path = b.path();
+  if constexpr (requires { b.backward_path(); }) r.backward_path = b.backward_path();
   r.out = download(out, s);
   r.out_inference = download(out2, s);
   r.d_params = download(d_params, s);

@@ -23,7 +23,7 @@ using cartpole_body_net = nn::mlp<nn::layers<4, 32, 32, 2>, nn::elu>;
 enum class lt_net { shadow_hand, humanoid, ant, odd_tanh, odd_relu, cartpole_body };
 
 struct lt_run {
-  std::string path;
+  std::string path, backward_path;  // backward_path: lt_mlp's (its input-gradient chain), else empty
   std::vector<float> out, out_inference, d_params, d_x;
   // The same forward (with record) and backward captured in a CUDA graph and replayed, and the plan counts
   // before and after the capture (no new plans: the replay reuses the eager call's).

@@ -167,6 +167,55 @@ TEST_SUITE("gpu") {
     }
   }
 
+  TEST_CASE("nn_gpu.lt.wholenet_backward_matches_host") {
+    // network_config::backward wholenet (the input-gradient chain as one kernel, wholenet_backward.cuh): outputs,
+    // weight, bias and input gradients against the host in double, the captured replay the same bits, and
+    // against the cuBLASLt backward on the same data within the precision's tolerance; with the cuBLASLt forward
+    // and with the whole-network forward; one tile, a partial tile, more tiles than resident blocks.
+    auto against_cublaslt = [](lt_net net, precision p, std::size_t n, auto tag) {
+      using Net = typename decltype(tag)::type;
+      const auto params = init<Net>(11);
+      const auto x = uniform(n * Net::in, 21, -2, 2);
+      const auto g = uniform(n * Net::out, 31, -1, 1);
+      const auto lt = nn_gpu::run_lt(net, network_config{.precision = p, .backward = backward_kernels::cublaslt},
+                                     false, params, x, g);
+      const auto wb = nn_gpu::run_lt(net, network_config{.precision = p, .backward = backward_kernels::wholenet},
+                                     false, params, x, g);
+      const auto wb2 = nn_gpu::run_lt(net, network_config{.precision = p, .backward = backward_kernels::wholenet},
+                                      false, params, x, g);
+      CHECK(lt.backward_path == std::string("lt_") + precision_name(p));
+      CHECK(wb.backward_path == std::string("whole_") + precision_name(p));
+      auto as_double = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+      const double e_dp = rel_err(wb.d_params, as_double(lt.d_params)), e_dx = rel_err(wb.d_x, as_double(lt.d_x));
+      MESSAGE(wb.backward_path << " vs " << lt.backward_path << " n " << n << ": relative differences d_params "
+                               << e_dp << ", d_x " << e_dx << " (tolerance " << tolerance(p) << ")");
+      CHECK(e_dp < tolerance(p));
+      CHECK(e_dx < tolerance(p));
+      CHECK(wb.out == lt.out);  // the same forward
+      CHECK(wb2.d_params == wb.d_params);
+      CHECK(wb2.d_x == wb.d_x);
+    };
+    for (const precision p : {precision::tf32, precision::bf16}) {
+      CAPTURE(precision_name(p));
+      const network_config wb{.backward = backward_kernels::wholenet};
+      const std::string lt_path = std::string("lt_") + precision_name(p);
+      check<nn_gpu::shadow_hand_net>(lt_net::shadow_hand, p, 300, false, lt_path.c_str(), wb);
+      check<nn_gpu::humanoid_net>(lt_net::humanoid, p, 333, false, lt_path.c_str(), wb);
+      check<nn_gpu::ant_lt_net>(lt_net::ant, p, 1000, false, lt_path.c_str(), wb);
+      for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{301}})
+        check<nn_gpu::odd_tanh_net>(lt_net::odd_tanh, p, n, false, lt_path.c_str(), wb);
+      // with the whole-network forward (the PPO minibatch's pairing)
+      network_config both = wb;
+      both.kernels = layer_kernels::wholenet;
+      const std::string whole_path = std::string("whole_") + precision_name(p);
+      check<nn_gpu::ant_lt_net>(lt_net::ant, p, 1000, false, whole_path.c_str(), both);
+      check<nn_gpu::humanoid_net>(lt_net::humanoid, p, 333, false, whole_path.c_str(), both);
+      against_cublaslt(lt_net::shadow_hand, p, 1024, std::type_identity<nn_gpu::shadow_hand_net>{});
+      against_cublaslt(lt_net::humanoid, p, 2048, std::type_identity<nn_gpu::humanoid_net>{});
+      against_cublaslt(lt_net::ant, p, 9000, std::type_identity<nn_gpu::ant_lt_net>{});
+    }
+  }
+
   TEST_CASE("nn_gpu.lt.odd_sizes_match_host") {
     for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{301}}) {
       CAPTURE(n);

@@ -33,6 +33,7 @@ struct gradient_path_run {
   std::vector<float> params;
   double policy_loss = 0, value_loss = 0;
   std::string path;     // the path taken ("host" for the host trainer)
+  std::string backward_path;  // isaac_ant_kernels_run: the lt_mlp backward's input-gradient chain ("whole_tf32", ...)
   std::string refusal;  // the config_error's message, where refused
 };
 gradient_path_run cartpole_iteration(const std::string& path);
@@ -40,5 +41,7 @@ gradient_path_run wide_proxy_iteration(const std::string& path);
 gradient_path_run isaac_ant_iteration(const std::string& path);  // 60-256-128-64-8: weights from global memory
 // `iterations` GPU PPO iterations (the second on replays the captured graph) of the Ant network from seed 7, its
 // batched collection and gemm gradients in `precision` (tf32, bf16) with the layer kernels `kernels` (cublaslt,
-// mma: network_config::kernels); path: the lt_mlp path the trainer's gradient ran ("lt_tf32", "mma_bf16", ...).
-gradient_path_run isaac_ant_kernels_run(const std::string& precision, const std::string& kernels, int iterations);
+// mma: network_config::kernels) and the backward's chain `backward` (network_config::backward); path: the lt_mlp
+// path the trainer's gradient ran ("lt_tf32", "mma_bf16", ...).
+gradient_path_run isaac_ant_kernels_run(const std::string& precision, const std::string& kernels, int iterations,
+                                        const std::string& backward = "auto");

@@ -20,12 +20,14 @@ static_assert(gmi::rl::detail::tile_gradient<isaac_ant_net>::fits && !gmi::rl::d
 // 256 units wide: a wide network (rl/wide_rule.hpp), so the cuBLASLt products ("gemm") by default.
 static_assert(gmi::rl::detail::minibatch_gradient<isaac_ant_net>::default_path == gmi::rl::detail::gradient_path::gemm);
 
-gradient_path_run isaac_ant_kernels_run(const std::string& precision, const std::string& kernels, int iterations) {
+gradient_path_run isaac_ant_kernels_run(const std::string& precision, const std::string& kernels, int iterations,
+                                        const std::string& backward) {
   gmi::rl::ppo_config c;
   c.minibatch = 8192;
   c.epochs = 2;
   c.network.precision = gmi::nn::parse_precision(precision);
   c.network.kernels = gmi::nn::parse_layer_kernels(kernels);
+  c.network.backward = gmi::nn::parse_backward_kernels(backward);
   gmi::cuda::stream s;
   gmi::rl::ppo_trainer<gmi::envs::ant_proxy, isaac_ant_net, gmi::exec::cuda> t(512, 7, c, {},
                                                                                gmi::exec::cuda{.stream = s.get()});
@@ -38,7 +40,9 @@ gradient_path_run isaac_ant_kernels_run(const std::string& precision, const std:
   const auto l = t.losses();
   r.policy_loss = l.policy_loss;
   r.value_loss = l.value_loss;
-  r.path = gmi::nn::lt_mlp<typename isaac_ant_net::net>(gmi::exec::cuda{.stream = s.get()}, 1, c.network).path();
+  const gmi::nn::lt_mlp<typename isaac_ant_net::net> m(gmi::exec::cuda{.stream = s.get()}, 1, c.network);
+  r.path = m.path();
+  r.backward_path = m.backward_path();
   return r;
 }
 gradient_path_run isaac_ant_iteration(const std::string& path) {

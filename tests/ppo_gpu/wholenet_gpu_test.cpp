@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <exception>
 #include <string>
 
 #include "rel_diff.hpp"
@@ -60,6 +61,38 @@ TEST_SUITE("gpu") {
       CHECK(wn.value_loss == doctest::Approx(lt.value_loss).epsilon(0.05));
       CHECK(isaac_ant_kernels_run(p, "wholenet", 3).params == wn.params);
     }
+  }
+
+  // The backward's input-gradient chain as one kernel (network_config::backward wholenet) in PPO on the Ant
+  // network, with the cuBLASLt and the whole-network forward: parameters after three iterations (graph replays
+  // included) within the precision's tolerance of the cuBLASLt backward's, the same bits on a rerun; and fp32
+  // refuses it in one line.
+  TEST_CASE("ppo_gpu.wholenet_backward_matches_cublaslt" * doctest::timeout(120)) {
+    for (const char* p : {"tf32", "bf16"})
+      for (const char* k : {"cublaslt", "wholenet"}) {
+        CAPTURE(p);
+        CAPTURE(k);
+        const auto lt = isaac_ant_kernels_run(p, k, 3, "cublaslt");
+        const auto wb = isaac_ant_kernels_run(p, k, 3, "wholenet");
+        CHECK(lt.backward_path == std::string("lt_") + p);
+        CHECK(wb.backward_path == std::string("whole_") + p);
+        const double d = rel_diff(wb.params, lt.params), tol = std::string(p) == "tf32" ? 5e-3 : 2e-2;
+        MESSAGE("PPO Ant " << p << ", forward " << k << ", 3 iterations: wholenet vs cublaslt backward, parameters "
+                           << "differ by " << d << " (relative, tolerance " << tol << "); value loss "
+                           << wb.value_loss << " vs " << lt.value_loss);
+        CHECK(d < tol);
+        CHECK(std::isfinite(wb.value_loss));
+        CHECK(wb.value_loss == doctest::Approx(lt.value_loss).epsilon(0.05));
+        CHECK(isaac_ant_kernels_run(p, k, 3, "wholenet").params == wb.params);
+      }
+    std::string refusal;
+    try {
+      (void)isaac_ant_kernels_run("fp32", "cublaslt", 1, "wholenet");
+    } catch (const std::exception& e) {
+      refusal = e.what();
+    }
+    MESSAGE("fp32 with the backward wholenet: " << refusal);
+    CHECK(refusal.find("network backward wholenet: precision") != std::string::npos);
   }
 
   // The default kernels ("auto", rl/wide_rule.hpp) reach the tiers: serving the Ant network takes wholenet at

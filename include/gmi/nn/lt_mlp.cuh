@@ -12,7 +12,9 @@
 // layer's forward and input-gradient product is instead one own tensor-core kernel (fused_gemm.cuh) with the
 // activation / the dz = dX * Act'(y) in its epilogue; the weight gradients stay cuBLASLt. Every call is capturable
 // in a CUDA graph. With kernels wholenet (TF32, bf16) a forward without an activation record is one kernel for the
-// whole network (wholenet.cuh); forwards with a record and the backward run as with cublaslt.
+// whole network (wholenet.cuh); forwards with a record and the backward run as with cublaslt. With
+// network_config::backward wholenet (TF32, bf16) the backward's input-gradient chain is one kernel
+// (wholenet_backward.cuh) and the weight gradients are cuBLASLt products over the dz it kept.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -35,6 +37,7 @@
 #include <gmi/nn/mlp.hpp>
 #include <gmi/nn/network_config.hpp>
 #include <gmi/nn/wholenet.cuh>
+#include <gmi/nn/wholenet_backward.cuh>
 
 namespace gmi::nn {
 
@@ -176,6 +179,7 @@ class lt_mlp {
     validate(cfg);
     gmi::require(max_batch >= 1, "lt_mlp max_batch", max_batch, ">= 1");
     if (cfg.kernels == layer_kernels::wholenet) whole_.emplace(policy, cfg.precision);
+    if (cfg.backward == backward_kernels::wholenet) whole_back_.emplace(policy, cfg.precision, max_batch);
     work_ = cuda::device_buffer<float>(2 * max_batch * Net::max_width);
     partial_ = cuda::device_buffer<float>(detail::lt_sum_chunks(max_batch) * Net::max_width);
     {  // the split weight gradients' partials: sized for the most chunks any batch up to max_batch can take
@@ -219,12 +223,19 @@ class lt_mlp {
     if (mma_) return cfg_.precision == precision::tf32 ? "mma_tf32" : "mma_bf16";
     return cfg_.precision == precision::fp32 ? "lt_fp32" : cfg_.precision == precision::tf32 ? "lt_tf32" : "lt_bf16";
   }
+  // The backward's input-gradient chain: "whole_tf32" / "whole_bf16" (network_config::backward wholenet), else
+  // "mma_*" (kernels mma) or "lt_*".
+  [[nodiscard]] const char* backward_path() const noexcept {
+    if (whole_back_) return whole_back_->path();
+    return whole_ ? (cfg_.precision == precision::tf32 ? "lt_tf32" : "lt_bf16") : path();
+  }
   // Whether the layers run the own tensor-core kernels (network_config::kernels mma at tf32 or bf16).
   [[nodiscard]] bool uses_mma() const noexcept { return mma_; }
   // The stream later calls enqueue on (the plans do not depend on it).
   void set_stream(cudaStream_t s) noexcept {
     policy_.stream = s;
     if (whole_) whole_->set_stream(s);
+    if (whole_back_) whole_back_->set_stream(s);
   }
   // The whole-network kernel (kernels wholenet), for callers that feed it their own input and output functors;
   // nullptr otherwise.
@@ -343,20 +354,30 @@ class lt_mlp {
     const bool bf16 = cfg_.precision == precision::bf16;
     const int N = static_cast<int>(n);
     constexpr int last = Net::count - 1;
-    if (bf16 ? !bf16_weights_ready : mma_) convert_weights(params);
+    // The chain kernel packs its own weights; the weight gradients read none.
+    if (whole_back_) whole_back_->run(params, acts, d_out, d_x, n);
+    else if (bf16 ? !bf16_weights_ready : mma_) convert_weights(params);
     const bool kept16 = bf16 && (bf16_weights_ready || inputs16_ready) && rec16_rows_ == n;  // the forward's bf16 inputs (rec16_)
     int dz_slot = 1;  // the own kernels' backward: dz16 alternates between h16 slots 1 and 2
     __nv_bfloat16* in16 = bf16 ? h16(0) : nullptr;  // the layer's input in bf16
     __nv_bfloat16* dz16 = bf16 ? h16(1) : nullptr;  // the layer's dz in bf16
     const float* dz = d_out;
     bool sums_ready = false;  // partial_ holds stage one of dz's column sums (the dz pass formed it)
-    if (bf16 || !std::is_same_v<OutAct, identity>) {
+    if (!whole_back_ && (bf16 || !std::is_same_v<OutAct, identity>)) {
       dz = dz_pass<OutAct>(d_out, acts + n * L::activation_offset(last), n, Net::out, buffer(last, n), dz16);
       sums_ready = cfg_.fuse_dz_sums;
     }
     for (int l = last; l >= 0; --l) {
       const int I = L::width(l), O = L::width(l + 1);
       const float* in = l == 0 ? x : acts + n * L::activation_offset(l - 1);
+      // The chain kernel's dz of this layer (TF32: fp32; bf16: bf16 and its tiles' column sums, tiles in order).
+      const float* tile_sums = whole_back_ ? whole_back_->tile_sums(l, n) : nullptr;
+      const float* sums = tile_sums ? tile_sums : partial_.data();
+      const std::size_t sum_chunks = tile_sums ? whole_back_->tiles(n) : detail::lt_sum_chunks(n);
+      if (whole_back_) {
+        dz = whole_back_->dz(l, n);
+        dz16 = const_cast<__nv_bfloat16*>(whole_back_->dz16(l, n));
+      }
       if (kept16) in16 = rec16_.data() + n * lay::in16_offset(l);
       else if (bf16) to_bf16(in, n, I, in16);
       // dW^T (I x O, column-major) = X^T (I x n) dZ (n x O); the bias gradient = the sum of dZ over the samples.
@@ -381,21 +402,28 @@ class lt_mlp {
       if (chunks > 1 && gemm_.can_implement(c, A, B, wpart_.data())) {
         // The bias gradient's column partials (unless the dz pass formed them), the product, then one launch
         // sums both.
-        if (!sums_ready) detail::lt_column_partial(dz, n, O, partial_.data(), policy_.stream);
+        if (!sums_ready && !tile_sums) detail::lt_column_partial(dz, n, O, partial_.data(), policy_.stream);
         gemm_.run(c, A, B, wpart_.data(), nullptr, policy_.stream);
         detail::lt_chunk_sum_kernel<<<detail::lt_blocks(count + O, 256), 256, 0, policy_.stream>>>(
-            wpart_.data(), chunks, stride, count, dW, partial_.data(), detail::lt_sum_chunks(n), O, db);
+            wpart_.data(), chunks, stride, count, dW, sums, sum_chunks, O, db);
         GMI_CUDA_TRY(cudaGetLastError());
         ++split_products_;
       } else if (!gemm_.run(s, A, B, dW, db, policy_.stream)) {
         s.epilogue = lt_epilogue::none;
         gemm_.run(s, A, B, dW, nullptr, policy_.stream);
-        if (sums_ready) detail::lt_column_finish(partial_.data(), n, O, db, policy_.stream);
-        else detail::lt_column_sum(dz, n, O, partial_.data(), db, policy_.stream);
+        if (tile_sums) {  // the bias gradient alone: the tiles' sums in order
+          detail::lt_chunk_sum_kernel<<<detail::lt_blocks(O, 256), 256, 0, policy_.stream>>>(
+              nullptr, 0, 0, 0, nullptr, tile_sums, sum_chunks, O, db);
+          GMI_CUDA_TRY(cudaGetLastError());
+        } else if (sums_ready) {
+          detail::lt_column_finish(partial_.data(), n, O, db, policy_.stream);
+        } else {
+          detail::lt_column_sum(dz, n, O, partial_.data(), db, policy_.stream);
+        }
         ++bias_sums_;
       }
       sums_ready = false;
-      if (l == 0 && !d_x) break;
+      if (whole_back_ || (l == 0 && !d_x)) continue;  // the chain kernel formed dX and every dz
       if (mma_) {  // dX W product with the layer below's dz = dX * Act'(y) in its epilogue
         float* dst = l > 0 ? buffer(l - 1, n) : d_x;
         __nv_bfloat16* next16 = (bf16 && l > 0) ? h16_slot(3 - dz_slot) : nullptr;
@@ -522,6 +550,7 @@ class lt_mlp {
   std::size_t rec16_rows_ = 0;                           // its rows (0: none kept)
   cuda::device_buffer<float> wt32_;                        // the own kernels' transposed TF32 weights
   std::optional<wholenet<Net>> whole_;                     // kernels wholenet: the forward without a record
+  std::optional<wholenet_backward<Net>> whole_back_;       // backward wholenet: the input-gradient chain
 };
 
 }  // namespace gmi::nn

@@ -55,6 +55,26 @@ inline layer_kernels parse_layer_kernels(std::string_view s, std::string_view wh
   throw gmi::config_error(gmi::got_need(what, std::string(s), "cublaslt, mma, wholenet or auto"));
 }
 
+// Which kernels run the backward's input-gradient chain (dX = dZ W and dz = dX * Act'(y) below each layer) at tf32
+// / bf16; the weight gradients stay cuBLASLt products in all.
+enum class backward_kernels {
+  cublaslt,   // per layer a cuBLASLt dX product and a dz pass (or the own product with kernels mma)
+  wholenet,   // the whole chain as one kernel, dz kept on chip between layers (wholenet_backward.cuh)
+  automatic,  // "auto": cublaslt until a GPU run shows wholenet faster (bench/wide/device_wide10.sh)
+};
+
+inline constexpr const char* backward_kernels_name(backward_kernels k) {
+  return k == backward_kernels::cublaslt ? "cublaslt" : k == backward_kernels::wholenet ? "wholenet" : "auto";
+}
+
+// "cublaslt" | "wholenet" | "auto"; anything else is a config_error naming the flag.
+inline backward_kernels parse_backward_kernels(std::string_view s, std::string_view what = "network backward") {
+  if (s == "cublaslt") return backward_kernels::cublaslt;
+  if (s == "wholenet") return backward_kernels::wholenet;
+  if (s == "auto") return backward_kernels::automatic;
+  throw gmi::config_error(gmi::got_need(what, std::string(s), "cublaslt, wholenet or auto"));
+}
+
 struct network_config {
   // fp32 until the learning suite shows tf32/bf16 reach the same returns.
   nn::precision precision = nn::precision::fp32;
@@ -83,6 +103,8 @@ struct network_config {
   // passes in PPO training on one H200 (bench/results/wide/*-ba47b45-wide2*): the fused pass's column partials
   // cost more than the pass they save at these widths.
   bool fuse_dz_sums = false;
+  // The backward's input-gradient chain at tf32 / bf16 (fp32 refuses wholenet): auto takes cublaslt.
+  backward_kernels backward = backward_kernels::automatic;
 };
 
 // Largest cap of weight_grad_chunks.
@@ -108,6 +130,8 @@ inline void validate(const network_config& c) {
                "0 to 1024");
   const int k = static_cast<int>(c.kernels);
   gmi::require(k >= 0 && k <= 3, "network kernels", k, "cublaslt (0), mma (1), wholenet (2) or auto (3)");
+  const int b = static_cast<int>(c.backward);
+  gmi::require(b >= 0 && b <= 2, "network backward", b, "cublaslt (0), wholenet (1) or auto (2)");
   gmi::require(c.weight_grad_chunks >= 0 && c.weight_grad_chunks <= max_weight_grad_chunks,
                "network weight_grad_chunks", c.weight_grad_chunks, "0 (auto) to 64");
 }

@@ -98,33 +98,78 @@ __device__ inline void wn_put2(unsigned char* row, int c, float v0, float v1) {
 // q = 0, 1 the columns nb * 16 + lane / 4, q = 2, 3 eight columns further; q = 0, 2 K bytes ks * 32 + (lane % 4) * 4,
 // q = 1, 3 sixteen bytes further: the m16n8k16 (bf16) / m16n8k8 (TF32) B fragments of two 8-column tiles, as
 // fused_gemm.cuh's ldmatrix gives them. Zero past the layer's rows and columns.
+// Word w of the packed layout of L (wholenet_layout<L, T>) from at(l, n, k): layer l's weight of output column n
+// and input k (only called for n < L::width(l + 1), k < L::width(l); zero elsewhere). The forward's pack reads W,
+// the backward's (wholenet_backward.cuh) W transposed.
+template <class L, class T, class At>
+__device__ inline unsigned wn_packed_word(std::size_t w, At at) {
+  using lay = wholenet_layout<L, T>;
+  const std::size_t byte = w * 4;
+  int l = 0;
+  while (l + 1 < L::count && byte >= lay::offset(l + 1)) ++l;
+  const std::size_t local = byte - lay::offset(l);
+  const int frag = static_cast<int>(local / wn_frag), within = static_cast<int>(local % wn_frag);
+  const int lane = within / 16, q = (within % 16) / 4;
+  const int nb = frag / lay::ksteps(l), ks = frag % lay::ksteps(l);
+  const int n = nb * 16 + (q / 2) * 8 + lane / 4;
+  const int kbyte = ks * 32 + (q % 2) * 16 + (lane % 4) * 4;
+  const int I = L::width(l), O = L::width(l + 1);
+  auto get = [&](int k) { return n < O && k < I ? at(l, n, k) : 0.0f; };
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const int k = kbyte / 2;
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(get(k), get(k + 1));
+    return *reinterpret_cast<const unsigned*>(&pair);
+  } else {
+    return to_tf32(__float_as_uint(get(kbyte / 4)));
+  }
+}
+
+// The packed weights: word w of layer l's fragment (block nb of 16 columns, K step ks) for lane `lane`, register q:
+// q = 0, 1 the columns nb * 16 + lane / 4, q = 2, 3 eight columns further; q = 0, 2 K bytes ks * 32 + (lane % 4) * 4,
+// q = 1, 3 sixteen bytes further: the m16n8k16 (bf16) / m16n8k8 (TF32) B fragments of two 8-column tiles, as
+// fused_gemm.cuh's ldmatrix gives them. Zero past the layer's rows and columns.
 template <class L, class T>
 __global__ static void wholenet_pack_kernel(const float* __restrict__ params, unsigned* __restrict__ packed) {
-  using lay = wholenet_layout<L, T>;
-  constexpr std::size_t words = lay::weight_bytes / 4;
+  constexpr std::size_t words = wholenet_layout<L, T>::weight_bytes / 4;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t w = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < words; w += stride) {
-    const std::size_t byte = w * 4;
-    int l = 0;
-    while (l + 1 < L::count && byte >= lay::offset(l + 1)) ++l;
-    const std::size_t local = byte - lay::offset(l);
-    const int frag = static_cast<int>(local / wn_frag), within = static_cast<int>(local % wn_frag);
-    const int lane = within / 16, q = (within % 16) / 4;
-    const int nb = frag / lay::ksteps(l), ks = frag % lay::ksteps(l);
-    const int n = nb * 16 + (q / 2) * 8 + lane / 4;
-    const int kbyte = ks * 32 + (q % 2) * 16 + (lane % 4) * 4;
-    const int I = L::width(l), O = L::width(l + 1);
-    const float* W = params + L::weight_offset(l);
-    auto at = [&](int k) { return n < O && k < I ? W[static_cast<std::size_t>(n) * I + k] : 0.0f; };
-    unsigned word;
-    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-      const int k = kbyte / 2;
-      const __nv_bfloat162 pair = __floats2bfloat162_rn(at(k), at(k + 1));
-      word = *reinterpret_cast<const unsigned*>(&pair);
+  auto at = [&](int l, int n, int k) { return params[L::weight_offset(l) + static_cast<std::size_t>(n) * L::width(l) + k]; };
+  for (std::size_t w = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < words; w += stride)
+    packed[w] = wn_packed_word<L, T>(w, at);
+}
+
+// One warp's 32 x 32 chunk of a layer's outputs: acc = the tile's activations (shared memory at in_addr, rows of
+// RowBytes) times the chunk's packed fragments (wb: the chunk's first fragment plus lane * 16; in shared memory or
+// read through the read-only cache), KS mma steps of K. a_row, a_col: the lane's ldmatrix row and byte column.
+template <class T, int KS, int RowBytes, bool WSmem>
+__device__ inline void wn_chunk_product(unsigned in_addr, const unsigned char* wb, int a_row, int a_col,
+                                        float (&acc)[2][4][4]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
+#pragma unroll 4
+  for (int ks = 0; ks < KS; ++ks) {
+    unsigned a[2][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+      ldmatrix_x4(in_addr + static_cast<unsigned>((i * 16 + a_row) * RowBytes + ks * 32 + a_col), a[i]);
+    uint4 b0, b1;
+    const uint4* p0 = reinterpret_cast<const uint4*>(wb + static_cast<std::size_t>(ks) * wn_frag);
+    const uint4* p1 = reinterpret_cast<const uint4*>(wb + static_cast<std::size_t>(KS + ks) * wn_frag);
+    if constexpr (WSmem) {
+      b0 = *p0;
+      b1 = *p1;
     } else {
-      word = to_tf32(__float_as_uint(at(kbyte / 4)));
+      b0 = __ldg(p0);
+      b1 = __ldg(p1);
     }
-    packed[w] = word;
+    const unsigned b[2][4] = {{b0.x, b0.y, b0.z, b0.w}, {b1.x, b1.y, b1.z, b1.w}};
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) mma_16x8<T>(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
   }
 }
 
@@ -206,35 +251,8 @@ __global__ static void __launch_bounds__(wn_threads, WSmem ? 1 : 2)
               record16 && !last ? record16 + static_cast<std::size_t>(n) * lt_layout_of<L>::in16_offset(l + 1) : nullptr;
           for (int nc = warp; nc < NC; nc += wn_threads / 32) {
             float acc[2][4][4];
-#pragma unroll
-            for (int i = 0; i < 2; ++i)
-#pragma unroll
-              for (int j = 0; j < 4; ++j)
-#pragma unroll
-                for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
-            const unsigned char* const wb = wl + static_cast<std::size_t>(nc * 2) * KS * wn_frag + lane * 16;
-#pragma unroll 4
-            for (int ks = 0; ks < KS; ++ks) {
-              unsigned a[2][4];
-#pragma unroll
-              for (int i = 0; i < 2; ++i)
-                ldmatrix_x4(in_addr + static_cast<unsigned>((i * 16 + a_row) * lay::row_bytes + ks * 32 + a_col), a[i]);
-              uint4 b0, b1;
-              const uint4* p0 = reinterpret_cast<const uint4*>(wb + static_cast<std::size_t>(ks) * wn_frag);
-              const uint4* p1 = reinterpret_cast<const uint4*>(wb + static_cast<std::size_t>(KS + ks) * wn_frag);
-              if constexpr (WSmem) {
-                b0 = *p0;
-                b1 = *p1;
-              } else {
-                b0 = __ldg(p0);
-                b1 = __ldg(p1);
-              }
-              const unsigned b[2][4] = {{b0.x, b0.y, b0.z, b0.w}, {b1.x, b1.y, b1.z, b1.w}};
-#pragma unroll
-              for (int i = 0; i < 2; ++i)
-#pragma unroll
-                for (int j = 0; j < 4; ++j) mma_16x8<T>(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
-            }
+            wn_chunk_product<T, KS, lay::row_bytes, WSmem>(
+                in_addr, wl + static_cast<std::size_t>(nc * 2) * KS * wn_frag + lane * 16, a_row, a_col, acc);
             // c0, c1 at (row g, columns 2t, 2t + 1), c2, c3 at row g + 8.
 #pragma unroll
             for (int i = 0; i < 2; ++i)

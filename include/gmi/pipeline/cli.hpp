@@ -260,6 +260,9 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "GPU trainer: the kernels of the wide layers at tf32/bf16: cublaslt (products, separate activation "
                  "passes), mma (gmi's tensor-core kernel with the activation fused), wholenet (the whole forward in "
                  "one kernel) or auto (the measured rule of rl/wide_rule.hpp); default auto");
+  app.add_option("--net-backward", o.net_backward,
+                 "GPU trainer: the wide backward's input-gradient chain at tf32/bf16: cublaslt (a product and a dz "
+                 "pass per layer), wholenet (one kernel, dz kept on chip) or auto (cublaslt); default auto");
   app.add_option("--checkpoint", o.checkpoint_path, "save the training state here at the end (and <path>.safetensors)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save every N iterations")->check(detail::non_negative_number());
   app.add_option("--resume", o.resume_path, "continue from a checkpoint saved by --checkpoint (over GMIs: its manifest)")

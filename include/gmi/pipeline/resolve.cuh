@@ -103,6 +103,7 @@ void validate(train_config<Pipeline>& o) {
   }
   if (!o.net_precision.empty()) o.ppo.network.precision = nn::parse_precision(o.net_precision, "--net-precision");
   if (!o.net_kernels.empty()) o.ppo.network.kernels = nn::parse_layer_kernels(o.net_kernels, "--net-kernels");
+  if (!o.net_backward.empty()) o.ppo.network.backward = nn::parse_backward_kernels(o.net_backward, "--net-backward");
   o.ppo.validate();
   rl::request_collection_path(o.collection);
   if constexpr (Pipeline::layout_type::trains) (void)rl::collection_path_name<typename Pipeline::network>(o.ppo.network);

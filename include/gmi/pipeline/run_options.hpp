@@ -102,7 +102,8 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"value_normalizer_window", c.value_normalizer_window},
           {"reward_scaling", c.reward_scaling},
           {"net_precision", nn::precision_name(c.network.precision)},
-          {"net_kernels", nn::layer_kernels_name(c.network.kernels)}};
+          {"net_kernels", nn::layer_kernels_name(c.network.kernels)},
+          {"net_backward", nn::backward_kernels_name(c.network.backward)}};
   if (c.schedule == rl::lr_schedule::linear) j["lr_decay_env_steps"] = c.lr_decay_env_steps;
   if (c.value_scale_only) j["value_scale_only"] = true;
   if (c.reward_scaling) {
@@ -194,6 +195,8 @@ struct run_options {
   std::string net_precision;
   // The wide layers' kernels at tf32/bf16 ("" keeps ppo.network's: cublaslt; or mma).
   std::string net_kernels;
+  // The backward's input-gradient chain at tf32/bf16 ("" keeps ppo.network's: auto, today cublaslt; or wholenet).
+  std::string net_backward;
   int max_policy_lag = 4;   // split layout: rollouts acted with weights more updates old are dropped
   // split layout: rollouts each serving GMI may have queued for the trainer (its channel link's slots: the
   // back-pressure bound). Fewer slots did not lower the lag and left the trainer waiting more (docs/training.md).

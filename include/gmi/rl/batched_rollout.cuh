@@ -128,6 +128,12 @@ nn::network_config with_rule_kernels(const nn::network_config& cfg, kernels_use 
   return resolve_layer_kernels(cfg, use, mlp::max_width, rows, fits);
 }
 
+// The rollout's network runs only forwards: no backward chain kernel (network_config::backward) to build.
+inline nn::network_config forward_only(nn::network_config cfg) {
+  cfg.backward = nn::backward_kernels::cublaslt;
+  return cfg;
+}
+
 // The per-step pieces over n environments of E with policy Net (an actor-critic whose ::net is an mlp).
 template <gmi::env E, class Net>
 class batched_rollout {
@@ -141,7 +147,7 @@ class batched_rollout {
   // env_params: the env batch's params (their table bound: the linear proxies' products read it).
   batched_rollout(std::size_t num_envs, const typename E::params& env_params, const nn::network_config& cfg,
                   exec::cuda policy)
-      : n_(num_envs), policy_(policy), forward_(policy, 2 * num_envs, cfg),
+      : n_(num_envs), policy_(policy), forward_(policy, 2 * num_envs, forward_only(cfg)),
         dynamics_(num_envs, cfg.precision, table_of(env_params, policy.stream)),
         inputs_(2 * n_ * O), outputs_(2 * n_ * (D + 1)), actions_(n_ * A), rewards_(n_), final_obs_(n_ * O),
         terminated_(n_), truncated_(n_), words_(n_) {
