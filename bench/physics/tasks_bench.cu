@@ -20,267 +20,43 @@
 // kernels' shared slices to measure (floats a thread for each stage's hottest arrays, physics/stage_shared.hpp; -1:
 // auto), a pass each, each line carrying the slice asked, the slice a thread got and the floats each of stages 0-3
 // placed in it.
+//
+// main parses the options and picks the task by name; each task's measurements are compiled in their own file
+// (tasks_bench_<task>.cu instantiates task_bench<task>, tasks_bench.cuh), so that the tasks compile in parallel.
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
-#include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <gmi/cuda/buffer.hpp>
-#include <gmi/cuda/event.hpp>
-#include <gmi/cuda/stream.hpp>
+#include <gmi/core/error.hpp>
 #include <gmi/envs/ant.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/isaac_ant.hpp>
 #include <gmi/envs/isaac_humanoid.hpp>
 #include <gmi/metrics/run_info.hpp>
-#include <gmi/metrics/summary.hpp>
-#include <gmi/physics/batch_local.cuh>
-#include <gmi/physics/batch_warp.cuh>
 #include <gmi/physics/stage_shared.hpp>
 #include <gmi/physics/step_path.hpp>
 #include <gmi/physics/thread_shared.hpp>
-#include <gmi/rl/env_batch.cuh>
-#include <gmi/rl/physics_env_step.cuh>
+
+#include "tasks_bench.hpp"
 
 namespace {
-// Calls f.template operator()<T>() for the physics task named `name` (main checks the names first).
+using physics_tasks_bench::options;
+using physics_tasks_bench::task_bench;
+
+// Calls f.template operator()<task_bench<T>>() for the physics task T named `name` (main checks the names first).
 template <class F>
 void with_task(const std::string& name, F&& f) {
-  if (name == "ant") f.template operator()<gmi::envs::ant>();
-  if (name == "humanoid") f.template operator()<gmi::envs::humanoid>();
-  if (name == "anymal") f.template operator()<gmi::envs::anymal>();
-  if (name == "isaac_ant") f.template operator()<gmi::envs::isaac_ant>();
-  if (name == "isaac_humanoid") f.template operator()<gmi::envs::isaac_humanoid>();
-}
-
-template <class T>
-struct random_actions {
-  float* act;
-  std::uint64_t step;
-  __device__ void operator()(std::size_t i) const {
-    gmi::rng r(99, step * (1ull << 32) + i);
-    for (int k = 0; k < T::act_dim; ++k) act[i * T::act_dim + k] = r.uniform(-1.0f, 1.0f);
-  }
-};
-
-struct options {
-  std::string out, run_id, git, tasks = "ant,humanoid,anymal";
-  std::vector<int> envs{4096, 16384, 65536};
-  int reps = 5, steps = 50, warmup = 10;
-  bool physics_only = false;
-  bool compare_paths = false;
-  bool driver_paths = false;
-  std::string physics_step;  // gmi::physics::request_step_path: "", auto, threads, warp, staged
-  std::vector<int> warps_per_block{0};
-  std::vector<int> staged_blocks{0};  // the staged path's blocks to measure (0: physics::default_staged_block)
-  std::vector<int> staged_shared{0};  // physics::request_staged_shared_reals for the staged path, one pass each
-  std::vector<int> tile_lanes{32};
-  std::vector<std::string> solver_rows{"shared"};
-  std::vector<int> thread_shared{0};  // physics::request_thread_shared_reals for the thread path, one pass each
-  bool thread_max_l1 = false;          // a second pass of the plain kernel (slice 0) with the largest L1
-  // The thread passes: (slice, largest L1) in order.
-  [[nodiscard]] std::vector<std::pair<int, bool>> thread_passes() const {
-    std::vector<std::pair<int, bool>> p;
-    for (const int s : thread_shared) {
-      p.emplace_back(s, false);
-      if (s == 0 && thread_max_l1) p.emplace_back(0, true);
-    }
-    return p;
-  }
-};
-
-// Physics steps per env step of a task.
-template <class T>
-int substeps_of() {
-  const typename T::params p{};
-  return T::physics_substeps(p);
-}
-
-template <class T>
-void bench_physics(const options& o, const gmi::metrics::run_info& run, std::ofstream& file) {
-  using M = typename T::sim::model_type;
-  const int sub = substeps_of<T>();
-  for (const int n : o.envs) {
-    gmi::cuda::stream stream;
-    gmi::physics::local_batch<M> b(n, stream.get());
-    std::vector<float> ctrl(std::size_t(T::sim::nu) * n);
-    for (int u = 0; u < T::sim::nu; ++u)
-      for (int e = 0; e < n; ++e) ctrl[std::size_t(u) * n + e] = 0.8f * std::sin(0.1f * e + u);
-    GMI_CUDA_TRY(cudaMemcpyAsync(b.ctrl(), ctrl.data(), ctrl.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                 stream.get()));
-    for (int s = 0; s < o.warmup; ++s) b.step(stream.get(), sub);
-    gmi::cuda::event start(gmi::cuda::event::timing::enabled), stop(gmi::cuda::event::timing::enabled);
-    std::vector<double> rates;
-    for (int r = 0; r < o.reps; ++r) {
-      start.record(stream.get());
-      for (int s = 0; s < o.steps; ++s) b.step(stream.get(), sub);
-      stop.record(stream.get());
-      stop.synchronize();
-      rates.push_back(double(n) * o.steps * sub / (elapsed_ms(start, stop) * 1e-3));
-    }
-    nlohmann::json line =
-        gmi::metrics::result_line(run, "physics", "gmi", "steps_per_s", gmi::metrics::summarize(rates));
-    line.update({{"task", T::name}, {"num_envs", n}, {"gmis_per_gpu", 1}, {"partition", "none"}, {"gpus", 1},
-                 {"steps_per_rep", o.steps * sub}, {"physics_only", true}, {"precision", "float"},
-                 {"layout", "local scratch, thread per env (batch_local.cuh)"},
-                 {"bytes_per_env", b.bytes_per_env()}, {"scratch_bytes_per_env", b.scratch_bytes_per_env()}});
-    std::cout << line.dump() << std::endl;
-    if (file) file << line.dump() << '\n';
-  }
-}
-
-// Env steps per second (physics only) of one batch layout B over the task's substeps per launch.
-template <class T, class B>
-void bench_path(const options& o, const gmi::metrics::run_info& run, std::ofstream& file, B& b, int n,
-                const char* path, nlohmann::json extra, cudaStream_t s) {
-  const int sub = substeps_of<T>();
-  std::vector<float> ctrl(std::size_t(T::sim::nu) * n);
-  for (int u = 0; u < T::sim::nu; ++u)
-    for (int e = 0; e < n; ++e) ctrl[std::size_t(u) * n + e] = 0.8f * std::sin(0.1f * e + u);
-  GMI_CUDA_TRY(cudaMemcpyAsync(b.ctrl(), ctrl.data(), ctrl.size() * sizeof(float), cudaMemcpyHostToDevice, s));
-  for (int k = 0; k < o.warmup; ++k) b.step(s, sub);
-  gmi::cuda::event start(gmi::cuda::event::timing::enabled), stop(gmi::cuda::event::timing::enabled);
-  std::vector<double> rates;
-  for (int r = 0; r < o.reps; ++r) {
-    start.record(s);
-    for (int k = 0; k < o.steps; ++k) b.step(s, sub);
-    stop.record(s);
-    stop.synchronize();
-    rates.push_back(double(n) * o.steps / (elapsed_ms(start, stop) * 1e-3));
-  }
-  nlohmann::json line =
-      gmi::metrics::result_line(run, "physics", "gmi", "steps_per_s", gmi::metrics::summarize(rates));
-  line.update({{"task", T::name}, {"num_envs", n}, {"gmis_per_gpu", 1}, {"partition", "none"}, {"gpus", 1},
-               {"steps_per_rep", o.steps}, {"substeps", sub}, {"physics_only", true}, {"precision", "float"},
-               {"what", "env steps, physics only (the task's substeps each), fixed controls"}, {"path", path},
-               {"bytes_per_env", b.bytes_per_env()}});
-  line.update(extra);
-  std::cout << line.dump() << std::endl;
-  if (file) file << line.dump() << '\n';
-}
-
-template <class T>
-void compare_paths(const options& o, const gmi::metrics::run_info& run, std::ofstream& file) {
-  using M = typename T::sim::model_type;
-  for (const int n : o.envs) {
-    gmi::cuda::stream stream;
-    {
-      gmi::physics::local_batch<M> b(n, stream.get());
-      bench_path<T>(o, run, file, b, n, "thread_per_env",
-                    {{"layout", "batch_local.cuh"}, {"scratch_bytes_per_env", b.scratch_bytes_per_env()}},
-                    stream.get());
-    }
-    for (const int lanes : o.tile_lanes) {
-      for (const std::string& rows : o.solver_rows) {
-        for (const int w : o.warps_per_block) {
-          const gmi::physics::tile_layout layout{lanes != 0 ? lanes : gmi::physics::default_tile_lanes(M::sizes()),
-                                                 rows == "global"};
-          gmi::physics::warp_batch<M> b(n, stream.get(), w, layout);
-          const gmi::physics::tile_plan& plan = b.plan();
-          bench_path<T>(o, run, file, b, n, "warp_per_env",
-                        {{"layout", "batch_warp.cuh"}, {"lanes", layout.lanes}, {"solver_rows", rows},
-                         {"envs_per_block", plan.envs_per_block}, {"warps_per_block", b.warps_per_block()},
-                         {"resident_envs_per_sm", plan.resident_envs_per_sm}, {"blocks", b.blocks()},
-                         {"registers_per_thread", plan.registers_per_thread},
-                         {"tile_max_registers", GMI_PHYSICS_TILE_MAX_REGISTERS},
-                         {"shared_bytes_per_block", b.shared_bytes()},
-                         {"scratch_bytes_per_env", b.scratch_bytes_per_env(layout)},
-                         {"spill_bytes", b.spill_bytes()}},
-                        stream.get());
-        }
-      }
-    }
-  }
-}
-
-// Env steps per second through env_batch; paths: the params.step_path values to measure, one line each.
-template <class T>
-void bench_task(const options& o, const gmi::metrics::run_info& run, std::ofstream& file,
-                const std::vector<gmi::physics::step_path>& paths = {gmi::physics::step_path::automatic}) {
-  for (const int n : o.envs) {
-    for (const gmi::physics::step_path path : paths) {
-      gmi::cuda::stream stream;
-      typename T::params params{};
-      params.step_path = path;
-      gmi::rl::env_batch<T, gmi::exec::cuda> b(n, 1, params, gmi::exec::cuda{stream.get()});
-      gmi::cuda::device_buffer<float> obs(std::size_t(n) * T::obs_dim), act(std::size_t(n) * T::act_dim), rew(n);
-      gmi::cuda::device_buffer<std::uint8_t> te(n), tr(n);
-      b.reset(obs.span(), stream.get());
-      std::uint64_t step = 0;
-      auto steps = [&](int count) {
-        for (int s = 0; s < count; ++s) {
-          gmi::exec::for_each(gmi::exec::cuda{stream.get()}, n, random_actions<T>{act.data(), step++});
-          b.step(act, obs.span(), rew.span(), te.span(), tr.span(), stream.get());
-        }
-      };
-      steps(o.warmup);
-      gmi::cuda::event start(gmi::cuda::event::timing::enabled), stop(gmi::cuda::event::timing::enabled);
-      std::vector<double> rates;
-      for (int r = 0; r < o.reps; ++r) {
-        start.record(stream.get());
-        steps(o.steps);
-        stop.record(stream.get());
-        stop.synchronize();
-        rates.push_back(double(n) * o.steps / (elapsed_ms(start, stop) * 1e-3));
-      }
-      const gmi::rl::episode_stats stats = b.read_stats(stream.get());
-      const typename T::params p{};
-      nlohmann::json line =
-          gmi::metrics::result_line(run, "physics", "gmi", "steps_per_s", gmi::metrics::summarize(rates));
-      line.update({{"task", T::name}, {"num_envs", n}, {"gmis_per_gpu", 1}, {"partition", "none"}, {"gpus", 1},
-                   {"steps_per_rep", o.steps}, {"physics_only", false}, {"precision", "float"},
-                   {"what", "env steps: physics + observation + reward + auto-reset, random actions"},
-                   {"layout", "env_batch: state word-major"},
-                   {"driver", "env_batch<exec::cuda>::step (training and serving's env driver)"},
-                   {"path", gmi::rl::env_step_path_name(b)},
-                   {"chosen", gmi::rl::env_step_path_name<T>(typename T::params{}, std::size_t(n))},
-                   {"asked", gmi::physics::step_path_name(path)},
-                   {"solver_iterations", p.solver_iterations}, {"solver_tolerance", p.solver_tolerance},
-                   {"physics_dt", T::sim::model_type::options().timestep},
-                   {"physics_substeps", T::physics_substeps(p)},
-                   {"control_dt", T::sim::model_type::options().timestep * T::physics_substeps(p)},
-                   {"state_bytes_per_env", sizeof(typename T::state)},
-                   {"scratch_bytes_per_env", T::sim::scratch_reals * sizeof(float)},
-                   {"episodes_finished", stats.episodes}, {"mean_episode_length", stats.mean_length()}});
-      if (std::string(gmi::rl::env_step_path_name(b)) == "staged_per_env") {
-        const int block = gmi::physics::requested_staged_block();
-        const int slice = gmi::rl::staged_slice_reals_for(std::size_t(n), block);
-        std::vector<int> placed;
-        for (int k = 0; k < gmi::physics::step_stages; ++k)
-          placed.push_back(gmi::physics::stage_shared_used(T::sim::sizes_v, k, slice));
-        line.update({{"staged_block", block},
-                     {"staged_shared_reals", gmi::physics::requested_staged_shared_reals()},
-                     {"staged_slice_reals", slice}, {"staged_slice_floats_per_stage", placed},
-                     {"staged_kernels_per_step", 2 + gmi::physics::step_stages * T::physics_substeps(p)},
-                     {"staged_bytes_per_env", gmi::rl::staged_bytes<T>(1)}});
-      } else if (std::string(gmi::rl::env_step_path_name(b)) == "warp_per_env") {
-        const gmi::physics::tile_plan plan = gmi::rl::warp_env_plan<T>();
-        line.update({{"lanes", plan.layout.lanes}, {"solver_rows", plan.layout.spill_rows ? "global" : "shared"},
-                     {"envs_per_block", plan.envs_per_block}, {"resident_envs_per_sm", plan.resident_envs_per_sm},
-                     {"registers_per_thread", plan.registers_per_thread}, {"shared_bytes_per_block", plan.shared_bytes},
-                     {"tile_max_registers", GMI_PHYSICS_TILE_MAX_REGISTERS},
-                     {"shared_bytes_per_env",
-                      gmi::physics::warp_batch<typename T::sim::model_type>::scratch_bytes_per_env(plan.layout)}});
-      } else {
-        const int slice = gmi::rl::physics_thread_shared_reals<T>();
-        line.update({{"thread_min_blocks", gmi::rl::physics_thread_min_blocks}, {"thread_shared_reals", slice},
-                     {"thread_max_l1", slice == 0 && gmi::physics::requested_thread_max_l1()},
-                     {"thread_shared_used", gmi::physics::thread_shared_used(T::sim::sizes_v, slice)},
-                     {"thread_kernel", slice > 0 ? "physics_thread_shared_kernel (128 a block, launch bound 4)"
-                                                 : "physics_thread_step_kernel (256 a block, launch bound "
-                                                   "GMI_PHYSICS_THREAD_MIN_BLOCKS)"}});
-      }
-      std::cout << line.dump() << std::endl;
-      if (file) file << line.dump() << '\n';
-    }
-  }
+  if (name == "ant") f.template operator()<task_bench<gmi::envs::ant>>();
+  if (name == "humanoid") f.template operator()<task_bench<gmi::envs::humanoid>>();
+  if (name == "anymal") f.template operator()<task_bench<gmi::envs::anymal>>();
+  if (name == "isaac_ant") f.template operator()<task_bench<gmi::envs::isaac_ant>>();
+  if (name == "isaac_humanoid") f.template operator()<task_bench<gmi::envs::isaac_humanoid>>();
 }
 }  // namespace
 
@@ -345,7 +121,7 @@ int main(int argc, char** argv) {
     if (!o.out.empty()) file.open(o.out, std::ios::app);
     for (const auto& name : names) {
       if (o.compare_paths) {
-        with_task(name, [&]<class T>() { compare_paths<T>(o, run, file); });
+        with_task(name, [&]<class B>() { B::compare_paths(o, run, file); });
         continue;
       }
       if (o.driver_paths) {
@@ -362,13 +138,13 @@ int main(int argc, char** argv) {
           if (pass >= 0)
             gmi::physics::request_tile_layout(o.tile_lanes[pass / o.solver_rows.size()],
                                               o.solver_rows[pass % o.solver_rows.size()]);
-          with_task(name, [&]<class T>() { bench_task<T>(o, run, file, paths); });
+          with_task(name, [&]<class B>() { B::driver(o, run, file, paths); });
         }
         gmi::physics::request_tile_layout(0, "global");  // the default layout again, for the next task's rule
         continue;
       }
       if (o.physics_only) {
-        with_task(name, [&]<class T>() { bench_physics<T>(o, run, file); });
+        with_task(name, [&]<class B>() { B::physics(o, run, file); });
         continue;
       }
       for (const int block : o.staged_blocks)  // only the staged path reads these two: one pass each
@@ -378,7 +154,7 @@ int main(int argc, char** argv) {
           for (const auto& [reals, l1] : o.thread_passes()) {
             gmi::physics::request_thread_shared_reals(reals);
             gmi::physics::request_thread_max_l1(l1);
-            with_task(name, [&]<class T>() { bench_task<T>(o, run, file); });
+            with_task(name, [&]<class B>() { B::driver(o, run, file); });
           }
         }
       gmi::physics::request_staged_block(0);
