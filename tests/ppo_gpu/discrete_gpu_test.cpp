@@ -53,7 +53,7 @@ TEST_SUITE("gpu") {
         std::string stats;
         for (std::size_t k = 0; k < gpu.stats.size() && k < host.stats.size(); ++k)
           stats += " " + std::to_string(gpu.stats[k]) + "/" + std::to_string(host.stats[k]);
-        MESSAGE(task << " " << path << ": max |g| " << gmax << ", " << n << " of " << gpu.grads.size()
+        MESSAGE(task_name << " " << path_name << ": max |g| " << gmax << ", " << n << " of " << gpu.grads.size()
                      << " gradients differ by more than 1e-4 of it:" << where << " | params "
                      << worst(gpu.params, host.params) << " | gpu vs its data recomputed on host "
                      << worst(gpu.grads, gpu.recomputed_grads) << " | host vs recomputed "
@@ -85,7 +85,7 @@ TEST_SUITE("gpu") {
                 where += " " + std::to_string(k);
               }
             }
-            MESSAGE(task << ", " << iterations << " it, " << std::string(path) << ": " << n << " of "
+            MESSAGE(std::string(task) << ", " << iterations << " it, " << std::string(path) << ": " << n << " of "
                          << gpu.params.size() << " weights differ by more than 1e-4:" << where
                          << " | obs " << worst(gpu.first_obs, host.first_obs) << " | values "
                          << worst(gpu.first_values, host.first_values) << " | rewards "
