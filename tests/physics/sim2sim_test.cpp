@@ -1,0 +1,111 @@
+// gmi.tool.sim2sim's comparison (sim2sim.hpp) on a tiny policy: PPO trained on host threads for a few iterations on
+// gmi::physics (the ant and Isaac Gym's ant), saved as the examples save (.gmi), then evaluated on gmi::physics and
+// on MuJoCo: the result is deterministic (the same on another run and thread count), the episodes' first steps
+// follow gmi's, the ratio is near 1, a heavier torso in MuJoCo's model shows, and checkpoints of another task or
+// network are refused.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include <gmi/rl/ppo.hpp>
+
+#include "sim2sim.hpp"
+
+namespace {
+namespace s2s = gmi::sim2sim;
+
+// PPO on E (the examples' network) for `iterations` iterations of 64 environments on host threads, saved to a
+// .gmi file in the temporary folder; returns its path.
+template <class E>
+std::string trained(int iterations) {
+  gmi::rl::ppo_config c;
+  c.minibatch = 256;
+  gmi::rl::ppo_trainer<E, s2s::example_net<E>, gmi::exec::host> t(64, 1, c);
+  for (int i = 0; i < iterations; ++i) t.iterate();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("gmi_sim2sim_" + std::string(E::name) + ".gmi")).string();
+  gmi::io::save(t.save_state(), path);
+  return path;
+}
+
+s2s::options short_run(const std::string& checkpoint) {
+  s2s::options o;
+  o.checkpoint = checkpoint;
+  o.builtin_dir = GMI_BUILTIN_MODELS;
+  o.episodes = 8;
+  o.max_steps = 120;
+  o.threads = 2;
+  return o;
+}
+
+s2s::result run(const s2s::options& o) { return s2s::compare_task(gmi::io::load(o.checkpoint), o); }
+
+std::string refusal(const s2s::options& o, const gmi::io::checkpoint& ck) {
+  try {
+    (void)s2s::compare_task(ck, o);
+  } catch (const gmi::config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void report(const char* what, const s2s::result& r) {
+  MESSAGE(what << ": return gmi " << r.return_gmi << ", MuJoCo " << r.return_mujoco << ", ratio " << r.ratio()
+               << ", length " << r.len_gmi << " vs " << r.len_mujoco << ", same end " << r.same_end << " of "
+               << r.episodes << ", first steps' obs diff " << r.early_obs_diff);
+}
+
+// The checks every task gets: deterministic, the first steps close, the ratio near 1; a torso 3x heavier in
+// MuJoCo's model shows in the first steps and in the returns.
+void check_task(const std::string& checkpoint, double early_bound) {
+  s2s::options o = short_run(checkpoint);
+  const s2s::result a = run(o);
+  report("as trained", a);
+  o.threads = 1;
+  const s2s::result b = run(o);
+  CHECK(a.returns_gmi == b.returns_gmi);
+  CHECK(a.returns_mujoco == b.returns_mujoco);
+  CHECK(a.early_obs_diff == b.early_obs_diff);
+  CHECK(a.early_obs_diff < early_bound);
+  CHECK(std::fabs(a.ratio() - 1.0) < 0.1);
+  o.torso_mass_scale = 3.0;
+  const s2s::result heavy = run(o);
+  report("torso 3x heavier on MuJoCo", heavy);
+  CHECK(heavy.early_obs_diff > 10 * early_bound);
+  CHECK(std::fabs(heavy.ratio() - 1.0) > 2 * std::fabs(a.ratio() - 1.0));
+}
+}  // namespace
+
+TEST_SUITE("cpu") {
+  TEST_CASE("physics.sim2sim_tool.ant_policy_on_mujoco_follows_gmi") {
+    check_task(trained<gmi::envs::ant>(3), 0.05);
+  }
+
+  TEST_CASE("physics.sim2sim_tool.isaac_ant_policy_on_mujoco_follows_gmi") {
+    check_task(trained<gmi::envs::isaac_ant>(3), 0.5);
+  }
+
+  TEST_CASE("physics.sim2sim_tool.wrong_checkpoints_are_refused") {
+    const std::string path = trained<gmi::envs::ant>(1);
+    const gmi::io::checkpoint ck = gmi::io::load(path);
+    s2s::options o = short_run(path);
+    o.task = "humanoid";
+    CHECK(refusal(o, ck).find("task: got ant, need humanoid") != std::string::npos);
+    o.task = "walker";
+    CHECK(refusal(o, ck).find("task: got walker, need one of ant") != std::string::npos);
+    o.task = "";
+    gmi::io::checkpoint other = ck;
+    other.meta["param_count"] = 12345;
+    CHECK(refusal(o, other).find("param_count: got 12345") != std::string::npos);
+    other = ck;
+    other.meta["format"] = "gmi sac trainer";
+    CHECK(refusal(o, other).find("format: got \"gmi sac trainer\"") != std::string::npos);
+    o.episodes = 0;
+    CHECK(refusal(o, ck).find("--episodes: got 0, need >= 1") != std::string::npos);
+    o.episodes = 8;
+    o.torso_mass_scale = -1;
+    CHECK(refusal(o, ck).find("--torso-mass-scale: got -1") != std::string::npos);
+  }
+}
