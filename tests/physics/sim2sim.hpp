@@ -71,8 +71,7 @@ struct result {
   const auto text = [&](const char* key) {
     return ck.meta.contains(key) && ck.meta[key].is_string() ? ck.meta[key].get<std::string>() : std::string();
   };
-  require(text("format") == "gmi ppo trainer", "checkpoint " + file + " format",
-          ck.meta.contains("format") ? ck.meta["format"].dump() : std::string("none"),
+  require(text("format") == "gmi ppo trainer", "checkpoint " + file + " format", text("format"),
           "\"gmi ppo trainer\" (a .gmi file saved by an example's --checkpoint)");
   return text("task");
 }
@@ -88,8 +87,10 @@ policy read_policy(const io::checkpoint& ck, const std::string& file) {
   const std::string task = task_of(ck, file);
   require(task == E::name, "checkpoint " + file + " task", task, std::string(E::name) + " (the task evaluated)");
   const auto need = [&](const char* key, long long want, const std::string& why) {
-    const std::string got = ck.meta.contains(key) ? ck.meta[key].dump() : std::string("none");
-    require(got == std::to_string(want), "checkpoint " + file + " " + key, got, std::to_string(want) + " (" + why + ")");
+    const bool integer = ck.meta.contains(key) && ck.meta[key].is_number_integer();
+    require(integer, "checkpoint " + file + " " + key, "none", std::to_string(want) + " (" + why + ")");
+    const long long got = ck.meta[key].get<long long>();
+    require(got == want, "checkpoint " + file + " " + key, got, std::to_string(want) + " (" + why + ")");
   };
   need("obs_dim", E::obs_dim, std::string(E::name) + "'s observation size");
   need("act_dim", E::act_dim, std::string(E::name) + "'s action size");
@@ -119,17 +120,18 @@ policy read_policy(const io::checkpoint& ck, const std::string& file) {
   return actors::mujoco::model_ptr(m, actors::mujoco::model_deleter{});
 }
 
-// One deterministic episode of environment i of `sims` (reset_one, step_one as rl::env_batch_view and
-// mujoco::sim have them): its return, length and first `keep` observations (obs_dim each).
+// One deterministic episode of environment i of `sims` (step_one as rl::env_batch_view and mujoco::sim have it)
+// from its first observation `first` (its reset's): its return, length and first `keep` observations.
 struct episode {
   double ret = 0;
   int length = 0;
   std::vector<float> first_obs;
 };
 template <class Net, int ObsDim, class Sim>
-episode run_episode(Sim& sims, std::size_t i, const policy& pol, const nn::normalizer_view& norm, int keep) {
+episode run_episode(Sim& sims, std::size_t i, const float* first, const policy& pol, const nn::normalizer_view& norm,
+                    int keep) {
   float o[ObsDim], on[ObsDim], out[Net::dist_dim], a[Net::act_dim], v;
-  sims.reset_one(i, o);
+  std::copy_n(first, ObsDim, o);
   episode e;
   for (;;) {
     if (e.length < keep) e.first_obs.insert(e.first_obs.end(), o, o + ObsDim);
@@ -169,8 +171,11 @@ result compare(const io::checkpoint& ck, const options& o) {
   const nn::normalizer_view nv = norm.view();
   std::vector<episode> on_gmi(n), on_mujoco(n);
   exec::for_each(threads, n, [&](std::size_t i) {
-    on_gmi[i] = run_episode<Net, E::obs_dim>(view, i, pol, nv, o.compare_steps);
-    on_mujoco[i] = run_episode<Net, E::obs_dim>(mj, i, pol, nv, o.compare_steps);
+    // Both from their environment's first reset (env_batch::reset drew gmi's above).
+    float mj_first[E::obs_dim];
+    mj.reset_one(i, mj_first);
+    on_gmi[i] = run_episode<Net, E::obs_dim>(view, i, first.data() + i * E::obs_dim, pol, nv, o.compare_steps);
+    on_mujoco[i] = run_episode<Net, E::obs_dim>(mj, i, mj_first, pol, nv, o.compare_steps);
   });
 
   result r;
