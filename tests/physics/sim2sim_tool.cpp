@@ -73,27 +73,28 @@ int main(int argc, char** argv) {
     bad(e.what());
   }
   const char* rev = std::getenv("GMI_GIT_REVISION");
-  const nlohmann::json line = {{"bench", "sim2sim"},
-                               {"task", r.task},
-                               {"metric", "return_ratio"},
-                               {"episodes", r.episodes},
-                               {"return_gmi", r.return_gmi},
-                               {"return_mujoco", r.return_mujoco},
-                               {"ratio", r.ratio()},
-                               {"len_gmi", r.len_gmi},
-                               {"len_mujoco", r.len_mujoco},
-                               {"same_end", r.same_end},
-                               {"early_obs_diff", r.early_obs_diff},
-                               {"compare_steps", o.compare_steps},
-                               {"seed", o.seed},
-                               {"torso_mass_scale", o.torso_mass_scale},
-                               {"mujoco", mj_versionString()},
-                               {"git", rev && *rev ? rev : "unknown"},
-                               {"device", "host"}};
+  const nlohmann::ordered_json line = {{"bench", "sim2sim"},
+                                       {"task", r.task},
+                                       {"metric", "return_ratio"},
+                                       {"episodes", r.episodes},
+                                       {"return_gmi", r.return_gmi},
+                                       {"return_mujoco", r.return_mujoco},
+                                       {"ratio", r.ratio()},
+                                       {"len_gmi", r.len_gmi},
+                                       {"len_mujoco", r.len_mujoco},
+                                       {"same_end", r.same_end},
+                                       {"early_obs_diff", r.early_obs_diff},
+                                       {"compare_steps", o.compare_steps},
+                                       {"seed", o.seed},
+                                       {"torso_mass_scale", o.torso_mass_scale},
+                                       {"mujoco", mj_versionString()},
+                                       {"git", rev && *rev ? rev : "unknown"},
+                                       {"device", "host"}};
   std::printf("%s\n", line.dump().c_str());
   std::printf("sim2sim %s: return on MuJoCo %.2f / on gmi %.2f = %.3f (target >= 0.9: %s); episode length %.1f vs %.1f "
               "over %d episodes, %d ended at the same step; first %d steps' observations within %.3g\n",
-              r.task.c_str(), r.return_mujoco, r.return_gmi, r.ratio(), r.ratio() >= 0.9 ? "met" : "NOT met",
+              r.task.c_str(), r.return_mujoco, r.return_gmi, r.ratio(),
+              !(r.return_gmi > 0) ? "undefined, the return on gmi is not positive" : r.ratio() >= 0.9 ? "met" : "NOT met",
               r.len_mujoco, r.len_gmi, r.episodes, r.same_end, o.compare_steps, r.early_obs_diff);
   return 0;
 }
