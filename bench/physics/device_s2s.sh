@@ -3,11 +3,12 @@
 # default PPO, 64-64 network) trains on the GPU with NUM_ENVS environments (default 16384) for TRAIN_S seconds of
 # training (default 40), the tasks concurrently as separate processes, and saves its checkpoint (--checkpoint);
 # then gmi.tool.sim2sim (tests/physics/sim2sim_tool.cpp) evaluates each policy on CPU, EPISODES deterministic
-# episodes (default 64) on gmi::physics (host) and on MuJoCo (Debian's libmujoco from .carry/debs, double) with the
+# episodes (default 32) on gmi::physics (host) and on MuJoCo (Debian's libmujoco from .carry/debs, double) with the
 # same MJCF file, start states, observation and reward code, the tasks in parallel over the machine's cores.
 # Target: return on MuJoCo / return on gmi >= 0.9 for every task.
 # Tasks: TASKS (default "ant humanoid anymal isaac_ant isaac_humanoid"). The whole script stays within BUDGET_S
-# (default 330 s, the build included: ~230 s cold at -j16); every step has a timeout cut to the time left.
+# (default 330 s, the build included: ~230 s cold at -j16); every step has a timeout cut to the time left, and the
+# training is cut below TRAIN_S when the build leaves less (the lines' "train_seconds" says how long it trained).
 # Environment: OUT (results), BUILD (default /tmp/build: the gpu preset with GMI_BUILD_ALL_TASK_EXAMPLES=ON and
 # MuJoCo and pugixml unpacked from .carry/debs), JOBS (default 16), CUDA_VISIBLE_DEVICES (the caller's GPU).
 # Output under $OUT:
@@ -26,7 +27,7 @@ source bench/actors/unpack_mujoco.sh
 budget_s=${BUDGET_S:-330}
 train_s=${TRAIN_S:-40}
 num_envs=${NUM_ENVS:-16384}
-episodes=${EPISODES:-64}
+episodes=${EPISODES:-32}
 export JOBS=${JOBS:-16}
 read -r -a tasks <<< "${TASKS:-ant humanoid anymal isaac_ant isaac_humanoid}"
 for v in "$budget_s" "$train_s" "$num_envs" "$episodes" "$JOBS"; do
@@ -48,8 +49,10 @@ say() { echo "$*" | tee -a "$summary"; }
 configure_build -DGMI_BUILD_ALL_TASK_EXAMPLES=ON
 cmake --build "$build" --target help 2>/dev/null | grep -q "gmi.tool.sim2sim" ||
   { say "device_s2s.sh: gmi.tool.sim2sim is not a target of $build (MuJoCo or pugixml not found: configure.log)"; exit 1; }
-# Keep about 75 s for training (TRAIN_S + start) and the evaluation.
-build_s=$(( $(left) - train_s - 35 ))
+# Keep 70 s after the build: at least 15 s of training, 20 s for the examples' start and save, 35 s to evaluate.
+eval_reserve_s=35
+start_reserve_s=20
+build_s=$(( $(left) - 15 - start_reserve_s - eval_reserve_s ))
 (( build_s >= 30 )) || { say "device_s2s.sh: ${build_s} s left for the build, need >= 30"; exit 1; }
 build_targets "$build_s"
 
@@ -57,10 +60,9 @@ build_targets "$build_s"
 # (gmi::run saves at the stop, then evaluates 256 episodes on the host, which this script does not wait for).
 ckpts=/tmp/gmi-s2s-checkpoints
 rm -rf "$ckpts" && mkdir -p "$ckpts"
-t_train=$(( $(left) - 30 ))  # wall-clock for the trainings, start and save included
-(( t_train >= 20 )) || { say "device_s2s.sh: ${t_train} s left for training, need >= 20"; exit 1; }
-run_train_s=$(( train_s < t_train - 15 ? train_s : t_train - 15 ))
-(( run_train_s >= 5 )) || run_train_s=5
+t_train=$(( $(left) - eval_reserve_s ))  # wall-clock for the trainings, start and save included
+(( t_train >= start_reserve_s + 5 )) || { say "device_s2s.sh: ${t_train} s left for training, need >= $((start_reserve_s + 5))"; exit 1; }
+run_train_s=$(( train_s < t_train - start_reserve_s ? train_s : t_train - start_reserve_s ))
 declare -A pid
 for t in "${tasks[@]}"; do
   timeout "$t_train" "$build/examples/task_ppo/gmi.example.${t}_ppo" --device gpu --num-envs "$num_envs" --seed 1 \
@@ -86,7 +88,7 @@ done
 # Evaluation: every task at once on the CPU, the cores shared out.
 threads=$(( $(nproc) / ${#tasks[@]} ))
 (( threads >= 1 )) || threads=1
-t_eval=$(( $(left) - 5 ))
+t_eval=$(( $(left) - 3 ))
 (( t_eval >= 5 )) || t_eval=5
 echo "== sim2sim: $episodes episodes per task, $threads threads each (limit ${t_eval} s)"
 declare -A epid
