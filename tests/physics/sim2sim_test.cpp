@@ -1,13 +1,14 @@
 // gmi.tool.sim2sim's comparison (sim2sim.hpp) on a tiny policy: PPO trained on host threads for a few iterations on
 // gmi::physics (every physics task), saved as the examples save (.gmi), then evaluated on gmi::physics and
-// on MuJoCo: the result is deterministic (the same on another run and thread count), the episodes' first steps
-// follow gmi's, the ratio is near 1, a heavier torso in MuJoCo's model shows, and checkpoints of another task or
+// on MuJoCo: the gmi side is gmi's own deterministic evaluation (rl::mode_episodes), the result is deterministic
+// (the same on another run and thread count), the episodes' first steps follow gmi's, the ratio is near 1, a heavier torso in MuJoCo's model shows, and checkpoints of another task or
 // network are refused.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -62,13 +63,37 @@ void report(const char* what, const s2s::result& r) {
                << r.episodes << ", first steps' obs diff " << r.early_obs_diff);
 }
 
-// The checks every task gets: deterministic (another run, one thread instead of two), the first 10 steps'
-// observations within early_bound of gmi's, the ratio within 1%; a torso 3x heavier in MuJoCo's model shows in the
-// first steps (10x the bound) and moves the ratio further from 1.
+// gmi's own deterministic evaluation (rl::mode_episodes, what a training run's end line reports) of the
+// checkpoint's policy on o.episodes environments of E seeded o.seed: the mean return the tool's gmi side must give.
+template <class E>
+double gmi_evaluation(const s2s::options& o) {
+  using Net = s2s::example_net<E>;
+  const gmi::io::checkpoint ck = gmi::io::load(o.checkpoint);
+  const auto params = ck.get<float>("policy.params", std::size_t(Net::param_count));
+  const auto stats = ck.get<double>("obs_norm.stats", 1 + 2 * std::size_t(E::obs_dim));
+  typename E::params p{};
+  p.max_steps = o.max_steps;
+  gmi::rl::env_batch<E, gmi::exec::host> envs(o.episodes, o.seed, p);
+  std::vector<float> first(std::size_t(o.episodes) * E::obs_dim);
+  envs.reset(gmi::host_span<float>(first.data(), first.size()));
+  const gmi::rl::env_batch_view<E> view = envs.view();
+  return gmi::rl::mode_episodes<Net, E::obs_dim>(
+             std::size_t(o.episodes), first.data(), gmi::host_span<const float>(params.data(), params.size()),
+             gmi::host_span<const double>(stats.data(), stats.size()), gmi::exec::host{}, o.obs_clip,
+             [&](std::size_t i, const float* a, float* obs) { return view.step_one(i, a, obs, nullptr); })
+      .mean_return;
+}
+
+// The checks every task gets: the gmi side is gmi's own evaluation, deterministic (another run, one thread
+// instead of two), the first 10 steps' observations within early_bound of gmi's, the ratio within 1%; a torso 3x
+// heavier in MuJoCo's model shows in the first steps (10x the bound) and moves the ratio further from 1.
+template <class E>
 void check_task(const std::string& checkpoint, double early_bound) {
   s2s::options o = short_run(checkpoint);
   const s2s::result a = run(o);
   report("as trained", a);
+  const double own = gmi_evaluation<E>(o);
+  CHECK(std::fabs(a.return_gmi - own) <= 1e-9 * std::fabs(own));
   o.threads = 1;
   const s2s::result b = run(o);
   CHECK(a.returns_gmi == b.returns_gmi);
@@ -87,23 +112,23 @@ void check_task(const std::string& checkpoint, double early_bound) {
 
 TEST_SUITE("cpu") {
   TEST_CASE("physics.sim2sim_tool.ant_policy_on_mujoco_follows_gmi") {
-    check_task(trained<gmi::envs::ant>(3), 2e-3);
+    check_task<gmi::envs::ant>(trained<gmi::envs::ant>(3), 2e-3);
   }
 
   TEST_CASE("physics.sim2sim_tool.humanoid_policy_on_mujoco_follows_gmi") {
-    check_task(trained<gmi::envs::humanoid>(2), 1e-3);
+    check_task<gmi::envs::humanoid>(trained<gmi::envs::humanoid>(2), 1e-3);
   }
 
   TEST_CASE("physics.sim2sim_tool.isaac_ant_policy_on_mujoco_follows_gmi") {
-    check_task(trained<gmi::envs::isaac_ant>(3), 2e-3);
+    check_task<gmi::envs::isaac_ant>(trained<gmi::envs::isaac_ant>(3), 2e-3);
   }
 
   TEST_CASE("physics.sim2sim_tool.isaac_humanoid_policy_on_mujoco_follows_gmi") {
-    check_task(trained<gmi::envs::isaac_humanoid>(2), 2e-2);  // its feet's contact forces
+    check_task<gmi::envs::isaac_humanoid>(trained<gmi::envs::isaac_humanoid>(2), 2e-2);  // its feet's contact forces
   }
 
   TEST_CASE("physics.sim2sim_tool.anymal_policy_on_mujoco_follows_gmi") {
-    check_task(trained<gmi::envs::anymal>(2), 2e-3);
+    check_task<gmi::envs::anymal>(trained<gmi::envs::anymal>(2), 2e-3);
   }
 
   TEST_CASE("physics.sim2sim_tool.wrong_checkpoints_are_refused") {
