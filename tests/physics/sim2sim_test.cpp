@@ -1,8 +1,8 @@
-// gmi.tool.sim2sim's comparison (sim2sim.hpp) on a tiny policy: PPO trained on host threads for a few iterations on
-// gmi::physics (every physics task), saved as the examples save (.gmi), then evaluated on gmi::physics and
-// on MuJoCo: the gmi side is gmi's own deterministic evaluation (rl::mode_episodes), the result is deterministic
-// (the same on another run and thread count), the episodes' first steps follow gmi's, the ratio is near 1, a heavier torso in MuJoCo's model shows, and checkpoints of another task or
-// network are refused.
+// gmi.tool.sim2sim's comparison (sim2sim.hpp) on tiny policies: PPO trained on host threads for a few iterations
+// on gmi::physics (every physics task), saved as the examples save (.gmi), then evaluated on gmi::physics and on
+// MuJoCo: the gmi side is gmi's own deterministic evaluation (rl::mode_episodes), the result is deterministic (the
+// same on another run and thread count), the episodes' first steps follow gmi's, the ratio is near 1, a heavier
+// torso in MuJoCo's model shows, and checkpoints of another task or network are refused.
 #include <doctest/doctest.h>
 
 #include <cmath>
