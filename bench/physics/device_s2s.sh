@@ -8,7 +8,8 @@
 # Target: return on MuJoCo / return on gmi >= 0.9 for every task.
 # Tasks: TASKS (default "ant humanoid anymal isaac_ant isaac_humanoid"). The whole script stays within BUDGET_S
 # (default 330 s, the build included: ~230 s cold at -j16); every step has a timeout cut to the time left, and the
-# training is cut below TRAIN_S when the build leaves less (the lines' "train_seconds" says how long it trained).
+# training is cut below TRAIN_S when the build leaves less (the lines' "train_seconds" says how long it trained);
+# a task whose example did not build in time is dropped with a line that says so (exit 1).
 # Environment: OUT (results), BUILD (default /tmp/build: the gpu preset with GMI_BUILD_ALL_TASK_EXAMPLES=ON and
 # MuJoCo and pugixml unpacked from .carry/debs), JOBS (default 16), CUDA_VISIBLE_DEVICES (the caller's GPU).
 # Output under $OUT:
@@ -54,7 +55,26 @@ eval_reserve_s=35
 start_reserve_s=20
 build_s=$(( $(left) - 15 - start_reserve_s - eval_reserve_s ))
 (( build_s >= 30 )) || { say "device_s2s.sh: ${build_s} s left for the build, need >= 30"; exit 1; }
-build_targets "$build_s"
+# One build of every target (each example is one nvcc compile, so they build side by side); where it fails or
+# times out, the tasks whose example was linked by this build go on and the rest are dropped.
+build_started=$(date +%s)
+build_ok=1
+sleep 1  # a binary linked by this build is newer than the mark
+touch /tmp/gmi-s2s-build-mark
+timeout "$build_s" cmake --build "$build" -j"$JOBS" --target "${targets[@]}" > "$out/build.log" 2>&1 ||
+  { build_ok=0; status=1; grep -E "error|Error" "$out/build.log" | head -10; echo "build failed or timed out after $(( $(date +%s) - build_started )) s"; }
+echo "build: $(( $(date +%s) - build_started )) s for ${targets[*]}"
+up_to_date() { [[ -x "$1" ]] && { (( build_ok )) || [[ "$1" -nt /tmp/gmi-s2s-build-mark ]]; }; }
+tool=$build/tests/physics/gmi.tool.sim2sim
+up_to_date "$tool" || { say "device_s2s.sh: gmi.tool.sim2sim did not build (build.log)"; exit 1; }
+built=()
+for t in "${tasks[@]}"; do
+  if up_to_date "$build/examples/task_ppo/gmi.example.${t}_ppo"; then built+=("$t"); else say "$t: its example did not build in time (build.log)"; fi
+done
+(( ${#built[@]} > 0 )) || { say "device_s2s.sh: no example built"; exit 1; }
+tasks=("${built[@]}")
+device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+echo "device: $device"
 
 # Training: every task at once, each its own process; a run is done when its log says the checkpoint is written
 # (gmi::run saves at the stop, then evaluates 256 episodes on the host, which this script does not wait for).
@@ -99,7 +119,7 @@ for t in "${tasks[@]}"; do
     status=1
     continue
   fi
-  timeout "$t_eval" "$build/tests/physics/gmi.tool.sim2sim" --checkpoint "$ckpts/$t.gmi" --episodes "$episodes" \
+  timeout "$t_eval" "$tool" --checkpoint "$ckpts/$t.gmi" --episodes "$episodes" \
     --threads "$threads" > "$out/$t-s2s.log" 2>&1 &
   epid[$t]=$!
 done
@@ -135,5 +155,6 @@ print(f"{len(rows)} tasks evaluated, {len(rows) - len(below)} at or above 0.9" +
 sys.exit(0 if rows else 1)
 PY
 (( PIPESTATUS[0] == 0 )) || status=1
+rm -f /tmp/gmi-s2s-build-mark
 echo "lines: $lines; $(( $(date +%s) - start_s )) s in all (budget ${budget_s} s)" | tee -a "$summary"
 exit $status
