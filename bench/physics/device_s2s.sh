@@ -11,7 +11,8 @@
 # training is cut below TRAIN_S when the build leaves less (the lines' "train_seconds" says how long it trained);
 # a task whose example did not build in time is dropped with a line that says so (exit 1).
 # Environment: OUT (results), BUILD (default /tmp/build: the gpu preset with GMI_BUILD_ALL_TASK_EXAMPLES=ON and
-# MuJoCo and pugixml unpacked from .carry/debs), JOBS (default 16), CUDA_VISIBLE_DEVICES (the caller's GPU).
+# MuJoCo and pugixml unpacked from .carry/debs), JOBS (default 16: the build's jobs and the evaluation's threads in
+# all), CUDA_VISIBLE_DEVICES (the caller's GPU).
 # Output under $OUT:
 #   s2s.jsonl          one line per task: the tool's {"bench":"sim2sim","task":..,"episodes":N,"return_gmi":..,
 #                      "return_mujoco":..,"ratio":..,"len_gmi":..,"len_mujoco":..,"git":..,"device":"host",...}
@@ -106,7 +107,7 @@ for t in "${tasks[@]}"; do
 done
 
 # Evaluation: every task at once on the CPU, the cores shared out.
-threads=$(( $(nproc) / ${#tasks[@]} ))
+threads=$(( JOBS / ${#tasks[@]} ))  # JOBS: the cores this script may use (16 of a shared machine)
 (( threads >= 1 )) || threads=1
 t_eval=$(( $(left) - 3 ))
 (( t_eval >= 5 )) || t_eval=5
