@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include <gmi/actors/mujoco_isaac.hpp>
 #include <gmi/envs/ant.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
@@ -112,39 +113,11 @@ struct paired_runs {
   }
 };
 
-// MuJoCo's contact forces on an Isaac Gym task's feet (isaac_ant, isaac_humanoid), as isaac_gym::foot_forces sums
-// gmi's: per foot the force on its geoms (world frame) and the torque about the foot body's origin, from the
-// contacts of the last mj_step.
-template <class I>
-void mujoco_foot_forces(const mujoco_sim& ref, double* ft) {
-  for (int k = 0; k < 6 * I::nfeet; ++k) ft[k] = 0;
-  for (int c = 0; c < ref.d->ncon; ++c) {
-    const mjContact& con = ref.d->contact[c];
-    mjtNum f6[6];
-    mj_contactForce(ref.m, ref.d, c, f6);
-    for (int side = 0; side < 2; ++side) {
-      const int body = ref.m->geom_bodyid[side == 0 ? con.geom2 : con.geom1];
-      const int foot = I::foot_of(body);
-      if (foot < 0) continue;
-      double f[3], r[3];
-      for (int k = 0; k < 3; ++k) {
-        f[k] = (side == 0 ? 1 : -1) * (f6[0] * con.frame[k] + f6[1] * con.frame[3 + k] + f6[2] * con.frame[6 + k]);
-        r[k] = con.pos[k] - ref.d->xpos[3 * body + k];
-      }
-      double* out = ft + 6 * foot;
-      for (int k = 0; k < 3; ++k) out[k] += f[k];
-      out[3] += r[1] * f[2] - r[2] * f[1];
-      out[4] += r[2] * f[0] - r[0] * f[2];
-      out[5] += r[0] * f[1] - r[1] * f[0];
-    }
-  }
-}
-
 // The shipped Isaac Gym task I (float, its solver settings, its physics steps of 1/120 s per env step) from its
 // start pose without noise against MuJoCo in double on the same file, with the same clipped actions and the task's
 // reward formula (I::terms, death cost below the termination height) on MuJoCo's states; 48 action sequences
 // (`amplitude` times the ant's) of up to 300 env steps. The first 50 env steps: qpos (m or rad) and the feet's
-// contact forces against MuJoCo's (mj_contactForce, summed as the task sums gmi's); returns over all runs as the
+// contact forces against MuJoCo's (actors::mujoco::foot_forces, summed as the task sums gmi's); returns over all runs as the
 // ant's above; early_bounds false: the first steps' differences reported, not checked.
 template <class I>
 void isaac_task_follows_mujoco(const char* file, double amplitude, bool early_bounds = true) {
@@ -195,7 +168,7 @@ void isaac_task_follows_mujoco(const char* file, double amplitude, bool early_bo
       if (t < 50 && end < 0 && end_ref < 0) {
         for (int k = 0; k < I::sim::nq; ++k) early = std::max(early, std::fabs(double(s.qpos[k]) - ref.d->qpos[k]));
         double ft[6 * I::nfeet];
-        mujoco_foot_forces<I>(ref, ft);
+        gmi::actors::mujoco::foot_forces<I>(ref.m, ref.d, ft);
         for (int f = 0; f < I::nfeet; ++f) {
           for (int k = 0; k < 3; ++k)
             early_force = std::max(early_force, std::fabs(s.foot_ft[6 * f + k] - ft[6 * f + k]));
