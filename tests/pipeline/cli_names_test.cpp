@@ -31,5 +31,11 @@ TEST_CASE("pipeline.cli.bad_ppo_setting_names_the_flag") {
   c.max_grad_norm = std::numeric_limits<float>::quiet_NaN();
   CHECK(line_of(c).starts_with("--max-grad-norm: got nan"));
   CHECK(gmi::detail::with_flag_name("num_envs: got 0, need >= 1") == "num_envs: got 0, need >= 1");
-  CHECK(gmi::detail::with_flag_name("ppo.value_clip: got 0, need > 0") == "ppo.value_clip: got 0, need > 0");
+  CHECK(gmi::detail::with_flag_name("ppo.value_clip: got 0, need > 0") == "--value-clip: got 0, need > 0");
+  c = {};
+  c.advantage_window = 0;
+  CHECK(line_of(c).starts_with("--advantage-window: got 0, need 1..1000000 rollouts"));
+  // A field without a flag keeps its config name.
+  CHECK(gmi::detail::with_flag_name("ppo.value_clipx: got 0, need > 0") == "ppo.value_clipx: got 0, need > 0");
+  CHECK(gmi::detail::with_flag_name("ppo.min_learning_rate: got 0, need > 0") == "ppo.min_learning_rate: got 0, need > 0");
 }

@@ -7,8 +7,10 @@
 //        [--gamma 0.99] [--lambda 0.95] [--lr 3e-4] [--entropy 0] [--epochs 8] [--horizon 16] [--obs-clip 5]
 //        [--eval-episodes 256] [--entropy-schedule constant|linear] [--min-entropy 0] [--log-std-min -inf]
 //        [--log-std-max inf] [--max-steps N (the proxies' training episode length; the evaluation keeps 1000)]
-//        [--value-coef 0.5] [--clip 0.2] [--max-grad-norm 1] [--clip-value 0|1] [--value-symlog 0|1]
-//        [--value-scale-only 0|1]
+//        [--value-coef 0.5] [--clip 0.2] [--max-grad-norm 1] [--clip-value 0|1] [--value-clip 0.2] [--value-symlog 0|1]
+//        [--advantage-window 1 (rollouts)]
+//        [--value-scale-only 0|1] [--diagnostics 0|1 (each line adds the return statistics, the observation
+//        statistics' mean std, Adam's RMS gradient norms and the log-std: print_diagnostics)]
 //        [--reward-scaling 0|1 (with --normalize-value 0)] [--reward-clip 10] [--reward-window N]
 // Tasks: the suite's small ones (cartpole, pendulum, point_reach, sparse_reach, long_track, spring_chain, quadcopter) and the
 // LQ proxies (ant_proxy, anymal_proxy, humanoid_proxy, franka_cabinet_proxy, shadow_hand_proxy). The last line
@@ -32,6 +34,7 @@ struct options {
   int num_envs = 256, seed = 1, threads = 0, reports = 20, eval_episodes = gmi::rl::default_eval_episodes;
   int max_steps = 0;  // > 0: the LQ proxies' training episode length (the evaluation keeps the default)
   double env_steps = 1e6;
+  bool diagnostics = false;
   gmi::rl::ppo_config ppo;
 };
 
@@ -47,6 +50,29 @@ double policy_std(Trainer& t) {
   double sum = 0;
   for (int j = 0; j < net::act_dim; ++j) sum += std::exp(double(t.params()[net::log_std_offset + j]));
   return sum / net::act_dim;
+}
+
+// --diagnostics 1: what drifts late in a run. vmean/vstd: the return normalizer's statistics; obs_std: the mean
+// of the observation normalizer's stds; grad_rms: sqrt of the sum of Adam's bias-corrected second moments, about the
+// RMS norm of the recent clipped gradients (1 when the max_grad_norm clip binds at every step); grad_rms_pi/_v: the
+// same over the policy's own parameters (the head's policy rows and the log-std) and the value row of the head;
+// mu_rms: the RMS of the head's policy bias.
+template <class Trainer>
+void print_diagnostics(Trainer& t) {
+  using net = typename Trainer::net_type;
+  const auto v = t.value_normalizer().view(), ob = t.obs_normalizer().view();
+  double obs_std = 0;
+  for (int j = 0; j < ob.dim; ++j) obs_std += ob.std[j] / ob.dim;
+  const auto m2 = t.optimizer().second_moment();
+  const double bc2 = 1.0 - std::pow(0.999, double(t.optimizer().steps()));
+  double all = 0, pi = 0, val = 0;
+  for (std::size_t q = 0; q < m2.size(); ++q) all += m2[q] / bc2;
+  for (int j = 0; j < net::act_dim; ++j) pi += m2[net::log_std_offset + j] / bc2;
+  for (int k = 0; k < net::hidden * net::act_dim; ++k) pi += m2[net::head_weight_offset + k] / bc2;
+  for (int k = 0; k < net::hidden; ++k) val += m2[net::head_weight_offset + net::act_dim * net::hidden + k] / bc2;
+  std::printf(" vmean %.5g vstd %.5g obs_std %.4g grad_rms %.4g grad_rms_pi %.4g grad_rms_v %.4g log_std", v.mean[0],
+              v.std[0], obs_std, std::sqrt(all), std::sqrt(pi), std::sqrt(val));
+  for (int j = 0; j < net::act_dim; ++j) std::printf("%c%.3f", j ? ',' : ' ', double(t.params()[net::log_std_offset + j]));
 }
 
 template <class Task, class Hidden>
@@ -72,9 +98,11 @@ int train(const options& o) {
       if (window.episodes > 0) last = window.mean_return();
       const auto l = t.losses();
       std::printf("host_ppo: %s steps %.0f return %.6g episodes %llu value_loss %.4g kl %.4g clip_frac %.3g lr %.3g "
-                  "entropy_coef %.3g std %.4g\n", Task::name, double(i) * per, last,
+                  "entropy_coef %.3g std %.4g", Task::name, double(i) * per, last,
                   static_cast<unsigned long long>(window.episodes), l.value_loss, l.approx_kl, l.clip_fraction,
                   l.learning_rate, t.current_entropy_coef(), policy_std(t));
+      if (o.diagnostics) print_diagnostics(t);
+      std::printf("\n");
       std::fflush(stdout);
       window = {};
     }
@@ -116,6 +144,7 @@ int main(int argc, char** argv) {
     else if (flag == "--env-steps") o.env_steps = std::atof(v.c_str());
     else if (flag == "--seed") o.seed = std::atoi(v.c_str());
     else if (flag == "--threads") o.threads = std::atoi(v.c_str());
+    else if (flag == "--diagnostics") flag01(o.diagnostics);
     else if (flag == "--reports") o.reports = std::max(1, std::atoi(v.c_str()));
     else if (flag == "--normalize-obs") flag01(o.ppo.normalize_obs);
     else if (flag == "--normalize-value") flag01(o.ppo.normalize_value);
@@ -130,6 +159,8 @@ int main(int argc, char** argv) {
     else if (flag == "--clip") o.ppo.clip = float(std::atof(v.c_str()));
     else if (flag == "--max-grad-norm") o.ppo.max_grad_norm = float(std::atof(v.c_str()));
     else if (flag == "--clip-value") flag01(o.ppo.clip_value);
+    else if (flag == "--advantage-window") o.ppo.advantage_window = std::atoi(v.c_str());
+    else if (flag == "--value-clip") o.ppo.value_clip = float(std::atof(v.c_str()));
     else if (flag == "--value-symlog") flag01(o.ppo.value_symlog);
     else if (flag == "--value-scale-only") flag01(o.ppo.value_scale_only);
     else if (flag == "--reward-scaling") flag01(o.ppo.reward_scaling);

@@ -114,7 +114,7 @@ inline std::string with_flag_name(const std::string& line) {
   static constexpr std::string_view same[] = {  // ppo fields whose flag is the field's name with dashes
       "horizon", "minibatch", "epochs", "clip", "dual_clip", "gamma", "lambda", "max_grad_norm", "value_coef",
       "entropy_coef", "bounds_loss_coef", "min_entropy_coef", "entropy_decay_env_steps", "value_symlog",
-      "value_scale_only",
+      "value_scale_only", "advantage_window", "value_clip",
       "log_std_min", "log_std_max", "obs_clip", "obs_normalizer_window", "value_normalizer_window",
       "reward_scaling", "reward_clip", "reward_scaling_window",
       "lr_decay_env_steps", "kl_target"};
@@ -179,6 +179,12 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
                  "weight of the loss that keeps action means inside [-1.1, 1.1] (rl_games' bounds_loss_coef)")
       ->capture_default_str();
   app.add_option("--value-coef", o.ppo.value_coef, "value loss weight")->capture_default_str();
+  app.add_option("--value-clip", o.ppo.value_clip,
+                 "--clip-value true: the new value kept within this of the rollout's (normalized units with "
+                 "--normalize-value; rl_games' e_clip 0.2)")->capture_default_str();
+  app.add_option("--advantage-window", o.ppo.advantage_window,
+                 "PPO trainer, with --normalize-advantage true: advantages normalized by the mean and std of the last "
+                 "this many rollouts (older samples forgotten); 1: each rollout by its own")->capture_default_str();
   app.add_option("--max-grad-norm", o.ppo.max_grad_norm, "gradient-norm clip (<= 0: off)")->capture_default_str();
   app.add_option("--obs-normalizer-window", o.ppo.obs_normalizer_window,
                  "samples the observation normalizer weighs at most (older ones fade); 0: every sample")
@@ -207,7 +213,7 @@ std::optional<int> parse_cli(int argc, char** argv, train_config<Pipeline>& o) {
   app.add_option("--normalize-advantage", normalize[2].second, "advantages normalized over the rollout")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
   app.add_option("--clip-value", normalize[3].second,
-                 "PPO2-style clipped value loss: the new value kept within 0.2 of the rollout's (rl_games' clip_value)")
+                 "PPO2-style clipped value loss: the new value kept within --value-clip of the rollout's (rl_games' clip_value)")
       ->check(CLI::IsMember({"true", "false"}))->capture_default_str();
   app.add_option("--popart", normalize[4].second,
                  "with --normalize-value: when the return statistics change, rescale the value head so its "

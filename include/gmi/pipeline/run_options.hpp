@@ -106,6 +106,8 @@ inline nlohmann::json ppo_settings_json(const rl::ppo_config& c) {
           {"net_backward", nn::backward_kernels_name(c.network.backward)}};
   if (c.schedule == rl::lr_schedule::linear) j["lr_decay_env_steps"] = c.lr_decay_env_steps;
   if (c.value_scale_only) j["value_scale_only"] = true;
+  if (c.advantage_window != 1) j["advantage_window"] = c.advantage_window;
+  if (c.clip_value) j["value_clip"] = c.value_clip;
   if (c.reward_scaling) {
     j["reward_clip"] = c.reward_clip;
     j["reward_scaling_window"] = c.reward_scaling_window;

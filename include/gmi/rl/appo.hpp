@@ -67,6 +67,7 @@ struct appo_config {
     gmi::require(!ppo.value_symlog, "appo: --value-symlog", ppo.value_symlog, "false (the PPO trainer's only)");
     gmi::require(!ppo.value_scale_only, "appo: --value-scale-only", ppo.value_scale_only, "false (the PPO trainer's only)");
     gmi::require(!ppo.reward_scaling, "appo: --reward-scaling", ppo.reward_scaling, "false (the PPO trainer's only)");
+    gmi::require(ppo.advantage_window == 1, "appo: --advantage-window", ppo.advantage_window, "1 (the PPO trainer's only)");
     gmi::require(rollouts >= 1 && rollouts <= 4096, "appo.rollouts", rollouts, "1..4096");
   }
 };

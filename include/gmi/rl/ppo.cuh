@@ -26,6 +26,7 @@
 #include <gmi/exec/cuda.cuh>
 #include <gmi/nn/adam.cuh>
 #include <gmi/nn/normalizer.cuh>
+#include <gmi/rl/detail/advantage_stats.cuh>
 #include <gmi/rl/detail/ppo_stats_gather.cuh>
 #include <gmi/rl/detail/ppo_schedules.cuh>
 #include <gmi/rl/detail/ppo_step.cuh>
@@ -69,54 +70,6 @@ __global__ static void ppo_serve_kernel(ppo_rollout_view<E, Net> v, const float*
   const float* p = stage_params<Net>(params, shared_params);
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < static_cast<std::size_t>(v.num_envs)) v.serve(i, p, steps);
-}
-
-// mean and M2 (sum of squared deviations) of n advantages, in one block of up to 1024 threads, in double, by a
-// fixed tree; every thread returns them.
-__device__ inline void block_advantage_moments(const float* adv, std::uint32_t n, double& mean_out, double& m2_out) {
-  __shared__ double sums[1024];
-  double s = 0;
-  for (std::uint32_t k = threadIdx.x; k < n; k += blockDim.x) s += adv[k];
-  sums[threadIdx.x] = s;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w) sums[threadIdx.x] += sums[threadIdx.x + w];
-    __syncthreads();
-  }
-  const double mean = sums[0] / n;
-  __syncthreads();
-  double q = 0;
-  for (std::uint32_t k = threadIdx.x; k < n; k += blockDim.x) q += (adv[k] - mean) * (adv[k] - mean);
-  sums[threadIdx.x] = q;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w) sums[threadIdx.x] += sums[threadIdx.x + w];
-    __syncthreads();
-  }
-  mean_out = mean;
-  m2_out = sums[0];
-}
-
-// mean and 1 / (std + 1e-8) (unbiased std, as torch's) of n advantages, in one block, in double.
-__global__ static void ppo_advantage_stats_kernel(const float* adv, std::uint32_t n, float* stats) {
-  double mean, m2;
-  block_advantage_moments(adv, n, mean, m2);
-  if (threadIdx.x == 0) {
-    const double std = n > 1 ? sqrt(m2 / (n - 1)) : 0.0;
-    stats[0] = static_cast<float>(mean);
-    stats[1] = static_cast<float>(1.0 / (std + 1e-8));
-  }
-}
-
-// Synced runs: the record [n | mean | M2] of this trainer's advantages, for the group's all-gather.
-__global__ static void ppo_advantage_moments_kernel(const float* adv, std::uint32_t n, double* record) {
-  double mean, m2;
-  block_advantage_moments(adv, n, mean, m2);
-  if (threadIdx.x == 0) {
-    record[0] = static_cast<double>(n);
-    record[1] = mean;
-    record[2] = m2;
-  }
 }
 
 // Sums a value over the warp with a fixed butterfly and lets lane 0 store it: each warp owns one row, and every
@@ -470,9 +423,8 @@ struct ppo_device_ops {
     } else if (t.sync_) {
       t.gather_statistics();
     } else if (t.config_.normalize_advantage) {
-      ppo_advantage_stats_kernel<<<1, 1024, 0, t.policy_.stream>>>(
-          t.advantages_.data(), static_cast<std::uint32_t>(t.total_), t.advantage_stats_.data());
-      GMI_CUDA_TRY(cudaGetLastError());
+      enqueue_advantage_stats(t.advantages_.data(), t.total_, t.config_.advantage_window, t.advantage_held_.data(),
+                              t.advantage_stats_.data(), t.policy_.stream);
     }
   }
 

@@ -452,7 +452,7 @@ class ppo_trainer {
     } else if (config_.normalize_advantage) {
       double record[3];
       advantage_moments(record);
-      advantage_scale(record, advantage_stats_.data());
+      advantage_window_scale(advantage_held_.data() + 3, record, config_.advantage_window, double(total_), advantage_stats_.data());
     }
     update_value_statistics();
     if (config_.schedule == lr_schedule::linear) {
@@ -570,14 +570,14 @@ class ppo_trainer {
   std::uint64_t seed_;
   env_batch<E, P> envs_;
   std::size_t n_, total_, minibatch_, minibatches_;
-  normalizer_type obs_norm_;
-  normalizer_type value_norm_;
+  normalizer_type obs_norm_, value_norm_;
   normalizer_type reward_norm_;  // reward_scaling: the statistics of every environment's R (rl/reward_scaling.hpp)
   adam_type adam_;
   array<float> params_, current_obs_, obs_, actions_, log_probs_, values_, rewards_, advantages_, returns_;
   array<std::uint8_t> ends_;
   array<std::uint64_t> policy_rng_;
   array<float> advantage_stats_, grads_, term_log_;
+  array<double> advantage_held_ = advantage_window_storage<array<double>>(policy_);  // rl/advantage_window.hpp
   array<float> reward_running_, reward_seen_;  // reward_scaling: R of each environment, R after each step
   array<float> entropy_coef_;  // the entropy weight of the current update (one float; a schedule moves it)
   std::vector<float> chunk_rows_;  // host path: one gradient row per chunk of a minibatch

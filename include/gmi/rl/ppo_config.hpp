@@ -11,6 +11,7 @@
 #include <gmi/core/hd.hpp>
 #include <gmi/nn/network_config.hpp>
 #include <gmi/nn/normalizer.hpp>
+#include <gmi/rl/advantage_window.hpp>  // ppo_config::advantage_window
 
 namespace gmi::rl {
 
@@ -72,6 +73,9 @@ struct ppo_config {
   bool clip_value = false;          // PPO2-style clipped value loss
   float value_clip = 0.2f;
   bool normalize_advantage = true;  // over the whole rollout
+  // With normalize_advantage: the mean and std come from the last advantage_window rollouts (the older samples
+  // forgotten as nn::normalizer's window does), not this rollout's alone; 1: this rollout's (rl/advantage_window.hpp).
+  int advantage_window = 1;
   bool normalize_obs = true;        // running mean/std of observations
   float obs_clip = 5.0f;            // normalized observations are clamped to [-obs_clip, obs_clip] (rl_games: 5)
   bool normalize_value = true;      // the value head predicts returns normalized by their running mean/std
@@ -170,6 +174,8 @@ struct ppo_config {
     gmi::require(std::isfinite(reward_scaling_window) && reward_scaling_window >= 0, "ppo.reward_scaling_window",
                  reward_scaling_window, ">= 0 samples and finite (0: every sample)");
     gmi::require(finite_positive(value_clip), "ppo.value_clip", value_clip, "> 0");
+    gmi::require(advantage_window >= 1 && advantage_window <= 1000000, "ppo.advantage_window", advantage_window,
+                 "1..1000000 rollouts (1: each rollout by its own statistics)");
     gmi::require(finite_positive(obs_clip), "ppo.obs_clip", obs_clip, "> 0 and finite");
     gmi::require(std::isfinite(obs_normalizer_window) && obs_normalizer_window >= 0, "ppo.obs_normalizer_window",
                  obs_normalizer_window, ">= 0 samples and finite (0: every sample)");

@@ -56,6 +56,8 @@ inline void ppo_trainer<E, Net, P>::gather_statistics() {
 
 template <gmi::env E, class Net, gmi::exec::policy P>
 inline void ppo_trainer<E, Net, P>::check_group_schedule(const ppo_sync& sync) const {
+  gmi::require(config_.advantage_window == 1, "ppo.advantage_window with a synced group", config_.advantage_window,
+               "1 (the group's advantage statistics are this rollout's; a window is not merged yet)");
   const std::array<std::pair<const char*, double>, 13> mine{{
       {"trainers", 1.0},
       {"samples per iteration (horizon x num_envs)", static_cast<double>(total_)},
