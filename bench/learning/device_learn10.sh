@@ -17,7 +17,8 @@
 # Environment: LEARN_TASKS (default below: the tasks where --value-coef 2 lost or that must not lose, spring_chain
 #   first; run_suite.sh skips what does not fit from the end), LEARN_VARIANTS ("label|flags;..." replace the two
 #   above), SEEDS (3), BUILD (/tmp/build, configured with -DGMI_BUILD_ALL_TASK_EXAMPLES=ON), SUITE_JOBS (16),
-#   LEARN_BUDGET_S (330: no gmi task starts after LEARN_BUDGET_S - SUITE_REFERENCE_S seconds from the script's start,
+#   LEARN_PREBUILT=1 (skip the configure and the build: $BUILD was built beforehand, e.g. for several instances on
+#   a multi-GPU machine, one a GPU), LEARN_BUDGET_S (330: no gmi task starts after LEARN_BUDGET_S - SUITE_REFERENCE_S seconds from the script's start,
 #   the build included), SUITE_REFERENCE_S (20), PYTHON (python3 with jax), LEARN_REFERENCE_FROM (result lines of an
 #   earlier run, e.g. device_learn9.sh's learn9.jsonl: its reference lines stand in for a task whose reference did
 #   not fit this run's budget; the summary names the run_id it used).
@@ -42,12 +43,15 @@ rm -f "$out/learn10.jsonl" "$out/learn10-summary.txt" "$out/learn10-gpu-test.txt
 targets=(gmi.test.ppo_gpu_advwin)
 for t in $tasks; do targets+=("gmi.example.${t}_ppo"); done
 # ninja -k 0: a failing test target does not stop the examples (run_suite.sh names any example that is missing).
-if ! timeout 60 cmake --preset gpu -B "$BUILD_DIR" -DGMI_BUILD_ALL_TASK_EXAMPLES=ON > "$out/configure.log" 2>&1; then
+if [ "${LEARN_PREBUILT:-0}" = 1 ]; then
+  echo "device_learn10: LEARN_PREBUILT=1: $BUILD_DIR is used as built (several instances share it, one a GPU)"
+elif ! timeout 60 cmake --preset gpu -B "$BUILD_DIR" -DGMI_BUILD_ALL_TASK_EXAMPLES=ON > "$out/configure.log" 2>&1; then
   echo "device_learn10: the configure failed:"
   tail -30 "$out/configure.log"
   exit 1
 fi
-timeout 300 cmake --build "$BUILD_DIR" -j"$jobs" --target "${targets[@]}" -- -k 0 > "$out/build.log" 2>&1 ||
+[ "${LEARN_PREBUILT:-0}" = 1 ] ||
+  timeout 300 cmake --build "$BUILD_DIR" -j"$jobs" --target "${targets[@]}" -- -k 0 > "$out/build.log" 2>&1 ||
   { echo "device_learn10: the build failed (what was built is used):"; grep -m5 -E 'error|FAILED' "$out/build.log"; }
 echo "device_learn10: built in $(( $(date +%s) - t0 )) s"
 # The GPU test beside the suite (a few seconds of GPU work; it ends well before the suite does).
