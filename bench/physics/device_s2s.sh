@@ -85,11 +85,17 @@ t_train=$(( $(left) - eval_reserve_s ))  # wall-clock for the trainings, start a
 (( t_train >= start_reserve_s + 5 )) || { say "device_s2s.sh: ${t_train} s left for training, need >= $((start_reserve_s + 5))"; exit 1; }
 run_train_s=$(( train_s < t_train - start_reserve_s ? train_s : t_train - start_reserve_s ))
 declare -A pid
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+k=0
 for t in "${tasks[@]}"; do
+  # S2S_SPREAD=1 with CUDA_VISIBLE_DEVICES unset: task k trains alone on GPU k mod the GPUs (a multi-GPU machine)
+  [ "${S2S_SPREAD:-0}" = 1 ] && [ -z "${CUDA_VISIBLE_DEVICES:-}" ] && (( ngpu > 1 )) && export CUDA_VISIBLE_DEVICES=$(( k % ngpu ))
+  k=$((k + 1))
   timeout "$t_train" "$build/examples/task_ppo/gmi.example.${t}_ppo" --device gpu --num-envs "$num_envs" --seed 1 \
     --max-env-steps 1000000000 --max-seconds "$run_train_s" --log-interval 10 --checkpoint "$ckpts/$t.gmi" \
     > "$out/$t-train.log" 2>&1 &
   pid[$t]=$!
+  [ "${S2S_SPREAD:-0}" = 1 ] && (( ngpu > 1 )) && unset CUDA_VISIBLE_DEVICES
 done
 echo "== training ${tasks[*]} for ${run_train_s} s each, concurrently ($num_envs envs, wall limit ${t_train} s)"
 deadline=$(( $(date +%s) + t_train ))
