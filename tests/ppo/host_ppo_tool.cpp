@@ -7,7 +7,7 @@
 //        [--gamma 0.99] [--lambda 0.95] [--lr 3e-4] [--entropy 0] [--epochs 8] [--horizon 16] [--obs-clip 5]
 //        [--eval-episodes 256] [--entropy-schedule constant|linear] [--min-entropy 0] [--log-std-min -inf]
 //        [--log-std-max inf] [--max-steps N (the proxies' training episode length; the evaluation keeps 1000)]
-//        [--value-coef 0.5] [--clip 0.2] [--max-grad-norm 1] [--clip-value 0|1] [--value-clip 0.2] [--value-symlog 0|1]
+//        [--value-coef 2] [--clip 0.2] [--max-grad-norm 1] [--clip-value 0|1 (1)] [--value-clip 0.5] [--value-symlog 0|1]
 //        [--advantage-window 1 (rollouts)]
 //        [--value-scale-only 0|1] [--diagnostics 0|1 (each line adds the return statistics, the observation
 //        statistics' mean std, Adam's RMS gradient norms and the log-std: print_diagnostics)]

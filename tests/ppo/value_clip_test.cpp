@@ -34,6 +34,7 @@ TEST_SUITE("cpu") {
     c.minibatch = 512;
     c.epochs = 4;
     c.clip_value = true;
+    c.value_clip = 0.2f;
     trainer narrow(64, 9, c, {}, gmi::exec::host{.threads = 1});
     c.value_clip = 0.5f;
     trainer wide(64, 9, c, {}, gmi::exec::host{.threads = 1});
