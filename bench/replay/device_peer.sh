@@ -3,8 +3,8 @@
 # peer access (pipeline/split_paths.hpp, split_channels.hpp; docs/replay.md), on a machine with 2 GPUs
 # (CUDA_VISIBLE_DEVICES may pick them; at least 2 must be visible), from the repository root (OUT set), within
 # TOTAL_SECONDS (default 300: 5 minutes) of a cold machine with 32+ cores, the build included:
-#   1. builds gmi.test.sac_multigpu, gmi.bench.replay_peer and gmi.example.pendulum_sac (-j$JOBS, default the machine's
-#      cores) in $BUILD (default /tmp/build-replay-peer);
+#   1. builds gmi.test.sac_multigpu and gmi.bench.replay_peer (-j$JOBS, default the machine's cores) in $BUILD (default
+#      /tmp/build-replay-peer), then gmi.example.pendulum_sac in the background while 2 and 3 run;
 #   2. the GPU tests (tests/sac_multigpu, label multigpu): sac_multigpu.split_peer_items_match_host (actor 1 on GPU 1,
 #      actor 2 on GPU 0: the learner's table, every column's words, trajectory ids, steps, links, and its weights the
 #      same bits as through host messages) and sac_multigpu.split_peer_learns_as_host (one actor on GPU 1 with 16
@@ -14,7 +14,8 @@
 #      GPU 1 into a learner's table on GPU 0, gmi_peer (peer copies into the learner's channel slots) against gmi_host
 #      (host messages), 5 reps of 200 rounds after 20 warm-up rounds (medians, min, max; items_match: the table
 #      holds the rounds' bits);
-#   4. with the time left (each run is skipped with a line when it no longer fits): gmi::run's pipeline, Pendulum SAC
+#   4. with the time left (each run is skipped with a line when it no longer fits or the example did not build in
+#      time: TOTAL_SECONDS 600 leaves room for it on a cold machine): gmi::run's pipeline, Pendulum SAC
 #      with split roles over 2 GPUs x 2 GMIs (learner GMI 0 and actor 1 on GPU 0, actors 2 and 3 on GPU 1), as
 #      threads, as processes (CUDA IPC with peer access) and with --split-transport host: the start lines name each
 #      actor's path, the run ends with its deterministic return;
@@ -43,8 +44,12 @@ nvidia-smi topo -m > "$logs/topo.txt" 2>&1 && head -4 "$logs/topo.txt"
 ((gpus >= 2)) || echo "device_peer: needs 2 GPUs, sees $gpus: the tests skip and the bench refuses" >&2
 
 configure_build -DGMI_HEADER_CHECK_NVCC=OFF
-targets=(gmi.test.sac_multigpu gmi.bench.replay_peer gmi.example.pendulum_sac)
+targets=(gmi.test.sac_multigpu gmi.bench.replay_peer)
 build_targets $(( $(left) - 90 ))
+# The example is one large CUDA translation unit (one core): it builds while the tests and the bench run.
+timeout $(( $(left) - 40 > 10 ? $(left) - 40 : 10 )) cmake --build "$build" -j"${JOBS:-$(nproc)}" \
+  --target gmi.example.pendulum_sac > "$out/build-example.log" 2>&1 &
+example_build=$!
 
 echo "== tests ($(left) s left)"
 timeout $(( $(left) - 40 > 150 ? 150 : $(left) - 40 )) "$build/tests/sac_multigpu/gmi.test.sac_multigpu" \
@@ -61,7 +66,10 @@ timeout $(( $(left) - 30 > 60 ? 60 : ($(left) - 30 > 10 ? $(left) - 30 : 10) )) 
   { echo "device_peer: gmi.bench.replay_peer: exit $? ($(tail -1 "$logs/bench.log"))" >&2; status=1; }
 head -1 "$logs/bench.log"
 
-echo "== gmi::run over 2 GPUs ($(left) s left)"
+echo "== gmi::run over 2 GPUs ($(left) s left; waiting for the example's build)"
+wait "$example_build"
+example_rc=$?
+((example_rc == 0)) || echo "device_peer: the example's build: exit $example_rc (124: out of time; $out/build-example.log)" >&2
 bin="$build/examples/pendulum_sac/gmi.example.pendulum_sac"
 common=(--device gpu --gpus 2 --gmis-per-gpu 2 --split-roles --num-envs 16 --sac-batch 256 --sac-updates-per-step 1
         --sac-warmup-steps 1024 --max-env-steps 8000 --log-interval 1)
@@ -69,6 +77,7 @@ for c in "threads|--partition none" "processes|--partition none --launch process
          "host|--partition none --split-transport host"; do
   tag=${c%%|*}
   read -r -a extra <<< "${c#*|}"
+  if ((example_rc != 0)); then echo "run $tag: skipped, the example did not build"; continue; fi
   if (( $(left) < 60 )); then echo "run $tag: skipped, $(left) s left"; continue; fi
   timeout 50 "$bin" "${common[@]}" "${extra[@]}" > "$logs/run-$tag.log" 2>&1
   rc=$?

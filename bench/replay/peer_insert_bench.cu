@@ -26,6 +26,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -101,7 +102,10 @@ result run(bool peer, std::size_t envs, int rounds, int reps, int warmup) {
     round_bits += u;
   }
   out.sent_bits = round_bits * std::uint64_t(std::min(total, 256));
-  gmi::runtime::thread_group g(gmi::runtime::launch_spec::uniform(1, 2), [&](gmi::runtime::context& ctx) {
+  gmi::runtime::launch_spec ls = gmi::runtime::launch_spec::uniform(1, 2);
+  ls.heartbeat_timeout = std::chrono::milliseconds(0);  // a table of 0.5 GB and two CUDA contexts start slowly; the
+                                                        // device script bounds the run with timeout
+  gmi::runtime::thread_group g(std::move(ls), [&](gmi::runtime::context& ctx) {
     if (ctx.rank() == 1) {  // the actor, GPU 1
       GMI_CUDA_TRY(cudaSetDevice(1));
       gmi::cuda::stream s;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <optional>
+#include <utility>
 
 #include <gmi/cuda/check.hpp>
 #include <gmi/envs/pendulum.hpp>
@@ -57,7 +58,9 @@ split_result split_run(const std::vector<int>& actor_gpus, int envs, std::size_t
   spec.peer = plan.peer;
   spec.timeout = std::chrono::seconds(60);
   const auto t0 = std::chrono::steady_clock::now();
-  gmi::runtime::thread_group g(gmi::runtime::launch_spec::uniform(1, actors + 1), [&](gmi::runtime::context& ctx) {
+  gmi::runtime::launch_spec ls = gmi::runtime::launch_spec::uniform(1, actors + 1);
+  ls.heartbeat_timeout = std::chrono::milliseconds(30000);  // the learner's end: a snapshot and an evaluation
+  gmi::runtime::thread_group g(std::move(ls), [&](gmi::runtime::context& ctx) {
     GMI_CUDA_TRY(cudaSetDevice(ctx.rank() == 0 ? 0 : actor_gpus[std::size_t(ctx.rank() - 1)]));
     if (ctx.rank() == 0) {
       trainer eng(c, envs, seed);
