@@ -8,8 +8,9 @@
 #   2. the GPU tests (tests/sac_multigpu, label multigpu): sac_multigpu.split_peer_items_match_host (actor 1 on GPU 1,
 #      actor 2 on GPU 0: the learner's table, every column's words, trajectory ids, steps, links, and its weights the
 #      same bits as through host messages) and sac_multigpu.split_peer_learns_as_host (one actor on GPU 1 with 16
-#      environments, 12000 env steps: the deterministic return within 25 of the host run's, both >= -400); a skip line
-#      (fewer than 2 GPUs) counts as a failure here;
+#      environments, 12000 env steps: the deterministic return within 25 of the host run's, both >= -400) and
+#      sac_multigpu.peer_option_gates_another_gpu (comm's peer flag: refused without it, the weights read with it); a
+#      skip line (fewer than 2 GPUs) counts as a failure here;
 #   3. gmi.bench.replay_peer: rounds of 64 steps x 64 environments (obs 108, act 21, reward, done) from an actor on
 #      GPU 1 into a learner's table on GPU 0, gmi_peer (peer copies into the learner's channel slots) against gmi_host
 #      (host messages), 5 reps of 200 rounds after 20 warm-up rounds (medians, min, max; items_match: the table

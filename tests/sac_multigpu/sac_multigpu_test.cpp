@@ -2,8 +2,18 @@
 // memory over peer access (pipeline/split_paths.hpp picks the path), against the same rounds through host messages.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmi/comm/channel.hpp>
+#include <gmi/comm/weights_channel.hpp>
+#include <gmi/cuda/check.hpp>
 
 #include "sac_multigpu/runs.hpp"
 
@@ -66,4 +76,81 @@ TEST_CASE("sac_multigpu.split_peer_learns_as_host") {
   CHECK(h.eval_return >= -400);
   CHECK(p.eval_return >= -400);
   CHECK(p.eval_return >= h.eval_return - 25);
+}
+
+// The comm layer's gate: a producer on GPU 1 attaching to a device channel on GPU 0 without channel_options::peer, and
+// a weights reader without weights_options::peer, are refused with one line; with peer (where GPU 1 has peer access to
+// GPU 0) the reader on GPU 1 reads the writer's weights bit for bit from GPU 0's memory.
+TEST_CASE("sac_multigpu.peer_option_gates_another_gpu") {
+  using namespace std::chrono_literals;
+  GMI_CUDA_TRY(cudaSetDevice(0));
+  gmi::comm::channel_options o;
+  o.tag = gmi::comm::unique_tag("mgpu-peer-off");
+  o.record_bytes = 16;
+  o.placement = gmi::comm::payload_placement::device;
+  o.across_processes = false;
+  o.timeout = 10s;
+  gmi::comm::channel_consumer consumer(o, 0, 1);
+  std::string channel_error;
+  std::thread producer([&] {
+    try {
+      GMI_CUDA_TRY(cudaSetDevice(1));
+      gmi::comm::channel_producer p(o, 0);
+    } catch (const std::exception& e) {
+      channel_error = e.what();
+    }
+  });
+  producer.join();
+  std::printf("sac_multigpu: producer on GPU 1 without peer: %s\n", channel_error.c_str());
+  CHECK(channel_error.find("peer access off") != std::string::npos);
+
+  std::vector<float> weights(64);
+  std::iota(weights.begin(), weights.end(), 0.5f);
+  void* src = nullptr;
+  GMI_CUDA_TRY(cudaMalloc(&src, weights.size() * sizeof(float)));
+  GMI_CUDA_TRY(cudaMemcpy(src, weights.data(), weights.size() * sizeof(float), cudaMemcpyHostToDevice));
+  const auto board = [&](bool peer) {
+    gmi::comm::weights_options w;
+    w.tag = gmi::comm::unique_tag("mgpu-weights");
+    w.bytes = weights.size() * sizeof(float);
+    w.readers = 1;
+    w.placement = gmi::comm::payload_placement::device;
+    w.timeout = 10s;
+    w.peer = peer;
+    return w;
+  };
+  const bool reach = sac_multigpu::peer_1_to_0();
+  for (const bool peer : {false, true}) {
+    const gmi::comm::weights_options w = board(peer);
+    gmi::comm::weights_writer writer(w);
+    CHECK(writer.publish(src) == 1);
+    GMI_CUDA_TRY(cudaDeviceSynchronize());
+    std::string error;
+    std::vector<float> got(weights.size(), -1.0f);
+    std::thread reader([&] {
+      try {
+        GMI_CUDA_TRY(cudaSetDevice(1));
+        gmi::comm::weights_reader r(w);
+        void* dst = nullptr;
+        GMI_CUDA_TRY(cudaMalloc(&dst, got.size() * sizeof(float)));
+        CHECK(r.wait_newer(dst, 0) == 1);
+        GMI_CUDA_TRY(cudaMemcpy(got.data(), dst, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        GMI_CUDA_TRY(cudaFree(dst));
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+    reader.join();
+    std::printf("sac_multigpu: weights reader on GPU 1, peer %s: %s\n", peer ? "on" : "off",
+                error.empty() ? "read" : error.c_str());
+    if (!peer) {
+      CHECK(error.find("peer access off") != std::string::npos);
+    } else if (reach) {
+      CHECK(error.empty());
+      CHECK(std::memcmp(got.data(), weights.data(), got.size() * sizeof(float)) == 0);
+    } else {
+      CHECK(error.find("cudaDeviceCanAccessPeer") != std::string::npos);
+    }
+  }
+  GMI_CUDA_TRY(cudaFree(src));
 }
