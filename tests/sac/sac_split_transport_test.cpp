@@ -13,12 +13,14 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gmi/core/error.hpp>
 #include <gmi/envs/pendulum.hpp>
 #include <gmi/pipeline/offpolicy_split.hpp>
 #include <gmi/pipeline/split_channels.hpp>
+#include <gmi/pipeline/split_paths.hpp>
 #include <gmi/rl/sac.hpp>
 #include <gmi/runtime/launcher.hpp>
 #include <gmi/runtime/supervisor.hpp>
@@ -103,12 +105,75 @@ TEST_SUITE("sac") {
           "--split-transport device on: got \"host GMIs (--partition cpu_cores)\", need GPU GMIs (--partition none or mps); "
           "host GMIs use --split-transport host");
     CHECK(refusal(split_transport_choice::device, true, 2) ==
-          "--split-transport device with GMIs on GPUs: got 2, need 1 (the actors write into the learner's device "
-          "memory); --split-transport host across GPUs");
+          "--split-transport device with GMIs on GPUs: got 2, need 1, or GMIs that see every GPU (--partition none: "
+          "peer copies into the learner's GPU); --split-transport host across GPUs under other partitions");
     CHECK(refusal(split_transport_choice::host, false, 1).empty());
+    // Over several GPUs with every GPU visible to each GMI (--partition none): possible, the paths decided at start.
+    CHECK(split_transport_on_device(split_transport_choice::automatic, true, 2, true));
+    CHECK(split_transport_on_device(split_transport_choice::device, true, 4, true));
+    CHECK_FALSE(split_transport_on_device(split_transport_choice::host, true, 2, true));
     CHECK(parse_choice("--split-transport", "device", split_transport_names) == split_transport_choice::device);
     CHECK_THROWS_WITH_AS((void)parse_choice("--split-transport", "peer", split_transport_names),
                          doctest::Contains("--split-transport"), gmi::config_error);
+  }
+
+  // Each actor's path over several GPUs (split_paths.hpp) from a peer table: the learner's GPU, peer copies where the
+  // GPUs have peer access, host messages for all as soon as one actor has no device path; the lines name each actor.
+  TEST_CASE("sac.split_transport.paths_over_gpus") {
+    using detail::split_gmi_place;
+    using detail::split_path;
+    // GPUs 0..3: 0 <-> 1 and 2 <-> 3 reach each other, nothing else (two PCIe switches).
+    const detail::peer_query pairs = [](int from, int to) { return from / 2 == to / 2 && from != to; };
+    const split_gmi_place learner{0, 0, 4};
+    const std::vector<split_gmi_place> near{{0, 0, 4}, {1, 1, 4}, {1, 1, 4}};
+    const auto p = detail::plan_split_paths(split_transport_choice::automatic, learner, near, pairs);
+    CHECK(p.device);
+    CHECK(p.peer);
+    CHECK(p.paths == std::vector<split_path>{split_path::same_gpu, split_path::peer, split_path::peer});
+    REQUIRE(p.lines.size() == 3);
+    CHECK(p.lines[0] == "actor GMI 1 on GPU 0: device transport (the learner's GPU)");
+    CHECK(p.lines[1] == "actor GMI 2 on GPU 1: device transport, peer copies into GPU 0's memory");
+    // The same actors with the host path asked for (the measurement's twin): host messages, no peer.
+    const auto h = detail::plan_split_paths(split_transport_choice::host, learner, near, pairs);
+    CHECK_FALSE(h.device);
+    CHECK_FALSE(h.peer);
+    CHECK(h.lines[1] == "actor GMI 2 on GPU 1: host messages (--split-transport host)");
+    // An actor on GPU 2 (no peer access to GPU 0): every actor falls back to host messages, each line says why.
+    const std::vector<split_gmi_place> far{{1, 1, 4}, {2, 2, 4}};
+    const auto f = detail::plan_split_paths(split_transport_choice::automatic, learner, far, pairs);
+    CHECK_FALSE(f.device);
+    CHECK_FALSE(f.peer);
+    CHECK(f.paths == std::vector<split_path>{split_path::peer, split_path::host});
+    CHECK(f.lines[0] == "actor GMI 1 on GPU 1: host messages (actor GMI 2 has no device path; a run's actors share one "
+                        "transport)");
+    CHECK(f.lines[1] == "actor GMI 2 on GPU 2: host messages (no peer access from GPU 2 to GPU 0)");
+    // Device asked where an actor has no device path: one line naming the actor, its GPU and why.
+    CHECK_THROWS_WITH_AS((void)detail::plan_split_paths(split_transport_choice::device, learner, far, pairs),
+                         "--split-transport device with actor GMI 2 on GPU 2: got \"host messages (no peer access from "
+                         "GPU 2 to GPU 0)\", need peer access to the learner's GPU 0 (or --split-transport auto or host)",
+                         gmi::config_error);
+    // Processes that see one GPU each (MPS, MIG): host messages across GPUs even where the GPUs have peer access;
+    // an actor on the learner's GPU keeps the device path only when every actor does.
+    const std::vector<split_gmi_place> mps{{0, 0, 1}, {1, 0, 1}};
+    const auto m = detail::plan_split_paths(split_transport_choice::automatic, {0, 0, 1}, mps, pairs);
+    CHECK_FALSE(m.device);
+    CHECK(m.paths == std::vector<split_path>{split_path::same_gpu, split_path::host});
+    CHECK(m.lines[1] == "actor GMI 2 on GPU 1: host messages (its process or the learner's sees one GPU: MPS or MIG)");
+    const std::vector<split_gmi_place> one_gpu{{0, 0, 1}, {0, 0, 1}};
+    CHECK(detail::plan_split_paths(split_transport_choice::automatic, {0, 0, 1}, one_gpu, pairs).device);
+    CHECK(detail::plan_split_paths(split_transport_choice::device, {0, 0, 1}, one_gpu, pairs).device);
+    // The peer query is asked about (actor's ordinal, learner's ordinal), not the launcher's numbering.
+    std::vector<std::pair<int, int>> asked;
+    const detail::peer_query record = [&](int from, int to) {
+      asked.emplace_back(from, to);
+      return true;
+    };
+    (void)detail::plan_split_paths(split_transport_choice::automatic, {3, 7, 8}, std::vector<split_gmi_place>{{5, 2, 8}},
+                                   record);
+    CHECK(asked == std::vector<std::pair<int, int>>{{2, 7}});
+    // No actors, or more than 255: refused.
+    CHECK_THROWS_AS((void)detail::plan_split_paths(split_transport_choice::automatic, learner, {}, pairs),
+                    gmi::config_error);
   }
 
   // The note a round carries: the episode sums bit for bit (a NaN's bits too) and the round.

@@ -34,6 +34,9 @@ struct channel_options {
   // false: every producer and consumer is a thread of this process, so device payloads are ordered by plain CUDA
   // events (interprocess ones each leave a driver file in /dev/shm until the process's contexts go).
   bool across_processes = true;
+  // Device placement: producers on another GPU than the consumer's copy straight into its slots (NVLink or PCIe peer
+  // copies) where cudaDeviceCanAccessPeer says yes; off, a producer on another GPU is refused.
+  bool peer = false;
 
   [[nodiscard]] std::uint64_t package_bytes() const noexcept {
     return std::uint64_t{record_bytes} * package_steps * package_envs;
@@ -71,6 +74,7 @@ inline link_config link_config_for(const channel_options& o, int producer, int c
   c.producer = static_cast<std::uint32_t>(producer);
   c.consumer = static_cast<std::uint32_t>(consumer);
   c.across_processes = o.across_processes;
+  c.peer = o.peer;
   return c;
 }
 }  // namespace detail

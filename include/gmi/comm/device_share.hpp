@@ -59,6 +59,27 @@ inline ipc_buffer_handle export_buffer(const void* base, std::size_t bytes) {
   return h;
 }
 
+// Makes `owner`'s device memory reachable from the current device for copies and kernels: nothing on the same
+// device; with `peer` allowed, peer access where cudaDeviceCanAccessPeer says yes (enabled once per context; CUDA
+// IPC mappings enable it lazily themselves). Throws config_error naming `what` and both devices otherwise.
+inline void reach_device_memory(int owner, bool peer, const std::string& what) {
+  int current = 0;
+  GMI_CUDA_TRY(cudaGetDevice(&current));
+  if (current == owner) return;
+  require(peer, what + ": device", current,
+          std::to_string(owner) + ", the owner's GPU (peer access off: another GPU goes through host memory)");
+  int reach = 0;
+  GMI_CUDA_TRY(cudaDeviceCanAccessPeer(&reach, current, owner));
+  require(reach != 0, what + ": device " + std::to_string(current) + "'s peer access to device " + std::to_string(owner),
+          "none (cudaDeviceCanAccessPeer)", "peer access, or a transport through host memory");
+  const cudaError_t e = cudaDeviceEnablePeerAccess(owner, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    (void)cudaGetLastError();
+    return;
+  }
+  GMI_CUDA_TRY(e);
+}
+
 namespace detail {
 struct ipc_open_entry {
   void* pointer = nullptr;

@@ -33,6 +33,7 @@ struct weights_options {
   payload_placement placement = payload_placement::host;
   std::uint32_t buffers = 3;       // 2..8: more buffers, fewer reads overtaken by a fast writer
   milliseconds timeout = default_timeout();
+  bool peer = false;               // device placement: readers on another GPU with peer access read the writer's memory
 
   void validate() const {
     detail::check_tag(tag);
@@ -242,12 +243,18 @@ class weights_reader : public detail::board_view {
     if (o_.placement == payload_placement::device) {
       int device = -1;
       GMI_CUDA_TRY(cudaGetDevice(&device));
-      if (device != hh->device) fail(got_need(segment_.name() + ": reader's device", device, std::to_string(hh->device) + ", the writer's GPU (use pinned across GPUs)"));
+      if (device != hh->device) {  // another GPU: read over peer access where allowed
+        try {
+          reach_device_memory(hh->device, o_.peer, segment_.name() + ": reader");
+        } catch (const gmi::error& e) {
+          fail(std::string(e.what()) + " (use pinned across GPUs without peer access)");
+        }
+      }
       if (writer == ::getpid()) {
         pool_ = reinterpret_cast<void*>(hh->raw_pool);
       } else {
         if (!hh->ipc_ok) fail(segment_.name() + ": device weights across processes need CUDA IPC, which the writer could not export; use pinned");
-        mapping_ = ipc_mapping(hh->pool);
+        mapping_ = ipc_mapping(hh->pool, o_.peer);
         pool_ = mapping_.get();
       }
     }

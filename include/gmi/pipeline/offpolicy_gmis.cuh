@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -136,6 +137,68 @@ template <class Engine>
   s.across_processes = processes;
   s.timeout = ctx.timeout();
   return s;
+}
+
+// Split roles on GPU GMIs: each actor's path to the learner (split_paths.hpp), one line an actor printed by the
+// learner. Over several GPUs every actor first tells the learner where it is (its GPU, CUDA ordinal, GPUs its process
+// sees), the learner plans with cudaDeviceCanAccessPeer and sends back the run's transport; on one GPU the learner
+// plans alone. A refused plan (--split-transport device where an actor has no device path) ends every GMI.
+struct split_start {
+  bool device = false, peer = false;
+};
+inline split_start split_paths_at_start(runtime::context& ctx, const runtime::binding& b, split_transport_choice c,
+                                        int gpus, bool quiet) {
+  struct answer {
+    std::uint32_t device = 0, peer = 0, refused = 0;
+  };
+  const auto bytes_of = [](const auto& v) {
+    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(&v), sizeof v);
+  };
+  int visible = 1;
+  if (gpus > 1) GMI_CUDA_TRY(cudaGetDeviceCount(&visible));
+  const split_gmi_place me{ctx.id().gpu, b.device(), visible};
+  if (ctx.rank() != 0) {
+    if (gpus == 1) return {c != split_transport_choice::host, false};
+    ctx.send(bytes_of(me), 0);
+    const std::vector<std::byte> m = ctx.recv(0);
+    gmi::require(m.size() == sizeof(answer), "split roles: the learner's transport answer bytes", m.size(),
+                 std::to_string(sizeof(answer)));
+    answer a;
+    std::memcpy(&a, m.data(), sizeof a);
+    if (a.refused) {
+      throw gmi::config_error("split roles: actor GMI " + std::to_string(ctx.rank()) +
+                              ": the learner GMI 0 refused --split-transport device (its line says why)");
+    }
+    return {a.device != 0, a.peer != 0};
+  }
+  std::vector<split_gmi_place> actors(std::size_t(ctx.world() - 1), me);
+  for (int a = 1; a < ctx.world() && gpus > 1; ++a) {
+    const std::vector<std::byte> m = ctx.recv(a);
+    gmi::require(m.size() == sizeof(split_gmi_place), "split roles: actor GMI " + std::to_string(a) + "'s place bytes",
+                 m.size(), std::to_string(sizeof(split_gmi_place)));
+    std::memcpy(&actors[std::size_t(a - 1)], m.data(), sizeof(split_gmi_place));
+  }
+  answer ans;
+  split_plan plan;
+  try {
+    plan = plan_split_paths(c, me, actors, [](int from, int to) {
+      int reach = 0;
+      GMI_CUDA_TRY(cudaDeviceCanAccessPeer(&reach, from, to));
+      return reach != 0;
+    });
+  } catch (const gmi::config_error&) {
+    ans.refused = 1;
+    for (int a = 1; a < ctx.world() && gpus > 1; ++a) ctx.send(bytes_of(ans), a);
+    throw;
+  }
+  if (!quiet) {
+    for (const std::string& l : plan.lines) std::printf("gmi: split roles: %s\n", l.c_str());
+    std::fflush(stdout);
+  }
+  ans.device = plan.device ? 1u : 0u;
+  ans.peer = plan.peer ? 1u : 0u;
+  for (int a = 1; a < ctx.world() && gpus > 1; ++a) ctx.send(bytes_of(ans), a);
+  return {plan.device, plan.peer};
 }
 
 // The environments' seed of GMI `rank` (the initial weights are rank 0's).
@@ -274,8 +337,14 @@ train_result offpolicy_on_gpu_gmis(const train_config<Pipeline>& o, const runtim
     std::string where = cfg.partition + " over " + std::to_string(cfg.gpus.size()) + " GPU(s), " + b.describe();
     if (o.split_roles) {  // GMI 0 learns on its device table, the others step their envs on their devices
       std::optional<split_channel_spec> spec;  // the device transport: the actors write into GMI 0's memory
-      if (split_transport_on_device(o.split_transport, true, int(cfg.gpus.size())))
+      const int gpus = int(cfg.gpus.size());
+      const bool see_every_gpu = cfg.partition == "none";  // green contexts: not tried; MPS, MIG: one GPU each
+      const bool allowed = split_transport_on_device(o.split_transport, true, gpus, see_every_gpu);
+      const split_start st = split_paths_at_start(ctx, b, o.split_transport, gpus, o.quiet);
+      if (st.device && allowed) {
         spec = split_spec_of<engine>(ctx, o.num_envs, runtime::this_gmi().has_value());  // GMI processes, or threads
+        spec->peer = st.peer;
+      }
       if (offpolicy_role_of(ctx.rank(), ctx.world(), true) == offpolicy_role::learner) {
         engine eng(o.sac, o.num_envs, seed, o.env);
         std::optional<split_channels_learner> ch;

@@ -180,7 +180,8 @@ train_result split_learner_run(Engine& eng, runtime::context& ctx, const train_c
   const std::string who = "split roles: GMI 0 learns, " + std::to_string(ctx.world() - 1) + " actor GMI" +
                           (ctx.world() > 2 ? "s" : "") + " (the envs below each, " +
                           std::to_string(offpolicy_split_steps) + " steps a message; transport " +
-                          (ch ? ch->spec().name() : "host messages") + ") on " + where;
+                          (ch ? (ch->spec().peer ? "device, peer copies from other GPUs" : ch->spec().name())
+                              : "host messages") + ") on " + where;
   const train_result r = offpolicy_loop<Pipeline>(learner, o, where, impl, solo_group{&ctx}, who, "off_policy_split");
   learner.finish();
   return r;

@@ -152,9 +152,10 @@ train_result train_offpolicy(train_config<Pipeline> o) {
   gmi::require(!o.sac_global_sampling || host_gmis > 1 || where.at == placement::where::gmis,
                "--sac-global-sampling on", "one learner",
                "2 or more data-parallel learners (--gmis-per-gpu >= 2 or several --gpus)");
-  if (o.split_roles) {  // refuses --split-transport device where it cannot run (host GMIs, several GPUs)
+  if (o.split_roles) {  // refuses --split-transport device where it cannot run (host GMIs, several GPUs under MPS/MIG)
     const bool gmis = where.at == placement::where::gmis;
-    (void)split_transport_on_device(o.split_transport, gmis, gmis ? int(where.cfg.gpus.size()) : 1);
+    const bool see_every_gpu = gmis && where.cfg.partition == "none";
+    (void)split_transport_on_device(o.split_transport, gmis, gmis ? int(where.cfg.gpus.size()) : 1, see_every_gpu);
   }
   if (where.at == placement::where::host && host_gmis > 1) return offpolicy_on_host_gmis<Pipeline>(o, host_gmis);
   if (where.at == placement::where::gmis) return offpolicy_on_gpu_gmis<Pipeline>(o, where.cfg);

@@ -4,7 +4,8 @@
 // actor: one copy into the learner's slot pool, plain device pointers between threads, CUDA IPC between MPS
 // processes), and reads the learner's actor weights from a weights board in the learner's memory
 // (comm/weights_channel.hpp). The learner's insert kernel reads the slot where the actor wrote it: no host copy of the
-// transitions or the weights. The host only orders the rounds (the learner's small answer message: stop, random
+// transitions or the weights. Actors on another GPU with peer access write and read the same way over peer copies
+// (split_paths.hpp chooses; spec.peer). The host only orders the rounds (the learner's small answer message: stop, random
 // actions) and bounds every wait (the channel's and board's timeouts and dead-peer checks); a failure names the GMI.
 // With payload_placement::host the same endpoints carry packed rows in shared host memory (the CI twin of the device
 // path: host GMIs through the same protocol).
@@ -27,21 +28,27 @@
 #include <gmi/cuda/buffer.hpp>
 #include <gmi/cuda/check.hpp>
 #include <gmi/pipeline/run_options.hpp>
+#include <gmi/pipeline/split_paths.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/sac_packed.hpp>
 
 namespace gmi::detail {
 
-// The transport a run uses: device for GPU GMIs of one GPU (auto or asked), host for host GMIs (auto or asked) and
-// for GMIs over several GPUs (auto); device where it cannot run is refused with one line.
-[[nodiscard]] inline bool split_transport_on_device(split_transport_choice c, bool gpu_gmis, int gpus) {
+// Whether a run may use the device transport: GPU GMIs of one GPU (auto or asked), or over several GPUs when each GMI's
+// process sees every GPU (--partition none; then each actor's path is chosen at the start by
+// plan_split_paths: peer access where the GPUs have it, else host messages for all); host for host GMIs (auto or
+// asked). Device where it can not run is refused with one line: host GMIs, and GMIs over several GPUs under another
+// partition (MPS, MIG: each process sees one GPU, no peer mapping of the learner's memory; green contexts: not tried).
+[[nodiscard]] inline bool split_transport_on_device(split_transport_choice c, bool gpu_gmis, int gpus,
+                                                    bool see_every_gpu = false) {
   if (c == split_transport_choice::device) {
     gmi::require(gpu_gmis, "--split-transport device on", "host GMIs (--partition cpu_cores)",
                  "GPU GMIs (--partition none or mps); host GMIs use --split-transport host");
-    gmi::require(gpus == 1, "--split-transport device with GMIs on GPUs", gpus,
-                 "1 (the actors write into the learner's device memory); --split-transport host across GPUs");
+    gmi::require(gpus == 1 || see_every_gpu, "--split-transport device with GMIs on GPUs", gpus,
+                 "1, or GMIs that see every GPU (--partition none: peer copies into the learner's GPU); "
+                 "--split-transport host across GPUs under other partitions");
   }
-  return c != split_transport_choice::host && gpu_gmis && gpus == 1;
+  return c != split_transport_choice::host && gpu_gmis && (gpus == 1 || see_every_gpu);
 }
 
 // What both ends of the transport are built from (the same values on every GMI of the run).
@@ -53,6 +60,7 @@ struct split_channel_spec {
   std::size_t weight_floats = 0;         // the actor network's parameters
   comm::payload_placement placement = comm::payload_placement::device;
   bool across_processes = true;          // MPS processes (CUDA IPC), or threads of one process (plain pointers)
+  bool peer = false;                     // actors on other GPUs write and read over peer access (split_paths.hpp)
   comm::milliseconds timeout = comm::default_timeout();
 
   void validate() const {
@@ -77,6 +85,7 @@ struct split_channel_spec {
     o.placement = placement;
     o.timeout = timeout;
     o.across_processes = across_processes;
+    o.peer = peer;
     return o;
   }
   [[nodiscard]] comm::weights_options weights() const {
@@ -87,6 +96,7 @@ struct split_channel_spec {
     w.placement = placement;
     w.buffers = 2;
     w.timeout = timeout;
+    w.peer = peer;
     return w;
   }
   [[nodiscard]] const char* name() const noexcept {

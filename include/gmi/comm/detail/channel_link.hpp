@@ -98,6 +98,7 @@ struct link_config {
   std::uint32_t producer = 0;
   std::uint32_t consumer = 0;
   bool across_processes = true;  // false: the producer is a thread of the consumer's process (plain events)
+  bool peer = false;              // device placement: a producer on another GPU with peer access to the pool
   [[nodiscard]] std::uint64_t package_bytes() const noexcept {
     return std::uint64_t{record_bytes} * package_steps * package_envs;
   }
@@ -405,9 +406,12 @@ class channel_link {
     auto* hh = h();
     int device = -1;
     GMI_CUDA_TRY(cudaGetDevice(&device));
-    if (device != hh->device) {
-      fail(got_need(name() + ": device of producer " + std::to_string(config_.producer), device,
-                    std::to_string(hh->device) + ", the consumer's GPU (GMIs on different GPUs use placement pinned)"));
+    if (device != hh->device) {  // another GPU: its copies go straight into the pool over peer access, if allowed
+      try {
+        reach_device_memory(hh->device, config_.peer, name() + ": producer " + std::to_string(config_.producer));
+      } catch (const gmi::error& e) {
+        fail(std::string(e.what()) + " (GMIs on GPUs without peer access use placement pinned)");
+      }
     }
     const bool same_process = hh->consumer_pid.load() == ::getpid();
     if (!same_process && hh->ipc_ok == 0) {
@@ -417,7 +421,7 @@ class channel_link {
     if (same_process) {
       pool_ = reinterpret_cast<void*>(hh->raw_pool);
     } else {
-      mapping_ = ipc_mapping(hh->pool);
+      mapping_ = ipc_mapping(hh->pool, config_.peer);
       pool_ = mapping_.get();
     }
     for (std::uint32_t s = 0; s < config_.slots; ++s) {
