@@ -36,7 +36,7 @@ with open(out, "w") as f:
     for d in rows:
         f.write(json.dumps(d) + "\n")
 
-print(f"== actors5 at {git} on {device} (run {run_id}), quiet host; MuJoCo Ant (gmi::envs::ant's definition) with "
+print(f"== actors5 at {git} on {device} (run {run_id}), quiet host; MuJoCo Ant (gmi::envs::ant_v4's definition) with "
       "predefined pairs, mujoco::sim's default layout (per_thread)")
 print("-- target 1: MuJoCo Ant >= 20000 env steps/s per core (per CPU second of the stepping threads; medians of the "
       "bench's reps, then of the rounds)")
@@ -62,7 +62,7 @@ print("-- target 2: CPU-actor PPO on Ant uses >= 90% of the cores' stepping rate
 for lib in ("debian", "deepmind"):
     train = {}
     for d in rows:
-        if d["mujoco_build"] == lib and d.get("bench") == "cpu_actors_ppo" and d.get("task") == "ant":
+        if d["mujoco_build"] == lib and d.get("bench") == "cpu_actors_ppo" and d.get("task") == "ant_v4":
             train[(d["phase"], d.get("data_layout", "?"))] = d
     for layout in ("per_thread", "per_env"):
         step = train.get(("stepping", layout))
@@ -72,7 +72,7 @@ for lib in ("debian", "deepmind"):
                 continue
             frac = d["median"] / step["median"] if step else float("nan")
             tail = "" if phase == "stepping" else f", {frac:.3f} of stepping [{verdict(frac >= 0.9)}]"
-            print(f"  {lib:8s} ant 8 cores {layout:10s} {phase:8s}: {d['median']:8.0f} env steps/s, busy "
+            print(f"  {lib:8s} ant_v4 8 cores {layout:10s} {phase:8s}: {d['median']:8.0f} env steps/s, busy "
                   f"{d['busy_fraction']:.3f} [{verdict(d['busy_fraction'] >= 0.9)}]{tail}")
     a, b = train.get(("stepping", "per_env")), train.get(("stepping", "per_thread"))
     if a and b:

@@ -4,7 +4,7 @@
 # bench/actors/carry_mujoco.sh) and optionally .carry/mujoco-deepmind (bench/actors/carry_mujoco_deepmind.sh):
 #   1. builds gmi.bench.actors_rate, gmi.bench.actors_train and gmi.test.actors_gpu in $BUILD (default
 #      /tmp/build-actors, -j$JOBS, default 16);
-#   2. the per-core rate (gmi.bench.actors_rate, Ant of include/gmi/physics/builtin/ant.xml, 128 envs a core, at 1
+#   2. the per-core rate (gmi.bench.actors_rate, Ant of include/gmi/physics/builtin/ant_v4.xml, 128 envs a core, at 1
 #      and 14 threads): bare mj_step loop, gmi's sim, the CPU actors with stealing (gmi.cpu_actors, the default now)
 #      and without (gmi.cpu_actors_static, the loop before), their busy fractions, one thread's env step taken apart
 #      (us_per_env_step_profile: mj_step and its stages against gmi's task code) and one reset each way;

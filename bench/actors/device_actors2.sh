@@ -7,7 +7,7 @@
 # .debs: bench/actors/carry_mujoco.sh) and optionally .carry/mujoco-deepmind (carry_mujoco_deepmind.sh):
 #   1. builds gmi.bench.actors_rate in $BUILD (default /tmp/build-actors, -j$JOBS, default 16);
 #   2. for each MuJoCo build (Debian's; DeepMind's when carried), twice in turn "dynamic" then "pairs":
-#      gmi.bench.actors_rate on include/gmi/physics/builtin/ant.xml (and pairs:ant.xml), 128 envs a core, at 1 and 8
+#      gmi.bench.actors_rate on include/gmi/physics/builtin/ant_v4.xml (and pairs:ant_v4.xml), 128 envs a core, at 1 and 8
 #      threads (bare mj_step loop, gmi's sim, the CPU actors with and without stealing; one env step taken apart;
 #      the resets, with trajectory_fnv: both collisions must give the same hash);
 #   3. the summary: each steps_per_cpu_s (median over the bench's reps, then the median of the rounds) against

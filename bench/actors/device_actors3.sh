@@ -8,7 +8,7 @@
 # bench/actors/carry_mujoco.sh) and optionally .carry/mujoco-deepmind (carry_mujoco_deepmind.sh):
 #   1. builds gmi.bench.actors_rate in $BUILD (default /tmp/build-actors3, -j$JOBS, default 16);
 #   2. for each MuJoCo build (Debian's; DeepMind's when carried), in turn "per_env" then "per_thread":
-#      gmi.bench.actors_rate on pairs:per_env:include/gmi/physics/builtin/ant.xml (per_thread: pairs:per_thread:...), 128
+#      gmi.bench.actors_rate on pairs:per_env:include/gmi/physics/builtin/ant_v4.xml (per_thread: pairs:per_thread:...), 128
 #      envs a core, at 1 and 8 threads (bare mj_step loop, gmi's sim, the CPU actors with and without stealing; the
 #      profile and resets, with trajectory_fnv); round 2 of everything where 95 s are left (a round of 4 runs
 #      takes about 80 s; said so when left out);

@@ -4,7 +4,7 @@
 # host (CUDA_VISIBLE_DEVICES set by the caller), cold, within 5 minutes including the build, from the repository
 # root with .carry/debs (bench/actors/carry_mujoco.sh) and optionally .carry/mujoco-deepmind (carry_mujoco_deepmind.sh):
 #   1. builds gmi.bench.actors_rate and gmi.bench.actors_train in $BUILD (default /tmp/build-actors4, -j$JOBS, 16);
-#   2. for each MuJoCo build (Debian's; DeepMind's when carried): gmi.bench.actors_rate on pairs:ant.xml (the Ant
+#   2. for each MuJoCo build (Debian's; DeepMind's when carried): gmi.bench.actors_rate on pairs:ant_v4.xml (the Ant
 #      as gmi loads it by default), 128 envs a core, 1 and 8 threads (bare mj_step loop, gmi's sim, the CPU actors
 #      with and without stealing, one env step taken apart, the resets with the 2000-step trajectory_fnv); then
 #      CPU-actor PPO on the Ant at 8 actor cores (gmi.bench.actors_train, GPU policy and update) with the pairs model
@@ -98,15 +98,15 @@ for lib in ("debian", "deepmind"):
     fnv |= {d.get("trajectory_fnv") for d in mine if d.get("impl") == "gmi.reset_data"}
     train = {}
     for d in mine:
-        if d.get("bench") == "cpu_actors_ppo" and d.get("task") == "ant":
+        if d.get("bench") == "cpu_actors_ppo" and d.get("task") == "ant_v4":
             train[(d["phase"], d.get("collision", "?"))] = d
     for phase in ("stepping", "collect", "train"):
         a, b = train.get((phase, "dynamic")), train.get((phase, "predefined_pairs"))
         if a and b:
-            print(f"  actors_train ant 8 cores {phase:8s}: dynamic {a['median']:7.0f}, pairs {b['median']:7.0f} env "
+            print(f"  actors_train ant_v4 8 cores {phase:8s}: dynamic {a['median']:7.0f}, pairs {b['median']:7.0f} env "
                   f"steps/s (x{b['median'] / a['median']:.3f}); busy {a['busy_fraction']:.3f} / {b['busy_fraction']:.3f}")
         elif a or b:
-            print(f"  actors_train ant {phase}: only {'dynamic' if a else 'pairs'} measured")
+            print(f"  actors_train ant_v4 {phase}: only {'dynamic' if a else 'pairs'} measured")
 print(f"trajectory_fnv (2000 steps) the same in every run and build: {'yes' if len(fnv) == 1 else 'NO'} {sorted(map(str, fnv))}")
 print(f"result lines: {len(rows)} in {out}")
 PY

@@ -2,13 +2,13 @@
 # Issue 38 on one GPU's host, quiet (nothing else runs on the machine), cold, within 9 minutes including the build:
 # what the issue has not run on a GPU machine at this commit, and a repeat of the per-core rate with the new default
 # layout (mujoco::sim steps with one mjData per thread, data_layout::per_thread, unless asked for per_env) and the
-# MuJoCo Ant now defined as gmi::envs::ant. From the repository root with .carry/debs (bench/actors/carry_mujoco.sh)
+# MuJoCo Ant now defined as gmi::envs::ant_v4. From the repository root with .carry/debs (bench/actors/carry_mujoco.sh)
 # and optionally .carry/mujoco-deepmind (carry_mujoco_deepmind.sh):
 #   1. builds gmi.bench.actors_rate, gmi.bench.actors_train, gmi.bench.actors_check_threshold, gmi.test.actors_gpu,
 #      gmi.test.actors_mujoco, gmi.example.cartpole_on_cpu and gmi.example.ant_on_cpu in $BUILD (default
 #      /tmp/build-actors5, -j$JOBS, 16);
 #   2. in this order, each step cut to the time left and skipped (said so) when too little is left:
-#      a. rate round 1 on each MuJoCo build: gmi.bench.actors_rate on pairs:ant.xml in the default layout, 128 envs a
+#      a. rate round 1 on each MuJoCo build: gmi.bench.actors_rate on pairs:ant_v4.xml in the default layout, 128 envs a
 #         core, 1 and 8 threads (bare mj_step loop, gmi's sim, the CPU actors with and without stealing, the
 #         profile, the resets with the 2000-step trajectory_fnv);
 #      b. CPU-actor PPO on the Ant at 8 actor cores (gmi.bench.actors_train, GPU policy and update, pairs), the
@@ -51,10 +51,10 @@ rate_round() {  # $1: round
       "$logs/rate_${lib}_$1.jsonl" "pairs:$model" 0.5 128 1 8
   done
 }
-ant_train() {  # $1: build; the default layout, then per_env
+ant_v4_train() {  # $1: build; the default layout, then per_env
   local layout arg
   for layout in default per_env; do
-    skip_unless "actors_train ant $layout on $1" 35 || continue
+    skip_unless "actors_train ant_v4 $layout on $1" 35 || continue
     arg=$model
     [ "$layout" = per_env ] && arg=per_env:$model
     GMI_ACTORS_TRAIN_ANT_ONLY=1 LD_LIBRARY_PATH=$(libpath "$1") step "train_$1_$layout" 50 \
@@ -63,13 +63,13 @@ ant_train() {  # $1: build; the default layout, then per_env
 }
 
 rate_round 1
-ant_train debian
+ant_v4_train debian
 if skip_unless "GPU and MuJoCo tests" 40; then
   step tests 90 ctest --test-dir "$build" -R '^(actors_gpu\.|actors\.mujoco\.|example\.ant_on_cpu\.)' --output-on-failure --timeout 80
   tail -3 "$logs/tests.log"
 fi
 rate_round 2
-for lib in "${builds[@]}"; do [ "$lib" = deepmind ] && ant_train deepmind; done
+for lib in "${builds[@]}"; do [ "$lib" = deepmind ] && ant_v4_train deepmind; done
 rate_round 3
 if skip_unless "actors_train cartpole and the threshold check" 30; then
   step train_cartpole 40 taskset -c "$cpus" "$bench_dir/gmi.bench.actors_train" "$logs/train_debian_cartpole.jsonl" - 0.4 1 8 &&

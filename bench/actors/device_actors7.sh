@@ -3,7 +3,7 @@
 # within 5 minutes including the build. From the repository root with .carry/debs (bench/actors/carry_mujoco.sh):
 #   1. builds gmi.bench.actors_place and gmi.bench.actors_check_threshold (within 230 s) in $BUILD (default
 #      /tmp/build-actors7, -j$JOBS, 16; MuJoCo from the carried .debs as device_place.sh);
-#   2. gmi.bench.actors_place at 14 actor cores (taskset 0-14: 14 actors and the driver) for ant, humanoid and anymal
+#   2. gmi.bench.actors_place at 14 actor cores (taskset 0-14: 14 actors and the driver) for ant_v4, humanoid_v4 and anymal
 #      at small batches: 2 envs per core and env group (batch 56), then 64 (batch 1792, the points measured so far),
 #      then 8 (batch 224), each task at each size a step of at most 45 s (PPO on CPU actors stepping MuJoCo, PPO with
 #      gmi::physics on the GPU at the same env count, the placement line), cut to the time left;
@@ -28,7 +28,7 @@ bench_dir=$build/bench/actors
 place=$logs/place.jsonl
 : > "$place"
 for envs in 2 64 8; do
-  for task in ant humanoid anymal; do
+  for task in ant_v4 humanoid_v4 anymal; do
     step "place_${task}_$envs" 45 taskset -c "$cpus" "$bench_dir/gmi.bench.actors_place" "$place" "$task:$envs" 0.3 14
   done
 done

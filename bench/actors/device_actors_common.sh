@@ -9,7 +9,7 @@ logs=$out/$name
 mkdir -p "$logs"
 : > "$lines"
 export JOBS=${JOBS:-16}
-model=include/gmi/physics/builtin/ant.xml
+model=include/gmi/physics/builtin/ant_v4.xml
 source bench/actors/unpack_mujoco.sh
 configure_build
 grep -q "^GMI_MUJOCO_LIBRARY:.*mujoco" "$build/CMakeCache.txt" ||

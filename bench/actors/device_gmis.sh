@@ -14,7 +14,7 @@
 #      attempt's first iteration, iterations lost, weights identical at the end;
 #   4. --population of 2 CPU-actor GMIs on GPU 0: members solved;
 #   5. gmi.bench.actors_train (Cartpole at 1, 3, 7, 14 actor cores: CPU-actor training, GPU-simulation training,
-#      the placement line), gmi.bench.actors_place (the same for ant, humanoid and anymal: MuJoCo on the actors,
+#      the placement line), gmi.bench.actors_place (the same for ant_v4, humanoid_v4 and anymal: MuJoCo on the actors,
 #      gmi::physics on the GPU; built beside the rest, skipped when its build is not done in time; each task while
 #      time is left) and gmi.bench.actors_check_threshold:
 #      does threshold 1 pick the side that trained faster, per task;
@@ -46,7 +46,7 @@ fits() {
   fi
 }
 finish() {
-  [ -n "$ant_pid" ] && kill -- -"$ant_pid" 2>/dev/null
+  [ -n "$ant_v4_pid" ] && kill -- -"$ant_v4_pid" 2>/dev/null
   (cd "$out" && tar czf actors_gmis_logs.tgz actors_gmis && rm -rf actors_gmis)
   echo "result lines: $(wc -l < "$lines") in $lines; logs in $out/actors_gmis_logs.tgz; $(( $(date +%s) - t0 )) s"
   exit "$status"
@@ -61,13 +61,13 @@ targets=(gmi.test.actors gmi.test.actors_gpu gmi.example.cartpole_on_cpu gmi.ben
 ((mujoco)) && targets+=(gmi.test.actors_mujoco)
 # The placement bench of the MuJoCo tasks (gmi::physics on the GPU: a long compile) builds beside everything else, niced, in a build
 # folder of its own; step 5 waits for it while time is left and goes without it otherwise.
-ant_build=${build}-ant
-ant_pid=
+ant_v4_build=${build}-ant
+ant_v4_pid=
 if ((mujoco)); then
-  setsid bash -c "cmake --preset gpu -B '$ant_build' -DGMI_BUILD_BENCHMARKS=ON > '$logs/configure_ant.log' 2>&1 &&
-    nice -n 10 cmake --build '$ant_build' -j8 --target gmi.bench.actors_place > '$logs/build_ant.log' 2>&1;
-    echo \$? > '$logs/build_ant.rc'" &
-  ant_pid=$!
+  setsid bash -c "cmake --preset gpu -B '$ant_v4_build' -DGMI_BUILD_BENCHMARKS=ON > '$logs/configure_ant_v4.log' 2>&1 &&
+    nice -n 10 cmake --build '$ant_v4_build' -j8 --target gmi.bench.actors_place > '$logs/build_ant_v4.log' 2>&1;
+    echo \$? > '$logs/build_ant_v4.rc'" &
+  ant_v4_pid=$!
 fi
 build_targets 300
 cores=$(nproc)
@@ -85,7 +85,7 @@ if fits gpu_tests 150; then
   passed=$(grep -c " Passed " "$logs/ctest_gpu_mujoco.log")
   failed=$(grep -cE "\*\*\*Failed|Not Run|Timeout" "$logs/ctest_gpu_mujoco.log")
   emit actor_tests_gpu_and_mujoco tests_passed "$passed" "\"failed\":$failed"
-  for t in actors_gpu.ppo.mujoco_ant_resume_is_exact actors.mujoco.resume_continues_the_same_trajectories; do
+  for t in actors_gpu.ppo.mujoco_ant_v4_resume_is_exact actors.mujoco.resume_continues_the_same_trajectories; do
     ok=$(grep -cE " $t \.+ +Passed" "$logs/ctest_gpu_mujoco.log")
     ((mujoco)) || ok=null
     emit "mujoco_resume_${t%%.*}" weights_and_env_state_identical "$ok" "\"test\":\"$t\""
@@ -162,7 +162,7 @@ if fits cartpole_population_2gmis 75; then
 fi
 
 # 5. The placement threshold against training: CPU actors vs GPU simulation, and the rule's choice at each point
-# (Cartpole: gmi.bench.actors_train; ant, humanoid, anymal, MuJoCo on the actors against gmi::physics on the GPU:
+# (Cartpole: gmi.bench.actors_train; ant_v4, humanoid_v4, anymal, MuJoCo on the actors against gmi::physics on the GPU:
 # actors_place).
 if fits placement_threshold 120; then
   timeout 120 "$build/bench/actors/gmi.bench.actors_train" "$logs/train.jsonl" - 0.3 1 3 7 14 > "$logs/train.log" 2>&1 ||
@@ -171,15 +171,15 @@ if fits placement_threshold 120; then
 fi
 if ((mujoco)); then
   waited=0
-  while [ ! -f "$logs/build_ant.rc" ] && ((waited < 60)); do sleep 5; waited=$((waited + 5)); done
-  for task in ant humanoid anymal; do
+  while [ ! -f "$logs/build_ant_v4.rc" ] && ((waited < 60)); do sleep 5; waited=$((waited + 5)); done
+  for task in ant_v4 humanoid_v4 anymal; do
     fits "placement_threshold_$task" 90 || continue
-    if [ "$(cat "$logs/build_ant.rc" 2>/dev/null)" = 0 ]; then
-      timeout 80 "$ant_build/bench/actors/gmi.bench.actors_place" "$logs/train.jsonl" "$task" 0.3 1 3 7 14 \
+    if [ "$(cat "$logs/build_ant_v4.rc" 2>/dev/null)" = 0 ]; then
+      timeout 80 "$ant_v4_build/bench/actors/gmi.bench.actors_place" "$logs/train.jsonl" "$task" 0.3 1 3 7 14 \
         > "$logs/place_$task.log" 2>&1 || { tail -3 "$logs/place_$task.log"; status=1; }
       grep "\"task\": *\"$task\"" "$logs/train.jsonl" >> "$lines"
     else
-      emit "placement_threshold_$task" skipped null "\"reason\":\"gmi.bench.actors_place not built (waited $waited s; see build_ant.log)\""
+      emit "placement_threshold_$task" skipped null "\"reason\":\"gmi.bench.actors_place not built (waited $waited s; see build_ant_v4.log)\""
     fi
   done
 fi

@@ -4,7 +4,7 @@
 # exist both in gmi::physics and on MuJoCo. Builds gmi.bench.actors_place (one file per task, compiled in
 # parallel), gmi.bench.actors_check_threshold and gmi.test.actors_mujoco (-j16), then:
 #   1. the host MuJoCo tests (actors.mujoco.*: Humanoid and Anymal against gmi::physics, resumes, placement's CPU side);
-#   2. gmi.bench.actors_place for ant, humanoid and anymal at 1, 3, 7 and 14 actor cores (PPO on CPU actors stepping
+#   2. gmi.bench.actors_place for ant_v4, humanoid_v4 and anymal at 1, 3, 7 and 14 actor cores (PPO on CPU actors stepping
 #      MuJoCo, PPO with gmi::physics on the GPU at the same env count, the placement line), each within 100 s;
 #   3. gmi.bench.actors_check_threshold on those lines: per task, is threshold 1 right at every point.
 # Result lines: $OUT/actors_place.jsonl (the bench's and the check's lines); logs in $OUT/actors_place/.
@@ -22,7 +22,7 @@ cmake --build /tmp/build -j16 --target gmi.bench.actors_place gmi.bench.actors_c
 echo "built in $(( $(date +%s) - t0 )) s"
 ctest --test-dir /tmp/build -R "actors.mujoco|actors_mujoco" --output-on-failure > "$logs/ctest.log" 2>&1 || status=1
 grep -E "tests passed|Failed" "$logs/ctest.log"
-for task in ant humanoid anymal; do
+for task in ant_v4 humanoid_v4 anymal; do
   timeout 100 /tmp/build/bench/actors/gmi.bench.actors_place "$logs/place.jsonl" "$task" 0.3 1 3 7 14 \
     > "$logs/place_$task.log" 2>&1 || { echo "$task: exit $?"; tail -3 "$logs/place_$task.log"; status=1; }
 done

@@ -4,7 +4,7 @@
 # GMI_RATE_CPUS (a taskset list, default 0-14: 14 actor cores and the driver; give the other script other cores) and
 # builds in its own folder (GMI_RATE_BUILD, default /tmp/build-actorsrate). Builds gmi.bench.actors_rate and
 # gmi.bench.actors_train, then:
-#   1. gmi.bench.actors_rate at 1 and 14 threads on the Ant model gmi uses (include/gmi/physics/builtin/ant.xml,
+#   1. gmi.bench.actors_rate at 1 and 14 threads on the Ant model gmi uses (include/gmi/physics/builtin/ant_v4.xml,
 #      frame_skip 5, 128 envs a core): a bare mj_step loop (mj_resetData resets), gmi's sim alone, gmi's CPU actors
 #      (double-buffered hand-off); env steps/s per core on the wall clock and per CPU second, ratio to bare, the
 #      actors' busy fraction; and one reset timed alone both ways;
@@ -33,7 +33,7 @@ cmake --build "$build" -j"${GMI_RATE_JOBS:-16}" --target gmi.bench.actors_rate g
 echo "built in $(( $(date +%s) - t0 )) s; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1);" \
   "cores: $cpus of $(nproc --all); host CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 status=0
-model=include/gmi/physics/builtin/ant.xml
+model=include/gmi/physics/builtin/ant_v4.xml
 summary() {
 python3 - "$@" <<'PYEOF'
 import json, sys

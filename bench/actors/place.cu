@@ -1,5 +1,5 @@
 // gmi.bench.actors_place: the placement threshold's points for the tasks that exist both in gmi::physics and on
-// MuJoCo (ant, humanoid, anymal). For each actor core count, with ENVS envs per core and env group (default 64, as
+// MuJoCo (ant_v4, humanoid_v4, anymal). For each actor core count, with ENVS envs per core and env group (default 64, as
 // gmi.bench.actors_train's points; batch = cores x 2 x ENVS, both recorded as envs_per_group and batch):
 //   train on CPU actors:   PPO env steps/s with the task's MuJoCo counterpart (plan/mujoco_placement.hpp, on
 //                          gmi::physics's own model of it) on the actors and the trainer on the GPU (impl gmi),
@@ -8,7 +8,7 @@
 //   placement:             plan::choose_placement with the CPU side timed as one MuJoCo env step on one pinned
 //                          core (the simulator the actors run) and the GPU side as gmi::physics's batched step.
 // Lines in gmi.bench.actors_train's shape, so gmi.bench.actors_check_threshold reads both files.
-//   gmi.bench.actors_place OUT.jsonl TASK[:ENVS] [seconds per rep] [cores...]  (TASK: ant, humanoid or anymal)
+//   gmi.bench.actors_place OUT.jsonl TASK[:ENVS] [seconds per rep] [cores...]  (TASK: ant_v4, humanoid_v4 or anymal)
 // Bad arguments are refused in one line with exit code 2 before any device work.
 #include <cmath>
 #include <cstdio>
@@ -16,6 +16,8 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include <gmi/envs/renamed_tasks.hpp>
 
 #include "place.cuh"
 
@@ -38,7 +40,7 @@ T parse_number(const std::string& text, const std::string& what, T lo, T hi, con
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s OUT.jsonl TASK[:ENVS](ant|humanoid|anymal) [seconds per rep] [cores...]\n",
+    std::fprintf(stderr, "usage: %s OUT.jsonl TASK[:ENVS](ant_v4|humanoid_v4|anymal) [seconds per rep] [cores...]\n",
                  argv[0]);
     return 2;
   }
@@ -52,8 +54,9 @@ int main(int argc, char** argv) {
                                     1, 4096, "an integer in 1..4096");
       task.resize(colon);
     }
-    gmi::require(task == "ant" || task == "humanoid" || task == "anymal", "gmi.bench.actors_place task", task,
-                 "ant, humanoid or anymal");
+    if (const std::string renamed = gmi::envs::renamed_task(task); !renamed.empty()) throw gmi::config_error(renamed);
+    gmi::require(task == "ant_v4" || task == "humanoid_v4" || task == "anymal", "gmi.bench.actors_place task", task,
+                 "ant_v4, humanoid_v4 or anymal");
     if (argc > 3) seconds = parse_number(argv[3], "gmi.bench.actors_place seconds per rep", 0.01, 600.0, "0.01..600");
     for (int i = 4; i < argc; ++i)
       core_counts.push_back(parse_number(argv[i], "gmi.bench.actors_place actor cores", 1, 4096,
@@ -69,8 +72,8 @@ int main(int argc, char** argv) {
   try {
     if (core_counts.empty()) core_counts = {1, 4, std::max(1, int(ac::available_cores().size()) - 1)};
     std::ofstream out(argv[1], std::ios::app);
-    if (task == "ant") place_bench::place_ant(out, core_counts, seconds, envs_per_group);
-    if (task == "humanoid") place_bench::place_humanoid(out, core_counts, seconds, envs_per_group);
+    if (task == "ant_v4") place_bench::place_ant_v4(out, core_counts, seconds, envs_per_group);
+    if (task == "humanoid_v4") place_bench::place_humanoid_v4(out, core_counts, seconds, envs_per_group);
     if (task == "anymal") place_bench::place_anymal(out, core_counts, seconds, envs_per_group);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gmi.bench.actors_place: %s\n", e.what());

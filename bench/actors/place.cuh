@@ -114,7 +114,7 @@ void place(std::ofstream& out, const std::vector<int>& core_counts, double secon
 
 
 namespace place_bench {
-void place_ant(std::ofstream& out, const std::vector<int>& core_counts, double seconds, int envs_per_group);
-void place_humanoid(std::ofstream& out, const std::vector<int>& core_counts, double seconds, int envs_per_group);
+void place_ant_v4(std::ofstream& out, const std::vector<int>& core_counts, double seconds, int envs_per_group);
+void place_humanoid_v4(std::ofstream& out, const std::vector<int>& core_counts, double seconds, int envs_per_group);
 void place_anymal(std::ofstream& out, const std::vector<int>& core_counts, double seconds, int envs_per_group);
 }  // namespace place_bench

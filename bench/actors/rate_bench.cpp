@@ -2,7 +2,7 @@
 // same model, options, frame_skip, envs per core and actions (host only). Three impls a thread count:
 //   bare_mj_step:   per env: controls set, frame_skip x mj_step, the height test, and on termination mj_resetData,
 //                   the reset noise and mj_forward; nothing else (no observation, reward, flags or hand-off);
-//   gmi.sim:        mujoco::sim<ant>::step_one over the same envs in turn (observation, reward, resets, statistics);
+//   gmi.sim:        mujoco::sim<ant_v4>::step_one over the same envs in turn (observation, reward, resets, statistics);
 //   gmi.cpu_actors: cpu_actors::run (two groups, double buffered) with a policy that hands back the same actions
 //                   at once: everything the actors do for PPO but the network (threads done with their own slice
 //                   of a group step the rest of the others': actor_config::steal);
@@ -10,7 +10,7 @@
 // Every thread count runs its threads at once (one env slice per pinned core); ratio = impl / bare at that count.
 // Then one reset alone, both ways (us_per_reset lines: mj_resetData and gmi.reset_data, each with mj_forward; with
 // trajectory_fnv, a hash of a 2000-step trajectory, to tell whether two MuJoCo builds step alike bit for bit).
-// Then one thread's env step taken apart (us_per_env_step_profile): mujoco::sim<ant>::step_one's time against the
+// Then one thread's env step taken apart (us_per_env_step_profile): mujoco::sim<ant_v4>::step_one's time against the
 // time MuJoCo's own timers (mjcb_time) give mj_step and its stages; the rest is gmi's task code (controls,
 // observation, reward, flags, resets with their mj_forward).
 //   gmi.bench.actors_rate OUT.jsonl [[pairs:][per_thread:|per_env:]MODEL_XML|builtin] [seconds per rep] [envs per core]
@@ -41,7 +41,7 @@
 #include <gmi/actors/mujoco.hpp>
 #include <gmi/actors/power.hpp>
 #include <gmi/core/rng.hpp>
-#include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/metrics/summary.hpp>
 #include <gmi/plan/mujoco_placement.hpp>
@@ -96,7 +96,7 @@ struct rate {
 rate bare(const mj::model_ptr& model, const std::vector<int>& cores, int envs, double seconds, int reps,
           const std::vector<float>& table) {
   const mjModel* m = model.get();
-  const mj::ant task(m, {});
+  const mj::ant_v4 task(m, {});
   const auto& p = task.config();
   const int T = int(cores.size());
   rate out;
@@ -185,7 +185,7 @@ rate sim_only(const mj::model_ptr& model, const std::vector<int>& cores, int env
   for (int t = 0; t < T; ++t) {
     threads.emplace_back([&, t] {
       ac::pin_this_thread(cores[std::size_t(t)]);
-      mj::sim<mj::ant> s(model, envs, std::uint64_t(1 + t), {}, layout);
+      mj::sim<mj::ant_v4> s(model, envs, std::uint64_t(1 + t), {}, layout);
       std::vector<float> obs(std::size_t(envs) * 27), fin(27);
       for (int i = 0; i < envs; ++i) s.reset_one(std::size_t(i), obs.data() + i * 27);
       long k = 0;
@@ -235,7 +235,7 @@ std::vector<double> reset_micros(const mj::model_ptr& model, int core, bool gmi_
   std::thread([&] {
     ac::pin_this_thread(core);
     const mjModel* m = model.get();
-    const mj::ant task(m, {});
+    const mj::ant_v4 task(m, {});
     mjData* d = mj_makeData(m);
     gmi::rng r(9, 0);
     for (int rep = 0; rep < reps + 1; ++rep) {
@@ -304,7 +304,7 @@ rate actors(const mj::model_ptr& model, const std::vector<int>& cores, int envs,
   const int n = envs * T;
   ac::actor_config config{cores, 2};
   config.steal = steal;
-  ac::cpu_actors<mj::sim<mj::ant>> a(config, model, n, std::uint64_t(1), mj::ant::params{}, layout);
+  ac::cpu_actors<mj::sim<mj::ant_v4>> a(config, model, n, std::uint64_t(1), mj::ant_v4::params{}, layout);
   table_policy pol{&table, std::vector<long>(std::size_t(n), 0)};
   constexpr int steps = 16;  // the PPO horizon
   rate out;
@@ -350,7 +350,7 @@ step_profile profile(const mj::model_ptr& model, int core, int envs, double seco
   step_profile out;
   std::thread([&] {
     ac::pin_this_thread(core);
-    mj::sim<mj::ant> s(model, envs, 7, {}, mj::data_layout::per_env);  // data(i): env i's own timers and contacts
+    mj::sim<mj::ant_v4> s(model, envs, 7, {}, mj::data_layout::per_env);  // data(i): env i's own timers and contacts
     std::vector<float> obs(std::size_t(envs) * 27), fin(27);
     for (int i = 0; i < envs; ++i) s.reset_one(std::size_t(i), obs.data() + i * 27);
     mjcb_time = steady_us;
@@ -433,10 +433,10 @@ int main(int argc, char** argv) {
     }
   }
   const mj::model_ptr model = model_file == "builtin"
-                                  ? gmi::plan::mujoco_model_of<gmi::envs::ant>(pairs)
+                                  ? gmi::plan::mujoco_model_of<gmi::envs::ant_v4>(pairs)
                                   : (pairs ? mj::load_with_predefined_pairs(model_file) : mj::load(model_file));
   const std::string model_name =
-      model_file == "builtin" ? "gmi::physics builtin ant.xml" : std::filesystem::path(model_file).filename().string();
+      model_file == "builtin" ? "gmi::physics builtin ant_v4.xml" : std::filesystem::path(model_file).filename().string();
   const std::string collision = pairs ? "predefined_pairs" : "dynamic";
   const auto table = action_table();
   const auto run = gmi::metrics::describe_run();
@@ -461,8 +461,8 @@ int main(int argc, char** argv) {
       if (r->per_core.empty()) continue;
       const auto sm = gmi::metrics::summarize(r->per_core);
       auto line = gmi::metrics::result_line(run, "actors_rate", impl, "steps_per_s_per_core", sm);
-      line.update({{"task", "ant"}, {"model", model_name}, {"threads", T}, {"envs_per_core", envs},
-                   {"frame_skip", mj::ant::params{}.frame_skip}, {"timestep", model->opt.timestep},
+      line.update({{"task", "ant_v4"}, {"model", model_name}, {"threads", T}, {"envs_per_core", envs},
+                   {"frame_skip", mj::ant_v4::params{}.frame_skip}, {"timestep", model->opt.timestep},
                    {"solver_iterations", model->opt.iterations}, {"collision", collision},
                    {"data_layout", r == &b ? "per_env" : mj::layout_name(layout)},
                    {"ratio_to_bare", bare_median > 0 ? sm.median / bare_median : 0.0},
@@ -485,7 +485,7 @@ int main(int argc, char** argv) {
                                           gmi::metrics::summarize({pr.per_step_us}));
     nlohmann::json parts = nlohmann::json::object();
     for (const auto& [part, us] : pr.parts) parts[part] = us;
-    line.update({{"task", "ant"}, {"model", model_name}, {"collision", collision}, {"data_layout", "per_env"},
+    line.update({{"task", "ant_v4"}, {"model", model_name}, {"collision", collision}, {"data_layout", "per_env"},
                  {"threads", 1}, {"envs_per_core", envs},
                  {"us_parts", parts}, {"share_mj_step", pr.parts.front().second / pr.per_step_us},
                  {"share_task_code", pr.parts[1].second / pr.per_step_us}, {"contacts_per_substep", pr.ncon},
@@ -500,7 +500,7 @@ int main(int argc, char** argv) {
     const auto us = reset_micros(model, ac::choose_cores(1).front(), gmi_reset, seconds, reps);
     auto line = gmi::metrics::result_line(run, "actors_rate", gmi_reset ? "gmi.reset_data" : "mj_resetData",
                                           "us_per_reset", gmi::metrics::summarize(us));
-    line.update({{"task", "ant"}, {"model", model_name}, {"collision", collision}, {"what", "mj_resetData + mj_forward, or the Ant task's reset (reset_data, noise, mj_forward); timed alone, after 5 mj_step"},
+    line.update({{"task", "ant_v4"}, {"model", model_name}, {"collision", collision}, {"what", "mj_resetData + mj_forward, or the Ant task's reset (reset_data, noise, mj_forward); timed alone, after 5 mj_step"},
                  {"host_cpu", cpu}, {"mujoco", mj_versionString()}, {"mujoco_library", mj::library_path()},
                  {"trajectory_fnv", trajectory_hash(model.get())}});
     out << line.dump() << "\n";

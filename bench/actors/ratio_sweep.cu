@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   }
   for (const point& p : points) {
     const int n = p.cores_per_gmi * p.envs_per_core * 2;  // two groups, each envs_per_core per core
-    std::vector<std::unique_ptr<ac::cpu_actors<mj::sim<mj::ant>>>> actors;
+    std::vector<std::unique_ptr<ac::cpu_actors<mj::sim<mj::ant_v4>>>> actors;
     std::vector<std::unique_ptr<gpu_policy>> policies;
     std::vector<int> driver_cores;
     const auto sets = ac::gmi_core_sets(p.gmis, p.cores_per_gmi + 1);  // the GMI's actor cores, then its driver's
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
       std::vector<int> cores = sets[std::size_t(g)];
       driver_cores.push_back(cores.back());
       cores.pop_back();
-      actors.push_back(std::make_unique<ac::cpu_actors<mj::sim<mj::ant>>>(ac::actor_config{cores, 2}, model, n, 1u + unsigned(g)));
+      actors.push_back(std::make_unique<ac::cpu_actors<mj::sim<mj::ant_v4>>>(ac::actor_config{cores, 2}, model, n, 1u + unsigned(g)));
       policies.push_back(std::make_unique<gpu_policy>(2, std::size_t(n / 2)));
       actors.back()->run(*policies.back(), 10);  // warm-up
     }
@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
     auto base = [&](const std::string& metric, double v) {
       auto line = gmi::metrics::result_line(run, "cpu_gpu_ratio", "gmi.actors.mujoco+gpu_mlp", metric,
                                             gmi::metrics::summarize({v}));
-      line["task"] = "ant";
+      line["task"] = "ant_v4";
       line["gmis_per_gpu"] = p.gmis;
       line["cores_per_gmi"] = p.cores_per_gmi;
       line["envs_per_core"] = p.envs_per_core;

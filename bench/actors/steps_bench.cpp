@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   for (int threads : thread_counts) {
     const auto cores = ac::choose_cores(threads);
     const int n = envs_per_core * threads;
-    ac::cpu_actors<mj::sim<mj::ant>> actors({cores, 1}, model, n, 1u);
+    ac::cpu_actors<mj::sim<mj::ant_v4>> actors({cores, 1}, model, n, 1u);
     const std::size_t un = std::size_t(n);
     std::vector<float> obs(un * 27), act(un * 8), rew(un);
     std::vector<std::uint8_t> te(un), tr(un);
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     const auto s = gmi::metrics::summarize(per_core);
     const auto stats = actors.read_stats();
     auto line = gmi::metrics::result_line(run, "cpu_actors", "gmi.actors.mujoco", "steps_per_s_per_core", s);
-    line["task"] = "ant";
+    line["task"] = "ant_v4";
     line["model"] = std::filesystem::path(model_file).filename().string();
     line["threads"] = threads;
     line["envs_per_core"] = envs_per_core;

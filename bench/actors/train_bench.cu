@@ -10,7 +10,7 @@
 // also has busy_fraction, the actor threads' stepping time over their wall time in that phase (cpu_actors::busy_seconds:
 // near 1 in "collect" when the double buffering hides the GPU's inference; "train" adds the update, when they idle).
 // The Ant's model is loaded with predefined pairs (actors/mujoco_pairs.hpp: the broadphase off, njmax bounded; the
-// same contacts and steps bit for bit), as plan::mujoco_model_of<envs::ant>() and the placement do, and stepped in
+// same contacts and steps bit for bit), as plan::mujoco_model_of<envs::ant_v4>() and the placement do, and stepped in
 // mujoco::sim's default layout (one mjData per actor thread, data_layout::per_thread, mujoco_thread_data.hpp; the
 // same steps bit for bit). "dynamic:" before the file loads it with MuJoCo's dynamic collision (as before);
 // "per_env:" or "per_thread:" next picks the layout (per_env: one mjData an environment, the layout before).
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
   const std::string cpu = ac::cpu_model();
   // GMI_ACTORS_TRAIN_ANT_ONLY=1 leaves Cartpole out (a second run of the Ant on another MuJoCo build).
   const char* only = std::getenv("GMI_ACTORS_TRAIN_ANT_ONLY");
-  const bool ant_only = only && std::string(only) == "1" && model != "-";
+  const bool ant_v4_only = only && std::string(only) == "1" && model != "-";
   std::ofstream out(out_file, std::ios::app);
   gmi::cuda::stream s;
   const gmi::exec::cuda gpu{.stream = s.get()};
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
     if (cores + 1 > available) continue;  // one core is left to the driver
     const std::vector<int> actor_cores = ac::choose_cores(cores);  // the driver (this thread) stays unpinned
     gmi::rl::ppo_config c;  // the defaults: horizon 16
-    if (!ant_only) {
+    if (!ant_v4_only) {
       using net = gmi::agents::gaussian_mlp<>::network<4, 1>;
       ac::ppo_gpu_on_actors<gmi::envs::cartpole, net> t(ac::actor_config{actor_cores, 2}, cores * 512, 1, c, {}, gpu);
       measure(t, "cartpole", cores, seconds, out, run, cpu);
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
     }
 #ifdef GMI_BENCH_MUJOCO
     if (model != "-") {
-      using ant_sim = ac::mujoco::sim<ac::mujoco::ant>;
+      using ant_v4_sim = ac::mujoco::sim<ac::mujoco::ant_v4>;
       using net = gmi::agents::gaussian_mlp<>::network<27, 8>;
       const int n = cores * 128;  // 64 envs per core and group
       const bool dynamic = model.rfind("dynamic:", 0) == 0;
@@ -199,9 +199,9 @@ int main(int argc, char** argv) {
         }
       }
       const ac::mujoco::model_ptr m = dynamic ? ac::mujoco::load(file) : ac::mujoco::load_with_predefined_pairs(file);
-      ac::ppo_gpu_actors<ant_sim, net> t(ac::actor_config{actor_cores, 2}, n, 1, c, gpu, m, n, std::uint64_t(1),
-                                         ac::mujoco::ant::params{}, layout);
-      measure(t, "ant", cores, seconds, out, run, cpu,
+      ac::ppo_gpu_actors<ant_v4_sim, net> t(ac::actor_config{actor_cores, 2}, n, 1, c, gpu, m, n, std::uint64_t(1),
+                                         ac::mujoco::ant_v4::params{}, layout);
+      measure(t, "ant_v4", cores, seconds, out, run, cpu,
               {{"mujoco_library", ac::mujoco::library_path()},
                {"collision", dynamic ? "dynamic" : "predefined_pairs"},
                {"data_layout", ac::mujoco::layout_name(layout)}});

@@ -3,9 +3,9 @@
 # of a cold machine including the build: one host x 4 GPUs against two simulated hosts x 2 GPUs (mpirun, NCCL on
 # sockets over lo between the hosts, NVLink within each; bench/multihost/device_common.sh, shared with
 # device_run.sh), 1 GMI a GPU, gmi::run's colocated synchronous PPO:
-#   0. builds gmi.example.cartpole_ppo, gmi.test.multihost_gpu and gmi.example.ant_ppo (gmi's GPU physics) in one
+#   0. builds gmi.example.cartpole_ppo, gmi.test.multihost_gpu and gmi.example.ant_v4_ppo (gmi's GPU physics) in one
 #      ninja call ($BUILD, default /tmp/build-hosts, -j16); Cartpole's parts start once its targets are built, while
-#      ant_ppo may still compile on a core (pugixml from .carry/debs where bench/physics/carry_pugixml.sh put it);
+#      ant_v4_ppo may still compile on a core (pugixml from .carry/debs where bench/physics/carry_pugixml.sh put it);
 #   1. gmi.test.multihost_gpu on the GPUs (the allgather sum's kernel, 2 ranks against NCCL's allreduce, the direct
 #      gather's bits; with 4: 2 hosts x 2 GPUs, the two-level sum's and the direct gather's bits against the
 #      one-level allgather, eager and replayed);
@@ -42,7 +42,7 @@ rm -f "$lines"
 configure_build "${cmake_mpi[@]}" -DGMI_BUILD_ALL_TASK_EXAMPLES=ON -DGMI_HEADER_CHECK_NVCC=OFF
 grep -q "gmi: MPI not found" "$out/configure.log" && { tail -20 "$out/configure.log"; echo "CMake did not find MPI"; exit 1; }
 log_lines=$( (wc -l < "$build/.ninja_log") 2>/dev/null || echo 0)
-timeout 320 cmake --build "$build" -j16 --target gmi.example.cartpole_ppo gmi.test.multihost_gpu gmi.example.ant_ppo \
+timeout 320 cmake --build "$build" -j16 --target gmi.example.cartpole_ppo gmi.test.multihost_gpu gmi.example.ant_v4_ppo \
   > "$dir/build.log" 2>&1 &
 build_pid=$!
 logged() {  # whether this call's ninja logged every output named as built (.ninja_log: start, end, mtime, output, hash)
@@ -162,15 +162,15 @@ done
 new=two_level
 [[ " ${sums[*]} " == *" two_level "* ]] || new=allgather
 
-ant=1
+ant_v4=1
 if [ "$(left)" -ge 100 ]; then
-  wait_built examples/task_ppo/gmi.example.ant_ppo || ant=0
+  wait_built examples/task_ppo/gmi.example.ant_v4_ppo || ant_v4=0
 fi
-bin=$build/examples/task_ppo/gmi.example.ant_ppo
+bin=$build/examples/task_ppo/gmi.example.ant_v4_ppo
 reps=2
 [ "$(left)" -lt 170 ] && reps=1  # an Ant run pair takes about 80 s
-if [ "$ant" -eq 0 ] || [ "$(left)" -lt 45 ] || [ ! -x "$bin" ] || kill -0 "$build_pid" 2>/dev/null; then
-  echo "== 6. Ant: skipped ($(left) s left; ant_ppo built: $ant, or still building)"
+if [ "$ant_v4" -eq 0 ] || [ "$(left)" -lt 45 ] || [ ! -x "$bin" ] || kill -0 "$build_pid" 2>/dev/null; then
+  echo "== 6. Ant: skipped ($(left) s left; ant_v4_ppo built: $ant_v4, or still building)"
 else
   echo "== 6. Ant, 4096 envs a GMI: one host x $total against two hosts x $gph ($new), $reps run(s) each"
   for rep in $(seq 1 "$reps"); do

@@ -52,7 +52,7 @@ for line in open(sys.argv[1]):
         name = m.group(1)
         continue
     r = re.search(r"REG:(\d+) STACK:(\d+)", line)
-    k = re.search(rf"({kinds})\w*?(ant|humanoid|anymal)(\w*)", name or "")
+    k = re.search(rf"({kinds})\w*?(ant_v4|humanoid_v4|anymal|ant|humanoid)(\w*)", name or "")
     if r and k:
         kind = k.group(1)
         if kind in ("staged_stage_kernel", "staged_stage_shared_kernel"):  # the stage, K of <E, K>

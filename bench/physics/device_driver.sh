@@ -3,16 +3,16 @@
 # over exec::cuda, what PPO training and serving step: a thread per environment, or a warp per environment through
 # rl/physics_env_step.cuh), in one call of under 9 minutes on a 16-core H100/H200 (about 4 of them building):
 #   1. gmi.test.physics_tasks (host): the path rule, its overrides and the tasks' split step;
-#   2. gmi.test.physics_tasks_gpu: envs_gpu.physics_tasks.env_driver_warp_path_follows_thread_path (ant, humanoid,
+#   2. gmi.test.physics_tasks_gpu: envs_gpu.physics_tasks.env_driver_warp_path_follows_thread_path (ant_v4, humanoid_v4,
 #      anymal: the warp-driven env batch against the thread-driven one, one env step at a time from the same
 #      states) and the rest of the suite (host against device, batch_warp.cuh against batch_local.cuh);
 #   3. gmi.bench.physics_tasks --driver-paths: env steps per second (physics + observation + reward + auto-reset,
-#      random actions) through env_batch with each path, ant, humanoid and anymal at 4096 and 16384 environments;
+#      random actions) through env_batch with each path, ant_v4, humanoid_v4 and anymal at 4096 and 16384 environments;
 #      every line carries the path that ran ("path") and the one the rule picks ("chosen").
 # pugixml is not needed (the tasks' models are compiled in); where bench/physics/carry_pugixml.sh carried its
 # packages (.carry/debs) they are unpacked as tasks_device.sh does, so one build folder serves all three scripts.
-#   4. only with TRAIN=1 (about 3 more minutes: one more large translation unit, two short runs): PPO on the ant
-#      (gmi.example.ant_ppo, 4096 envs, 2 M env steps) by default (batched collection, the env step with a warp per
+#   4. only with TRAIN=1 (about 3 more minutes: one more large translation unit, two short runs): PPO on the ant_v4
+#      (gmi.example.ant_v4_ppo, 4096 envs, 2 M env steps) by default (batched collection, the env step with a warp per
 #      env where the rule picks it) and with --collection threads (the fused thread-per-env collection); its
 #      "env-step", "serving" and "train samples/s" lines.
 # Result lines (JSON) go to $OUT/physics_driver_paths.jsonl, logs to $OUT/*.log, a summary to stdout.
@@ -26,7 +26,7 @@ extra=()
 [ "$train" = 1 ] && extra=(-DGMI_BUILD_ALL_TASK_EXAMPLES=ON)
 configure_build "${extra[@]}"
 targets=(gmi.test.physics_tasks gmi.test.physics_tasks_gpu gmi.bench.physics_tasks)
-[ "$train" = 1 ] && targets+=(gmi.example.ant_ppo)
+[ "$train" = 1 ] && targets+=(gmi.example.ant_v4_ppo)
 build_targets 360
 
 echo "== tests"
@@ -61,13 +61,13 @@ for (task, n, path), (v, chosen) in sorted(rate.items()):
 PY
 
 if [ "$train" = 1 ]; then
-  echo "== PPO on the ant, 4096 envs: default collection (batched, env step by the rule) and --collection threads"
+  echo "== PPO on the ant_v4, 4096 envs: default collection (batched, env step by the rule) and --collection threads"
   for how in default threads; do
-    args=(--num-envs 4096 --max-env-steps 2000000 --log-interval 0 --metrics "$out/ant_ppo_$how.jsonl")
+    args=(--num-envs 4096 --max-env-steps 2000000 --log-interval 0 --metrics "$out/ant_v4_ppo_$how.jsonl")
     [ "$how" = threads ] && args+=(--collection threads)
-    timeout 120 "$build/examples/task_ppo/gmi.example.ant_ppo" "${args[@]}" > "$out/ant_ppo_$how.log" 2>&1 ||
-      { status=1; tail -5 "$out/ant_ppo_$how.log"; }
-    echo "-- $how"; grep -E "^gmi: (env-step|step limit)|^iter" "$out/ant_ppo_$how.log" | tail -3
+    timeout 120 "$build/examples/task_ppo/gmi.example.ant_v4_ppo" "${args[@]}" > "$out/ant_v4_ppo_$how.log" 2>&1 ||
+      { status=1; tail -5 "$out/ant_v4_ppo_$how.log"; }
+    echo "-- $how"; grep -E "^gmi: (env-step|step limit)|^iter" "$out/ant_v4_ppo_$how.log" | tail -3
   done
 fi
 exit $status

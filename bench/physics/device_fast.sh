@@ -8,7 +8,7 @@
 #   2. gmi.test.physics_gpu (batch.cuh against the host) and gmi.test.physics_tasks_gpu (warp per env against the
 #      host and against thread per env; the env driver's warp path against its thread path; host against device);
 #   3. gmi.bench.physics_tasks --driver-paths: env steps per second through env_batch (physics, observation,
-#      reward, auto-reset, random actions) on each path, ant, humanoid and anymal at 4096, 16384 and 65536 envs;
+#      reward, auto-reset, random actions) on each path, ant_v4, humanoid_v4 and anymal at 4096, 16384 and 65536 envs;
 #   4. gmi.bench.physics_tasks --compare-paths: physics only, both device layouts, the same counts.
 # pugixml (the test models' loader) is unpacked from .carry/debs where bench/physics/carry_pugixml.sh carried it.
 # Result lines (JSON) go to $OUT/physics_fast.jsonl (driver paths) and $OUT/physics_fast_paths.jsonl (physics

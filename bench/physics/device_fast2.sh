@@ -5,7 +5,7 @@
 #   1. registers and stack of the physics kernels (cuobjdump -res-usage of the bench);
 #   2. gmi.test.physics_tasks (host: the path rule at the measured points), gmi.test.physics_gpu and
 #      gmi.test.physics_tasks_gpu (every layout against the host and against thread per env);
-#   3. gmi.bench.physics_tasks --driver-paths: env steps per second through env_batch for ant, humanoid and anymal at
+#   3. gmi.bench.physics_tasks --driver-paths: env steps per second through env_batch for ant_v4, humanoid_v4 and anymal at
 #      4096, 16384 and 65536 environments, thread per env and the warp path's default layout (16 lanes, rows in
 #      global slots), medians of 3;
 #   4. unless MIN_BLOCKS=off: a second bench built beside the first with the thread kernel's launch bound at
@@ -39,8 +39,8 @@ build_targets 270
 
 echo "== registers and stack of the physics kernels (bench binary)"
 print_resources "$build/bench/physics/gmi.bench.physics_tasks"
-echo "   (c74e00d: physics_thread_step_kernel ant 95/22064, humanoid 128/37040, anymal 125/16800;"
-echo "    local_step_envs ant 72/21952, humanoid 90/36848, anymal 72/16592)"
+echo "   (c74e00d: physics_thread_step_kernel ant_v4 95/22064, humanoid_v4 128/37040, anymal 125/16800;"
+echo "    local_step_envs ant_v4 72/21952, humanoid_v4 90/36848, anymal 72/16592)"
 
 echo "== tests"
 timeout 40 "$build/tests/envs/gmi.test.physics_tasks" > "$out/test_physics_tasks.log" 2>&1 ||

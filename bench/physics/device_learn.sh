@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# PPO on the physics tasks, as a user runs it: gmi.example.ant_ppo and gmi.example.humanoid_ppo (gmi::run with
+# PPO on the physics tasks, as a user runs it: gmi.example.ant_v4_ppo and gmi.example.humanoid_v4_ppo (gmi::run with
 # gmi's default PPO: horizon 16, minibatch 8192, 8 epochs, lr 3e-4, 64-64 network) on one GPU, SEEDS seeds each
-# (default 3, from FIRST_SEED, default 1) of the tasks in TASKS (default "ant humanoid"), a fixed env-step budget
+# (default 3, from FIRST_SEED, default 1) of the tasks in TASKS (default "ant_v4 humanoid_v4"), a fixed env-step budget
 # per run (ANT_STEPS, default 30 M; HUMANOID_STEPS, default 20 M) with NUM_ENVS environments (default 16384). Runs
-# alternate between the tasks (ant seed 1, humanoid seed 1, ant seed 2, ...) and share the time left after the
+# alternate between the tasks (ant_v4 seed 1, humanoid_v4 seed 1, ant_v4 seed 2, ...) and share the time left after the
 # build until LEARN_BUDGET_S (default 500 s from the script's start): a run that reaches its share before its
 # budget stops there (gmi::run's time limit) and its lines say how far it got ("env_steps"). For the full budgets
-# of every seed, split the tasks over calls (TASKS=ant, then TASKS=humanoid: a warm machine keeps $BUILD).
+# of every seed, split the tasks over calls (TASKS=ant_v4, then TASKS=humanoid_v4: a warm machine keeps $BUILD).
 # Output under $OUT:
 #   metrics/<task>-seed<k>.jsonl   gmi::run's metrics lines (--metrics, a progress line every 2 s and the end line)
 #   physics_learn.jsonl            result lines, one per run: {"bench":"physics_learning","task":..,"impl":"gmi",
@@ -27,15 +27,15 @@ seeds=${SEEDS:-3}
 first_seed=${FIRST_SEED:-1}
 num_envs=${NUM_ENVS:-16384}
 budget_s=${LEARN_BUDGET_S:-500}
-read -r -a tasks <<< "${TASKS:-ant humanoid}"
-declare -A steps=([ant]=${ANT_STEPS:-30000000} [humanoid]=${HUMANOID_STEPS:-20000000})
-for v in "$seeds" "$first_seed" "$num_envs" "$budget_s" "${steps[ant]}" "${steps[humanoid]}"; do
+read -r -a tasks <<< "${TASKS:-ant_v4 humanoid_v4}"
+declare -A steps=([ant_v4]=${ANT_STEPS:-30000000} [humanoid_v4]=${HUMANOID_STEPS:-20000000})
+for v in "$seeds" "$first_seed" "$num_envs" "$budget_s" "${steps[ant_v4]}" "${steps[humanoid_v4]}"; do
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "device_learn.sh: got '$v' for SEEDS, FIRST_SEED, NUM_ENVS, LEARN_BUDGET_S, ANT_STEPS or HUMANOID_STEPS, need a positive integer"; exit 2; }
 done
-(( ${#tasks[@]} > 0 )) || { echo "device_learn.sh: got no task in TASKS, need ant, humanoid or both"; exit 2; }
+(( ${#tasks[@]} > 0 )) || { echo "device_learn.sh: got no task in TASKS, need ant_v4, humanoid_v4 or both"; exit 2; }
 targets=()
 for t in "${tasks[@]}"; do
-  [[ "$t" == ant || "$t" == humanoid ]] || { echo "device_learn.sh: got task '$t' in TASKS, need ant or humanoid"; exit 2; }
+  [[ "$t" == ant_v4 || "$t" == humanoid_v4 ]] || { echo "device_learn.sh: got task '$t' in TASKS, need ant_v4 or humanoid_v4"; exit 2; }
   targets+=("gmi.example.${t}_ppo")
 done
 

@@ -9,13 +9,13 @@
 #      gmi.test.physics_gpu and gmi.test.physics_tasks_gpu (envs_gpu.physics_tasks.thread_shared_slices_follow_the_plain_
 #      thread_kernel among them);
 #   3. gmi.bench.physics_tasks --driver-paths: env steps per second through env_batch (physics + observation + reward +
-#      auto-reset, random actions) of ant, humanoid and anymal at 16384 and 65536 environments, thread per env with
+#      auto-reset, random actions) of ant_v4, humanoid_v4 and anymal at 16384 and 65536 environments, thread per env with
 #      shared slices of $SLICES floats a thread (0: the plain kernel, the old path), the plain kernel again with its
 #      carveout at the largest L1 (--thread-max-l1), then the warp path's default layout (16 lanes, rows in global
 #      slots), medians of 3.
 # Result lines (JSON) go to $OUT/physics.jsonl, logs to $OUT/physics-*.log, and a summary to stdout and
 # $OUT/physics-summary.txt: each case's rate against the plain thread kernel of this run, against 794e70c's committed
-# lines and against issue 35's targets (ant 15 M, humanoid 5 M env steps/s).
+# lines and against issue 35's targets (ant_v4 15 M, humanoid_v4 5 M env steps/s).
 # Usage: CUDA_VISIBLE_DEVICES=0 OUT=/path bench/physics/device_physics.sh   (BUILD: default /tmp/build-physics; JOBS:
 #        default 16; SLICES: default "0 31 63 111 151 255")
 set -uo pipefail
@@ -35,7 +35,7 @@ build_targets 220
 
 echo "== registers and stack of the physics kernels (bench binary)"
 print_resources "$build/bench/physics/gmi.bench.physics_tasks"
-echo "   (794e70c: physics_thread_step_kernel ant 95/22064, humanoid 128/37872, anymal 127/16800)"
+echo "   (794e70c: physics_thread_step_kernel ant_v4 95/22064, humanoid_v4 128/37872, anymal 127/16800)"
 
 echo "== bench: thread per env with shared slices ${slices[*]} (0: the plain kernel), the plain kernel with the largest L1, then the warp path (16 lanes, rows global)"
 timeout "$(( $(left) > 150 ? 150 : ($(left) > 30 ? $(left) : 30) ))" "$build/bench/physics/gmi.bench.physics_tasks" --driver-paths \
@@ -60,7 +60,7 @@ tail -3 "$out/physics-test_tasks_gpu.log"
 
 python3 - "$lines" bench/results/physics/2026-11-28-NVIDIA-H200-794e70c-fast2.jsonl > "$summary" <<'PY'
 import json, sys
-targets = {"ant": 15e6, "humanoid": 5e6}
+targets = {"ant_v4": 15e6, "humanoid_v4": 5e6}
 before = {}
 try:
     for l in open(sys.argv[2]):

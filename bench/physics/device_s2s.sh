@@ -6,7 +6,7 @@
 # episodes (default 32) on gmi::physics (host) and on MuJoCo (Debian's libmujoco from .carry/debs, double) with the
 # same MJCF file, start states, observation and reward code, the tasks in parallel over the machine's cores.
 # Target: return on MuJoCo / return on gmi >= 0.9 for every task.
-# Tasks: TASKS (default "ant humanoid anymal isaac_ant isaac_humanoid"). The whole script stays within BUDGET_S
+# Tasks: TASKS (default "ant_v4 humanoid_v4 anymal ant humanoid"). The whole script stays within BUDGET_S
 # (default 330 s, the build included: ~230 s cold at -j16); every step has a timeout cut to the time left, and the
 # training is cut below TRAIN_S when the build leaves less (the lines' "train_seconds" says how long it trained);
 # a task whose example did not build in time is dropped with a line that says so (exit 1).
@@ -31,16 +31,17 @@ train_s=${TRAIN_S:-40}
 num_envs=${NUM_ENVS:-16384}
 episodes=${EPISODES:-32}
 export JOBS=${JOBS:-16}
-read -r -a tasks <<< "${TASKS:-ant humanoid anymal isaac_ant isaac_humanoid}"
+read -r -a tasks <<< "${TASKS:-ant_v4 humanoid_v4 anymal ant humanoid}"
 for v in "$budget_s" "$train_s" "$num_envs" "$episodes" "$JOBS"; do
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "device_s2s.sh: got '$v' for BUDGET_S, TRAIN_S, NUM_ENVS, EPISODES or JOBS, need a positive integer"; exit 2; }
 done
-(( ${#tasks[@]} > 0 )) || { echo "device_s2s.sh: got no task in TASKS, need some of ant humanoid anymal isaac_ant isaac_humanoid"; exit 2; }
+(( ${#tasks[@]} > 0 )) || { echo "device_s2s.sh: got no task in TASKS, need some of ant_v4 humanoid_v4 anymal ant humanoid"; exit 2; }
 targets=(gmi.tool.sim2sim)
 for t in "${tasks[@]}"; do
   case "$t" in
-    ant|humanoid|anymal|isaac_ant|isaac_humanoid) targets+=("gmi.example.${t}_ppo") ;;
-    *) echo "device_s2s.sh: got task '$t' in TASKS, need some of ant humanoid anymal isaac_ant isaac_humanoid"; exit 2 ;;
+    ant_v4|humanoid_v4|anymal|ant|humanoid) targets+=("gmi.example.${t}_ppo") ;;
+    isaac_*) echo "device_s2s.sh: task '$t' is now called '${t#isaac_}' (the Gymnasium-style one is '${t#isaac_}_v4')"; exit 2 ;;
+    *) echo "device_s2s.sh: got task '$t' in TASKS, need some of ant_v4 humanoid_v4 anymal ant humanoid"; exit 2 ;;
   esac
 done
 left() { echo $(( start_s + budget_s - $(date +%s) )); }

@@ -57,7 +57,7 @@ physics_tests=$tests_line
 
 echo "== bench: the five tasks at 16384 environments ($(left) s left)"
 timeout "$(cap 60 30)" "$build/bench/physics/gmi.bench.physics_tasks" \
-  --tasks ant,humanoid,anymal,isaac_ant,isaac_humanoid --envs 16384 --steps 20 --warmup 5 --reps 3 \
+  --tasks ant_v4,humanoid_v4,anymal,ant,humanoid --envs 16384 --steps 20 --warmup 5 --reps 3 \
   --run-id "$run_id" --git "$git_rev" --out "$lines" > "$out/$name-bench.log" 2>&1 ||
   { status=1; echo "bench failed or ran out of time:"; tail -5 "$out/$name-bench.log"; }
 

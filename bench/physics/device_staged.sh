@@ -8,8 +8,8 @@
 #      physics_thread_step_kernel (cuobjdump -res-usage of the bench);
 #   2. gmi.test.physics_tasks (host: rl.physics_staged.* the host twin bit-identical to the one-call step, also with
 #      the stages' shared slices; physics.stage_shared.* every stage with a slice bit-identical to the plain stage);
-#   3. gmi.bench.physics_tasks (env_batch: physics + observation + reward + auto-reset, random actions) of ant,
-#      humanoid and anymal at 16384 and 65536 environments with --physics-step threads, then staged (blocks of 64)
+#   3. gmi.bench.physics_tasks (env_batch: physics + observation + reward + auto-reset, random actions) of ant_v4,
+#      humanoid_v4 and anymal at 16384 and 65536 environments with --physics-step threads, then staged (blocks of 64)
 #      without shared slices, with auto slices (-1: the most that keeps every environment resident, 452 floats a
 #      thread at 16384 and 110 at 65536 on an H200) and with slices of 63 floats; medians of 3;
 #   4. gmi.test.physics_tasks_gpu's staged cases (envs_gpu.physics_tasks.staged_path_follows_the_thread_path: within
@@ -19,7 +19,7 @@
 #      counted) and gmi.test.physics_gpu (batch.cuh against the host, the step's stages functions of step.hpp); each
 #      cut to the time left.
 # Result lines (JSON) go to $OUT/physics.jsonl, logs to $OUT/staged-*.log, and a summary to stdout and
-# $OUT/physics-summary.txt: each rate against issue 35's targets (ant 15 M, humanoid 5 M env steps/s) and the staged
+# $OUT/physics-summary.txt: each rate against issue 35's targets (ant_v4 15 M, humanoid_v4 5 M env steps/s) and the staged
 # path against the thread path of this run (staged/thread) and each slice against the staged path without.
 # Usage: CUDA_VISIBLE_DEVICES=0 OUT=/path bench/physics/device_staged.sh   (BUILD: default /tmp/build-physics2; JOBS:
 #        default 16; BUDGET_S: default 350)
@@ -50,11 +50,11 @@ tail -2 "$out/staged-test_tasks.log"
 timeout "$(cap 20)" "$build/tests/envs/gmi.test.physics_tasks" -s -tc='rl.physics_staged*,physics.stage_shared*' 2>&1 |
   grep -E "staged steps bit-identical|stages compared" | sed 's/^.*MESSAGE: //'
 
-echo "== bench: thread per env, then staged (slices none, auto, 63), ant, humanoid, anymal at 16384 and 65536 environments ($(left) s left)"
+echo "== bench: thread per env, then staged (slices none, auto, 63), ant_v4, humanoid_v4, anymal at 16384 and 65536 environments ($(left) s left)"
 for path in threads staged; do
   extra=()
   [ "$path" = staged ] && extra=(--staged-shared-reals 0 -1 63)
-  timeout "$(cap 100)" "$bench" --physics-step "$path" ${extra[@]+"${extra[@]}"} --tasks ant,humanoid,anymal --envs 16384 65536 \
+  timeout "$(cap 100)" "$bench" --physics-step "$path" ${extra[@]+"${extra[@]}"} --tasks ant_v4,humanoid_v4,anymal --envs 16384 65536 \
     --steps 10 --warmup 2 --reps 3 --run-id "$run_id" --git "$git_rev" --out "$lines" \
     > "$out/staged-bench-$path.log" 2>&1 || { status=1; echo "bench ($path) failed or ran out of time:"; tail -5 "$out/staged-bench-$path.log"; }
 done
@@ -73,7 +73,7 @@ tail -2 "$out/staged-test_gpu.log"
 
 python3 - "$lines" "$run_id" > "$summary" <<'PY'
 import json, sys
-targets = {"ant": 15e6, "humanoid": 5e6}
+targets = {"ant_v4": 15e6, "humanoid_v4": 5e6}
 try:
     rows = [json.loads(l) for l in open(sys.argv[1])]
 except OSError:

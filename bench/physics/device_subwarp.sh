@@ -7,7 +7,7 @@
 #      several environments in turn) against the host and against thread per env, physics only and through the env
 #      driver and batched_dynamics;
 #   3. gmi.bench.physics_tasks --driver-paths: env steps per second through env_batch (physics, observation, reward,
-#      auto-reset, random actions) for ant, humanoid and anymal at 4096, 16384 and 65536 environments: thread per
+#      auto-reset, random actions) for ant_v4, humanoid_v4 and anymal at 4096, 16384 and 65536 environments: thread per
 #      env, then the warp path at 32 lanes with the rows in shared memory (the first warp path's layout), 16 and 8
 #      lanes, each with the rows in shared memory and in global slots; medians of 3;
 #   4. with PHYSICS_ONLY=1, gmi.bench.physics_tasks --compare-paths over the same layouts (physics only).

@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2154  # the variables come from the script that sources this file
-# The steps of an Isaac Gym task's device script (device_isaac_ant.sh, device_isaac_humanoid.sh), sourced after the
+# The steps of an Isaac Gym task's device script (device_ant.sh, device_humanoid.sh), sourced after the
 # script sets: name (the task), ref (the task its rates are set beside), target (issue 35's env steps/s), budget (the
 # default of BUDGET_S: the whole script's seconds), build_cap, test_cap and test_keep, bench_cap and bench_keep (a
 # step's timeout and the seconds it leaves for the later steps), bench_steps, ppo_max and ppo_keep (training seconds
@@ -29,7 +29,7 @@ build_targets "$build_cap"
 bench=$build/bench/physics/gmi.bench.physics_tasks
 
 echo "== gmi.test.physics_tasks_gpu, the $name cases ($(left) s left)"
-timeout "$(cap "$test_cap" "$test_keep")" "$build/tests/envs_gpu/gmi.test.physics_tasks_gpu" -s -tc="*$name*" \
+timeout "$(cap "$test_cap" "$test_keep")" "$build/tests/envs_gpu/gmi.test.physics_tasks_gpu" -s -tc="*<gmi::envs::$name>*" \
   > "$out/$name-test_gpu.log" 2>&1 || { status=1; echo "gmi.test.physics_tasks_gpu ($name) failed or ran out of time"; }
 grep -E "MESSAGE" "$out/$name-test_gpu.log" | sed 's/^.*MESSAGE: //' | head -30
 grep -E "ERROR|FAILED" "$out/$name-test_gpu.log" | head -10

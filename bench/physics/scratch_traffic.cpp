@@ -1,5 +1,5 @@
 // gmi.tool.physics_traffic: how many reads and writes of one environment's pipeline arrays (the thread path's
-// scratch, builtin_task.hpp) an env step of ant, humanoid and anymal makes, in total and per array, on the host
+// scratch, builtin_task.hpp) an env step of ant_v4, humanoid_v4 and anymal makes, in total and per array, on the host
 // under random actions (the bench's action distribution), with episode resets as the tasks end them. On the device
 // these arrays are per-thread local memory, so the counts are the thread path's local-memory traffic in words.
 // Built with GMI_PHYSICS_ACCESS_HOOK (math.hpp's strided calls the hook below on every element access).
@@ -18,9 +18,9 @@
 #include <vector>
 
 #include <gmi/core/rng.hpp>
-#include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
-#include <gmi/envs/humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
 
 namespace {
 const char* lo = nullptr;
@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
                  steps, listed, by_stage);
     return 2;
   }
-  count<gmi::envs::ant>("ant", steps, listed, by_stage == 1);
-  count<gmi::envs::humanoid>("humanoid", steps, listed, by_stage == 1);
+  count<gmi::envs::ant_v4>("ant_v4", steps, listed, by_stage == 1);
+  count<gmi::envs::humanoid_v4>("humanoid_v4", steps, listed, by_stage == 1);
   count<gmi::envs::anymal>("anymal", steps, listed, by_stage == 1);
   return 0;
 }

@@ -5,7 +5,7 @@
 // the time of each stage are recorded. Prints a line per task and cap: mean and largest sweeps, the share of
 // solves stopped by the cap, and the share of the step's time in the solve (stage 3; wall clock on one host
 // thread, timer overhead included).
-// Usage: gmi.tool.physics_solver_cost [tasks, default isaac_ant,ant] [caps, default 100,30,20]
+// Usage: gmi.tool.physics_solver_cost [tasks, default ant,ant_v4] [caps, default 100,30,20]
 //        [environments, default 16] [env steps each, default 300]
 #include <chrono>
 #include <cstdio>
@@ -15,9 +15,10 @@
 
 #include <gmi/core/rng.hpp>
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
-#include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
+#include <gmi/envs/renamed_tasks.hpp>
 #include <gmi/physics/step.hpp>
 
 namespace {
@@ -81,7 +82,7 @@ void measure(int cap, int envs, int steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> tasks = split(argc > 1 ? argv[1] : "isaac_ant,ant");
+  const std::vector<std::string> tasks = split(argc > 1 ? argv[1] : "ant,ant_v4");
   const std::vector<std::string> caps = split(argc > 2 ? argv[2] : "100,30,20");
   const int envs = argc > 3 ? std::atoi(argv[3]) : 16, steps = argc > 4 ? std::atoi(argv[4]) : 300;
   if (envs < 1 || steps < 1) {
@@ -95,12 +96,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     for (const std::string& t : tasks) {
-      if (t == "isaac_ant") measure<gmi::envs::isaac_ant>(cap, envs, steps);
-      else if (t == "ant") measure<gmi::envs::ant>(cap, envs, steps);
-      else if (t == "humanoid") measure<gmi::envs::humanoid>(cap, envs, steps);
+      if (t == "ant") measure<gmi::envs::ant>(cap, envs, steps);
+      else if (t == "ant_v4") measure<gmi::envs::ant_v4>(cap, envs, steps);
+      else if (t == "humanoid_v4") measure<gmi::envs::humanoid_v4>(cap, envs, steps);
       else if (t == "anymal") measure<gmi::envs::anymal>(cap, envs, steps);
-      else {
-        std::fprintf(stderr, "gmi.tool.physics_solver_cost: task: got '%s', need isaac_ant, ant, humanoid or anymal\n",
+      else if (const std::string renamed = gmi::envs::renamed_task(t); !renamed.empty()) {
+        std::fprintf(stderr, "gmi.tool.physics_solver_cost: %s\n", renamed.c_str());
+        return 2;
+      } else {
+        std::fprintf(stderr, "gmi.tool.physics_solver_cost: task: got '%s', need ant, ant_v4, humanoid_v4 or anymal\n",
                      t.c_str());
         return 2;
       }

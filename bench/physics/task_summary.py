@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The summary of a physics task's device script (device_isaac_ant.sh, device_isaac_humanoid.sh).
+"""The summary of a physics task's device script (device_ant.sh, device_humanoid.sh).
 
 Usage: task_summary.py LINES RUN_ID METRICS GIT DEVICE TASK REFERENCE TARGET [COUNTS]
 

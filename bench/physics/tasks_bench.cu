@@ -1,4 +1,4 @@
-// gmi.bench.physics_tasks: env steps per second of the physics tasks (ant, humanoid, anymal, isaac_ant, isaac_humanoid)
+// gmi.bench.physics_tasks: env steps per second of the physics tasks (ant_v4, humanoid_v4, anymal, ant, humanoid)
 // through the gmi::env driver on one GPU (gmi::rl::env_batch over exec::cuda: a thread per environment, state word-
 // major, the pipeline's scratch in per-thread local memory), physics + observation + reward + auto-reset, random
 // actions drawn on the device every step. Writes bench-spec result lines (bench "physics", metric steps_per_s,
@@ -34,10 +34,11 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
+#include <gmi/envs/renamed_tasks.hpp>
 #include <gmi/metrics/run_info.hpp>
 #include <gmi/physics/stage_shared.hpp>
 #include <gmi/physics/step_path.hpp>
@@ -52,21 +53,21 @@ using physics_tasks_bench::task_bench;
 // Calls f.template operator()<task_bench<T>>() for the physics task T named `name` (main checks the names first).
 template <class F>
 void with_task(const std::string& name, F&& f) {
+  if (name == "ant_v4") f.template operator()<task_bench<gmi::envs::ant_v4>>();
+  if (name == "humanoid_v4") f.template operator()<task_bench<gmi::envs::humanoid_v4>>();
+  if (name == "anymal") f.template operator()<task_bench<gmi::envs::anymal>>();
   if (name == "ant") f.template operator()<task_bench<gmi::envs::ant>>();
   if (name == "humanoid") f.template operator()<task_bench<gmi::envs::humanoid>>();
-  if (name == "anymal") f.template operator()<task_bench<gmi::envs::anymal>>();
-  if (name == "isaac_ant") f.template operator()<task_bench<gmi::envs::isaac_ant>>();
-  if (name == "isaac_humanoid") f.template operator()<task_bench<gmi::envs::isaac_humanoid>>();
 }
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"gmi.bench.physics_tasks: env steps per second of ant, humanoid, anymal, isaac_ant and isaac_humanoid on one GPU"};
+  CLI::App app{"gmi.bench.physics_tasks: env steps per second of ant_v4, humanoid_v4, anymal, ant and humanoid on one GPU"};
   options o;
   app.add_option("--out", o.out, "append result lines to this file");
   app.add_option("--run-id", o.run_id, "run id (default: time, device and a random tag)");
   app.add_option("--git", o.git, "git revision to record (default: GMI_GIT_REVISION or the build's)");
-  app.add_option("--tasks", o.tasks, "comma-separated: ant, humanoid, anymal, isaac_ant, isaac_humanoid");
+  app.add_option("--tasks", o.tasks, "comma-separated: ant_v4, humanoid_v4, anymal, ant, humanoid");
   app.add_option("--envs", o.envs, "environment counts")->check(CLI::Range(1, 1 << 24));
   app.add_option("--reps", o.reps, "timed repetitions")->check(CLI::Range(1, 1000));
   app.add_option("--steps", o.steps, "env steps per repetition")->check(CLI::Range(1, 1000000));
@@ -109,10 +110,12 @@ int main(int argc, char** argv) {
       names.push_back(o.tasks.substr(at, comma - at));
       at = comma + 1;
     }
-    for (const auto& name : names)
-      gmi::require(name == "ant" || name == "humanoid" || name == "anymal" || name == "isaac_ant" ||
-                       name == "isaac_humanoid",
-                   "--tasks", name, "a comma-separated list of ant, humanoid, anymal, isaac_ant, isaac_humanoid");
+    for (const auto& name : names) {
+      if (const std::string renamed = gmi::envs::renamed_task(name); !renamed.empty()) throw gmi::config_error(renamed);
+      gmi::require(name == "ant_v4" || name == "humanoid_v4" || name == "anymal" || name == "ant" ||
+                       name == "humanoid",
+                   "--tasks", name, "a comma-separated list of ant_v4, humanoid_v4, anymal, ant, humanoid");
+    }
     gmi::physics::request_step_path(o.physics_step, "--physics-step");
     gmi::metrics::run_info run = gmi::metrics::describe_run();
     if (!o.run_id.empty()) run.run_id = o.run_id;

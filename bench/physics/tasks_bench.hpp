@@ -12,7 +12,7 @@
 
 namespace physics_tasks_bench {
 struct options {
-  std::string out, run_id, git, tasks = "ant,humanoid,anymal";
+  std::string out, run_id, git, tasks = "ant_v4,humanoid_v4,anymal";
   std::vector<int> envs{4096, 16384, 65536};
   int reps = 5, steps = 50, warmup = 10;
   bool physics_only = false;

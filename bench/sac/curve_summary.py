@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The result lines and summary of bench/sac/device_sacfast.sh and device_humanoid.sh: PPO's run (label ppo) and SAC's
+"""The result lines and summary of bench/sac/device_sacfast.sh and device_humanoid_v4.sh: PPO's run (label ppo) and SAC's
 runs (LABELS) from their metrics files LOGS/LABEL.jsonl, appended to DEST as JSON lines, a table and a comparison
 per SAC run on stdout.
 
 usage: curve_summary.py LOGS DEST COMMON LABELS CASE TAG [BEFORE]
   COMMON: the JSON object every line gets (device, git, run_id); LABELS: SAC's runs, space separated; CASE: the task
-  (ant, humanoid); TAG: the calling script, in messages; BEFORE: "ENV_STEPS_PER_S,UPDATES_PER_S,NAME" of a
+  (ant_v4, humanoid_v4); TAG: the calling script, in messages; BEFORE: "ENV_STEPS_PER_S,UPDATES_PER_S,NAME" of a
   reference the SAC rates are compared with (device_sacfast.sh: 794e70c's on Ant), or "-" for none.
 A label's runs: LOGS/LABEL.jsonl, or one a seed LOGS/LABEL.seedN.jsonl (bench/sac/device_pendulum.sh).
 Lines: {"bench":"sac_ant_curve","case",...,"config","env_steps","wall_s","mean_return"} per metrics line ("seed" with
@@ -28,7 +28,7 @@ if before_arg != "-":
         BEFORE = {"env_steps_per_s": float(parts[0]), "updates_per_s": float(parts[1]), "name": parts[2]}
     except (ValueError, IndexError):
         sys.exit(f"curve_summary.py: BEFORE: got {before_arg}, need ENV_STEPS_PER_S,UPDATES_PER_S,NAME or -")
-TARGET_RATIO = 5 if case == "ant" else None  # issue 39's Ant target: SAC at PPO's final return with 5x fewer steps
+TARGET_RATIO = 5 if case == "ant_v4" else None  # issue 39's Ant target: SAC at PPO's final return with 5x fewer steps
 def load(path):
     ls = [json.loads(l) for l in open(path) if l.strip()]
     prog = [l for l in ls if l.get("event") != "end" and "env_steps" in l]

@@ -17,7 +17,7 @@
 #      final return and the env steps and seconds at which PPO first reached it, and the env steps (and seconds) at
 #      which SAC's training mean return first reached it (median over the seeds that did; else SAC's best and where),
 #      PPO's env steps over SAC's.
-# Writes $OUT/sac.jsonl: device_humanoid.sh's lines with "case":"pendulum" and "seed" on the curve points
+# Writes $OUT/sac.jsonl: device_humanoid_v4.sh's lines with "case":"pendulum" and "seed" on the curve points
 # ({"bench":"sac_ant_curve","case":"pendulum","algo":"ppo"|"sac","config":"ppo"|"defaults","seed",...} per metrics
 # line; {"bench":"sac_ant","metric":...,"median","min","max","seeds","per_seed"} per algorithm and metric over its
 # seeds; {"bench":"sac_ant","metric":"env_steps_to_ppo_final","median","min","max","wall_s_to_ppo_final",

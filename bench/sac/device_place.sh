@@ -2,7 +2,7 @@
 # Issue 39, sharded replay placed by access in a SAC run (rl/sac_shards.cuh, docs/replay.md "Sharded replay in a
 # SAC run"), on ONE GPU (CUDA_VISIBLE_DEVICES may pick it), from the repository root (OUT set), within TOTAL_SECONDS
 # (default 540: 9 minutes) of a cold machine including the build:
-#   1. builds gmi.test.sac_gpu, gmi.test.replay_gpu, gmi.example.pendulum_sac and gmi.example.ant_sac only (-j$JOBS,
+#   1. builds gmi.test.sac_gpu, gmi.test.replay_gpu, gmi.example.pendulum_sac and gmi.example.ant_v4_sac only (-j$JOBS,
 #      default 16) in $BUILD (default /tmp/build-sac5);
 #   2. GPU tests: sac_gpu.sharded_replay_placed_learns_pendulum (3 shards, a budget of one shard: the move, the
 #      draws against the items' shares by chi-square, Pendulum learned) beside sac_gpu.learns_pendulum (one table,
@@ -19,7 +19,7 @@
 #                       memory);
 #   5. a summary: each case's env steps/s, updates/s, training mean return and deterministic evaluation against
 #      one_table's, and where each shard ended and its share of the draws.
-# Writes $OUT/sac.jsonl: {"bench":"sac_place","case":"pendulum"|"ant","config":..,"metric":"env_steps_per_s"|
+# Writes $OUT/sac.jsonl: {"bench":"sac_place","case":"pendulum"|"ant_v4","config":..,"metric":"env_steps_per_s"|
 # "updates_per_s"|"mean_return"|"eval_return"|"env_steps","median" (one run),"reps":1,"replay" (the end line's
 # shards: memory, drawn, drawn_share; placement steps, moves),device,git,run_id}; logs and metrics under $OUT/sac/;
 # the summary also in $OUT/sac-summary.txt.
@@ -31,7 +31,7 @@ start_s=$(date +%s)
 source "$(dirname "$0")/script_start.sh"
 total_seconds=${1:-540} && need_int device_place "total seconds" "$total_seconds" 240 1200
 pend_seconds=${2:-15} && need_int device_place "Pendulum seconds" "$pend_seconds" 5 120
-ant_seconds=${3:-25} && need_int device_place "Ant seconds" "$ant_seconds" 5 200
+ant_v4_seconds=${3:-25} && need_int device_place "Ant seconds" "$ant_v4_seconds" 5 200
 deadline_s=$((start_s + total_seconds))
 left() { echo $((deadline_s - $(date +%s))); }
 sac_script_start /tmp/build-sac5  # name sac: lines is $out/sac.jsonl
@@ -39,7 +39,7 @@ sac_script_start /tmp/build-sac5  # name sac: lines is $out/sac.jsonl
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}; GPUs visible: $gpus"
 configure_build -DGMI_BUILD_ALL_TASK_EXAMPLES=ON -DGMI_HEADER_CHECK_NVCC=OFF
-targets=(gmi.test.sac_gpu gmi.test.replay_gpu gmi.example.pendulum_sac gmi.example.ant_sac)
+targets=(gmi.test.sac_gpu gmi.test.replay_gpu gmi.example.pendulum_sac gmi.example.ant_v4_sac)
 build_targets $(( $(left) - 150 ))
 common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git_rev" "$run_id")
 
@@ -82,11 +82,11 @@ run_case() {
 }
 # A shard holds 4 M / 4 transitions of 2 obs + act + 2 floats: Pendulum 9 floats, Ant 64 (obs 27, act 8).
 budget_mib() { python3 -c "print(round(2.5 * (1 << 22) / 4 * $1 * 4 / 2**20, 1))"; }
-for task in pendulum ant; do
+for task in pendulum ant_v4; do
   secs=$pend_seconds
-  [[ $task == ant ]] && secs=$ant_seconds
+  [[ $task == ant_v4 ]] && secs=$ant_v4_seconds
   floats=9
-  [[ $task == ant ]] && floats=64
+  [[ $task == ant_v4 ]] && floats=64
   run_case "$task" one_table "gmi.example.${task}_sac" "$secs"
   run_case "$task" shards4 "gmi.example.${task}_sac" "$secs" --sac-replay-shards 4
   run_case "$task" shards4_placed "gmi.example.${task}_sac" "$secs" --sac-replay-shards 4 --sac-placement-every 50 \
@@ -100,7 +100,7 @@ configs = ("one_table", "shards4", "shards4_placed")
 metrics = ("env_steps_per_s", "updates_per_s", "mean_return", "eval_return", "env_steps")
 ok = True
 with open(dest, "a") as out:
-    for task in ("pendulum", "ant"):
+    for task in ("pendulum", "ant_v4"):
         ends = {}
         for c in configs:
             try:

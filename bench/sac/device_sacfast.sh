@@ -2,13 +2,13 @@
 # Issue 39's Ant target (SAC reaches PPO's final return with >= 5x fewer env steps), on ONE GPU (CUDA_VISIBLE_DEVICES
 # may pick it; another script may share the machine's cores), from the repository root (OUT set), within
 # TOTAL_SECONDS (default 360: 6 minutes) of a cold machine including the build (about 200 s of it on 16 cores, as
-# device_ant.sh's cut of its SAC run at 794e70c implies, so at 6 minutes the defaults' run gets what PPO leaves,
+# device_ant_v4.sh's cut of its SAC run at 794e70c implies, so at 6 minutes the defaults' run gets what PPO leaves,
 # some 80 s, and the other two are skipped with a line; 600 runs all three):
-#   1. builds gmi.example.ant_ppo and gmi.example.ant_sac only (-j$JOBS, default 16) in $BUILD (default
-#      /tmp/build-sacfast); PPO starts once ant_ppo is built, while ant_sac may still compile;
-#   2. PPO as a user runs it (gmi.example.ant_ppo --device gpu, its defaults) for PPO_SECONDS (default 45);
+#   1. builds gmi.example.ant_v4_ppo and gmi.example.ant_v4_sac only (-j$JOBS, default 16) in $BUILD (default
+#      /tmp/build-sacfast); PPO starts once ant_v4_ppo is built, while ant_v4_sac may still compile;
+#   2. PPO as a user runs it (gmi.example.ant_v4_ppo --device gpu, its defaults) for PPO_SECONDS (default 45);
 #   3. SAC configurations one after another, each cut to what is left (a line says so; one under 20 s is skipped):
-#        defaults   gmi.example.ant_sac --device gpu: rl::sac_gpu_scale (1024 envs, batch 4096, 32 updates per
+#        defaults   gmi.example.ant_v4_sac --device gpu: rl::sac_gpu_scale (1024 envs, batch 4096, 32 updates per
 #                   vector step = replay ratio 128, 3-step returns), up to SAC_SECONDS (default 130);
 #        envs512    the defaults with --num-envs 512 (replay ratio 256: twice the updates per env step);
 #        before     the settings of the defaults before this change (--num-envs 2048 --sac-n-step 1: replay ratio 64,
@@ -48,22 +48,22 @@ rm -f "$lines" "$logs"/*.jsonl
 export JOBS=${JOBS:-16}
 
 source "$root/bench/sac/task_build.sh"
-start_task_build 280 device_sacfast ant
+start_task_build 280 device_sacfast ant_v4
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}; device: $device"
 
 # left: seconds of training the time limit still allows a run (its start and evaluation take some besides).
 left() { echo $((deadline_s - $(date +%s) - 25)); }
 
-task_run ppo task_ppo/gmi.example.ant_ppo "$ppo_seconds" 60
-kill -0 "$build_pid" 2>/dev/null && echo "== waiting for ant_sac's build"
+task_run ppo task_ppo/gmi.example.ant_v4_ppo "$ppo_seconds" 60
+kill -0 "$build_pid" 2>/dev/null && echo "== waiting for ant_v4_sac's build"
 task_build_done
 # tests/sac_gpu (its n-step case: the device fold against the one-step table) builds beside the SAC runs, niced on
-# two cores (the ant build is done, so no other ninja runs in $build) until the time limit's last 25 s, and runs
+# two cores (the ant_v4 build is done, so no other ninja runs in $build) until the time limit's last 25 s, and runs
 # after them.
 timeout $(( $(left) > 30 ? $(left) : 30 )) nice -n 10 cmake --build "$build" -j2 --target gmi.test.sac_gpu \
   > "$out/build-tests.log" 2>&1 &
 tests_pid=$!
-sac=pendulum_sac/gmi.example.ant_sac
+sac=pendulum_sac/gmi.example.ant_v4_sac
 labels=(defaults envs512 before)
 flags=("" "--num-envs 512" "--num-envs 2048 --sac-n-step 1")
 for k in 0 1 2; do
@@ -96,7 +96,7 @@ elif grep -qE "error" "$out/build-tests.log"; then
 else
   echo "device_sacfast: gmi.test.sac_gpu not built within the time limit: its n-step case not run here"
 fi
-python3 "$root/bench/sac/curve_summary.py" "$logs" "$lines" "$common" "${labels[*]}" ant device_sacfast \
+python3 "$root/bench/sac/curve_summary.py" "$logs" "$lines" "$common" "${labels[*]}" ant_v4 device_sacfast \
   24.9e3,387,794e70c 2>&1 | tee "$out/sacfast-summary.txt" || status=1
 echo "== result lines: $lines ($(( $(date +%s) - start_s )) s in all; copy into bench/results/sac-ant/)"
 exit "$status"

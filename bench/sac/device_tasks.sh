@@ -9,12 +9,12 @@
 #      gradients against the host's at hidden 32 and 256); replay_gpu.global_prioritized_over_device_shards and
 #      replay_gpu.concurrent_writers_none_lost_or_torn; then gmi.bench.replay --cases global: one global prioritized
 #      draw of 8192 over 4 device shards of 2.5 M items (whole call and kernels);
-#   3. Ant (gmi.example.ant_sac, networks 256x256, --num-envs ENVS a GMI, batch 256, 1 update per env step, the
+#   3. Ant (gmi.example.ant_v4_sac, networks 256x256, --num-envs ENVS a GMI, batch 256, 1 update per env step, the
 #      update launched: the settings before gmi::run's GPU defaults, pinned by flags) for SECONDS of
 #      wall clock: 1 GMI, then 4 MPS learners (--partition mps --gmis-per-gpu 4, gradients averaged on the device);
 #   4. the captured update against launches on Ant: 3 runs each of GRAPH_SECONDS, with and without --sac-cuda-graph,
 #      medians of updates/s and env steps/s, and their ratio;
-#   5. Humanoid (gmi.example.humanoid_sac), 1 GMI for 15 s: the task runs under SAC (a smoke run, no claim);
+#   5. Humanoid (gmi.example.humanoid_v4_sac), 1 GMI for 15 s: the task runs under SAC (a smoke run, no claim);
 #   6. a table of updates/s and env steps/s of every run above.
 # Writes $OUT/sac_tasks.jsonl:
 #   {"bench":"sac_update","case":"ant_b256"|"ant_b4096","impl":"launches"|"graph","metric":"updates_per_s"|
@@ -23,13 +23,13 @@
 #    "metric":"env_steps_per_s"|"updates_per_s"|"final_return"|"eval_return"|"env_steps"|"wall_s","median":..,...}
 #   (one run each: median = min = max), learning-curve points {"bench":"learning_curve",...,"env_steps","wall_s",
 #   "mean_return"} to $OUT/sac_tasks_curves.jsonl, and for step 4
-#   {"bench":"sac_graph","case":"ant","impl":"graph"|"launches","metric":"updates_per_s"|"env_steps_per_s",
+#   {"bench":"sac_graph","case":"ant_v4","impl":"graph"|"launches","metric":"updates_per_s"|"env_steps_per_s",
 #    "median","min","max","reps":3} plus impl "graph_over_launches" (ratio of the medians), and the replay bench's
 #   {"bench":"replay","case":"global_prioritized_draw_10M","impl":"gmi","metric":"us_call"|"us_kernels",...};
 # every line with device, git and run_id. Logs and metrics files under $OUT/sac_tasks/.
 # Arguments (optional): SECONDS per training run (default 30), ENVS per GMI (default 64), GRAPH_SECONDS (default 6).
 # At most 270 s of build, about 30 s of micro-bench, 40 s of tests and the replay bench, 2 x (SECONDS + ~10 s),
-# 6 x (GRAPH_SECONDS + ~4 s) and 20 s of humanoid: about 8 minutes with the defaults.
+# 6 x (GRAPH_SECONDS + ~4 s) and 20 s of humanoid_v4: about 8 minutes with the defaults.
 set -uo pipefail
 start_s=$(date +%s)
 deadline_s=$((start_s + 520))  # 8 min 40 s: what is left of 9 minutes for the last lines
@@ -49,7 +49,7 @@ mkdir -p "$logs"
 export NCCL_NVLS_ENABLE=0
 
 configure_build -DGMI_HEADER_CHECK_NVCC=OFF
-targets=(gmi.bench.sac_update gmi.example.ant_sac gmi.example.humanoid_sac gmi.test.sac_gpu gmi.test.replay_gpu
+targets=(gmi.bench.sac_update gmi.example.ant_v4_sac gmi.example.humanoid_v4_sac gmi.test.sac_gpu gmi.test.replay_gpu
          gmi.bench.replay)
 build_targets 270
 common=$(printf '{"device":"%s","git":"%s","run_id":"%s"}' "$device" "$git_rev" "$run_id")
@@ -116,17 +116,17 @@ summary() {  # case gmis: the run's result lines
 }
 
 echo "== Ant: 1 GMI against 4 MPS learners, $seconds s each, $envs envs a GMI"
-train ant_1gmi gmi.example.ant_sac "$seconds" --sac-eval-episodes 4 --no-sac-cuda-graph
+train ant_1gmi gmi.example.ant_v4_sac "$seconds" --sac-eval-episodes 4 --no-sac-cuda-graph
 summary ant_1gmi 1
-train ant_4mps gmi.example.ant_sac "$seconds" --sac-eval-episodes 4 --partition mps --gmis-per-gpu 4 \
+train ant_4mps gmi.example.ant_v4_sac "$seconds" --sac-eval-episodes 4 --partition mps --gmis-per-gpu 4 \
   --gradient-allreduce hierarchical
 summary ant_4mps 4
 
 echo "== Ant: the update as a captured CUDA graph against launches, 3 runs of $graph_seconds s each"
 graph_runs=0
 for rep in 1 2 3; do
-  train "ant_graph_$rep" gmi.example.ant_sac "$graph_seconds" --sac-eval-episodes 0 --sac-cuda-graph &&
-    train "ant_launches_$rep" gmi.example.ant_sac "$graph_seconds" --sac-eval-episodes 0 --no-sac-cuda-graph && graph_runs=$rep
+  train "ant_graph_$rep" gmi.example.ant_v4_sac "$graph_seconds" --sac-eval-episodes 0 --sac-cuda-graph &&
+    train "ant_launches_$rep" gmi.example.ant_v4_sac "$graph_seconds" --sac-eval-episodes 0 --no-sac-cuda-graph && graph_runs=$rep
 done
 [[ $graph_runs -eq 3 ]] && python3 - "$logs" "$lines" "$common" <<'PY' || { echo "device_tasks: no graph lines" >&2; status=1; }
 import json, statistics, sys
@@ -146,19 +146,19 @@ with open(path, "a") as out:
         for metric in ("updates_per_s", "env_steps_per_s"):
             v = [r[metric] for r in runs]
             med[(impl, metric)] = statistics.median(v)
-            out.write(json.dumps({"bench": "sac_graph", "case": "ant", "impl": impl, "algo": "sac", "metric": metric,
+            out.write(json.dumps({"bench": "sac_graph", "case": "ant_v4", "impl": impl, "algo": "sac", "metric": metric,
                                   "median": statistics.median(v), "min": min(v), "max": max(v), "reps": 3,
                                   **common}) + "\n")
-            print(f"ant {impl}: {metric} median {statistics.median(v):.1f} (min {min(v):.1f}, max {max(v):.1f})")
+            print(f"ant_v4 {impl}: {metric} median {statistics.median(v):.1f} (min {min(v):.1f}, max {max(v):.1f})")
     for metric in ("updates_per_s", "env_steps_per_s"):
         r = med[("graph", metric)] / med[("launches", metric)]
-        out.write(json.dumps({"bench": "sac_graph", "case": "ant", "impl": "graph_over_launches", "algo": "sac",
+        out.write(json.dumps({"bench": "sac_graph", "case": "ant_v4", "impl": "graph_over_launches", "algo": "sac",
                               "metric": metric, "median": r, "min": r, "max": r, **common}) + "\n")
-        print(f"ant graph / launches, {metric}: {r:.3g}")
+        print(f"ant_v4 graph / launches, {metric}: {r:.3g}")
 PY
 
 echo "== Humanoid: 1 GMI for 15 s (smoke run)"
-train humanoid_1gmi gmi.example.humanoid_sac 15 --sac-eval-episodes 2 --no-sac-cuda-graph
+train humanoid_1gmi gmi.example.humanoid_v4_sac 15 --sac-eval-episodes 2 --no-sac-cuda-graph
 summary humanoid_1gmi 1
 
 echo "== updates/s and env steps/s (1 update per env step in the training runs)"

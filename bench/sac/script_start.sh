@@ -1,4 +1,4 @@
-# Sourced by bench/sac's per-task device scripts (device_humanoid.sh, device_pendulum.sh), from the repository root.
+# Sourced by bench/sac's per-task device scripts (device_humanoid_v4.sh, device_pendulum.sh), from the repository root.
 # need_int SCRIPT WHAT VALUE LO HI: exits 2 with one line unless VALUE is an integer in LO..HI.
 need_int() {
   [[ "$3" =~ ^[0-9]+$ && "$3" -ge "$4" && "$3" -le "$5" ]] ||

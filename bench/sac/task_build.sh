@@ -1,8 +1,8 @@
 # shellcheck shell=bash
-# The build and runs of bench/sac/device_ant.sh, device_sacfast.sh, device_humanoid.sh and device_pendulum.sh,
+# The build and runs of bench/sac/device_ant_v4.sh, device_sacfast.sh, device_humanoid_v4.sh and device_pendulum.sh,
 # sourced after bench/physics/device_common.sh (build, out, JOBS, git_rev, run_id):
 # - start_task_build SECONDS TAG [TASK] configures $build (all task examples), builds gmi.example.TASK_ppo and
-#   gmi.example.TASK_sac (TASK: ant, the default, humanoid or pendulum; sets task) in one ninja call in the background
+#   gmi.example.TASK_sac (TASK: ant_v4, the default, humanoid_v4 or pendulum; sets task) in one ninja call in the background
 #   (each one translation unit, so -j16 runs two compilers) and returns once ninja has logged TASK_ppo as built (a line of
 #   .ninja_log newer than this call) or the build ended, so PPO can start while TASK_sac may still compile; it sets
 #   device and common (the result lines' device, git and run_id);
@@ -13,9 +13,9 @@
 start_task_build() {
   build_seconds=$1
   build_tag=$2
-  task=${3:-ant}
-  [[ "$task" == ant || "$task" == humanoid || "$task" == pendulum ]] ||
-    { echo "$build_tag: task: got $task, need ant, humanoid or pendulum" >&2; exit 2; }
+  task=${3:-ant_v4}
+  [[ "$task" == ant_v4 || "$task" == humanoid_v4 || "$task" == pendulum ]] ||
+    { echo "$build_tag: task: got $task, need ant_v4, humanoid_v4 or pendulum" >&2; exit 2; }
   configure_build -DGMI_BUILD_ALL_TASK_EXAMPLES=ON -DGMI_HEADER_CHECK_NVCC=OFF
   build_start=$(date +%s)
   log_lines=$( (wc -l < "$build/.ninja_log") 2>/dev/null || echo 0)

@@ -3,7 +3,7 @@
 // kernel by kernel and replayed as one captured CUDA graph. The replay is filled by the trainer's own collection
 // (a warm-up of uniform actions) first; every rep times --updates updates from the first enqueue to the stream's
 // end. One JSON line per (case, impl, metric): updates_per_s and samples_per_s (updates x batch), median of --reps.
-#include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/rl/sac.cuh>
 
 #include <algorithm>
@@ -24,7 +24,7 @@ void emit(const std::string& c, const char* impl, const char* metric, double med
   char line[1024];
   std::snprintf(line, sizeof line,
                 "{\"bench\": \"sac_update\", \"case\": \"%s\", \"impl\": \"%s\", \"metric\": \"%s\", \"median\": %.6g, "
-                "\"min\": %.6g, \"max\": %.6g, \"batch\": %d, \"hidden\": 256, \"task\": \"ant\", \"device\": \"%s\", "
+                "\"min\": %.6g, \"max\": %.6g, \"batch\": %d, \"hidden\": 256, \"task\": \"ant_v4\", \"device\": \"%s\", "
                 "\"git\": \"%s\", \"run_id\": \"%s\"}",
                 c.c_str(), impl, metric, med, lo, hi, batch, g_device.c_str(), g_git.c_str(), g_run_id.c_str());
   std::puts(line);
@@ -32,7 +32,7 @@ void emit(const std::string& c, const char* impl, const char* metric, double med
   if (g_file) g_file << line << '\n' << std::flush;
 }
 
-using env = gmi::envs::ant;
+using env = gmi::envs::ant_v4;
 using trainer = gmi::rl::sac_device_trainer<env, gmi::rl::sac_networks<env::obs_dim, env::act_dim, 256>>;
 
 void bench(int batch, bool graph, int updates, int reps) {

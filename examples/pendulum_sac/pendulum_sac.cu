@@ -1,6 +1,6 @@
 // Soft actor-critic through the pipeline: gmi::run with gmi::trainers::sac<> as the Trainer runs the off-policy
 // layout (environments collect into a replay table, the learner samples batches from it; host threads or one GPU).
-// The task is Pendulum unless built with GMI_TASK (point_reach for bench/sac/device_pipeline.sh; ant and humanoid,
+// The task is Pendulum unless built with GMI_TASK (point_reach for bench/sac/device_pipeline.sh; ant_v4 and humanoid_v4,
 // with GMI_SAC_HIDDEN=256, for bench/sac/device_tasks.sh). Try --help.
 #include <gmi/gmi.hpp>
 

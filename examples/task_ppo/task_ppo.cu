@@ -1,6 +1,6 @@
 // PPO on one task besides Cartpole (which has examples/cartpole_ppo): Pendulum, BallBalance, Quadcopter, Ingenuity, the
 // learning suite's point_reach, sparse_reach, long_track, spring_chain, cartpole_discrete (discrete actions: a
-// categorical agent), the physics tasks ant, humanoid, anymal, isaac_ant, isaac_humanoid (gmi::physics, docs/envs.md),
+// categorical agent), the physics tasks ant_v4, humanoid_v4, anymal, ant, humanoid (gmi::physics, docs/envs.md),
 // or a workload proxy of an articulated task (a seeded linear-quadratic task with its observation and action sizes,
 // docs/envs.md). On a proxy the best reachable mean return is known, -trace(P) of the Riccati solution for resets x0 ~
 // N(0, I): gmi::run prints it, reports every return beside it, and stops at --target-optimum-gap.

@@ -22,8 +22,8 @@ float action_at(int step, int env, int u) {
 }  // namespace
 
 TEST_CASE("actors.mujoco.pairs_step_as_dynamic_collision") {
-  const mj::model_ptr dynamic = mj::load(builtin("ant.xml"));
-  const mj::model_ptr pairs = mj::load_with_predefined_pairs(builtin("ant.xml"));
+  const mj::model_ptr dynamic = mj::load(builtin("ant_v4.xml"));
+  const mj::model_ptr pairs = mj::load_with_predefined_pairs(builtin("ant_v4.xml"));
   CHECK(dynamic->opt.collision == mjCOL_ALL);
   CHECK(pairs->opt.collision == mjCOL_PAIR);
   CHECK(pairs->npair == 13);  // the floor with each of the 13 body geoms; legs never touch legs (conaffinity 0)
@@ -33,7 +33,7 @@ TEST_CASE("actors.mujoco.pairs_step_as_dynamic_collision") {
   CHECK(pairs->nstack < dynamic->nstack / 10);
   constexpr int envs = 8, steps = 400;
   // per_env: b.data(i) is environment i's own step (its contacts)
-  mj::sim<mj::ant> a(dynamic, envs, 5u, {}, mj::data_layout::per_env), b(pairs, envs, 5u, {}, mj::data_layout::per_env);
+  mj::sim<mj::ant_v4> a(dynamic, envs, 5u, {}, mj::data_layout::per_env), b(pairs, envs, 5u, {}, mj::data_layout::per_env);
   std::vector<float> oa(envs * 27), ob(envs * 27), act(8), fa(27), fb(27);
   for (int i = 0; i < envs; ++i) {
     a.reset_one(std::size_t(i), oa.data() + i * 27);
@@ -78,7 +78,7 @@ TEST_CASE("actors.mujoco.pairs_refuse_what_they_do_not_cover") {
   CHECK(m->npair == 1);
   CHECK(mj_name2id(m.get(), mjOBJ_GEOM, "gmi_geom_1") == 1);
   // Several geoms a body (the Humanoid): every admitted pair once, whatever order MuJoCo's compiler gives them.
-  const mj::model_ptr humanoid = mj::load_with_predefined_pairs(builtin("humanoid.xml"));
-  CHECK(humanoid->npair == int(mj::admitted_pairs(mj::load(builtin("humanoid.xml")).get()).size()));
-  CHECK(humanoid->npair > 13);
+  const mj::model_ptr humanoid_v4 = mj::load_with_predefined_pairs(builtin("humanoid_v4.xml"));
+  CHECK(humanoid_v4->npair == int(mj::admitted_pairs(mj::load(builtin("humanoid_v4.xml")).get()).size()));
+  CHECK(humanoid_v4->npair > 13);
 }

@@ -76,7 +76,7 @@ std::string builtin(const char* name) { return std::string(GMI_BUILTIN_MODELS) +
 }  // namespace
 
 TEST_CASE("actors.mujoco.reset_data_equals_mj_resetData") {
-  for (const std::string& path : {builtin("ant.xml"), builtin("humanoid.xml"), builtin("anymal.xml"),
+  for (const std::string& path : {builtin("ant_v4.xml"), builtin("humanoid_v4.xml"), builtin("anymal.xml"),
                                   std::string(GMI_ACTORS_MODELS) + "/ant_floor.xml"}) {
     CAPTURE(path);
     const mj::model_ptr model = mj::load(path);
@@ -86,12 +86,12 @@ TEST_CASE("actors.mujoco.reset_data_equals_mj_resetData") {
   }
 }
 
-TEST_CASE("actors.mujoco.ant_task_reset_equals_mj_resetData_reset") {
+TEST_CASE("actors.mujoco.ant_v4_task_reset_equals_mj_resetData_reset") {
   // The Ant task's reset (reset_data, noise from the env's stream, mj_forward) on an mjData with a history gives
   // the same steps as the same reset on a fresh mjData (cleared by mj_makeData).
-  const mj::model_ptr model = mj::load(builtin("ant.xml"));
+  const mj::model_ptr model = mj::load(builtin("ant_v4.xml"));
   const mjModel* m = model.get();
-  const mj::ant task(m, {});
+  const mj::ant_v4 task(m, {});
   data_ptr used(m), fresh(m);
   drive(m, used.d, 300, 0.4);
   gmi::rng r1(5, 0), r2(5, 0);

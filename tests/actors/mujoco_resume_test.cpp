@@ -26,9 +26,9 @@ namespace {
 namespace ac = gmi::actors;
 namespace mj = gmi::actors::mujoco;
 namespace io = gmi::io;
-using ant_sim = mj::sim<mj::ant>;
+using ant_v4_sim = mj::sim<mj::ant_v4>;
 using ant_net = gmi::agents::gaussian_mlp<>::network<27, 8>;
-using engine = ac::ppo_sim_on_actors<ant_sim, ant_net>;
+using engine = ac::ppo_sim_on_actors<ant_v4_sim, ant_net>;
 
 std::string model_path(const char* name) { return std::string(GMI_ACTORS_MODELS) + "/" + name; }
 
@@ -39,8 +39,8 @@ gmi::rl::ppo_config small_config() {
   c.epochs = 2;
   return c;
 }
-mj::ant::params short_episodes() {
-  mj::ant::params p;
+mj::ant_v4::params short_episodes() {
+  mj::ant_v4::params p;
   p.max_steps = 20;  // time limits (and so resets drawing from the env streams) inside every run
   return p;
 }
@@ -114,7 +114,7 @@ TEST_CASE("actors.mujoco.resume_continues_the_same_trajectories") {
 TEST_CASE("actors.mujoco.state_section_refuses_mutations_in_one_line") {
   const auto model = mj::load(model_path("ant_floor.xml"));
   constexpr int n = 4;
-  ant_sim saved(model, n, 3u, short_episodes());
+  ant_v4_sim saved(model, n, 3u, short_episodes());
   std::vector<float> obs(n * 27), act(8, 0.4f);
   for (std::size_t i = 0; i < n; ++i) saved.reset_one(i, obs.data() + i * 27);
   for (int k = 0; k < 7; ++k) {
@@ -124,7 +124,7 @@ TEST_CASE("actors.mujoco.state_section_refuses_mutations_in_one_line") {
   saved.save_state(good, "actors.");
 
   // The target is in another state; a refused load must leave it so.
-  ant_sim target(model, n, 4u, short_episodes());
+  ant_v4_sim target(model, n, 4u, short_episodes());
   for (std::size_t i = 0; i < n; ++i) target.reset_one(i, obs.data() + i * 27);
   io::checkpoint before;
   target.save_state(before, "actors.");
@@ -132,7 +132,7 @@ TEST_CASE("actors.mujoco.state_section_refuses_mutations_in_one_line") {
   const auto path = temp_file("fuzz.gmi");
   io::save(good, path);
   {
-    ant_sim check(model, n, 9u, short_episodes());
+    ant_v4_sim check(model, n, 9u, short_episodes());
     check.load_state(io::load(path), "actors.");  // the unmutated section loads
     io::checkpoint again;
     check.save_state(again, "actors.");

@@ -137,5 +137,5 @@ void resume_case(const char* file) {
 }
 }  // namespace
 
-TEST_CASE("actors.mujoco.humanoid_resume_continues_the_same_trajectories") { resume_case<mj::humanoid>("humanoid.xml"); }
+TEST_CASE("actors.mujoco.humanoid_v4_resume_continues_the_same_trajectories") { resume_case<mj::humanoid_v4>("humanoid_v4.xml"); }
 TEST_CASE("actors.mujoco.anymal_resume_continues_the_same_trajectories") { resume_case<mj::anymal>("anymal.xml"); }

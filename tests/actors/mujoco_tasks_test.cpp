@@ -1,11 +1,11 @@
-// The Ant, Humanoid and Anymal tasks on MuJoCo against gmi::physics's (gmi::envs::ant, gmi::envs::humanoid,
+// The Ant, Humanoid and Anymal tasks on MuJoCo against gmi::physics's (gmi::envs::ant_v4, gmi::envs::humanoid_v4,
 // gmi::envs::anymal), on the same model files (include/gmi/physics/builtin/*.xml):
 //  - the same reset state for the same seed and environment, and the same observation on it (exactly);
-//  - the reward on MuJoCo's states equals gmi's reward formula evaluated on them (ant and anymal exactly; humanoid
+//  - the reward on MuJoCo's states equals gmi's reward formula evaluated on them (ant_v4 and anymal exactly; humanoid_v4
 //    to the float round-off of the centre of mass, which gmi computes with its own float kinematics);
 //  - 50 env steps under a fixed action sequence from the same state: gmi's host step (float, its solver
 //    tolerance 1e-7, as tests/physics/tasks_mujoco_test.cpp's tight case) and MuJoCo's follow each other within
-//    the tolerances below (qpos in m or rad: ant and humanoid 1e-4 until the episode ends, 1e-3 over all 50
+//    the tolerances below (qpos in m or rad: ant_v4 and humanoid_v4 1e-4 until the episode ends, 1e-3 over all 50
 //    steps, reward 1e-4; anymal 1e-5 and reward 1e-6) and end at the same step;
 //  - models of other tasks refused in one line;
 //  - a save, a fresh sim loaded from the file and more steps equal the steps of a sim that never stopped (MuJoCo
@@ -152,14 +152,14 @@ TEST_CASE("actors.mujoco.tasks_refuse_other_models_in_one_line") {
       CHECK(std::string(e.what()).find(what) != std::string::npos);
     }
   };
-  refused([] { mj::sim<mj::humanoid>(builtin("ant.xml"), 1, 1u); }, "Humanoid model sizes (nq, nv, nu): got \"15, 14, 8\", need 24, 23, 17");
-  refused([] { mj::sim<mj::anymal>(builtin("humanoid.xml"), 1, 1u); }, "Anymal model sizes (nq, nv, nu): got \"24, 23, 17\", need 19, 18, 12");
-  refused([] { mj::sim<mj::ant>(builtin("anymal.xml"), 1, 1u); }, "Ant model sizes");
+  refused([] { mj::sim<mj::humanoid_v4>(builtin("ant_v4.xml"), 1, 1u); }, "Humanoid model sizes (nq, nv, nu): got \"15, 14, 8\", need 24, 23, 17");
+  refused([] { mj::sim<mj::anymal>(builtin("humanoid_v4.xml"), 1, 1u); }, "Anymal model sizes (nq, nv, nu): got \"24, 23, 17\", need 19, 18, 12");
+  refused([] { mj::sim<mj::ant_v4>(builtin("anymal.xml"), 1, 1u); }, "Ant model sizes");
 }
 
-TEST_CASE("actors.mujoco.ant_defined_as_gmi_physics") {
-  using Def = gmi::envs::ant;
-  mj::sim<mj::ant> sim(builtin("ant.xml"), 3, 5u);
+TEST_CASE("actors.mujoco.ant_v4_defined_as_gmi_physics") {
+  using Def = gmi::envs::ant_v4;
+  mj::sim<mj::ant_v4> sim(builtin("ant_v4.xml"), 3, 5u);
   bound<Def> g;
   std::vector<float> obs(27), act(8);
   check_resets(sim, g);
@@ -182,9 +182,9 @@ TEST_CASE("actors.mujoco.ant_defined_as_gmi_physics") {
   CHECK(steps >= 10);
 }
 
-TEST_CASE("actors.mujoco.humanoid_defined_as_gmi_physics") {
-  using Def = gmi::envs::humanoid;
-  mj::sim<mj::humanoid> sim(builtin("humanoid.xml"), 3, 5u);
+TEST_CASE("actors.mujoco.humanoid_v4_defined_as_gmi_physics") {
+  using Def = gmi::envs::humanoid_v4;
+  mj::sim<mj::humanoid_v4> sim(builtin("humanoid_v4.xml"), 3, 5u);
   bound<Def> g;
   std::vector<float> obs(45), act(17);
   check_resets(sim, g);
@@ -206,7 +206,7 @@ TEST_CASE("actors.mujoco.humanoid_defined_as_gmi_physics") {
     REQUIRE(a.terminated == b.terminated);
     worst = std::max(worst, double(std::fabs(a.reward - b.reward)));
   }
-  MESSAGE("humanoid: " << steps << " steps, reward max |diff| " << worst << " (centre of mass in double and float)");
+  MESSAGE("humanoid_v4: " << steps << " steps, reward max |diff| " << worst << " (centre of mass in double and float)");
   CHECK(steps >= 10);
   CHECK(worst < 1e-4);
 }
@@ -246,8 +246,8 @@ TEST_CASE("actors.mujoco.anymal_defined_as_gmi_physics") {
 TEST_CASE("actors.mujoco.tasks_follow_gmi_physics_for_50_steps") {
   // Float against double and a chaotic system once a foot lands hard (docs/physics.md): the bounds are those of
   // the first 50 env steps from the reset state, with gmi's solver tolerance 1e-7.
-  SUBCASE("ant") {
-    const trajectory_diff d = follow<mj::ant>("ant.xml", 50, 1.0f);
+  SUBCASE("ant_v4") {
+    const trajectory_diff d = follow<mj::ant_v4>("ant_v4.xml", 50, 1.0f);
     CHECK(d.end_gmi == d.end_mujoco);
     CHECK(d.end_gmi >= 10);  // the torso leaves the healthy range: the end is compared too
     CHECK(d.qpos < 1e-4);
@@ -255,8 +255,8 @@ TEST_CASE("actors.mujoco.tasks_follow_gmi_physics_for_50_steps") {
     CHECK(d.qpos_all < 1e-3);
     CHECK(d.mismatched_ends == 0);
   }
-  SUBCASE("humanoid") {
-    const trajectory_diff d = follow<mj::humanoid>("humanoid.xml", 50, 1.0f);
+  SUBCASE("humanoid_v4") {
+    const trajectory_diff d = follow<mj::humanoid_v4>("humanoid_v4.xml", 50, 1.0f);
     CHECK(d.end_gmi == d.end_mujoco);
     CHECK(d.end_gmi >= 10);  // it falls: the end is compared too
     CHECK(d.qpos < 1e-4);
@@ -285,11 +285,11 @@ TEST_CASE("actors.mujoco.builtin_models_from_text") {
     CHECK(a->opt.timestep == b->opt.timestep);
     for (int i = 0; i < a->nbody; ++i) CHECK(a->body_mass[i] == b->body_mass[i]);
   };
-  same(gmi::plan::mujoco_model_of<gmi::envs::ant>(), mj::load(builtin("ant.xml")));
-  same(gmi::plan::mujoco_model_of<gmi::envs::humanoid>(), mj::load(builtin("humanoid.xml")));
+  same(gmi::plan::mujoco_model_of<gmi::envs::ant_v4>(), mj::load(builtin("ant_v4.xml")));
+  same(gmi::plan::mujoco_model_of<gmi::envs::humanoid_v4>(), mj::load(builtin("humanoid_v4.xml")));
   same(gmi::plan::mujoco_model_of<gmi::envs::anymal>(), mj::load(builtin("anymal.xml")));
-  mj::sim<mj::ant> a(gmi::plan::mujoco_model_of<gmi::envs::ant>(), 1, 1u);
-  mj::sim<mj::humanoid> h(gmi::plan::mujoco_model_of<gmi::envs::humanoid>(), 1, 1u);
+  mj::sim<mj::ant_v4> a(gmi::plan::mujoco_model_of<gmi::envs::ant_v4>(), 1, 1u);
+  mj::sim<mj::humanoid_v4> h(gmi::plan::mujoco_model_of<gmi::envs::humanoid_v4>(), 1, 1u);
   mj::sim<mj::anymal> q(gmi::plan::mujoco_model_of<gmi::envs::anymal>(), 1, 1u);
   CHECK_THROWS_WITH_AS((void)mj::load_text("bad.xml", "<mujoco><worldbody><geom size=\"x\"/></worldbody></mujoco>"),
                        doctest::Contains("MJCF text bad.xml: got \""), gmi::config_error);
@@ -316,7 +316,7 @@ TEST_CASE("actors.placement.mujoco_cpu_side_per_task") {
     CHECK(gmi::plan::choose_placement(p).chosen == gmi::plan::placement::cpu_actors);
     MESSAGE(p.task << ": one MuJoCo env step on a core " << p.cpu_seconds_per_step * 1e6 << " us");
   };
-  decide(gmi::plan::with_mujoco_cpu_side<gmi::envs::ant>({"ant", 1024, 4, 0, 0}, core, 0.05));
-  decide(gmi::plan::with_mujoco_cpu_side<gmi::envs::humanoid>({"humanoid", 1024, 4, 0, 0}, core, 0.05));
+  decide(gmi::plan::with_mujoco_cpu_side<gmi::envs::ant_v4>({"ant_v4", 1024, 4, 0, 0}, core, 0.05));
+  decide(gmi::plan::with_mujoco_cpu_side<gmi::envs::humanoid_v4>({"humanoid_v4", 1024, 4, 0, 0}, core, 0.05));
   decide(gmi::plan::with_mujoco_cpu_side<gmi::envs::anymal>({"anymal", 1024, 4, 0, 0}, core, 0.05));
 }

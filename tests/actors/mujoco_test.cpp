@@ -1,4 +1,4 @@
-// MuJoCo tasks on the CPU actors: the Ant task's steps equal MuJoCo stepped directly with gmi::envs::ant's formulas
+// MuJoCo tasks on the CPU actors: the Ant task's steps equal MuJoCo stepped directly with gmi::envs::ant_v4's formulas
 // written out here, a run on two pinned threads (one mjData per thread, the default) equals a serial run for the
 // same seed (one mjData per environment), any MJCF loads, and bad MJCF files or non-ant models are refused in one
 // line.
@@ -32,7 +32,7 @@ TEST_CASE("actors.mujoco.bad_mjcf_refused_in_one_line") {
     std::ofstream f(bad);
     f << "<mujoco><worldbody><body><geom type=\"sphere\" size=\"oops\"/></body></worldbody></mujoco>\n";
   }
-  for (const std::string& path : {bad, std::string("/nonexistent/ant.xml")}) {
+  for (const std::string& path : {bad, std::string("/nonexistent/ant_v4.xml")}) {
     try {
       (void)mj::load(path);
       FAIL("loaded a bad MJCF file: " << path);
@@ -42,13 +42,13 @@ TEST_CASE("actors.mujoco.bad_mjcf_refused_in_one_line") {
     }
   }
   std::remove(bad.c_str());
-  // A model that is not an ant, given to the Ant task.
-  CHECK_THROWS_WITH_AS(mj::sim<mj::ant>(model_path("pendulum.xml"), 2, 1u), doctest::Contains("Ant model sizes"),
+  // A model that is not an ant_v4, given to the Ant task.
+  CHECK_THROWS_WITH_AS(mj::sim<mj::ant_v4>(model_path("pendulum.xml"), 2, 1u), doctest::Contains("Ant model sizes"),
                        gmi::config_error);
 }
 
-TEST_CASE("actors.mujoco.ant_equals_mujoco_stepped_directly") {
-  mj::sim<mj::ant> sim(model_path("ant_floor.xml"), 1, 7u);
+TEST_CASE("actors.mujoco.ant_v4_equals_mujoco_stepped_directly") {
+  mj::sim<mj::ant_v4> sim(model_path("ant_floor.xml"), 1, 7u);
   std::vector<float> obs(27), act(8);
   sim.reset_one(0, obs.data());
   // The reference: its own model and data, started from the sim's reset state.
@@ -60,7 +60,7 @@ TEST_CASE("actors.mujoco.ant_equals_mujoco_stepped_directly") {
   for (int i = 0; i < m->nq; ++i) d->qpos[i] = sim.data(0)->qpos[i];
   for (int i = 0; i < m->nv; ++i) d->qvel[i] = sim.data(0)->qvel[i];
   mj_forward(m, d);
-  // gmi::envs::ant's formulas in float: the root's (torso's) x from qpos, the cost of the clamped controls.
+  // gmi::envs::ant_v4's formulas in float: the root's (torso's) x from qpos, the cost of the clamped controls.
   const float dt = float(m->opt.timestep) * 5.0f;
   int steps_done = 0, terminated_at = -1;
   double total_forward = 0;
@@ -100,11 +100,11 @@ TEST_CASE("actors.mujoco.actors_equal_serial_run") {
   constexpr int n = 8, steps = 60;
   const auto cores = ac::choose_cores(std::min<int>(2, int(ac::available_cores().size())));
   const auto model = mj::load(model_path("ant_floor.xml"));
-  mj::ant::params p;
+  mj::ant_v4::params p;
   p.max_steps = 25;  // time limits inside the run
-  ac::cpu_actors<mj::sim<mj::ant>> actors({cores, 2}, model, n, 21u, p);
-  static_assert(gmi::batch_env<ac::cpu_actors<mj::sim<mj::ant>>>);
-  mj::sim<mj::ant> serial(model, n, 21u, p, mj::data_layout::per_env);  // the actors: per_thread (default)
+  ac::cpu_actors<mj::sim<mj::ant_v4>> actors({cores, 2}, model, n, 21u, p);
+  static_assert(gmi::batch_env<ac::cpu_actors<mj::sim<mj::ant_v4>>>);
+  mj::sim<mj::ant_v4> serial(model, n, 21u, p, mj::data_layout::per_env);  // the actors: per_thread (default)
   std::vector<float> oa(n * 27), ob(n * 27), act(n * 8), ra(n), rb(n);
   std::vector<std::uint8_t> ta(n), tb(n), ua(n), ub(n);
   actors.reset({oa.data(), oa.size()});
@@ -141,11 +141,11 @@ TEST_CASE("actors.mujoco.random_episode_start") {
   constexpr int n = 8, max_steps = 25;
   const auto cores = ac::choose_cores(std::min<int>(2, int(ac::available_cores().size())));
   const auto model = mj::load(model_path("ant_floor.xml"));
-  mj::ant::params p;
+  mj::ant_v4::params p;
   p.max_steps = max_steps;
   constexpr auto random = gmi::rl::episode_start::random_step;
-  ac::cpu_actors<mj::sim<mj::ant>> actors({cores, 2}, model, n, 5u, p);
-  mj::sim<mj::ant> serial(model, n, 5u, p), in_phase(model, n, 5u, p);
+  ac::cpu_actors<mj::sim<mj::ant_v4>> actors({cores, 2}, model, n, 5u, p);
+  mj::sim<mj::ant_v4> serial(model, n, 5u, p), in_phase(model, n, 5u, p);
   std::vector<float> oa(n * 27), ob(n * 27), oc(n * 27), act(n * 8);
   std::vector<float> ra(n);
   std::vector<std::uint8_t> ta(n), ua(n);

@@ -24,7 +24,7 @@ float action_at(int step, int env, int u) {
 
 // Steps a and b `steps` times over all environments (step k on a new thread where k % 3 == 1); returns the
 // number of differences and counts the episodes that ended.
-long step_both(mj::sim<mj::ant>& a, mj::sim<mj::ant>& b, int first, int steps, long& ends) {
+long step_both(mj::sim<mj::ant_v4>& a, mj::sim<mj::ant_v4>& b, int first, int steps, long& ends) {
   const int envs = int(a.num_envs());
   std::vector<float> oa(27), ob(27), fa(27), fb(27), act(8);
   long differences = 0;
@@ -56,9 +56,9 @@ long step_both(mj::sim<mj::ant>& a, mj::sim<mj::ant>& b, int first, int steps, l
 TEST_CASE("actors.mujoco.per_thread_data_steps_as_per_env") {
   for (const bool pairs : {true, false}) {
     CAPTURE(pairs);
-    const mj::model_ptr m = pairs ? mj::load_with_predefined_pairs(builtin("ant.xml")) : mj::load(builtin("ant.xml"));
+    const mj::model_ptr m = pairs ? mj::load_with_predefined_pairs(builtin("ant_v4.xml")) : mj::load(builtin("ant_v4.xml"));
     constexpr int envs = 6;
-    mj::sim<mj::ant> a(m, envs, 5u, {}, mj::data_layout::per_env), b(m, envs, 5u);
+    mj::sim<mj::ant_v4> a(m, envs, 5u, {}, mj::data_layout::per_env), b(m, envs, 5u);
     CHECK(a.layout() == mj::data_layout::per_env);
     CHECK(b.layout() == mj::data_layout::per_thread);  // the default (mujoco::default_layout)
     std::vector<float> oa(27), ob(27);
@@ -78,7 +78,7 @@ TEST_CASE("actors.mujoco.per_thread_data_steps_as_per_env") {
       const std::string name = std::string("x.mujoco.") + f;
       CHECK(ca.get<double>(name) == cb.get<double>(name));
     }
-    mj::sim<mj::ant> c(m, envs, 5u, {}, mj::data_layout::per_thread), d(m, envs, 5u, {}, mj::data_layout::per_env);
+    mj::sim<mj::ant_v4> c(m, envs, 5u, {}, mj::data_layout::per_thread), d(m, envs, 5u, {}, mj::data_layout::per_env);
     c.load_state(ca, "x.");
     d.load_state(cb, "x.");
     differences += step_both(a, c, 300, 60, ends);  // per_env on, and per_thread from per_env's checkpoint

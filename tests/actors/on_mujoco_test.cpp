@@ -1,7 +1,7 @@
 // actors::on_mujoco<Env, Cores> in a pipeline's env slot: trainers::ppo<>'s engine for it is the MuJoCo one
 // (ppo_sim_on_actors over mujoco::sim<Task> on host threads), built as gmi::train builds it (make_gmi_engine), and
 // it trains MuJoCo's Ant: equal bit for bit to ppo_sim_on_actors on the benches' model with the same seed, its
-// checkpoint holding every environment's MuJoCo state, and unequal to on_cpu<envs::ant> (gmi::physics's host code
+// checkpoint holding every environment's MuJoCo state, and unequal to on_cpu<envs::ant_v4> (gmi::physics's host code
 // on the actors), so the check can fail; the end line's evaluation steps MuJoCo too.
 #include <doctest/doctest.h>
 
@@ -12,21 +12,21 @@
 #include <vector>
 
 #include <gmi/agents/gaussian_mlp.hpp>
-#include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/pipeline/mujoco_actors.hpp>
 #include <gmi/rl/ppo_eval.hpp>
 
 namespace {
 namespace ac = gmi::actors;
 namespace mj = gmi::actors::mujoco;
-using ant_env = ac::on_mujoco<gmi::envs::ant, 1>;
+using ant_v4_env = ac::on_mujoco<gmi::envs::ant_v4, 1>;
 using net = gmi::agents::gaussian_mlp<>::network<27, 8>;
-using engine = gmi::trainers::engine_for<ant_env, net, gmi::exec::host>::type;
+using engine = gmi::trainers::engine_for<ant_v4_env, net, gmi::exec::host>::type;
 
-static_assert(ac::is_on_cpu<ant_env> && ant_env::actor_cores == 1 && gmi::env<ant_env>);
-static_assert(std::is_same_v<engine, ac::on_mujoco_engine<gmi::envs::ant, 1, net, gmi::exec::host>>);
-static_assert(std::is_base_of_v<ac::ppo_sim_on_actors<mj::sim<mj::ant>, net, ant_env>, engine>);
-static_assert(std::is_same_v<ac::on_mujoco<gmi::envs::humanoid>::mujoco_task, mj::humanoid> &&
+static_assert(ac::is_on_cpu<ant_v4_env> && ant_v4_env::actor_cores == 1 && gmi::env<ant_v4_env>);
+static_assert(std::is_same_v<engine, ac::on_mujoco_engine<gmi::envs::ant_v4, 1, net, gmi::exec::host>>);
+static_assert(std::is_base_of_v<ac::ppo_sim_on_actors<mj::sim<mj::ant_v4>, net, ant_v4_env>, engine>);
+static_assert(std::is_same_v<ac::on_mujoco<gmi::envs::humanoid_v4>::mujoco_task, mj::humanoid_v4> &&
               std::is_same_v<ac::on_mujoco<gmi::envs::anymal>::mujoco_task, mj::anymal>);
 
 gmi::rl::ppo_config small_config() {
@@ -46,13 +46,13 @@ std::vector<float> params_of(E& e) {
 }  // namespace
 
 TEST_CASE("actors.on_mujoco.engine_is_mujoco_sim_on_actors") {
-  gmi::envs::ant::params p;
+  gmi::envs::ant_v4::params p;
   p.max_steps = 20;  // episodes end inside the run
   // One engine at a time: each pins its actor thread to the same core.
   std::vector<float> piped, direct, physics;
   {
     // As gmi::train builds a GMI's engine (run_one_gmi.cuh): one GMI, Cores actor cores.
-    engine e = ac::make_gmi_engine<engine, ant_env>(0, 1, 0, envs, seed, small_config(), p, gmi::exec::host{});
+    engine e = ac::make_gmi_engine<engine, ant_v4_env>(0, 1, 0, envs, seed, small_config(), p, gmi::exec::host{});
     CHECK(e.cores().size() == 1);
     CHECK(e.actors().sim().model()->nq == 15);
     CHECK(e.actors().sim().model()->opt.collision == mjCOL_PAIR);  // the benches' Ant: predefined pairs
@@ -71,7 +71,7 @@ TEST_CASE("actors.on_mujoco.engine_is_mujoco_sim_on_actors") {
     const auto stats = ck.get<double>("obs_norm.stats", 1 + 2 * std::size_t(27));
     const gmi::host_span<const float> weights(w.data(), w.size());
     const gmi::host_span<const double> moments(stats.data(), stats.size());
-    const auto on_physics = gmi::rl::evaluate_mode<ant_env, net>(weights, moments, 8, e.seed(), p, {},
+    const auto on_physics = gmi::rl::evaluate_mode<ant_v4_env, net>(weights, moments, 8, e.seed(), p, {},
                                                                  e.config().obs_clip);
     CHECK(on_mujoco.episodes == 8);
     CHECK(on_mujoco.mean_length <= 20);
@@ -80,15 +80,15 @@ TEST_CASE("actors.on_mujoco.engine_is_mujoco_sim_on_actors") {
   }
   {
     // The engine the benches train, on the model they load, with the same seed: the same weights bit for bit.
-    ac::ppo_sim_on_actors<mj::sim<mj::ant>, net, ant_env> d(
+    ac::ppo_sim_on_actors<mj::sim<mj::ant_v4>, net, ant_v4_env> d(
         ac::actor_config{ac::on_cpu_cores<1>(), 2}, envs, seed, small_config(), p, gmi::exec::host{.threads = 1},
-        gmi::plan::mujoco_model_of<gmi::envs::ant>(), envs, seed, p);
+        gmi::plan::mujoco_model_of<gmi::envs::ant_v4>(), envs, seed, p);
     for (int k = 0; k < iterations; ++k) d.iterate();
     direct = params_of(d);
   }
   {
-    // gmi::physics's Ant on the actors (on_cpu<envs::ant>) steps other states: other weights.
-    using physics_engine = gmi::trainers::engine_for<ac::on_cpu<gmi::envs::ant, 1>, net, gmi::exec::host>::type;
+    // gmi::physics's Ant on the actors (on_cpu<envs::ant_v4>) steps other states: other weights.
+    using physics_engine = gmi::trainers::engine_for<ac::on_cpu<gmi::envs::ant_v4, 1>, net, gmi::exec::host>::type;
     physics_engine g(envs, seed, small_config(), p);
     for (int k = 0; k < iterations; ++k) g.iterate();
     physics = params_of(g);

@@ -19,7 +19,7 @@ namespace plan = gmi::plan;
 
 TEST_CASE("plan.placement.faster_side_wins") {
   // 8 cores at 50 us per step: 160 K steps/s; the GPU does 4096 envs in 10 ms: 409.6 K steps/s.
-  plan::placement_profile p{"ant", 4096, 8, 50e-6, 10e-3};
+  plan::placement_profile p{"ant_v4", 4096, 8, 50e-6, 10e-3};
   auto c = plan::choose_placement(p);
   CHECK(c.chosen == plan::placement::gpu_simulation);
   CHECK(c.cpu_steps_per_s == doctest::Approx(160e3));
@@ -33,7 +33,7 @@ TEST_CASE("plan.placement.faster_side_wins") {
 }
 
 TEST_CASE("plan.placement.threshold_overrides") {
-  const plan::placement_profile p{"ant", 4096, 8, 50e-6, 10e-3};  // gpu 2.56x cpu
+  const plan::placement_profile p{"ant_v4", 4096, 8, 50e-6, 10e-3};  // gpu 2.56x cpu
   CHECK(plan::choose_placement(p, {2.0}).chosen == plan::placement::gpu_simulation);
   CHECK(plan::choose_placement(p, {3.0}).chosen == plan::placement::cpu_actors);
 }
@@ -52,11 +52,11 @@ TEST_CASE("plan.placement.default_threshold_decides_the_measured_extremes") {
 }
 
 TEST_CASE("plan.placement.bad_profiles_refused_in_one_line") {
-  CHECK_THROWS_WITH_AS((void)plan::choose_placement({"ant", 0, 8, 50e-6, 1e-3}),
-                       doctest::Contains("placement batch for ant: got 0"), gmi::config_error);
-  CHECK_THROWS_WITH_AS((void)plan::choose_placement({"ant", 64, 8, 0, 1e-3}),
+  CHECK_THROWS_WITH_AS((void)plan::choose_placement({"ant_v4", 0, 8, 50e-6, 1e-3}),
+                       doctest::Contains("placement batch for ant_v4: got 0"), gmi::config_error);
+  CHECK_THROWS_WITH_AS((void)plan::choose_placement({"ant_v4", 64, 8, 0, 1e-3}),
                        doctest::Contains("cpu_seconds_per_step"), gmi::config_error);
-  CHECK_THROWS_WITH_AS((void)plan::choose_placement({"ant", 64, 8, 1e-5, 1e-3}, {0.0}),
+  CHECK_THROWS_WITH_AS((void)plan::choose_placement({"ant_v4", 64, 8, 1e-5, 1e-3}, {0.0}),
                        doctest::Contains("placement threshold: got 0"), gmi::config_error);
 }
 
@@ -154,14 +154,14 @@ TEST_CASE("actors.placement.threshold_checked_per_task") {
   // The MuJoCo tasks' points beside Cartpole's (gmi.bench.actors_place writes them in the same shape): each task
   // is checked on its own points. Humanoid: the GPU trains faster at ratio 3 and CPU actors at 0.8, so T = 1 is
   // right; anymal: CPU actors train faster at ratio 1.5, so T = 1 is wrong there and the range is (1.5, 6].
-  std::istringstream in(train_lines(1, 1e5, 4e6, 1e5, 2e6) + train_lines(3, 2e5, 6e5, 1e5, 3e5, "humanoid") +
-                        train_lines(14, 1e6, 8e5, 9e5, 5e5, "humanoid") + train_lines(3, 2e5, 1.2e6, 1e5, 4e5, "anymal") +
+  std::istringstream in(train_lines(1, 1e5, 4e6, 1e5, 2e6) + train_lines(3, 2e5, 6e5, 1e5, 3e5, "humanoid_v4") +
+                        train_lines(14, 1e6, 8e5, 9e5, 5e5, "humanoid_v4") + train_lines(3, 2e5, 1.2e6, 1e5, 4e5, "anymal") +
                         train_lines(14, 1e6, 1.5e6, 9e5, 5e5, "anymal"));
   const auto by_task = ac::check_threshold_by_task(ac::threshold_points_from_lines(in, "place.jsonl"), 1.0);
   REQUIRE(by_task.size() == 3);
   CHECK(by_task[0].task == "anymal");
   CHECK(by_task[1].task == "cartpole");
-  CHECK(by_task[2].task == "humanoid");
+  CHECK(by_task[2].task == "humanoid_v4");
   CHECK(by_task[2].points.size() == 2);
   CHECK(by_task[2].verdict.right == 2);
   CHECK(by_task[2].verdict.low == doctest::Approx(0.8));
@@ -179,8 +179,8 @@ TEST_CASE("actors.placement.threshold_points_keyed_by_batch") {
   // Ant at 14 actor cores and two batches (actors_place's lines, "batch" on each): at 56 envs (2 per core and group)
   // the GPU simulates 28 K env steps/s against 210 K on the cores (ratio 0.13) and CPU actors train faster; at 1792
   // (64 per core and group) the GPU simulates 3x the cores and trains faster. Two points at one core count.
-  std::istringstream in(train_lines(14, 2.1e5, 2.8e4, 1.5e5, 2.5e4, "ant", 56) +
-                        train_lines(14, 2.1e5, 6.3e5, 1.9e5, 3.1e5, "ant", 1792));
+  std::istringstream in(train_lines(14, 2.1e5, 2.8e4, 1.5e5, 2.5e4, "ant_v4", 56) +
+                        train_lines(14, 2.1e5, 6.3e5, 1.9e5, 3.1e5, "ant_v4", 1792));
   const auto points = ac::threshold_points_from_lines(in, "place.jsonl");
   REQUIRE(points.size() == 2);
   CHECK(points[0].actor_cores == 14);
@@ -209,14 +209,14 @@ TEST_CASE("actors.placement.threshold_points_mixed_and_old_lines") {
   // the two shapes join at equal batches, and a third point comes from older lines without any batch (key 0).
   // Lines of one core count whose batches differ are not one point: the 7-core point's placement is at another
   // batch than its training lines, so it is left out.
-  std::istringstream in(train_lines(3, 4.5e4, 2e5, 4e4, 9e4, "ant", 384, "num_envs") +
-                        train_lines(3, 4.5e4, 1.2e4, 4.2e4, 1.1e4, "ant", 12) +
-                        train_lines(1, 1.5e4, 8e4, 1.3e4, 5.2e4, "ant") +
-                        R"({"bench":"cpu_actors_ppo","impl":"gmi","task":"ant","phase":"train","actor_cores":7,)"
+  std::istringstream in(train_lines(3, 4.5e4, 2e5, 4e4, 9e4, "ant_v4", 384, "num_envs") +
+                        train_lines(3, 4.5e4, 1.2e4, 4.2e4, 1.1e4, "ant_v4", 12) +
+                        train_lines(1, 1.5e4, 8e4, 1.3e4, 5.2e4, "ant_v4") +
+                        R"({"bench":"cpu_actors_ppo","impl":"gmi","task":"ant_v4","phase":"train","actor_cores":7,)"
                         R"("batch":896,"median":1})" "\n"
-                        R"({"bench":"cpu_actors_ppo","impl":"gmi.gpu_simulation","task":"ant","phase":"train",)"
+                        R"({"bench":"cpu_actors_ppo","impl":"gmi.gpu_simulation","task":"ant_v4","phase":"train",)"
                         R"("actor_cores":0,"for_actor_cores":7,"batch":896,"median":2})" "\n"
-                        R"({"bench":"placement","task":"ant","actor_cores":7,"batch":28,)"
+                        R"({"bench":"placement","task":"ant_v4","actor_cores":7,"batch":28,)"
                         R"("cpu_steps_per_s":1,"gpu_steps_per_s":2})" "\n");
   const auto points = ac::threshold_points_from_lines(in, "mixed.jsonl");
   REQUIRE(points.size() == 3);
@@ -236,6 +236,6 @@ TEST_CASE("actors.placement.threshold_points_mixed_and_old_lines") {
   // A rate of 0 names the point's batch in its one line.
   auto bad = points;
   bad[1].gpu_train = 0;
-  CHECK_THROWS_WITH_AS((void)ac::check_threshold(bad, 1.0), doctest::Contains("ant at 3 actor cores and batch 12"),
+  CHECK_THROWS_WITH_AS((void)ac::check_threshold(bad, 1.0), doctest::Contains("ant_v4 at 3 actor cores and batch 12"),
                        gmi::config_error);
 }

@@ -55,8 +55,8 @@ TEST_SUITE("gpu") {
     CHECK(r.best_return >= 450);
   }
 
-  TEST_CASE("actors_gpu.ppo.mujoco_ant_trains" * doctest::timeout(120)) {
-    const auto r = mujoco_ant_on_actors(2, 3);
+  TEST_CASE("actors_gpu.ppo.mujoco_ant_v4_trains" * doctest::timeout(120)) {
+    const auto r = mujoco_ant_v4_on_actors(2, 3);
     if (!r.available) {
       MESSAGE("[gmi] SKIPPED: built without MuJoCo (libmujoco-dev)");
       return;
@@ -70,8 +70,8 @@ TEST_SUITE("gpu") {
 
   // MuJoCo state in checkpoints with the GPU trainer: 6 iterations straight equal 3, a save, a fresh engine resumed
   // from the file and 3 more (weights and every environment's MuJoCo state bit for bit); the trainer alone differs.
-  TEST_CASE("actors_gpu.ppo.mujoco_ant_resume_is_exact" * doctest::timeout(120)) {
-    const auto r = mujoco_ant_resume_on_gpu(2, 6);
+  TEST_CASE("actors_gpu.ppo.mujoco_ant_v4_resume_is_exact" * doctest::timeout(120)) {
+    const auto r = mujoco_ant_v4_resume_on_gpu(2, 6);
     if (!r.available) {
       MESSAGE("[gmi] SKIPPED: built without MuJoCo (libmujoco-dev)");
       return;

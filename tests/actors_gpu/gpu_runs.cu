@@ -82,18 +82,18 @@ gpu_actor_iterations cartpole_on_actors_both_ways(int cores, int iterations) {
   return r;
 }
 
-gpu_actor_mujoco_resume mujoco_ant_resume_on_gpu(int cores, int iterations) {
+gpu_actor_mujoco_resume mujoco_ant_v4_resume_on_gpu(int cores, int iterations) {
   gpu_actor_mujoco_resume r;
 #ifdef GMI_ACTORS_MODELS
-  using ant_sim = ac::mujoco::sim<ac::mujoco::ant>;
+  using ant_v4_sim = ac::mujoco::sim<ac::mujoco::ant_v4>;
   using ant_net = gmi::agents::gaussian_mlp<>::network<27, 8>;
-  using engine = ac::ppo_gpu_actors<ant_sim, ant_net>;
+  using engine = ac::ppo_gpu_actors<ant_v4_sim, ant_net>;
   r.available = true;
   try {
     gmi::rl::ppo_config c;
     c.minibatch = 512;
     c.epochs = 2;
-    ac::mujoco::ant::params p;
+    ac::mujoco::ant_v4::params p;
     p.max_steps = 40;  // time limits inside the run
     gmi::cuda::stream s;
     const std::string model = std::string(GMI_ACTORS_MODELS) + "/ant_floor.xml";
@@ -221,10 +221,10 @@ gpu_actor_gate submit_without_waiting(int cores) {
   return r;
 }
 
-gpu_actor_mujoco mujoco_ant_on_actors(int cores, int iterations) {
+gpu_actor_mujoco mujoco_ant_v4_on_actors(int cores, int iterations) {
   gpu_actor_mujoco r;
 #ifdef GMI_ACTORS_MODELS
-  using ant_sim = ac::mujoco::sim<ac::mujoco::ant>;
+  using ant_v4_sim = ac::mujoco::sim<ac::mujoco::ant_v4>;
   using ant_net = gmi::agents::gaussian_mlp<>::network<27, 8>;
   r.available = true;
   try {
@@ -232,7 +232,7 @@ gpu_actor_mujoco mujoco_ant_on_actors(int cores, int iterations) {
     c.minibatch = 512;
     c.epochs = 2;
     gmi::cuda::stream s;
-    ac::ppo_gpu_actors<ant_sim, ant_net> t(ac::actor_config{ac::choose_cores(usable(cores)), 2}, 64, 3, c,
+    ac::ppo_gpu_actors<ant_v4_sim, ant_net> t(ac::actor_config{ac::choose_cores(usable(cores)), 2}, 64, 3, c,
                                            gmi::exec::cuda{.stream = s.get()},
                                            std::string(GMI_ACTORS_MODELS) + "/ant_floor.xml", 64, std::uint64_t(3));
     for (int i = 0; i < iterations; ++i) {

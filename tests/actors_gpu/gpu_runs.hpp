@@ -42,7 +42,7 @@ struct gpu_actor_mujoco {
   std::string error;
 };
 // A few iterations of the MuJoCo Ant task (tests/physics/models/ant_floor.xml) through the same GPU trainer.
-gpu_actor_mujoco mujoco_ant_on_actors(int cores, int iterations);
+gpu_actor_mujoco mujoco_ant_v4_on_actors(int cores, int iterations);
 
 struct gpu_actor_mujoco_resume {
   bool available = false;  // built with MuJoCo
@@ -53,7 +53,7 @@ struct gpu_actor_mujoco_resume {
 // MuJoCo Ant with the GPU trainer: `iterations` straight against iterations/2, a save to a .gmi file, a fresh
 // engine resumed from it and iterations/2 more (weights and the actors' MuJoCo state compared bit for bit), and a
 // resume of the trainer alone (must part ways).
-gpu_actor_mujoco_resume mujoco_ant_resume_on_gpu(int cores, int iterations);
+gpu_actor_mujoco_resume mujoco_ant_v4_resume_on_gpu(int cores, int iterations);
 
 struct gpu_actor_placement {
   double cpu_seconds_per_step = 0, gpu_seconds_per_batch_step = 0;

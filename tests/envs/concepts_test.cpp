@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <string>
+#include <utility>
+
 #include <gmi/concepts/env.hpp>
 #include <gmi/envs/registry.hpp>
 #include <gmi/rl/env_batch.hpp>
@@ -46,8 +49,8 @@ TEST_SUITE("cpu") {
                            {"anymal_proxy", 48, 12},    {"humanoid_proxy", 108, 21}, {"franka_cabinet_proxy", 23, 9},
                            {"shadow_hand_proxy", 211, 20}, {"point_reach", 6, 2},         {"sparse_reach", 4, 2},
                            {"long_track", 5, 1},        {"spring_chain", 8, 4},      {"cartpole_discrete", 4, 1},
-                           {"ant", 27, 8},              {"humanoid", 45, 17},        {"anymal", 48, 12},
-                           {"isaac_ant", 60, 8},        {"isaac_humanoid", 108, 21}};
+                           {"ant_v4", 27, 8},              {"humanoid_v4", 45, 17},        {"anymal", 48, 12},
+                           {"ant", 60, 8},        {"humanoid", 108, 21}};
     CHECK(gmi::envs::task_names.size() == std::size(table));
     for (const auto& t : table) {
       CAPTURE(t.name);
@@ -66,5 +69,18 @@ TEST_SUITE("cpu") {
       CHECK(msg.find("task: got \"cartpol\"") != std::string::npos);
       CHECK(msg.find("shadow_hand_proxy") != std::string::npos);
     }
+  }
+
+  TEST_CASE("envs.registry.old_name_says_what_it_is_called_now") {
+    // The Isaac-Gym-style tasks took the names ant and humanoid; their old names get one line naming both new ones.
+    const std::pair<const char*, const char*> renamed[] = {
+        {"isaac_ant", "task 'isaac_ant' is now called 'ant' (the Gymnasium-style one is 'ant_v4')"},
+        {"isaac_humanoid", "task 'isaac_humanoid' is now called 'humanoid' (the Gymnasium-style one is 'humanoid_v4')"}};
+    for (const auto& [old_name, line] : renamed) {
+      CAPTURE(old_name);
+      CHECK_THROWS_WITH_AS(gmi::envs::visit_task(old_name, []<class T>() {}), line, gmi::config_error);
+    }
+    CHECK(gmi::envs::renamed_task("ant").empty());
+    CHECK(gmi::envs::renamed_task("ant_v4").empty());
   }
 }

@@ -1,4 +1,4 @@
-// The tasks simulated by gmi::physics (ant, humanoid, anymal) on the host: reset, observation sizes, reward
+// The tasks simulated by gmi::physics (ant_v4, humanoid_v4, anymal) on the host: reset, observation sizes, reward
 // terms, termination, finite random rollouts, determinism through the batched driver.
 #include <doctest/doctest.h>
 
@@ -10,10 +10,10 @@
 #include <vector>
 
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
 #include <gmi/envs/registry.hpp>
 #include <gmi/rl/env_batch.hpp>
 
@@ -110,21 +110,21 @@ void step_from(gmi::rl::env_batch<T>& b, const batch_snapshot& s, int t, std::ve
 
 TEST_SUITE("cpu") {
   TEST_CASE("envs.physics_tasks.sizes_and_registry") {
-    CHECK(gmi::envs::ant::obs_dim == 27);
-    CHECK(gmi::envs::ant::act_dim == 8);
-    CHECK(gmi::envs::humanoid::obs_dim == 45);
-    CHECK(gmi::envs::humanoid::act_dim == 17);
+    CHECK(gmi::envs::ant_v4::obs_dim == 27);
+    CHECK(gmi::envs::ant_v4::act_dim == 8);
+    CHECK(gmi::envs::humanoid_v4::obs_dim == 45);
+    CHECK(gmi::envs::humanoid_v4::act_dim == 17);
     CHECK(gmi::envs::anymal::obs_dim == 48);
     CHECK(gmi::envs::anymal::act_dim == 12);
-    for (const char* name : {"ant", "humanoid", "anymal"}) {
+    for (const char* name : {"ant_v4", "humanoid_v4", "anymal"}) {
       CAPTURE(name);
       CHECK(gmi::envs::visit_task(name, []<class T>() { return gmi::envs::is_physics_task<T>; }));
     }
     CHECK(!gmi::envs::is_physics_task<gmi::envs::ant_proxy>);
   }
 
-  TEST_CASE_TEMPLATE("envs.physics_tasks.reset_is_valid_and_observe_fills_obs_dim", T, gmi::envs::ant,
-                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+  TEST_CASE_TEMPLATE("envs.physics_tasks.reset_is_valid_and_observe_fills_obs_dim", T, gmi::envs::ant_v4,
+                     gmi::envs::humanoid_v4, gmi::envs::anymal, gmi::envs::ant, gmi::envs::humanoid) {
     bound<T> b;
     for (int i = 0; i < 20; ++i) {
       gmi::rng r(5, i);
@@ -141,8 +141,8 @@ TEST_SUITE("cpu") {
     }
   }
 
-  TEST_CASE("envs.physics_tasks.ant_reward_is_forward_plus_healthy_minus_control") {
-    using A = gmi::envs::ant;
+  TEST_CASE("envs.physics_tasks.ant_v4_reward_is_forward_plus_healthy_minus_control") {
+    using A = gmi::envs::ant_v4;
     bound<A> b;
     gmi::rng r(3, 0);
     A::state s;
@@ -163,8 +163,8 @@ TEST_SUITE("cpu") {
     }
   }
 
-  TEST_CASE("envs.physics_tasks.humanoid_reward_is_com_velocity_plus_healthy_minus_control") {
-    using H = gmi::envs::humanoid;
+  TEST_CASE("envs.physics_tasks.humanoid_v4_reward_is_com_velocity_plus_healthy_minus_control") {
+    using H = gmi::envs::humanoid_v4;
     bound<H> b;
     gmi::rng r(4, 0);
     H::state s;
@@ -185,12 +185,12 @@ TEST_SUITE("cpu") {
       fell = tr.terminated;
       CHECK(fell == !(s.qpos[2] > 1.0f && s.qpos[2] < 2.0f));
     }
-    // Random controls do not keep the humanoid up: the torso falls below 1 m and the episode ends.
+    // Random controls do not keep the humanoid_v4 up: the torso falls below 1 m and the episode ends.
     CHECK(fell);
   }
 
-  TEST_CASE("envs.physics_tasks.ant_terminates_when_the_torso_leaves_the_healthy_range") {
-    using A = gmi::envs::ant;
+  TEST_CASE("envs.physics_tasks.ant_v4_terminates_when_the_torso_leaves_the_healthy_range") {
+    using A = gmi::envs::ant_v4;
     bound<A> b;
     gmi::rng r(3, 0);
     A::state s;
@@ -246,8 +246,8 @@ TEST_SUITE("cpu") {
     CHECK(Q::step(f, zero, r, b.p).terminated);
   }
 
-  TEST_CASE_TEMPLATE("envs.physics_tasks.scratch_contents_do_not_matter", T, gmi::envs::ant, gmi::envs::humanoid,
-                     gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+  TEST_CASE_TEMPLATE("envs.physics_tasks.scratch_contents_do_not_matter", T, gmi::envs::ant_v4, gmi::envs::humanoid_v4,
+                     gmi::envs::anymal, gmi::envs::ant, gmi::envs::humanoid) {
     // Every value the pipeline reads from the scratch is written first in that control step (the device's
     // per-thread scratch starts with whatever local memory held): the resets and random actions of the GPU
     // test, 64 environments, 10 control steps of 5 physics steps, with the scratch filled before each control
@@ -283,16 +283,16 @@ TEST_SUITE("cpu") {
     CHECK(contacts > 0);  // contact rows were in play
   }
 
-  TEST_CASE_TEMPLATE("envs.physics_tasks.random_rollouts_stay_finite_and_are_deterministic", T, gmi::envs::ant,
-                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+  TEST_CASE_TEMPLATE("envs.physics_tasks.random_rollouts_stay_finite_and_are_deterministic", T, gmi::envs::ant_v4,
+                     gmi::envs::humanoid_v4, gmi::envs::anymal, gmi::envs::ant, gmi::envs::humanoid) {
     const std::vector<float> a = driver_run<T>(8, 11, 150);
     CHECK(all_finite<T>(a.data(), int(a.size())));
     CHECK(a == driver_run<T>(8, 11, 150));
     CHECK(a != driver_run<T>(8, 12, 150));
   }
 
-  TEST_CASE_TEMPLATE("envs.physics_tasks.one_step_is_well_conditioned_under_rounding", T, gmi::envs::ant,
-                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+  TEST_CASE_TEMPLATE("envs.physics_tasks.one_step_is_well_conditioned_under_rounding", T, gmi::envs::ant_v4,
+                     gmi::envs::humanoid_v4, gmi::envs::anymal, gmi::envs::ant, gmi::envs::humanoid) {
     // What tests/envs_gpu/physics_tasks_gpu_test.cpp may ask of the device: from the same states, one env step
     // under rounding-sized differences (every qpos and qvel word one ulp apart) stays within 1e-3 (1 + |x|),
     // for the 64 environments and random actions of that test over 30 steps (contacts start and end, episodes

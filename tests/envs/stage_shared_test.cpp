@@ -12,10 +12,10 @@
 #include <gmi/core/error.hpp>
 #include <gmi/core/rng.hpp>
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
 #include <gmi/physics/stage_shared.hpp>
 #include <gmi/physics/step.hpp>
 
@@ -37,8 +37,8 @@ bool stage_scratch(ph::data_field f) {
   return false;
 }
 
-TEST_CASE_TEMPLATE("physics.stage_shared.stages_are_bit_identical_for_every_slice", T, gmi::envs::ant,
-                   gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+TEST_CASE_TEMPLATE("physics.stage_shared.stages_are_bit_identical_for_every_slice", T, gmi::envs::ant_v4,
+                   gmi::envs::humanoid_v4, gmi::envs::anymal, gmi::envs::ant, gmi::envs::humanoid) {
   // 6 environments from the tasks' resets, 24 control steps of random controls each (every substep's five stages):
   // step_stage on plain arrays against step_stage over stage_bind (lane 1 of 3 of a slice filled with NaN before
   // each stage, so a value read before it is written shows) then stage_unbind, the scratch slots' global copies set
@@ -110,8 +110,8 @@ TEST_CASE_TEMPLATE("physics.stage_shared.stages_are_bit_identical_for_every_slic
 }
 
 TEST_CASE("physics.stage_shared.slice_rules") {
-  // The ant (nv 14, nM 81): stage 3's slots efc_col 14, qLDc 81, qfrc_constraint 14, qacc 14, efc_force 88, qM 81.
-  const ph::model_sizes s = gmi::envs::ant::sim::sizes_v;
+  // The ant_v4 (nv 14, nM 81): stage 3's slots efc_col 14, qLDc 81, qfrc_constraint 14, qacc 14, efc_force 88, qM 81.
+  const ph::model_sizes s = gmi::envs::ant_v4::sim::sizes_v;
   CHECK(ph::stage_shared_used(s, 3, 13) == 0);
   CHECK(ph::stage_shared_used(s, 3, 14) == 14);
   CHECK(ph::stage_slot_offset(s, 3, 1, 95) == 14);   // qLDc after efc_col

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
 #include <gmi/physics/step.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include <gmi/rl/physics_staged.hpp>
@@ -22,8 +22,8 @@
 
 namespace {
 
-TEST_CASE_TEMPLATE("rl.physics_staged.host_twin_equals_the_one_call_step", T, gmi::envs::ant, gmi::envs::humanoid,
-                   gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+TEST_CASE_TEMPLATE("rl.physics_staged.host_twin_equals_the_one_call_step", T, gmi::envs::ant_v4, gmi::envs::humanoid_v4,
+                   gmi::envs::anymal, gmi::envs::ant, gmi::envs::humanoid) {
   // Two host batches of 48 environments from one seed, 40 env steps of the GPU test's actions (contacts, limits,
   // episode ends and auto-resets), one action with a NaN (not applied: reset, counted invalid): env_batch::step
   // against staged_env_step_host on the other batch's view. Observations, rewards, flags, final observations and
@@ -68,8 +68,8 @@ TEST_CASE_TEMPLATE("rl.physics_staged.host_twin_equals_the_one_call_step", T, gm
 
 TEST_CASE("rl.physics_staged.stages_in_order_are_the_step") {
   // physics::step_stage 0 to 4 on one environment's arrays are physics::step, bit for bit, over 200 steps of the
-  // ant under fixed controls (it falls and lands: contacts and the solve are in play).
-  using sim = gmi::envs::ant::sim;
+  // ant_v4 under fixed controls (it falls and lands: contacts and the solve are in play).
+  using sim = gmi::envs::ant_v4::sim;
   const std::vector<float> table = sim::table();
   const gmi::physics::model_view<float> m = sim::view(table.data());
   std::vector<float> x(sim::scratch_reals, 0.0f), y = x;

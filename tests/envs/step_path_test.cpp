@@ -9,10 +9,10 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
 #include <gmi/physics/step_path.hpp>
 
 #include "envs_gpu/gpu_runs.hpp"  // test_action
@@ -88,9 +88,9 @@ TEST_CASE("envs.step_path.rule_by_task_size_and_env_count") {
 
 TEST_CASE("envs.step_path.the_tasks_under_the_rule") {
   // The tasks' arrays are all above the small-model bound and fit a block with their model.
-  for (const std::size_t s : {scratch_bytes<gmi::envs::ant>(), scratch_bytes<gmi::envs::humanoid>(),
-                              scratch_bytes<gmi::envs::anymal>(), scratch_bytes<gmi::envs::isaac_ant>(),
-                              scratch_bytes<gmi::envs::isaac_humanoid>()}) {
+  for (const std::size_t s : {scratch_bytes<gmi::envs::ant_v4>(), scratch_bytes<gmi::envs::humanoid_v4>(),
+                              scratch_bytes<gmi::envs::anymal>(), scratch_bytes<gmi::envs::ant>(),
+                              scratch_bytes<gmi::envs::humanoid>()}) {
     CHECK(s >= ph::warp_min_scratch_bytes);
     CHECK(ph::choose_step_path(A, A, inputs(s, 4096)).path == W);
     CHECK(ph::choose_step_path(A, A, inputs(s, 65536)).path == T);  // 496 per SM: the thread path's count
@@ -101,8 +101,8 @@ TEST_CASE("envs.step_path.the_tasks_under_the_rule") {
   struct measured {
     std::size_t scratch, resident;
   };
-  for (const measured t : {measured{scratch_bytes<gmi::envs::ant>(), 16},
-                           measured{scratch_bytes<gmi::envs::humanoid>(), 14},
+  for (const measured t : {measured{scratch_bytes<gmi::envs::ant_v4>(), 16},
+                           measured{scratch_bytes<gmi::envs::humanoid_v4>(), 14},
                            measured{scratch_bytes<gmi::envs::anymal>(), 16}}) {
     CAPTURE(t.resident);
     for (const std::size_t n : {std::size_t(4096), std::size_t(16384), std::size_t(65536)}) {
@@ -113,8 +113,8 @@ TEST_CASE("envs.step_path.the_tasks_under_the_rule") {
     }
   }
   // Default params leave the choice to the rule.
-  CHECK(gmi::envs::ant::params{}.step_path == A);
-  CHECK(gmi::envs::humanoid::params{}.step_path == A);
+  CHECK(gmi::envs::ant_v4::params{}.step_path == A);
+  CHECK(gmi::envs::humanoid_v4::params{}.step_path == A);
   CHECK(gmi::envs::anymal::params{}.step_path == A);
 }
 
@@ -171,10 +171,10 @@ TEST_CASE("envs.step_path.staged_block_request") {
 }
 
 TEST_CASE("envs.step_path.tile_lanes_per_model_and_request") {
-  // 16 lanes for the ant (13 bodies, 14 dofs), the humanoid (23 dofs) and anymal (18 dofs), their wider stages
+  // 16 lanes for the ant_v4 (13 bodies, 14 dofs), the humanoid_v4 (23 dofs) and anymal (18 dofs), their wider stages
   // wrapping round; a small model 8.
-  CHECK(ph::default_tile_lanes(gmi::envs::ant::sim::sizes_v) == 16);
-  CHECK(ph::default_tile_lanes(gmi::envs::humanoid::sim::sizes_v) == 16);
+  CHECK(ph::default_tile_lanes(gmi::envs::ant_v4::sim::sizes_v) == 16);
+  CHECK(ph::default_tile_lanes(gmi::envs::humanoid_v4::sim::sizes_v) == 16);
   CHECK(ph::default_tile_lanes(gmi::envs::anymal::sim::sizes_v) == 16);
   ph::model_sizes small{};
   small.nbody = 4;
@@ -182,11 +182,11 @@ TEST_CASE("envs.step_path.tile_lanes_per_model_and_request") {
   CHECK(ph::default_tile_lanes(small) == 8);
   small.nv = 9;
   CHECK(ph::default_tile_lanes(small) == 16);
-  CHECK(ph::tile_layout_for(gmi::envs::ant::sim::sizes_v).lanes == 16);
-  CHECK(ph::tile_layout_for(gmi::envs::ant::sim::sizes_v).spill_rows);
+  CHECK(ph::tile_layout_for(gmi::envs::ant_v4::sim::sizes_v).lanes == 16);
+  CHECK(ph::tile_layout_for(gmi::envs::ant_v4::sim::sizes_v).spill_rows);
   ph::request_tile_layout(8, "global");
-  CHECK(ph::tile_layout_for(gmi::envs::humanoid::sim::sizes_v).lanes == 8);
-  CHECK(ph::tile_layout_for(gmi::envs::humanoid::sim::sizes_v).spill_rows);
+  CHECK(ph::tile_layout_for(gmi::envs::humanoid_v4::sim::sizes_v).lanes == 8);
+  CHECK(ph::tile_layout_for(gmi::envs::humanoid_v4::sim::sizes_v).spill_rows);
   CHECK_THROWS_AS(ph::request_tile_layout(12), gmi::config_error);
   CHECK_THROWS_AS(ph::request_tile_layout(16, "local"), gmi::config_error);
   ph::request_tile_layout(32, "shared");
@@ -197,8 +197,8 @@ TEST_CASE("envs.step_path.tile_lanes_per_model_and_request") {
   CHECK(ph::tile_layout_for(gmi::envs::anymal::sim::sizes_v).spill_rows);
 }
 
-TEST_CASE_TEMPLATE("envs.step_path.split_step_is_the_step", E, gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                   gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+TEST_CASE_TEMPLATE("envs.step_path.split_step_is_the_step", E, gmi::envs::ant_v4, gmi::envs::humanoid_v4, gmi::envs::anymal,
+                   gmi::envs::ant, gmi::envs::humanoid) {
   // What the warp path's lane 0 does around the physics (rl/physics_env_step.cuh), on the host with the serial
   // stages: control, the state and controls into the pipeline's arrays, substeps physics steps there, the state
   // back, finish. It must give the task's step bit for bit, over steps where the model falls and lands.

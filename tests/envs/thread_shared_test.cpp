@@ -10,10 +10,10 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
 #include <gmi/physics/thread_shared.hpp>
 
 #include "envs_gpu/gpu_runs.hpp"  // test_action: the GPU test's actions
@@ -21,8 +21,8 @@
 namespace {
 namespace ph = gmi::physics;
 
-TEST_CASE_TEMPLATE("physics.thread_shared.steps_are_bit_identical_for_every_slice", T, gmi::envs::ant,
-                   gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+TEST_CASE_TEMPLATE("physics.thread_shared.steps_are_bit_identical_for_every_slice", T, gmi::envs::ant_v4,
+                   gmi::envs::humanoid_v4, gmi::envs::anymal, gmi::envs::ant, gmi::envs::humanoid) {
   // 32 environments from the GPU test's resets, 12 env steps of its random actions (contacts, limits, episode
   // ends): split_step (plain scratch) against split_step_in over bind_shared with slices from none to the longest,
   // the slice and the scratch filled with NaN before each step (every value read must be written first there too).
@@ -78,13 +78,13 @@ TEST_CASE("physics.thread_shared.slice_rules") {
   CHECK(ph::thread_shared_slice(110) == 111);
   CHECK(ph::thread_shared_slice(111) == 111);
   CHECK(ph::thread_shared_slice(1000) == ph::max_thread_shared_reals);
-  // The hot arrays fill in order and skip one that does not fit: the ant (nv 14, nM 81): efc_col, nefc, ncon make
+  // The hot arrays fill in order and skip one that does not fit: the ant_v4 (nv 14, nM 81): efc_col, nefc, ncon make
   // 16, qLDc 97, qacc 111, qfrc_constraint 125; at 100 qacc and every later array is too long for the 3 left.
-  const ph::model_sizes ant = gmi::envs::ant::sim::sizes_v;
-  CHECK(ph::thread_shared_used(ant, 16) == 16);
-  CHECK(ph::thread_shared_used(ant, 100) == 97);
-  CHECK(ph::thread_shared_used(ant, 111) == 111);
-  CHECK(ph::thread_shared_used(ant, 125) == 125);
+  const ph::model_sizes ant_v4 = gmi::envs::ant_v4::sim::sizes_v;
+  CHECK(ph::thread_shared_used(ant_v4, 16) == 16);
+  CHECK(ph::thread_shared_used(ant_v4, 100) == 97);
+  CHECK(ph::thread_shared_used(ant_v4, 111) == 111);
+  CHECK(ph::thread_shared_used(ant_v4, 125) == 125);
   CHECK(ph::requested_thread_shared_reals() == 0);
   CHECK_THROWS_AS(ph::request_thread_shared_reals(-1), gmi::config_error);
   CHECK_THROWS_AS(ph::request_thread_shared_reals(256), gmi::config_error);

@@ -1,7 +1,7 @@
-// The physics tasks (ant, humanoid, anymal, isaac_ant, isaac_humanoid) on the device against the host, through the same
+// The physics tasks (ant_v4, humanoid_v4, anymal, ant, humanoid) on the device against the host, through the same
 // env_batch driver and actions. The device compiles the same stages with FMA contraction and its own
 // sinf/cosf/expf/logf, and contact-rich dynamics amplify such rounding differences: free-running host trajectories
-// whose states start one ulp apart part by more than 1e-3 within 20 env steps in the ant
+// whose states start one ulp apart part by more than 1e-3 within 20 env steps in the ant_v4
 // (tests/envs/physics_tasks_test.cpp, docs/physics.md). So the device is checked where rounding can not grow: the first
 // observations (the resets draw the same numbers; within 1e-5 (1 + |gpu|)) and one env step at a time from the host's
 // own states (teacher forcing; within 1e-3 (1 + |gpu|), flags equal) over 30 steps in which contacts start and end and
@@ -14,10 +14,10 @@
 #include <vector>
 
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
 #include <gmi/physics/stage_shared.hpp>
 #include <gmi/physics/step_path.hpp>
 #include <gmi/physics/thread_shared.hpp>
@@ -67,7 +67,7 @@ std::pair<long, double> outside(const std::vector<float>& h, const std::vector<f
 
 // The staged paths' check against the host (the thread kernel's own host agreement is checked at 1e-3 in the first
 // case; the staged paths equal the thread kernel bit for bit, reported): over 300 environments a contact-rich model
-// (isaac_humanoid: 11 of 1004400 observation values at 1.1e-3 to 2.7e-3 on an H200, the thread kernel's too) has a
+// (humanoid: 11 of 1004400 observation values at 1.1e-3 to 2.7e-3 on an H200, the thread kernel's too) has a
 // few float roundings past 1e-3, so at most 1 in 10^4 values past 1e-3 and none past 1e-2.
 bool near_host(const std::vector<float>& g, const std::vector<float>& host) {
   const auto [past_1e3, worst] = outside(g, host, 1e-3);
@@ -77,8 +77,8 @@ bool near_host(const std::vector<float>& g, const std::vector<float>& host) {
 
 TEST_SUITE("gpu") {
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.host_and_gpu_agree_step_by_step" * doctest::timeout(300), T,
-                     gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+                     gmi::envs::ant_v4, gmi::envs::humanoid_v4, gmi::envs::anymal,
+                     gmi::envs::ant, gmi::envs::humanoid) {
     const int n = 64, steps = 30;
     const std::size_t rows = std::size_t(n) * T::obs_dim;
     std::vector<batch_snapshot> before;
@@ -119,14 +119,14 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("envs_gpu.physics_tasks.local_batch_follows_the_host" * doctest::timeout(120)) {
-    // batch_local.cuh (what gmi.bench.physics_tasks --physics-only measures) against the host stages: the ant
+    // batch_local.cuh (what gmi.bench.physics_tasks --physics-only measures) against the host stages: the ant_v4
     // from qpos0 under fixed controls, 4 launches of 5 physics steps.
-    using sim = gmi::envs::ant::sim;
+    using sim = gmi::envs::ant_v4::sim;
     const int n = 32;
     std::vector<float> ctrl(std::size_t(sim::nu) * n);
     for (int u = 0; u < sim::nu; ++u)
       for (int e = 0; e < n; ++e) ctrl[std::size_t(u) * n + e] = 0.8f * std::sin(0.3f * e + u);
-    const std::vector<float> g = run_local_batch_ant(n, ctrl, 4, 5);
+    const std::vector<float> g = run_local_batch_ant_v4(n, ctrl, 4, 5);
     const std::vector<float> table = sim::table();
     const gmi::physics::model_view<float> m = sim::view(table.data());
     std::vector<float> scratch(sim::scratch_reals), h(g.size());
@@ -144,8 +144,8 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.warp_per_env_follows_thread_per_env" * doctest::timeout(300), T,
-                     gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+                     gmi::envs::ant_v4, gmi::envs::humanoid_v4, gmi::envs::anymal,
+                     gmi::envs::ant, gmi::envs::humanoid) {
     // physics/batch_warp.cuh against the host stages (4 control steps free-running from qpos0) and against the
     // thread-per-env device layout, batch_local.cuh, one control step at a time from its states (20 steps, in
     // which the models fall, land and push: free-running, contact-rich runs part under rounding alone, see above),
@@ -204,8 +204,8 @@ TEST_SUITE("gpu") {
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.thread_shared_slices_follow_the_plain_thread_kernel" *
                          doctest::timeout(300),
-                     T, gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+                     T, gmi::envs::ant_v4, gmi::envs::humanoid_v4, gmi::envs::anymal,
+                     gmi::envs::ant, gmi::envs::humanoid) {
     // The thread path with the hottest arrays in shared memory (physics/thread_shared.hpp, rl/physics_thread_step.cuh)
     // against the plain thread kernel: 300 environments (3 blocks of 128), 30 env steps, each from the host's own
     // states (as above), slices of 31, 111 and 255 floats. The arithmetic is the same (the host twin,
@@ -253,8 +253,8 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.staged_path_follows_the_thread_path" * doctest::timeout(300), T,
-                     gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+                     gmi::envs::ant_v4, gmi::envs::humanoid_v4, gmi::envs::anymal,
+                     gmi::envs::ant, gmi::envs::humanoid) {
     // The staged path (a kernel per stage, the arrays between them in global memory; rl/physics_staged_step.cuh)
     // against the plain thread kernel and the host: 300 environments, 30 env steps, each from the host's own states
     // (as above). The arithmetic is the host's (its host twin, rl.physics_staged.*, is bit-identical to the one-call
@@ -312,8 +312,8 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.staged_shared_slices_follow_the_staged_path" * doctest::timeout(300), T,
-                     gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+                     gmi::envs::ant_v4, gmi::envs::humanoid_v4, gmi::envs::anymal,
+                     gmi::envs::ant, gmi::envs::humanoid) {
     // The staged path with each stage's hottest arrays in a slice of shared memory (physics/stage_shared.hpp:
     // only where they live changes; the host twin with slices is bit-identical, physics.stage_shared.*) against the
     // staged path without: 300 environments, 30 env steps from the host's states, slices of 111 floats, auto (-1:
@@ -356,8 +356,8 @@ TEST_SUITE("gpu") {
     }
   }
 
-  TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.rule_follows_the_resident_count" * doctest::timeout(60), T, gmi::envs::ant,
-                     gmi::envs::humanoid, gmi::envs::anymal, gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+  TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.rule_follows_the_resident_count" * doctest::timeout(60), T, gmi::envs::ant_v4,
+                     gmi::envs::humanoid_v4, gmi::envs::anymal, gmi::envs::ant, gmi::envs::humanoid) {
     // On this device: the occupancy calculator's resident count for each layout, the rule's bound at
     // warp_max_waves times it (warp at the bound, threads one past), and the rows in global slots holding more
     // environments per SM than the rows in shared memory at the same width.
@@ -380,8 +380,8 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE_TEMPLATE("envs_gpu.physics_tasks.env_driver_warp_path_follows_thread_path" * doctest::timeout(300), T,
-                     gmi::envs::ant, gmi::envs::humanoid, gmi::envs::anymal,
-                     gmi::envs::isaac_ant, gmi::envs::isaac_humanoid) {
+                     gmi::envs::ant_v4, gmi::envs::humanoid_v4, gmi::envs::anymal,
+                     gmi::envs::ant, gmi::envs::humanoid) {
     // The env driver (env_batch over exec::cuda) with a warp per environment (rl/physics_env_step.cuh) against the
     // same driver with a thread per environment: each of 30 env steps from the thread path's own states (driver
     // state copied over before each step: free-running contact-rich runs part under rounding alone, see above),

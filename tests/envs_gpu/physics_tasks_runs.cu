@@ -1,5 +1,5 @@
-// The device side of physics_tasks_gpu_test.cpp: env_batch<task, exec::cuda> for ant, humanoid, anymal, isaac_ant and
-// isaac_humanoid. This file picks the task by name; each task's device code is compiled in its own file
+// The device side of physics_tasks_gpu_test.cpp: env_batch<task, exec::cuda> for ant_v4, humanoid_v4, anymal, ant and
+// humanoid. This file picks the task by name; each task's device code is compiled in its own file
 // (physics_tasks_runs_<task>.cu instantiates physics_task_runs<task>, physics_task_runs.cuh).
 #include "physics_tasks_runs.hpp"
 
@@ -7,10 +7,10 @@
 #include <string>
 
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
 #include <gmi/physics/step_path.hpp>
 
 #include "physics_task_runs.hpp"
@@ -20,13 +20,13 @@ namespace {
 // invalid_argument naming `what`.
 template <class F>
 decltype(auto) with_physics_task(std::string_view task, const char* what, F&& f) {
+  if (task == "ant_v4") return f.template operator()<physics_task_runs<gmi::envs::ant_v4>>();
+  if (task == "humanoid_v4") return f.template operator()<physics_task_runs<gmi::envs::humanoid_v4>>();
+  if (task == "anymal") return f.template operator()<physics_task_runs<gmi::envs::anymal>>();
   if (task == "ant") return f.template operator()<physics_task_runs<gmi::envs::ant>>();
   if (task == "humanoid") return f.template operator()<physics_task_runs<gmi::envs::humanoid>>();
-  if (task == "anymal") return f.template operator()<physics_task_runs<gmi::envs::anymal>>();
-  if (task == "isaac_ant") return f.template operator()<physics_task_runs<gmi::envs::isaac_ant>>();
-  if (task == "isaac_humanoid") return f.template operator()<physics_task_runs<gmi::envs::isaac_humanoid>>();
   throw std::invalid_argument(std::string(what) + ": task: got " + std::string(task) +
-                              ", need ant, humanoid, anymal, isaac_ant or isaac_humanoid");
+                              ", need ant_v4, humanoid_v4, anymal, ant or humanoid");
 }
 }  // namespace
 

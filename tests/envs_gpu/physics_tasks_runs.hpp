@@ -12,7 +12,7 @@
 #include "envs/batch_snapshot.hpp"
 #include "gpu_runs.hpp"
 
-// Steps num_envs environments of the physics task `task` (ant, humanoid, anymal, isaac_ant, isaac_humanoid) with
+// Steps num_envs environments of the physics task `task` (ant_v4, humanoid_v4, anymal, ant, humanoid) with
 // env_batch on the device.
 trajectory run_physics_task_gpu(std::string_view task, int num_envs, int steps, std::uint64_t seed,
                                 std::uint64_t action_seed);
@@ -27,11 +27,11 @@ std::string physics_task_path_gpu(std::string_view task, int num_envs);
 trajectory step_physics_task_gpu_from(std::string_view task, int num_envs, std::uint64_t seed,
                                       std::uint64_t action_seed, const std::vector<batch_snapshot>& before);
 
-// The ant's model in physics/batch_local.cuh: n environments from qpos0 under controls ctrl (nu x n,
+// The ant_v4's model in physics/batch_local.cuh: n environments from qpos0 under controls ctrl (nu x n,
 // element-major), `launches` launches of `substeps` physics steps; returns qpos (nq x n, element-major).
-std::vector<float> run_local_batch_ant(int n, const std::vector<float>& ctrl, int launches, int substeps);
+std::vector<float> run_local_batch_ant_v4(int n, const std::vector<float>& ctrl, int launches, int substeps);
 
-// The model of task (ant, humanoid, anymal, isaac_ant, isaac_humanoid) physics only, n environments from qpos0 under
+// The model of task (ant_v4, humanoid_v4, anymal, ant, humanoid) physics only, n environments from qpos0 under
 // controls ctrl (nu x n, element-major), `launches` launches of `substeps` physics steps, with a thread per environment
 // (physics/batch_local.cuh) or a tile of lanes per environment (physics/batch_warp.cuh, in `layout`; max_blocks > 0
 // caps its grid so that each tile steps several environments in turn); returns qpos (nq x n) then qvel (nv x n),

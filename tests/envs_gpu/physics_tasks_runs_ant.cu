@@ -4,16 +4,3 @@
 #include "physics_task_runs.cuh"
 
 template struct physics_task_runs<gmi::envs::ant>;
-
-std::vector<float> run_local_batch_ant(int n, const std::vector<float>& ctrl, int launches, int substeps) {
-  using M = gmi::envs::ant::sim::model_type;
-  gmi::cuda::stream stream;
-  gmi::physics::local_batch<M> b(n, stream.get());
-  GMI_CUDA_TRY(cudaMemcpyAsync(b.ctrl(), ctrl.data(), ctrl.size() * sizeof(float), cudaMemcpyHostToDevice,
-                               stream.get()));
-  for (int l = 0; l < launches; ++l) b.step(stream.get(), substeps);
-  std::vector<float> q(std::size_t(gmi::envs::ant::sim::nq) * n);
-  GMI_CUDA_TRY(cudaMemcpyAsync(q.data(), b.qpos(), q.size() * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
-  GMI_CUDA_TRY(cudaStreamSynchronize(stream.get()));
-  return q;
-}

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include <gmi/physics/builtin/ant_model.hpp>
+#include <gmi/physics/builtin/ant_v4_model.hpp>
 #include <gmi/physics/builtin/anymal_model.hpp>
 #include <gmi/physics/builtin/humanoid_model.hpp>
-#include <gmi/physics/builtin/isaac_ant_model.hpp>
-#include <gmi/physics/builtin/isaac_humanoid_model.hpp>
+#include <gmi/physics/builtin/humanoid_v4_model.hpp>
 #include <gmi/physics/builtin_task.hpp>
 #include <gmi/physics/mjcf.hpp>
 #include <gmi/physics/step.hpp>
@@ -31,9 +31,9 @@ std::string read(const std::string& path) {
 }  // namespace
 
 TEST_SUITE("cpu") {
-  TEST_CASE_TEMPLATE("physics.builtin.headers_match_their_mjcf", M, gmi::physics::builtin::ant_model,
-                     gmi::physics::builtin::humanoid_model, gmi::physics::builtin::anymal_model,
-                     gmi::physics::builtin::isaac_ant_model, gmi::physics::builtin::isaac_humanoid_model) {
+  TEST_CASE_TEMPLATE("physics.builtin.headers_match_their_mjcf", M, gmi::physics::builtin::ant_v4_model,
+                     gmi::physics::builtin::humanoid_v4_model, gmi::physics::builtin::anymal_model,
+                     gmi::physics::builtin::ant_model, gmi::physics::builtin::humanoid_model) {
     namespace ph = gmi::physics;
     const std::string file = std::string(GMI_SOURCE_DIR) + "/" + M::source;
     CAPTURE(file);
@@ -60,9 +60,9 @@ TEST_SUITE("cpu") {
     for (int q = 0; q < m.size.nq; ++q) CHECK(v.qpos_spring[q] == mv.qpos_spring[q]);
   }
 
-  TEST_CASE_TEMPLATE("physics.builtin.colliders_are_the_pairs_types", M, gmi::physics::builtin::ant_model,
-                     gmi::physics::builtin::humanoid_model, gmi::physics::builtin::anymal_model,
-                     gmi::physics::builtin::isaac_ant_model, gmi::physics::builtin::isaac_humanoid_model) {
+  TEST_CASE_TEMPLATE("physics.builtin.colliders_are_the_pairs_types", M, gmi::physics::builtin::ant_v4_model,
+                     gmi::physics::builtin::humanoid_v4_model, gmi::physics::builtin::anymal_model,
+                     gmi::physics::builtin::ant_model, gmi::physics::builtin::humanoid_model) {
     namespace ph = gmi::physics;
     using sim = ph::builtin_sim<M>;
     const std::vector<float> t = sim::table();

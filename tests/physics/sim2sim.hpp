@@ -22,10 +22,11 @@
 #include <gmi/core/error.hpp>
 #include <gmi/core/span.hpp>
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
+#include <gmi/envs/renamed_tasks.hpp>
 #include <gmi/exec/host.hpp>
 #include <gmi/io/gmi_file.hpp>
 #include <gmi/nn/normalizer.hpp>
@@ -38,7 +39,7 @@ namespace gmi::sim2sim {
 template <class E>
 using example_net = typename agents::gaussian_mlp<nn::layers<64, 64>>::template network<E::obs_dim, E::act_dim>;
 
-inline const char* const task_names = "ant, humanoid, anymal, isaac_ant, isaac_humanoid";
+inline const char* const task_names = "ant_v4, humanoid_v4, anymal, ant, humanoid";
 
 struct options {
   std::string checkpoint;        // a .gmi file saved by --checkpoint
@@ -198,15 +199,17 @@ result compare(const io::checkpoint& ck, const options& o) {
   return r;
 }
 
-// The task named o.task, or the checkpoint's when o.task is empty; an unknown name refused in one line.
+// The task named o.task, or the checkpoint's when o.task is empty; an unknown name refused in one line (an old
+// name: what it is called now).
 [[nodiscard]] inline result compare_task(const io::checkpoint& ck, options o) {
   const std::string saved = task_of(ck, o.checkpoint);
   if (o.task.empty()) o.task = saved;
+  if (o.task == "ant_v4") return compare<envs::ant_v4, actors::mujoco::ant_v4>(ck, o);
+  if (o.task == "humanoid_v4") return compare<envs::humanoid_v4, actors::mujoco::humanoid_v4>(ck, o);
+  if (o.task == "anymal") return compare<envs::anymal, actors::mujoco::anymal>(ck, o);
   if (o.task == "ant") return compare<envs::ant, actors::mujoco::ant>(ck, o);
   if (o.task == "humanoid") return compare<envs::humanoid, actors::mujoco::humanoid>(ck, o);
-  if (o.task == "anymal") return compare<envs::anymal, actors::mujoco::anymal>(ck, o);
-  if (o.task == "isaac_ant") return compare<envs::isaac_ant, actors::mujoco::isaac_ant>(ck, o);
-  if (o.task == "isaac_humanoid") return compare<envs::isaac_humanoid, actors::mujoco::isaac_humanoid>(ck, o);
+  if (const std::string renamed = envs::renamed_task(o.task); !renamed.empty()) throw config_error(renamed);
   throw config_error(got_need("task", o.task, std::string("one of ") + task_names));
 }
 

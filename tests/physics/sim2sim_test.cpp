@@ -111,20 +111,20 @@ void check_task(const std::string& checkpoint, double early_bound) {
 }  // namespace
 
 TEST_SUITE("cpu") {
+  TEST_CASE("physics.sim2sim_tool.ant_v4_policy_on_mujoco_follows_gmi") {
+    check_task<gmi::envs::ant_v4>(trained<gmi::envs::ant_v4>(3), 2e-3);
+  }
+
+  TEST_CASE("physics.sim2sim_tool.humanoid_v4_policy_on_mujoco_follows_gmi") {
+    check_task<gmi::envs::humanoid_v4>(trained<gmi::envs::humanoid_v4>(2), 1e-3);
+  }
+
   TEST_CASE("physics.sim2sim_tool.ant_policy_on_mujoco_follows_gmi") {
     check_task<gmi::envs::ant>(trained<gmi::envs::ant>(3), 2e-3);
   }
 
   TEST_CASE("physics.sim2sim_tool.humanoid_policy_on_mujoco_follows_gmi") {
-    check_task<gmi::envs::humanoid>(trained<gmi::envs::humanoid>(2), 1e-3);
-  }
-
-  TEST_CASE("physics.sim2sim_tool.isaac_ant_policy_on_mujoco_follows_gmi") {
-    check_task<gmi::envs::isaac_ant>(trained<gmi::envs::isaac_ant>(3), 2e-3);
-  }
-
-  TEST_CASE("physics.sim2sim_tool.isaac_humanoid_policy_on_mujoco_follows_gmi") {
-    check_task<gmi::envs::isaac_humanoid>(trained<gmi::envs::isaac_humanoid>(2), 2e-2);  // its feet's contact forces
+    check_task<gmi::envs::humanoid>(trained<gmi::envs::humanoid>(2), 2e-2);  // its feet's contact forces
   }
 
   TEST_CASE("physics.sim2sim_tool.anymal_policy_on_mujoco_follows_gmi") {
@@ -132,13 +132,15 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE("physics.sim2sim_tool.wrong_checkpoints_are_refused") {
-    const std::string path = trained<gmi::envs::ant>(1);
+    const std::string path = trained<gmi::envs::ant_v4>(1);
     const gmi::io::checkpoint ck = gmi::io::load(path);
     s2s::options o = short_run(path);
-    o.task = "humanoid";
-    CHECK(refusal(o, ck).find("task: got \"ant\", need humanoid") != std::string::npos);
+    o.task = "humanoid_v4";
+    CHECK(refusal(o, ck).find("task: got \"ant_v4\", need humanoid_v4") != std::string::npos);
     o.task = "walker";
-    CHECK(refusal(o, ck).find("task: got \"walker\", need one of ant") != std::string::npos);
+    CHECK(refusal(o, ck).find("task: got \"walker\", need one of ant_v4") != std::string::npos);
+    o.task = "isaac_ant";  // an old name: what it is called now
+    CHECK(refusal(o, ck) == "task 'isaac_ant' is now called 'ant' (the Gymnasium-style one is 'ant_v4')");
     o.task = "";
     gmi::io::checkpoint other = ck;
     other.meta["param_count"] = 12345;

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include <gmi/core/rng.hpp>
-#include <gmi/physics/builtin/ant_model.hpp>
+#include <gmi/physics/builtin/ant_v4_model.hpp>
 #include <gmi/physics/builtin/anymal_model.hpp>
-#include <gmi/physics/builtin/humanoid_model.hpp>
+#include <gmi/physics/builtin/humanoid_v4_model.hpp>
 #include <gmi/physics/builtin_task.hpp>
 #include <gmi/physics/constraints.hpp>
 #include <gmi/physics/detail/small_qp.hpp>
@@ -205,8 +205,8 @@ void check_collision_and_rows(int steps, int ncon_cap, int nefc_cap) {
 }  // namespace
 
 TEST_SUITE("cpu") {
-  TEST_CASE_TEMPLATE("physics.split.collision_and_rows_match_the_serial_stages", M, ph::builtin::ant_model,
-                     ph::builtin::humanoid_model, ph::builtin::anymal_model) {
+  TEST_CASE_TEMPLATE("physics.split.collision_and_rows_match_the_serial_stages", M, ph::builtin::ant_v4_model,
+                     ph::builtin::humanoid_v4_model, ph::builtin::anymal_model) {
     for (const int steps : {160, 240, 320}) {
       CAPTURE(steps);
       check_collision_and_rows<M>(steps, 0, 0);
@@ -215,8 +215,8 @@ TEST_SUITE("cpu") {
     }
   }
 
-  TEST_CASE_TEMPLATE("physics.split.tree_stages_by_depth_match_the_serial_stages", M, ph::builtin::ant_model,
-                     ph::builtin::humanoid_model, ph::builtin::anymal_model) {
+  TEST_CASE_TEMPLATE("physics.split.tree_stages_by_depth_match_the_serial_stages", M, ph::builtin::ant_v4_model,
+                     ph::builtin::humanoid_v4_model, ph::builtin::anymal_model) {
     for (const int steps : {0, 160, 320}) {
       CAPTURE(steps);
       scene<M> s(steps);
@@ -233,7 +233,7 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("physics.split.row_gradient_sum_is_the_butterfly_order") {
     // row_times_col against 8 lanes' strided partial sums folded as __shfl_xor_sync pairs them (4, 2, 1 apart).
-    using M = ph::builtin::humanoid_model;
+    using M = ph::builtin::humanoid_v4_model;
     std::vector<float> buf(ph::builtin_sim<M>::scratch_reals, 0.0f);
     const ph::data<float> d = ph::builtin_sim<M>::bind(buf.data());
     const std::vector<float> table = ph::builtin_sim<M>::table();
@@ -318,8 +318,8 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("physics.split.warm_start_search_finds_the_previous_rows") {
     // Keys increasing with gaps; every current key is looked up as the serial merge walk would.
-    std::vector<float> buf(ph::make_layout(ph::builtin::ant_model::sizes()).reals_per_env, 0.0f);
-    const ph::data<float> d = ph::builtin_sim<ph::builtin::ant_model>::bind(buf.data());
+    std::vector<float> buf(ph::make_layout(ph::builtin::ant_v4_model::sizes()).reals_per_env, 0.0f);
+    const ph::data<float> d = ph::builtin_sim<ph::builtin::ant_v4_model>::bind(buf.data());
     const int np = 30, n = 40;
     for (int q = 0; q < np; ++q) {
       d.prev_key[q] = float(3 * q + 1);
@@ -337,8 +337,8 @@ TEST_SUITE("cpu") {
     CHECK(ph::warm_force(d, 0, 0) == 0.0f);
   }
 
-  TEST_CASE_TEMPLATE("physics.collision.broad_phase_skips_only_pairs_without_contacts", M, ph::builtin::ant_model,
-                     ph::builtin::humanoid_model, ph::builtin::anymal_model) {
+  TEST_CASE_TEMPLATE("physics.collision.broad_phase_skips_only_pairs_without_contacts", M, ph::builtin::ant_v4_model,
+                     ph::builtin::humanoid_v4_model, ph::builtin::anymal_model) {
     // Random poses (joints anywhere in +-1.5 rad, the root from below the floor to well above it, any
     // orientation): every pair pair_apart skips makes no contact in the narrow phase, and the poses have both
     // skipped pairs and pairs in contact, so neither half of the check is vacuous.

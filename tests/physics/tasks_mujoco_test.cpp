@@ -2,9 +2,9 @@
 // library (2.2.2) under the same fixed action sequences, env step by env step (frame_skip physics steps each),
 // with the tasks' reward formulas evaluated on both. Two precisions:
 //  - double, solver iterated to convergence: the models and the pipeline agree to round-off (1e-6 relative);
-//  - the shipped task itself (gmi::envs::ant: float, 100 sweeps) against MuJoCo in double: the first 10 env
+//  - the shipped task itself (gmi::envs::ant_v4: float, 100 sweeps) against MuJoCo in double: the first 10 env
 //    steps, and the returns of 48 runs of up to 300 env steps (no significant mean difference); the same for
-//    gmi::envs::isaac_ant and gmi::envs::isaac_humanoid over their first 50 env steps (2 physics steps each), their
+//    gmi::envs::ant and gmi::envs::humanoid over their first 50 env steps (2 physics steps each), their
 //    feet's contact forces included;
 //    both also with Gauss-Seidel sweep caps of 30 and 20 instead of 100.
 #include <doctest/doctest.h>
@@ -19,10 +19,10 @@
 
 #include <gmi/actors/mujoco_isaac.hpp>
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
 #include <gmi/physics/physics.hpp>
 
 namespace {
@@ -116,14 +116,14 @@ struct paired_runs {
 // The shipped Isaac Gym task I (float, its solver settings, its physics steps of 1/120 s per env step) from its
 // start pose without noise against MuJoCo in double on the same file, with the same clipped actions and the task's
 // reward formula (I::terms, death cost below the termination height) on MuJoCo's states; 48 action sequences
-// (`amplitude` times the ant's) of up to 300 env steps. The first 50 env steps: qpos (m or rad) and the feet's
+// (`amplitude` times the ant_v4's) of up to 300 env steps. The first 50 env steps: qpos (m or rad) and the feet's
 // contact forces against MuJoCo's (actors::mujoco::foot_forces, summed as the task sums gmi's); returns over all runs as the
-// ant's above; early_bounds false: the first steps' differences reported, not checked.
+// ant_v4's above; early_bounds false: the first steps' differences reported, not checked.
 template <class I>
 void isaac_task_follows_mujoco(const char* file, double amplitude, bool early_bounds = true) {
   typename I::params p;
   p.reset_dof_noise = p.reset_vel_noise = 0.0f;
-  // With the lower sweep caps (the ant's test passes with them) the first steps' bounds do not hold (checked, so
+  // With the lower sweep caps (the ant_v4's test passes with them) the first steps' bounds do not hold (checked, so
   // that a faster solve that meets them shows); the returns' checks do.
   solver_subcases(p);
   const bool tight = p.solver_tolerance < 1e-6f;
@@ -202,26 +202,26 @@ void isaac_task_follows_mujoco(const char* file, double amplitude, bool early_bo
 
 TEST_SUITE("cpu") {
   TEST_CASE("physics.sim2sim.task_models_follow_mujoco_in_double") {
-    // Each task's model under contacts, limits, motors and servos: the ant 100 env steps (500 physics steps:
-    // beyond them it tumbles and round-off differences grow exponentially: docs/physics.md), the humanoid 200 (1000)
+    // Each task's model under contacts, limits, motors and servos: the ant_v4 100 env steps (500 physics steps:
+    // beyond them it tumbles and round-off differences grow exponentially: docs/physics.md), the humanoid_v4 200 (1000)
     // and the anymal 250 (1000).
-    SUBCASE("ant") {
-      const auto [q, v] = double_run("ant.xml", 5, 100, [](int t, int u) { return action_at(t, u); });
+    SUBCASE("ant_v4") {
+      const auto [q, v] = double_run("ant_v4.xml", 5, 100, [](int t, int u) { return action_at(t, u); });
       CHECK(q < 1e-6);
       CHECK(v < 1e-6);
     }
-    SUBCASE("humanoid") {
-      const auto [q, v] = double_run("humanoid.xml", 5, 200, [](int t, int u) { return 0.4 * action_at(t, u); });
+    SUBCASE("humanoid_v4") {
+      const auto [q, v] = double_run("humanoid_v4.xml", 5, 200, [](int t, int u) { return 0.4 * action_at(t, u); });
       CHECK(q < 1e-6);
       CHECK(v < 1e-6);
     }
-    SUBCASE("isaac_ant") {  // 250 env steps of 2 physics steps of 1/120 s
-      const auto [q, v] = double_run("isaac_ant.xml", 2, 250, [](int t, int u) { return action_at(t, u); });
+    SUBCASE("ant") {  // 250 env steps of 2 physics steps of 1/120 s
+      const auto [q, v] = double_run("ant.xml", 2, 250, [](int t, int u) { return action_at(t, u); });
       CHECK(q < 1e-6);
       CHECK(v < 1e-6);
     }
-    SUBCASE("isaac_humanoid") {  // 250 env steps of 2 physics steps of 1/120 s
-      const auto [q, v] = double_run("isaac_humanoid.xml", 2, 250, [](int t, int u) { return action_at(t, u); });
+    SUBCASE("humanoid") {  // 250 env steps of 2 physics steps of 1/120 s
+      const auto [q, v] = double_run("humanoid.xml", 2, 250, [](int t, int u) { return action_at(t, u); });
       CHECK(q < 1e-6);
       CHECK(v < 1e-6);
     }
@@ -235,22 +235,22 @@ TEST_SUITE("cpu") {
     }
   }
 
-  TEST_CASE("physics.sim2sim.ant_task_follows_mujoco") {
+  TEST_CASE("physics.sim2sim.ant_v4_task_follows_mujoco") {
     // The shipped task (float, its own solver settings) from qpos0 at rest, against MuJoCo in double with the same
     // controls and the task's reward formula on MuJoCo's states; 48 action sequences (phase shifts of one
-    // pattern) of up to 300 env steps. Trajectories part once the ant lands hard (float against double, and a
+    // pattern) of up to 300 env steps. Trajectories part once the ant_v4 lands hard (float against double, and a
     // chaotic system once it tumbles: round-off grows exponentially, docs/physics.md and the double test
     // above), so single trajectories are compared over the first 10 env steps (1e-4 m or rad with the solver
     // tolerance 1e-7, 2e-2 with the default 1e-6, which stops the solve early), and returns over all runs: the mean
     // of the paired differences must be within 3 standard errors of zero (no systematic bias) and runs that
     // end at the same step must mostly agree.
-    using A = gmi::envs::ant;
+    using A = gmi::envs::ant_v4;
     A::params p;
     solver_subcases(p);
     const bool tight = p.solver_tolerance < 1e-6f;
     const std::vector<float> table = A::make_table(p);
     A::bind_table(p, table.data());
-    mujoco_sim ref(builtin_path("ant.xml"));
+    mujoco_sim ref(builtin_path("ant_v4.xml"));
     const double dt = 0.05;
     double early = 0;
     paired_runs runs;
@@ -300,20 +300,20 @@ TEST_SUITE("cpu") {
     CHECK(same_end >= 0.6 * n);
   }
 
-  TEST_CASE("physics.sim2sim.isaac_ant_task_follows_mujoco") {
-    isaac_task_follows_mujoco<gmi::envs::isaac_ant>("isaac_ant.xml", 1.0);
+  TEST_CASE("physics.sim2sim.ant_task_follows_mujoco") {
+    isaac_task_follows_mujoco<gmi::envs::ant>("ant.xml", 1.0);
   }
 
-  TEST_CASE("physics.sim2sim.isaac_humanoid_task_follows_mujoco") {
-    // The ant's action sequences at half amplitude. At full amplitude (the next case) one run of the 48 departs
+  TEST_CASE("physics.sim2sim.humanoid_task_follows_mujoco") {
+    // The ant_v4's action sequences at half amplitude. At full amplitude (the next case) one run of the 48 departs
     // from MuJoCo by 0.06 rad as it falls: its legs cross (thigh and shin self-contacts, a knee past its limit),
-    // where one ulp decides which contacts a step finds (docs/envs.md, "isaac_humanoid").
-    isaac_task_follows_mujoco<gmi::envs::isaac_humanoid>("isaac_humanoid.xml", 0.5);
+    // where one ulp decides which contacts a step finds (docs/envs.md, "humanoid").
+    isaac_task_follows_mujoco<gmi::envs::humanoid>("humanoid.xml", 0.5);
   }
 
-  TEST_CASE("physics.sim2sim.isaac_humanoid_task_at_full_amplitude_follows_mujoco_in_returns") {
-    // The ant's action sequences at full amplitude: the first 50 env steps' differences reported (the run whose
+  TEST_CASE("physics.sim2sim.humanoid_task_at_full_amplitude_follows_mujoco_in_returns") {
+    // The ant_v4's action sequences at full amplitude: the first 50 env steps' differences reported (the run whose
     // legs cross departs), the returns and ends checked.
-    isaac_task_follows_mujoco<gmi::envs::isaac_humanoid>("isaac_humanoid.xml", 1.0, false);
+    isaac_task_follows_mujoco<gmi::envs::humanoid>("humanoid.xml", 1.0, false);
   }
 }

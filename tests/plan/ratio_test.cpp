@@ -208,7 +208,7 @@ TEST_SUITE("cpu") {
   TEST_CASE("plan.placement.saved_in_the_plan_and_checked_on_load") {
     plan::plan p;
     p.chosen = {"mps", 1, 1024};
-    p.task_placement = plan::choose_placement({"ant", 4096, 14, 5e-5, 2e-3});
+    p.task_placement = plan::choose_placement({"ant_v4", 4096, 14, 5e-5, 2e-3});
     REQUIRE(p.task_placement->chosen == plan::placement::gpu_simulation);  // 2.05 M vs 0.28 M steps/s
     const plan::plan back = plan::from_text(plan::to_text(p));
     REQUIRE(back.task_placement);

@@ -1,16 +1,17 @@
 // Free-running: the host run of tests/envs_gpu/physics_tasks_gpu_test.cpp (64 environments, seed 2024, its
 // actions) with the solver's tolerance and sweeps set and optionally every reset qpos and qvel +1 ulp; writes the
 // observations (reset, then each step) and rewards to a file for compare.py, to compare builds or settings.
-// Usage: free_run ant|humanoid|anymal tolerance iterations nudge steps file
+// Usage: free_run ant_v4|humanoid_v4|anymal tolerance iterations nudge steps file
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
-#include <gmi/envs/ant.hpp>
-#include <gmi/envs/humanoid.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
+#include <gmi/envs/renamed_tasks.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include "envs_gpu/gpu_runs.hpp"
 
@@ -58,16 +59,20 @@ void run(int n, int steps, float tol, int iters, const char* path) {
 
 int main(int argc, char** argv) {
   const std::string task = argc == 7 ? argv[1] : "";
-  if (task != "ant" && task != "humanoid" && task != "anymal") {
+  if (task != "ant_v4" && task != "humanoid_v4" && task != "anymal") {
+    if (const std::string renamed = gmi::envs::renamed_task(task); !renamed.empty()) {
+      std::fprintf(stderr, "free_run: %s\n", renamed.c_str());
+      return 2;
+    }
     std::fprintf(stderr,
-                 "free_run: arguments: got %d, need ant|humanoid|anymal tolerance iterations nudge steps file\n",
+                 "free_run: arguments: got %d, need ant_v4|humanoid_v4|anymal tolerance iterations nudge steps file\n",
                  argc - 1);
     return 2;
   }
   const float tol = std::atof(argv[2]);
   const int iters = std::atoi(argv[3]), steps = std::atoi(argv[5]);
   g_nudge = std::atoi(argv[4]);
-  if (task == "ant") run<nudged<gmi::envs::ant>>(64, steps, tol, iters, argv[6]);
-  if (task == "humanoid") run<nudged<gmi::envs::humanoid>>(64, steps, tol, iters, argv[6]);
+  if (task == "ant_v4") run<nudged<gmi::envs::ant_v4>>(64, steps, tol, iters, argv[6]);
+  if (task == "humanoid_v4") run<nudged<gmi::envs::humanoid_v4>>(64, steps, tol, iters, argv[6]);
   if (task == "anymal") run<nudged<gmi::envs::anymal>>(64, steps, tol, iters, argv[6]);
 }

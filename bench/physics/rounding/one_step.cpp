@@ -2,7 +2,7 @@
 // `steps` env steps (64 environments, seed 2024, the GPU test's actions) and each step's outputs; `replay`
 // (possibly another build, e.g. with FMA contraction) steps once from every recorded state and prints the
 // test's statistic (|a - b| / (1 + |b|)) against the recorded outputs. nudge 1: the replayed qvel +1 ulp.
-// Usage: one_step record|replay ant|humanoid|anymal|isaac_ant|isaac_humanoid steps nudge file
+// Usage: one_step record|replay ant_v4|humanoid_v4|anymal|ant|humanoid steps nudge file
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,10 +11,11 @@
 #include <string>
 #include <vector>
 #include <gmi/envs/ant.hpp>
-#include <gmi/envs/humanoid.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
+#include <gmi/envs/renamed_tasks.hpp>
 #include <gmi/rl/env_batch.hpp>
 #include "envs/batch_snapshot.hpp"
 #include "envs_gpu/gpu_runs.hpp"
@@ -104,17 +105,21 @@ int main(int argc, char** argv) {
   const std::string mode = argc == 6 ? argv[1] : "", task = argc == 6 ? argv[2] : "";
   const int steps = argc == 6 ? std::atoi(argv[3]) : 0, nudge = argc == 6 ? std::atoi(argv[4]) : 0;
   if ((mode != "record" && mode != "replay") ||
-      (task != "ant" && task != "humanoid" && task != "anymal" && task != "isaac_ant" && task != "isaac_humanoid") ||
+      (task != "ant_v4" && task != "humanoid_v4" && task != "anymal" && task != "ant" && task != "humanoid") ||
       steps < 1) {
+    if (const std::string renamed = gmi::envs::renamed_task(task); !renamed.empty()) {
+      std::fprintf(stderr, "one_step: %s\n", renamed.c_str());
+      return 2;
+    }
     std::fprintf(stderr,
-                 "one_step: arguments: got %d, need record|replay ant|humanoid|anymal|isaac_ant|isaac_humanoid "
+                 "one_step: arguments: got %d, need record|replay ant_v4|humanoid_v4|anymal|ant|humanoid "
                  "steps>=1 nudge file\n",
                  argc - 1);
     return 2;
   }
+  if (task == "ant_v4") run<gmi::envs::ant_v4>(mode == "record", steps, nudge, argv[5]);
+  if (task == "humanoid_v4") run<gmi::envs::humanoid_v4>(mode == "record", steps, nudge, argv[5]);
+  if (task == "anymal") run<gmi::envs::anymal>(mode == "record", steps, nudge, argv[5]);
   if (task == "ant") run<gmi::envs::ant>(mode == "record", steps, nudge, argv[5]);
   if (task == "humanoid") run<gmi::envs::humanoid>(mode == "record", steps, nudge, argv[5]);
-  if (task == "anymal") run<gmi::envs::anymal>(mode == "record", steps, nudge, argv[5]);
-  if (task == "isaac_ant") run<gmi::envs::isaac_ant>(mode == "record", steps, nudge, argv[5]);
-  if (task == "isaac_humanoid") run<gmi::envs::isaac_humanoid>(mode == "record", steps, nudge, argv[5]);
 }

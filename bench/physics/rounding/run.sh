@@ -22,8 +22,8 @@ one_step_report() {
   "$w/one_step_plain" replay "$1" 100 1 "$w/$1.tf"
   "$w/one_step_plain" replay "$1" 100 0 "$w/$1.tf"
 }
-declare -A dim=([ant]=27 [humanoid]=45 [anymal]=48)
-for t in ant humanoid anymal; do
+declare -A dim=([ant_v4]=27 [humanoid_v4]=45 [anymal]=48)
+for t in ant_v4 humanoid_v4 anymal; do
   for steps in 10 20; do
     "$w/free_run_plain" $t 1e-6 100 0 $steps "$w/$t.$steps.plain" 2>/dev/null
     "$w/free_run_fma" $t 1e-6 100 0 $steps "$w/$t.$steps.fma" 2>/dev/null
@@ -42,7 +42,7 @@ for t in ant humanoid anymal; do
   done
   one_step_report $t
 done
-# isaac_ant and isaac_humanoid (no free_run build): one step at a time only.
-for t in isaac_ant isaac_humanoid; do
+# ant and humanoid (no free_run build): one step at a time only.
+for t in ant humanoid; do
   one_step_report $t
 done

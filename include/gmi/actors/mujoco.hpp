@@ -1,7 +1,7 @@
 #pragma once
 // MuJoCo tasks for the CPU actors (MuJoCo's C library, Debian's libmujoco-dev; link gmi::mujoco): a model
 // loaded from any MJCF file (refused in one line when MuJoCo can not compile it), a task on it (mjcf_task: any
-// model, observation qpos and qvel, action the controls; ant, humanoid, anymal: mujoco_<task>.hpp) and
+// model, observation qpos and qvel, action the controls; ant_v4, humanoid_v4, anymal: mujoco_<task>.hpp) and
 // mujoco::sim<Task>, a host_sim with one mjData per stepping thread and each environment's state rows apart
 // (data_layout::per_thread, the default: mujoco_thread_data.hpp; the same steps, a core's working memory one
 // mjData), or one mjData per environment made by the thread that owns it (per_env: NUMA first touch; for tools
@@ -25,9 +25,9 @@
 #include <vector>
 
 #include <gmi/actors/host_sim.hpp>
-#include <gmi/actors/mujoco_ant.hpp>
+#include <gmi/actors/mujoco_ant_v4.hpp>
 #include <gmi/actors/mujoco_anymal.hpp>
-#include <gmi/actors/mujoco_humanoid.hpp>
+#include <gmi/actors/mujoco_humanoid_v4.hpp>
 #include <gmi/actors/mujoco_state.hpp>
 #include <gmi/actors/mujoco_task_parts.hpp>
 #include <gmi/actors/mujoco_thread_data.hpp>
@@ -379,9 +379,9 @@ class sim : public detail::sizes<Task> {
   std::vector<env> envs_;
 };
 
-static_assert(host_sim<sim<ant>> && fixed_size_sim<sim<ant>> && sim_with_checkpoint<sim<ant>> &&
-              sim_with_random_start<sim<ant>>);
-static_assert(host_sim<sim<humanoid>> && fixed_size_sim<sim<humanoid>> && sim_with_checkpoint<sim<humanoid>>);
+static_assert(host_sim<sim<ant_v4>> && fixed_size_sim<sim<ant_v4>> && sim_with_checkpoint<sim<ant_v4>> &&
+              sim_with_random_start<sim<ant_v4>>);
+static_assert(host_sim<sim<humanoid_v4>> && fixed_size_sim<sim<humanoid_v4>> && sim_with_checkpoint<sim<humanoid_v4>>);
 static_assert(host_sim<sim<anymal>> && fixed_size_sim<sim<anymal>> && sim_with_checkpoint<sim<anymal>>);
 static_assert(host_sim<sim<mjcf_task>> && !fixed_size_sim<sim<mjcf_task>>);
 

@@ -1,7 +1,7 @@
 #pragma once
-// Isaac Gym's Ant and Humanoid on MuJoCo, defined as gmi::physics's gmi::envs::isaac_ant and
-// gmi::envs::isaac_humanoid (include/gmi/envs/isaac_*.hpp) on the same model files
-// (include/gmi/physics/builtin/isaac_ant.xml, isaac_humanoid.xml): mujoco::isaac_task<I>. The task's own reset
+// Isaac Gym's Ant and Humanoid on MuJoCo, defined as gmi::physics's gmi::envs::ant and
+// gmi::envs::humanoid (include/gmi/envs/ant.hpp, humanoid.hpp) on the same model files
+// (include/gmi/physics/builtin/ant.xml, humanoid.xml): mujoco::isaac_task<I>. The task's own reset
 // (drawn from the env's gmi::rng in the same order), control, observation, reward terms, death cost and
 // termination run on MuJoCo's state in float, with the task's substeps (2) of MuJoCo steps per env step; the feet's
 // contact force-torque (the observation's foot blocks) are summed from MuJoCo's contacts of the last mj_step
@@ -20,8 +20,8 @@
 #include <gmi/concepts/env.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/rng.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/ant.hpp>
+#include <gmi/envs/humanoid.hpp>
 
 namespace gmi::actors::mujoco {
 
@@ -126,8 +126,8 @@ class isaac_task {
   std::vector<float> table_;
 };
 
-using isaac_ant = isaac_task<gmi::envs::isaac_ant>;
-using isaac_humanoid = isaac_task<gmi::envs::isaac_humanoid>;
+using ant = isaac_task<gmi::envs::ant>;
+using humanoid = isaac_task<gmi::envs::humanoid>;
 
 }  // namespace gmi::actors::mujoco
 #endif

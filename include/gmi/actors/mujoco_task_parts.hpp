@@ -1,5 +1,5 @@
 #pragma once
-// The parts the MuJoCo tasks (mujoco_ant.hpp, mujoco_humanoid.hpp, mujoco_anymal.hpp) share: the one-line refusal
+// The parts the MuJoCo tasks (mujoco_ant_v4.hpp, mujoco_humanoid_v4.hpp, mujoco_anymal.hpp) share: the one-line refusal
 // of a model of other sizes, the finiteness of the state, and the copies between mjData (double) and a
 // gmi::envs task's float state, so that the tasks can evaluate gmi::physics's own definitions on MuJoCo's state.
 

@@ -1,15 +1,20 @@
 #pragma once
-// Ant: the classic four-legged MuJoCo ant (include/gmi/physics/builtin/ant.xml) simulated by gmi::physics,
-// rewarded as Gymnasium's Ant-v4 without contact forces: forward velocity of the torso + a healthy bonus -
-// 0.5 |a|^2; the episode ends when the torso leaves 0.2 <= z <= 1 or the state stops being finite. One env
-// step is frame_skip physics steps of 10 ms (0.05 s). 27-dim observation (qpos without x, y; qvel), 8 actions
-// (motor controls in [-1, 1]). Equations and differences from Gymnasium: docs/envs.md.
+// Isaac Gym's Ant (IsaacGymEnvs' Ant task) simulated by gmi::physics on include/gmi/physics/builtin/ant.xml:
+// one env step is one control step of 1/60 s in 2 physics steps of 1/120 s; the action (8, clipped to [-1, 1]) times
+// the power scale is each motor's control (gear 15); the 60-dim observation is Isaac Gym's layout (torso height,
+// torso-frame linear and angular velocity, yaw, roll and angle to the target, up and heading projections, joint
+// positions scaled to [-1, 1] by their limits, scaled joint velocities, each foot's contact force and torque, the
+// last actions) and the reward is Isaac Gym's (progress toward a target 1000 m away on +x as a potential
+// difference, alive bonus, up and heading rewards, action, energy and joints-at-limit costs); the episode ends
+// with the death cost when the torso is below the termination height. Equations and what differs from Isaac
+// Gym's task: docs/envs.md ("ant").
 
 #include <vector>
 
 #include <gmi/concepts/env.hpp>
 #include <gmi/core/hd.hpp>
 #include <gmi/core/rng.hpp>
+#include <gmi/envs/isaac_gym_common.hpp>
 #include <gmi/envs/split_step.hpp>
 #include <gmi/physics/builtin/ant_model.hpp>
 #include <gmi/physics/builtin_task.hpp>
@@ -21,22 +26,36 @@ struct ant {
   using env_concept = gmi::env_tag;
   using sim = gmi::physics::builtin_sim<gmi::physics::builtin::ant_model>;
   static constexpr const char* name = "ant";
-  static constexpr int obs_dim = sim::nq - 2 + sim::nv, act_dim = sim::nu;
+  static constexpr int nj = sim::nu;  // hinge joints, in tree order (qpos 7 + j, qvel 6 + j), motor j drives joint j
+  static constexpr int nfeet = 4;
+  static constexpr int obs_dim = 12 + 3 * nj + 6 * nfeet, act_dim = nj;
+  // The foot bodies (front_left_foot, front_right_foot, left_back_foot, right_back_foot: the bodies below the
+  // ankles), in the order of the observation's force-torque blocks.
+  static constexpr int first_foot_body = 3, foot_body_stride = 2;
+  // Where the observation's parts start.
+  static constexpr int obs_height = isaac_gym::obs_height, obs_vel = isaac_gym::obs_vel,
+                       obs_angvel = isaac_gym::obs_angvel, obs_yaw = isaac_gym::obs_yaw, obs_roll = isaac_gym::obs_roll,
+                       obs_angle = isaac_gym::obs_angle, obs_up = isaac_gym::obs_up,
+                       obs_heading = isaac_gym::obs_heading, obs_dof_pos = 12, obs_dof_vel = 12 + nj,
+                       obs_foot = 12 + 2 * nj, obs_action = 12 + 2 * nj + 6 * nfeet;
 
   struct params {
-    int frame_skip = 5;
-    float forward_reward_weight = 1.0f;
-    float ctrl_cost_weight = 0.5f;
-    float healthy_reward = 1.0f;
-    float healthy_z_min = 0.2f, healthy_z_max = 1.0f;
-    float reset_noise = 0.1f;  // qpos + U(-noise, noise), qvel + noise N(0, 1)
+    int substeps = 2;  // physics steps of the model's 1/120 s per env step (Isaac Gym: dt 1/60, 2 substeps)
+    float power_scale = 1.0f;
+    float heading_weight = 0.5f, up_weight = 0.1f, alive_reward = 0.5f;
+    float actions_cost = 0.005f, energy_cost = 0.05f, joints_at_limit_cost = 0.1f;
+    float death_cost = -2.0f, termination_height = 0.31f;
+    float dof_vel_scale = 0.2f, angular_velocity_scale = 1.0f, contact_force_scale = 0.1f;
+    float target_x = 1000.0f, target_y = 0.0f;
+    // Reset noise: joints U(-0.2, 0.2) rad about the start pose, joint velocities U(-0.1, 0.1) rad/s.
+    float reset_dof_noise = 0.2f, reset_vel_noise = 0.1f;
+    // Reset joints are clamped this far inside their range (rad), not onto a limit as Isaac Gym's: a joint exactly
+    // at its limit makes the first step's limit row appear or not under a rounding-sized difference (docs/envs.md).
+    float reset_limit_margin = 1e-3f;
     int max_steps = 1000;
-    // Constraint solve: Gauss-Seidel sweeps at most, and the stop (no force changes by more than tolerance
-    // times 1 + the largest force). 1e-7 follows MuJoCo far closer (tests/physics/tasks_mujoco_test.cpp) at a
-    // higher cost; docs/envs.md has both.
+    // Constraint solve: Gauss-Seidel sweeps at most, and the stop, as the other physics tasks (envs/ant_v4.hpp).
     int solver_iterations = 100;
     float solver_tolerance = 1e-6f;
-    // The GPU driver's path (thread or warp per environment; auto: the rule of physics/step_path.hpp).
     gmi::physics::step_path step_path = gmi::physics::step_path::automatic;
     gmi::physics::model_view<float> model{};  // points into the driver's table (bind_table)
   };
@@ -44,6 +63,8 @@ struct ant {
   struct state {
     float qpos[sim::nq];
     float qvel[sim::nv];
+    float foot_ft[6 * nfeet];  // per foot: contact force then torque (world frame), unscaled; see finish
+    float last_action[nj];     // the clipped actions of the last step
   };
 
   static std::vector<float> make_table(const params&) { return sim::table(); }
@@ -53,53 +74,108 @@ struct ant {
     p.model.tolerance = p.solver_tolerance;
   }
 
-  GMI_HD static float dt(const params& p) { return p.model.timestep * float(p.frame_skip); }
+  GMI_HD static float dt(const params& p) { return p.model.timestep * float(p.substeps); }
+  GMI_HD static float lower(int j, const params& p) { return p.model.jnt_range[2 * (1 + j)]; }
+  GMI_HD static float upper(int j, const params& p) { return p.model.jnt_range[2 * (1 + j) + 1]; }
+  GMI_HD static float clip(float a) { return isaac_gym::clip(a); }
 
+  // Isaac Gym's start: the torso at the model's pose at rest, each joint at 0 or, where 0 is outside its range,
+  // the nearer limit, plus U(-noise, noise) clamped to the range (reset_limit_margin inside it); joint velocities
+  // U(-noise, noise).
   GMI_HD static void reset(state& s, gmi::rng& r, const params& p) {
-    for (int k = 0; k < sim::nq; ++k) s.qpos[k] = p.model.qpos0[k] + r.uniform(-p.reset_noise, p.reset_noise);
-    for (int k = 0; k < sim::nv; ++k) s.qvel[k] = p.reset_noise * r.normal();
-    normalize_root(s.qpos);
-  }
-
-  // The free joint's quaternion (qpos 3..6) to unit length after the noise.
-  GMI_HD static void normalize_root(float* qpos) {
-    const float n = sqrtf(qpos[3] * qpos[3] + qpos[4] * qpos[4] + qpos[5] * qpos[5] + qpos[6] * qpos[6]);
-    for (int k = 3; k < 7; ++k) qpos[k] /= n;
-  }
-
-  GMI_HD static bool healthy(const state& s, const params& p) {
-    return sim::finite(s.qpos, sim::nq) && sim::finite(s.qvel, sim::nv) && s.qpos[2] >= p.healthy_z_min &&
-           s.qpos[2] <= p.healthy_z_max;
-  }
-
-  // The step in three parts, so that a driver can run the physics between them with a warp per environment
-  // (rl/physics_env_step.cuh): control (controls and what the reward needs from before), the physics
-  // (physics_substeps(p) steps of sim), finish (reward and termination from the new state and the last physics step).
-  static constexpr int carry_dim = 2;  // x before the step, control cost
-  GMI_HD static int physics_substeps(const params& p) { return p.frame_skip; }
-  GMI_HD static void control(const state& s, const float* action, const params&, float* ctrl, float* carry, float*) {
-    float ctrl_cost = 0.0f;
-    for (int k = 0; k < sim::nu; ++k) {
-      ctrl[k] = fminf(fmaxf(action[k], -1.0f), 1.0f);
-      ctrl_cost += ctrl[k] * ctrl[k];
+    for (int k = 0; k < 7; ++k) s.qpos[k] = p.model.qpos0[k];
+    for (int k = 0; k < 6; ++k) s.qvel[k] = 0.0f;
+    for (int j = 0; j < nj; ++j) {
+      const float lo = lower(j, p) + p.reset_limit_margin, hi = upper(j, p) - p.reset_limit_margin;
+      const float start = lo > 0.0f ? lo : (hi < 0.0f ? hi : 0.0f);
+      s.qpos[7 + j] = fminf(fmaxf(start + r.uniform(-p.reset_dof_noise, p.reset_dof_noise), lo), hi);
+      s.qvel[6 + j] = r.uniform(-p.reset_vel_noise, p.reset_vel_noise);
     }
-    carry[0] = s.qpos[0];
-    carry[1] = ctrl_cost;
+    for (float& f : s.foot_ft) f = 0.0f;
+    for (float& a : s.last_action) a = 0.0f;
   }
-  GMI_HD static gmi::transition finish(state& s, const float*, const float* carry, const gmi::physics::data<float>&,
-                                       const params& p, float*) {
-    const float forward = (s.qpos[0] - carry[0]) / dt(p);
-    const bool ok = healthy(s, p);
-    return {p.forward_reward_weight * forward + p.healthy_reward - p.ctrl_cost_weight * carry[1], !ok};
+
+  GMI_HD static float progress(const float* xy_before, const float* qpos, const params& p) {
+    return isaac_gym::progress(xy_before, qpos, p.target_x, p.target_y, dt(p));
+  }
+  GMI_HD static void observe_torso(const state& s, float* obs, const params& p) {
+    isaac_gym::observe_torso(s.qpos, s.qvel, p.angular_velocity_scale, p.target_x, p.target_y, obs);
+  }
+
+  GMI_HD static void observe(const state& s, float* obs, const params& p) {
+    observe_torso(s, obs, p);
+    for (int j = 0; j < nj; ++j) {
+      const float lo = lower(j, p), hi = upper(j, p);
+      obs[obs_dof_pos + j] = (2.0f * s.qpos[7 + j] - hi - lo) / (hi - lo);
+      obs[obs_dof_vel + j] = p.dof_vel_scale * s.qvel[6 + j];
+      obs[obs_action + j] = s.last_action[j];
+    }
+    for (int k = 0; k < 6 * nfeet; ++k) obs[obs_foot + k] = p.contact_force_scale * s.foot_ft[k];
+  }
+
+  // The reward's terms (their sum is the reward of a step that did not end the episode); progress from the
+  // torso's (x, y) before the step, the others from the new state and the step's clipped actions.
+  struct reward_terms {
+    float progress, alive, up, heading, actions, energy, joints_at_limit;
+    GMI_HD float sum() const { return progress + alive + up + heading - actions - energy - joints_at_limit; }
+  };
+  GMI_HD static reward_terms terms(const state& s, const float* xy_before, const float* clipped, const params& p) {
+    float o[12];
+    observe_torso(s, o, p);
+    reward_terms t;
+    t.progress = progress(xy_before, s.qpos, p);
+    t.alive = p.alive_reward;
+    t.up = isaac_gym::up_reward(o, p.up_weight);
+    t.heading = isaac_gym::heading_reward(o, p.heading_weight);
+    float a2 = 0.0f, energy = 0.0f;
+    int at_limit = 0;
+    for (int j = 0; j < nj; ++j) {
+      a2 += clipped[j] * clipped[j];
+      energy += fabsf(clipped[j] * p.dof_vel_scale * s.qvel[6 + j]);
+      const float lo = lower(j, p), hi = upper(j, p);
+      at_limit += (2.0f * s.qpos[7 + j] - hi - lo) / (hi - lo) > 0.99f ? 1 : 0;  // the upper limit only, as Isaac Gym
+    }
+    t.actions = p.actions_cost * a2;
+    t.energy = p.energy_cost * energy;
+    t.joints_at_limit = p.joints_at_limit_cost * float(at_limit);
+    return t;
+  }
+
+  // The foot of a body (-1: none), for isaac_gym::foot_forces.
+  GMI_HD static int foot_of(int body) {
+    const int b = body - first_foot_body;
+    return b < 0 || b % foot_body_stride != 0 || b / foot_body_stride >= nfeet ? -1 : b / foot_body_stride;
+  }
+  GMI_HD static void foot_forces(const gmi::physics::data<float>& d, const params& p, float* ft) {
+    isaac_gym::foot_forces<ant>(d, p.model, ft);
+  }
+
+  // The step in three parts, so that a driver can run the physics between them on any path
+  // (rl/physics_env_step.cuh, rl/physics_staged.hpp): control (the motors' controls and the torso's x, y before),
+  // the physics (physics_substeps(p) steps of sim), finish (contact forces, reward and termination).
+  static constexpr int carry_dim = 2;  // the torso's x, y before the step
+  GMI_HD static int physics_substeps(const params& p) { return p.substeps; }
+  GMI_HD static void control(const state& s, const float* action, const params& p, float* ctrl, float* carry, float*) {
+    for (int j = 0; j < nj; ++j) ctrl[j] = p.power_scale * clip(action[j]);
+    carry[0] = s.qpos[0];
+    carry[1] = s.qpos[1];
+  }
+  GMI_HD static gmi::transition finish(state& s, const float* action, const float* carry,
+                                       const gmi::physics::data<float>& d, const params& p, float*) {
+    float clipped[nj];
+    for (int j = 0; j < nj; ++j) s.last_action[j] = clipped[j] = clip(action[j]);
+    const bool finite = sim::finite(s.qpos, sim::nq) && sim::finite(s.qvel, sim::nv);
+    if (!finite) {
+      for (float& f : s.foot_ft) f = 0.0f;
+      return {0.0f, true};
+    }
+    foot_forces(d, p, s.foot_ft);
+    if (s.qpos[2] < p.termination_height) return {p.death_cost, true};
+    return {terms(s, carry, clipped, p).sum(), false};
   }
 
   GMI_HD static gmi::transition step(state& s, const float* action, gmi::rng&, const params& p) {
     return split_step<ant>(s, action, p);
-  }
-
-  GMI_HD static void observe(const state& s, float* obs, const params&) {
-    for (int k = 2; k < sim::nq; ++k) obs[k - 2] = s.qpos[k];
-    for (int k = 0; k < sim::nv; ++k) obs[sim::nq - 2 + k] = s.qvel[k];
   }
 };
 

@@ -1,6 +1,6 @@
 #pragma once
-// What Isaac Gym's locomotion tasks share (IsaacGymEnvs' Ant and Humanoid), for gmi::envs::isaac_ant and
-// gmi::envs::isaac_humanoid: the observation's first 12 entries (torso height, torso-frame linear and angular
+// What Isaac Gym's locomotion tasks share (IsaacGymEnvs' Ant and Humanoid), for gmi::envs::ant and
+// gmi::envs::humanoid: the observation's first 12 entries (torso height, torso-frame linear and angular
 // velocity, yaw, roll and angle to the target, up and heading projections), the progress reward toward the target,
 // the heading reward and the feet's contact force-torque from gmi::physics's contacts. Equations: docs/envs.md.
 

@@ -12,31 +12,32 @@
 
 #include <gmi/core/error.hpp>
 #include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
 #include <gmi/envs/ball_balance.hpp>
 #include <gmi/envs/cartpole.hpp>
 #include <gmi/envs/cartpole_discrete.hpp>
-#include <gmi/envs/ingenuity.hpp>
 #include <gmi/envs/humanoid.hpp>
-#include <gmi/envs/isaac_ant.hpp>
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
+#include <gmi/envs/ingenuity.hpp>
 #include <gmi/envs/long_track.hpp>
 #include <gmi/envs/lq_proxy.hpp>
 #include <gmi/envs/pendulum.hpp>
 #include <gmi/envs/point_reach.hpp>
 #include <gmi/envs/quadcopter.hpp>
+#include <gmi/envs/renamed_tasks.hpp>
 #include <gmi/envs/sparse_reach.hpp>
 #include <gmi/envs/spring_chain.hpp>
 
 namespace gmi::envs {
 
 // The paper's tasks (and the pendulum), then the learning suite's tasks of other reward shapes and scales
-// (bench/learning/run_suite.sh, docs/learning.md), then the tasks simulated by gmi::physics (ant, humanoid,
-// anymal, isaac_ant, isaac_humanoid; docs/envs.md).
+// (bench/learning/run_suite.sh, docs/learning.md), then the tasks simulated by gmi::physics (ant_v4, humanoid_v4,
+// anymal, ant, humanoid; docs/envs.md).
 using all_tasks = std::tuple<cartpole, pendulum, ball_balance, quadcopter, ingenuity, ant_proxy, anymal_proxy,
                              humanoid_proxy, franka_cabinet_proxy, shadow_hand_proxy, point_reach, sparse_reach,
-                             long_track, spring_chain, cartpole_discrete, ant, humanoid, anymal, isaac_ant,
-                             isaac_humanoid>;
+                             long_track, spring_chain, cartpole_discrete, ant_v4, humanoid_v4, anymal, ant,
+                             humanoid>;
 
 // Whether a task runs gmi::physics (a rigid-body simulation per step: far slower on the host than the others).
 template <class Task>
@@ -59,12 +60,13 @@ constexpr int paper_num_envs() {
   if (n == "anymal_proxy") return 4000;
   if (n == "franka_cabinet_proxy") return 2048;
   if (n == "quadcopter") return 8192;
-  return 4096;  // ball_balance, humanoid_proxy, ingenuity, shadow_hand_proxy, ant, humanoid, anymal, isaac_ant,
-               // isaac_humanoid
+  return 4096;  // ball_balance, humanoid_proxy, ingenuity, shadow_hand_proxy, ant_v4, humanoid_v4, anymal, ant,
+               // humanoid
 }
 
 namespace detail {
 [[noreturn]] inline void unknown_task(std::string_view name) {
+  if (const std::string renamed = renamed_task(name); !renamed.empty()) throw gmi::config_error(renamed);
   std::string allowed = "one of";
   for (std::size_t i = 0; i < task_names.size(); ++i) allowed += (i ? ", " : " ") + std::string(task_names[i]);
   throw gmi::config_error(gmi::got_need("task", name, allowed));
@@ -72,7 +74,7 @@ namespace detail {
 }  // namespace detail
 
 // Calls f.template operator()<Task>() for the task named `name` and returns its result; an unknown name throws
-// config_error listing the known ones.
+// config_error listing the known ones (an old name: what it is called now, envs/renamed_tasks.hpp).
 template <class F>
 decltype(auto) visit_task(std::string_view name, F&& f) {
   using result = decltype(f.template operator()<cartpole>());

@@ -1,5 +1,5 @@
 #pragma once
-// The physics tasks' env step as its three parts (ant, humanoid, anymal): Task::control (controls, and what the
+// The physics tasks' env step as its three parts (ant_v4, humanoid_v4, anymal): Task::control (controls, and what the
 // reward needs from before the physics), Task::physics_substeps(p) physics steps in scratch local to the call,
 // and Task::finish (reward and termination from the new state). The GPU env driver's warp path
 // (rl/physics_env_step.cuh) runs the same three parts with the physics over a warp's lanes.

@@ -19,7 +19,7 @@
 namespace gmi::physics {
 
 // The colliders a step compiles: a bit per geom type pair (first type, second type; types below 8). A built-in
-// model passes the pairs it has (builtin_sim::colliders), so colliders it never calls (box-box in the humanoid)
+// model passes the pairs it has (builtin_sim::colliders), so colliders it never calls (box-box in the humanoid_v4)
 // add neither local memory nor registers to its kernels; a pair outside the set makes no contacts.
 using collider_set = std::uint64_t;
 [[nodiscard]] GMI_HD constexpr collider_set collider_bit(int t1, int t2) {

@@ -58,7 +58,7 @@ struct stage_slot {
 };
 
 // The slots of stage k in the order they are placed: by accesses per float within the stage
-// (gmi.tool.physics_traffic's counts split by stage, ant, humanoid and anymal alike), the copies counted against it.
+// (gmi.tool.physics_traffic's counts split by stage, ant_v4, humanoid_v4 and anymal alike), the copies counted against it.
 inline constexpr int stage_slots_max = 10;
 [[nodiscard]] GMI_HD constexpr int stage_slot_count(int k) {
   return k == 0 ? 10 : k == 1 ? 5 : k == 2 ? 7 : k == 3 ? 6 : 0;

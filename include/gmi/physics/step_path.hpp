@@ -65,7 +65,7 @@ inline constexpr bool valid_tile_lanes(int lanes) { return lanes == 8 || lanes =
 
 // The default tile: 8 lanes for a model whose moving bodies and dofs all fit 8 (a small model, not measured), else
 // 16. Measured at 2157117 on an H200 (bench/results/physics/2026-11-28-NVIDIA-H200-2157117-tiles.jsonl): 16 lanes
-// with the rows in global slots was the fastest layout at 4096 environments for the ant (14 dofs), the humanoid
+// with the rows in global slots was the fastest layout at 4096 environments for the ant_v4 (14 dofs), the humanoid_v4
 // (23) and anymal (18), ahead of 32 lanes, whose extra lanes idle while they hold the same registers; wider stages
 // wrap round the tile.
 inline constexpr int default_tile_lanes(const model_sizes& s) {
@@ -143,7 +143,7 @@ struct step_path_inputs {
 inline constexpr std::size_t warp_min_scratch_bytes = 4096;
 // The warp path holds only its resident environments per SM and levels off once the count passes many times
 // that, while the thread path keeps gaining from more resident threads. Measured at c74e00d through the env driver
-// with the default layout (16 lanes, rows global; 16 ant, 14 humanoid, 16 anymal environments resident per SM on
+// with the default layout (16 lanes, rows global; 16 ant_v4, 14 humanoid_v4, 16 anymal environments resident per SM on
 // an H200, bench/results/physics/2026-11-28-NVIDIA-H200-c74e00d-subwarp.jsonl): the warp path won at 4096 and
 // 16384 environments for all three tasks (up to 7.8, 8.9 and 7.8 times the resident count per SM) and lost at
 // 65536 (31 to 35 times); the bound sits between, at twice the largest count where it won.

@@ -1,9 +1,9 @@
 #pragma once
 // MuJoCo tasks on CPU actors chosen by type: gmi::actors::on_mujoco<Env, Cores> in a pipeline's env slot steps
-// Env's MuJoCo counterpart (plan::mujoco_counterpart: envs::ant, envs::humanoid, envs::anymal) with
+// Env's MuJoCo counterpart (plan::mujoco_counterpart: envs::ant_v4, envs::humanoid_v4, envs::anymal) with
 // mujoco::sim on `Cores` pinned host cores, as actors::on_cpu<Env, Cores> steps Env's own host code:
 //
-//   using ant_on_cpu = gmi::pipeline<gmi::actors::on_mujoco<gmi::envs::ant, 8>, gmi::agents::gaussian_mlp<>,
+//   using ant_on_cpu = gmi::pipeline<gmi::actors::on_mujoco<gmi::envs::ant_v4, 8>, gmi::agents::gaussian_mlp<>,
 //                                    gmi::trainers::ppo<>>;
 //   int main(int argc, char** argv) { return gmi::run<ant_on_cpu>(argc, argv); }
 //
@@ -12,7 +12,7 @@
 // mujoco::sim<Task> on host threads, ppo_gpu_actors over it on a GPU (this header under nvcc). The model is the
 // one the benches step: gmi::physics's own MJCF of Env compiled by MuJoCo (plan::mujoco_model_of: the Ant's
 // contacts as predefined pairs), in the default data layout (one mjData per stepping thread); so is the end line's
-// deterministic evaluation. Env's params are the task's (mujoco::ant::params is envs::ant::params). Link
+// deterministic evaluation. Env's params are the task's (mujoco::ant_v4::params is envs::ant_v4::params). Link
 // gmi::mujoco; without MuJoCo's headers this header declares nothing.
 
 #include <gmi/pipeline/cpu_actors.hpp>
@@ -30,7 +30,7 @@ namespace gmi::actors {
 template <gmi::env Env, int Cores = 0>
 struct on_mujoco : on_cpu<Env, Cores> {
   static_assert(plan::has_mujoco_counterpart<Env>,
-                "gmi::actors::on_mujoco<Env>: Env needs a MuJoCo task (envs::ant, envs::humanoid or envs::anymal)");
+                "gmi::actors::on_mujoco<Env>: Env needs a MuJoCo task (envs::ant_v4, envs::humanoid_v4 or envs::anymal)");
   using mujoco_task = typename plan::mujoco_counterpart<Env>::task;
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-// Placement's CPU side for the tasks that exist both in gmi::physics and on MuJoCo (ant, humanoid, anymal): the
+// Placement's CPU side for the tasks that exist both in gmi::physics and on MuJoCo (ant_v4, humanoid_v4, anymal): the
 // MuJoCo task of a gmi::envs task (mujoco_counterpart<Env>) on gmi::physics's own model of it (its built-in MJCF
 // text), and the time of one env step of it on one pinned core (64 environments in turn, random actions in
 // [-1, 1]), which choose_placement weighs against gmi::physics's batched step on the GPU (gmi.bench.actors_place).
@@ -18,9 +18,9 @@
 #include <gmi/actors/mujoco_pairs.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/rng.hpp>
-#include <gmi/envs/ant.hpp>
+#include <gmi/envs/ant_v4.hpp>
 #include <gmi/envs/anymal.hpp>
-#include <gmi/envs/humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
 #include <gmi/plan/placement.hpp>
 
 namespace gmi::plan {
@@ -28,12 +28,12 @@ namespace gmi::plan {
 template <class Env>
 struct mujoco_counterpart {};
 template <>
-struct mujoco_counterpart<envs::ant> {
-  using task = actors::mujoco::ant;
+struct mujoco_counterpart<envs::ant_v4> {
+  using task = actors::mujoco::ant_v4;
 };
 template <>
-struct mujoco_counterpart<envs::humanoid> {
-  using task = actors::mujoco::humanoid;
+struct mujoco_counterpart<envs::humanoid_v4> {
+  using task = actors::mujoco::humanoid_v4;
 };
 template <>
 struct mujoco_counterpart<envs::anymal> {
@@ -48,7 +48,7 @@ concept has_mujoco_counterpart = requires { typename mujoco_counterpart<Env>::ta
 // (actors.mujoco.pairs_step_as_dynamic_collision); Humanoid and Anymal keep MuJoCo's dynamic collision.
 template <class Env>
   requires has_mujoco_counterpart<Env>
-[[nodiscard]] actors::mujoco::model_ptr mujoco_model_of(bool predefined_pairs = std::is_same_v<Env, envs::ant>) {
+[[nodiscard]] actors::mujoco::model_ptr mujoco_model_of(bool predefined_pairs = std::is_same_v<Env, envs::ant_v4>) {
   const std::string name = std::string(Env::name) + ".xml";
   return predefined_pairs ? actors::mujoco::load_text_with_predefined_pairs(name, Env::sim::model_type::mjcf)
                           : actors::mujoco::load_text(name, Env::sim::model_type::mjcf);

@@ -1,5 +1,5 @@
 #pragma once
-// The env step of a physics task (envs::ant, humanoid, anymal: built-in models, the step split into control,
+// The env step of a physics task (envs::ant_v4, humanoid_v4, anymal: built-in models, the step split into control,
 // physics and finish) over a whole env batch with a tile of 8, 16 or 32 lanes per environment (physics::tile_layout,
 // physics::request_tile_layout): a block copies the model's words into shared memory, each tile gives its
 // environment's pipeline arrays a slice of it (the constraint rows optionally a global slot), the tile's lane 0 runs
@@ -29,7 +29,7 @@
 
 namespace gmi::rl {
 
-// A task whose step splits as the physics tasks' does (envs/ant.hpp): E::control, then E::physics_substeps(p)
+// A task whose step splits as the physics tasks' does (envs/ant_v4.hpp): E::control, then E::physics_substeps(p)
 // steps of E::sim's built-in model, then E::finish; params carry a step_path and the model view.
 template <class E>
 concept physics_task =

@@ -1,12 +1,12 @@
 #pragma once
-// The staged env step of a physics task (envs::ant, humanoid, anymal), per environment and host-callable: the step
+// The staged env step of a physics task (envs::ant_v4, humanoid_v4, anymal), per environment and host-callable: the step
 // as a sequence of passes over all environments, each pass one kernel with a thread per environment on the device
 // (rl/physics_staged_step.cuh), the pipeline's arrays between passes in global memory, element-major (data.hpp:
 // element k of environment e at k * n + e, so a warp's loads coalesce), sized once per batch. Passes: begin (load the
 // state, check the action, the task's control, the physics inputs), then for each of the task's substeps the five
 // stages of physics::step_stage (positions; collision; forces and rows; solve; integration), then end (the task's
 // finish and env_batch_view::finish_one: statistics, auto-reset, observation). No pass keeps the step's arrays on
-// its stack, only begin and end a task scratch for what control and finish compute (the humanoid's centre of mass).
+// its stack, only begin and end a task scratch for what control and finish compute (the humanoid_v4's centre of mass).
 // staged_env_step_host runs the passes in the same order on the host: the CPU twin that tests check against the
 // one-call step (envs::split_step).
 

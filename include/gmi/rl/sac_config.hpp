@@ -111,7 +111,7 @@ struct sac_config {
 // vector step give a replay ratio of 4096 x 32 / 1024 = 128 samples per collected transition (1 gradient step per 32
 // env steps): fewer environments than PPO's 4096, because an off-policy learner's progress per env step grows with
 // its gradient steps per env step, while a vector step of a physics task costs little next to 32 updates at any of
-// these counts (its environments step on the tile path, rl::env_batch). What these settings reach on the ant is
+// these counts (its environments step on the tile path, rl::env_batch). What these settings reach on the ant_v4 is
 // measured by bench/sac/device_sacfast.sh.
 struct sac_gpu_scale {
   static constexpr int num_envs = 1024;

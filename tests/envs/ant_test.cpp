@@ -1,4 +1,4 @@
-// gmi::envs::isaac_ant on the host: the observation's layout and sizes, the reward's terms against a hand computation
+// gmi::envs::ant on the host: the observation's layout and sizes, the reward's terms against a hand computation
 // of Isaac Gym's formulas on a known state, termination below the termination height with the death cost, and the
 // feet's contact forces carrying the ant's weight at rest.
 #include <doctest/doctest.h>
@@ -7,11 +7,11 @@
 #include <limits>
 #include <vector>
 
-#include <gmi/envs/isaac_ant.hpp>
+#include <gmi/envs/ant.hpp>
 #include <gmi/envs/registry.hpp>
 
 namespace {
-using A = gmi::envs::isaac_ant;
+using A = gmi::envs::ant;
 
 struct bound_ant {
   A::params p{};
@@ -34,11 +34,11 @@ constexpr double pi = 3.14159265358979323846;
 }  // namespace
 
 TEST_SUITE("cpu") {
-  TEST_CASE("envs.isaac_ant.sizes_model_and_registry") {
+  TEST_CASE("envs.ant.sizes_model_and_registry") {
     CHECK(A::obs_dim == 60);
     CHECK(A::act_dim == 8);
     CHECK(A::obs_action + A::nj == A::obs_dim);
-    CHECK(gmi::envs::visit_task("isaac_ant", []<class T>() { return gmi::envs::is_physics_task<T>; }));
+    CHECK(gmi::envs::visit_task("ant", []<class T>() { return gmi::envs::is_physics_task<T>; }));
     bound_ant b;
     const auto& m = b.p.model;
     CHECK(m.timestep == doctest::Approx(1.0 / 120.0));
@@ -68,7 +68,7 @@ TEST_SUITE("cpu") {
     }
   }
 
-  TEST_CASE("envs.isaac_ant.reset_and_observation_layout") {
+  TEST_CASE("envs.ant.reset_and_observation_layout") {
     bound_ant b;
     for (int i = 0; i < 20; ++i) {
       gmi::rng r(9, i);
@@ -134,7 +134,7 @@ TEST_SUITE("cpu") {
     for (int j = 0; j < A::nj; ++j) CHECK(o[A::obs_action + j] == s.last_action[j]);
   }
 
-  TEST_CASE("envs.isaac_ant.reward_terms_match_a_hand_computation") {
+  TEST_CASE("envs.ant.reward_terms_match_a_hand_computation") {
     // A known state: tilted 30 degrees about x (roll; the up projection cos 30 < 0.93 earns no up reward), yawed
     // so that the heading projection is below 0.8, two joints at or past 0.99 of their upper limit.
     bound_ant b;
@@ -191,7 +191,7 @@ TEST_SUITE("cpu") {
     CHECK(tu.heading == doctest::Approx(0.5));
   }
 
-  TEST_CASE("envs.isaac_ant.step_reward_is_the_terms_from_the_position_before") {
+  TEST_CASE("envs.ant.step_reward_is_the_terms_from_the_position_before") {
     bound_ant b;
     gmi::rng r(4, 0);
     A::state s;
@@ -214,7 +214,7 @@ TEST_SUITE("cpu") {
     CHECK(any_contact);
   }
 
-  TEST_CASE("envs.isaac_ant.terminates_below_the_termination_height_with_the_death_cost") {
+  TEST_CASE("envs.ant.terminates_below_the_termination_height_with_the_death_cost") {
     bound_ant b;
     gmi::rng r(3, 0);
     A::state s;
@@ -236,7 +236,7 @@ TEST_SUITE("cpu") {
     CHECK(s.qpos[2] > 0.31f);
   }
 
-  TEST_CASE("envs.isaac_ant.foot_contact_forces_carry_the_weight_at_rest") {
+  TEST_CASE("envs.ant.foot_contact_forces_carry_the_weight_at_rest") {
     // Zero actions for 3 s from the start pose without noise: the ant rests on its four feet (nothing else touches
     // the floor), so the feet's vertical contact forces sum to the weight, and by symmetry each carries a quarter.
     bound_ant b;
@@ -257,7 +257,7 @@ TEST_SUITE("cpu") {
       fz += s.foot_ft[6 * f + 2];
       CHECK(s.foot_ft[6 * f + 2] == doctest::Approx(mass * 9.81 / 4).epsilon(0.05));
     }
-    MESSAGE("isaac_ant at rest: mass " << mass << " kg, feet's vertical forces " << fz << " N (weight " << mass * 9.81
+    MESSAGE("ant at rest: mass " << mass << " kg, feet's vertical forces " << fz << " N (weight " << mass * 9.81
                                        << " N), horizontal " << fx << ", " << fy);
     CHECK(fz == doctest::Approx(mass * 9.81).epsilon(0.02));
     CHECK(std::fabs(fx) < 0.02 * fz);

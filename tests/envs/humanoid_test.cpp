@@ -1,4 +1,4 @@
-// gmi::envs::isaac_humanoid on the host: the model and the observation's layout and sizes, the reward's terms against
+// gmi::envs::humanoid on the host: the model and the observation's layout and sizes, the reward's terms against
 // a hand computation of Isaac Gym's formulas on a known state, termination below the termination height with the
 // death cost, and the feet's contact forces while it stands.
 #include <doctest/doctest.h>
@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include <gmi/envs/isaac_humanoid.hpp>
+#include <gmi/envs/humanoid.hpp>
 #include <gmi/envs/registry.hpp>
 
 namespace {
-using H = gmi::envs::isaac_humanoid;
+using H = gmi::envs::humanoid;
 
 struct bound_humanoid {
   H::params p{};
@@ -47,7 +47,7 @@ constexpr joint_fact joints[21] = {
 }  // namespace
 
 TEST_SUITE("cpu") {
-  TEST_CASE("envs.isaac_humanoid.sizes_model_and_registry") {
+  TEST_CASE("envs.humanoid.sizes_model_and_registry") {
     CHECK(H::obs_dim == 108);
     CHECK(H::act_dim == 21);
     CHECK(H::obs_dof_pos == 12);
@@ -56,7 +56,7 @@ TEST_SUITE("cpu") {
     CHECK(H::obs_foot == 75);
     CHECK(H::obs_action == 87);
     CHECK(H::obs_action + H::nj == H::obs_dim);
-    CHECK(gmi::envs::visit_task("isaac_humanoid", []<class T>() { return gmi::envs::is_physics_task<T>; }));
+    CHECK(gmi::envs::visit_task("humanoid", []<class T>() { return gmi::envs::is_physics_task<T>; }));
     bound_humanoid b;
     const auto& m = b.p.model;
     CHECK(m.timestep == doctest::Approx(1.0 / 120.0));
@@ -88,7 +88,7 @@ TEST_SUITE("cpu") {
     CHECK(H::max_effort(b.p) == doctest::Approx(135.0));
   }
 
-  TEST_CASE("envs.isaac_humanoid.reset_and_observation_layout") {
+  TEST_CASE("envs.humanoid.reset_and_observation_layout") {
     bound_humanoid b;
     for (int i = 0; i < 20; ++i) {
       gmi::rng r(9, i);
@@ -153,7 +153,7 @@ TEST_SUITE("cpu") {
     }
   }
 
-  TEST_CASE("envs.isaac_humanoid.reward_terms_match_a_hand_computation") {
+  TEST_CASE("envs.humanoid.reward_terms_match_a_hand_computation") {
     // A known state: tilted 30 degrees about x (the up projection cos 30 < 0.93 earns no up reward), yawed so that
     // the heading projection is below 0.8; joint 1 at its upper limit, joint 5 at 0.99 of its range toward the
     // lower limit (both past 0.98 of the scaled range), the rest mid-range.
@@ -215,7 +215,7 @@ TEST_SUITE("cpu") {
     CHECK(tu.heading == doctest::Approx(0.5));
   }
 
-  TEST_CASE("envs.isaac_humanoid.step_reward_is_the_terms_from_the_position_before") {
+  TEST_CASE("envs.humanoid.step_reward_is_the_terms_from_the_position_before") {
     bound_humanoid b;
     gmi::rng r(4, 0);
     H::state s;
@@ -241,7 +241,7 @@ TEST_SUITE("cpu") {
     CHECK(any_contact);
   }
 
-  TEST_CASE("envs.isaac_humanoid.terminates_below_the_termination_height_with_the_death_cost") {
+  TEST_CASE("envs.humanoid.terminates_below_the_termination_height_with_the_death_cost") {
     bound_humanoid b;
     gmi::rng r(3, 0);
     H::state s;
@@ -268,11 +268,11 @@ TEST_SUITE("cpu") {
         CHECK(s.qpos[2] >= 0.8f);
       }
     }
-    MESSAGE("isaac_humanoid, zero actions: terminated at env step " << end);
+    MESSAGE("humanoid, zero actions: terminated at env step " << end);
     CHECK(end > 10);
   }
 
-  TEST_CASE("envs.isaac_humanoid.foot_contact_forces_carry_the_weight_while_standing") {
+  TEST_CASE("envs.humanoid.foot_contact_forces_carry_the_weight_while_standing") {
     // Zero actions from the start pose without noise: after it lands (0.2 s) and before it topples, the feet are
     // the only bodies on the floor, so the feet's vertical contact forces carry the weight (within the body's
     // vertical acceleration: checked over a window, on average), and the left and right feet carry about the same.
@@ -298,7 +298,7 @@ TEST_SUITE("cpu") {
       }
     }
     fz /= n;
-    MESSAGE("isaac_humanoid standing: mass " << mass << " kg, feet's mean vertical force " << fz << " N (weight "
+    MESSAGE("humanoid standing: mass " << mass << " kg, feet's mean vertical force " << fz << " N (weight "
                                              << mass * 9.81 << " N), right " << right / n << ", left " << left / n);
     CHECK(fz == doctest::Approx(mass * 9.81).epsilon(0.1));
     CHECK(right == doctest::Approx(left).epsilon(0.1));

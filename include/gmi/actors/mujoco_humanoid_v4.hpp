@@ -1,12 +1,12 @@
 #pragma once
-// The Humanoid task on MuJoCo, defined as gmi::physics's gmi::envs::humanoid (include/gmi/envs/humanoid.hpp) on
-// the same model file (include/gmi/physics/builtin/humanoid.xml): its params, reset (qpos0 and qvel +
+// The Humanoid task on MuJoCo, defined as gmi::physics's gmi::envs::humanoid_v4 (include/gmi/envs/humanoid_v4.hpp) on
+// the same model file (include/gmi/physics/builtin/humanoid_v4.xml): its params, reset (qpos0 and qvel +
 // U(-0.01, 0.01) drawn in the same order from the env's gmi::rng, root quaternion normalized), observation qpos[2:]
 // and qvel (45), termination (torso height outside (1, 2) or a state that is not finite) and reward
 // 1.25 x forward velocity of the centre of mass + 5 - 0.1 |clamp(a, -0.4, 0.4)|^2, with frame_skip (5) MuJoCo
 // steps per env step. The centre of mass is taken at the current qpos (mj_kinematics), as gmi::physics does, not
 // one substep behind as Gymnasium's xipos after mj_step. Everything but the physics and the centre of mass is
-// gmi::envs::humanoid's own code, evaluated on MuJoCo's state in float.
+// gmi::envs::humanoid_v4's own code, evaluated on MuJoCo's state in float.
 
 #if __has_include(<mujoco/mujoco.h>)
 #include <mujoco/mujoco.h>
@@ -18,29 +18,29 @@
 #include <gmi/concepts/env.hpp>
 #include <gmi/core/error.hpp>
 #include <gmi/core/rng.hpp>
-#include <gmi/envs/humanoid.hpp>
+#include <gmi/envs/humanoid_v4.hpp>
 
 namespace gmi::actors::mujoco {
 
-class humanoid {
+class humanoid_v4 {
  public:
-  using definition = gmi::envs::humanoid;
+  using definition = gmi::envs::humanoid_v4;
   static constexpr int nq = definition::sim::nq, nv = definition::sim::nv;
   static constexpr int obs_size = definition::obs_dim, act_size = definition::act_dim;
-  // gmi::envs::humanoid's params; its solver, step_path and model fields are gmi::physics's and unused here.
+  // gmi::envs::humanoid_v4's params; its solver, step_path and model fields are gmi::physics's and unused here.
   using params = definition::params;
 
-  // Refuses a model that is not the humanoid (sizes 24, 23, 17 and a body named "torso"), in one line.
-  humanoid(const mjModel* m, params p) : m_(m), p_(p) {
+  // Refuses a model that is not the humanoid_v4 (sizes 24, 23, 17 and a body named "torso"), in one line.
+  humanoid_v4(const mjModel* m, params p) : m_(m), p_(p) {
     parts::require_sizes(m, "Humanoid", nq, nv, act_size);
     (void)parts::require_named(m, "Humanoid", mjOBJ_BODY, "body", "torso");
-    require(p.frame_skip >= 1, "humanoid frame_skip", p.frame_skip, ">= 1");
+    require(p.frame_skip >= 1, "humanoid_v4 frame_skip", p.frame_skip, ">= 1");
     for (int i = 0; i < nq; ++i) qpos0_[std::size_t(i)] = float(m->qpos0[i]);
     p_.model.qpos0 = qpos0_.data();  // what definition::reset and dt read of the model
     p_.model.timestep = float(m->opt.timestep);
   }
-  humanoid(const humanoid&) = delete;  // p_.model points into this object
-  humanoid& operator=(const humanoid&) = delete;
+  humanoid_v4(const humanoid_v4&) = delete;  // p_.model points into this object
+  humanoid_v4& operator=(const humanoid_v4&) = delete;
 
   [[nodiscard]] int obs_dim() const noexcept { return obs_size; }
   [[nodiscard]] int act_dim() const noexcept { return act_size; }

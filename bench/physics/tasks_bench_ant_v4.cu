@@ -1,0 +1,6 @@
+// gmi.bench.physics_tasks's measurements of the ant_v4 (tasks_bench.cuh), in a file of their own.
+#include <gmi/envs/ant_v4.hpp>
+
+#include "tasks_bench.cuh"
+
+template struct physics_tasks_bench::task_bench<gmi::envs::ant_v4>;

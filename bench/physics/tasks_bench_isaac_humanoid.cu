@@ -1,6 +1,0 @@
-// gmi.bench.physics_tasks's measurements of the isaac_humanoid (tasks_bench.cuh), in a file of their own.
-#include <gmi/envs/isaac_humanoid.hpp>
-
-#include "tasks_bench.cuh"
-
-template struct physics_tasks_bench::task_bench<gmi::envs::isaac_humanoid>;

@@ -1,6 +1,0 @@
-// The isaac_humanoid's device runs for physics_tasks_gpu_test.cpp (physics_task_runs.cuh), in a file of their own.
-#include <gmi/envs/isaac_humanoid.hpp>
-
-#include "physics_task_runs.cuh"
-
-template struct physics_task_runs<gmi::envs::isaac_humanoid>;
