@@ -12,7 +12,8 @@
 # a task whose example did not build in time is dropped with a line that says so (exit 1).
 # Environment: OUT (results), BUILD (default /tmp/build: the gpu preset with GMI_BUILD_ALL_TASK_EXAMPLES=ON and
 # MuJoCo and pugixml unpacked from .carry/debs), JOBS (default 16: the build's jobs and the evaluation's threads in
-# all), CUDA_VISIBLE_DEVICES (the caller's GPU).
+# all), CUDA_VISIBLE_DEVICES (the caller's GPU), S2S_SPREAD=1 (CUDA_VISIBLE_DEVICES unset on a multi-GPU machine: task k
+# trains alone on GPU k mod the GPUs).
 # Output under $OUT:
 #   s2s.jsonl          one line per task: the tool's {"bench":"sim2sim","task":..,"episodes":N,"return_gmi":..,
 #                      "return_mujoco":..,"ratio":..,"len_gmi":..,"len_mujoco":..,"git":..,"device":"host",...}
