@@ -2,15 +2,18 @@
 # Split roles' actors on another GPU than the learner's writing their rounds straight into its device memory over
 # peer access (pipeline/split_paths.hpp, split_channels.hpp; docs/replay.md), on a machine with 2 GPUs
 # (CUDA_VISIBLE_DEVICES may pick them; at least 2 must be visible), from the repository root (OUT set), within
-# TOTAL_SECONDS (default 300: 5 minutes) of a cold machine with 32+ cores, the build included:
+# TOTAL_SECONDS (default 540, 9 minutes: the tests a process each) of a cold 32+ core machine, build included:
 #   1. builds gmi.test.sac_multigpu and gmi.bench.replay_peer (-j$JOBS, default the machine's cores) in $BUILD (default
 #      /tmp/build-replay-peer), then gmi.example.pendulum_sac in the background while 2 and 3 run;
-#   2. the GPU tests (tests/sac_multigpu, label multigpu): sac_multigpu.split_peer_items_match_host (actor 1 on GPU 1,
-#      actor 2 on GPU 0: the learner's table, every column's words, trajectory ids, steps, links, and its weights the
-#      same bits as through host messages) and sac_multigpu.split_peer_learns_as_host (one actor on GPU 1 with 16
-#      environments, 12000 env steps: the deterministic return within 25 of the host run's, both >= -400) and
-#      sac_multigpu.peer_option_gates_another_gpu (comm's peer flag: refused without it, the weights read with it); a
-#      skip line (fewer than 2 GPUs) counts as a failure here;
+#   2. the GPU tests (tests/sac_multigpu, label multigpu), each test case in its own process (a crash in one hides
+#      none of the others; a failed case's last 40 lines are printed, and a crashed one is run once more with
+#      GMI_TRACE=1, whose stage lines and per-stage stream waits say where it was): sac_multigpu.split_host_path_runs
+#      and sac_multigpu.split_auto_path_runs (each path alone, actor 1 on GPU 1 and actor 2 on GPU 0),
+#      sac_multigpu.split_peer_items_match_host (the learner's table, every column's words, trajectory ids, steps,
+#      links, and its weights the same bits as through host messages) and sac_multigpu.split_peer_learns_as_host (one
+#      actor on GPU 1 with 16 environments, 12000 env steps: the deterministic return within 25 of the host run's,
+#      both >= -400) and sac_multigpu.peer_option_gates_another_gpu (comm's peer flag: refused without it, the
+#      weights read with it); a skip line (fewer than 2 GPUs) counts as a failure here;
 #   3. gmi.bench.replay_peer: rounds of 64 steps x 64 environments (obs 108, act 21, reward, done) from an actor on
 #      GPU 1 into a learner's table on GPU 0, gmi_peer (peer copies into the learner's channel slots) against gmi_host
 #      (host messages), 5 reps of 200 rounds after 20 warm-up rounds (medians, min, max; items_match: the table
@@ -24,10 +27,10 @@
 #      and returns.
 # Writes $OUT/peer.jsonl ({"bench":"replay","case":"peer_insert","impl":"gmi_peer"|"gmi_host","metric":"rounds_per_s",
 # "median",..., "gbytes_per_s","items_match","device","git","run_id"}); logs under $OUT/peer/.
-# Arguments (optional): TOTAL_SECONDS (120..1200, default 300).
+# Arguments (optional): TOTAL_SECONDS (120..1200, default 540).
 set -uo pipefail
 start_s=$(date +%s)
-total_seconds=${1:-300}
+total_seconds=${1:-540}
 [[ "$total_seconds" =~ ^[0-9]+$ && "$total_seconds" -ge 120 && "$total_seconds" -le 1200 ]] ||
   { echo "device_peer: total seconds: got $total_seconds, need an integer in 120..1200" >&2; exit 2; }
 deadline_s=$((start_s + total_seconds))
@@ -52,13 +55,37 @@ timeout $(( $(left) - 40 > 10 ? $(left) - 40 : 10 )) cmake --build "$build" -j"$
   --target gmi.example.pendulum_sac > "$out/build-example.log" 2>&1 &
 example_build=$!
 
-echo "== tests ($(left) s left)"
-timeout $(( $(left) - 40 > 150 ? 150 : $(left) - 40 )) "$build/tests/sac_multigpu/gmi.test.sac_multigpu" \
-  > "$logs/sac_multigpu.log" 2>&1
-rc=$?
-((rc == 0)) || { echo "device_peer: tests/sac_multigpu: exit $rc ($logs/sac_multigpu.log)" >&2; status=1; }
-grep -E "^sac_multigpu|^  actor GMI|SKIPPED|test cases|assertions|ERROR" "$logs/sac_multigpu.log" | tee "$out/peer-tests.txt"
-grep -q "SKIPPED" "$logs/sac_multigpu.log" && { echo "device_peer: the two-GPU tests skipped" >&2; status=1; }
+echo "== tests, a process each ($(left) s left)"
+test_bin="$build/tests/sac_multigpu/gmi.test.sac_multigpu"
+# doctest lists the names between its banner lines ("[doctest] ...", "=====").
+mapfile -t cases < <("$test_bin" --list-test-cases 2>/dev/null | grep -vE '^\[doctest\]|^=+$|^$')
+((${#cases[@]} > 0)) || { echo "device_peer: $test_bin listed no test cases" >&2; status=1; }
+: > "$out/peer-tests.txt"
+passed=0
+for c in "${cases[@]}"; do
+  log="$logs/test-$c.log"
+  limit=$(( $(left) - 60 > 150 ? 150 : $(left) - 60 ))
+  if ((limit < 20)); then
+    echo "test $c: skipped, $(left) s left" | tee -a "$out/peer-tests.txt"; status=1; continue
+  fi
+  timeout "$limit" "$test_bin" --test-case="$c" > "$log" 2>&1
+  rc=$?
+  grep -q "SKIPPED" "$log" && { echo "device_peer: $c skipped (fewer than 2 GPUs)" >&2; rc=77; }
+  # 124: out of time; above 128: killed by signal rc - 128 (139: SIGSEGV, 134: SIGABRT)
+  echo "test $c: exit $rc" | tee -a "$out/peer-tests.txt"
+  grep -E "^sac_multigpu|^  actor GMI" "$log" | sed 's/^/  /' | tee -a "$out/peer-tests.txt"
+  if ((rc == 0)); then passed=$((passed + 1)); continue; fi
+  status=1
+  echo "device_peer: $c failed (exit $rc, $log); its last 40 lines:" >&2
+  tail -n 40 "$log" | sed 's/^/  | /' >&2
+  if ((rc > 128 && $(left) > 120)); then  # crashed: once more with the GMI stage trace
+    GMI_TRACE=1 timeout $(( $(left) - 90 > 150 ? 150 : $(left) - 90 )) "$test_bin" --test-case="$c" \
+      > "$logs/test-$c.trace.log" 2>&1
+    echo "device_peer: $c again with GMI_TRACE=1: exit $? ($logs/test-$c.trace.log); its last 40 lines:" >&2
+    tail -n 40 "$logs/test-$c.trace.log" | sed 's/^/  | /' >&2
+  fi
+done
+echo "tests: ${passed} of ${#cases[@]} test cases passed, each in its own process" | tee -a "$out/peer-tests.txt"
 
 echo "== bench ($(left) s left)"
 timeout $(( $(left) - 30 > 60 ? 60 : ($(left) - 30 > 10 ? $(left) - 30 : 10) )) \
@@ -93,10 +120,14 @@ import json, os, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()] if os.path.exists(sys.argv[1]) else []
 val = {r["impl"]: r for r in rows if r.get("case") == "peer_insert"}
 tests = open(sys.argv[2]).read() if os.path.exists(sys.argv[2]) else ""
-print("tests:", next((l for l in tests.splitlines() if "test cases" in l), "no summary line (see peer/sac_multigpu.log)"))
+summary = next((l for l in tests.splitlines() if l.startswith("tests:")), None)
+print(summary or "tests: no summary line (see peer/test-*.log)")
 for l in tests.splitlines():
-    if l.startswith("sac_multigpu learning"):
+    if l.startswith("test ") and not l.endswith("exit 0"):
         print(l)
+for l in tests.splitlines():
+    if l.strip().startswith("sac_multigpu learning"):
+        print(l.strip())
 peer, host = val.get("gmi_peer"), val.get("gmi_host")
 for r in (peer, host):
     if r:

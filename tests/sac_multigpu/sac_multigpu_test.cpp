@@ -23,8 +23,30 @@ void print_lines(const char* what, const sac_multigpu::split_result& r) {
               r.device ? "device" : "host messages", r.peer ? " (peer)" : "", r.env_steps, r.updates, r.table,
               r.seconds);
   for (const auto& l : r.lines) std::printf("  %s\n", l.c_str());
+  std::fflush(stdout);  // a log to a file keeps what ran before a crash in a later run
 }
 }  // namespace
+
+// Each path alone first, one run each (a crash in one names it; device_peer.sh runs every case in its own process):
+// host messages with actor 1 on GPU 1 and actor 2 on GPU 0, then the path the plan picks for the same GMIs.
+TEST_CASE("sac_multigpu.split_host_path_runs") {
+  const auto h = sac_multigpu::split_run({1, 0}, 8, 2000, true, false);
+  print_lines("host", h);
+  CHECK_FALSE(h.device);
+  CHECK(h.env_steps >= 2000);
+  CHECK(h.table == h.env_steps);
+  CHECK(h.updates > 0);
+}
+TEST_CASE("sac_multigpu.split_auto_path_runs") {
+  const bool peer = sac_multigpu::peer_1_to_0();
+  const auto p = sac_multigpu::split_run({1, 0}, 8, 2000, false, false);
+  print_lines("auto", p);
+  CHECK(p.device == peer);
+  CHECK(p.peer == peer);
+  CHECK(p.env_steps >= 2000);
+  CHECK(p.table == p.env_steps);
+  CHECK(p.updates > 0);
+}
 
 // Actor 1 on GPU 1 (peer copies into GPU 0's slots where the GPUs have peer access), actor 2 on GPU 0: the learner's
 // table (every column's words, trajectory ids, steps, links) and weights are the same bits as with host messages.
@@ -32,8 +54,8 @@ void print_lines(const char* what, const sac_multigpu::split_result& r) {
 TEST_CASE("sac_multigpu.split_peer_items_match_host") {
   const bool peer = sac_multigpu::peer_1_to_0();
   const auto h = sac_multigpu::split_run({1, 0}, 8, 4000, true, false);
-  const auto p = sac_multigpu::split_run({1, 0}, 8, 4000, false, false);
   print_lines("host", h);
+  const auto p = sac_multigpu::split_run({1, 0}, 8, 4000, false, false);
   print_lines("auto", p);
   CHECK_FALSE(h.device);
   CHECK(p.device == peer);
@@ -65,8 +87,8 @@ TEST_CASE("sac_multigpu.split_peer_items_match_host") {
 // environments) within 25 of the host run's, and both at -400 or better (the random policy's is about -1200).
 TEST_CASE("sac_multigpu.split_peer_learns_as_host") {
   const auto h = sac_multigpu::split_run({1}, 16, 12000, true, true);
-  const auto p = sac_multigpu::split_run({1}, 16, 12000, false, true);
   print_lines("host", h);
+  const auto p = sac_multigpu::split_run({1}, 16, 12000, false, true);
   print_lines("auto", p);
   std::printf("sac_multigpu learning: deterministic return host %.1f, %s %.1f (tolerance 25; both >= -400)\n",
               h.eval_return, p.peer ? "peer" : "auto (no peer access: host)", p.eval_return);
