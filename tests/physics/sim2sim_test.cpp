@@ -112,7 +112,9 @@ void check_task(const std::string& checkpoint, double early_bound) {
 
 TEST_SUITE("cpu") {
   TEST_CASE("physics.sim2sim_tool.ant_v4_policy_on_mujoco_follows_gmi") {
-    check_task<gmi::envs::ant_v4>(trained<gmi::envs::ant_v4>(3), 2e-3);
+    // 2e-2: the policy of the clipped value loss (the defaults since b738c79) moves the legs into the floor's contacts
+    // within the first steps, where float and double part by 6.4e-3 (3.9e-4 under the earlier defaults' policy).
+    check_task<gmi::envs::ant_v4>(trained<gmi::envs::ant_v4>(3), 2e-2);
   }
 
   TEST_CASE("physics.sim2sim_tool.humanoid_v4_policy_on_mujoco_follows_gmi") {
